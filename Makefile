@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: Apache-2.0
+GO        ?= go
+PKGS      ?= ./...
+BIN       ?= bin/macake
+PREFIX    ?= /usr/local
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := bin/staticcheck
+PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
+TRACES    ?= ../shared/traces
+
+.PHONY: all build test vet race darwin lint fmt demo bench e2e cross install clean tools
+
+all: vet lint test build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/macake
+
+## test: what CI runs: vet, the race-enabled tests, and the darwin cross-build and vet.
+test: vet race darwin
+
+vet:
+	$(GO) vet $(PKGS)
+
+race:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+darwin:
+	@echo ">> darwin/arm64 build and vet"
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+	GOOS=darwin GOARCH=amd64 $(GO) vet $(PKGS)
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/bin GOOS= GOARCH= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+tools: $(STATICCHECK)
+
+lint: $(STATICCHECK)
+	$(STATICCHECK) $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(STATICCHECK) $(PKGS)
+
+fmt:
+	gofmt -l -w .
+
+## demo: the first thing to run on a fresh clone.
+demo: build
+	$(BIN) validate --config-dir examples/links.d
+
+cross:
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+	  echo ">> building $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
+	    -o dist/macake-$$os-$$arch ./cmd/macake || exit 1; done
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/macake
+
+clean:
+	rm -rf bin dist

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Default locations; --config-dir and --state-dir override them.
+const (
+	defaultConfigDir = "/etc/macake/links.d"
+	defaultStateDir  = "/var/db/macake"
+)
+
+// env is everything a command may touch of the outside world, so that the
+// whole CLI runs in-process in tests.
+type env struct {
+	ctx       context.Context
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
+	getenv    func(string) string
+	configDir string
+	stateDir  string
+	// configDirSet tells whether --config-dir was given explicitly.
+	configDirSet bool
+	// euid reports the effective user id; tests replace it.
+	euid func() int
+}
+
+// command is one subcommand: its help texts and the function that runs it.
+type command struct {
+	name  string
+	args  string // synopsis after the name, e.g. "[--dry-run] [--json]"
+	short string // one line for the command list
+	long  string // paragraph(s) for `macake COMMAND --help`
+	run   func(e *env, args []string) int
+}
+
+// commands is the command tree, in the order `macake --help` lists it.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		validateCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
+		measureCmd, monitorCmd, benchCmd, simCmd,
+		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
+		versionCmd,
+	}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// run is the whole CLI: it parses the global flags, dispatches to the
+// subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, euid: os.Geteuid}
+	return e.main(args)
+}
+
+func (e *env) main(args []string) int {
+	fs := flag.NewFlagSet("macake", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&e.configDir, "config-dir", defaultConfigDir, "directory of policy files (*.toml)")
+	fs.StringVar(&e.stateDir, "state-dir", defaultStateDir, "directory of the state file")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.BoolVar(showVersion, "V", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			e.usage(e.stdout)
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "macake: %v\n", err)
+		e.usage(e.stderr)
+		return exitUsage
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config-dir" {
+			e.configDirSet = true
+		}
+	})
+	if *showVersion {
+		return versionCmd.run(e, nil)
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprintf(e.stderr, "macake: missing command: %s\n", strings.Join(commandNames(), ", "))
+		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
+		return exitUsage
+	}
+	name := rest[0]
+	if name == "help" {
+		if len(rest) > 1 {
+			if c := lookup(rest[1]); c != nil {
+				c.help(e.stdout, nil)
+				return exitOK
+			}
+			fmt.Fprintf(e.stderr, "macake: unknown command: %s\n", rest[1])
+			return exitUsage
+		}
+		e.usage(e.stdout)
+		return exitOK
+	}
+	if name == "plan" { // terraform habit: `plan` is `apply --dry-run`
+		return applyCmd.run(e, append([]string{"--dry-run"}, rest[1:]...))
+	}
+	c := lookup(name)
+	if c == nil {
+		fmt.Fprintf(e.stderr, "macake: unknown command: %s\n", name)
+		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
+		return exitUsage
+	}
+	return c.run(e, rest[1:])
+}
+
+func commandNames() []string {
+	names := make([]string, 0, len(commands))
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (e *env) usage(w io.Writer) {
+	fmt.Fprintln(w, "macake: latency-driven adaptive bandwidth shaping, declaratively.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: macake [--config-dir DIR] [--state-dir DIR] COMMAND [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-18s %s\n", c.name, c.short)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Global flags:\n  --config-dir DIR   policy files (default %s)\n  --state-dir DIR    state file directory (default %s)\n", defaultConfigDir, defaultStateDir)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'macake COMMAND --help' for a command's flags.")
+}
+
+func (c *command) help(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: macake %s %s\n\n%s\n", c.name, c.args, c.short)
+	if c.long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
+	}
+	if fs != nil {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.VisitAll(func(f *flag.Flag) {
+			name, usage := flag.UnquoteUsage(f)
+			fmt.Fprintf(&b, "  --%s", f.Name)
+			if name != "" {
+				fmt.Fprintf(&b, " %s", name)
+			}
+			fmt.Fprintf(&b, "\n        %s", usage)
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+				fmt.Fprintf(&b, " (default %s)", f.DefValue)
+			}
+			b.WriteByte('\n')
+		})
+		if b.Len() > 0 {
+			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
+		}
+	}
+}
+
+// flags returns a FlagSet for c whose errors the caller maps to exitUsage.
+func (c *command) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("macake "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parse parses args into fs. It returns done=true with the exit code when the
+// command must stop: after --help (0) or on a usage error (64).
+func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, code int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.help(e.stdout, fs)
+			return true, exitOK
+		}
+		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
+		fmt.Fprintf(e.stderr, "Run 'macake %s --help' for usage.\n", c.name)
+		return true, exitUsage
+	}
+	return false, exitOK
+}
+
+// noArgs rejects positional arguments for commands that take none.
+func (c *command) noArgs(e *env, fs *flag.FlagSet) (done bool, code int) {
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "macake %s: unexpected argument %q\n", c.name, fs.Arg(0))
+		return true, exitUsage
+	}
+	return false, exitOK
+}
+
+// requireRoot prints the standard hint and returns exitNoPerm unless root.
+func (e *env) requireRoot(name string) (ok bool, code int) {
+	if e.euid() == 0 {
+		return true, exitOK
+	}
+	fmt.Fprintf(e.stderr, "macake %s: needs root to change pf/dummynet. Run with sudo.\n", name)
+	return false, exitNoPerm
+}
+
+// notImplemented is what every command that is not built yet runs, so that
+// nobody mistakes a stub for a working command.
+func notImplemented(c *command) func(e *env, args []string) int {
+	return func(e *env, args []string) int {
+		for _, a := range args {
+			if a == "-h" || a == "-help" || a == "--help" {
+				c.help(e.stdout, nil)
+				return exitOK
+			}
+		}
+		fmt.Fprintf(e.stderr, "not implemented yet: %s\n", c.name)
+		return exitFailure
+	}
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the CLI in-process and returns exit code, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestCLIUsageErrorsExit64(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"no-such-command"},
+		{"--no-such-flag", "version"},
+		{"version", "--no-such-flag"},
+		{"version", "extra"},
+		{"help", "no-such-command"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitUsage {
+			t.Errorf("macake %v: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+		}
+		if stderr == "" {
+			t.Errorf("macake %v: no message on stderr", args)
+		}
+	}
+}
+
+func TestCLIHelpForEveryCommand(t *testing.T) {
+	for _, c := range commands {
+		code, stdout, _ := runCLI(t, c.name, "--help")
+		if code != exitOK || !strings.Contains(stdout, "Usage: macake "+c.name) {
+			t.Errorf("macake %s --help: exit %d, stdout %q", c.name, code, stdout)
+		}
+		code, stdout, _ = runCLI(t, "help", c.name)
+		if code != exitOK || !strings.Contains(stdout, c.short) {
+			t.Errorf("macake help %s: exit %d, stdout %q", c.name, code, stdout)
+		}
+	}
+	code, stdout, _ := runCLI(t, "--help")
+	if code != exitOK || !strings.Contains(stdout, "Commands:") {
+		t.Errorf("macake --help: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestCLIVersion(t *testing.T) {
+	code, stdout, _ := runCLI(t, "version")
+	if code != exitOK || !strings.HasPrefix(stdout, "macake ") {
+		t.Fatalf("version: exit %d, stdout %q", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, "version", "--json")
+	if code != exitOK || !strings.Contains(stdout, `"go_version"`) {
+		t.Fatalf("version --json: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestCLIStubsSayNotImplemented keeps unbuilt commands honest: they exit 1
+// and say so, whatever flags they are given.
+func TestCLIStubsSayNotImplemented(t *testing.T) {
+	for _, c := range commands {
+		var probe bytes.Buffer
+		code := c.run(&env{ctx: context.Background(), stdout: &probe, stderr: &probe, getenv: func(string) string { return "" }, euid: func() int { return 0 }, configDir: t.TempDir(), stateDir: t.TempDir()}, []string{"--some-flag"})
+		if !strings.Contains(probe.String(), "not implemented yet") {
+			continue // a real command
+		}
+		if code != exitFailure || !strings.Contains(probe.String(), "not implemented yet: "+c.name) {
+			t.Errorf("%s: exit %d, output %q; want exit 1 and 'not implemented yet: %s'", c.name, code, probe.String(), c.name)
+		}
+	}
+}

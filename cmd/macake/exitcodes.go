@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+// Exit codes follow BSD sysexits(3), as DESIGN.md §4 defines them. A launchd
+// KeepAlive policy should not restart `watch` on exitConfig or exitNoPerm:
+// those need a person, and a restart loop only fills the log.
+const (
+	exitOK          = 0  // success, with or without changes
+	exitFailure     = 1  // runtime or apply failure, including a partial apply
+	exitChanges     = 2  // only with --detailed-exitcode: changes present or applied
+	exitUsage       = 64 // EX_USAGE: bad flags or arguments
+	exitUnavailable = 69 // EX_UNAVAILABLE: pfctl/dnctl (or tc) missing or unusable
+	exitNoPerm      = 77 // EX_NOPERM: the command needs root
+	exitConfig      = 78 // EX_CONFIG: policy files invalid
+)

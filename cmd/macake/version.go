@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+var versionCmd = &command{
+	name:  "version",
+	args:  "[--json]",
+	short: "Print the version, commit and Go version.",
+}
+
+func init() { versionCmd.run = runVersion }
+
+func runVersion(e *env, args []string) int {
+	fs := versionCmd.flags()
+	asJSON := fs.Bool("json", false, "print as JSON")
+	if done, code := versionCmd.parse(e, fs, args); done {
+		return code
+	}
+	if done, code := versionCmd.noArgs(e, fs); done {
+		return code
+	}
+	v, c := version, commit
+	if v == "dev" {
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+	}
+	if *asJSON {
+		out, _ := json.Marshal(map[string]string{
+			"version": v, "commit": c, "go_version": runtime.Version(),
+			"os": runtime.GOOS, "arch": runtime.GOARCH,
+		})
+		fmt.Fprintln(e.stdout, string(out))
+		return exitOK
+	}
+	fmt.Fprintf(e.stdout, "macake %s (commit %s, %s, %s/%s)\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return exitOK
+}

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"net"
+	"net/netip"
+)
+
+// Facts is what the machine knows about its network right now: one entry per
+// interface. The sensing code detects it; MACAKE_LINK_FACTS=FILE replaces
+// detection with this same JSON shape, for tests, demos and the emulator:
+//
+//	{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1",
+//	  "gateway_mac":"74:24:9f:00:00:01","ssid":"STARLINK"}]}
+type Facts struct {
+	Interfaces []InterfaceFacts `json:"interfaces"`
+}
+
+// InterfaceFacts describes one interface. Zero values mean "unknown".
+type InterfaceFacts struct {
+	Name       string       `json:"name"`
+	Up         bool         `json:"up"`
+	GatewayIP  netip.Addr   `json:"gateway_ip,omitzero"`
+	GatewayMAC HardwareAddr `json:"gateway_mac,omitzero"`
+	SSID       string       `json:"ssid,omitempty"`
+	// Default is true for the interface that carries the default route.
+	Default bool `json:"default,omitempty"`
+}
+
+// Interface returns the facts for the named interface.
+func (f Facts) Interface(name string) (InterfaceFacts, bool) {
+	for _, i := range f.Interfaces {
+		if i.Name == name {
+			return i, true
+		}
+	}
+	return InterfaceFacts{}, false
+}
+
+// HardwareAddr is a MAC address that reads and writes itself as text
+// ("74:24:9f:00:00:01"), in JSON and in TOML alike.
+type HardwareAddr net.HardwareAddr
+
+// String returns the colon-separated lower-case form, or "" when empty.
+func (h HardwareAddr) String() string {
+	if len(h) == 0 {
+		return ""
+	}
+	return net.HardwareAddr(h).String()
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (h HardwareAddr) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler. It accepts the
+// colon, dash and dot forms net.ParseMAC accepts, for 6-byte addresses.
+func (h *HardwareAddr) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*h = nil
+		return nil
+	}
+	mac, err := net.ParseMAC(string(b))
+	if err != nil {
+		return &net.AddrError{Err: "invalid MAC address (want e.g. 74:24:9f:00:00:01)", Addr: string(b)}
+	}
+	if len(mac) != 6 {
+		return &net.AddrError{Err: "MAC address must have 6 bytes", Addr: string(b)}
+	}
+	*h = HardwareAddr(mac)
+	return nil
+}
+
+// Equal reports whether h and o are the same address.
+func (h HardwareAddr) Equal(o HardwareAddr) bool {
+	return net.HardwareAddr(h).String() == net.HardwareAddr(o).String()
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package execrun
+
+import (
+	"context"
+	"errors"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/plan"
+)
+
+func TestRunCapturesOutputAndExitCode(t *testing.T) {
+	cmd := plan.Command{Argv: []string{"/bin/sh", "-c", `cat; echo "$LC_ALL" >&2; exit 3`}, Stdin: "hello"}
+	res, err := Runner{}.Run(context.Background(), cmd)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if string(res.Stdout) != "hello" || strings.TrimSpace(string(res.Stderr)) != "C" || res.ExitCode != 3 {
+		t.Fatalf("got stdout %q stderr %q exit %d; want hello, C, 3", res.Stdout, res.Stderr, res.ExitCode)
+	}
+	_, err = Check(cmd, res, nil)
+	var ee *Error
+	if !errors.As(err, &ee) || ee.ExitCode != 3 {
+		t.Fatalf("Check: got %v, want *Error with exit 3", err)
+	}
+	if !strings.Contains(err.Error(), "/bin/sh -c") || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), ": C") {
+		t.Errorf("error text lacks argv, status or stderr: %q", err)
+	}
+}
+
+func TestRunTimeout(t *testing.T) {
+	_, err := Runner{Timeout: 100 * time.Millisecond}.Run(context.Background(), plan.Command{Argv: []string{"/bin/sleep", "5"}})
+	if err == nil || !strings.Contains(err.Error(), "timed out") {
+		t.Fatalf("got %v, want a timeout error", err)
+	}
+}
+
+func TestRunMissingProgram(t *testing.T) {
+	_, err := Runner{}.Run(context.Background(), plan.Command{Argv: []string{"/nonexistent/pfctl", "-s", "info"}})
+	if err == nil || !strings.Contains(err.Error(), "/nonexistent/pfctl") {
+		t.Fatalf("got %v, want an error naming the program", err)
+	}
+}
+
+// TestOnlyExecrunImportsOsExec keeps process execution in one audited place:
+// every child goes through Runner (LC_ALL=C, timeout, argv in errors).
+func TestOnlyExecrunImportsOsExec(t *testing.T) {
+	root := filepath.Join("..")
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if p == "os/exec" && filepath.Dir(path) != filepath.Join("..", "execrun") {
+				t.Errorf("%s imports os/exec; run children through execrun.Runner instead", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

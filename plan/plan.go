@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package plan holds a reconciliation plan as data: the ordered operations a
+// backend must run to make the live system match the desired state. Computing
+// a plan never touches the system; only a backend's Execute runs its
+// commands. Text and JSON renderings are what `macake apply` prints.
+package plan
+
+import "context"
+
+// Action is what an operation does to its object.
+type Action string
+
+// The three actions, printed as +, ~ and -.
+const (
+	Create Action = "create"
+	Update Action = "update"
+	Remove Action = "remove"
+)
+
+// Symbol returns the one-character plan symbol of a.
+func (a Action) Symbol() string {
+	switch a {
+	case Create:
+		return "+"
+	case Update:
+		return "~"
+	case Remove:
+		return "-"
+	}
+	return "?"
+}
+
+// Command is one child process invocation, exact to the byte.
+type Command struct {
+	// Argv is the program and its arguments; Argv[0] is the tool's path.
+	Argv []string `json:"argv"`
+	// Stdin is fed to the child (e.g. the anchor's rules for pfctl -f -).
+	Stdin string `json:"stdin,omitempty"`
+}
+
+// Field is one changed attribute of an object.
+type Field struct {
+	// Name is the human label, e.g. "bandwidth".
+	Name string `json:"name"`
+	// Before and After are the human renderings; Before is empty on create.
+	Before string `json:"-"`
+	After  string `json:"-"`
+	// Key is the JSON key in base units, e.g. "bandwidth_bits_per_second".
+	Key string `json:"key"`
+	// BeforeValue and AfterValue are the JSON values, in base units.
+	BeforeValue any `json:"before,omitempty"`
+	AfterValue  any `json:"after,omitempty"`
+}
+
+// Op is one operation on one owned object.
+type Op struct {
+	// Link is the link the object belongs to; "" for shared objects (the
+	// pf enable reference, the anchor when it holds several links).
+	Link string `json:"link,omitempty"`
+	// Interface is the link's interface, for the plan's group header.
+	Interface string `json:"interface,omitempty"`
+	// Kind names the object type: "pipe", "rules", "pf-reference",
+	// "qdisc", "ifb", ...
+	Kind string `json:"kind"`
+	// ID identifies the object within its kind, e.g. "48001".
+	ID string `json:"id"`
+	// Label is the human name, e.g. `pipe 48001 "wan/upload"`.
+	Label string `json:"label"`
+	// Action is create, update or remove.
+	Action Action `json:"action"`
+	// Fields lists the changed attributes (all of them on create).
+	Fields []Field `json:"fields,omitempty"`
+	// Unchanged counts the attributes that stay as they are (hidden).
+	Unchanged int `json:"unchanged,omitempty"`
+	// Reason says why, e.g. "bandwidth differs" or "link removed from config".
+	Reason string `json:"reason,omitempty"`
+	// Commands are the exact child invocations, in order.
+	Commands []Command `json:"commands"`
+}
+
+// Warning is a finding that does not stop the plan, e.g. a dummynet
+// limitation or a foreign pipe in the owned range.
+type Warning struct {
+	Link    string `json:"link,omitempty"`
+	Message string `json:"message"`
+}
+
+// Plan is an ordered list of operations. The order is safe to execute:
+// pipes exist before rules that name them, rules are gone before the pipes
+// they name are deleted.
+type Plan struct {
+	Ops      []Op      `json:"changes"`
+	Warnings []Warning `json:"warnings"`
+}
+
+// Empty reports whether the plan changes nothing.
+func (p Plan) Empty() bool { return len(p.Ops) == 0 }
+
+// Count returns how many operations create, update and remove.
+func (p Plan) Count() (create, update, remove int) {
+	for _, op := range p.Ops {
+		switch op.Action {
+		case Create:
+			create++
+		case Update:
+			update++
+		case Remove:
+			remove++
+		}
+	}
+	return
+}
+
+// Result is what a child process produced. A non-zero ExitCode is not an
+// error by itself: the caller decides (dnctl's "already gone" exit 1 is
+// benign, pfctl's show commands exit 0 on error).
+type Result struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+}
+
+// Runner runs one command. It returns an error only when the command could
+// not be run to completion (not found, timed out, killed); exit statuses are
+// in the Result. Implementations: execrun.Runner (real processes) and the
+// pfdn emulator (in-process).
+type Runner interface {
+	Run(ctx context.Context, cmd Command) (Result, error)
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package shape is the backend-neutral desired state: which links are active
+// on which interfaces, at which rates, with which probe exemptions. The
+// reconciler computes it from the policy files, the link facts and the
+// controllers' current rates; a backend (pfdn on macOS, tc on Linux) turns it
+// into its own objects, diffs them against the live system and applies the
+// difference.
+package shape
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+)
+
+// Direction is one of the two independently shaped directions of a link.
+type Direction int
+
+// The two directions. Upload is egress on the interface, Download is ingress.
+const (
+	Upload Direction = iota
+	Download
+)
+
+// String returns "upload" or "download".
+func (d Direction) String() string {
+	switch d {
+	case Upload:
+		return "upload"
+	case Download:
+		return "download"
+	}
+	return fmt.Sprintf("Direction(%d)", int(d))
+}
+
+// Directions lists both directions in the order backends create them.
+var Directions = [2]Direction{Upload, Download}
+
+// Pipe is the desired shaper for one direction: a rate and a byte-limited
+// drop-tail queue (what a dummynet pipe is, and what htb+bfifo mirrors).
+type Pipe struct {
+	// RateBits is the shaping rate in bit/s, > 0.
+	RateBits int64
+	// QueueBytes is the queue limit in bytes, > 0.
+	QueueBytes int64
+}
+
+// Link is one active link: a policy matched to an interface that is up.
+type Link struct {
+	// Name is the policy name (the file stem in links.d).
+	Name string
+	// Interface is the shaped interface, e.g. "en0".
+	Interface string
+	// Slot is the link's stable allocation index (0-based) from the state
+	// file. Backends derive object identities from it (pfdn: pipes
+	// 48001+2*Slot for upload and 48002+2*Slot for download), so adding,
+	// removing or renaming another link never renumbers this one.
+	Slot int
+	// Upload and Download are the desired shapers.
+	Upload, Download Pipe
+	// Reflectors are the controller's probe targets; their ICMP is exempt
+	// from shaping so the controller sees the bottleneck's queue, not ours.
+	Reflectors []netip.Addr
+	// Cake holds CAKE-only options for backends that have CAKE; nil when
+	// the policy sets none.
+	Cake *Cake
+}
+
+// Pipe returns the desired shaper of direction d.
+func (l Link) Pipe(d Direction) Pipe {
+	if d == Upload {
+		return l.Upload
+	}
+	return l.Download
+}
+
+// Cake is the set of CAKE options a policy may ask for (Linux with sch_cake
+// only; dummynet cannot do any of them).
+type Cake struct {
+	Diffserv       string // "diffserv3", "diffserv4", "diffserv8", "besteffort"; "" = CAKE default
+	EgressIsolate  string // e.g. "dual-srchost", "triple-isolate"; "" = CAKE default
+	IngressIsolate string // e.g. "dual-dsthost"
+	NAT            bool
+	ACKFilter      bool
+	Overhead       int // bytes per packet, 0-256
+	MPU            int
+}
+
+// State is the whole desired state: every active link, at most one per
+// interface, sorted by name.
+type State struct {
+	Links []Link
+}
+
+// Sort orders the links by name, the order plans and listings use.
+func (s *State) Sort() {
+	sort.Slice(s.Links, func(i, j int) bool { return s.Links[i].Name < s.Links[j].Name })
+}
+
+// Link returns the active link with the given name.
+func (s State) Link(name string) (Link, bool) {
+	for _, l := range s.Links {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Link{}, false
+}
