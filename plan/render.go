@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// TextOptions controls the human rendering of a plan.
+type TextOptions struct {
+	// Color adds ANSI colours (+ green, ~ yellow, - red, headers bold).
+	// The symbols carry the meaning without it.
+	Color bool
+	// ShowCommands prints each op's exact commands under it.
+	ShowCommands bool
+	// DryRun prefixes shown commands with "would run:" instead of "run:".
+	DryRun bool
+	// Subject completes the "No changes." line, e.g.
+	// "Live pf/dummynet state matches /etc/macake/links.d."
+	Subject string
+	// Symbols prints the legend line before the ops.
+	Symbols bool
+}
+
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+)
+
+func (o TextOptions) paint(code, s string) string {
+	if !o.Color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (o TextOptions) symbol(a Action) string {
+	switch a {
+	case Create:
+		return o.paint(ansiGreen, "+")
+	case Update:
+		return o.paint(ansiYellow, "~")
+	case Remove:
+		return o.paint(ansiRed, "-")
+	}
+	return "?"
+}
+
+// group is a run of consecutive ops of one link, in plan order.
+type group struct {
+	link, iface string
+	ops         []Op
+}
+
+// groups splits the plan into per-link blocks, keeping first-appearance
+// order so the printed order is the execution order as far as possible.
+func (p Plan) groups() []group {
+	var gs []group
+	index := map[string]int{}
+	for _, op := range p.Ops {
+		i, ok := index[op.Link]
+		if !ok {
+			i = len(gs)
+			index[op.Link] = i
+			gs = append(gs, group{link: op.Link, iface: op.Interface})
+		}
+		if gs[i].iface == "" {
+			gs[i].iface = op.Interface
+		}
+		gs[i].ops = append(gs[i].ops, op)
+	}
+	return gs
+}
+
+// WriteText renders p for people: a legend, one block per link, hidden
+// unchanged fields counted, and the summary line; exactly "No changes."
+// (followed by opts.Subject) when there is nothing to do.
+func WriteText(w io.Writer, p Plan, opts TextOptions) error {
+	var b strings.Builder
+	for _, wn := range p.Warnings {
+		if wn.Link != "" {
+			fmt.Fprintf(&b, "Warning: link %q: %s\n", wn.Link, wn.Message)
+		} else {
+			fmt.Fprintf(&b, "Warning: %s\n", wn.Message)
+		}
+	}
+	if len(p.Warnings) > 0 {
+		b.WriteByte('\n')
+	}
+	if p.Empty() {
+		b.WriteString("No changes.")
+		if opts.Subject != "" {
+			b.WriteString(" " + opts.Subject)
+		}
+		b.WriteByte('\n')
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	if opts.Symbols {
+		fmt.Fprintf(&b, "Symbols:  %s create   %s update in place   %s remove\n\n",
+			opts.symbol(Create), opts.symbol(Update), opts.symbol(Remove))
+	}
+	labelWidth := 0
+	for _, op := range p.Ops {
+		for _, f := range op.Fields {
+			labelWidth = max(labelWidth, len(f.Name))
+		}
+	}
+	for _, g := range p.groups() {
+		b.WriteString("  " + opts.paint(ansiBold, g.header()) + "\n")
+		for _, op := range g.ops {
+			fmt.Fprintf(&b, "  %s %s\n", opts.symbol(op.Action), op.Label)
+			for _, f := range op.Fields {
+				switch op.Action {
+				case Update:
+					fmt.Fprintf(&b, "      %s %-*s  %s -> %s\n", opts.symbol(Update), labelWidth, f.Name, f.Before, f.After)
+				case Create:
+					fmt.Fprintf(&b, "      %s %-*s  %s\n", opts.symbol(Create), labelWidth, f.Name, f.After)
+				}
+			}
+			if op.Unchanged > 0 {
+				noun := "fields"
+				if op.Unchanged == 1 {
+					noun = "field"
+				}
+				fmt.Fprintf(&b, "        # (%d unchanged %s hidden)\n", op.Unchanged, noun)
+			}
+			if opts.ShowCommands {
+				for _, c := range op.Commands {
+					b.WriteString(c.display("      "+commandPrefix(opts.DryRun)) + "\n")
+				}
+			}
+		}
+		b.WriteByte('\n')
+	}
+	c, u, r := p.Count()
+	fmt.Fprintf(&b, "Plan: %d to create, %d to update, %d to remove.\n", c, u, r)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func commandPrefix(dryRun bool) string {
+	if dryRun {
+		return "would run: "
+	}
+	return "run: "
+}
+
+// header is the block title: `# link "wan" (en0): 1 change`, or the shared
+// reason when every op of the link has the same one (e.g. "removed from
+// config").
+func (g group) header() string {
+	name := "pf"
+	if g.link != "" {
+		name = fmt.Sprintf("link %q", g.link)
+		if g.iface != "" {
+			name += fmt.Sprintf(" (%s)", g.iface)
+		}
+	}
+	reason := g.ops[0].Reason
+	for _, op := range g.ops[1:] {
+		if op.Reason != reason {
+			reason = ""
+			break
+		}
+	}
+	if reason != "" && len(g.ops) > 1 {
+		return fmt.Sprintf("# %s: %s", name, reason)
+	}
+	n := len(g.ops)
+	noun := "changes"
+	if n == 1 {
+		noun = "change"
+	}
+	if reason != "" {
+		return fmt.Sprintf("# %s: %d %s (%s)", name, n, noun, reason)
+	}
+	return fmt.Sprintf("# %s: %d %s", name, n, noun)
+}
+
+// String returns the command as a shell-like line.
+func (c Command) String() string {
+	parts := make([]string, len(c.Argv))
+	for i, a := range c.Argv {
+		parts[i] = shellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// display renders the command with prefix; a command with stdin is shown as
+// a here-document, so the exact input is visible.
+func (c Command) display(prefix string) string {
+	if c.Stdin == "" {
+		return prefix + c.String()
+	}
+	indent := strings.Repeat(" ", len(prefix)-len(strings.TrimLeft(prefix, " ")))
+	var b strings.Builder
+	b.WriteString(prefix + c.String() + " <<'EOF'\n")
+	for _, line := range strings.Split(strings.TrimSuffix(c.Stdin, "\n"), "\n") {
+		b.WriteString(indent + "  " + line + "\n")
+	}
+	b.WriteString(indent + "  EOF")
+	return b.String()
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// JSONFormatVersion is the plan document's format version. Consumers
+// ignore unknown fields when the minor version rises and reject an unknown
+// major version.
+const JSONFormatVersion = "1.0"
+
+// JSONDocument is the versioned JSON form of a plan, as printed by
+// `macake apply --json`.
+type JSONDocument struct {
+	FormatVersion string       `json:"format_version"`
+	DryRun        bool         `json:"dry_run"`
+	Applied       bool         `json:"applied"`
+	Summary       JSONSummary  `json:"summary"`
+	Changes       []JSONChange `json:"changes"`
+	Warnings      []Warning    `json:"warnings"`
+	Errors        []string     `json:"errors"`
+}
+
+// JSONSummary counts the changes by action.
+type JSONSummary struct {
+	Create int `json:"create"`
+	Update int `json:"update"`
+	Remove int `json:"remove"`
+}
+
+// JSONChange is one op with its before/after values in base units.
+type JSONChange struct {
+	Link     string         `json:"link,omitempty"`
+	Kind     string         `json:"kind"`
+	ID       string         `json:"id"`
+	Action   Action         `json:"action"`
+	Before   map[string]any `json:"before,omitempty"`
+	After    map[string]any `json:"after,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	Commands []Command      `json:"commands"`
+}
+
+// Document builds the JSON form of p. errs are errors met while applying.
+func Document(p Plan, dryRun, applied bool, errs []error) JSONDocument {
+	c, u, r := p.Count()
+	doc := JSONDocument{
+		FormatVersion: JSONFormatVersion, DryRun: dryRun, Applied: applied,
+		Summary:  JSONSummary{Create: c, Update: u, Remove: r},
+		Changes:  []JSONChange{},
+		Warnings: append([]Warning{}, p.Warnings...),
+		Errors:   []string{},
+	}
+	for _, op := range p.Ops {
+		ch := JSONChange{Link: op.Link, Kind: op.Kind, ID: op.ID, Action: op.Action, Reason: op.Reason, Commands: op.Commands}
+		if ch.Commands == nil {
+			ch.Commands = []Command{}
+		}
+		for _, f := range op.Fields {
+			if f.Key == "" {
+				continue
+			}
+			if op.Action == Update && f.BeforeValue != nil {
+				if ch.Before == nil {
+					ch.Before = map[string]any{}
+				}
+				ch.Before[f.Key] = f.BeforeValue
+			}
+			if op.Action != Remove && f.AfterValue != nil {
+				if ch.After == nil {
+					ch.After = map[string]any{}
+				}
+				ch.After[f.Key] = f.AfterValue
+			}
+		}
+		doc.Changes = append(doc.Changes, ch)
+	}
+	for _, err := range errs {
+		doc.Errors = append(doc.Errors, err.Error())
+	}
+	return doc
+}
+
+// WriteJSON writes Document(p, dryRun, applied, errs) as one indented JSON
+// document followed by a newline.
+func WriteJSON(w io.Writer, p Plan, dryRun, applied bool, errs []error) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(Document(p, dryRun, applied, errs))
+}
