@@ -20,7 +20,7 @@ func samplePlan() Plan {
 		Warnings: []Warning{{Message: `foreign pipe 48500 inside the owned range 48001-48998 is left alone`}},
 		Ops: []Op{
 			{Link: "wan", Interface: "en0", Kind: "pipe", ID: "48001", Label: `pipe 48001 "wan/upload"`, Action: Update,
-				Fields: []Field{{Name: "bandwidth", Before: "480 Mbit/s", After: "500 Mbit/s", Key: "bandwidth_bits_per_second", BeforeValue: int64(480000000), AfterValue: int64(500000000)}},
+				Fields:    []Field{{Name: "bandwidth", Before: "480 Mbit/s", After: "500 Mbit/s", Key: "bandwidth_bits_per_second", BeforeValue: int64(480000000), AfterValue: int64(500000000)}},
 				Unchanged: 3, Reason: "bandwidth differs",
 				Commands: []Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "500000Kbit/s", "queue", "256KBytes"}}}},
 			{Link: "lte", Interface: "en5", Kind: "rules", ID: "com.apple/macake", Label: `4 rules for en5 in anchor "com.apple/macake"`, Action: Remove, Reason: "removed from config",
