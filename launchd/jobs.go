@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package launchd runs macake as a macOS service: it renders the
+// LaunchDaemon plist for `macake watch` and the user LaunchAgent plist for
+// `macake monitor`, and installs or removes them with launchctl, idempotently.
+// Rendering and planning are pure; the file system and launchctl are behind
+// the Files and plan.Runner interfaces, so everything is tested on Linux with
+// fakes. It also renders the equivalent systemd units for Linux.
+package launchd
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Labels are reverse-DNS names under the project's domain; the plist file
+// is named after its label, as launchd expects.
+const (
+	// DaemonLabel is the launchd label of the LaunchDaemon running `macake watch`.
+	DaemonLabel = "org.macake.watch"
+	// AgentLabel is the launchd label of the user LaunchAgent running `macake monitor`.
+	AgentLabel = "org.macake.monitor"
+)
+
+// Fixed system locations of the daemon.
+const (
+	// DaemonPlistPath is where launchd loads system daemons from at boot.
+	DaemonPlistPath = "/Library/LaunchDaemons/" + DaemonLabel + ".plist"
+	// DaemonLogDir holds the daemon's log; created root:wheel 0755 at install.
+	DaemonLogDir = "/var/log/macake"
+	// DaemonLogPath receives the daemon's stdout and stderr (slog writes to stderr).
+	DaemonLogPath = DaemonLogDir + "/watch.log"
+	// Launchctl is launchctl's path on every macOS release.
+	Launchctl = "/bin/launchctl"
+)
+
+// Choices shared by both jobs; see docs in DaemonPlist for why.
+const (
+	// ThrottleInterval is the minimum seconds between two launches. A job
+	// that fails at start (bad config, missing binary) is retried at this
+	// pace: slow enough not to flood the log, quick enough that a fixed
+	// policy file is picked up within half a minute without anyone acting.
+	ThrottleInterval = 30
+	// ProcessType Standard: Background would throttle CPU and timers, which
+	// distorts an RTT sampler; Interactive is unverified on current macOS.
+	ProcessType = "Standard"
+)
+
+// Program is what a service runs: the macake binary and the global flags it
+// gets, so the service uses exactly the directories the installer was given.
+type Program struct {
+	// Binary is the absolute path of the macake executable.
+	Binary string
+	// ConfigDir and StateDir are absolute; they become --config-dir and --state-dir.
+	ConfigDir string
+	StateDir  string
+}
+
+// Validate checks that every path is absolute (launchd and systemd start
+// jobs with / as the working directory and expand nothing) and printable.
+func (p Program) Validate() error {
+	for _, f := range []struct{ flag, path string }{{"--binary", p.Binary}, {"--config-dir", p.ConfigDir}, {"--state-dir", p.StateDir}} {
+		if f.path == "" {
+			return fmt.Errorf("%s is empty", f.flag)
+		}
+		if !filepath.IsAbs(f.path) {
+			return fmt.Errorf("%s %q is not an absolute path; a service has no working directory to resolve it against", f.flag, f.path)
+		}
+		if _, err := escapeText(f.path); err != nil {
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
+	return nil
+}
+
+// Args returns the argv that runs command (e.g. "watch") with p's flags.
+func (p Program) Args(command string) []string {
+	return []string{p.Binary, "--config-dir", p.ConfigDir, "--state-dir", p.StateDir, command}
+}
+
+// keepAlive is the KeepAlive policy of both jobs: restart after a failure or
+// a crash, not after a clean exit.
+//
+// launchd cannot key a restart on particular exit codes: KeepAlive is either
+// a bool or a dictionary of conditions (SuccessfulExit, Crashed, PathState,
+// NetworkState, OtherJobEnabled, AfterInitialDemand), none of which names a
+// status. So "do not restart on 78 (config invalid) or 77 (needs root)" is
+// not expressible. SuccessfulExit=false is the closest: a deliberate exit 0
+// (SIGTERM from bootout, --teardown-on-exit) stays down, and everything else
+// comes back. A 78 is then retried every ThrottleInterval, which also means
+// a fixed policy file is picked up without a manual restart; 77 cannot occur
+// in the system domain, where the job runs as root. (systemd can express the
+// rule exactly: see SystemdWatchUnit's RestartPreventExitStatus.)
+var keepAlive = Dict{{"SuccessfulExit", Bool(false)}}
+
+func stringArray(args []string) Array {
+	arr := make(Array, len(args))
+	for i, a := range args {
+		arr[i] = String(a)
+	}
+	return arr
+}
+
+// DaemonPlist renders /Library/LaunchDaemons/org.macake.watch.plist: `macake
+// watch` as root, started at boot (RunAtLoad), restarted on failure
+// (KeepAlive, see keepAlive), at most once per ThrottleInterval, logging to
+// DaemonLogPath. ExitTimeOut is left at launchd's default on purpose: watch
+// finishes its shutdown in well under a second, and a custom value has been
+// reported to suppress SIGTERM at reboot.
+func DaemonPlist(p Program) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return Encode(Dict{
+		{"Label", String(DaemonLabel)},
+		{"ProgramArguments", stringArray(p.Args("watch"))},
+		{"RunAtLoad", Bool(true)},
+		{"KeepAlive", keepAlive},
+		{"ThrottleInterval", Integer(ThrottleInterval)},
+		{"ProcessType", String(ProcessType)},
+		{"StandardOutPath", String(DaemonLogPath)},
+		{"StandardErrorPath", String(DaemonLogPath)},
+	})
+}
+
+// AgentPlistPath is the user LaunchAgent's plist inside home.
+func AgentPlistPath(home string) string {
+	return filepath.Join(home, "Library", "LaunchAgents", AgentLabel+".plist")
+}
+
+// AgentLogDir is where the user LaunchAgent logs, inside home.
+func AgentLogDir(home string) string { return filepath.Join(home, "Library", "Logs", "macake") }
+
+// AgentLogPath receives the agent's stdout and stderr.
+func AgentLogPath(home string) string { return filepath.Join(AgentLogDir(home), "monitor.log") }
+
+// AgentPlist renders ~/Library/LaunchAgents/org.macake.monitor.plist: `macake
+// monitor` as the user, from login, with the same restart policy as the
+// daemon and its log under ~/Library/Logs/macake. home must be absolute:
+// launchd does not expand ~ in plists.
+func AgentPlist(p Program, home string) ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(home) {
+		return nil, fmt.Errorf("home directory %q is not absolute", home)
+	}
+	return Encode(Dict{
+		{"Label", String(AgentLabel)},
+		{"ProgramArguments", stringArray(p.Args("monitor"))},
+		{"RunAtLoad", Bool(true)},
+		{"KeepAlive", keepAlive},
+		{"ThrottleInterval", Integer(ThrottleInterval)},
+		{"ProcessType", String(ProcessType)},
+		{"StandardOutPath", String(AgentLogPath(home))},
+		{"StandardErrorPath", String(AgentLogPath(home))},
+	})
+}
+
+// Owner is who a file should belong to. UID and GID -1 leave the owner to
+// whoever creates the file (the user, for an agent).
+type Owner struct {
+	UID, GID int
+	// Name is the human form, e.g. "root:wheel".
+	Name string
+}
+
+// RootWheel is the owner of system launchd files; wheel is gid 0 on macOS.
+var RootWheel = Owner{UID: 0, GID: 0, Name: "root:wheel"}
+
+// CurrentUser leaves ownership to the creating (non-root) user.
+var CurrentUser = Owner{UID: -1, GID: -1}
+
+// Job is one launchd service: where its plist lives, in which domain it
+// runs, and what the plist says.
+type Job struct {
+	Label string
+	// Domain is the launchctl domain target: "system" or "gui/<uid>".
+	Domain string
+	// PlistPath is the plist's absolute path.
+	PlistPath string
+	// Plist is the rendered plist; nil when only removing the job.
+	Plist []byte
+	// Owner and Mode of the plist file and of the directories created for it.
+	Owner Owner
+	Mode  fs.FileMode
+	// LogDir is created at install so launchd can open the log file.
+	LogDir string
+	// LogPath is the file launchd sends stdout and stderr to.
+	LogPath string
+}
+
+// ServiceTarget is the launchctl service target, e.g. "system/org.macake.watch".
+func (j Job) ServiceTarget() string { return j.Domain + "/" + j.Label }
+
+// IsGUI reports whether j runs in a user's login (gui/<uid>) domain.
+func (j Job) IsGUI() bool { return strings.HasPrefix(j.Domain, "gui/") }
+
+// Daemon returns the LaunchDaemon job without its plist (enough to remove it).
+func Daemon() Job {
+	return Job{
+		Label: DaemonLabel, Domain: "system", PlistPath: DaemonPlistPath,
+		Owner: RootWheel, Mode: 0o644, LogDir: DaemonLogDir, LogPath: DaemonLogPath,
+	}
+}
+
+// DaemonJob returns the LaunchDaemon job running p.
+func DaemonJob(p Program) (Job, error) {
+	j := Daemon()
+	var err error
+	j.Plist, err = DaemonPlist(p)
+	return j, err
+}
+
+// Agent returns the user LaunchAgent job of the user uid with home
+// directory home, without its plist.
+func Agent(home string, uid int) Job {
+	return Job{
+		Label: AgentLabel, Domain: "gui/" + strconv.Itoa(uid), PlistPath: AgentPlistPath(home),
+		Owner: CurrentUser, Mode: 0o644, LogDir: AgentLogDir(home), LogPath: AgentLogPath(home),
+	}
+}
+
+// AgentJob returns the user LaunchAgent job running p.
+func AgentJob(p Program, home string, uid int) (Job, error) {
+	j := Agent(home, uid)
+	var err error
+	j.Plist, err = AgentPlist(p, home)
+	return j, err
+}

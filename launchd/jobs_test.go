@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package launchd
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite examples/launchd and examples/systemd from the renderers")
+
+// examplesProgram is what the shipped examples run: `make install`'s
+// default prefix and the CLI's default directories.
+var examplesProgram = Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+
+const exampleHome = "/Users/you"
+
+// lint is the plutil -lint equivalent: the XML declaration and Apple DOCTYPE
+// are there, and the document decodes strictly. It returns the root dict.
+func lint(t *testing.T, doc []byte) Dict {
+	t.Helper()
+	if !bytes.HasPrefix(doc, []byte(xmlHeader+doctype)) {
+		t.Fatalf("plist does not start with the XML declaration and the Apple DOCTYPE:\n%s", doc)
+	}
+	v, err := Decode(doc)
+	if err != nil {
+		t.Fatalf("plist does not lint: %v\n%s", err, doc)
+	}
+	d, ok := v.(Dict)
+	if !ok {
+		t.Fatalf("plist root is %T, want a dict", v)
+	}
+	return d
+}
+
+// wantJob checks the keys every macake job must have, with their types.
+func wantJob(t *testing.T, d Dict, label string, args []string, logPath string) {
+	t.Helper()
+	want := Dict{
+		{"Label", String(label)},
+		{"ProgramArguments", stringArray(args)},
+		{"RunAtLoad", Bool(true)},
+		{"KeepAlive", Dict{{"SuccessfulExit", Bool(false)}}},
+		{"ThrottleInterval", Integer(30)},
+		{"ProcessType", String("Standard")},
+		{"StandardOutPath", String(logPath)},
+		{"StandardErrorPath", String(logPath)},
+	}
+	if !reflect.DeepEqual(d.Keys(), want.Keys()) {
+		t.Errorf("keys = %v, want %v", d.Keys(), want.Keys())
+	}
+	for _, e := range want {
+		if got := d.Get(e.Key); !reflect.DeepEqual(got, e.Value) {
+			t.Errorf("%s = %#v, want %#v", e.Key, got, e.Value)
+		}
+	}
+}
+
+func TestDaemonPlist(t *testing.T) {
+	doc, err := DaemonPlist(examplesProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := lint(t, doc)
+	wantJob(t, d, "org.macake.watch",
+		[]string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "watch"},
+		"/var/log/macake/watch.log")
+	again, _ := DaemonPlist(examplesProgram)
+	if !bytes.Equal(doc, again) {
+		t.Error("rendering is not deterministic")
+	}
+}
+
+func TestAgentPlist(t *testing.T) {
+	doc, err := AgentPlist(examplesProgram, exampleHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJob(t, lint(t, doc), "org.macake.monitor",
+		[]string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "monitor"},
+		"/Users/you/Library/Logs/macake/monitor.log")
+	if _, err := AgentPlist(examplesProgram, "relative/home"); err == nil {
+		t.Error("a relative home directory was accepted")
+	}
+}
+
+// TestPlistEscapesPaths: paths with XML metacharacters and spaces reach
+// launchd byte for byte.
+func TestPlistEscapesPaths(t *testing.T) {
+	p := Program{Binary: "/Applications/Tom & Jerry <dev>/macake", ConfigDir: "/etc/a'b\"c", StateDir: "/var/db/ü"}
+	doc, err := DaemonPlist(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, []byte("Tom &amp; Jerry &lt;dev&gt;")) {
+		t.Errorf("metacharacters not escaped:\n%s", doc)
+	}
+	args := lint(t, doc).Get("ProgramArguments")
+	if want := stringArray(p.Args("watch")); !reflect.DeepEqual(args, want) {
+		t.Errorf("ProgramArguments = %#v, want %#v", args, want)
+	}
+}
+
+func TestProgramValidate(t *testing.T) {
+	for name, p := range map[string]Program{
+		"relative binary": {Binary: "macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"},
+		"empty binary":    {ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"},
+		"relative config": {Binary: "/bin/macake", ConfigDir: "links.d", StateDir: "/var/db/macake"},
+		"relative state":  {Binary: "/bin/macake", ConfigDir: "/etc", StateDir: "db"},
+		"control char":    {Binary: "/bin/mac\x07ake", ConfigDir: "/etc", StateDir: "/db"},
+	} {
+		if _, err := DaemonPlist(p); err == nil {
+			t.Errorf("%s: DaemonPlist accepted %+v", name, p)
+		}
+		if _, err := SystemdWatchUnit(p); err == nil {
+			t.Errorf("%s: SystemdWatchUnit accepted %+v", name, p)
+		}
+	}
+}
+
+// unitKeys parses a systemd unit into section.key → value, failing on
+// anything that is not a comment, a section header or key=value.
+func unitKeys(t *testing.T, unit []byte) map[string]string {
+	t.Helper()
+	keys := map[string]string{}
+	section := ""
+	sc := bufio.NewScanner(bytes.NewReader(unit))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok || section == "" {
+				t.Fatalf("unit line %d is not key=value in a section: %q", n, line)
+			}
+			keys[section+"."+k] = v
+		}
+	}
+	return keys
+}
+
+func TestSystemdUnits(t *testing.T) {
+	unit, err := SystemdWatchUnit(examplesProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := unitKeys(t, unit)
+	for key, want := range map[string]string{
+		"Service.ExecStart":                "/usr/local/bin/macake --config-dir /etc/macake/links.d --state-dir /var/db/macake watch",
+		"Service.Type":                     "simple",
+		"Service.Restart":                  "on-failure",
+		"Service.RestartSec":               "30",
+		"Service.RestartPreventExitStatus": "77 78",
+		"Install.WantedBy":                 "multi-user.target",
+		"Unit.After":                       "network-online.target",
+	} {
+		if k[key] != want {
+			t.Errorf("%s = %q, want %q", key, k[key], want)
+		}
+	}
+	unit, err = SystemdMonitorUnit(examplesProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k = unitKeys(t, unit)
+	if !strings.HasSuffix(k["Service.ExecStart"], " monitor") || k["Install.WantedBy"] != "default.target" {
+		t.Errorf("monitor unit: ExecStart %q, WantedBy %q", k["Service.ExecStart"], k["Install.WantedBy"])
+	}
+}
+
+func TestSystemdExecLineQuoting(t *testing.T) {
+	for _, tc := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"/usr/bin/macake", "watch"}, "/usr/bin/macake watch"},
+		{[]string{"/opt/my apps/macake", "watch"}, `"/opt/my apps/macake" watch`},
+		{[]string{"/opt/100%/macake", "--state-dir", "/var/$HOME"}, "/opt/100%%/macake --state-dir /var/$$HOME"},
+		{[]string{"/a\"b\\c", "x'y", ""}, `"/a\"b\\c" "x'y" ""`},
+		{[]string{"/bin/x", ";"}, `/bin/x ";"`},
+	} {
+		got, err := systemdExecLine(tc.argv)
+		if err != nil || got != tc.want {
+			t.Errorf("systemdExecLine(%q) = %q, %v; want %q", tc.argv, got, err, tc.want)
+		}
+	}
+	if _, err := systemdExecLine([]string{"/bin/x\ny"}); err == nil {
+		t.Error("a newline in an argument was accepted")
+	}
+}
+
+// TestExamplesMatchRenderer keeps examples/launchd and examples/systemd
+// identical to what the renderers produce; `go test ./launchd -update`
+// rewrites them.
+func TestExamplesMatchRenderer(t *testing.T) {
+	daemon, err := DaemonPlist(examplesProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := AgentPlist(examplesProgram, exampleHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchUnit, err := SystemdWatchUnit(examplesProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	monitorUnit, err := SystemdMonitorUnit(examplesProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]byte{
+		"../examples/launchd/" + DaemonLabel + ".plist": daemon,
+		"../examples/launchd/" + AgentLabel + ".plist":  agent,
+		"../examples/systemd/macake-watch.service":      watchUnit,
+		"../examples/systemd/macake-monitor.service":    monitorUnit,
+	} {
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run `go test ./launchd -update` to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the renderer; run `go test ./launchd -update` and review the diff", path)
+		}
+	}
+}
+
+// TestExamplesPassPlutil runs Apple's own linter on the shipped plists
+// where it exists (macOS); elsewhere the strict Decode above stands in.
+func TestExamplesPassPlutil(t *testing.T) {
+	const plutil = "/usr/bin/plutil"
+	if _, err := os.Stat(plutil); err != nil {
+		t.Skip("plutil not available (not macOS); the strict decoder checks the plists instead")
+	}
+	for _, name := range []string{DaemonLabel, AgentLabel} {
+		path, _ := filepath.Abs("../examples/launchd/" + name + ".plist")
+		cmd := plan.Command{Argv: []string{plutil, "-lint", path}}
+		res, err := execrun.Runner{}.Run(context.Background(), cmd)
+		if _, err := execrun.Check(cmd, res, err); err != nil {
+			t.Errorf("plutil -lint: %v", err)
+		}
+	}
+}
