@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package launchd
+package launchd_test
 
 import (
 	"context"
@@ -15,28 +15,34 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/launchd/launchdtest"
 )
+
+var program = launchd.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+
+const home = "/Users/you"
 
 // machine is a fake Mac: file system, launchd, and an installer on them.
 type machine struct {
-	files   *fakeFiles
-	launchd *fakeLaunchd
-	in      *Installer
-	slept   time.Duration
+	files   *launchdtest.Files
+	launchd *launchdtest.Launchd
+	in      *launchd.Installer
+	sleeps  []time.Duration
 }
 
 func newMachine() *machine {
-	m := &machine{files: newFakeFiles("/Library/LaunchDaemons", "/var/log", "/Users/you")}
-	m.launchd = newFakeLaunchd(m.files)
-	m.in = &Installer{Files: m.files, Runner: m.launchd, Sleep: func(d time.Duration) { m.slept += d }}
+	m := &machine{files: launchdtest.NewFiles("/Library/LaunchDaemons", "/var/log", home)}
+	m.launchd = launchdtest.NewLaunchd(m.files)
+	m.in = &launchd.Installer{Files: m.files, Runner: m.launchd, Sleep: func(d time.Duration) { m.sleeps = append(m.sleeps, d) }}
 	return m
 }
 
-func daemonJob(t *testing.T, binary string) Job {
+func daemonJob(t *testing.T, binary string) launchd.Job {
 	t.Helper()
-	p := examplesProgram
+	p := program
 	p.Binary = binary
-	j, err := DaemonJob(p)
+	j, err := launchd.DaemonJob(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,28 +50,28 @@ func daemonJob(t *testing.T, binary string) Job {
 }
 
 // install observes, plans and applies, returning the steps it ran.
-func (m *machine) install(t *testing.T, j Job, restart bool) ([]string, Outcome) {
+func (m *machine) install(t *testing.T, j launchd.Job, restart bool) ([]string, launchd.Outcome) {
 	t.Helper()
 	obs, err := m.in.Observe(context.Background(), j)
 	if err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
 	var ran []string
-	out, err := m.in.Apply(context.Background(), j, PlanInstall(j, obs, restart), func(s Step) { ran = append(ran, s.String()) })
+	out, err := m.in.Apply(context.Background(), j, launchd.PlanInstall(j, obs, restart), func(s launchd.Step) { ran = append(ran, s.String()) })
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	return ran, out
 }
 
-func (m *machine) uninstall(t *testing.T, j Job) []string {
+func (m *machine) uninstall(t *testing.T, j launchd.Job) []string {
 	t.Helper()
 	obs, err := m.in.Observe(context.Background(), j)
 	if err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
 	var ran []string
-	if _, err := m.in.Apply(context.Background(), j, PlanUninstall(j, obs), func(s Step) { ran = append(ran, s.String()) }); err != nil {
+	if _, err := m.in.Apply(context.Background(), j, launchd.PlanUninstall(j, obs), func(s launchd.Step) { ran = append(ran, s.String()) }); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	return ran
@@ -84,11 +90,11 @@ func TestInstallDaemonFreshThenIdempotent(t *testing.T) {
 	if !reflect.DeepEqual(ran, want) {
 		t.Fatalf("fresh install ran\n%q\nwant\n%q", ran, want)
 	}
-	fi, _ := m.files.Stat(DaemonPlistPath)
+	fi, _ := m.files.Stat(launchd.DaemonPlistPath)
 	if fi.Mode.Perm() != 0o644 || fi.UID != 0 || fi.GID != 0 {
 		t.Errorf("plist mode %v owner %d:%d, want 0644 root:wheel", fi.Mode, fi.UID, fi.GID)
 	}
-	if got := m.launchd.loaded["system/org.macake.watch"]; string(got) != string(j.Plist) {
+	if got := m.launchd.Loaded["system/org.macake.watch"]; string(got) != string(j.Plist) {
 		t.Errorf("launchd loaded %q, want the rendered plist", got)
 	}
 	if di, err := m.files.Stat("/var/log/macake"); err != nil || !di.IsDir || di.Mode.Perm() != 0o755 {
@@ -96,12 +102,12 @@ func TestInstallDaemonFreshThenIdempotent(t *testing.T) {
 	}
 
 	// Same plist, loaded: nothing to do, and only reads happen.
-	m.launchd.calls = nil
+	m.launchd.Calls = nil
 	if ran, _ := m.install(t, j, false); len(ran) != 0 {
 		t.Errorf("second install ran %q, want nothing", ran)
 	}
-	if !reflect.DeepEqual(m.launchd.calls, []string{"/bin/launchctl print system/org.macake.watch"}) {
-		t.Errorf("second install called %q, want one print", m.launchd.calls)
+	if !reflect.DeepEqual(m.launchd.Calls, []string{"/bin/launchctl print system/org.macake.watch"}) {
+		t.Errorf("second install called %q, want one print", m.launchd.Calls)
 	}
 
 	// --restart on an unchanged job kickstarts it.
@@ -126,7 +132,7 @@ func TestInstallDaemonChangedPlistReloads(t *testing.T) {
 	if !reflect.DeepEqual(ran, want) {
 		t.Fatalf("changed plist ran\n%q\nwant\n%q", ran, want)
 	}
-	if got := m.launchd.loaded["system/org.macake.watch"]; string(got) != string(j.Plist) {
+	if got := m.launchd.Loaded["system/org.macake.watch"]; string(got) != string(j.Plist) {
 		t.Error("launchd did not load the new plist")
 	}
 }
@@ -135,19 +141,19 @@ func TestInstallDaemonChangedPlistReloads(t *testing.T) {
 // reported to refuse writable plists, and a user-owned one could be edited
 // into running anything as root.
 func TestInstallDaemonRepairsModeAndOwner(t *testing.T) {
-	for name, mutate := range map[string]func(*fakeFile){
-		"group-writable": func(f *fakeFile) { f.mode = 0o664 },
-		"user-owned":     func(f *fakeFile) { f.uid = 501 },
+	for name, mutate := range map[string]func(*launchdtest.Files){
+		"group-writable": func(f *launchdtest.Files) { f.Chmod(launchd.DaemonPlistPath, 0o664) },
+		"user-owned":     func(f *launchdtest.Files) { f.Chown(launchd.DaemonPlistPath, 501, 20) },
 	} {
 		m := newMachine()
 		j := daemonJob(t, "/usr/local/bin/macake")
 		m.install(t, j, false)
-		mutate(m.files.files[DaemonPlistPath])
+		mutate(m.files)
 		ran, _ := m.install(t, j, false)
 		if len(ran) == 0 || !strings.HasPrefix(ran[0], "write ") {
 			t.Errorf("%s: install ran %q, want a rewrite", name, ran)
 		}
-		if fi, _ := m.files.Stat(DaemonPlistPath); fi.Mode.Perm() != 0o644 || fi.UID != 0 {
+		if fi, _ := m.files.Stat(launchd.DaemonPlistPath); fi.Mode.Perm() != 0o644 || fi.UID != 0 {
 			t.Errorf("%s: after install mode %v uid %d", name, fi.Mode, fi.UID)
 		}
 	}
@@ -157,7 +163,7 @@ func TestInstallDaemonPlistOnDiskButNotLoaded(t *testing.T) {
 	m := newMachine()
 	j := daemonJob(t, "/usr/local/bin/macake")
 	m.install(t, j, false)
-	delete(m.launchd.loaded, j.ServiceTarget()) // e.g. someone ran bootout by hand
+	delete(m.launchd.Loaded, j.ServiceTarget()) // e.g. someone ran bootout by hand
 	ran, _ := m.install(t, j, false)
 	want := []string{"run /bin/launchctl enable system/org.macake.watch", "run /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist"}
 	if !reflect.DeepEqual(ran, want) {
@@ -170,20 +176,20 @@ func TestInstallDaemonPlistOnDiskButNotLoaded(t *testing.T) {
 func TestInstallWaitsForBootoutToFinish(t *testing.T) {
 	m := newMachine()
 	m.install(t, daemonJob(t, "/usr/local/bin/macake"), false)
-	m.launchd.lingerPrints = 3
+	m.launchd.LingerPrints = 3
 	m.install(t, daemonJob(t, "/opt/homebrew/bin/macake"), false)
-	if m.slept != 3*pollInterval {
-		t.Errorf("slept %v, want %v (three polls while the job lingered)", m.slept, 3*pollInterval)
+	if len(m.sleeps) != 3 {
+		t.Errorf("slept %v, want three polls while the job lingered", m.sleeps)
 	}
 }
 
 func TestBootoutThatNeverFinishesFails(t *testing.T) {
 	m := newMachine()
 	m.install(t, daemonJob(t, "/usr/local/bin/macake"), false)
-	m.launchd.lingerPrints = 1000
+	m.launchd.LingerPrints = 1000
 	j := daemonJob(t, "/opt/homebrew/bin/macake")
 	obs, _ := m.in.Observe(context.Background(), j)
-	_, err := m.in.Apply(context.Background(), j, PlanInstall(j, obs, false), nil)
+	_, err := m.in.Apply(context.Background(), j, launchd.PlanInstall(j, obs, false), nil)
 	if err == nil || !strings.Contains(err.Error(), "still loaded") {
 		t.Fatalf("err = %v, want 'still loaded'", err)
 	}
@@ -191,10 +197,10 @@ func TestBootoutThatNeverFinishesFails(t *testing.T) {
 
 func TestBootstrapFailureCarriesLaunchctlMessageAndHint(t *testing.T) {
 	m := newMachine()
-	m.launchd.fail("bootstrap", 5, "Bootstrap failed: 5: Input/output error", -1)
+	m.launchd.Fail("bootstrap", 5, "Bootstrap failed: 5: Input/output error", -1)
 	j := daemonJob(t, "/usr/local/bin/macake")
 	obs, _ := m.in.Observe(context.Background(), j)
-	_, err := m.in.Apply(context.Background(), j, PlanInstall(j, obs, false), nil)
+	_, err := m.in.Apply(context.Background(), j, launchd.PlanInstall(j, obs, false), nil)
 	var ee *execrun.Error
 	if !errors.As(err, &ee) || ee.ExitCode != 5 {
 		t.Fatalf("err = %v, want an *execrun.Error with exit 5", err)
@@ -212,8 +218,8 @@ func TestBootstrapEIOButLoadedIsANote(t *testing.T) {
 	m := newMachine()
 	j := daemonJob(t, "/usr/local/bin/macake")
 	obs, _ := m.in.Observe(context.Background(), j)
-	m.launchd.loaded[j.ServiceTarget()] = j.Plist
-	out, err := m.in.Apply(context.Background(), j, PlanInstall(j, obs, false), nil)
+	m.launchd.Loaded[j.ServiceTarget()] = j.Plist
+	out, err := m.in.Apply(context.Background(), j, launchd.PlanInstall(j, obs, false), nil)
 	if err != nil || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "already had") {
 		t.Fatalf("Apply = %+v, %v; want success with an 'already had' note", out, err)
 	}
@@ -223,16 +229,16 @@ func TestBootstrapEIOButLoadedIsANote(t *testing.T) {
 func TestBootstrapRetriesAfterBootout(t *testing.T) {
 	m := newMachine()
 	m.install(t, daemonJob(t, "/usr/local/bin/macake"), false)
-	m.launchd.fail("bootstrap", 37, "Bootstrap failed: 37: Operation already in progress", 2)
+	m.launchd.Fail("bootstrap", 37, "Bootstrap failed: 37: Operation already in progress", 2)
 	m.install(t, daemonJob(t, "/opt/homebrew/bin/macake"), false)
-	if m.slept != 2*time.Second {
-		t.Errorf("slept %v, want two 1 s retries", m.slept)
+	if len(m.sleeps) != 2 {
+		t.Errorf("slept %v, want two retries", m.sleeps)
 	}
 }
 
 func TestObserveFailsOnUnknownPrintError(t *testing.T) {
 	m := newMachine()
-	m.launchd.fail("print", 1, "Operation not permitted", -1)
+	m.launchd.Fail("print", 1, "Operation not permitted", -1)
 	_, err := m.in.Observe(context.Background(), daemonJob(t, "/usr/local/bin/macake"))
 	if err == nil || !strings.Contains(err.Error(), "Operation not permitted") || !strings.Contains(err.Error(), "whether org.macake.watch is loaded") {
 		t.Fatalf("err = %v", err)
@@ -243,21 +249,21 @@ func TestUninstallDaemon(t *testing.T) {
 	m := newMachine()
 	j := daemonJob(t, "/usr/local/bin/macake")
 	m.install(t, j, false)
-	ran := m.uninstall(t, Daemon())
+	ran := m.uninstall(t, launchd.Daemon())
 	want := []string{"run /bin/launchctl bootout system/org.macake.watch", "remove /Library/LaunchDaemons/org.macake.watch.plist"}
 	if !reflect.DeepEqual(ran, want) {
 		t.Fatalf("uninstall ran %q, want %q", ran, want)
 	}
-	if _, err := m.files.Stat(DaemonPlistPath); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := m.files.Stat(launchd.DaemonPlistPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("plist still there")
 	}
-	if len(m.launchd.loaded) != 0 {
+	if len(m.launchd.Loaded) != 0 {
 		t.Error("job still loaded")
 	}
-	if _, err := m.files.Stat(DaemonLogDir); err != nil {
+	if _, err := m.files.Stat(launchd.DaemonLogDir); err != nil {
 		t.Error("uninstall removed the logs")
 	}
-	if ran := m.uninstall(t, Daemon()); len(ran) != 0 {
+	if ran := m.uninstall(t, launchd.Daemon()); len(ran) != 0 {
 		t.Errorf("second uninstall ran %q, want nothing", ran)
 	}
 }
@@ -267,16 +273,16 @@ func TestUninstallDaemon(t *testing.T) {
 func TestUninstallBootoutNotFoundIsFine(t *testing.T) {
 	m := newMachine()
 	m.install(t, daemonJob(t, "/usr/local/bin/macake"), false)
-	m.launchd.fail("bootout", 3, "Boot-out failed: 3: No such process", 1)
-	m.uninstall(t, Daemon())
-	if _, err := m.files.Stat(DaemonPlistPath); !errors.Is(err, fs.ErrNotExist) {
+	m.launchd.Fail("bootout", 3, "Boot-out failed: 3: No such process", 1)
+	m.uninstall(t, launchd.Daemon())
+	if _, err := m.files.Stat(launchd.DaemonPlistPath); !errors.Is(err, fs.ErrNotExist) {
 		t.Error("plist still there")
 	}
 }
 
-func agentJob(t *testing.T) Job {
+func agentJob(t *testing.T) launchd.Job {
 	t.Helper()
-	j, err := AgentJob(examplesProgram, exampleHome, 501)
+	j, err := launchd.AgentJob(program, home, 501)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +291,7 @@ func agentJob(t *testing.T) Job {
 
 func TestInstallAgent(t *testing.T) {
 	m := newMachine()
-	m.files.uid, m.files.gid = 501, 20
+	m.files.UID, m.files.GID = 501, 20
 	j := agentJob(t)
 	ran, _ := m.install(t, j, false)
 	want := []string{
@@ -304,7 +310,7 @@ func TestInstallAgent(t *testing.T) {
 	if ran, _ := m.install(t, j, false); len(ran) != 0 {
 		t.Errorf("second agent install ran %q", ran)
 	}
-	if ran := m.uninstall(t, Agent(exampleHome, 501)); len(ran) != 2 {
+	if ran := m.uninstall(t, launchd.Agent(home, 501)); len(ran) != 2 {
 		t.Errorf("agent uninstall ran %q", ran)
 	}
 }
@@ -313,15 +319,15 @@ func TestInstallAgent(t *testing.T) {
 // and say it starts at the next login.
 func TestInstallAgentWithoutGUISession(t *testing.T) {
 	m := newMachine()
-	m.launchd.noGUI = true
+	m.launchd.NoGUI = true
 	j := agentJob(t)
 	obs, err := m.in.Observe(context.Background(), j)
 	if err != nil || !obs.NoDomain {
 		t.Fatalf("Observe = %+v, %v; want NoDomain", obs, err)
 	}
-	steps := PlanInstall(j, obs, false)
+	steps := launchd.PlanInstall(j, obs, false)
 	for _, s := range steps {
-		if s.Kind == StepLaunchctl {
+		if s.Kind == launchd.StepLaunchctl {
 			t.Errorf("planned %s without a GUI session", s)
 		}
 	}
@@ -334,12 +340,12 @@ func TestInstallAgentWithoutGUISession(t *testing.T) {
 	// The session vanishing between print and bootstrap is the same case.
 	m2 := newMachine()
 	obs, _ = m2.in.Observe(context.Background(), j)
-	m2.launchd.noGUI = true
-	out, err := m2.in.Apply(context.Background(), j, PlanInstall(j, obs, false)[:3], nil)
-	if err != nil {
+	steps = launchd.PlanInstall(j, obs, false)
+	if _, err := m2.in.Apply(context.Background(), j, steps[:len(steps)-1], nil); err != nil {
 		t.Fatal(err)
 	}
-	out, err = m2.in.Apply(context.Background(), j, []Step{launchctlStep("", "bootstrap", j.Domain, j.PlistPath)}, nil)
+	m2.launchd.NoGUI = true
+	out, err := m2.in.Apply(context.Background(), j, steps[len(steps)-1:], nil)
 	if err != nil || len(out.Notes) != 1 || !strings.Contains(out.Notes[0], "next login") {
 		t.Errorf("bootstrap without GUI: %+v, %v", out, err)
 	}
@@ -349,16 +355,16 @@ func TestPlanIsPure(t *testing.T) {
 	j := daemonJob(t, "/usr/local/bin/macake")
 	for _, tc := range []struct {
 		name string
-		obs  Observation
-		want []StepKind
+		obs  launchd.Observation
+		want []launchd.StepKind
 	}{
-		{"fresh", Fresh(j), []StepKind{StepMkdir, StepWrite, StepLaunchctl, StepLaunchctl}},
-		{"installed", Observation{Plist: PlistSame, Loaded: true}, nil},
-		{"changed", Observation{Plist: PlistDifferent, Loaded: true}, []StepKind{StepWrite, StepLaunchctl, StepLaunchctl, StepLaunchctl}},
-		{"file only", Observation{Plist: PlistSame}, []StepKind{StepLaunchctl, StepLaunchctl}},
+		{"fresh", launchd.Fresh(j), []launchd.StepKind{launchd.StepMkdir, launchd.StepWrite, launchd.StepLaunchctl, launchd.StepLaunchctl}},
+		{"installed", launchd.Observation{Plist: launchd.PlistSame, Loaded: true}, nil},
+		{"changed", launchd.Observation{Plist: launchd.PlistDifferent, Loaded: true}, []launchd.StepKind{launchd.StepWrite, launchd.StepLaunchctl, launchd.StepLaunchctl, launchd.StepLaunchctl}},
+		{"file only", launchd.Observation{Plist: launchd.PlistSame}, []launchd.StepKind{launchd.StepLaunchctl, launchd.StepLaunchctl}},
 	} {
-		var kinds []StepKind
-		for _, s := range PlanInstall(j, tc.obs, false) {
+		var kinds []launchd.StepKind
+		for _, s := range launchd.PlanInstall(j, tc.obs, false) {
 			kinds = append(kinds, s.Kind)
 		}
 		if !reflect.DeepEqual(kinds, tc.want) {
@@ -374,18 +380,18 @@ func TestOSFiles(t *testing.T) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
 	dir := t.TempDir()
-	var f OSFiles
+	var f launchd.OSFiles
 	logDir := filepath.Join(dir, "log", "macake")
-	if err := f.MkdirAll(logDir, 0o755, CurrentUser); err != nil {
+	if err := f.MkdirAll(logDir, 0o755, launchd.CurrentUser); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := f.Stat(logDir); err != nil || !fi.IsDir || fi.Mode.Perm() != 0o755 || fi.UID != os.Getuid() {
 		t.Errorf("MkdirAll: %+v, %v; want a 0755 directory owned by uid %d", fi, err, os.Getuid())
 	}
 	path := filepath.Join(dir, "job.plist")
-	owner := CurrentUser
+	owner := launchd.CurrentUser
 	if os.Geteuid() == 0 {
-		owner = Owner{UID: 1, GID: 1, Name: "daemon:daemon"}
+		owner = launchd.Owner{UID: 1, GID: 1, Name: "daemon:daemon"}
 	}
 	for _, content := range []string{"one", "two"} {
 		if err := f.WriteFile(path, []byte(content), 0o644, owner); err != nil {

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package launchdtest provides fakes of the file system and of launchctl
+// for tests of code that installs launchd jobs, so they run on Linux.
+package launchdtest
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/plan"
+)
+
+// fakeFile is one entry of Files.
+type fakeFile struct {
+	data     []byte
+	mode     fs.FileMode
+	uid, gid int
+	dir      bool
+}
+
+// Files is an in-memory launchd.Files with owners and modes. Writes need
+// the parent directory to exist, as on a real file system.
+type Files struct {
+	files map[string]*fakeFile
+	// UID and GID own what is created with an Owner of -1 (the acting user).
+	UID, GID int
+}
+
+// NewFiles returns a file system holding dirs (root:wheel 0755) and their parents.
+func NewFiles(dirs ...string) *Files {
+	f := &Files{files: map[string]*fakeFile{"/": {dir: true, mode: fs.ModeDir | 0o755}}}
+	for _, d := range dirs {
+		f.MkdirAll(d, 0o755, launchd.RootWheel)
+	}
+	return f
+}
+
+// AddFile puts a file at path (its directory is created), e.g. a binary.
+func (f *Files) AddFile(path string, data []byte, mode fs.FileMode, uid, gid int) {
+	f.MkdirAll(filepath.Dir(path), 0o755, launchd.RootWheel)
+	f.files[filepath.Clean(path)] = &fakeFile{data: data, mode: mode, uid: uid, gid: gid}
+}
+
+// Chmod changes path's permission bits, as someone outside macake would.
+func (f *Files) Chmod(path string, mode fs.FileMode) {
+	e := f.files[filepath.Clean(path)]
+	e.mode = e.mode&^fs.ModePerm | mode
+}
+
+// Chown changes path's owner.
+func (f *Files) Chown(path string, uid, gid int) {
+	e := f.files[filepath.Clean(path)]
+	e.uid, e.gid = uid, gid
+}
+
+// Stat implements launchd.Files.
+func (f *Files) Stat(path string) (launchd.FileInfo, error) {
+	e, ok := f.files[filepath.Clean(path)]
+	if !ok {
+		return launchd.FileInfo{}, &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist}
+	}
+	return launchd.FileInfo{Mode: e.mode, UID: e.uid, GID: e.gid, IsDir: e.dir}, nil
+}
+
+// ReadFile implements launchd.Files.
+func (f *Files) ReadFile(path string) ([]byte, error) {
+	e, ok := f.files[filepath.Clean(path)]
+	if !ok || e.dir {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	return append([]byte(nil), e.data...), nil
+}
+
+func (f *Files) owner(o launchd.Owner) (int, int) {
+	if o.UID < 0 {
+		return f.UID, f.GID
+	}
+	return o.UID, o.GID
+}
+
+// WriteFile implements launchd.Files.
+func (f *Files) WriteFile(path string, data []byte, perm fs.FileMode, o launchd.Owner) error {
+	if p, ok := f.files[filepath.Dir(path)]; !ok || !p.dir {
+		return &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	uid, gid := f.owner(o)
+	f.files[filepath.Clean(path)] = &fakeFile{data: append([]byte(nil), data...), mode: perm, uid: uid, gid: gid}
+	return nil
+}
+
+// MkdirAll implements launchd.Files.
+func (f *Files) MkdirAll(path string, perm fs.FileMode, o launchd.Owner) error {
+	path = filepath.Clean(path)
+	if e, ok := f.files[path]; ok {
+		if !e.dir {
+			return fmt.Errorf("mkdir %s: not a directory", path)
+		}
+		return nil
+	}
+	if err := f.MkdirAll(filepath.Dir(path), perm, o); err != nil {
+		return err
+	}
+	uid, gid := f.owner(o)
+	f.files[path] = &fakeFile{dir: true, mode: fs.ModeDir | perm, uid: uid, gid: gid}
+	return nil
+}
+
+// Remove implements launchd.Files.
+func (f *Files) Remove(path string) error {
+	if _, ok := f.files[filepath.Clean(path)]; !ok {
+		return &fs.PathError{Op: "remove", Path: path, Err: fs.ErrNotExist}
+	}
+	delete(f.files, filepath.Clean(path))
+	return nil
+}
+
+// Launchd is a plan.Runner that answers launchctl the way
+// reference/darwin-and-linux.md §8 and field reports describe it: print
+// exits 113 for an unknown service; bootstrap of a loaded job or of a plist
+// it cannot read exits 5 (EIO); bootout of an unknown job exits 113; a
+// missing gui domain is "Could not find domain" (bootstrap: 125).
+type Launchd struct {
+	files *Files
+	// Loaded maps a service target to the plist bytes launchd read.
+	Loaded map[string][]byte
+	// NoGUI makes every gui/ domain missing (an ssh-only session).
+	NoGUI bool
+	// LingerPrints keeps a booted-out job visible to this many prints.
+	LingerPrints int
+	lingering    string
+	override     map[string]overrideResult
+	// Calls records every command line run, in order.
+	Calls []string
+}
+
+type overrideResult struct {
+	res plan.Result
+	n   int
+}
+
+// NewLaunchd returns a launchd with nothing loaded that reads plists from files.
+func NewLaunchd(files *Files) *Launchd {
+	return &Launchd{files: files, Loaded: map[string][]byte{}, override: map[string]overrideResult{}}
+}
+
+// Fail makes the next n calls of launchctl subcommand sub (all of them when
+// n is -1) exit with code and print msg on stderr.
+func (l *Launchd) Fail(sub string, code int, msg string, n int) {
+	l.override[sub] = overrideResult{res: plan.Result{ExitCode: code, Stderr: []byte(msg + "\n")}, n: n}
+}
+
+func exit(code int, stderr string) (plan.Result, error) {
+	return plan.Result{ExitCode: code, Stderr: []byte(stderr)}, nil
+}
+
+// Run implements plan.Runner.
+func (l *Launchd) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+	l.Calls = append(l.Calls, strings.Join(cmd.Argv, " "))
+	if cmd.Argv[0] != launchd.Launchctl || len(cmd.Argv) < 3 {
+		return plan.Result{}, fmt.Errorf("fake launchd: unexpected command %q", cmd.Argv)
+	}
+	sub, arg := cmd.Argv[1], cmd.Argv[len(cmd.Argv)-1]
+	if o, ok := l.override[sub]; ok && o.n != 0 {
+		o.n--
+		l.override[sub] = o
+		return o.res, nil
+	}
+	domainOf := func(target string) string { return target[:strings.LastIndex(target, "/")] }
+	if l.NoGUI && strings.HasPrefix(cmd.Argv[2], "gui/") {
+		if sub == "bootstrap" {
+			return exit(125, "Bootstrap failed: 125: Domain does not support specified action\n")
+		}
+		return exit(113, "Could not find domain for user gui: 501\n")
+	}
+	switch sub {
+	case "print":
+		if _, ok := l.Loaded[arg]; ok || (l.lingering == arg && l.LingerPrints > 0) {
+			if l.lingering == arg && l.LingerPrints > 0 {
+				l.LingerPrints--
+			}
+			return plan.Result{Stdout: []byte(arg + " = {\n\tstate = running\n}\n")}, nil
+		}
+		return exit(113, fmt.Sprintf("Bad request.\nCould not find service %q in domain for %s\n", arg[strings.LastIndex(arg, "/")+1:], domainOf(arg)))
+	case "enable":
+		return plan.Result{}, nil
+	case "bootstrap":
+		domain := cmd.Argv[2]
+		data, err := l.files.ReadFile(arg)
+		if err != nil {
+			return exit(5, "Bootstrap failed: 5: Input/output error\n")
+		}
+		v, err := launchd.Decode(data)
+		d, _ := v.(launchd.Dict)
+		label, _ := d.Get("Label").(launchd.String)
+		if err != nil || label == "" {
+			return exit(5, "Bootstrap failed: 5: Input/output error\n")
+		}
+		target := domain + "/" + string(label)
+		if _, ok := l.Loaded[target]; ok || l.lingering == target && l.LingerPrints > 0 {
+			return exit(5, "Bootstrap failed: 5: Input/output error\n")
+		}
+		l.Loaded[target] = data
+		return plan.Result{}, nil
+	case "bootout":
+		if _, ok := l.Loaded[arg]; !ok {
+			return exit(113, "Boot-out failed: 113: Could not find specified service\n")
+		}
+		delete(l.Loaded, arg)
+		if l.LingerPrints > 0 {
+			l.lingering = arg
+		}
+		return plan.Result{}, nil
+	case "kickstart":
+		if _, ok := l.Loaded[arg]; !ok {
+			return exit(113, fmt.Sprintf("Could not find service %q in domain for %s\n", arg, domainOf(arg)))
+		}
+		return plan.Result{}, nil
+	}
+	return exit(64, "Unrecognized subcommand: "+sub)
+}
