@@ -159,7 +159,7 @@ func PlanInstall(j Job, obs Observation, restart bool) []Step {
 			launchctlStep("clear a persistent disable, if any", "enable", j.ServiceTarget()),
 			launchctlStep("load the plist and start the job", "bootstrap", j.Domain, j.PlistPath))
 	case restart:
-		steps = append(steps, launchctlStep("--restart", "kickstart", "-k", j.ServiceTarget()))
+		steps = append(steps, launchctlStep("restart requested (--restart)", "kickstart", "-k", j.ServiceTarget()))
 	}
 	return steps
 }

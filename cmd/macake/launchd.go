@@ -176,7 +176,7 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 	rep := &serviceReport{FormatVersion: "1.0", DryRun: *dryRun, Label: job.Label, ServiceTarget: job.ServiceTarget(),
 		PlistPath: job.PlistPath, LogPath: job.LogPath, ProgramArguments: prog.Args(jobCommand(agent)),
 		Warnings: warnings}
-	obs, code := e.observe(h, c, job, *dryRun, rep)
+	obs, code := e.observe(h, c, job, *dryRun, rep, launchd.Fresh(job), "that does not have the job yet")
 	if code != exitOK {
 		return code
 	}
@@ -269,13 +269,10 @@ func runUninstallService(e *env, c *command, args []string, agent bool) int {
 	}
 	rep := &serviceReport{FormatVersion: "1.0", DryRun: *dryRun, Label: job.Label, ServiceTarget: job.ServiceTarget(),
 		PlistPath: job.PlistPath, LogPath: job.LogPath}
-	obs, code := e.observe(h, c, job, *dryRun, rep)
+	installed := launchd.Observation{Plist: launchd.PlistDifferent, Loaded: true}
+	obs, code := e.observe(h, c, job, *dryRun, rep, installed, "that has the job installed and loaded")
 	if code != exitOK {
 		return code
-	}
-	if h.goos != "darwin" {
-		// Fresh() describes an install; an uninstall preview shows everything.
-		obs = launchd.Observation{Plist: launchd.PlistDifferent, Loaded: true}
 	}
 	rep.Observed = &obs
 	steps := launchd.PlanUninstall(job, obs)
@@ -393,7 +390,8 @@ func (e *env) serviceProgram(h launchdHost, c *command, binary string, lenient, 
 				fi   launchd.FileInfo
 			}{{prog.Binary, fi}, {filepath.Dir(prog.Binary), dfi}} {
 				if f.fi.UID > 0 || f.fi.Mode.Perm()&0o022 != 0 {
-					warn("%s is writable by someone other than root (owner uid %d, mode %04o): whoever can change it can replace what launchd runs as root; a root-owned copy (sudo make install) avoids that", f.path, f.fi.UID, f.fi.Mode.Perm())
+					warn("%s is writable by someone other than root (owner uid %d, mode %04o): whoever can change it can replace what launchd runs as root; "+
+						"install a copy where only root can write (sudo make install PREFIX=/opt/macake) and pass --binary /opt/macake/bin/macake", f.path, f.fi.UID, f.fi.Mode.Perm())
 					break
 				}
 			}
@@ -408,24 +406,25 @@ func (e *env) serviceProgram(h launchdHost, c *command, binary string, lenient, 
 }
 
 // observe reads the machine's state for job. Off macOS there is nothing to
-// ask, so a dry run shows a fresh install. A dry run that cannot observe
-// (e.g. launchctl refusing a non-root print) also falls back to it.
-func (e *env) observe(h launchdHost, c *command, job launchd.Job, dryRun bool, rep *serviceReport) (launchd.Observation, int) {
+// ask, so a dry run shows the fallback situation (described by the phrase
+// "on a Mac …"). A dry run that cannot observe (e.g. launchctl refusing a
+// non-root print) falls back to it too; a real run stops.
+func (e *env) observe(h launchdHost, c *command, job launchd.Job, dryRun bool, rep *serviceReport, fallback launchd.Observation, situation string) (launchd.Observation, int) {
 	if h.goos != "darwin" {
-		note := "launchd is macOS-only; this is what the command does on a Mac that does not have the job yet"
+		note := "launchd is macOS-only; this is what the command does on a Mac " + situation
 		rep.Notes = append(rep.Notes, note)
 		fmt.Fprintf(e.stderr, "note: %s\n", note)
-		return launchd.Fresh(job), exitOK
+		return fallback, exitOK
 	}
 	obs, err := h.installer().Observe(e.ctx, job)
 	if err == nil {
 		return obs, exitOK
 	}
 	if dryRun {
-		msg := fmt.Sprintf("cannot read the current state (%v); showing a fresh install", err)
+		msg := fmt.Sprintf("cannot read the current state (%v); showing the steps on a Mac %s", err, situation)
 		rep.Warnings = append(rep.Warnings, msg)
 		fmt.Fprintf(e.stderr, "warning: %s\n", msg)
-		return launchd.Fresh(job), exitOK
+		return fallback, exitOK
 	}
 	fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
 	return obs, exitFailure

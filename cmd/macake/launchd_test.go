@@ -412,4 +412,9 @@ func TestObserveFailure(t *testing.T) {
 	if code != exitFailure || !strings.Contains(stderr, "Operation not permitted") {
 		t.Errorf("real run: exit %d, stderr %q", code, stderr)
 	}
+	// An uninstall preview falls back to "installed", so it shows the removal.
+	code, stdout, _ = runAs(t, 501, "/Users/you", "uninstall-daemon", "--dry-run")
+	if code != exitOK || !strings.Contains(stdout, "would run: /bin/launchctl bootout system/org.macake.watch") {
+		t.Errorf("uninstall dry run: exit %d\n%s", code, stdout)
+	}
 }
