@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// DaemonFile is where the optional daemon settings live.
+const DaemonFile = "/etc/macake/macake.toml"
+
+// Daemon holds the daemon settings (DaemonFile). Every key is optional;
+// DaemonDefaults has the defaults.
+type Daemon struct {
+	// StateDir holds state.json (absolute path).
+	StateDir string `toml:"state_dir"`
+	// Anchor is the pf anchor macake owns. The stock /etc/pf.conf evaluates
+	// "com.apple/*" dummynet anchors, hence the default com.apple/macake.
+	Anchor string `toml:"anchor"`
+	// PipeRange is the block of dummynet pipe numbers macake owns.
+	PipeRange PipeRange `toml:"pipe_range"`
+	// LogFormat is "text" or "json".
+	LogFormat LogFormat `toml:"log_format"`
+	// LogFile is an absolute path, or "" for standard error.
+	LogFile string `toml:"log_file"`
+	// MetricsListen is a loopback host:port for the Prometheus endpoint,
+	// or "" for none.
+	MetricsListen string `toml:"metrics_listen"`
+}
+
+// PipeRange is an inclusive block of dummynet pipe numbers.
+type PipeRange struct {
+	First int `toml:"first"`
+	Last  int `toml:"last"`
+}
+
+// Len returns how many pipe numbers the range holds.
+func (r PipeRange) Len() int { return r.Last - r.First + 1 }
+
+// Contains reports whether pipe n is in the range.
+func (r PipeRange) Contains(n int) bool { return n >= r.First && n <= r.Last }
+
+// LogFormat is how the daemon writes its log.
+type LogFormat string
+
+// The log formats.
+const (
+	LogText LogFormat = "text"
+	LogJSON LogFormat = "json"
+)
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (f *LogFormat) UnmarshalText(b []byte) error {
+	return parseEnum("log format", b, []LogFormat{LogText, LogJSON}, f)
+}
+
+// nlcPipes are the pipes Apple's Network Link Conditioner uses; a range
+// that includes them would make macake treat NLC's pipes as its own.
+var nlcPipes = PipeRange{First: 40269, Last: 40270}
+
+var anchorRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
+
+// LoadDaemon reads the daemon settings at path. A missing file gives
+// DaemonDefaults and no error. Problems are reported like Load's, and the
+// same ownership checks apply unless opts turn them off.
+func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return DaemonDefaults, nil, nil
+	}
+	var probs problemList
+	data, ok := readPolicy(&probs, path, opts)
+	if !ok {
+		return DaemonDefaults, nil, probs.err(nil)
+	}
+	return ParseDaemon(path, data)
+}
+
+// ParseDaemon decodes and validates daemon settings; name prefixes every
+// problem.
+func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
+	var probs problemList
+	s := DaemonDefaults
+	d := &decoder{file: name, probs: &probs, homes: schemaHomes(reflect.TypeFor[Daemon]())}
+	if len(data) > maxFileSize {
+		probs.add(name, pos{}, "is %d bytes; a settings file is at most %d", len(data), maxFileSize)
+	} else if d.parseTOML(string(data)) {
+		d.decodeStruct(reflect.ValueOf(&s).Elem(), d.root)
+		d.validateDaemon(&s)
+	}
+	if err := probs.err(nil); err != nil {
+		return DaemonDefaults, probs.sortedWarnings(nil), err
+	}
+	return s, probs.sortedWarnings(nil), nil
+}
+
+func (d *decoder) validateDaemon(s *Daemon) {
+	if d.given("state_dir") && !filepath.IsAbs(s.StateDir) {
+		d.bad("state_dir", "%q must be an absolute path", s.StateDir)
+	}
+	if d.given("log_file") && s.LogFile != "" && !filepath.IsAbs(s.LogFile) {
+		d.bad("log_file", "%q must be an absolute path (or leave it out to log to standard error)", s.LogFile)
+	}
+	switch a := s.Anchor; {
+	case !anchorRE.MatchString(a) || strings.Contains(a, ".."):
+		d.bad("anchor", "%q is not an anchor name: letters, digits, _ . - separated by /", a)
+	case a == "com.apple" || !strings.HasPrefix(a, "com.apple/"):
+		d.warnAt("anchor", "anchor %q is not under com.apple/: the stock /etc/pf.conf does not evaluate it, so pf needs its own dummynet-anchor line for it", a)
+	}
+	r := s.PipeRange
+	switch {
+	case r.First < 1 || r.Last > 65535 || r.First > r.Last:
+		d.bad("pipe_range", "%d..%d must lie within 1..65535 with first <= last", r.First, r.Last)
+	case r.Len() < 2:
+		d.bad("pipe_range", "holds %d pipe; each link needs two (upload and download)", r.Len())
+	case r.Contains(nlcPipes.First) || r.Contains(nlcPipes.Last):
+		d.bad("pipe_range", "%d..%d includes pipes %d and %d of Apple's Network Link Conditioner, which macake must never touch", r.First, r.Last, nlcPipes.First, nlcPipes.Last)
+	}
+	if s.MetricsListen != "" {
+		if msg := checkLoopbackListen(s.MetricsListen); msg != "" {
+			d.bad("metrics_listen", "%s", msg)
+		}
+	}
+}
+
+// checkLoopbackListen explains what is wrong with a metrics address, or
+// returns "". Only loopback is allowed: the metrics reveal the user's
+// networks and are served without authentication.
+func checkLoopbackListen(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strconv.Quote(addr) + ` is not host:port, e.g. "127.0.0.1:9846"`
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return strconv.Quote(port) + " is not a port (1..65535)"
+	}
+	if host == "localhost" {
+		return ""
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return strconv.Quote(host) + ` is not a loopback address; metrics are served only on 127.0.0.1, ::1 or localhost`
+	}
+	return ""
+}
+
+// DaemonFileFor returns where the daemon settings live for a policy
+// directory: macake.toml beside it, so /etc/macake/links.d gives
+// DaemonFile.
+func DaemonFileFor(configDir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(configDir)), "macake.toml")
+}

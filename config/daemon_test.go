@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadDaemonMissingFileGivesDefaults(t *testing.T) {
+	d, w, err := LoadDaemon(filepath.Join(t.TempDir(), "macake.toml"), LoadOptions{})
+	if err != nil || len(w) != 0 || d != DaemonDefaults {
+		t.Fatalf("%+v %v %v", d, w, err)
+	}
+	if d.Anchor != "com.apple/macake" || d.PipeRange != (PipeRange{48001, 48998}) || d.StateDir != "/var/db/macake" || d.LogFormat != LogText {
+		t.Errorf("defaults: %+v", d)
+	}
+	if got := DaemonFileFor("/etc/macake/links.d/"); got != DaemonFile {
+		t.Errorf("DaemonFileFor = %q, want %q", got, DaemonFile)
+	}
+}
+
+func TestParseDaemon(t *testing.T) {
+	d, w, err := ParseDaemon("macake.toml", []byte(`state_dir = "/var/db/macake-test"
+anchor = "com.apple/macake-test"
+pipe_range = { first = 50001, last = 50100 }
+log_format = "json"
+log_file = "/var/log/macake/macake.log"
+metrics_listen = "127.0.0.1:9846"
+`))
+	if err != nil || len(w) != 0 {
+		t.Fatalf("%v %v", err, w)
+	}
+	if d.PipeRange.Len() != 100 || !d.PipeRange.Contains(50001) || d.PipeRange.Contains(50101) || d.LogFormat != LogJSON || d.MetricsListen != "127.0.0.1:9846" {
+		t.Errorf("%+v", d)
+	}
+	for _, ok := range []string{"[::1]:9846", "localhost:1"} {
+		if _, _, err := ParseDaemon("m.toml", []byte("metrics_listen = \""+ok+"\"\n")); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
+func TestParseDaemonRejects(t *testing.T) {
+	text := `state_dir = "var/db"
+anchor = "com.apple/../x"
+pipe_range = { first = 40000, last = 41000 }
+log_format = "xml"
+log_file = "macake.log"
+metrics_listen = "0.0.0.0:9846"
+Anchor = "x"
+`
+	_, _, err := ParseDaemon("macake.toml", []byte(text))
+	want := []string{
+		`1:13: state_dir: "var/db" must be an absolute path`,
+		`2:10: anchor: "com.apple/../x" is not an anchor name`,
+		`3:14: pipe_range: 40000..41000 includes pipes 40269 and 40270 of Apple's Network Link Conditioner`,
+		`4:14: log_format: unknown log format "xml"; use one of text, json`,
+		`5:12: log_file: "macake.log" must be an absolute path`,
+		`6:18: metrics_listen: "0.0.0.0" is not a loopback address`,
+		`7:1: key "Anchor" must be lower-case`,
+	}
+	var got []string
+	for _, p := range Problems(err) {
+		got = append(got, posMsg(p.Line, p.Col, p.Message))
+	}
+	expect(t, "problems", got, want)
+
+	for text, part := range map[string]string{
+		"pipe_range = { first = 10, last = 10 }\n": "holds 1 pipe",
+		"pipe_range = { first = 0, last = 10 }\n":  "must lie within 1..65535",
+		"pipe_range = { frist = 10 }\n":            `did you mean "first"?`,
+		"metrics_listen = \"9846\"\n":              "is not host:port",
+		"metrics_listen = \"127.0.0.1:http\"\n":    "is not a port",
+		"interface = \"en0\"\n":                    `unknown key "interface" in the top level`,
+		"state_dir = \n":                           "TOML syntax",
+	} {
+		if _, _, err := ParseDaemon("m.toml", []byte(text)); err == nil || !strings.Contains(err.Error(), part) {
+			t.Errorf("%q: %v, want %q", text, err, part)
+		}
+	}
+	_, w, err := ParseDaemon("m.toml", []byte("anchor = \"macake\"\n"))
+	if err != nil || len(w) != 1 || !strings.Contains(w[0].Message, "not under com.apple/") {
+		t.Errorf("anchor outside com.apple: %v %v", w, err)
+	}
+}
+
+func TestLoadDaemonChecksOwnership(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "macake.toml")
+	if err := os.WriteFile(path, []byte("log_format = \"json\"\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadDaemon(path, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "refusing to use") {
+		t.Errorf("world-writable settings accepted: %v", err)
+	}
+	if d, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true}); err != nil || d.LogFormat != LogJSON {
+		t.Errorf("%+v %v", d, err)
+	}
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Defaults is every default of a policy file, in one place. The controller
+// values are cake-autorate's (reference/autorate.md §3, upstream
+// defaults.sh at 94238be); docs/CONFIG.md lists them. Treat it as
+// read-only: Parse starts each file from a copy.
+//
+// Bounds are the exception to "fill in the default": upstream's
+// min/max (5/80 Mbit/s download, 5/35 Mbit/s upload) belong to its default
+// base rate of 20 Mbit/s. A policy that sets its own base rate and no
+// bounds gets bounds in the same proportion to its base (see Link.Rates),
+// so "download = 250mbit" alone is a sensible policy.
+var Defaults = Policy{
+	Shaper: Shaper{
+		Mode:     ModeAutorate,
+		Download: RateOrAuto{Rate: 20 * Mbit}, // base_dl_shaper_rate_kbps 20000
+		Upload:   RateOrAuto{Rate: 20 * Mbit}, // base_ul_shaper_rate_kbps 20000
+		Queue:    SizeOrAuto{Auto: true},
+	},
+	Autorate: Autorate{
+		Download:           Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 80 * Mbit}}, // min/max_dl_shaper_rate_kbps
+		Upload:             Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 35 * Mbit}}, // min/max_ul_shaper_rate_kbps
+		Reflectors:         DefaultReflectors,
+		ActiveReflectors:   6,                                 // no_pingers
+		ProbeInterval:      Duration(300 * time.Millisecond),  // reflector_ping_interval_s 0.3
+		DelayThreshold:     Duration(30 * time.Millisecond),   // *_owd_delta_delay_thr_ms
+		FullIncreaseBelow:  Duration(10 * time.Millisecond),   // *_avg_owd_delta_max_adjust_up_thr_ms
+		FullCutAbove:       Duration(60 * time.Millisecond),   // *_avg_owd_delta_max_adjust_down_thr_ms
+		BufferbloatWindow:  6,                                 // bufferbloat_detection_window
+		BufferbloatSamples: 3,                                 // bufferbloat_detection_thr
+		MaxCut:             0.75,                              // shaper_rate_max_adjust_down_bufferbloat
+		MaxIncrease:        1.04,                              // shaper_rate_max_adjust_up_load_high
+		HighLoad:           0.75,                              // high_load_thr
+		ActiveThreshold:    2000 * Kbit,                       // connection_active_thr_kbps
+		CutRefractory:      Duration(300 * time.Millisecond),  // bufferbloat_refractory_period_ms
+		DecayRefractory:    Duration(1000 * time.Millisecond), // decay_refractory_period_ms
+		ResponseDeadline:   Duration(1 * time.Second),         // reflector_response_deadline_s
+		Sleep:              true,                              // enable_sleep_function
+		SleepAfter:         Duration(60 * time.Second),        // sustained_idle_sleep_thr_s
+		MinRatesOnSleep:    false,                             // min_shaper_rates_enforcement
+		Internal: Internal{
+			MinCut:                   0.99,
+			MinIncrease:              1.0,
+			Decay:                    0.99,
+			Recover:                  1.01,
+			AlphaBaselineIncrease:    0.001,
+			AlphaBaselineDecrease:    0.9,
+			AlphaDeltaEWMA:           0.095,
+			InitialBaseline:          100 * time.Millisecond,
+			StaleResponse:            500 * time.Millisecond,
+			HealthCheckInterval:      1 * time.Second,
+			MisbehavingWindow:        60,
+			MisbehavingThreshold:     3,
+			ReplacementInterval:      60 * time.Minute,
+			ComparisonInterval:       1 * time.Minute,
+			BaselineSumDeltaMax:      20 * time.Millisecond,
+			DeltaEWMADeltaMax:        10 * time.Millisecond,
+			RandomizeReflectors:      true,
+			RetainReflectorStats:     true,
+			StallSpacings:            5,
+			StallRate:                10 * Kbit,
+			GlobalPingTimeout:        10 * time.Second,
+			MonitorInterval:          200 * time.Millisecond,
+			StartupWait:              0,
+			InterfaceUpCheckInterval: 10 * time.Second,
+		},
+	},
+	Balanced: Balanced{
+		EngageAfter:  Duration(4 * time.Second),
+		ReleaseAfter: Duration(20 * time.Second),
+	},
+}
+
+// AutoRateFraction is the share of the measured capacity that "auto" base
+// rates start at.
+const AutoRateFraction = 0.95
+
+// DefaultReflectors are 30 public anycast DNS resolvers from the same
+// providers, in the same numbers, as cake-autorate's default list
+// (Cloudflare 2, Google 2, Quad9 3, AdGuard 5, Neustar/UltraDNS 11,
+// OpenDNS 5, CleanBrowsing 2). The addresses are macake's own choice. All
+// answer ICMP echo; unhealthy ones are replaced at run time.
+var DefaultReflectors = mustAddrs(
+	"1.1.1.1", "1.0.0.1",
+	"8.8.8.8", "8.8.4.4",
+	"9.9.9.9", "9.9.9.10", "9.9.9.11",
+	"94.140.14.14", "94.140.15.15", "94.140.14.15", "94.140.15.16", "94.140.14.140",
+	"156.154.70.1", "156.154.71.1", "156.154.70.2", "156.154.71.2", "156.154.70.3",
+	"156.154.71.3", "156.154.70.4", "156.154.71.4", "156.154.70.5", "156.154.71.5", "64.6.64.6",
+	"208.67.222.222", "208.67.220.220", "208.67.222.220", "208.67.220.222", "208.67.222.123",
+	"185.228.168.9", "185.228.169.9",
+)
+
+func mustAddrs(ss ...string) []netip.Addr {
+	out := make([]netip.Addr, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParseAddr(s)
+	}
+	return out
+}
+
+// defaultPolicy returns a copy of Defaults that shares no memory with it,
+// with the bounds cleared: they derive from the base rate (see Defaults).
+func defaultPolicy() Policy {
+	p := Defaults
+	p.Autorate.Reflectors = slices.Clone(Defaults.Autorate.Reflectors)
+	p.Autorate.Download = Bounds{}
+	p.Autorate.Upload = Bounds{}
+	return p
+}
+
+// DaemonDefaults are the defaults of the daemon settings file.
+var DaemonDefaults = Daemon{
+	StateDir:  "/var/db/macake",
+	Anchor:    "com.apple/macake",
+	PipeRange: PipeRange{First: 48001, Last: 48998},
+	LogFormat: LogText,
+}

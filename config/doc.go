@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package config reads macake's policy files (/etc/macake/links.d/*.toml,
+// one link per file) and its daemon settings (/etc/macake/macake.toml),
+// strictly: unknown keys, upper-case keys, unit-less rates and durations and
+// out-of-range values are all errors, and every problem of every file is
+// reported at once as "FILE:LINE:COL: message".
+//
+// Load reads a directory and returns the valid links; Match picks the active
+// link per interface from the link facts; Link.Rates resolves a direction's
+// floor, base and ceiling. Rate, Size and Duration are the value types of the
+// files, and flags use the same grammar (they implement flag.Value).
+// Defaults holds every default in one place. docs/CONFIG.md documents every
+// key.
+package config

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// FuzzParse feeds the loader arbitrary files, seeded with every example
+// (good and bad): whatever the input, it returns either a link or problems
+// that each carry a position, and it never panics.
+func FuzzParse(f *testing.F) {
+	for _, pattern := range []string{"../examples/links.d/*.toml", "../examples/bad/*.toml"} {
+		files, err := filepath.Glob(pattern)
+		if err != nil || len(files) == 0 {
+			f.Fatalf("no seed files for %s: %v", pattern, err)
+		}
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("[match]\ninterface = \"en0\"\n[autorate]\nreflectors = [\"1.1.1.1\", [\"x\"], {a=1}, 5]\n"))
+	f.Add([]byte("a.b.c = 1\n[x.y]\n[[z]]\nq = '''\n\n'''\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, _, err := Parse("fuzz.toml", data, LoadOptions{})
+		if err == nil {
+			if l.Name != "fuzz" || l.Match.Interface == "" {
+				t.Fatalf("valid link without identity: %+v", l)
+			}
+			return
+		}
+		lines := strings.Count(string(data), "\n") + 1
+		for _, p := range Problems(err) {
+			if p.File != "fuzz.toml" || p.Message == "" || p.Line < 1 || p.Col < 1 || p.Line > lines {
+				t.Fatalf("problem without a valid position: %+v (file has %d lines)", p, lines)
+			}
+		}
+	})
+}

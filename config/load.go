@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// Target is the operating system whose backend will apply the policies.
+// Some options mean something on one backend only; Load warns about them
+// for the target it is given (not the machine it runs on), so that a Linux
+// CI can validate files meant for a Mac.
+type Target string
+
+// The targets.
+const (
+	TargetDarwin Target = "darwin" // pf + dummynet
+	TargetLinux  Target = "linux"  // tc, with CAKE where the kernel has it
+)
+
+// LoadOptions tune Load, LoadFile and LoadDaemon. The zero value is the
+// safe one: ownership checks on, target macOS.
+type LoadOptions struct {
+	// Target selects target-specific warnings; "" means TargetDarwin.
+	Target Target
+	// SkipOwnershipCheck turns off the root-ownership and mode checks, for
+	// tests and for `macake validate` run by a user other than root.
+	SkipOwnershipCheck bool
+}
+
+func (o LoadOptions) target() Target {
+	if o.Target == "" {
+		return TargetDarwin
+	}
+	return o.Target
+}
+
+var broadcastV4 = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+
+// Parse decodes and validates one policy file's content. name is the
+// file's path: its stem is the link's name, and it prefixes every problem.
+// It returns the link, the warnings, and nil or an error holding one
+// *Problem per problem (see Problems). It never panics, whatever data holds.
+func Parse(name string, data []byte, opts LoadOptions) (Link, []Warning, error) {
+	var probs problemList
+	link, _ := parseInto(&probs, name, data, opts)
+	if err := probs.err(nil); err != nil {
+		return Link{}, probs.sortedWarnings(nil), err
+	}
+	return link, probs.sortedWarnings(nil), nil
+}
+
+// parseInto is Parse that adds its problems to probs. It returns the link
+// even when there are problems (the cross-file checks still use it), and
+// the decoder, which knows the file's positions; that is nil when the file
+// is not TOML at all.
+func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (Link, *decoder) {
+	link := Link{Name: linkName(name), File: name}
+	if !linkNameRE.MatchString(link.Name) {
+		probs.add(name, pos{1, 1}, "link name %q (from the file name) must be lower-case letters, digits, - and _, starting with a letter or digit, at most 32 characters; rename the file", link.Name)
+	}
+	if len(data) > maxFileSize {
+		probs.add(name, pos{}, "is %d bytes; a policy file is at most %d", len(data), maxFileSize)
+		return link, nil
+	}
+	d := &decoder{file: name, probs: probs, homes: schemaHomes(reflect.TypeFor[Policy]())}
+	if !d.parseTOML(string(data)) {
+		return link, nil
+	}
+	link.Policy = defaultPolicy()
+	d.decodeStruct(reflect.ValueOf(&link.Policy).Elem(), d.root)
+	d.validatePolicy(&link.Policy, opts.target())
+	return link, d
+}
+
+// linkName is the file stem: "links.d/starlink.toml" → "starlink".
+func linkName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".toml")
+}
+
+// LoadFile reads and validates one policy file, e.g. for `macake sim
+// --policy FILE`. Ownership is checked unless opts say otherwise.
+func LoadFile(path string, opts LoadOptions) (Link, []Warning, error) {
+	var probs problemList
+	data, ok := readPolicy(&probs, path, opts)
+	if !ok {
+		return Link{}, nil, probs.err(nil)
+	}
+	return Parse(path, data, opts)
+}
+
+// readPolicy reads a file after the ownership check, reporting problems.
+func readPolicy(probs *problemList, path string, opts LoadOptions) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
+		return nil, false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
+		return nil, false
+	}
+	if !info.Mode().IsRegular() {
+		probs.add(path, pos{}, "is not a regular file")
+		return nil, false
+	}
+	if !opts.SkipOwnershipCheck {
+		if msg := unsafeOwnership(path, info); msg != "" {
+			probs.add(path, pos{}, "%s", msg)
+			return nil, false
+		}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
+		return nil, false
+	}
+	return data, true
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ignored reports whether a directory entry is not a policy file: not
+// *.toml, hidden, or an editor's leftover.
+func ignored(name string) bool {
+	return !strings.HasSuffix(name, ".toml") || strings.HasPrefix(name, ".") ||
+		strings.HasSuffix(name, "~") || strings.HasSuffix(name, ".swp")
+}
+
+// Load reads every policy file in dir (only *.toml; hidden files and
+// editor leftovers such as .#x.toml, x.toml~ and .x.toml.swp are ignored),
+// in lexical order, and validates each file and the set of them.
+//
+// It returns the valid links, the warnings, and nil or an error that holds
+// every problem of every file, one *Problem each (see Problems); its text
+// is one "FILE:LINE:COL: message" line per problem. Links whose file has a
+// problem are left out, so callers that must carry on (watch) can use the
+// rest. Unless opts.SkipOwnershipCheck is set, dir and each file must be
+// owned by root and not writable by group or others, as ssh requires of
+// its keys; otherwise they are refused.
+func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
+	var probs problemList
+	order := map[string]int{}
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		probs.add(dir, pos{}, "no such directory (create it: sudo mkdir -p %s)", dir)
+		return nil, nil, probs.err(order)
+	case err != nil:
+		probs.add(dir, pos{}, "cannot read: %v", unwrapPathError(err))
+		return nil, nil, probs.err(order)
+	case !info.IsDir():
+		probs.add(dir, pos{}, "is not a directory")
+		return nil, nil, probs.err(order)
+	}
+	if !opts.SkipOwnershipCheck {
+		if msg := unsafeOwnership(dir, info); msg != "" {
+			probs.add(dir, pos{}, "%s", msg)
+			return nil, nil, probs.err(order)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		probs.add(dir, pos{}, "cannot list: %v", unwrapPathError(err))
+		return nil, nil, probs.err(order)
+	}
+	var names []string
+	for _, e := range entries {
+		if !ignored(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+
+	var parsed []parsedLink
+	for i, n := range names {
+		path := filepath.Join(dir, n)
+		order[path] = i
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			probs.warn(path, pos{}, "is a directory; skipped")
+			continue
+		}
+		data, ok := readPolicy(&probs, path, opts)
+		if !ok {
+			continue
+		}
+		if link, d := parseInto(&probs, path, data, opts); d != nil {
+			parsed = append(parsed, parsedLink{link, d})
+		}
+	}
+	checkIndistinguishable(&probs, parsed)
+
+	bad := map[string]bool{}
+	for _, p := range probs.problems {
+		bad[p.File] = true
+	}
+	var links []Link
+	for _, p := range parsed {
+		if !bad[p.link.File] {
+			links = append(links, p.link)
+		}
+	}
+	return links, probs.sortedWarnings(order), probs.err(order)
+}
+
+// parsedLink is a link with the decoder that knows its file's positions.
+type parsedLink struct {
+	link Link
+	dec  *decoder
+}
+
+// checkIndistinguishable reports pairs of links that can never be told
+// apart: the same interface, the same match keys and the same priority.
+// Matching would always pick the same one of them (by name), so the other
+// is dead weight, and certainly not what the author meant.
+func checkIndistinguishable(probs *problemList, links []parsedLink) {
+	for j := range links {
+		for i := range j {
+			a, b := links[i].link, links[j].link
+			if a.Match.Interface == "" || !sameMatch(a.Match, b.Match) {
+				continue
+			}
+			at := links[j].dec.keyPosOf("match")
+			probs.add(b.File, at, "link %q cannot be told apart from %q (%s): same [match] keys and priority; make the match keys differ or give one a higher priority",
+				b.Name, a.Name, a.File)
+		}
+	}
+}
+
+func sameMatch(a, b MatchKeys) bool {
+	return a.Interface == b.Interface && a.GatewayMAC.Equal(b.GatewayMAC) &&
+		a.GatewayIP == b.GatewayIP && a.SSID == b.SSID && a.Priority == b.Priority
+}
+
+// unsafeOwnership explains why a config file or directory must not be
+// trusted, or returns "".
+func unsafeOwnership(path string, info fs.FileInfo) string {
+	if uid, ok := fileOwner(info); ok && uid != 0 {
+		return fmt.Sprintf("refusing to use: owned by uid %d, not root; fix: sudo chown root %s", uid, path)
+	}
+	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Sprintf("refusing to use: writable by group or others (mode %04o); fix: sudo chmod go-w %s", perm, path)
+	}
+	return ""
+}

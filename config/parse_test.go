@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// posMsg renders a problem or warning as "LINE:COL: message" for tests.
+func posMsg(line, col int, msg string) string { return fmt.Sprintf("%d:%d: %s", line, col, msg) }
+
+// expect checks got against want, where each want is "LINE:COL: part of
+// the message" and the order is the report order.
+func expect(t *testing.T, what string, got []string, want []string) {
+	t.Helper()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		loc, part, _ := strings.Cut(want[i], " ")
+		ok = strings.HasPrefix(got[i], loc+" ") && strings.Contains(got[i], part)
+	}
+	if !ok {
+		t.Errorf("%s:\n got:  %s\n want: %s", what, strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+	}
+}
+
+func parseTest(t *testing.T, name, text string, target Target) (Link, []string, []string) {
+	t.Helper()
+	l, ws, err := Parse(name, []byte(text), LoadOptions{Target: target})
+	var probs, warns []string
+	for _, p := range Problems(err) {
+		if p.File != name {
+			t.Errorf("problem names file %q, want %q", p.File, name)
+		}
+		probs = append(probs, posMsg(p.Line, p.Col, p.Message))
+	}
+	for _, w := range ws {
+		warns = append(warns, posMsg(w.Line, w.Col, w.Message))
+	}
+	if err == nil && len(probs) > 0 || err != nil && len(probs) == 0 {
+		t.Errorf("error %v does not agree with problems %v", err, probs)
+	}
+	return l, probs, warns
+}
+
+const minimal = "[match]\ninterface = \"en0\"\n"
+
+func TestParseRules(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		text     string
+		target   Target
+		problems []string
+		warnings []string
+	}{
+		{name: "minimal", text: minimal},
+		{name: "syntax error", text: "[match]\ninterface = \"en0\"\nx = = 1\n", problems: []string{"3:5: TOML syntax"}},
+		{name: "unterminated table", text: "[match\n", problems: []string{"1:7: TOML syntax"}},
+		{name: "duplicate key", text: minimal + "interface = \"en1\"\n", problems: []string{"3:1: TOML syntax"}},
+
+		// Keys.
+		{name: "typo gets a suggestion", text: minimal + "intreface = \"en0\"\n", problems: []string{`3:1: unknown key "intreface" in [match] (did you mean "interface"?)`}},
+		{name: "upper-case key", text: "[match]\nInterface = \"en0\"\n", problems: []string{`2:1: key "Interface" must be lower-case: write "interface"`}},
+		{name: "upper-case table", text: minimal + "[Shaper]\nmode = \"off\"\n", problems: []string{`3:2: table "Shaper" must be lower-case: write "shaper"`}},
+		{name: "unknown table", text: minimal + "[shapper]\n", problems: []string{`3:2: unknown table [shapper] (did you mean [shaper]?)`}},
+		{name: "misplaced key", text: "interface = \"en0\"\n" + minimal, problems: []string{`1:1: key "interface" does not belong in the top level; it goes in [match]`}},
+		{name: "unknown key lists known keys", text: minimal + "[shaper]\nmode = \"balanced\"\n[balanced]\nwhatever = 1\n", problems: []string{`6:1: unknown key "whatever" in [balanced]; known keys: engage_after, release_after`}},
+		{name: "unknown key in inline table", text: minimal + "[autorate]\ndownload = { min = \"5mbit\", maxx = \"9mbit\" }\n", problems: []string{`4:29: unknown key "maxx" in autorate.download (did you mean "max"?)`}},
+		{name: "dotted keys work", text: "shaper.mode = \"off\"\n" + minimal},
+		{name: "dotted key in the wrong table", text: minimal + "shaper.mode = \"off\"\n", problems: []string{`3:1: key "shaper" does not belong in [match]; it goes in the top level`}},
+		{name: "inline match table", text: "match = { interface = \"en0\", priority = 3 }\n"},
+		{name: "quoted key", text: "[match]\n\"interface\" = \"en0\"\n\"Priority\" = 1\n", problems: []string{`3:1: key "Priority" must be lower-case`}},
+
+		// Types.
+		{name: "int for string", text: "[match]\ninterface = 5\n", problems: []string{"2:13: match.interface: must be a string, not an integer"}},
+		{name: "string for int", text: minimal + "priority = \"5\"\n", problems: []string{"3:12: match.priority: must be a whole number, not a string"}},
+		{name: "float for int", text: minimal + "[shaper]\noverhead = 1.5\n", problems: []string{"4:12: shaper.overhead: must be a whole number, not 1.5"}},
+		{name: "string for bool", text: minimal + "[autorate]\nsleep = \"yes\"\n", problems: []string{"4:9: autorate.sleep: must be true or false, not a string"}},
+		{name: "bool for rate", text: minimal + "[shaper]\ndownload = true\n", problems: []string{`4:12: shaper.download: must be a string, e.g. "250mbit" or "auto", not a boolean`}},
+		{name: "string for array", text: minimal + "[autorate]\nreflectors = \"1.1.1.1\"\n", problems: []string{"4:14: autorate.reflectors: must be an array"}},
+		{name: "string for table", text: minimal + "[autorate]\ndownload = \"10mbit\"\n", problems: []string{`4:12: autorate.download: must be a table, e.g. { min = "25mbit", max = "400mbit" }, not a string`}},
+		{name: "table for value", text: minimal + "[shaper.mode]\n", problems: []string{`3:9: shaper.mode: must be a string, e.g. "autorate", not a table`}},
+		{name: "empty interface", text: "[match]\ninterface = \"\"\n", problems: []string{"2:13: match.interface: is empty"}},
+		{name: "empty string", text: minimal + "gateway_ip = \"\"\n", problems: []string{"3:14: match.gateway_ip: is empty"}},
+		{name: "date for duration", text: minimal + "[balanced]\nengage_after = 2024-01-01\n", problems: []string{"4:16: balanced.engage_after: must be a string"}, warnings: []string{"3:2: [balanced] is ignored"}},
+
+		// Rates, sizes, durations.
+		{name: "mbps", text: minimal + "[shaper]\ndownload = \"100mbps\"\n", problems: []string{`4:12: shaper.download: rate "100mbps": "mbps" is ambiguous (tc reads it as bytes per second); did you mean "100mbit"?`}},
+		{name: "bare rate", text: minimal + "[shaper]\nupload = 85000\n", problems: []string{`4:10: shaper.upload: rate "85000" needs a unit; did you mean "85000kbit"? (sqm-scripts uses kbit/s)`}},
+		{name: "rate ceiling", text: minimal + "[shaper]\ndownload = \"2.5gbit\"\n", problems: []string{"4:12: shaper.download: rate \"2.5gbit\" is above 2147mbit"}},
+		{name: "unit-less duration", text: minimal + "[autorate]\nprobe_interval = 30\n", problems: []string{`4:18: autorate.probe_interval: duration "30" needs a unit, e.g. "30ms" or "30s"`}},
+		{name: "float duration", text: minimal + "[autorate]\nprobe_interval = 0.3\n", problems: []string{`4:18: autorate.probe_interval: duration "0.3" needs a unit`}},
+		{name: "bare queue", text: minimal + "[shaper]\nqueue = 100\n", problems: []string{`4:9: shaper.queue: size "100" needs a unit`}},
+		{name: "queue too small", text: minimal + "[shaper]\nqueue = \"1KB\"\n", problems: []string{"4:9: shaper.queue: 1KB cannot hold one full-size packet"}},
+		{name: "queue too big", text: minimal + "[shaper]\nqueue = \"1MB\"\n", problems: []string{"4:9: shaper.queue: 1MB is above 1023KB"}},
+		{name: "queue at limit", text: minimal + "[shaper]\nqueue = \"1023KB\"\n"},
+
+		// Ranges and relations.
+		{name: "overhead and mpu", text: minimal + "[shaper]\noverhead = 257\nmpu = -1\n", problems: []string{"4:12: shaper.overhead: 257 bytes is outside 0..256", "5:7: shaper.mpu: -1 bytes is outside 0..256"}},
+		{name: "overhead max ok", text: minimal + "[shaper]\noverhead = 256\nmpu = 256\n"},
+		{name: "min above base", text: minimal + "[shaper]\ndownload = \"10mbit\"\n[autorate]\ndownload = { min = \"20mbit\" }\n", problems: []string{"6:20: autorate.download.min: 20mbit is above the base rate shaper.download 10mbit"}},
+		{name: "base above max", text: minimal + "[shaper]\nupload = \"50mbit\"\n[autorate]\nupload = { max = \"40mbit\" }\n", problems: []string{"4:10: shaper.upload: the base rate shaper.upload 50mbit is above autorate.upload.max 40mbit"}},
+		{name: "default base above max", text: minimal + "[autorate]\ndownload = { max = \"10mbit\" }\n", problems: []string{"4:20: autorate.download.max: the base rate shaper.download 20mbit (the default; set shaper.download) is above autorate.download.max 10mbit"}},
+		{name: "min above max", text: minimal + "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"50mbit\", max = \"40mbit\" }\n", problems: []string{"6:36: autorate.download.max: 40mbit is below autorate.download.min 50mbit"}},
+		{name: "auto max", text: minimal + "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"5mbit\", max = \"auto\" }\n"},
+		{name: "priority range", text: minimal + "priority = -1001\n", problems: []string{"3:12: match.priority: -1001 is outside -1000..1000"}},
+		{name: "description one line", text: "description = \"\"\"two\nlines\"\"\"\n" + minimal, problems: []string{"1:15: description: must be one line"}},
+
+		// Match keys.
+		{name: "interface names", text: "[match]\ninterface = \"pdp_ip0\"\n"},
+		{name: "interface upper", text: "[match]\ninterface = \"En0\"\n", problems: []string{`2:13: match.interface: "En0" is not an interface name`}},
+		{name: "interface too long", text: "[match]\ninterface = \"abcdefghijklmnop\"\n", problems: []string{`2:13: match.interface: "abcdefghijklmnop" is not an interface name`}},
+		{name: "interface digit first", text: "[match]\ninterface = \"0en\"\n", problems: []string{`2:13: match.interface: "0en" is not`}},
+		{name: "missing match", text: "[shaper]\nmode = \"off\"\n", problems: []string{"1:1: [match] needs interface"}},
+		{name: "bad mac", text: minimal + "gateway_mac = \"74:24:9f:00:00\"\n", problems: []string{"3:15: match.gateway_mac: address 74:24:9f:00:00: invalid MAC address"}},
+		{name: "zero mac", text: minimal + "gateway_mac = \"00:00:00:00:00:00\"\n", problems: []string{"3:15: match.gateway_mac: 00:00:00:00:00:00 is not a real address"}},
+		{name: "multicast mac", text: minimal + "gateway_mac = \"ff:ff:ff:ff:ff:ff\"\n", problems: []string{"3:15: match.gateway_mac: ff:ff:ff:ff:ff:ff is a multicast or broadcast address"}},
+		{name: "bad ip", text: minimal + "gateway_ip = \"10.0.0\"\n", problems: []string{`3:14: match.gateway_ip: "10.0.0" is not an IP address`}},
+		{name: "unspecified ip", text: minimal + "gateway_ip = \"0.0.0.0\"\n", problems: []string{"3:14: match.gateway_ip: 0.0.0.0 cannot be a gateway"}},
+		{name: "ipv6 gateway", text: minimal + "gateway_ip = \"fe80::1%en0\"\n"},
+		{name: "long ssid", text: minimal + "ssid = \"" + strings.Repeat("x", 33) + "\"\n", problems: []string{"3:8: match.ssid: is 33 bytes long"}},
+
+		// Reflectors.
+		{name: "empty reflectors", text: minimal + "[autorate]\nreflectors = []\n", problems: []string{"4:14: autorate.reflectors: needs at least one address"}},
+		{name: "host name reflector", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"one.one.one.one\"]\n", problems: []string{`4:26: autorate.reflectors[1]: "one.one.one.one" is a host name`}},
+		{name: "duplicate reflector", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\",\n  \"9.9.9.9\", # comment, \"x\"\n  \"::ffff:1.1.1.1\"]\ncut_refractory = \"2s\"\n", problems: []string{"6:3: autorate.reflectors[2]: ::ffff:1.1.1.1 is listed twice (also reflectors[0])"}},
+		{name: "multicast reflector", text: minimal + "[autorate]\nreflectors = [\"224.0.0.1\", \"::\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: 224.0.0.1 cannot answer pings", "4:28: autorate.reflectors[1]: :: cannot answer pings"}},
+		{name: "zoned reflector", text: minimal + "[autorate]\nreflectors = [\"fe80::1%en0\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: fe80::1%en0: write the address without a zone"}},
+		{name: "active reflectors above count", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\"]\nactive_reflectors = 2\ncut_refractory = \"2s\"\n", problems: []string{"5:21: autorate.active_reflectors: 2 is outside 1..1"}},
+
+		// Modes and tables that depend on them.
+		{name: "unknown mode", text: minimal + "[shaper]\nmode = \"Fixed\"\n", problems: []string{`4:8: shaper.mode: unknown mode "Fixed"; use one of autorate, balanced, fixed, off (did you mean "fixed"?)`}},
+		{name: "fixed needs rates", text: minimal + "[shaper]\nmode = \"fixed\"\n", problems: []string{"4:8: shaper.mode: \"fixed\" needs shaper.download", "4:8: shaper.mode: \"fixed\" needs shaper.upload"}},
+		{name: "fixed with auto", text: minimal + "[shaper]\nmode = \"fixed\"\ndownload = \"auto\"\nupload = \"10mbit\"\n"},
+		{name: "off ignores rates", text: minimal + "[shaper]\nmode = \"off\"\ndownload = \"10mbit\"\n", warnings: []string{`5:1: shaper.download is ignored: mode "off" shapes nothing`}},
+		{name: "balanced outside balanced mode", text: minimal + "[balanced]\nengage_after = \"2s\"\n", warnings: []string{`3:2: [balanced] is ignored: mode is "autorate"`}},
+		{name: "bounds in fixed mode", text: minimal + "[shaper]\nmode = \"fixed\"\ndownload = \"9mbit\"\nupload = \"1mbit\"\n[autorate]\ndownload = { max = \"5mbit\" }\n", warnings: []string{`8:1: autorate.download is ignored: mode "fixed"`}},
+		{name: "balanced ranges", text: minimal + "[shaper]\nmode = \"balanced\"\n[balanced]\nengage_after = \"10ms\"\nrelease_after = \"48h\"\n", problems: []string{"6:16: balanced.engage_after: 10ms is outside 100ms..1h", "7:17: balanced.release_after: 48h0m0s is outside 1s..24h"}},
+
+		// CAKE options.
+		{name: "cake on macOS warns", text: minimal + "[cake]\ndiffserv = \"diffserv4\"\nnat = true\n", target: TargetDarwin, warnings: []string{"3:2: cake.diffserv, cake.nat: macOS dummynet cannot do CAKE's options"}},
+		{name: "cake on Linux is fine", text: minimal + "[cake]\ndiffserv = \"diffserv4\"\negress_isolation = \"dual-srchost\"\ningress_isolation = \"dual-dsthost\"\nack_filter = true\n", target: TargetLinux},
+		{name: "cake bad values", text: minimal + "[cake]\ndiffserv = \"diffserv5\"\negress_isolation = \"dualsrchost\"\n", target: TargetLinux, problems: []string{`4:12: cake.diffserv: unknown diffserv "diffserv5"`, `5:20: cake.egress_isolation: unknown isolation mode "dualsrchost"; use one of triple-isolate, dual-srchost, dual-dsthost, srchost, dsthost, hosts, flows, flowblind (did you mean "dual-srchost"?)`}},
+
+		// Controller tunables.
+		{name: "threshold order", text: minimal + "[autorate]\nfull_increase_below = \"40ms\"\n", problems: []string{"4:23: autorate.full_increase_below: full_increase_below (40ms) must not be above delay_threshold (30ms)"}},
+		{name: "cut threshold order", text: minimal + "[autorate]\ndelay_threshold = \"80ms\"\n", problems: []string{"4:19: autorate.delay_threshold: full_cut_above (60ms) must not be below delay_threshold (80ms)"}},
+		{name: "window and samples", text: minimal + "[autorate]\nbufferbloat_window = 4\nbufferbloat_samples = 5\n", problems: []string{"5:23: autorate.bufferbloat_samples: bufferbloat_samples 5 is outside 1..bufferbloat_window (4)"}},
+		{name: "factors", text: minimal + "[autorate]\nmax_cut = 1.2\nmax_increase = 0.9\nhigh_load = 75\n", problems: []string{"4:11: autorate.max_cut: 1.2 is outside (0, 0.99]", "5:16: autorate.max_increase: 0.9 is outside [1, 2]", "6:13: autorate.high_load: 75 is outside (0, 1)"}},
+		{name: "nan", text: minimal + "[autorate]\nhigh_load = nan\n", problems: []string{"4:13: autorate.high_load: must be a finite number"}},
+		{name: "duration range", text: minimal + "[autorate]\nprobe_interval = \"1ms\"\n", problems: []string{"4:18: autorate.probe_interval: 1ms is outside 10ms..10s"}},
+		{name: "explicit active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n[autorate]\nactive_threshold = \"2mbit\"\n", problems: []string{"6:20: autorate.active_threshold: 2mbit is above the upload minimum rate 1mbit"}},
+		{name: "default active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n", warnings: []string{"4:1: the upload minimum rate 1mbit is below autorate.active_threshold (2mbit, the default)"}},
+		{name: "short response deadline", text: minimal + "[autorate]\nresponse_deadline = \"500ms\"\n", warnings: []string{"4:1: response_deadline (500ms) is shorter than two probe intervals (600ms)"}},
+		{name: "three reflectors", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"4:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (300ms)"}},
+		{name: "three reflectors, longer refractory", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\ncut_refractory = \"600ms\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := tc.target
+			if target == "" {
+				target = TargetLinux
+			}
+			_, probs, warns := parseTest(t, "links.d/test.toml", tc.text, target)
+			expect(t, "problems", probs, tc.problems)
+			expect(t, "warnings", warns, tc.warnings)
+		})
+	}
+}
+
+// TestThreeProblemsAllReported is the issue's acceptance case: one file
+// with three problems reports all three, each at its own position.
+func TestThreeProblemsAllReported(t *testing.T) {
+	text := `[match]
+interface = "en0"
+
+[shaper]
+download = "100mbps"
+upload   = 20000
+
+[autorate]
+probe_interval = 30
+`
+	_, err := func() (Link, error) { l, _, err := Parse("x.toml", []byte(text), LoadOptions{}); return l, err }()
+	want := `x.toml:5:12: shaper.download: rate "100mbps": "mbps" is ambiguous (tc reads it as bytes per second); did you mean "100mbit"?
+x.toml:6:12: shaper.upload: rate "20000" needs a unit; did you mean "20000kbit"? (sqm-scripts uses kbit/s)
+x.toml:9:18: autorate.probe_interval: duration "30" needs a unit, e.g. "30ms" or "30s"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error text:\n%v\nwant:\n%s", err, want)
+	}
+	if n := len(Problems(err)); n != 3 {
+		t.Errorf("%d problems, want 3", n)
+	}
+}
+
+func TestLinkNameFromFileStem(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"links.d/starlink.toml":           true,
+		"home-cable.toml":                 true,
+		"a_b-9.toml":                      true,
+		"9.toml":                          true,
+		"Starlink.toml":                   false,
+		"-x.toml":                         false,
+		"two.dots.toml":                   false,
+		strings.Repeat("a", 32) + ".toml": true,
+		strings.Repeat("a", 33) + ".toml": false,
+	} {
+		l, _, err := Parse(name, []byte(minimal), LoadOptions{})
+		switch {
+		case ok && (err != nil || l.Name != strings.TrimSuffix(strings.TrimPrefix(name, "links.d/"), ".toml")):
+			t.Errorf("%s: name %q, error %v", name, l.Name, err)
+		case !ok && (err == nil || !strings.Contains(err.Error(), name+":1:1: link name")):
+			t.Errorf("%s: error %v, want a link-name problem at 1:1", name, err)
+		}
+	}
+}
+
+func TestParseFillsDefaults(t *testing.T) {
+	l, _, err := Parse("d.toml", []byte(minimal), LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Name != "d" || l.File != "d.toml" || l.Match.Interface != "en0" {
+		t.Errorf("identity: %+v", l)
+	}
+	if l.Shaper.Mode != ModeAutorate || !l.Shaper.Queue.Auto || l.Shaper.Download.Rate != 20*Mbit {
+		t.Errorf("shaper defaults: %+v", l.Shaper)
+	}
+	a := l.Autorate
+	if len(a.Reflectors) != 30 || a.ActiveReflectors != 6 || a.ProbeInterval.Std() != 300*time.Millisecond || a.DelayThreshold.Std() != 30*time.Millisecond {
+		t.Errorf("autorate defaults: %+v", a)
+	}
+	// The copy shares nothing with Defaults.
+	l.Autorate.Reflectors[0] = netip.MustParseAddr("192.0.2.1")
+	if Defaults.Autorate.Reflectors[0] != netip.MustParseAddr("1.1.1.1") {
+		t.Error("Parse handed out Defaults' reflector slice")
+	}
+}
+
+func TestParseSetsValues(t *testing.T) {
+	text := `description = "test"
+[match]
+interface = "en7"
+gateway_mac = "74-24-9F-00-00-01"
+gateway_ip = "192.168.1.1"
+ssid = "Home"
+priority = 4
+[shaper]
+mode = "balanced"
+download = "1.5 Mbit/s"
+upload = "auto"
+queue = "64KB"
+overhead = 44
+mpu = 84
+[autorate]
+download = { min = "1mbit", max = "auto" }
+upload = { min = "100kbit", max = "9mbit" }
+reflectors = ["9.9.9.9", "2620:fe::fe"]
+active_reflectors = 1
+probe_interval = "250ms"
+delay_threshold = "20ms"
+full_increase_below = "5ms"
+full_cut_above = "50ms"
+bufferbloat_window = 8
+bufferbloat_samples = 4
+max_cut = 0.8
+max_increase = 1.02
+high_load = 0.8
+active_threshold = "100kbit"
+cut_refractory = "2s"
+decay_refractory = "2s"
+response_deadline = "3s"
+sleep = false
+sleep_after = "2m"
+min_rates_on_sleep = true
+[balanced]
+engage_after = "2s"
+release_after = "30s"
+[cake]
+diffserv = "besteffort"
+egress_isolation = "flows"
+ingress_isolation = "hosts"
+nat = true
+ack_filter = true
+`
+	l, ws, err := Parse("all.toml", []byte(text), LoadOptions{Target: TargetLinux})
+	if err != nil || len(ws) != 0 {
+		t.Fatalf("err %v, warnings %v", err, ws)
+	}
+	m, s, a := l.Match, l.Shaper, l.Autorate
+	if m.GatewayMAC.String() != "74:24:9f:00:00:01" || m.GatewayIP.String() != "192.168.1.1" || m.SSID != "Home" || m.Priority != 4 || m.Keys() != 3 {
+		t.Errorf("match: %+v", m)
+	}
+	if s.Mode != ModeBalanced || s.Download.Rate != 1500*Kbit || !s.Upload.Auto || s.Queue.Size != 64*Kilobyte || s.Overhead != 44 || s.MPU != 84 {
+		t.Errorf("shaper: %+v", s)
+	}
+	if a.Download.Min != Mbit || !a.Download.Max.Auto || a.Upload.Max.Rate != 9*Mbit || len(a.Reflectors) != 2 || a.ActiveReflectors != 1 ||
+		a.ProbeInterval.Std() != 250*time.Millisecond || a.BufferbloatWindow != 8 || a.MaxCut != 0.8 || a.ActiveThreshold != 100*Kbit ||
+		a.Sleep || !a.MinRatesOnSleep || a.SleepAfter.Std() != 2*time.Minute {
+		t.Errorf("autorate: %+v", a)
+	}
+	if l.Balanced.EngageAfter.Std() != 2*time.Second || l.Cake != (Cake{Diffserv: "besteffort", EgressIsolation: "flows", IngressIsolation: "hosts", NAT: true, ACKFilter: true}) {
+		t.Errorf("balanced/cake: %+v %+v", l.Balanced, l.Cake)
+	}
+}
+
+func TestProblemsOfPlainError(t *testing.T) {
+	ps := Problems(errors.New("boom"))
+	if len(ps) != 1 || ps[0].Message != "boom" || ps[0].Error() != ": boom" && ps[0].Line != 0 {
+		t.Errorf("Problems(plain) = %+v", ps)
+	}
+	if Problems(nil) != nil {
+		t.Error("Problems(nil) != nil")
+	}
+}

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Problem is one error in a configuration file, at a position. Line and
+// Col are 1-based; both are 0 for a problem with the file as a whole (it
+// cannot be read, or its ownership or mode is unsafe).
+type Problem struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// Error returns "FILE:LINE:COL: message", or "FILE: message" without a
+// position.
+func (p *Problem) Error() string {
+	if p.Line <= 0 {
+		return p.File + ": " + p.Message
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, max(p.Col, 1), p.Message)
+}
+
+// Warning is something worth fixing that does not stop a policy from
+// loading, in caddy's Warning{File, Line, Message} shape (plus a column).
+type Warning struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Message string `json:"message"`
+}
+
+// String returns "FILE:LINE:COL: warning: message".
+func (w Warning) String() string {
+	if w.Line <= 0 {
+		return w.File + ": warning: " + w.Message
+	}
+	return fmt.Sprintf("%s:%d:%d: warning: %s", w.File, w.Line, max(w.Col, 1), w.Message)
+}
+
+// Problems returns every Problem inside err (as returned by Load, LoadFile,
+// Parse or LoadDaemon), in report order. Errors that are not Problems are
+// wrapped into one without a position, so nothing is lost.
+func Problems(err error) []*Problem {
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	var m *multierror.Error
+	if errors.As(err, &m) {
+		errs = m.Errors
+	} else {
+		errs = []error{err}
+	}
+	out := make([]*Problem, 0, len(errs))
+	for _, e := range errs {
+		var p *Problem
+		if errors.As(e, &p) {
+			out = append(out, p)
+		} else {
+			out = append(out, &Problem{Message: e.Error()})
+		}
+	}
+	return out
+}
+
+// problemList collects problems and warnings while loading.
+type problemList struct {
+	problems []*Problem
+	warnings []Warning
+}
+
+func (l *problemList) add(file string, p pos, format string, args ...any) {
+	l.problems = append(l.problems, &Problem{File: file, Line: p.line, Col: p.col, Message: fmt.Sprintf(format, args...)})
+}
+
+func (l *problemList) warn(file string, p pos, format string, args ...any) {
+	l.warnings = append(l.warnings, Warning{File: file, Line: p.line, Col: p.col, Message: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems as one error that prints one line per problem,
+// or nil. It never returns a typed nil.
+func (l *problemList) err(order map[string]int) error {
+	if len(l.problems) == 0 {
+		return nil
+	}
+	ps := slices.Clone(l.problems)
+	sortByPosition(ps, order, func(p *Problem) (string, int, int) { return p.File, p.Line, p.Col })
+	var m *multierror.Error
+	for _, p := range ps {
+		m = multierror.Append(m, p)
+	}
+	m.ErrorFormat = oneLinePerError
+	return m.ErrorOrNil()
+}
+
+// sortedWarnings returns the warnings in report order.
+func (l *problemList) sortedWarnings(order map[string]int) []Warning {
+	ws := slices.Clone(l.warnings)
+	sortByPosition(ws, order, func(w Warning) (string, int, int) { return w.File, w.Line, w.Col })
+	return ws
+}
+
+// sortByPosition orders by file (in load order, then by name), line and
+// column; the sort is stable so problems at one position keep their order.
+func sortByPosition[T any](s []T, order map[string]int, key func(T) (string, int, int)) {
+	slices.SortStableFunc(s, func(a, b T) int {
+		fa, la, ca := key(a)
+		fb, lb, cb := key(b)
+		oa, okA := order[fa]
+		ob, okB := order[fb]
+		if okA && okB && oa != ob {
+			return cmp.Compare(oa, ob)
+		}
+		return cmp.Or(cmp.Compare(fa, fb), cmp.Compare(la, lb), cmp.Compare(ca, cb))
+	})
+}
+
+// oneLinePerError replaces go-multierror's default text ("2 errors
+// occurred:\n\t* …\n\n") with one problem per line and no trailing newline.
+func oneLinePerError(es []error) string {
+	lines := make([]string, len(es))
+	for i, e := range es {
+		lines[i] = e.Error()
+	}
+	return strings.Join(lines, "\n")
+}

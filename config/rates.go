@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"errors"
+	"math/big"
+
+	"github.com/macake/macake/shape"
+)
+
+// ErrNeedsMeasurement is returned by Link.Rates when a rate is "auto" and
+// no capacity has been measured yet (run `macake measure`).
+var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has not been measured yet; run "macake measure"`)
+
+// Rates resolves one direction's controller floor, base (start) rate and
+// ceiling. capacity is that direction's measured capacity, 0 when unknown.
+//
+//   - base: [shaper] download/upload; "auto" is AutoRateFraction of capacity.
+//   - max: [autorate] max; "auto" is the capacity (the highest measured);
+//     not given, it keeps upstream's default proportion to the base
+//     (download 80/20, upload 35/20 of base), capped at MaxRate. An "auto"
+//     max without a measurement falls back to that proportion too.
+//   - min: [autorate] min; not given, upstream's proportion (5/20 of base),
+//     at least MinRate.
+//
+// With all of it left out this gives exactly cake-autorate's defaults:
+// 5/20/80 Mbit/s download and 5/20/35 Mbit/s upload. Measured values can
+// disagree with explicit bounds, so the result is made consistent: max is
+// raised to min if below it, and base is clamped into [min, max]. In modes
+// fixed and off, min, base and max are all the configured rate.
+func (l Link) Rates(d shape.Direction, capacity Rate) (lo, base, hi Rate, err error) {
+	setting, bounds := l.Shaper.Download, l.Autorate.Download
+	defBounds := Defaults.Autorate.Download
+	defBase := Defaults.Shaper.Download.Rate
+	if d == shape.Upload {
+		setting, bounds = l.Shaper.Upload, l.Autorate.Upload
+		defBounds = Defaults.Autorate.Upload
+		defBase = Defaults.Shaper.Upload.Rate
+	}
+	switch {
+	case setting.Auto && capacity <= 0:
+		return 0, 0, 0, ErrNeedsMeasurement
+	case setting.Auto:
+		base = max(MinRate, min(MaxRate, capacity*95/100))
+	case setting.Rate > 0:
+		base = setting.Rate
+	default:
+		base = defBase
+	}
+	if l.Shaper.Mode == ModeFixed || l.Shaper.Mode == ModeOff {
+		return base, base, base, nil
+	}
+	switch {
+	case bounds.Max.Auto && capacity > 0:
+		hi = min(MaxRate, capacity)
+	case bounds.Max.Rate > 0:
+		hi = bounds.Max.Rate
+	default:
+		hi = max(base, scale(base, defBounds.Max.Rate, defBase))
+	}
+	if bounds.Min > 0 {
+		lo = bounds.Min
+	} else {
+		lo = min(base, scale(base, defBounds.Min, defBase))
+	}
+	hi = max(hi, lo)
+	base = max(lo, min(hi, base))
+	return lo, base, hi, nil
+}
+
+// scale returns r×num/den within [MinRate, MaxRate], exactly.
+func scale(r, num, den Rate) Rate {
+	v := new(big.Int).Mul(big.NewInt(int64(r)), big.NewInt(int64(num)))
+	v.Quo(v, big.NewInt(int64(den)))
+	if !v.IsInt64() || v.Int64() > int64(MaxRate) {
+		return MaxRate
+	}
+	return max(MinRate, Rate(v.Int64()))
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/shape"
+)
+
+// TestDefaultsAreCakeAutorates pins every default to reference/autorate.md
+// §3 (upstream defaults.sh): changing one must be a deliberate act.
+func TestDefaultsAreCakeAutorates(t *testing.T) {
+	a, in := Defaults.Autorate, Defaults.Autorate.Internal
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"base_dl_shaper_rate_kbps", Defaults.Shaper.Download.Rate, 20000 * Kbit},
+		{"base_ul_shaper_rate_kbps", Defaults.Shaper.Upload.Rate, 20000 * Kbit},
+		{"min_dl_shaper_rate_kbps", a.Download.Min, 5000 * Kbit},
+		{"max_dl_shaper_rate_kbps", a.Download.Max.Rate, 80000 * Kbit},
+		{"min_ul_shaper_rate_kbps", a.Upload.Min, 5000 * Kbit},
+		{"max_ul_shaper_rate_kbps", a.Upload.Max.Rate, 35000 * Kbit},
+		{"dl_owd_delta_delay_thr_ms", a.DelayThreshold.Std(), 30 * ms},
+		{"dl_avg_owd_delta_max_adjust_up_thr_ms", a.FullIncreaseBelow.Std(), 10 * ms},
+		{"dl_avg_owd_delta_max_adjust_down_thr_ms", a.FullCutAbove.Std(), 60 * ms},
+		{"bufferbloat_detection_window", a.BufferbloatWindow, 6},
+		{"bufferbloat_detection_thr", a.BufferbloatSamples, 3},
+		{"high_load_thr", a.HighLoad, 0.75},
+		{"connection_active_thr_kbps", a.ActiveThreshold, 2000 * Kbit},
+		{"shaper_rate_min_adjust_down_bufferbloat", in.MinCut, 0.99},
+		{"shaper_rate_max_adjust_down_bufferbloat", a.MaxCut, 0.75},
+		{"shaper_rate_min_adjust_up_load_high", in.MinIncrease, 1.0},
+		{"shaper_rate_max_adjust_up_load_high", a.MaxIncrease, 1.04},
+		{"shaper_rate_adjust_down_load_low", in.Decay, 0.99},
+		{"shaper_rate_adjust_up_load_low", in.Recover, 1.01},
+		{"bufferbloat_refractory_period_ms", a.CutRefractory.Std(), 300 * ms},
+		{"decay_refractory_period_ms", a.DecayRefractory.Std(), 1000 * ms},
+		{"randomize_reflectors", in.RandomizeReflectors, true},
+		{"retain_reflector_stats", in.RetainReflectorStats, true},
+		{"no_pingers", a.ActiveReflectors, 6},
+		{"reflector_ping_interval_s", a.ProbeInterval.Std(), 300 * ms},
+		{"reflectors (count)", len(a.Reflectors), 30},
+		{"reflector_health_check_interval_s", in.HealthCheckInterval, time.Second},
+		{"reflector_response_deadline_s", a.ResponseDeadline.Std(), time.Second},
+		{"reflector_misbehaving_detection_window", in.MisbehavingWindow, 60},
+		{"reflector_misbehaving_detection_thr", in.MisbehavingThreshold, 3},
+		{"reflector_replacement_interval_mins", in.ReplacementInterval, 60 * time.Minute},
+		{"reflector_comparison_interval_mins", in.ComparisonInterval, time.Minute},
+		{"reflector_sum_owd_baselines_delta_thr_ms", in.BaselineSumDeltaMax, 20 * ms},
+		{"reflector_owd_delta_ewma_delta_thr_ms", in.DeltaEWMADeltaMax, 10 * ms},
+		{"alpha_baseline_increase", in.AlphaBaselineIncrease, 0.001},
+		{"alpha_baseline_decrease", in.AlphaBaselineDecrease, 0.9},
+		{"alpha_delta_ewma", in.AlphaDeltaEWMA, 0.095},
+		{"initial baseline", in.InitialBaseline, 100 * ms},
+		{"stale response", in.StaleResponse, 500 * ms},
+		{"enable_sleep_function", a.Sleep, true},
+		{"sustained_idle_sleep_thr_s", a.SleepAfter.Std(), 60 * time.Second},
+		{"min_shaper_rates_enforcement", a.MinRatesOnSleep, false},
+		{"stall_detection_thr", in.StallSpacings, 5},
+		{"connection_stall_thr_kbps", in.StallRate, 10 * Kbit},
+		{"global_ping_response_timeout_s", in.GlobalPingTimeout, 10 * time.Second},
+		{"if_up_check_interval_s", in.InterfaceUpCheckInterval, 10 * time.Second},
+		{"startup_wait_s", in.StartupWait, time.Duration(0)},
+		{"monitor_achieved_rates_interval_ms", in.MonitorInterval, 200 * ms},
+		{"balanced engage_after", Defaults.Balanced.EngageAfter.Std(), 4 * time.Second},
+		{"balanced release_after", Defaults.Balanced.ReleaseAfter.Std(), 20 * time.Second},
+		{"mode", Defaults.Shaper.Mode, ModeAutorate},
+		{"queue", Defaults.Shaper.Queue, SizeOrAuto{Auto: true}},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range a.Reflectors {
+		if seen[r.String()] || !r.Is4() {
+			t.Errorf("default reflector %s duplicated or not IPv4", r)
+		}
+		seen[r.String()] = true
+	}
+}
+
+func TestRates(t *testing.T) {
+	type want struct{ lo, base, hi Rate }
+	for _, tc := range []struct {
+		name     string
+		text     string
+		dir      shape.Direction
+		capacity Rate
+		want     want
+		err      error
+	}{
+		{name: "upstream defaults, download", dir: shape.Download, want: want{5 * Mbit, 20 * Mbit, 80 * Mbit}},
+		{name: "upstream defaults, upload", dir: shape.Upload, want: want{5 * Mbit, 20 * Mbit, 35 * Mbit}},
+		{name: "base alone keeps the proportions", text: "[shaper]\ndownload = \"250mbit\"\nupload = \"20mbit\"\n", dir: shape.Download, want: want{62500 * Kbit, 250 * Mbit, Gbit}},
+		{name: "derived max capped at the ceiling", text: "[shaper]\ndownload = \"1gbit\"\n", dir: shape.Download, want: want{250 * Mbit, Gbit, MaxRate}},
+		{name: "explicit bounds", text: "[shaper]\nupload = \"15mbit\"\n[autorate]\nupload = { min = \"3mbit\", max = \"40mbit\" }\n", dir: shape.Upload, want: want{3 * Mbit, 15 * Mbit, 40 * Mbit}},
+		{name: "auto base needs a measurement", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, err: ErrNeedsMeasurement},
+		{name: "auto base from capacity", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, capacity: 100 * Mbit, want: want{23750 * Kbit, 95 * Mbit, 380 * Mbit}},
+		{name: "auto max is the capacity", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 200 * Mbit, want: want{10 * Mbit, 190 * Mbit, 200 * Mbit}},
+		{name: "auto max without capacity keeps the proportion", text: "[shaper]\ndownload = \"40mbit\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, want: want{10 * Mbit, 40 * Mbit, 160 * Mbit}},
+		{name: "measured base clamped into explicit bounds", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"50mbit\" }\n", dir: shape.Download, capacity: 400 * Mbit, want: want{10 * Mbit, 50 * Mbit, 50 * Mbit}},
+		{name: "measured max below explicit min", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 5 * Mbit, want: want{10 * Mbit, 10 * Mbit, 10 * Mbit}},
+		{name: "fixed pins all three", text: "[shaper]\nmode = \"fixed\"\ndownload = \"450mbit\"\nupload = \"22mbit\"\n", dir: shape.Upload, want: want{22 * Mbit, 22 * Mbit, 22 * Mbit}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _, err := Parse("r.toml", []byte(minimal+tc.text), LoadOptions{Target: TargetLinux})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lo, base, hi, err := l.Rates(tc.dir, tc.capacity)
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			if got := (want{lo, base, hi}); tc.err == nil && got != tc.want {
+				t.Errorf("min/base/max = %v/%v/%v, want %v/%v/%v", lo, base, hi, tc.want.lo, tc.want.base, tc.want.hi)
+			}
+		})
+	}
+}

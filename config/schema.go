@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Link is one validated policy file: the link's name (the file stem), the
+// file it came from, and its policy with every default filled in.
+type Link struct {
+	// Name is the file stem: "starlink" for links.d/starlink.toml.
+	Name string
+	// File is the path the policy was read from.
+	File string
+	Policy
+}
+
+// Policy is the content of one policy file. The toml tags are the file's
+// keys; docs/CONFIG.md documents every one of them (a test checks).
+type Policy struct {
+	Description string    `toml:"description"`
+	Match       MatchKeys `toml:"match"`
+	Shaper      Shaper    `toml:"shaper"`
+	Autorate    Autorate  `toml:"autorate"`
+	Balanced    Balanced  `toml:"balanced"`
+	Cake        Cake      `toml:"cake"`
+}
+
+// MatchKeys says on which network a policy applies. Interface is required; the
+// other keys are optional and, when given, must equal the interface's facts.
+type MatchKeys struct {
+	Interface  string       `toml:"interface"`
+	GatewayMAC HardwareAddr `toml:"gateway_mac"`
+	GatewayIP  netip.Addr   `toml:"gateway_ip"`
+	SSID       string       `toml:"ssid"`
+	// Priority orders policies that match at once: higher wins.
+	Priority int `toml:"priority"`
+}
+
+// Keys returns how many optional match keys (gateway_mac, gateway_ip,
+// ssid) the policy gives: its specificity, the second tie-breaker.
+func (m MatchKeys) Keys() int {
+	n := 0
+	if len(m.GatewayMAC) > 0 {
+		n++
+	}
+	if m.GatewayIP.IsValid() {
+		n++
+	}
+	if m.SSID != "" {
+		n++
+	}
+	return n
+}
+
+// Shaper is the [shaper] table: the mode and the base rates.
+type Shaper struct {
+	Mode Mode `toml:"mode"`
+	// Download and Upload are the start/base rates (autorate, balanced) or
+	// the rates (fixed); Auto means 95 % of the measured capacity.
+	Download RateOrAuto `toml:"download"`
+	Upload   RateOrAuto `toml:"upload"`
+	// Queue is the pipe's byte queue; Auto resizes it with every rate change.
+	Queue SizeOrAuto `toml:"queue"`
+	// Overhead and MPU describe per-packet framing in bytes (0-256), which
+	// the controller compensates in the pipe rate.
+	Overhead int `toml:"overhead"`
+	MPU      int `toml:"mpu"`
+}
+
+// Autorate is the [autorate] table: the controller's bounds, probes and
+// tunables. Defaults follow cake-autorate (see Defaults).
+type Autorate struct {
+	Download Bounds `toml:"download"`
+	Upload   Bounds `toml:"upload"`
+	// Reflectors are the ICMP probe targets, IP literals only.
+	Reflectors []netip.Addr `toml:"reflectors"`
+	// ActiveReflectors is how many reflectors are probed at once (upstream
+	// no_pingers); the rest are spares for replacement.
+	ActiveReflectors int `toml:"active_reflectors"`
+	// ProbeInterval is the probe interval per reflector (upstream
+	// reflector_ping_interval_s).
+	ProbeInterval Duration `toml:"probe_interval"`
+	// DelayThreshold: a sample whose one-way delay exceeds the baseline by
+	// more is "delayed" (upstream *_owd_delta_delay_thr_ms).
+	DelayThreshold Duration `toml:"delay_threshold"`
+	// FullIncreaseBelow: window average delay delta at or below which the
+	// full increase applies (upstream *_avg_owd_delta_max_adjust_up_thr_ms).
+	FullIncreaseBelow Duration `toml:"full_increase_below"`
+	// FullCutAbove: window average at or above which the full cut applies
+	// (upstream *_avg_owd_delta_max_adjust_down_thr_ms).
+	FullCutAbove Duration `toml:"full_cut_above"`
+	// BufferbloatWindow and BufferbloatSamples: bufferbloat when at least
+	// BufferbloatSamples of the last BufferbloatWindow samples are delayed.
+	BufferbloatWindow  int `toml:"bufferbloat_window"`
+	BufferbloatSamples int `toml:"bufferbloat_samples"`
+	// MaxCut is the strongest cut factor and MaxIncrease the largest
+	// increase factor (upstream shaper_rate_max_adjust_*).
+	MaxCut      float64 `toml:"max_cut"`
+	MaxIncrease float64 `toml:"max_increase"`
+	// HighLoad is the fraction of the shaper rate above which load is high.
+	HighLoad float64 `toml:"high_load"`
+	// ActiveThreshold: achieved rates at or below it count as idle
+	// (upstream connection_active_thr_kbps).
+	ActiveThreshold Rate `toml:"active_threshold"`
+	// CutRefractory is the minimum spacing of cuts; DecayRefractory of
+	// decay steps.
+	CutRefractory   Duration `toml:"cut_refractory"`
+	DecayRefractory Duration `toml:"decay_refractory"`
+	// ResponseDeadline: a reflector silent for longer gets an offence.
+	ResponseDeadline Duration `toml:"response_deadline"`
+	// Sleep stops probing after SleepAfter of idle; MinRatesOnSleep then
+	// drops both rates to their minimum (upstream
+	// min_shaper_rates_enforcement).
+	Sleep           bool     `toml:"sleep"`
+	SleepAfter      Duration `toml:"sleep_after"`
+	MinRatesOnSleep bool     `toml:"min_rates_on_sleep"`
+
+	// Internal holds the controller's remaining constants. They are not
+	// policy-file keys; they live here so that every default is in one
+	// place (Defaults).
+	Internal Internal `toml:"-"`
+}
+
+// Bounds are one direction's hard floor and ceiling for the controller.
+// Zero values mean "not given": Link.Rates derives them.
+type Bounds struct {
+	Min Rate `toml:"min"`
+	// Max may be "auto": the highest measured capacity.
+	Max RateOrAuto `toml:"max"`
+}
+
+// Internal are the cake-autorate constants a policy cannot change (see
+// reference/autorate.md §3; names follow upstream's where they exist).
+type Internal struct {
+	MinCut                   float64       // shaper_rate_min_adjust_down_bufferbloat
+	MinIncrease              float64       // shaper_rate_min_adjust_up_load_high
+	Decay                    float64       // shaper_rate_adjust_down_load_low
+	Recover                  float64       // shaper_rate_adjust_up_load_low
+	AlphaBaselineIncrease    float64       // alpha_baseline_increase
+	AlphaBaselineDecrease    float64       // alpha_baseline_decrease
+	AlphaDeltaEWMA           float64       // alpha_delta_ewma
+	InitialBaseline          time.Duration // one-way baseline of a fresh reflector slot
+	StaleResponse            time.Duration // responses older than this change no rate
+	HealthCheckInterval      time.Duration // reflector_health_check_interval_s
+	MisbehavingWindow        int           // reflector_misbehaving_detection_window (checks)
+	MisbehavingThreshold     int           // reflector_misbehaving_detection_thr (offences)
+	ReplacementInterval      time.Duration // reflector_replacement_interval_mins
+	ComparisonInterval       time.Duration // reflector_comparison_interval_mins
+	BaselineSumDeltaMax      time.Duration // reflector_sum_owd_baselines_delta_thr_ms
+	DeltaEWMADeltaMax        time.Duration // reflector_owd_delta_ewma_delta_thr_ms
+	RandomizeReflectors      bool          // randomize_reflectors
+	RetainReflectorStats     bool          // retain_reflector_stats
+	StallSpacings            int           // stall_detection_thr (response spacings)
+	StallRate                Rate          // connection_stall_thr_kbps
+	GlobalPingTimeout        time.Duration // global_ping_response_timeout_s
+	MonitorInterval          time.Duration // monitor_achieved_rates_interval_ms
+	StartupWait              time.Duration // startup_wait_s
+	InterfaceUpCheckInterval time.Duration // if_up_check_interval_s
+}
+
+// Balanced is the [balanced] table, read only in mode "balanced": the
+// shaper stays out of the way until a standing queue lasts EngageAfter,
+// and steps aside again after ReleaseAfter of clean latency.
+type Balanced struct {
+	EngageAfter  Duration `toml:"engage_after"`
+	ReleaseAfter Duration `toml:"release_after"`
+}
+
+// Cake is the [cake] table: options only a CAKE backend (Linux with
+// sch_cake) can honour. Empty strings mean CAKE's own default.
+type Cake struct {
+	Diffserv         Diffserv  `toml:"diffserv"`
+	EgressIsolation  Isolation `toml:"egress_isolation"`
+	IngressIsolation Isolation `toml:"ingress_isolation"`
+	NAT              bool      `toml:"nat"`
+	ACKFilter        bool      `toml:"ack_filter"`
+}
+
+// IsZero reports whether no CAKE option is set.
+func (c Cake) IsZero() bool { return c == Cake{} }
+
+// Mode is how a link is shaped.
+type Mode string
+
+// The modes. Autorate is the default.
+const (
+	// ModeAutorate steers the rates from measured latency (cake-autorate).
+	ModeAutorate Mode = "autorate"
+	// ModeBalanced shapes only while a standing queue is seen.
+	ModeBalanced Mode = "balanced"
+	// ModeFixed shapes at the configured rates; the controller only observes.
+	ModeFixed Mode = "fixed"
+	// ModeOff installs nothing; the controller only observes.
+	ModeOff Mode = "off"
+)
+
+// Modes lists every Mode in the order the docs give them.
+var Modes = []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Mode) UnmarshalText(b []byte) error { return parseEnum("mode", b, Modes, m) }
+
+// Diffserv is a CAKE priority-tin scheme.
+type Diffserv string
+
+// Diffservs lists the accepted Diffserv values.
+var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort"}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Diffserv) UnmarshalText(b []byte) error { return parseEnum("diffserv", b, Diffservs, d) }
+
+// Isolation is a CAKE flow-isolation mode.
+type Isolation string
+
+// Isolations lists the accepted Isolation values.
+var Isolations = []Isolation{"triple-isolate", "dual-srchost", "dual-dsthost", "srchost", "dsthost", "hosts", "flows", "flowblind"}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (i *Isolation) UnmarshalText(b []byte) error {
+	return parseEnum("isolation mode", b, Isolations, i)
+}
+
+// parseEnum sets *dst to the value in allowed that equals b exactly, or
+// explains what the accepted values are.
+func parseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
+	s := string(b)
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		if string(a) == s {
+			*dst = a
+			return nil
+		}
+		names[i] = string(a)
+	}
+	msg := fmt.Sprintf("unknown %s %q; use one of %s", what, s, strings.Join(names, ", "))
+	if sug := suggest(s, names); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug)
+	}
+	return fmt.Errorf("%s", msg)
+}
