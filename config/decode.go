@@ -456,6 +456,10 @@ func (d *decoder) decodeValue(fv reflect.Value, raw any, e *entry, elem int) {
 			return
 		}
 		if err := u.UnmarshalText([]byte(text)); err != nil {
+			if t == reflect.TypeFor[HardwareAddr]() {
+				bad("%q is not a MAC address (six bytes, e.g. \"74:24:9f:00:00:01\")", text)
+				return
+			}
 			bad("%v", err)
 		}
 		return

@@ -187,6 +187,20 @@ func (c *command) flags() *flag.FlagSet {
 // parse parses args into fs. It returns done=true with the exit code when the
 // command must stop: after --help (0) or on a usage error (64).
 func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, code int) {
+	// The global flags also work after the command name
+	// (`macake validate --config-dir DIR`), as people type them.
+	if fs.Lookup("config-dir") == nil {
+		fs.Func("config-dir", "directory of policy files (global flag)", func(s string) error {
+			e.configDir, e.configDirSet = s, true
+			return nil
+		})
+	}
+	if fs.Lookup("state-dir") == nil {
+		fs.Func("state-dir", "directory of the state file (global flag)", func(s string) error {
+			e.stateDir = s
+			return nil
+		})
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.help(e.stdout, fs)

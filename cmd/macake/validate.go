@@ -2,10 +2,144 @@
 
 package main
 
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/macake/macake/config"
+)
+
 var validateCmd = &command{
 	name:  "validate",
-	args:  "[--json]",
+	args:  "[--json] [--target darwin|linux]",
 	short: "Parse and check every policy file; print FILE:LINE:COL: message per problem.",
+	long: `Reads every *.toml file in the config directory (--config-dir, default
+/etc/macake/links.d) and the daemon settings next to it (../macake.toml, when
+present), and checks them as apply and watch would. Prints
+"ok: N links (names)", or one FILE:LINE:COL: message line per problem on
+stdout, every problem of every file at once. Warnings go to stderr.
+
+Run as root, it also checks that the files and the directory are owned by
+root and not writable by group or others; run as another user it skips that
+check and says so.
+
+Exit status: 0 when every file is valid (warnings allowed), 78 when any is
+not, 64 on a usage error.`,
 }
 
-func init() { validateCmd.run = notImplemented(validateCmd) }
+func init() { validateCmd.run = runValidate }
+
+// validateFormatVersion versions the --json document: consumers ignore
+// unknown fields within a major version and refuse another major.
+const validateFormatVersion = "1.0"
+
+// validateReport is the --json document.
+type validateReport struct {
+	FormatVersion    string            `json:"format_version"`
+	ConfigDir        string            `json:"config_dir"`
+	Target           config.Target     `json:"target"`
+	Valid            bool              `json:"valid"`
+	OwnershipChecked bool              `json:"ownership_checked"`
+	Links            []validateLink    `json:"links"`
+	Warnings         []config.Warning  `json:"warnings"`
+	Errors           []*config.Problem `json:"errors"`
+}
+
+type validateLink struct {
+	Name        string      `json:"name"`
+	File        string      `json:"file"`
+	Description string      `json:"description,omitempty"`
+	Interface   string      `json:"interface"`
+	Mode        config.Mode `json:"mode"`
+	Priority    int         `json:"priority"`
+}
+
+func runValidate(e *env, args []string) int {
+	fs := validateCmd.flags()
+	asJSON := fs.Bool("json", false, "print one JSON document (links, warnings, errors)")
+	target := fs.String("target", runtime.GOOS, "the system the policies are for: darwin (pf + dummynet) or linux (tc)")
+	if done, code := validateCmd.parse(e, fs, args); done {
+		return code
+	}
+	if done, code := validateCmd.noArgs(e, fs); done {
+		return code
+	}
+	t := config.Target(*target)
+	if t != config.TargetDarwin && t != config.TargetLinux {
+		fmt.Fprintf(e.stderr, "macake validate: --target %q: want darwin or linux\n", *target)
+		return exitUsage
+	}
+	asRoot := e.euid() == 0
+	opts := config.LoadOptions{Target: t, SkipOwnershipCheck: !asRoot}
+	if !asRoot {
+		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
+	}
+
+	links, warnings, err := config.Load(e.configDir, opts)
+	problems := config.Problems(err)
+	_, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
+	warnings = append(warnings, dwarn...)
+	problems = append(problems, config.Problems(derr)...)
+
+	code := exitOK
+	if len(problems) > 0 {
+		code = exitConfig
+	}
+	if *asJSON {
+		rep := validateReport{
+			FormatVersion: validateFormatVersion, ConfigDir: e.configDir, Target: t,
+			Valid: len(problems) == 0, OwnershipChecked: asRoot,
+			Links: []validateLink{}, Warnings: warnings, Errors: problems,
+		}
+		if rep.Warnings == nil {
+			rep.Warnings = []config.Warning{}
+		}
+		if rep.Errors == nil {
+			rep.Errors = []*config.Problem{}
+		}
+		for _, l := range links {
+			rep.Links = append(rep.Links, validateLink{
+				Name: l.Name, File: l.File, Description: l.Description,
+				Interface: l.Match.Interface, Mode: l.Shaper.Mode, Priority: l.Match.Priority,
+			})
+		}
+		out, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(e.stdout, string(out))
+		return code
+	}
+
+	for _, w := range warnings {
+		fmt.Fprintln(e.stderr, w.String())
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(e.stdout, p.Error())
+		}
+		files := map[string]bool{}
+		for _, p := range problems {
+			files[p.File] = true
+		}
+		fmt.Fprintf(e.stderr, "macake validate: %s in %s\n", plural(len(problems), "problem"), plural(len(files), "file"))
+		return code
+	}
+	names := make([]string, len(links))
+	for i, l := range links {
+		names[i] = l.Name
+	}
+	if len(links) == 0 {
+		fmt.Fprintf(e.stderr, "warning: no policy files (*.toml) in %s: nothing will be shaped\n", e.configDir)
+		fmt.Fprintln(e.stdout, "ok: 0 links")
+		return code
+	}
+	fmt.Fprintf(e.stdout, "ok: %s (%s)\n", plural(len(links), "link"), strings.Join(names, ", "))
+	return code
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// validateAs runs the CLI in-process as if the effective uid were euid.
+func validateAs(t *testing.T, euid int, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{ctx: context.Background(), stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(string) string { return "" }, euid: func() int { return euid }}
+	code := e.main(args)
+	return code, out.String(), errb.String()
+}
+
+const (
+	goodDir = "../../examples/links.d"
+	badDir  = "../../examples/bad"
+)
+
+func TestValidateExamples(t *testing.T) {
+	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", goodDir)
+	if code != exitOK || stdout != "ok: 4 links (home-cable, hotspot, starlink, travel)\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if stderr != "note: not running as root: file ownership and mode checks skipped\n" {
+		t.Errorf("stderr %q, want only the ownership note", stderr)
+	}
+	// The global flag works before the command too.
+	if code, stdout, _ := validateAs(t, 501, "--config-dir", goodDir, "validate", "--target", "darwin"); code != exitOK || !strings.HasPrefix(stdout, "ok: 4 links") {
+		t.Errorf("--config-dir before the command: exit %d, %q", code, stdout)
+	}
+}
+
+// TestValidateBadExamples runs validate on examples/bad: exit 78 and one
+// FILE:LINE:COL: line per marked problem, exactly as in the golden file.
+func TestValidateBadExamples(t *testing.T) {
+	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", badDir, "--target", "linux")
+	if code != exitConfig {
+		t.Errorf("exit %d, want %d", code, exitConfig)
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+	positioned := regexp.MustCompile(`^\.\./\.\./examples/bad/[A-Za-z0-9_-]+\.toml:\d+:\d+: \S`)
+	for _, l := range lines {
+		if !positioned.MatchString(l) {
+			t.Errorf("not a FILE:LINE:COL: line: %q", l)
+		}
+	}
+	marks := 0
+	files, _ := filepath.Glob(filepath.Join(badDir, "*.toml"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marks += strings.Count(string(data), "# want:") + strings.Count(string(data), "# want-above:")
+	}
+	if len(lines) != marks {
+		t.Errorf("%d problem lines, %d marked problems in %s", len(lines), marks, badDir)
+	}
+	if !strings.Contains(stderr, "problems in") {
+		t.Errorf("stderr %q lacks the summary", stderr)
+	}
+	golden := filepath.Join("testdata", "validate_bad.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if stdout != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it):\n%s", golden, stdout)
+	}
+}
+
+func TestValidateJSON(t *testing.T) {
+	for _, tc := range []struct {
+		dir    string
+		code   int
+		links  int
+		errors bool
+	}{
+		{goodDir, exitOK, 4, false},
+		{badDir, exitConfig, 1, true}, // twin-a is valid on its own
+	} {
+		code, stdout, _ := validateAs(t, 501, "validate", "--json", "--config-dir", tc.dir)
+		var rep struct {
+			FormatVersion    string `json:"format_version"`
+			Valid            bool   `json:"valid"`
+			OwnershipChecked bool   `json:"ownership_checked"`
+			Links            []struct {
+				Name, File, Interface, Mode string
+			} `json:"links"`
+			Warnings []json.RawMessage `json:"warnings"`
+			Errors   []struct {
+				File    string `json:"file"`
+				Line    int    `json:"line"`
+				Col     int    `json:"col"`
+				Message string `json:"message"`
+			} `json:"errors"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+			t.Fatalf("%s: not JSON: %v\n%s", tc.dir, err, stdout)
+		}
+		if code != tc.code || rep.FormatVersion != "1.0" || rep.Valid == tc.errors || rep.OwnershipChecked || len(rep.Links) != tc.links || (len(rep.Errors) > 0) != tc.errors || rep.Warnings == nil {
+			t.Errorf("%s: exit %d, report %+v", tc.dir, code, rep)
+		}
+		for _, e := range rep.Errors {
+			if e.File == "" || e.Line < 1 || e.Col < 1 || e.Message == "" {
+				t.Errorf("%s: error without position: %+v", tc.dir, e)
+			}
+		}
+		if tc.links == 4 && (rep.Links[2].Name != "starlink" || rep.Links[2].Mode != "autorate" || rep.Links[2].Interface != "en0") {
+			t.Errorf("links: %+v", rep.Links)
+		}
+	}
+}
+
+func TestValidateWarningsGoToStderr(t *testing.T) {
+	dir := t.TempDir()
+	links := filepath.Join(dir, "links.d")
+	if err := os.Mkdir(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := "[match]\ninterface = \"en0\"\n[cake]\nnat = true\n"
+	if err := os.WriteFile(filepath.Join(links, "home.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", links, "--target", "darwin")
+	if code != exitOK || stdout != "ok: 1 link (home)\n" || !strings.Contains(stderr, "home.toml:3:2: warning: cake.nat: macOS dummynet cannot do") {
+		t.Errorf("darwin: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, _, stderr := validateAs(t, 501, "validate", "--config-dir", links, "--target", "linux"); strings.Contains(stderr, "warning") {
+		t.Errorf("linux: stderr %q", stderr)
+	}
+	// The daemon settings beside the directory are checked too.
+	if err := os.WriteFile(filepath.Join(dir, "macake.toml"), []byte("log_format = \"xml\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = validateAs(t, 501, "validate", "--config-dir", links, "--target", "linux")
+	if code != exitConfig || !strings.Contains(stdout, "macake.toml:1:14: log_format: unknown log format \"xml\"") {
+		t.Errorf("daemon settings: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestValidateOwnershipAsRoot(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "home.toml")
+	if err := os.WriteFile(path, []byte("[match]\ninterface = \"en0\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := validateAs(t, 0, "validate", "--config-dir", dir)
+	if code != exitConfig || !strings.Contains(stdout, "refusing to use") || strings.Contains(stderr, "note:") {
+		t.Errorf("as root: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", dir); code != exitOK || !strings.Contains(stderr, "checks skipped") {
+		t.Errorf("as a user: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}
+
+func TestValidateUsageAndMissingDir(t *testing.T) {
+	if code, _, stderr := validateAs(t, 501, "validate", "--target", "windows"); code != exitUsage || !strings.Contains(stderr, "want darwin or linux") {
+		t.Errorf("--target windows: exit %d, %q", code, stderr)
+	}
+	if code, _, _ := validateAs(t, 501, "validate", "extra"); code != exitUsage {
+		t.Errorf("extra argument: exit %d", code)
+	}
+	missing := filepath.Join(t.TempDir(), "links.d")
+	code, stdout, _ := validateAs(t, 501, "validate", "--config-dir", missing)
+	if code != exitConfig || stdout != missing+": no such directory (create it: sudo mkdir -p "+missing+")\n" {
+		t.Errorf("missing dir: exit %d, %q", code, stdout)
+	}
+	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", t.TempDir())
+	if code != exitOK || stdout != "ok: 0 links\n" || !strings.Contains(stderr, "nothing will be shaped") {
+		t.Errorf("empty dir: exit %d, %q, %q", code, stdout, stderr)
+	}
+}
