@@ -192,7 +192,16 @@ func (o *Output) Events() []Event { return o.events[:o.ne] }
 // Empty reports whether there is nothing to apply and nothing to log.
 func (o *Output) Empty() bool { return o.nd == 0 && o.ne == 0 }
 
+// addDecision adds d, replacing an earlier decision for the same
+// direction in this output (e.g. a rate step followed by sleep's minimum):
+// the backend only needs the final rate.
 func (o *Output) addDecision(d Decision) {
+	for i := range o.decisions[:o.nd] {
+		if o.decisions[i].Direction == d.Direction {
+			o.decisions[i] = d
+			return
+		}
+	}
 	if int(o.nd) < len(o.decisions) {
 		o.decisions[o.nd] = d
 		o.nd++
