@@ -156,7 +156,7 @@ func (l *Loop) handle(ctx context.Context, out *Output) {
 
 	l.mu.Lock()
 	want := l.c.Engaged()
-	st := l.c.Config().Mode
+	st := l.c.cfg.Mode
 	gen := l.c.ProbeGeneration()
 	var upBits, downBits int64
 	if want {
