@@ -212,6 +212,7 @@ func TestConfigValidation(t *testing.T) {
 		{"duplicate reflector", func(c *Config) { c.Reflectors[1] = c.Reflectors[0] }, "listed twice"},
 		{"invalid reflector", func(c *Config) { c.Reflectors[2] = netip.Addr{} }, "reflector 3"},
 		{"zero ping interval", func(c *Config) { c.PingInterval = 0 }, "ping interval"},
+		{"responses too dense", func(c *Config) { c.PingInterval = 5 * time.Millisecond }, "under 1ms"},
 		{"overhead", func(c *Config) { c.Overhead = 300 }, "overhead"},
 		{"mode", func(c *Config) { c.Mode = 9 }, "mode"},
 	} {

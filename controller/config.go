@@ -442,6 +442,9 @@ func (c Config) Validate() error {
 	if c.Pingers < 1 || c.Pingers > len(c.Reflectors) {
 		bad("pingers %d must be between 1 and the number of reflectors (%d): add reflectors or lower pingers", c.Pingers, len(c.Reflectors))
 	}
+	if c.Pingers >= 1 && c.PingInterval/time.Duration(c.Pingers) < time.Millisecond {
+		bad("ping interval %v over %d pingers is under 1ms between responses: lengthen the interval", c.PingInterval, c.Pingers)
+	}
 	seen := make(map[netip.Addr]bool, len(c.Reflectors))
 	for i, r := range c.Reflectors {
 		if !r.IsValid() {

@@ -84,7 +84,7 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 		l.now = time.Now
 	}
 	if l.tick == 0 {
-		l.tick = l.c.cfg.Cadence().StallTimeout
+		l.tick = max(l.c.cfg.Cadence().StallTimeout, time.Millisecond)
 	}
 	return l, nil
 }
