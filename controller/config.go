@@ -36,6 +36,19 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
+// MarshalText writes the policy-file spelling (for JSON and TOML).
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a policy-file mode name.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
 // ParseMode reads a policy-file mode name.
 func ParseMode(s string) (Mode, error) {
 	for i, n := range modeNames {

@@ -3,6 +3,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -196,6 +197,26 @@ func TestFixedAndOffModesOnlyObserve(t *testing.T) {
 		}
 		if want := m == ModeFixed; h.c.Engaged() != want {
 			t.Errorf("%s: engaged %v; want %v", m, h.c.Engaged(), want)
+		}
+	}
+}
+
+func TestEnumsReadAsTextInJSON(t *testing.T) {
+	var m Mode
+	if err := m.UnmarshalText([]byte("balanced")); err != nil || m != ModeBalanced {
+		t.Errorf("UnmarshalText(balanced) = %v, %v", m, err)
+	}
+	if err := m.UnmarshalText([]byte("auto")); err == nil {
+		t.Errorf("UnmarshalText(auto) accepted")
+	}
+	h := newHarness(t, exampleConfig())
+	b, err := json.Marshal(h.c.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"Mode":"autorate"`, `"Status":"idle"`, `"Load":"idle"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("state JSON lacks %s: %s", want, b)
 		}
 	}
 }

@@ -50,6 +50,9 @@ func (r Reason) String() string {
 	return "Reason(" + strconv.Itoa(int(r)) + ")"
 }
 
+// MarshalText writes the name, e.g. "cut".
+func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
 // Decision asks the backend to set one direction's pipe to Rate.
 type Decision struct {
 	Direction shape.Direction

@@ -33,6 +33,9 @@ func (s Status) String() string {
 	return "Status(" + strconv.Itoa(int(s)) + ")"
 }
 
+// MarshalText writes the name, so status JSON reads "sleeping", not 2.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // LoadClass is a direction's load class (AR-09): exactly three.
 type LoadClass uint8
 
@@ -52,6 +55,9 @@ func (l LoadClass) String() string {
 	}
 	return "LoadClass(" + strconv.Itoa(int(l)) + ")"
 }
+
+// MarshalText writes the name ("idle", "low", "high").
+func (l LoadClass) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // State is a snapshot of the controller for status and metrics (the
 // quantities of upstream's SUMMARY record, autorate.md §10, and more).
