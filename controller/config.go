@@ -1,0 +1,538 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Mode is how a link's controller behaves.
+type Mode uint8
+
+// The four modes of a policy's `shaper.mode`.
+const (
+	// ModeAutorate steers both pipes from measured latency (cake-autorate).
+	ModeAutorate Mode = iota
+	// ModeBalanced shapes nothing until a standing queue has lasted
+	// Config.EngageAfter, then runs autorate until latency has been clean
+	// for Config.ReleaseAfter, then stops shaping again.
+	ModeBalanced
+	// ModeFixed keeps the configured base rates; the controller observes only.
+	ModeFixed
+	// ModeOff shapes nothing; the controller observes only.
+	ModeOff
+)
+
+var modeNames = [...]string{"autorate", "balanced", "fixed", "off"}
+
+// String returns the policy-file spelling of the mode.
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// MarshalText writes the policy-file spelling (for JSON and TOML).
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a policy-file mode name.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// ParseMode reads a policy-file mode name.
+func ParseMode(s string) (Mode, error) {
+	for i, n := range modeNames {
+		if s == n {
+			return Mode(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown mode %q: use autorate, balanced, fixed or off", s)
+}
+
+// DirectionConfig holds the tunables that exist once per direction.
+// Rates are in bit/s and are converted once, at New, to whole kbit/s
+// (rounded to nearest), which is the controller's internal unit.
+type DirectionConfig struct {
+	// MonitorOnly pins the direction at Base (min = max = base) and never
+	// sends it to the backend (upstream adjust_*_shaper_rate = 0).
+	MonitorOnly bool
+	// Min is the hard floor (upstream min_*_shaper_rate_kbps), ≥ 1 kbit/s.
+	Min int64
+	// Base is where decay and recovery head for, and the start rate.
+	Base int64
+	// Max is the hard ceiling. A policy's max = "auto" is resolved by the
+	// caller (highest measured capacity) before it reaches the controller.
+	Max int64
+	// Start is a known-good rate to start from (e.g. the last good rate in
+	// the state file); 0 means Base. It is clamped to [Min, Max].
+	Start int64
+	// DelayThreshold: a sample whose one-way delay delta exceeds it votes
+	// "delayed" (upstream *_owd_delta_delay_thr_ms, 30 ms).
+	DelayThreshold time.Duration
+	// FullIncreaseThreshold: window average at or below which the full
+	// high-load increase applies (upstream *_avg_owd_delta_max_adjust_up_thr_ms, 10 ms).
+	FullIncreaseThreshold time.Duration
+	// FullCutThreshold: window average at or above which the strongest cut
+	// applies (upstream *_avg_owd_delta_max_adjust_down_thr_ms, 60 ms).
+	FullCutThreshold time.Duration
+}
+
+// Improvements are macake's deliberate deviations from upstream
+// cake-autorate (autorate.md §14.2). Every switch is off in DefaultConfig,
+// which is then exactly upstream ("faithful mode"). To add one: add a bool
+// here with its §14.2 number in the comment, branch on it where the
+// behaviour differs, and give it a test that shows both settings.
+type Improvements struct {
+	// MeasuredInterval (§14.2 #1) divides byte deltas by the measured time
+	// between the two counter reads (LoadSample.At) instead of the nominal
+	// monitor interval, removing the few-percent timing error.
+	MeasuredInterval bool
+	// SleepAtBase (§14.2 #3) brings an above-base rate down to base when
+	// the controller goes to sleep, instead of freezing it there.
+	SleepAtBase bool
+	// ProbeLiveness (§14.2 #4, upstream PR #413) restarts probing whenever
+	// no response has arrived for GlobalPingTimeout and probes were last
+	// (re)started longer ago than that, in RUNNING as well as in STALL.
+	ProbeLiveness bool
+	// SurfaceBackendErrors (§14.2 #8): a failed apply (ReportApply with an
+	// error) leaves the last-applied rate unchanged, so the next rate update
+	// sends the rate again. Upstream ignores the shaper tool's errors.
+	SurfaceBackendErrors bool
+	// DropCounterResets skips an achieved-rate sample whose byte counter
+	// went backwards (interface reset) instead of reporting it as 0 kbit/s,
+	// which upstream does and which looks like a spurious idle sample
+	// (darwin-and-linux.md §3.6).
+	DropCounterResets bool
+}
+
+// Config is every tunable of one link's controller. DefaultConfig returns
+// upstream cake-autorate's defaults (autorate.md §3); the config package maps
+// a policy file onto it.
+type Config struct {
+	// Mode selects autorate, balanced, fixed or off.
+	Mode Mode
+
+	// Download and Upload are the per-direction rates and thresholds.
+	Download, Upload DirectionConfig
+
+	// BufferbloatWindow is the number of recent samples (all reflectors
+	// mixed) that vote (upstream bufferbloat_detection_window, 6; at most 64).
+	BufferbloatWindow int
+	// BufferbloatVotes is how many of them must be delayed to flag
+	// bufferbloat (upstream bufferbloat_detection_thr, 3).
+	BufferbloatVotes int
+
+	// HighLoad is the fraction of the shaper rate above which the load
+	// class is high (upstream high_load_thr, 0.75; compared as whole percent).
+	HighLoad float64
+	// ConnectionActive is the achieved rate (bit/s) above which a direction
+	// is "low" rather than "idle", and which wakes a sleeping controller
+	// (upstream connection_active_thr_kbps, 2000 kbit/s).
+	ConnectionActive int64
+	// ConnectionStall: if both achieved rates exceed it (bit/s), missing
+	// responses are not a stall (upstream connection_stall_thr_kbps, 10 kbit/s).
+	ConnectionStall int64
+
+	// MildestCut is the cut factor at a window average ≤ the delay
+	// threshold (upstream shaper_rate_min_adjust_down_bufferbloat, 0.99).
+	MildestCut float64
+	// StrongestCut is the cut factor at an average ≥ the full-cut
+	// threshold (upstream shaper_rate_max_adjust_down_bufferbloat, 0.75).
+	StrongestCut float64
+	// SmallestIncrease is the high-load factor at an average ≥ the delay
+	// threshold (upstream shaper_rate_min_adjust_up_load_high, 1.00).
+	SmallestIncrease float64
+	// LargestIncrease is the high-load factor at an average ≤ the
+	// full-increase threshold (upstream shaper_rate_max_adjust_up_load_high, 1.04).
+	LargestIncrease float64
+	// DecayFactor moves an above-base rate toward base under low or idle
+	// load (upstream shaper_rate_adjust_down_load_low, 0.99).
+	DecayFactor float64
+	// RecoveryFactor moves a below-base rate toward base under low or idle
+	// load (upstream shaper_rate_adjust_up_load_low, 1.01).
+	RecoveryFactor float64
+
+	// BufferbloatRefractory is the minimum spacing of cuts; it also blocks
+	// increases after a cut (upstream bufferbloat_refractory_period_ms, 300 ms).
+	BufferbloatRefractory time.Duration
+	// DecayRefractory is the minimum spacing of decay steps, restarted by
+	// every cut and increase (upstream decay_refractory_period_ms, 1 s).
+	DecayRefractory time.Duration
+
+	// Reflectors is the pool of probe targets; the first Pingers of them
+	// (after an optional shuffle) are active, the rest are spares.
+	Reflectors []netip.Addr
+	// Pingers is the number of simultaneously active reflectors (upstream no_pingers, 6).
+	Pingers int
+	// PingInterval is the probe interval per reflector (upstream
+	// reflector_ping_interval_s, 300 ms); responses arrive every
+	// PingInterval/Pingers in aggregate.
+	PingInterval time.Duration
+	// RandomizeReflectors shuffles the pool at start (upstream randomize_reflectors, on).
+	RandomizeReflectors bool
+	// RetainReflectorStats keeps the baselines of rotated-out reflectors for
+	// reuse (upstream retain_reflector_stats, on).
+	RetainReflectorStats bool
+
+	// HealthCheckInterval is the cadence of the reflector health check (1 s).
+	HealthCheckInterval time.Duration
+	// ResponseDeadline: a slot without a response for longer than this at a
+	// health check gets an offence (1 s).
+	ResponseDeadline time.Duration
+	// MisbehavingWindow is the length of each slot's offence ring (60 checks; at most 1024).
+	MisbehavingWindow int
+	// MisbehavingOffences in the ring trigger replacement (3).
+	MisbehavingOffences int
+	// ReplacementInterval: one random active reflector is replaced this often (60 min).
+	ReplacementInterval time.Duration
+	// ComparisonInterval is the cadence of the cross-reflector comparison (1 min).
+	ComparisonInterval time.Duration
+	// BaselineSumExcess: replace a slot whose down+up baseline exceeds the
+	// best slot's by more than this (20 ms).
+	BaselineSumExcess time.Duration
+	// DeltaEWMAExcess: replace a slot whose delta EWMA in either direction
+	// exceeds the best by more than this (10 ms).
+	DeltaEWMAExcess time.Duration
+
+	// AlphaBaselineIncrease is the baseline EWMA weight when a sample is at
+	// or above the baseline (0.001): baselines creep up slowly.
+	AlphaBaselineIncrease float64
+	// AlphaBaselineDecrease is the weight when a sample is below it (0.9).
+	AlphaBaselineDecrease float64
+	// AlphaDeltaEWMA is the weight of the per-slot delta EWMA used only to
+	// rank reflectors (0.095).
+	AlphaDeltaEWMA float64
+
+	// SleepEnabled stops probing after SleepAfter of accumulated idle
+	// (upstream enable_sleep_function, on).
+	SleepEnabled bool
+	// SleepAfter is the accumulated idle time before sleeping (60 s).
+	SleepAfter time.Duration
+	// MinRatesOnSleep sets both rates to their minimum on sleep and on the
+	// global ping timeout (upstream min_shaper_rates_enforcement, off).
+	MinRatesOnSleep bool
+	// StallDetection is the stall timeout in response spacings (5, i.e. 250 ms).
+	StallDetection int
+	// GlobalPingTimeout: time in STALL after which probes are restarted (10 s).
+	GlobalPingTimeout time.Duration
+	// StaleResponseAge: a response received longer ago than this when it is
+	// processed updates baselines only (500 ms, fixed upstream).
+	StaleResponseAge time.Duration
+
+	// MonitorInterval is the byte-counter sampling period (200 ms), floored
+	// at 10 × the serialisation time of one packet each way at the base rates.
+	MonitorInterval time.Duration
+
+	// MTU of the shaped interface in bytes; 0 disables the serialisation
+	// delay compensation (the spec's worked examples use 0).
+	MTU int
+	// Overhead is the per-packet link-layer overhead in bytes (0-256),
+	// added to the MTU for the serialisation delay and compensated in the
+	// pipe rate (see PipeRate in the package doc).
+	Overhead int
+	// MPU is the minimum wire size of a packet in bytes (0 = none).
+	MPU int
+	// ATM frames packets into 53-byte cells carrying 48 bytes each.
+	ATM bool
+
+	// EngageAfter is how long a standing queue must last before balanced
+	// mode engages the shaper (4 s).
+	EngageAfter time.Duration
+	// ReleaseAfter is how long latency must stay clean before balanced mode
+	// releases it (20 s).
+	ReleaseAfter time.Duration
+
+	// Improvements switches macake's deviations from upstream on; all off
+	// in DefaultConfig.
+	Improvements Improvements
+}
+
+// DefaultReflectors is macake's default reflector pool: well-known public
+// anycast DNS resolvers that answer ICMP echo (macake's own list; upstream
+// ships a longer one). With 6 active slots the rest are spares.
+var DefaultReflectors = []netip.Addr{
+	netip.MustParseAddr("1.1.1.1"),
+	netip.MustParseAddr("1.0.0.1"),
+	netip.MustParseAddr("8.8.8.8"),
+	netip.MustParseAddr("8.8.4.4"),
+	netip.MustParseAddr("9.9.9.9"),
+	netip.MustParseAddr("9.9.9.10"),
+	netip.MustParseAddr("149.112.112.112"),
+	netip.MustParseAddr("208.67.222.222"),
+	netip.MustParseAddr("208.67.220.220"),
+	netip.MustParseAddr("94.140.14.14"),
+	netip.MustParseAddr("94.140.15.15"),
+	netip.MustParseAddr("185.228.168.9"),
+	netip.MustParseAddr("185.228.169.9"),
+	netip.MustParseAddr("156.154.70.1"),
+	netip.MustParseAddr("156.154.71.1"),
+}
+
+// DefaultConfig returns upstream cake-autorate's defaults (autorate.md §3),
+// in autorate mode, with every improvement off. Rates are upstream's
+// example rates (download 5/20/80 Mbit/s, upload 5/20/35 Mbit/s); a policy
+// always overrides them. MTU is 1500 (a real interface); set it to 0 to
+// switch the serialisation-delay compensation off.
+func DefaultConfig() Config {
+	dir := func(min, base, max int64) DirectionConfig {
+		return DirectionConfig{
+			Min: min, Base: base, Max: max,
+			DelayThreshold:        30 * time.Millisecond,
+			FullIncreaseThreshold: 10 * time.Millisecond,
+			FullCutThreshold:      60 * time.Millisecond,
+		}
+	}
+	return Config{
+		Mode:                  ModeAutorate,
+		Download:              dir(5_000_000, 20_000_000, 80_000_000),
+		Upload:                dir(5_000_000, 20_000_000, 35_000_000),
+		BufferbloatWindow:     6,
+		BufferbloatVotes:      3,
+		HighLoad:              0.75,
+		ConnectionActive:      2_000_000,
+		ConnectionStall:       10_000,
+		MildestCut:            0.99,
+		StrongestCut:          0.75,
+		SmallestIncrease:      1.00,
+		LargestIncrease:       1.04,
+		DecayFactor:           0.99,
+		RecoveryFactor:        1.01,
+		BufferbloatRefractory: 300 * time.Millisecond,
+		DecayRefractory:       1000 * time.Millisecond,
+		Reflectors:            append([]netip.Addr(nil), DefaultReflectors...),
+		Pingers:               6,
+		PingInterval:          300 * time.Millisecond,
+		RandomizeReflectors:   true,
+		RetainReflectorStats:  true,
+		HealthCheckInterval:   time.Second,
+		ResponseDeadline:      time.Second,
+		MisbehavingWindow:     60,
+		MisbehavingOffences:   3,
+		ReplacementInterval:   60 * time.Minute,
+		ComparisonInterval:    time.Minute,
+		BaselineSumExcess:     20 * time.Millisecond,
+		DeltaEWMAExcess:       10 * time.Millisecond,
+		AlphaBaselineIncrease: 0.001,
+		AlphaBaselineDecrease: 0.9,
+		AlphaDeltaEWMA:        0.095,
+		SleepEnabled:          true,
+		SleepAfter:            60 * time.Second,
+		MinRatesOnSleep:       false,
+		StallDetection:        5,
+		GlobalPingTimeout:     10 * time.Second,
+		StaleResponseAge:      500 * time.Millisecond,
+		MonitorInterval:       200 * time.Millisecond,
+		MTU:                   1500,
+		EngageAfter:           4 * time.Second,
+		ReleaseAfter:          20 * time.Second,
+	}
+}
+
+// Limits that keep every integer product of the control law inside int64.
+const (
+	// MaxRate is the highest rate the controller accepts: 1 Tbit/s.
+	MaxRate = 1_000_000_000_000
+	// MaxDelay is the largest one-way delay or threshold accepted: 48 h,
+	// room for an ICMP-timestamp day rollover (86 400 000 ms) either way.
+	MaxDelay          = 48 * time.Hour
+	maxWindow         = 64
+	maxOffenceWindow  = 1024
+	maxOverheadBytes  = 256
+	maxMTUBytes       = 65535
+	minRateBits       = 1000
+	minPositiveFactor = 1e-6
+)
+
+// Validate reports every problem in c at once, each naming the field and
+// what to do; nil when c can run. The checks follow upstream's start-up
+// validation (autorate.md §9), with ranges that keep the arithmetic exact.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if c.Mode > ModeOff {
+		bad("mode %d is not one of autorate, balanced, fixed, off", c.Mode)
+	}
+	for _, d := range []struct {
+		name string
+		dc   DirectionConfig
+	}{{"download", c.Download}, {"upload", c.Upload}} {
+		dc := d.dc
+		if dc.Min < minRateBits {
+			bad("%s.min %d bit/s is below 1 kbit/s: set a minimum rate of at least 1kbit", d.name, dc.Min)
+		}
+		if dc.Max > MaxRate {
+			bad("%s.max %d bit/s is above 1 Tbit/s", d.name, dc.Max)
+		}
+		if dc.Base < dc.Min || dc.Base > dc.Max {
+			bad("%s: min %d ≤ base %d ≤ max %d bit/s does not hold: order the rates", d.name, dc.Min, dc.Base, dc.Max)
+		}
+		if dc.Start != 0 && dc.Start < minRateBits {
+			bad("%s.start %d bit/s is below 1 kbit/s (use 0 to start at base)", d.name, dc.Start)
+		}
+		for _, t := range []struct {
+			n string
+			v time.Duration
+		}{{"delay_threshold", dc.DelayThreshold}, {"full_increase_threshold", dc.FullIncreaseThreshold}, {"full_cut_threshold", dc.FullCutThreshold}} {
+			if t.v < 0 || t.v > MaxDelay {
+				bad("%s.%s %v must be between 0 and %v", d.name, t.n, t.v, MaxDelay)
+			}
+		}
+	}
+	if c.BufferbloatWindow < 1 || c.BufferbloatWindow > maxWindow {
+		bad("bufferbloat window %d must be between 1 and %d samples", c.BufferbloatWindow, maxWindow)
+	}
+	if c.BufferbloatVotes < 1 || c.BufferbloatVotes > c.BufferbloatWindow {
+		bad("bufferbloat votes %d must be between 1 and the window (%d)", c.BufferbloatVotes, c.BufferbloatWindow)
+	}
+	if !(c.HighLoad > 0 && c.HighLoad <= 1) {
+		bad("high load threshold %v must be a fraction in (0, 1]", c.HighLoad)
+	}
+	if c.ConnectionActive < 0 || c.ConnectionActive > MaxRate {
+		bad("connection active threshold %d bit/s is out of range", c.ConnectionActive)
+	}
+	if c.ConnectionActive > c.Download.Min || c.ConnectionActive > c.Upload.Min {
+		bad("connection active threshold %d bit/s exceeds a minimum rate: lower it or raise the minimums", c.ConnectionActive)
+	}
+	if c.ConnectionStall < 0 || c.ConnectionStall > MaxRate {
+		bad("connection stall threshold %d bit/s is out of range", c.ConnectionStall)
+	}
+	if !(c.StrongestCut >= minPositiveFactor && c.StrongestCut <= c.MildestCut && c.MildestCut <= 1) {
+		bad("cut factors must satisfy 0 < strongest (%v) ≤ mildest (%v) ≤ 1", c.StrongestCut, c.MildestCut)
+	}
+	if !(c.SmallestIncrease >= 1 && c.SmallestIncrease <= c.LargestIncrease && c.LargestIncrease <= 2) {
+		bad("increase factors must satisfy 1 ≤ smallest (%v) ≤ largest (%v) ≤ 2", c.SmallestIncrease, c.LargestIncrease)
+	}
+	if !(c.DecayFactor > 0 && c.DecayFactor <= 1) {
+		bad("decay factor %v must be in (0, 1]", c.DecayFactor)
+	}
+	if !(c.RecoveryFactor >= 1 && c.RecoveryFactor <= 2) {
+		bad("recovery factor %v must be in [1, 2]", c.RecoveryFactor)
+	}
+	for _, a := range []struct {
+		n string
+		v float64
+	}{{"alpha baseline increase", c.AlphaBaselineIncrease}, {"alpha baseline decrease", c.AlphaBaselineDecrease}, {"alpha delta EWMA", c.AlphaDeltaEWMA}} {
+		if !(a.v > 0 && a.v <= 1) {
+			bad("%s %v must be in (0, 1]", a.n, a.v)
+		}
+	}
+	for _, d := range []struct {
+		n        string
+		v        time.Duration
+		positive bool
+	}{
+		{"bufferbloat refractory", c.BufferbloatRefractory, false},
+		{"decay refractory", c.DecayRefractory, false},
+		{"ping interval", c.PingInterval, true},
+		{"health check interval", c.HealthCheckInterval, true},
+		{"response deadline", c.ResponseDeadline, true},
+		{"replacement interval", c.ReplacementInterval, true},
+		{"comparison interval", c.ComparisonInterval, true},
+		{"baseline sum excess", c.BaselineSumExcess, false},
+		{"delta EWMA excess", c.DeltaEWMAExcess, false},
+		{"sleep after", c.SleepAfter, true},
+		{"global ping timeout", c.GlobalPingTimeout, true},
+		{"stale response age", c.StaleResponseAge, true},
+		{"monitor interval", c.MonitorInterval, true},
+		{"engage after", c.EngageAfter, false},
+		{"release after", c.ReleaseAfter, false},
+	} {
+		if d.v < 0 || (d.positive && d.v < time.Microsecond) || d.v > 1000*time.Hour {
+			bad("%s %v must be %s and at most 1000h", d.n, d.v, map[bool]string{true: "at least 1µs", false: "≥ 0"}[d.positive])
+		}
+	}
+	if c.Pingers < 1 || c.Pingers > len(c.Reflectors) {
+		bad("pingers %d must be between 1 and the number of reflectors (%d): add reflectors or lower pingers", c.Pingers, len(c.Reflectors))
+	}
+	if c.Pingers >= 1 && c.PingInterval/time.Duration(c.Pingers) < time.Millisecond {
+		bad("ping interval %v over %d pingers is under 1ms between responses: lengthen the interval", c.PingInterval, c.Pingers)
+	}
+	seen := make(map[netip.Addr]bool, len(c.Reflectors))
+	for i, r := range c.Reflectors {
+		if !r.IsValid() {
+			bad("reflector %d is not a valid IP address", i+1)
+			continue
+		}
+		r = r.Unmap()
+		if seen[r] {
+			bad("reflector %s is listed twice: reflectors must be unique", r)
+		}
+		seen[r] = true
+	}
+	if c.MisbehavingWindow < 1 || c.MisbehavingWindow > maxOffenceWindow {
+		bad("misbehaving window %d must be between 1 and %d checks", c.MisbehavingWindow, maxOffenceWindow)
+	}
+	if c.MisbehavingOffences < 1 || c.MisbehavingOffences > c.MisbehavingWindow {
+		bad("misbehaving offences %d must be between 1 and the window (%d)", c.MisbehavingOffences, c.MisbehavingWindow)
+	}
+	if c.StallDetection < 1 || c.StallDetection > 1000 {
+		bad("stall detection %d must be between 1 and 1000 response spacings", c.StallDetection)
+	}
+	if c.MTU < 0 || c.MTU > maxMTUBytes {
+		bad("MTU %d must be between 0 and %d bytes", c.MTU, maxMTUBytes)
+	}
+	if c.Overhead < 0 || c.Overhead > maxOverheadBytes {
+		bad("overhead %d must be between 0 and %d bytes", c.Overhead, maxOverheadBytes)
+	}
+	if c.MPU < 0 || c.MPU > maxMTUBytes {
+		bad("mpu %d must be between 0 and %d bytes", c.MPU, maxMTUBytes)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("controller config: %w", errors.Join(errs...))
+}
+
+// Cadence is the timing derived from the tunables (AR-01).
+type Cadence struct {
+	// ResponseSpacing is PingInterval / Pingers: the aggregate spacing of
+	// delay samples (50 ms at defaults, 20 samples/s).
+	ResponseSpacing time.Duration
+	// StallTimeout is StallDetection × ResponseSpacing (250 ms).
+	StallTimeout time.Duration
+	// MonitorInterval is the byte-counter sampling period after its floor
+	// of 10 × the serialisation time of one packet each way at the base
+	// rates.
+	MonitorInterval time.Duration
+}
+
+// Cadence derives the sample spacing, stall timeout and monitor interval,
+// in the controller's integer microseconds. c must be valid.
+func (c Config) Cadence() Cadence {
+	p := newParams(c)
+	return Cadence{
+		ResponseSpacing: usDuration(p.spacing),
+		StallTimeout:    usDuration(p.stallTimeout),
+		MonitorInterval: usDuration(p.monitorFloored),
+	}
+}
+
+// Warnings returns upstream's start-up warnings (AR-01): a bufferbloat
+// refractory period shorter than the detection window's worth of samples
+// (consecutive cuts then see overlapping evidence), and a response deadline
+// shorter than two ping intervals (healthy reflectors collect offences).
+// c must be valid.
+func (c Config) Warnings() []string {
+	p := newParams(c)
+	var w []string
+	if p.bbRefractory < int64(p.window)*p.spacing {
+		w = append(w, fmt.Sprintf("bufferbloat refractory period %v is shorter than the detection window (%d samples × %v = %v): cuts may act twice on the same bloat",
+			usDuration(p.bbRefractory), p.window, usDuration(p.spacing), usDuration(int64(p.window)*p.spacing)))
+	}
+	if p.deadline < 2*p.pingInterval {
+		w = append(w, fmt.Sprintf("reflector response deadline %v is shorter than 2 × the ping interval %v: healthy reflectors will collect offences",
+			usDuration(p.deadline), usDuration(p.pingInterval)))
+	}
+	return w
+}

@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package controller
+
+import (
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+
+	"github.com/macake/macake/shape"
+)
+
+// runState is upstream's three controller states (autorate.md §4.2).
+type runState uint8
+
+const (
+	running runState = iota
+	sleeping
+	stalled
+)
+
+// Constants of the control law that upstream does not expose as tunables.
+const (
+	// initialBaseline is a fresh slot's baseline per direction (AR-04).
+	initialBaseline = 100_000 // µs
+	// rolloverGuard is the |δ_dl| + |δ_ul| that resets an ICMP-timestamp
+	// slot's baselines (AR-05): 50 minutes.
+	rolloverGuard = 3_000_000_000 // µs
+	// MaxRTT is the largest round trip accepted in an RTTHalf sample;
+	// anything longer is a broken probe, not a queue.
+	MaxRTT = time.Minute
+	// maxCounterStep is the largest byte-counter advance believed in one
+	// sample (1 TiB); a bigger jump is treated as a counter reset.
+	maxCounterStep = 1 << 40
+	// wrapPlausibleFloorK is the lowest rate (kbit/s) accepted for a
+	// counter delta computed across a 32-bit wrap.
+	wrapPlausibleFloorK = 1_000_000
+)
+
+// dirState is one direction's controller state. Rates are kbit/s, times µs
+// since the controller's start.
+type dirState struct {
+	rate        int64 // S, the controller's rate (wire rate)
+	lastApplied int64 // what the backend was last told (0 = nothing yet)
+	confirmed   int64 // what the backend confirmed (SurfaceBackendErrors)
+	sent        int64 // the rate of the last decision, awaiting ReportApply
+
+	achieved int64 // A, from the last achieved-rate sample (wire rate)
+	loadPct  int64
+	class    LoadClass
+	fresh    bool // an achieved-rate sample arrived since the last increase
+
+	tCut, tDecay int64
+
+	comp, tDelay, tUp, tDown int64 // compensation and compensated thresholds, µs
+
+	// Bufferbloat window (the write position is shared, Controller.winPos).
+	delayed  []bool
+	deltas   []int64
+	nDelayed int
+	sumDelta int64
+	avg      int64
+	bloat    bool
+
+	// Overhead compensation: decaying sums of observed bytes and of the
+	// bytes they took on the wire, and their ratio in ppm.
+	bytesSum, wireSum int64
+	ratio             int64
+}
+
+// slotStats is what a reflector slot learns and may retain per address.
+type slotStats struct {
+	base [2]int64 // B per direction (index shape.Direction), µs
+	ewma [2]int64 // E per direction, µs
+}
+
+type slot struct {
+	addr netip.Addr
+	slotStats
+	lastResp  int64
+	nOffences int
+	responses uint64
+}
+
+// Counters are running totals for status and metrics.
+type Counters struct {
+	// Responses processed through the rate law, and those skipped by the
+	// stale guard (AR-07).
+	Responses, StaleResponses uint64
+	// RejectedSamples were invalid (negative or absurd delay, missing or
+	// future timestamp, unknown method) and were treated like loss.
+	RejectedSamples uint64
+	// ForeignResponses came from a reflector that is not in an active slot.
+	ForeignResponses uint64
+	// LoadSamples produced an achieved rate; RejectedLoadSamples were out
+	// of order or from the future.
+	LoadSamples, RejectedLoadSamples uint64
+	// CounterWraps and CounterResets count byte counters that went backwards.
+	CounterWraps, CounterResets uint64
+	// Cuts, Increases and DecaySteps count rate-law steps (per direction).
+	Cuts, Increases, DecaySteps uint64
+	// Decisions counts rate changes emitted.
+	Decisions uint64
+	// Replacements counts reflector replacements.
+	Replacements uint64
+	// DroppedEvents counts events that did not fit in one Output (never
+	// expected; kept so a bug cannot hide).
+	DroppedEvents uint64
+}
+
+// Controller is one link's autorate controller: a pure, deterministic state
+// machine. It never reads a clock, starts a goroutine or does I/O: time
+// arrives with every input, results leave as an Output value. It is not
+// safe for concurrent use; Loop serialises access.
+type Controller struct {
+	cfg Config
+	p   params
+	rng *rand.Rand
+
+	started bool
+	epoch   time.Time
+	now     int64 // µs since epoch, never decreases
+
+	run runState
+	dir [2]dirState // index shape.Direction
+	// winPos is the window's shared write position (AR-10).
+	winPos int
+
+	slots    []slot
+	offences []bool // slot p's ring is offences[p*W : (p+1)*W]
+	ringPos  int
+	pool     []netip.Addr // pool[:Pingers] are the active slots' reflectors
+	retained map[netip.Addr]slotStats
+
+	lastResp       int64 // global last-response time
+	lastRespSeen   int64 // receive time of the newest response
+	haveResp       bool
+	lastCheck      int64
+	lastRotation   int64
+	lastComparison int64
+	lastProbeStart int64
+	probeGen       uint64
+
+	idleAccum, lastIdle int64
+	idleClock           bool
+
+	stallStart int64
+	stallFired bool
+
+	havePrev      bool
+	prevAt        int64
+	prev          LoadSample
+	rateDone      bool // an achieved rate has been computed (first-tick rule)
+	wrapPlausible int64
+
+	engaged              bool
+	queueOn              bool
+	queueSince, queueSum int64
+	queueN               int64
+	cleanOn              bool
+	cleanSince           int64
+
+	counters Counters
+	out      Output
+}
+
+// New returns a controller for cfg, or the configuration's problems. rng
+// supplies the start-up shuffle of the reflectors and the hourly random
+// rotation; pass a seeded source (nil uses a fixed seed, for tests and
+// simulations that want identical runs).
+func New(cfg Config, rng *rand.Rand) (*Controller, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(0x6d6163616b65, 0x6175746f72617465))
+	}
+	cfg.Reflectors = append([]netip.Addr(nil), cfg.Reflectors...)
+	c := &Controller{cfg: cfg, p: newParams(cfg), rng: rng, retained: map[netip.Addr]slotStats{}}
+	c.pool = cfg.Reflectors
+	for i, a := range c.pool {
+		c.pool[i] = a.Unmap()
+	}
+	if cfg.RandomizeReflectors {
+		c.rng.Shuffle(len(c.pool), func(i, j int) { c.pool[i], c.pool[j] = c.pool[j], c.pool[i] })
+	}
+	c.slots = make([]slot, c.p.pingers)
+	c.offences = make([]bool, c.p.pingers*c.p.offenceWindow)
+	for i := range c.slots {
+		c.slots[i] = slot{addr: c.pool[i], slotStats: freshStats()}
+	}
+	maxK := max(c.p.dir[0].maxK, c.p.dir[1].maxK)
+	c.wrapPlausible = max(wrapPlausibleFloorK, 4*maxK)
+	for i := range c.dir {
+		ds := &c.dir[i]
+		dp := &c.p.dir[i]
+		ds.delayed = make([]bool, c.p.window)
+		ds.deltas = make([]int64, c.p.window)
+		ds.rate = dp.startK
+		ds.ratio = 1_000_000
+		if c.p.compensate {
+			mtu := int64(cfg.MTU)
+			if mtu == 0 {
+				mtu = 1500
+			}
+			ds.ratio = max(1, mtu*1_000_000/c.wireBytes(mtu, 1))
+		}
+		c.compensate(ds, dp)
+	}
+	return c, nil
+}
+
+func freshStats() slotStats {
+	return slotStats{base: [2]int64{initialBaseline, initialBaseline}}
+}
+
+// Config returns the configuration the controller runs with.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Start begins operation at now (autorate.md §7.1): every timer starts
+// at now, and in the shaping modes the start rates are applied (AR-21).
+// Any other input calls Start implicitly if it has not been called; a
+// second call does nothing.
+func (c *Controller) Start(now time.Time) Output {
+	c.out.nd, c.out.ne = 0, 0
+	if !c.started {
+		c.start(now)
+	}
+	return c.out
+}
+
+func (c *Controller) start(now time.Time) {
+	c.started = true
+	c.epoch = now
+	c.now = 0
+	for i := range c.dir {
+		ds := &c.dir[i]
+		ds.tCut, ds.tDecay = 0, 0
+	}
+	for i := range c.slots {
+		c.slots[i].lastResp = 0
+	}
+	c.lastResp, c.lastCheck, c.lastRotation, c.lastComparison, c.lastProbeStart = 0, 0, 0, 0, 0
+	c.probeGen++
+	c.apply([2]Reason{ReasonStart, ReasonStart})
+}
+
+// begin resets the output and brings the clock to now. The controller's
+// clock never runs backwards: an earlier now is taken as the latest one.
+func (c *Controller) begin(now time.Time) int64 {
+	c.out.nd, c.out.ne = 0, 0
+	if !c.started {
+		c.start(now)
+		return c.now
+	}
+	if t := c.micros(now); t > c.now {
+		c.now = t
+	}
+	return c.now
+}
+
+func (c *Controller) micros(t time.Time) int64 {
+	return int64(t.Sub(c.epoch) / time.Microsecond)
+}
+
+func (c *Controller) emit(e Event) {
+	if !c.out.addEvent(e) {
+		c.counters.DroppedEvents++
+	}
+}
+
+// shaping reports whether rate decisions go to the backend now.
+func (c *Controller) shaping() bool {
+	return c.cfg.Mode == ModeAutorate || (c.cfg.Mode == ModeBalanced && c.engaged)
+}
+
+// Delay processes one reflector response received at s.At and handled at
+// now (autorate.md §5.3-§5.10). Invalid samples (a negative RTT, a delay
+// beyond MaxRTT or MaxDelay, a missing timestamp or one later than now, an
+// unknown method) are counted and treated like probe loss; so is a
+// response from a reflector outside the active slots.
+func (c *Controller) Delay(now time.Time, s DelaySample) Output {
+	t := c.begin(now)
+	p, at, owd, ok := c.checkDelay(t, s)
+	if !ok {
+		c.nonResponse(t)
+		return c.out
+	}
+	switch c.run {
+	case sleeping:
+		c.wakeTest(t)
+	case stalled:
+		// A response ends the stall; no baseline or rate processing.
+		c.lastResp = t
+		c.run = running
+		c.emit(Event{Kind: EventStallEnd, Down: c.dir[shape.Download].achieved * 1000, Up: c.dir[shape.Upload].achieved * 1000})
+	default:
+		c.response(t, p, at, owd, s.Method)
+	}
+	return c.out
+}
+
+func (c *Controller) checkDelay(t int64, s DelaySample) (p int, at int64, owd [2]int64, ok bool) {
+	switch {
+	case !s.Reflector.IsValid(), s.At.IsZero():
+		c.counters.RejectedSamples++
+		return 0, 0, owd, false
+	}
+	at = c.micros(s.At)
+	if at > t {
+		c.counters.RejectedSamples++
+		return 0, 0, owd, false
+	}
+	switch s.Method {
+	case RTTHalf:
+		if s.DownOWD < 0 || s.DownOWD > MaxRTT/2 {
+			c.counters.RejectedSamples++
+			return 0, 0, owd, false
+		}
+	case ICMPTimestamp, OneWay:
+		if s.DownOWD < -MaxDelay || s.DownOWD > MaxDelay || s.UpOWD < -MaxDelay || s.UpOWD > MaxDelay {
+			c.counters.RejectedSamples++
+			return 0, 0, owd, false
+		}
+	default:
+		c.counters.RejectedSamples++
+		return 0, 0, owd, false
+	}
+	addr := s.Reflector.Unmap()
+	p = -1
+	for i := range c.slots {
+		if c.slots[i].addr == addr {
+			p = i
+			break
+		}
+	}
+	if p < 0 {
+		c.counters.ForeignResponses++
+		return 0, 0, owd, false
+	}
+	owd[shape.Download] = us(s.DownOWD)
+	owd[shape.Upload] = us(s.UpOWD)
+	return p, at, owd, true
+}
+
+// downFirst is the order upstream processes the directions in.
+var downFirst = [2]shape.Direction{shape.Download, shape.Upload}
+
+// response is the full processing of a valid response in RUNNING.
+func (c *Controller) response(t int64, p int, at int64, owd [2]int64, method DelayMethod) {
+	sl := &c.slots[p]
+	dn, up := shape.Download, shape.Upload
+	var delta [2]int64
+
+	// Baselines and deltas (AR-02, AR-03, AR-05).
+	guarded := false
+	if method == ICMPTimestamp {
+		dd := owd[dn] - sl.base[dn]
+		du := owd[up] - sl.base[up]
+		if abs(dd)+abs(du) >= rolloverGuard {
+			sl.base = owd
+			guarded = true
+		}
+	}
+	if !guarded {
+		sl.base[dn], delta[dn] = baselineStep(c.p.alphaUp, c.p.alphaDown, owd[dn], sl.base[dn])
+		if method == RTTHalf {
+			sl.base[up], delta[up] = sl.base[dn], delta[dn]
+		} else {
+			sl.base[up], delta[up] = baselineStep(c.p.alphaUp, c.p.alphaDown, owd[up], sl.base[up])
+		}
+	}
+
+	// Delta EWMA, for ranking reflectors only, gated by load (AR-06).
+	if c.dir[dn].loadPct < c.p.highLoadPct && c.dir[up].loadPct < c.p.highLoadPct {
+		sl.ewma[dn] = ewma(c.p.alphaE, delta[dn], sl.ewma[dn])
+		if method == RTTHalf {
+			sl.ewma[up] = sl.ewma[dn]
+		} else {
+			sl.ewma[up] = ewma(c.p.alphaE, delta[up], sl.ewma[up])
+		}
+	}
+
+	// Last-response times are the receive time, never moved backwards by
+	// an out-of-order sample.
+	sl.lastResp = max(sl.lastResp, at)
+	if !c.haveResp || at >= c.lastRespSeen {
+		c.lastResp, c.lastRespSeen, c.haveResp = at, at, true
+	}
+	sl.responses++
+
+	// Stale guard (AR-07): baselines only.
+	if t-at > c.p.stale {
+		c.counters.StaleResponses++
+		return
+	}
+	c.counters.Responses++
+
+	c.window(delta)
+
+	if c.shaping() {
+		var reasons [2]Reason
+		for _, d := range downFirst {
+			reasons[d] = c.updateRate(d, t)
+		}
+		c.apply(reasons)
+	}
+	if c.cfg.Mode == ModeBalanced {
+		c.balance(t)
+	}
+	c.sleepAccounting(t)
+	if c.run == running {
+		c.healthCheck(t)
+	}
+}
+
+// window writes one response's deltas into both directions' rings at the
+// shared position (AR-10).
+func (c *Controller) window(delta [2]int64) {
+	pos := c.winPos
+	for d := range c.dir {
+		ds := &c.dir[d]
+		if ds.delayed[pos] {
+			ds.nDelayed--
+		}
+		ds.sumDelta -= ds.deltas[pos]
+		late := delta[d] > ds.tDelay
+		ds.delayed[pos] = late
+		ds.deltas[pos] = delta[d]
+		if late {
+			ds.nDelayed++
+		}
+		ds.sumDelta += delta[d]
+		ds.avg = ds.sumDelta / int64(c.p.window)
+		ds.bloat = ds.nDelayed >= c.p.votes
+	}
+	c.winPos = (pos + 1) % c.p.window
+}
+
+// updateRate is the per-direction rate law (autorate.md §5.5, §5.6).
+func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
+	ds, dp := &c.dir[d], &c.p.dir[d]
+	reason := ReasonNone
+	switch {
+	case ds.bloat:
+		if t > ds.tCut+c.p.bbRefractory {
+			x := cutGrade(ds.avg, ds.tDelay, ds.tDown)
+			ds.rate = cutRate(ds.rate, x, c.p.cutMin, c.p.cutMax)
+			ds.tCut, ds.tDecay = t, t
+			reason = ReasonCut
+			c.counters.Cuts++
+		}
+	case ds.class == LoadHigh:
+		if ds.fresh && t > ds.tCut+c.p.bbRefractory {
+			y := increaseGrade(ds.avg, ds.tDelay, ds.tUp)
+			ds.rate = increaseRate(ds.rate, y, c.p.upMin, c.p.upMax)
+			ds.fresh = false
+			ds.tDecay = t
+			reason = ReasonIncrease
+			c.counters.Increases++
+		}
+	default:
+		if t > ds.tDecay+c.p.decayRefractory {
+			old := ds.rate
+			ds.rate = decayRate(ds.rate, dp.baseK, c.p.decay, c.p.recover)
+			switch {
+			case ds.rate < old:
+				reason = ReasonDecay
+			case ds.rate > old:
+				reason = ReasonRecover
+			}
+			ds.tDecay = t
+			c.counters.DecaySteps++
+		}
+	}
+	ds.rate = clampRate(ds.rate, dp.minK, dp.maxK)
+	return reason
+}
+
+// apply emits a decision for every shaped direction whose rate differs
+// from the last applied one, and recomputes its compensation (AR-21,
+// §5.10). Monitor-only directions are never sent.
+func (c *Controller) apply(reasons [2]Reason) {
+	if !c.shaping() {
+		return
+	}
+	for _, d := range downFirst {
+		ds, dp := &c.dir[d], &c.p.dir[d]
+		if dp.monitorOnly || ds.rate == ds.lastApplied {
+			continue
+		}
+		r := reasons[d]
+		if r == ReasonNone {
+			r = ReasonRetry
+		}
+		c.out.addDecision(Decision{Direction: d, Rate: c.pipeRate(ds) * 1000, Reason: r})
+		c.counters.Decisions++
+		ds.lastApplied, ds.sent = ds.rate, ds.rate
+		c.compensate(ds, dp)
+	}
+}
+
+// compensate recomputes the serialisation-delay compensation and the
+// compensated thresholds from the current rate (AR-19).
+func (c *Controller) compensate(ds *dirState, dp *dirParams) {
+	ds.comp = compensation(c.p.wirePacketBits, ds.rate)
+	ds.tDelay = dp.delay + ds.comp
+	ds.tUp = dp.up + ds.comp
+	ds.tDown = dp.down + ds.comp
+}
+
+// pipeRate is the rate in kbit/s to give the pipe for the controller's
+// rate: the pipe counts packet bytes, the controller's rate counts the
+// wire, so with overhead the pipe runs at S × bytes/wire-bytes.
+func (c *Controller) pipeRate(ds *dirState) int64 {
+	return c.pipeRateOf(ds, ds.rate)
+}
+
+// ReportApply tells the controller how applying the last decision for d
+// went. With Improvements.SurfaceBackendErrors a failure restores the
+// previous last-applied rate, so the next rate update sends the rate
+// again; otherwise (upstream) errors are ignored.
+func (c *Controller) ReportApply(d shape.Direction, err error) {
+	if !c.cfg.Improvements.SurfaceBackendErrors || d < 0 || int(d) >= len(c.dir) {
+		return
+	}
+	ds := &c.dir[d]
+	if err != nil {
+		ds.lastApplied = ds.confirmed
+		return
+	}
+	ds.confirmed = ds.sent
+}
+
+// sleepAccounting adds up idle time on processed responses and puts the
+// controller to sleep after SleepAfter (AR-22).
+func (c *Controller) sleepAccounting(t int64) {
+	if !c.cfg.SleepEnabled {
+		return
+	}
+	if c.dir[0].class != LoadIdle || c.dir[1].class != LoadIdle {
+		c.idleAccum, c.idleClock = 0, false
+		return
+	}
+	if c.idleClock {
+		c.idleAccum += t - c.lastIdle
+	}
+	c.idleClock, c.lastIdle = true, t
+	if c.idleAccum > c.p.sleepAfter {
+		c.sleep(t)
+	}
+}
+
+func (c *Controller) sleep(t int64) {
+	c.run = sleeping
+	c.emit(Event{Kind: EventSleep, Duration: usDuration(c.idleAccum)})
+	c.idleAccum, c.idleClock = 0, false
+	c.probeGen++
+	if !c.shaping() {
+		return
+	}
+	switch {
+	case c.cfg.MinRatesOnSleep:
+		c.setMinimum()
+		c.apply([2]Reason{ReasonSleepMinimum, ReasonSleepMinimum})
+	case c.cfg.Improvements.SleepAtBase:
+		for d := range c.dir {
+			c.dir[d].rate = min(c.dir[d].rate, c.p.dir[d].baseK)
+		}
+		c.apply([2]Reason{ReasonSleepBase, ReasonSleepBase})
+	}
+}
+
+func (c *Controller) setMinimum() {
+	for d := range c.dir {
+		c.dir[d].rate = c.p.dir[d].minK
+	}
+}
+
+// wakeTest wakes a sleeping controller when either direction carries
+// traffic (AR-22).
+func (c *Controller) wakeTest(t int64) {
+	dn, up := &c.dir[shape.Download], &c.dir[shape.Upload]
+	if dn.achieved <= c.p.activeK && up.achieved <= c.p.activeK {
+		return
+	}
+	c.run = running
+	c.idleAccum, c.idleClock = 0, false
+	grace := t + 2*c.p.pingInterval
+	c.lastResp, c.lastCheck = grace, grace
+	c.lastProbeStart = t
+	c.probeGen++
+	c.emit(Event{Kind: EventWake, Down: dn.achieved * 1000, Up: up.achieved * 1000})
+}
+
+// nonResponse handles an event that is not a valid response: a rejected
+// or foreign sample, a tick, or (after the load update) a load sample.
+func (c *Controller) nonResponse(t int64) {
+	switch c.run {
+	case running:
+		c.stallTest(t)
+		if c.run == running {
+			c.healthCheck(t)
+			c.liveness(t)
+		}
+	case sleeping:
+		c.wakeTest(t)
+	case stalled:
+		c.globalTimeout(t)
+	}
+}
+
+// stallTest enters STALL when responses have stopped and traffic has not
+// kept flowing both ways (AR-23).
+func (c *Controller) stallTest(t int64) {
+	silent := t - c.lastResp
+	if silent <= c.p.stallTimeout {
+		return
+	}
+	if c.dir[0].achieved > c.p.stallK && c.dir[1].achieved > c.p.stallK {
+		return
+	}
+	c.run = stalled
+	c.stallStart, c.stallFired = t, false
+	c.emit(Event{Kind: EventStall, Duration: usDuration(silent)})
+}
+
+// globalTimeout restarts probing once per stall episode (AR-23, §7.4).
+func (c *Controller) globalTimeout(t int64) {
+	if !c.stallFired && t > c.stallStart+c.p.globalTimeout-c.p.stallTimeout {
+		c.stallFired = true
+		if c.cfg.MinRatesOnSleep && c.shaping() {
+			c.setMinimum()
+			c.apply([2]Reason{ReasonStallMinimum, ReasonStallMinimum})
+		}
+		c.restartProbes(t)
+		return
+	}
+	c.liveness(t)
+}
+
+// liveness restarts probing whenever no response has come for the global
+// timeout and the probes were last started longer ago than that
+// (Improvements.ProbeLiveness, upstream PR #413).
+func (c *Controller) liveness(t int64) {
+	if !c.cfg.Improvements.ProbeLiveness {
+		return
+	}
+	if t-c.lastResp > c.p.globalTimeout && t-c.lastProbeStart > c.p.globalTimeout {
+		c.restartProbes(t)
+	}
+}
+
+func (c *Controller) restartProbes(t int64) {
+	c.emit(Event{Kind: EventProbeRestart, Duration: usDuration(t - c.lastResp)})
+	c.lastProbeStart = t
+	c.probeGen++
+}
+
+// Tick is an input without data: time has passed. It runs what upstream
+// runs on probe output that is not a response (stall test, health check,
+// wake test, global timeout), so a stall is noticed even when nothing else
+// arrives.
+func (c *Controller) Tick(now time.Time) Output {
+	t := c.begin(now)
+	c.nonResponse(t)
+	return c.out
+}
+
+// ProbingPaused reports whether the prober should stop probing (the
+// controller sleeps).
+func (c *Controller) ProbingPaused() bool { return c.run == sleeping }
+
+// ProbeGeneration changes whenever the prober should look again: a
+// reflector was replaced, probing paused or resumed, or a restart is due.
+func (c *Controller) ProbeGeneration() uint64 { return c.probeGen }
+
+// ActiveReflectors appends the reflectors to probe, in slot order, to dst.
+func (c *Controller) ActiveReflectors(dst []netip.Addr) []netip.Addr {
+	for i := range c.slots {
+		dst = append(dst, c.slots[i].addr)
+	}
+	return dst
+}
+
+// MonitorInterval is the period at which the caller should read the byte
+// counters: MonitorInterval floored at 10 × the serialisation time of one
+// wire packet each way at the base rates (AR-08).
+func (c *Controller) MonitorInterval() time.Duration { return usDuration(c.p.monitorFloored) }
+
+func abs(v int64) int64 {
+	if v < 0 {
+		if v == math.MinInt64 {
+			return math.MaxInt64
+		}
+		return -v
+	}
+	return v
+}
