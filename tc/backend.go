@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// Backend shapes Linux links with tc. It satisfies the reconciler's
+// Backend contract (Plan, Execute, SetRate) and adds Teardown.
+type Backend struct {
+	// Runner runs every command (execrun.Runner in production).
+	Runner plan.Runner
+	// Tools names tc, ip and unshare, and optionally a network namespace.
+	Tools Tools
+
+	mu sync.Mutex
+	// caps is probed once, on first use, unless set with SetCapabilities.
+	caps *Capabilities
+}
+
+// New returns a Backend that runs r with DefaultTools.
+func New(r plan.Runner) *Backend {
+	return &Backend{Runner: r, Tools: DefaultTools()}
+}
+
+// SetCapabilities fixes the kernel capabilities instead of probing them
+// (tests; a daemon that probed already).
+func (b *Backend) SetCapabilities(c Capabilities) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.caps = &c
+}
+
+// Capabilities returns what the kernel supports, probing it on first use.
+// A kernel that gains sch_cake later is noticed by a new Backend (a restart
+// of `macake watch`), never in the middle of a run.
+func (b *Backend) Capabilities(ctx context.Context) Capabilities {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.caps == nil {
+		c := Probe(ctx, b.Runner, b.Tools)
+		b.caps = &c
+	}
+	return *b.caps
+}
+
+// Observe reads the live state, with the kernel's capabilities.
+func (b *Backend) Observe(ctx context.Context) (Live, error) {
+	live, err := Observe(ctx, b.Runner, b.Tools)
+	if err != nil {
+		return live, fmt.Errorf("tc: %w", err)
+	}
+	live.Caps = b.Capabilities(ctx)
+	return live, nil
+}
+
+// Plan observes the live system and returns the ordered operations that
+// make it match desired. Only owned objects appear; foreign ones are
+// reported in the plan's warnings when they are in the way.
+func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, error) {
+	if err := ValidateState(desired); err != nil {
+		return plan.Plan{}, fmt.Errorf("tc: %w", err)
+	}
+	live, err := b.Observe(ctx)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	return Diff(desired, live), nil
+}
+
+// Execute runs one operation's commands in order and stops at the first
+// failure. Running it again after a failure is safe; a partly applied
+// operation is completed by the next Plan, which starts from what is live.
+func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
+	for _, cmd := range op.Commands {
+		if len(cmd.Argv) == 0 {
+			return fmt.Errorf("tc: %s %s: empty command", op.Action, op.Label)
+		}
+		res, err := b.Runner.Run(ctx, cmd)
+		if _, err = execrun.Check(cmd, res, err); err != nil {
+			return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, hint(err))
+		}
+	}
+	return nil
+}
+
+// SetRate is the controller's hot path: it changes one direction of an
+// applied link with exactly one child process. For htb the class rate and
+// the bfifo limit change together through `tc -batch -`; for CAKE it is
+// one `tc qdisc change` (CAKE manages its own queue, so the pipe's queue
+// size is not used). It fails, and changes nothing, when the link's shaper
+// is not in place: the reconciler then re-plans.
+func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direction, p shape.Pipe) error {
+	if dir != shape.Upload && dir != shape.Download {
+		return fmt.Errorf("tc: set rate of link %q: unknown direction %v", link.Name, dir)
+	}
+	l := link
+	if dir == shape.Upload {
+		l.Upload = p
+	} else {
+		l.Download = p
+	}
+	if err := ValidateLink(l); err != nil {
+		return fmt.Errorf("tc: set rate: %w", err)
+	}
+	cmd := b.Tools.setRateCommand(specFor(l, dir, b.Capabilities(ctx).Cake))
+	res, err := b.Runner.Run(ctx, cmd)
+	if _, err = execrun.Check(cmd, res, err); err != nil {
+		return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, humanRate(p.RateBits), hint(err))
+	}
+	return nil
+}
+
+// Teardown removes everything macake owns (shapers, exemptions, redirects,
+// the ingress qdiscs it alone uses, its IFB devices) and returns the plan
+// it executed. It stops at the first failure, because the order keeps
+// traffic flowing (a redirect is gone before its IFB), and running it again
+// continues from what is left. It is idempotent.
+func (b *Backend) Teardown(ctx context.Context) (plan.Plan, error) {
+	p, err := b.Plan(ctx, shape.State{})
+	if err != nil {
+		return p, err
+	}
+	for i, op := range p.Ops {
+		if err := b.Execute(ctx, op); err != nil {
+			p.Ops = p.Ops[:i]
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// IsNotFound reports whether err came from tc or ip saying a device is
+// missing, e.g. when the controller sets a rate on an interface that just
+// disappeared.
+func IsNotFound(err error) bool {
+	var ee *execrun.Error
+	return errors.As(err, &ee) && strings.Contains(string(ee.Stderr), "Cannot find device")
+}

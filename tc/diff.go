@@ -1,0 +1,694 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// Diff returns the ordered operations that make live match desired. It is
+// pure: it reads only its arguments.
+//
+// Order: per link (by name), the upload shaper and its probe exemptions,
+// then the IFB, its shaper, the ingress hook, the ingress exemptions and
+// last the redirect, so traffic is only sent to an IFB that is ready. Then
+// the removals of everything owned that is no longer wanted: ingress
+// filters first, then IFB devices, then root qdiscs, so a redirect never
+// points at a missing device.
+//
+// Objects macake does not own never appear in the plan; where one blocks
+// macake (a foreign root qdisc, a foreign filter at macake's priority), the
+// plan carries a warning instead.
+func Diff(desired shape.State, live Live) plan.Plan {
+	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}}
+	d.p.Ops, d.p.Warnings = []plan.Op{}, []plan.Warning{}
+	links := slices.Clone(desired.Links)
+	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
+	ifaces, slots := map[string]string{}, map[int]string{}
+	for _, l := range links {
+		if err := ValidateLink(l); err != nil {
+			d.warn(l.Name, err.Error()+"; link skipped")
+			continue
+		}
+		if other, dup := ifaces[l.Interface]; dup {
+			d.warn(l.Name, fmt.Sprintf("interface %s is already shaped by link %q; link skipped", l.Interface, other))
+			continue
+		}
+		if other, dup := slots[l.Slot]; dup {
+			d.warn(l.Name, fmt.Sprintf("slot %d is already used by link %q; link skipped", l.Slot, other))
+			continue
+		}
+		ifaces[l.Interface], slots[l.Slot] = l.Name, l.Name
+		d.link(l)
+	}
+	d.removals()
+	return d.p
+}
+
+type differ struct {
+	live Live
+	t    Tools
+	p    plan.Plan
+	// claimed holds the owned objects the desired state keeps, as
+	// "kind/device"; everything owned and unclaimed is removed.
+	claimed map[string]bool
+}
+
+func (d *differ) warn(link, msg string) {
+	d.p.Warnings = append(d.p.Warnings, plan.Warning{Link: link, Message: msg})
+}
+
+func (d *differ) add(op plan.Op) {
+	if op.Action != "" {
+		d.p.Ops = append(d.p.Ops, op)
+	}
+}
+
+func (d *differ) link(l shape.Link) {
+	caps := d.live.Caps
+	dev := d.live.Devices[l.Interface]
+	if dev == nil {
+		d.warn(l.Name, fmt.Sprintf("interface %s not found; the link is shaped once it appears", l.Interface))
+		return
+	}
+	if caps.Shaper() == "" {
+		d.warn(l.Name, "the kernel has neither sch_cake nor sch_htb with bfifo; nothing can be shaped (see `macake doctor`)")
+		return
+	}
+	if lost := cakeOnlyOptions(l.Cake); !caps.Cake && len(lost) > 0 {
+		d.warn(l.Name, fmt.Sprintf("this kernel has no sch_cake, so %s cannot be applied; shaping with htb+bfifo instead (a rate and one byte-limited queue per direction)", joinAnd(lost)))
+	}
+	d.shaper(l, specFor(l, shape.Upload, caps.Cake), dev, false)
+
+	if !caps.CanShapeDownload() {
+		d.warn(l.Name, "download is not shaped: the kernel lacks "+missingForDownload(caps)+" (see `macake doctor`)")
+		return
+	}
+	name := IFBName(l.Slot)
+	ifb := d.live.Devices[name]
+	if ifb != nil && ifb.Kind != "ifb" {
+		d.warn(l.Name, fmt.Sprintf("a %s device named %s exists that macake did not create; download is not shaped until it is removed or renamed", orUnknown(ifb.Kind), name))
+		return
+	}
+	d.ifb(l, ifb)
+	d.shaper(l, specFor(l, shape.Download, caps.Cake), ifb, true)
+	d.hook(l, dev)
+	d.exemptions(l, dev, ingressHook, true, false)
+	d.redirect(l, dev, name)
+}
+
+func missingForDownload(c Capabilities) string {
+	var m []string
+	for _, f := range []struct {
+		ok   bool
+		name string
+	}{{c.Ingress, "sch_ingress"}, {c.U32, "cls_u32"}, {c.Mirred, "act_mirred"}, {c.IFB, "ifb"}} {
+		if !f.ok {
+			m = append(m, f.name)
+		}
+	}
+	return joinAnd(m)
+}
+
+func orUnknown(kind string) string {
+	if kind == "" {
+		return "non-IFB"
+	}
+	return kind
+}
+
+func pipeLabel(l shape.Link, dir shape.Direction) string {
+	return strconv.Quote(l.Name + "/" + dir.String())
+}
+
+// liveKind names a root qdisc the way plan fields name shapers.
+func liveKind(q *Qdisc) string {
+	if q.Kind == "htb" {
+		return "htb+bfifo"
+	}
+	return q.Kind
+}
+
+// shaper plans the root qdisc of one direction on dev (nil: the device is
+// created earlier in this plan). ownDevice is true for macake's IFB, where
+// whatever is attached is macake's to replace.
+func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice bool) {
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "shaper", ID: s.dev,
+		Label: fmt.Sprintf("shaper on %s %s", s.dev, pipeLabel(l, s.dir))}
+	root := dev.Root()
+	rebuilt := true
+	switch {
+	case root != nil && root.Handle == RootHandle:
+		if (s.cake && root.Kind == "cake") || (!s.cake && root.Kind == "htb") {
+			rebuilt = false
+			if s.cake {
+				d.updateCake(&op, s, root.Cake)
+			} else {
+				d.updateHTB(&op, s, dev, root)
+			}
+			break
+		}
+		op.Action, op.Reason = plan.Update, fmt.Sprintf("qdisc is %s, want %s", liveKind(root), s.kindName())
+		op.Fields = createFields(s)
+		op.Fields[0].Before, op.Fields[0].BeforeValue = liveKind(root), liveKind(root)
+		op.Commands = append([]plan.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
+	case root == nil || root.Handle == 0:
+		// Handle 0: is the kernel's own default (noqueue, pfifo_fast, mq,
+		// fq_codel, fq): tc cannot create a qdisc with that handle.
+		op.Action, op.Fields = plan.Create, createFields(s)
+		op.Commands = d.t.createShaper("add", s)
+	case ownDevice:
+		op.Action, op.Reason = plan.Update, fmt.Sprintf("%s %s replaced macake's shaper on its own IFB", root.Kind, FormatHandle(root.Handle))
+		op.Fields = createFields(s)
+		op.Fields[0].Before, op.Fields[0].BeforeValue = root.Kind, root.Kind
+		op.Commands = d.t.createShaper("replace", s)
+	default:
+		d.warn(l.Name, fmt.Sprintf("%s has a root qdisc macake does not own (%s %s), so %s is not shaped; macake never replaces another tool's qdisc. To let macake shape %s, remove it: tc qdisc del dev %s root",
+			s.dev, root.Kind, FormatHandle(root.Handle), s.dir, s.dev, s.dev))
+		return
+	}
+	d.claimed["root/"+s.dev] = true
+	d.add(op)
+	if s.dir == shape.Upload {
+		// Only htb can let exempt packets bypass the shaper (its direct
+		// queue); CAKE's flow isolation keeps sparse probe flows ahead of
+		// bulk traffic instead.
+		d.exemptions(l, dev, egressHook, !s.cake, rebuilt)
+	}
+}
+
+// createFields lists every attribute of a new shaper; the first is always
+// the qdisc kind.
+func createFields(s shaperSpec) []plan.Field {
+	f := []plan.Field{
+		{Name: "qdisc", Key: "qdisc", After: s.kindName(), AfterValue: s.kindName()},
+		{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: humanRate(s.pipe.RateBits), AfterValue: s.pipe.RateBits},
+	}
+	if !s.cake {
+		f = append(f, plan.Field{Name: "queue", Key: "queue_bytes", After: humanSize(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes})
+	}
+	if s.overhead != 0 {
+		f = append(f, plan.Field{Name: "overhead", Key: "overhead_bytes", After: strconv.Itoa(s.overhead), AfterValue: s.overhead})
+	}
+	if s.mpu != 0 {
+		f = append(f, plan.Field{Name: "mpu", Key: "mpu_bytes", After: strconv.Itoa(s.mpu), AfterValue: s.mpu})
+	}
+	if s.cake {
+		f = append(f,
+			plan.Field{Name: "diffserv", Key: "diffserv", After: s.diffserv, AfterValue: s.diffserv},
+			plan.Field{Name: "isolation", Key: "isolation", After: s.flowmode, AfterValue: s.flowmode},
+			plan.Field{Name: "nat", Key: "nat", After: strconv.FormatBool(s.nat), AfterValue: s.nat})
+		if s.dir == shape.Upload {
+			f = append(f, plan.Field{Name: "ack-filter", Key: "ack_filter", After: strconv.FormatBool(s.ackFilter), AfterValue: s.ackFilter})
+		}
+	}
+	return f
+}
+
+// fieldSet accumulates changed and unchanged attributes of one object.
+type fieldSet struct {
+	changed   []plan.Field
+	unchanged int
+}
+
+func (fs *fieldSet) compare(same bool, f plan.Field) {
+	if same {
+		fs.unchanged++
+		return
+	}
+	fs.changed = append(fs.changed, f)
+}
+
+func (fs *fieldSet) apply(op *plan.Op, cmds []plan.Command) {
+	op.Unchanged = fs.unchanged
+	if len(fs.changed) == 0 {
+		return
+	}
+	op.Action, op.Fields, op.Commands = plan.Update, fs.changed, cmds
+	names := make([]string, len(fs.changed))
+	for i, f := range fs.changed {
+		names[i] = f.Name
+	}
+	verb := " differs"
+	if len(names) > 1 {
+		verb = " differ"
+	}
+	op.Reason = joinAnd(names) + verb
+}
+
+// sameRate compares a desired rate with a live one: exactly (to the byte,
+// as the kernel keeps it) when live came from JSON, otherwise after tc's
+// text truncation.
+func sameRate(want, live int64, exact bool) bool {
+	if exact {
+		return want/8 == live/8
+	}
+	return quantiseRate(want) == quantiseRate(live)
+}
+
+func rateField(want, live int64) plan.Field {
+	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: humanRate(want), AfterValue: want}
+	if live > 0 {
+		f.Before, f.BeforeValue = humanRate(live), live
+	}
+	return f
+}
+
+func intField(name, key string, want, live int) plan.Field {
+	return plan.Field{Name: name, Key: key, Before: strconv.Itoa(live), After: strconv.Itoa(want), BeforeValue: live, AfterValue: want}
+}
+
+func (d *differ) updateHTB(op *plan.Op, s shaperSpec, dev *DeviceState, root *Qdisc) {
+	var fs fieldSet
+	var cmds []plan.Command
+	fs.unchanged++ // the qdisc kind
+	if root.HTBDefault != 1 {
+		fs.compare(false, plan.Field{Name: "default class", Key: "default_class", Before: FormatHandle(root.HTBDefault), After: ":1", BeforeValue: root.HTBDefault, AfterValue: 1})
+		cmds = append(cmds, d.t.tcCmd("qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg, "htb", "default", "1"))
+	} else {
+		fs.unchanged++
+	}
+	before := len(fs.changed)
+	if c := dev.Class(ClassHandle); c == nil {
+		fs.compare(false, rateField(s.pipe.RateBits, 0))
+		if s.overhead != 0 {
+			fs.compare(false, intField("overhead", "overhead_bytes", s.overhead, 0))
+		}
+		if s.mpu != 0 {
+			fs.compare(false, intField("mpu", "mpu_bytes", s.mpu, 0))
+		}
+	} else {
+		fs.compare(sameRate(s.pipe.RateBits, c.RateBits, c.Exact) && sameRate(s.pipe.RateBits, c.CeilBits, c.Exact), rateField(s.pipe.RateBits, c.RateBits))
+		fs.compare(c.Overhead == s.overhead, intField("overhead", "overhead_bytes", s.overhead, c.Overhead))
+		fs.compare(c.MPU == s.mpu, intField("mpu", "mpu_bytes", s.mpu, c.MPU))
+	}
+	if len(fs.changed) > before {
+		cmds = append(cmds, d.t.tcCmd(htbClassArgs("replace", s)...))
+	}
+	queue := plan.Field{Name: "queue", Key: "queue_bytes", After: humanSize(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes}
+	switch leaf := dev.Leaf(ClassHandle); {
+	case leaf == nil:
+		fs.compare(false, queue)
+		cmds = append(cmds, d.t.tcCmd(leafArgs("replace", s)...))
+	case leaf.Kind == "bfifo" && leaf.Handle == LeafHandle:
+		queue.Before, queue.BeforeValue = humanSize(leaf.Limit), leaf.Limit
+		fs.compare(leaf.Limit == s.pipe.QueueBytes, queue)
+		if leaf.Limit != s.pipe.QueueBytes {
+			cmds = append(cmds, d.t.tcCmd(leafArgs("replace", s)...))
+		}
+	default:
+		queue.Before, queue.BeforeValue = leaf.Kind+" "+FormatHandle(leaf.Handle), leaf.Kind
+		fs.compare(false, queue)
+		if leaf.Handle == LeafHandle {
+			// The kernel cannot change a qdisc's kind in place.
+			cmds = append(cmds, d.t.tcCmd("qdisc", "del", "dev", s.dev, "parent", classHandleArg, "handle", leafHandleArg))
+		}
+		cmds = append(cmds, d.t.tcCmd(leafArgs("replace", s)...))
+	}
+	fs.apply(op, cmds)
+}
+
+func (d *differ) updateCake(op *plan.Op, s shaperSpec, c *CakeOptions) {
+	if c == nil {
+		c = &CakeOptions{}
+	}
+	var fs fieldSet
+	fs.unchanged++ // the qdisc kind
+	liveBits := int64(c.BandwidthBytes) * 8
+	fs.compare(uint64(s.pipe.RateBits/8) == c.BandwidthBytes, rateField(s.pipe.RateBits, liveBits))
+	str := func(name, key, want, live string) {
+		fs.compare(want == live, plan.Field{Name: name, Key: key, Before: live, After: want, BeforeValue: live, AfterValue: want})
+	}
+	str("diffserv", "diffserv", s.diffserv, c.Diffserv)
+	str("isolation", "isolation", s.flowmode, c.FlowMode)
+	str("nat", "nat", strconv.FormatBool(s.nat), strconv.FormatBool(c.NAT))
+	str("ack-filter", "ack_filter", pick(s.ackFilter, "enabled", "disabled"), orDisabled(c.ACKFilter))
+	str("mode", "cake_mode", pick(s.ing, "ingress", "egress"), pick(c.Ingress, "ingress", "egress"))
+	wantRaw := s.overhead == 0 && s.mpu == 0
+	fs.compare(wantRaw == c.Raw && s.overhead == c.Overhead, intField("overhead", "overhead_bytes", s.overhead, c.Overhead))
+	fs.compare(s.mpu == c.MPU, intField("mpu", "mpu_bytes", s.mpu, c.MPU))
+	var cmds []plan.Command
+	if c.MPU != 0 && s.mpu == 0 {
+		// tc only sends mpu when it is non-zero, so `change` cannot clear
+		// it: rebuild the qdisc.
+		cmds = append([]plan.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
+	} else {
+		cmds = []plan.Command{d.t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)}
+	}
+	fs.apply(op, cmds)
+}
+
+func orDisabled(s string) string {
+	if s == "" {
+		return "disabled"
+	}
+	return s
+}
+
+func (d *differ) ifb(l shape.Link, dev *DeviceState) {
+	name := IFBName(l.Slot)
+	d.claimed["ifb/"+name] = true
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "ifb", ID: name,
+		Label: fmt.Sprintf("ifb %s %s", name, pipeLabel(l, shape.Download))}
+	up := plan.Field{Name: "state", Key: "state", After: "up", AfterValue: "up"}
+	switch {
+	case dev == nil:
+		op.Action = plan.Create
+		op.Fields = []plan.Field{{Name: "type", Key: "type", After: "ifb", AfterValue: "ifb"}, up}
+		op.Commands = []plan.Command{
+			d.t.ipCmd("link", "add", "name", name, "type", "ifb"),
+			d.t.ipCmd("link", "set", "dev", name, "up"),
+		}
+	case !dev.Up:
+		up.Before, up.BeforeValue = "down", "down"
+		op.Action, op.Reason, op.Fields, op.Unchanged = plan.Update, "state differs", []plan.Field{up}, 1
+		op.Commands = []plan.Command{d.t.ipCmd("link", "set", "dev", name, "up")}
+	}
+	d.add(op)
+}
+
+// hook makes sure the interface has an ingress hook (an ingress or clsact
+// qdisc) to attach the redirect to.
+func (d *differ) hook(l shape.Link, dev *DeviceState) {
+	d.claimed["hook/"+dev.Name] = true
+	if dev.Hook() != nil {
+		return
+	}
+	d.add(plan.Op{Link: l.Name, Interface: dev.Name, Kind: "ingress", ID: dev.Name, Action: plan.Create,
+		Label:    "ingress qdisc on " + dev.Name,
+		Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", After: "ingress", AfterValue: "ingress"}},
+		Commands: []plan.Command{d.t.tcCmd("qdisc", "add", "dev", dev.Name, "handle", "ffff:", "ingress")},
+	})
+}
+
+func isOurRedirect(f Filter) bool {
+	if f.Pref != RedirectPref || f.Kind != "u32" || len(f.Actions) != 1 {
+		return false
+	}
+	a := f.Actions[0]
+	if a.Kind != "mirred" || a.Mirred != "redirect" {
+		return false
+	}
+	if _, ours := IFBSlot(a.ToDev); ours {
+		return true
+	}
+	// When someone deletes the IFB, tc shows the redirect's target as "*"
+	// and the filter drops every packet: it is macake's to repair.
+	return a.ToDev == "*" && sameKeys(f.Keys, []U32Key{{}})
+}
+
+func isOurExemption(f Filter, h hook) bool {
+	if f.Kind != "u32" || len(f.Actions) != 0 || f.FlowID != exemptFlowID(h) {
+		return false
+	}
+	if !(f.Pref == ExemptIPv4Pref && f.Protocol == "ip") && !(f.Pref == ExemptIPv6Pref && f.Protocol == "ipv6") {
+		return false
+	}
+	_, ok := exemptAddr(h, f.Protocol, f.Keys)
+	return ok
+}
+
+func isExemptPref(p int) bool { return p == ExemptIPv4Pref || p == ExemptIPv6Pref }
+
+// exemptions plans the probe exemptions on one hook of the interface.
+// wanted is false where the shaper cannot honour them (CAKE egress);
+// rebuilt means the root qdisc (and every filter on it) is recreated by
+// this plan.
+func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebuilt bool) {
+	var liveFilters []Filter
+	switch {
+	case h == egressHook && !rebuilt && dev.ownsRoot():
+		liveFilters = dev.RootFilters
+	case h == ingressHook:
+		liveFilters = dev.IngressFilters
+	}
+	have := map[int][]netip.Addr{}
+	for _, f := range liveFilters {
+		if f.Header || !isExemptPref(f.Pref) {
+			continue
+		}
+		if !isOurExemption(f, h) {
+			d.warn(l.Name, fmt.Sprintf("%s %s has a filter at pref %d that macake did not write; probe exemptions there are left alone, so the controller may see macake's own queue. Remove it: tc filter del dev %s %s pref %d",
+				dev.Name, h, f.Pref, dev.Name, hookSelector(h), f.Pref))
+			return
+		}
+		a, _ := exemptAddr(h, f.Protocol, f.Keys)
+		have[f.Pref] = append(have[f.Pref], a)
+	}
+	want := map[int][]netip.Addr{}
+	if wanted {
+		for _, a := range uniqueAddrs(l.Reflectors) {
+			pref, _ := exemptPref(a)
+			want[pref] = append(want[pref], a)
+		}
+	}
+	d.claimed["exempt-"+h.String()+"/"+dev.Name] = true
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "exemptions", ID: dev.Name + "/" + h.String(),
+		Label: fmt.Sprintf("probe exemptions on %s %s %s", dev.Name, h, pipeLabel(l, hookDirection(h)))}
+	var cmds []plan.Command
+	for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
+		hv, wv := sortedAddrs(have[pref]), sortedAddrs(want[pref])
+		if slices.Equal(hv, wv) {
+			continue
+		}
+		if len(hv) > 0 {
+			cmds = append(cmds, d.t.deletePref(dev.Name, h, pref, protoOf(pref)))
+		}
+		for _, a := range wv {
+			cmds = append(cmds, d.t.addExemption(dev.Name, h, a))
+		}
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	before := addrList(append(sortedAddrs(have[ExemptIPv4Pref]), sortedAddrs(have[ExemptIPv6Pref])...))
+	after := addrList(append(sortedAddrs(want[ExemptIPv4Pref]), sortedAddrs(want[ExemptIPv6Pref])...))
+	f := plan.Field{Name: "reflectors", Key: "reflectors", Before: strings.Join(before, ", "), After: strings.Join(after, ", ")}
+	if len(before) > 0 {
+		f.BeforeValue = before
+	}
+	if len(after) > 0 {
+		f.AfterValue = after
+	}
+	switch {
+	case len(before) == 0:
+		op.Action = plan.Create
+	case len(after) == 0:
+		op.Action, op.Reason = plan.Remove, "no reflectors to exempt"
+		if !wanted && len(l.Reflectors) > 0 {
+			op.Reason = "cake cannot bypass its shaper; its flow isolation protects the probes"
+		}
+	default:
+		op.Action, op.Reason = plan.Update, "reflectors differ"
+	}
+	op.Fields, op.Commands = []plan.Field{f}, cmds
+	d.add(op)
+}
+
+func hookDirection(h hook) shape.Direction {
+	if h == egressHook {
+		return shape.Upload
+	}
+	return shape.Download
+}
+
+func hookSelector(h hook) string {
+	if h == egressHook {
+		return "parent " + rootHandleArg
+	}
+	return "ingress"
+}
+
+func protoOf(pref int) string {
+	if pref == ExemptIPv4Pref {
+		return "ip"
+	}
+	return "ipv6"
+}
+
+func uniqueAddrs(in []netip.Addr) []netip.Addr {
+	seen := map[netip.Addr]bool{}
+	var out []netip.Addr
+	for _, a := range in {
+		a = a.Unmap()
+		if a.IsValid() && !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func sortedAddrs(in []netip.Addr) []netip.Addr {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
+}
+
+func addrList(in []netip.Addr) []string {
+	out := make([]string, len(in))
+	for i, a := range in {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// redirect plans the ingress filter that sends everything to the IFB.
+func (d *differ) redirect(l shape.Link, dev *DeviceState, ifb string) {
+	var ours []Filter
+	ahead := map[string]bool{}
+	for _, f := range dev.IngressFilters {
+		switch {
+		case f.Header || isExemptPref(f.Pref):
+		case f.Pref == RedirectPref && isOurRedirect(f):
+			ours = append(ours, f)
+		case f.Pref == RedirectPref:
+			d.warn(l.Name, fmt.Sprintf("%s's ingress hook has a filter at pref %d that macake did not write, so download is not shaped. Remove it: tc filter del dev %s ingress pref %d",
+				dev.Name, RedirectPref, dev.Name, RedirectPref))
+			return
+		case f.Pref < RedirectPref:
+			ahead[fmt.Sprintf("pref %d %s", f.Pref, f.Kind)] = true
+		}
+	}
+	if len(ahead) > 0 {
+		list := make([]string, 0, len(ahead))
+		for k := range ahead {
+			list = append(list, k)
+		}
+		sort.Strings(list)
+		d.warn(l.Name, fmt.Sprintf("%s's ingress hook has other filters that run before macake's redirect (%s); packets they match are not shaped on download", dev.Name, strings.Join(list, ", ")))
+	}
+	d.claimed["redirect/"+dev.Name] = true
+	if len(ours) == 1 {
+		f, a := ours[0], ours[0].Actions[0]
+		if a.ToDev == ifb && a.Direction == "egress" && f.Protocol == "all" && sameKeys(f.Keys, []U32Key{{}}) {
+			return
+		}
+	}
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "redirect", ID: dev.Name,
+		Label: fmt.Sprintf("redirect %s ingress → %s %s", dev.Name, ifb, pipeLabel(l, shape.Download))}
+	target := plan.Field{Name: "target", Key: "redirect_to", After: ifb, AfterValue: ifb}
+	if len(ours) == 0 {
+		op.Action, op.Commands = plan.Create, []plan.Command{d.t.addRedirect(dev.Name, ifb)}
+	} else {
+		target.Before, target.BeforeValue = ours[0].Actions[0].ToDev, ours[0].Actions[0].ToDev
+		op.Action, op.Reason = plan.Update, "target differs"
+		op.Commands = []plan.Command{d.t.deleteRedirect(dev.Name), d.t.addRedirect(dev.Name, ifb)}
+	}
+	op.Fields = []plan.Field{target}
+	d.add(op)
+}
+
+const removedReason = "no longer in the desired state"
+
+// removals plans the removal of every owned object nothing claimed.
+func (d *differ) removals() {
+	names := make([]string, 0, len(d.live.Devices))
+	for n := range d.live.Devices {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	removedIFB := map[string]bool{}
+
+	// 1. Ingress filters, so no packet is redirected to a device about to go.
+	for _, n := range names {
+		dev := d.live.Devices[n]
+		hookQ := dev.Hook()
+		if hookQ == nil {
+			continue
+		}
+		var redirect bool
+		exempt := map[int]bool{}
+		foreign := 0
+		for _, f := range dev.IngressFilters {
+			switch {
+			case f.Header:
+			case isOurRedirect(f):
+				redirect = true
+			case isOurExemption(f, ingressHook):
+				exempt[f.Pref] = true
+			default:
+				foreign++
+			}
+		}
+		dropRedirect := redirect && !d.claimed["redirect/"+n]
+		dropExempt := len(exempt) > 0 && !d.claimed["exempt-ingress/"+n]
+		if !dropRedirect && !dropExempt {
+			continue
+		}
+		keepsOurs := (redirect && !dropRedirect) || (len(exempt) > 0 && !dropExempt)
+		if hookQ.Kind == "ingress" && foreign == 0 && !keepsOurs && !d.claimed["hook/"+n] {
+			// Only macake's filters use it: deleting the qdisc removes them
+			// all in one step.
+			d.add(plan.Op{Interface: n, Kind: "ingress", ID: n, Action: plan.Remove,
+				Label:    "ingress qdisc on " + n,
+				Reason:   "it holds only macake's filters, which are " + removedReason,
+				Commands: []plan.Command{d.t.tcCmd("qdisc", "del", "dev", n, "handle", "ffff:", "ingress")},
+			})
+			continue
+		}
+		if dropRedirect {
+			d.add(plan.Op{Interface: n, Kind: "redirect", ID: n, Action: plan.Remove,
+				Label: "redirect " + n + " ingress", Reason: removedReason,
+				Commands: []plan.Command{d.t.deleteRedirect(n)},
+			})
+		}
+		if dropExempt {
+			op := plan.Op{Interface: n, Kind: "exemptions", ID: n + "/ingress", Action: plan.Remove,
+				Label: "probe exemptions on " + n + " ingress", Reason: removedReason}
+			for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
+				if exempt[pref] {
+					op.Commands = append(op.Commands, d.t.deletePref(n, ingressHook, pref, protoOf(pref)))
+				}
+			}
+			d.add(op)
+		}
+	}
+	// 2. IFB devices; their qdiscs go with them.
+	for _, n := range names {
+		dev := d.live.Devices[n]
+		slot, ours := IFBSlot(n)
+		if !ours || dev.Kind != "ifb" || d.claimed["ifb/"+n] {
+			continue
+		}
+		removedIFB[n] = true
+		d.add(plan.Op{Interface: n, Kind: "ifb", ID: n, Action: plan.Remove,
+			Label:    "ifb " + n,
+			Reason:   fmt.Sprintf("no active link has slot %d", slot),
+			Commands: []plan.Command{d.t.ipCmd("link", "del", "dev", n)},
+		})
+	}
+	// 3. Root qdiscs; the kernel puts its default back, and the egress
+	// exemptions go with them.
+	for _, n := range names {
+		dev := d.live.Devices[n]
+		if !dev.ownsRoot() || d.claimed["root/"+n] || removedIFB[n] {
+			continue
+		}
+		d.add(plan.Op{Interface: n, Kind: "shaper", ID: n, Action: plan.Remove,
+			Label:    "shaper on " + n,
+			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev.Root()), BeforeValue: liveKind(dev.Root())}},
+			Reason:   removedReason,
+			Commands: []plan.Command{d.t.deleteRoot(n)},
+		})
+	}
+}
+
+// joinAnd joins a list as English: "a", "a and b", "a, b and c".
+func joinAnd(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

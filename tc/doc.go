@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package tc is macake's Linux backend: it renders a shape.State as tc
+// objects, reads the live ones back from `tc -j` and `ip -j`, diffs the two
+// into a plan.Plan and runs the plan's commands through a plan.Runner.
+//
+// Per active link it owns (and touches nothing else):
+//
+//   - upload: the root qdisc of the link's interface, handle 4d4b: ("MK");
+//   - download: an IFB device named ifb-macake<slot>, its root qdisc
+//     (handle 4d4b:), and a u32 match-all filter at pref 19787 on the
+//     interface's ingress hook that redirects every packet to the IFB;
+//   - probe exemptions: u32 filters at prefs 19785 (IPv4) and 19786 (IPv6)
+//     that let ICMP to and from the controller's reflectors bypass the
+//     shaper, so the controller measures the bottleneck and not its own
+//     queue;
+//   - the ingress qdisc it added, removed only together with its own filters
+//     and only when no other filter uses it.
+//
+// The shaper is CAKE when the kernel has sch_cake, otherwise htb with one
+// class at the rate and a byte-limited bfifo leaf, which is exactly a
+// dummynet pipe. Capabilities are probed at run time (Probe).
+//
+// Planning is pure: Diff(desired, live) never runs anything, so it is
+// golden-tested on recorded tc output. Only Backend.Execute,
+// Backend.SetRate and the probes run commands, always through the
+// plan.Runner (execrun.Runner in production).
+package tc

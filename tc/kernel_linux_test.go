@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package tc
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// These tests shape veths inside network namespaces of their own, named
+// mctc-<pid>-<n>, on the real kernel. They need root.
+
+var netnsSeq atomic.Int32
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: needs root to create network namespaces and tc objects on the real kernel (CI runs as root)")
+	}
+	for _, tool := range []string{"tc", "ip"} {
+		if p := toolPath("", tool); !strings.HasPrefix(p, "/") {
+			t.Skipf("skipping: %s (iproute2) is not installed", tool)
+		}
+	}
+}
+
+// sh runs a command the test needs to succeed and returns its stdout.
+func sh(t *testing.T, argv ...string) string {
+	t.Helper()
+	cmd := plan.Command{Argv: argv}
+	res, err := execrun.Runner{}.Run(context.Background(), cmd)
+	if _, err = execrun.Check(cmd, res, err); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return string(res.Stdout)
+}
+
+// newNetns creates a network namespace removed when the test ends.
+func newNetns(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("mctc-%d-%d", os.Getpid(), netnsSeq.Add(1))
+	sh(t, "ip", "netns", "add", name)
+	t.Cleanup(func() {
+		cmd := plan.Command{Argv: []string{"ip", "netns", "del", name}}
+		if res, err := (execrun.Runner{}).Run(context.Background(), cmd); err != nil || res.ExitCode != 0 {
+			t.Errorf("removing namespace %s: %v %s", name, err, res.Stderr)
+		}
+	})
+	sh(t, "ip", "-n", name, "link", "set", "dev", "lo", "up")
+	return name
+}
+
+// vethPair creates a veth pair a–b inside ns, both up.
+func vethPair(t *testing.T, ns, a, b string) {
+	t.Helper()
+	sh(t, "ip", "-n", ns, "link", "add", "name", a, "type", "veth", "peer", "name", b)
+	sh(t, "ip", "-n", ns, "link", "set", "dev", a, "up")
+	sh(t, "ip", "-n", ns, "link", "set", "dev", b, "up")
+}
+
+// kernelBackend returns a backend acting in ns, with the real probe.
+func kernelBackend(t *testing.T, ns string, r plan.Runner) *Backend {
+	t.Helper()
+	b := &Backend{Runner: r, Tools: DefaultTools()}
+	b.Tools.Netns = ns
+	return b
+}
+
+func apply(t *testing.T, b *Backend, desired shape.State) plan.Plan {
+	t.Helper()
+	ctx := context.Background()
+	p, err := b.Plan(ctx, desired)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	for _, op := range p.Ops {
+		if err := b.Execute(ctx, op); err != nil {
+			t.Fatalf("execute: %v", err)
+		}
+	}
+	return p
+}
+
+func mustConverge(t *testing.T, b *Backend, desired shape.State) {
+	t.Helper()
+	p, err := b.Plan(context.Background(), desired)
+	if err != nil {
+		t.Fatalf("re-plan: %v", err)
+	}
+	if !p.Empty() {
+		t.Fatalf("re-plan after apply is not empty:\n%s", formatPlan(p))
+	}
+}
+
+func wanLink(iface string, slot int) shape.Link {
+	return shape.Link{
+		Name: "wan", Interface: iface, Slot: slot,
+		Upload:     shape.Pipe{RateBits: 20_000_000, QueueBytes: 64 << 10},
+		Download:   shape.Pipe{RateBits: 30_123_456, QueueBytes: 128 << 10},
+		Reflectors: []netip.Addr{netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("fd77::2")},
+	}
+}
+
+// observe reads the live state of ns through the package's own parser.
+func observe(t *testing.T, b *Backend) Live {
+	t.Helper()
+	live, err := b.Observe(context.Background())
+	if err != nil {
+		t.Fatalf("observe: %v", err)
+	}
+	return live
+}
+
+// assertNothingOwned checks that no object macake owns is left in ns.
+func assertNothingOwned(t *testing.T, b *Backend) {
+	t.Helper()
+	live := observe(t, b)
+	for name, d := range live.Devices {
+		if _, ours := IFBSlot(name); ours {
+			t.Errorf("IFB %s survived teardown", name)
+		}
+		if d.ownsRoot() {
+			t.Errorf("macake's root qdisc survived on %s", name)
+		}
+		for _, f := range d.IngressFilters {
+			if !f.Header && (f.Pref == RedirectPref || isExemptPref(f.Pref)) {
+				t.Errorf("macake's filter at pref %d survived on %s", f.Pref, name)
+			}
+		}
+	}
+	mustConverge(t, b, shape.State{})
+}
+
+func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	// Foreign objects the teardown must leave alone: an IFB with its own
+	// qdisc, and a veth whose ingress hook carries someone else's filter.
+	vethPair(t, ns, "lan0", "peer1")
+	sh(t, "ip", "-n", ns, "link", "add", "name", "ifb0", "type", "ifb")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "ifb0", "root", "handle", "8001:", "pfifo", "limit", "50")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress")
+	sh(t, "tc", "-n", ns, "filter", "add", "dev", "lan0", "ingress", "protocol", "ip", "pref", "10", "u32",
+		"match", "ip", "src", "10.99.0.0/16", "flowid", "ffff:1")
+
+	b := kernelBackend(t, ns, execrun.Runner{})
+	caps := b.Capabilities(context.Background())
+	if !caps.Tried || !caps.HTB || !caps.BFIFO || !caps.IFB || !caps.Mirred {
+		t.Fatalf("probe on this kernel = %+v, want htb, bfifo, ifb and mirred found by trying", caps)
+	}
+	t.Logf("capabilities: %s", strings.Join(caps.Report(), "; "))
+
+	wan := wanLink("wan0", 3)
+	lan := shape.Link{Name: "lan", Interface: "lan0", Slot: 4,
+		Upload: shape.Pipe{RateBits: 5_000_000, QueueBytes: 20_000}, Download: shape.Pipe{RateBits: 8_000_000, QueueBytes: 30_000}}
+	desired := shape.State{Links: []shape.Link{wan, lan}}
+	p := apply(t, b, desired)
+	t.Logf("applied:\n%s", formatPlan(p))
+	mustConverge(t, b, desired)
+
+	// Independent check with tc's own text output, not our parser.
+	if out := sh(t, "tc", "-n", ns, "class", "show", "dev", "wan0"); !strings.Contains(out, "rate 20Mbit") {
+		t.Errorf("wan0 class is not at 20Mbit:\n%s", out)
+	}
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "ifb-macake3"); !strings.Contains(out, "bfifo 4d4c: parent 4d4b:1 limit 128Kb") {
+		t.Errorf("ifb-macake3 has no 128 KB bfifo leaf:\n%s", out)
+	}
+	if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "lan0", "ingress"); !strings.Contains(out, "ifb-macake4") {
+		t.Errorf("lan0's ingress does not redirect to ifb-macake4:\n%s", out)
+	}
+
+	// SetRate: one process per call, and the kernel shows the new values.
+	counting := &faultyRunner{inner: execrun.Runner{}}
+	b.Runner = counting
+	ctx := context.Background()
+	if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}); err != nil {
+		t.Fatalf("SetRate upload: %v", err)
+	}
+	if err := b.SetRate(ctx, wan, shape.Download, shape.Pipe{RateBits: 41_234_567, QueueBytes: 70_000}); err != nil {
+		t.Fatalf("SetRate download: %v", err)
+	}
+	if n := counting.count(); n != 2 {
+		t.Errorf("two SetRate calls ran %d commands, want exactly 2", n)
+	}
+	b.Runner = execrun.Runner{}
+	live := observe(t, b)
+	up, down := live.Devices["wan0"], live.Devices["ifb-macake3"]
+	if c := up.Class(ClassHandle); c == nil || !sameRate(25_000_000, c.RateBits, c.Exact) {
+		t.Errorf("upload class after SetRate = %+v, want 25 Mbit/s", c)
+	}
+	if l := up.Leaf(ClassHandle); l == nil || l.Limit != 50_000 {
+		t.Errorf("upload leaf after SetRate = %+v, want limit 50000", l)
+	}
+	if c := down.Class(ClassHandle); c == nil || !sameRate(41_234_567, c.RateBits, c.Exact) {
+		t.Errorf("download class after SetRate = %+v, want 41.234567 Mbit/s", c)
+	}
+	wan.Upload = shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}
+	wan.Download = shape.Pipe{RateBits: 41_234_567, QueueBytes: 70_000}
+	desired = shape.State{Links: []shape.Link{wan, lan}}
+	mustConverge(t, b, desired)
+
+	// Teardown removes what macake owns and nothing else.
+	tp, err := b.Teardown(ctx)
+	if err != nil {
+		t.Fatalf("teardown: %v", err)
+	}
+	t.Logf("teardown:\n%s", formatPlan(tp))
+	assertNothingOwned(t, b)
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "ifb0"); !strings.Contains(out, "pfifo 8001:") {
+		t.Errorf("foreign ifb0's qdisc did not survive:\n%s", out)
+	}
+	if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "lan0", "ingress"); !strings.Contains(out, "pref 10 ") {
+		t.Errorf("foreign filter on lan0 did not survive:\n%s", out)
+	}
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); strings.Contains(out, "ingress") {
+		t.Errorf("the ingress qdisc macake added to wan0 survived:\n%s", out)
+	}
+	if tp2, err := b.Teardown(ctx); err != nil || !tp2.Empty() {
+		t.Errorf("second teardown = %v, %v; want nothing to do", formatPlan(tp2), err)
+	}
+}
+
+func TestKernelDriftIsRepaired(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	b := kernelBackend(t, ns, execrun.Runner{})
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
+	apply(t, b, desired)
+
+	drifts := []struct {
+		name string
+		argv []string
+		want string // the op kind the repair must contain
+	}{
+		{"class rate changed by hand", []string{"tc", "-n", ns, "class", "change", "dev", "wan0", "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "5mbit"}, "shaper"},
+		{"leaf limit changed by hand", []string{"tc", "-n", ns, "qdisc", "change", "dev", "ifb-macake0", "parent", "4d4b:1", "handle", "4d4c:", "bfifo", "limit", "1000"}, "shaper"},
+		{"qdisc on macake's IFB replaced", []string{"tc", "-n", ns, "qdisc", "replace", "dev", "ifb-macake0", "root", "handle", "8001:", "pfifo"}, "shaper"},
+		{"root qdisc deleted", []string{"tc", "-n", ns, "qdisc", "del", "dev", "wan0", "root"}, "shaper"},
+		{"redirect deleted", []string{"tc", "-n", ns, "filter", "del", "dev", "wan0", "ingress", "pref", "19787"}, "redirect"},
+		{"IFB deleted under the redirect", []string{"ip", "-n", ns, "link", "del", "dev", "ifb-macake0"}, "ifb"},
+		{"IFB set down", []string{"ip", "-n", ns, "link", "set", "dev", "ifb-macake0", "down"}, "ifb"},
+		{"ingress qdisc deleted", []string{"tc", "-n", ns, "qdisc", "del", "dev", "wan0", "ingress"}, "redirect"},
+	}
+	for _, d := range drifts {
+		sh(t, d.argv...)
+		p := apply(t, b, desired)
+		found := false
+		for _, op := range p.Ops {
+			found = found || op.Kind == d.want
+		}
+		if !found {
+			t.Errorf("%s: repair plan has no %s op:\n%s", d.name, d.want, formatPlan(p))
+		}
+		mustConverge(t, b, desired)
+	}
+}
+
+func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "root", "handle", "8001:", "pfifo", "limit", "77")
+	b := kernelBackend(t, ns, execrun.Runner{})
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
+	p := apply(t, b, desired)
+	if !hasWarning(p, "root qdisc macake does not own (pfifo 8001:)") {
+		t.Errorf("no warning about the foreign root:\n%s", formatPlan(p))
+	}
+	for _, op := range p.Ops {
+		if op.ID == "wan0" && op.Kind == "shaper" {
+			t.Errorf("plan touches the foreign root: %s", op.Label)
+		}
+	}
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); !strings.Contains(out, "pfifo 8001: root") || !strings.Contains(out, "limit 77p") {
+		t.Errorf("foreign root changed:\n%s", out)
+	}
+	// Download is still shaped; the next plan only repeats the warning.
+	p, err := b.Plan(context.Background(), desired)
+	if err != nil || !p.Empty() || !hasWarning(p, "pfifo 8001:") {
+		t.Errorf("re-plan = %s, %v; want no ops and the warning again", formatPlan(p), err)
+	}
+}
+
+func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	b := kernelBackend(t, ns, execrun.Runner{})
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
+	ctx := context.Background()
+	p, err := b.Plan(ctx, desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fail the htb class command of the download shaper: the IFB and its
+	// root qdisc exist, its class does not.
+	faulty := &faultyRunner{inner: execrun.Runner{}, fail: func(_ int, cmd plan.Command) bool {
+		a := strings.Join(cmd.Argv, " ")
+		return strings.Contains(a, "class replace dev ifb-macake1")
+	}}
+	b.Runner = faulty
+	var failed bool
+	for _, op := range p.Ops {
+		if err := b.Execute(ctx, op); err != nil {
+			if !strings.Contains(err.Error(), "injected failure") || !strings.Contains(err.Error(), "ifb-macake1") {
+				t.Errorf("error does not say what failed: %v", err)
+			}
+			failed = true
+			break
+		}
+	}
+	if !failed {
+		t.Fatal("the injected failure did not surface")
+	}
+	b.Runner = execrun.Runner{}
+	p = apply(t, b, desired)
+	if len(p.Ops) == 0 {
+		t.Fatal("the plan after a failed apply has nothing to do")
+	}
+	mustConverge(t, b, desired)
+}
+
+func TestKernelInterfaceRenamedOrMissing(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	b := kernelBackend(t, ns, execrun.Runner{})
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 2)}}
+	apply(t, b, desired)
+
+	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "down")
+	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "name", "wan9")
+	p := apply(t, b, desired)
+	if !hasWarning(p, "interface wan0 not found") {
+		t.Errorf("no warning about the missing interface:\n%s", formatPlan(p))
+	}
+	// What macake left on the renamed device is no longer any link's: gone.
+	assertNothingOwned(t, b)
+
+	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan9", "name", "wan0")
+	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "up")
+	apply(t, b, desired)
+	mustConverge(t, b, desired)
+
+	// SetRate on a vanished interface fails clearly instead of guessing.
+	sh(t, "ip", "-n", ns, "link", "del", "dev", "wan0")
+	err := b.SetRate(context.Background(), desired.Links[0], shape.Upload, shape.Pipe{RateBits: 1e6, QueueBytes: 5000})
+	if err == nil || !IsNotFound(err) || !strings.Contains(err.Error(), "renamed") {
+		t.Errorf("SetRate on a missing interface = %v, want a not-found error with a hint", err)
+	}
+}
+
+func hasWarning(p plan.Plan, sub string) bool {
+	for _, w := range p.Warnings {
+		if strings.Contains(w.Message, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+)
+
+// Live is the observed system: every device with its qdiscs and, where
+// macake may own something, its classes and filters. Diff reads nothing
+// else.
+type Live struct {
+	// Tools are the programs the plan's commands will name.
+	Tools Tools
+	// Caps is what the kernel supports.
+	Caps Capabilities
+	// Devices maps device name to its state.
+	Devices map[string]*DeviceState
+}
+
+// DeviceState is one device and the tc objects on it.
+type DeviceState struct {
+	Device
+	Qdiscs []Qdisc
+	// Classes are read only when macake's htb root is on the device.
+	Classes []Class
+	// RootFilters are the filters attached to macake's htb root (the
+	// egress probe exemptions).
+	RootFilters []Filter
+	// IngressFilters are the filters on the ingress hook, read only when
+	// the device has an ingress or clsact qdisc.
+	IngressFilters []Filter
+}
+
+// Root returns the device's root qdisc, nil when none is listed.
+func (d *DeviceState) Root() *Qdisc {
+	if d == nil {
+		return nil
+	}
+	for i := range d.Qdiscs {
+		if d.Qdiscs[i].Root {
+			return &d.Qdiscs[i]
+		}
+	}
+	return nil
+}
+
+// Hook returns the device's ingress or clsact qdisc, nil when none.
+func (d *DeviceState) Hook() *Qdisc {
+	if d == nil {
+		return nil
+	}
+	for i := range d.Qdiscs {
+		if k := d.Qdiscs[i].Kind; (k == "ingress" || k == "clsact") && d.Qdiscs[i].Handle == IngressHandle {
+			return &d.Qdiscs[i]
+		}
+	}
+	return nil
+}
+
+// Leaf returns the qdisc attached to a class, nil when none is listed.
+func (d *DeviceState) Leaf(class uint32) *Qdisc {
+	for i := range d.Qdiscs {
+		if !d.Qdiscs[i].Root && d.Qdiscs[i].Parent == class {
+			return &d.Qdiscs[i]
+		}
+	}
+	return nil
+}
+
+// Class returns the class with the given handle, nil when absent.
+func (d *DeviceState) Class(h uint32) *Class {
+	for i := range d.Classes {
+		if d.Classes[i].Handle == h {
+			return &d.Classes[i]
+		}
+	}
+	return nil
+}
+
+// ownsRoot reports whether macake's root qdisc is on the device.
+func (d *DeviceState) ownsRoot() bool {
+	r := d.Root()
+	return r != nil && r.Handle == RootHandle
+}
+
+// Observe reads the live state through r: `ip -d -j link show`, `tc -j
+// qdisc show`, then classes and filters only where macake may own some.
+// Caps is left zero; the Backend fills it in.
+func Observe(ctx context.Context, r plan.Runner, t Tools) (Live, error) {
+	live := Live{Tools: t, Devices: map[string]*DeviceState{}}
+	out, err := runOutput(ctx, r, t.ipCmd("-d", "-j", "link", "show"))
+	if err != nil {
+		return live, err
+	}
+	devs, err := ParseLinks(out)
+	if err != nil {
+		return live, err
+	}
+	for _, d := range devs {
+		live.Devices[d.Name] = &DeviceState{Device: d}
+	}
+	if out, err = runOutput(ctx, r, t.tcCmd("-j", "qdisc", "show")); err != nil {
+		return live, err
+	}
+	qs, err := ParseQdiscs(out)
+	if err != nil {
+		return live, err
+	}
+	for _, q := range qs {
+		if d := live.Devices[q.Dev]; d != nil {
+			d.Qdiscs = append(d.Qdiscs, q)
+		}
+	}
+	names := make([]string, 0, len(live.Devices))
+	for n := range live.Devices {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		d := live.Devices[n]
+		if root := d.Root(); root != nil && root.Handle == RootHandle && root.Kind == "htb" {
+			if out, err = runOutput(ctx, r, t.tcCmd("-d", "-j", "class", "show", "dev", n)); err != nil {
+				return live, err
+			}
+			if d.Classes, err = ParseClasses(out); err != nil {
+				return live, fmt.Errorf("%s: %w", n, err)
+			}
+			if _, isIFB := IFBSlot(n); !isIFB {
+				if out, err = runOutput(ctx, r, t.tcCmd("-j", "filter", "show", "dev", n, "parent", rootHandleArg)); err != nil {
+					return live, err
+				}
+				if d.RootFilters, err = ParseFilters(out); err != nil {
+					return live, fmt.Errorf("%s: %w", n, err)
+				}
+			}
+		}
+		if d.Hook() != nil {
+			if out, err = runOutput(ctx, r, t.tcCmd("-j", "filter", "show", "dev", n, "ingress")); err != nil {
+				return live, err
+			}
+			if d.IngressFilters, err = ParseFilters(out); err != nil {
+				return live, fmt.Errorf("%s: %w", n, err)
+			}
+		}
+	}
+	return live, nil
+}
+
+// runOutput runs a read-only command and returns its stdout; a non-zero
+// exit is an error carrying the child's stderr.
+func runOutput(ctx context.Context, r plan.Runner, cmd plan.Command) ([]byte, error) {
+	res, err := r.Run(ctx, cmd)
+	res, err = execrun.Check(cmd, res, err)
+	if err != nil {
+		return nil, fmt.Errorf("observing: %w", hint(err))
+	}
+	return res.Stdout, nil
+}
+
+// hint adds what to do to the kernel and iproute2 errors a user can fix.
+func hint(err error) error {
+	var ee *execrun.Error
+	if !errors.As(err, &ee) {
+		return err
+	}
+	msg := string(ee.Stderr)
+	for _, h := range []struct{ needle, advice string }{
+		{"Specified qdisc kind is unknown", "the kernel lacks this qdisc; `macake doctor` lists what it has"},
+		{"Unknown device type", "the kernel has no IFB support: load it with `modprobe ifb` (CONFIG_IFB)"},
+		{"Cannot find device", "the interface is gone or was renamed; the next plan adapts"},
+		{"Exclusivity flag on", "another qdisc took the interface meanwhile; the next plan reports it"},
+		{"executable file not found", "install iproute2, or point MACAKE_TC / MACAKE_IP at tc and ip"},
+	} {
+		if strings.Contains(msg, h.needle) || (ee.Err != nil && strings.Contains(ee.Err.Error(), h.needle)) {
+			return fmt.Errorf("%w (%s)", err, h.advice)
+		}
+	}
+	return err
+}

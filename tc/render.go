@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// shaperSpec is the desired shaper of one direction, in tc terms.
+type shaperSpec struct {
+	dev  string
+	dir  shape.Direction
+	cake bool // else htb + bfifo
+	pipe shape.Pipe
+	// overhead and mpu are per-packet compensation in bytes (htb and cake).
+	overhead, mpu int
+	// CAKE only.
+	diffserv, flowmode  string
+	nat, ackFilter, ing bool
+}
+
+func (s shaperSpec) kindName() string {
+	if s.cake {
+		return "cake"
+	}
+	return "htb+bfifo"
+}
+
+// Defaults CAKE applies when an option is not given; macake always passes
+// them explicitly so `tc qdisc change` fully specifies the qdisc.
+const (
+	cakeDefaultDiffserv = "diffserv3"
+	cakeDefaultFlowMode = "triple-isolate"
+)
+
+// specFor returns the desired shaper of one direction of l.
+func specFor(l shape.Link, dir shape.Direction, cake bool) shaperSpec {
+	s := shaperSpec{dir: dir, cake: cake, pipe: l.Pipe(dir), dev: l.Interface}
+	if dir == shape.Download {
+		s.dev = IFBName(l.Slot)
+	}
+	c := l.Cake
+	if c == nil {
+		c = &shape.Cake{}
+	}
+	s.overhead, s.mpu = c.Overhead, c.MPU
+	if !cake {
+		return s
+	}
+	s.diffserv = c.Diffserv
+	if s.diffserv == "" {
+		s.diffserv = cakeDefaultDiffserv
+	}
+	s.flowmode = c.EgressIsolate
+	if dir == shape.Download {
+		s.flowmode = c.IngressIsolate
+	}
+	if s.flowmode == "" {
+		s.flowmode = cakeDefaultFlowMode
+	}
+	s.nat = c.NAT
+	// ACK filtering thins the ACKs of download flows as they leave: it
+	// belongs on the upload side only.
+	s.ackFilter = c.ACKFilter && dir == shape.Upload
+	s.ing = dir == shape.Download
+	return s
+}
+
+var (
+	rootHandleArg  = FormatHandle(RootHandle)
+	classHandleArg = FormatHandle(ClassHandle)
+	leafHandleArg  = FormatHandle(LeafHandle)
+)
+
+// cakeArgs renders every CAKE option macake manages, after "cake".
+func cakeArgs(s shaperSpec) []string {
+	a := []string{"cake", "bandwidth", rateArg(s.pipe.RateBits), s.diffserv, s.flowmode}
+	a = append(a, pick(s.nat, "nat", "nonat"), pick(s.ackFilter, "ack-filter", "no-ack-filter"))
+	if s.overhead != 0 || s.mpu != 0 {
+		a = append(a, "overhead", strconv.Itoa(s.overhead))
+		if s.mpu != 0 {
+			a = append(a, "mpu", strconv.Itoa(s.mpu))
+		}
+	} else {
+		a = append(a, "raw")
+	}
+	return append(a, pick(s.ing, "ingress", "egress"))
+}
+
+func pick(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}
+
+// htbClassArgs renders the htb class: rate = ceil, a 1 ms bucket, and the
+// per-packet overhead compensation.
+func htbClassArgs(verb string, s shaperSpec) []string {
+	burst := strconv.FormatInt(htbBurst(s.pipe.RateBits), 10)
+	a := []string{"class", verb, "dev", s.dev, "parent", rootHandleArg, "classid", classHandleArg,
+		"htb", "rate", rateArg(s.pipe.RateBits), "ceil", rateArg(s.pipe.RateBits),
+		"burst", burst, "cburst", burst, "quantum", strconv.Itoa(htbQuantum)}
+	if s.overhead != 0 {
+		a = append(a, "overhead", strconv.Itoa(s.overhead))
+	}
+	if s.mpu != 0 {
+		a = append(a, "mpu", strconv.Itoa(s.mpu))
+	}
+	return a
+}
+
+func leafArgs(verb string, s shaperSpec) []string {
+	return []string{"qdisc", verb, "dev", s.dev, "parent", classHandleArg, "handle", leafHandleArg,
+		"bfifo", "limit", strconv.FormatInt(s.pipe.QueueBytes, 10)}
+}
+
+// rootArgs renders the root qdisc itself; rootVerb is "add" over a kernel
+// default (so a foreign root that appeared meanwhile is never replaced) or
+// "replace" on macake's own IFB.
+func rootArgs(rootVerb string, s shaperSpec) []string {
+	a := []string{"qdisc", rootVerb, "dev", s.dev, "root", "handle", rootHandleArg}
+	if s.cake {
+		return append(a, cakeArgs(s)...)
+	}
+	return append(a, "htb", "default", "1")
+}
+
+// createShaper renders a whole shaper from nothing.
+func (t Tools) createShaper(rootVerb string, s shaperSpec) []plan.Command {
+	cmds := []plan.Command{t.tcCmd(rootArgs(rootVerb, s)...)}
+	if !s.cake {
+		cmds = append(cmds, t.tcCmd(htbClassArgs("replace", s)...), t.tcCmd(leafArgs("replace", s)...))
+	}
+	return cmds
+}
+
+func (t Tools) deleteRoot(dev string) plan.Command {
+	// Naming the handle makes the kernel refuse ("Invalid handle") if the
+	// root is no longer macake's.
+	return t.tcCmd("qdisc", "del", "dev", dev, "root", "handle", rootHandleArg)
+}
+
+// setRateCommand is the controller's hot path: one child process. For htb
+// the class rate and the bfifo limit go together through `tc -batch -`,
+// because DESIGN §2 resizes the queue with every rate change.
+func (t Tools) setRateCommand(s shaperSpec) plan.Command {
+	if s.cake {
+		return t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)
+	}
+	cmd := t.tcCmd("-batch", "-")
+	cmd.Stdin = strings.Join(htbClassArgs("change", s), " ") + "\n" + strings.Join(leafArgs("change", s), " ") + "\n"
+	return cmd
+}
+
+// exemption direction: egress probes go to a reflector, ingress replies
+// come from one.
+type hook int
+
+const (
+	egressHook hook = iota
+	ingressHook
+)
+
+func (h hook) String() string {
+	if h == egressHook {
+		return "egress"
+	}
+	return "ingress"
+}
+
+// exemptPref returns the filter priority and protocol for an address.
+func exemptPref(a netip.Addr) (int, string) {
+	if a.Is4() {
+		return ExemptIPv4Pref, "ip"
+	}
+	return ExemptIPv6Pref, "ipv6"
+}
+
+// exemptFlowID is the class an exempt packet is sent to: on egress the htb
+// root itself (4d4b:), which htb sends straight out unshaped (its "direct"
+// queue); on ingress any classid, which ends classification with "OK" so
+// the packet goes up the stack without reaching the redirect.
+func exemptFlowID(h hook) string {
+	if h == egressHook {
+		return rootHandleArg
+	}
+	return "ffff:1"
+}
+
+func (t Tools) hookArgs(verb, dev string, h hook) []string {
+	if h == egressHook {
+		return []string{"filter", verb, "dev", dev, "parent", rootHandleArg}
+	}
+	return []string{"filter", verb, "dev", dev, "ingress"}
+}
+
+func (t Tools) addExemption(dev string, h hook, a netip.Addr) plan.Command {
+	pref, proto := exemptPref(a)
+	side := "dst"
+	if h == ingressHook {
+		side = "src"
+	}
+	args := append(t.hookArgs("add", dev, h), "protocol", proto, "pref", strconv.Itoa(pref), "u32")
+	if a.Is4() {
+		args = append(args, "match", "ip", "protocol", "1", "0xff", "match", "ip", side, a.String()+"/32")
+	} else {
+		args = append(args, "match", "ip6", "protocol", "58", "0xff", "match", "ip6", side, a.String()+"/128")
+	}
+	return t.tcCmd(append(args, "flowid", exemptFlowID(h))...)
+}
+
+func (t Tools) deletePref(dev string, h hook, pref int, proto string) plan.Command {
+	return t.tcCmd(append(t.hookArgs("del", dev, h), "protocol", proto, "pref", strconv.Itoa(pref), "u32")...)
+}
+
+// exemptKeys returns the u32 keys tc shows for an exemption of a.
+func exemptKeys(h hook, a netip.Addr) []U32Key {
+	b := a.AsSlice()
+	word := func(i int) uint32 {
+		return uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3])
+	}
+	if a.Is4() {
+		off := 16
+		if h == ingressHook {
+			off = 12
+		}
+		return []U32Key{{Off: 8, Value: 0x00010000, Mask: 0x00ff0000}, {Off: off, Value: word(0), Mask: 0xffffffff}}
+	}
+	base := 24
+	if h == ingressHook {
+		base = 8
+	}
+	keys := []U32Key{{Off: 4, Value: 0x00003a00, Mask: 0x0000ff00}}
+	for i := 0; i < 4; i++ {
+		keys = append(keys, U32Key{Off: base + 4*i, Value: word(4 * i), Mask: 0xffffffff})
+	}
+	return keys
+}
+
+// exemptAddr reads the reflector address back from an exemption's keys;
+// ok is false when the keys are not an exemption macake would write.
+func exemptAddr(h hook, proto string, keys []U32Key) (netip.Addr, bool) {
+	var a netip.Addr
+	switch proto {
+	case "ip":
+		if len(keys) != 2 {
+			return a, false
+		}
+		for _, k := range keys {
+			if k.Mask == 0xffffffff {
+				v := k.Value
+				a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+			}
+		}
+	case "ipv6":
+		if len(keys) != 5 {
+			return a, false
+		}
+		var b [16]byte
+		base := 24
+		if h == ingressHook {
+			base = 8
+		}
+		for _, k := range keys {
+			if k.Mask == 0xffffffff && k.Off >= base && k.Off < base+16 {
+				i := k.Off - base
+				b[i], b[i+1], b[i+2], b[i+3] = byte(k.Value>>24), byte(k.Value>>16), byte(k.Value>>8), byte(k.Value)
+			}
+		}
+		a = netip.AddrFrom16(b)
+	default:
+		return a, false
+	}
+	if !a.IsValid() || !sameKeys(keys, exemptKeys(h, a)) {
+		return netip.Addr{}, false
+	}
+	return a, true
+}
+
+func sameKeys(a, b []U32Key) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[U32Key]int{}
+	for _, k := range a {
+		seen[k]++
+	}
+	for _, k := range b {
+		if seen[k] == 0 {
+			return false
+		}
+		seen[k]--
+	}
+	return true
+}
+
+func (t Tools) addRedirect(dev, ifb string) plan.Command {
+	return t.tcCmd("filter", "add", "dev", dev, "ingress", "protocol", "all", "pref", strconv.Itoa(RedirectPref),
+		"u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb)
+}
+
+func (t Tools) deleteRedirect(dev string) plan.Command {
+	return t.tcCmd("filter", "del", "dev", dev, "ingress", "protocol", "all", "pref", strconv.Itoa(RedirectPref), "u32")
+}

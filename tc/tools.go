@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"os"
+
+	"github.com/macake/macake/plan"
+)
+
+// Tools names the programs the backend runs and, optionally, the network
+// namespace they act in.
+type Tools struct {
+	// TC and IP are the iproute2 programs (MACAKE_TC, MACAKE_IP).
+	TC, IP string
+	// Unshare runs the capability probe in a throwaway network namespace
+	// (MACAKE_UNSHARE).
+	Unshare string
+	// Netns, when set, makes every tc and ip command act in that named
+	// network namespace (`tc -n NETNS`, `ip -n NETNS`); empty means the
+	// caller's namespace. Tests use it to shape veths in their own
+	// namespaces; the probe ignores it.
+	Netns string
+}
+
+// DefaultTools returns the tools from the environment (MACAKE_TC,
+// MACAKE_IP, MACAKE_UNSHARE), else the first of the usual sbin paths that
+// exists, else the bare name looked up on PATH.
+func DefaultTools() Tools {
+	return Tools{
+		TC:      toolPath("MACAKE_TC", "tc"),
+		IP:      toolPath("MACAKE_IP", "ip"),
+		Unshare: toolPath("MACAKE_UNSHARE", "unshare"),
+	}
+}
+
+func toolPath(env, name string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"} {
+		if fi, err := os.Stat(dir + name); err == nil && !fi.IsDir() {
+			return dir + name
+		}
+	}
+	return name
+}
+
+func (t Tools) tcCmd(args ...string) plan.Command {
+	argv := []string{t.TC}
+	if t.Netns != "" {
+		argv = append(argv, "-n", t.Netns)
+	}
+	return plan.Command{Argv: append(argv, args...)}
+}
+
+func (t Tools) ipCmd(args ...string) plan.Command {
+	argv := []string{t.IP}
+	if t.Netns != "" {
+		argv = append(argv, "-n", t.Netns)
+	}
+	return plan.Command{Argv: append(argv, args...)}
+}

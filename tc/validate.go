@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/macake/macake/shape"
+)
+
+// Limits of what the backend renders.
+const (
+	// MaxSlot keeps IFB names within IFNAMSIZ ("ifb-macake99999").
+	MaxSlot = 99999
+	// MaxRateBits is far above any link, and small enough that no rate
+	// arithmetic overflows.
+	MaxRateBits = 10_000_000_000_000
+	// MaxQueueBytes is bfifo's 32-bit limit.
+	MaxQueueBytes = 1<<32 - 1
+)
+
+var (
+	cakeDiffservModes = []string{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
+	cakeFlowModes     = []string{"triple-isolate", "dual-srchost", "dual-dsthost", "hosts", "srchost", "dsthost", "flows", "flowblind"}
+)
+
+// ValidateState checks everything ValidateLink checks, and that links'
+// names, interfaces and slots are unique.
+func ValidateState(s shape.State) error {
+	names, ifaces, slots := map[string]bool{}, map[string]string{}, map[int]string{}
+	for _, l := range s.Links {
+		if err := ValidateLink(l); err != nil {
+			return err
+		}
+		if names[l.Name] {
+			return fmt.Errorf("link %q: listed twice", l.Name)
+		}
+		names[l.Name] = true
+		if other, dup := ifaces[l.Interface]; dup {
+			return fmt.Errorf("links %q and %q both shape interface %s; only one link per interface can be active", other, l.Name, l.Interface)
+		}
+		ifaces[l.Interface] = l.Name
+		if other, dup := slots[l.Slot]; dup {
+			return fmt.Errorf("links %q and %q have the same slot %d; slots come from the state file and must be unique", other, l.Name, l.Slot)
+		}
+		slots[l.Slot] = l.Name
+	}
+	return nil
+}
+
+// ValidateLink checks that a link can be rendered as tc objects.
+func ValidateLink(l shape.Link) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("link %q: %s", l.Name, fmt.Sprintf(format, a...))
+	}
+	if l.Name == "" {
+		return fmt.Errorf("a link has no name")
+	}
+	if err := validIfName(l.Interface); err != nil {
+		return bad("interface: %v", err)
+	}
+	if _, ours := IFBSlot(l.Interface); ours {
+		return bad("interface %s is one of macake's own IFB devices", l.Interface)
+	}
+	if l.Slot < 0 || l.Slot > MaxSlot {
+		return bad("slot %d is outside 0-%d", l.Slot, MaxSlot)
+	}
+	for _, d := range shape.Directions {
+		p := l.Pipe(d)
+		if p.RateBits <= 0 || p.RateBits > MaxRateBits {
+			return bad("%s rate %d bit/s is outside 1 bit/s-10 Tbit/s", d, p.RateBits)
+		}
+		if p.QueueBytes <= 0 || p.QueueBytes > MaxQueueBytes {
+			return bad("%s queue %d bytes is outside 1-%d", d, p.QueueBytes, int64(MaxQueueBytes))
+		}
+	}
+	for _, a := range l.Reflectors {
+		if !a.IsValid() || a.IsUnspecified() {
+			return bad("reflector %q is not a usable address", a)
+		}
+	}
+	if c := l.Cake; c != nil {
+		if c.Diffserv != "" && !oneOf(c.Diffserv, cakeDiffservModes) {
+			return bad("cake diffserv %q is not one of %s", c.Diffserv, strings.Join(cakeDiffservModes, ", "))
+		}
+		for _, iso := range []string{c.EgressIsolate, c.IngressIsolate} {
+			if iso != "" && !oneOf(iso, cakeFlowModes) {
+				return bad("cake isolation %q is not one of %s", iso, strings.Join(cakeFlowModes, ", "))
+			}
+		}
+		if c.Overhead < 0 || c.Overhead > 256 {
+			return bad("overhead %d is outside 0-256 bytes", c.Overhead)
+		}
+		if c.MPU < 0 || c.MPU > 256 {
+			return bad("mpu %d is outside 0-256 bytes", c.MPU)
+		}
+	}
+	return nil
+}
+
+func oneOf(s string, set []string) bool {
+	for _, v := range set {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// validIfName applies the kernel's rule (dev_valid_name).
+func validIfName(n string) error {
+	switch {
+	case n == "":
+		return fmt.Errorf("empty interface name")
+	case len(n) > maxIfName:
+		return fmt.Errorf("%q is longer than %d characters", n, maxIfName)
+	case n == "." || n == "..":
+		return fmt.Errorf("%q is not an interface name", n)
+	case strings.ContainsAny(n, "/: \t\n\r\v\f"):
+		return fmt.Errorf("%q contains '/', ':' or white space", n)
+	}
+	return nil
+}
+
+// cakeOnlyOptions lists the options of c that only CAKE can apply.
+// Overhead and MPU are not among them: htb compensates them too.
+func cakeOnlyOptions(c *shape.Cake) []string {
+	if c == nil {
+		return nil
+	}
+	var lost []string
+	if c.Diffserv != "" {
+		lost = append(lost, c.Diffserv)
+	}
+	if c.EgressIsolate != "" {
+		lost = append(lost, c.EgressIsolate+" isolation on upload")
+	}
+	if c.IngressIsolate != "" {
+		lost = append(lost, c.IngressIsolate+" isolation on download")
+	}
+	if c.NAT {
+		lost = append(lost, "nat")
+	}
+	if c.ACKFilter {
+		lost = append(lost, "ack-filter")
+	}
+	return lost
+}
