@@ -34,7 +34,7 @@ func Diff(desired shape.State, live Live) plan.Plan {
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
 	ifaces, slots := map[string]string{}, map[int]string{}
 	for _, l := range links {
-		if err := ValidateLink(l); err != nil {
+		if err := checkLink(l); err != nil {
 			d.warn(l.Name, err.Error()+"; link skipped")
 			continue
 		}

@@ -51,12 +51,18 @@ func ValidateState(s shape.State) error {
 
 // ValidateLink checks that a link can be rendered as tc objects.
 func ValidateLink(l shape.Link) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("link %q: %s", l.Name, fmt.Sprintf(format, a...))
-	}
 	if l.Name == "" {
 		return fmt.Errorf("a link has no name")
 	}
+	if err := checkLink(l); err != nil {
+		return fmt.Errorf("link %q: %w", l.Name, err)
+	}
+	return nil
+}
+
+// checkLink is ValidateLink without the link's name in the message.
+func checkLink(l shape.Link) error {
+	bad := fmt.Errorf
 	if err := validIfName(l.Interface); err != nil {
 		return bad("interface: %v", err)
 	}

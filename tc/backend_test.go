@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// The reconciler's Backend contract (BRIEF.md); the reconciler defines the
+// interface, this keeps the concrete type honest until then.
+var _ interface {
+	Plan(context.Context, shape.State) (plan.Plan, error)
+	Execute(context.Context, plan.Op) error
+	SetRate(context.Context, shape.Link, shape.Direction, shape.Pipe) error
+} = (*Backend)(nil)
+
+var htbCaps = Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"}
+
+func fakeBackend(r plan.Runner, caps Capabilities) *Backend {
+	b := &Backend{Runner: r, Tools: goldenTools}
+	b.SetCapabilities(caps)
+	return b
+}
+
+func testLink() shape.Link {
+	return shape.Link{Name: "wan", Interface: "eth0", Slot: 2,
+		Upload:     shape.Pipe{RateBits: 20_000_000, QueueBytes: 65536},
+		Download:   shape.Pipe{RateBits: 100_000_000, QueueBytes: 262144},
+		Reflectors: []netip.Addr{netip.MustParseAddr("1.1.1.1")},
+		Cake:       &shape.Cake{Overhead: 18, MPU: 64, Diffserv: "diffserv4", NAT: true}}
+}
+
+func TestSetRateIsExactlyOneCommand(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		caps  Capabilities
+		dir   shape.Direction
+		argv  string
+		stdin string
+	}{
+		{"htb upload", htbCaps, shape.Upload, "tc -batch -",
+			"class change dev eth0 parent 4d4b: classid 4d4b:1 htb rate 25000000bit ceil 25000000bit burst 3125 cburst 3125 quantum 1514 overhead 18 mpu 64\n" +
+				"qdisc change dev eth0 parent 4d4b:1 handle 4d4c: bfifo limit 50000\n"},
+		{"htb download", htbCaps, shape.Download, "tc -batch -",
+			"class change dev ifb-macake2 parent 4d4b: classid 4d4b:1 htb rate 25000000bit ceil 25000000bit burst 3125 cburst 3125 quantum 1514 overhead 18 mpu 64\n" +
+				"qdisc change dev ifb-macake2 parent 4d4b:1 handle 4d4c: bfifo limit 50000\n"},
+		{"cake upload", func() Capabilities { c := htbCaps; c.Cake = true; return c }(), shape.Upload,
+			"tc qdisc change dev eth0 root handle 4d4b: cake bandwidth 25000000bit diffserv4 triple-isolate nat no-ack-filter overhead 18 mpu 64 egress", ""},
+		{"cake download", func() Capabilities { c := htbCaps; c.Cake = true; return c }(), shape.Download,
+			"tc qdisc change dev ifb-macake2 root handle 4d4b: cake bandwidth 25000000bit diffserv4 triple-isolate nat no-ack-filter overhead 18 mpu 64 ingress", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &replayRunner{okByDefault: true}
+			b := fakeBackend(r, c.caps)
+			if err := b.SetRate(context.Background(), testLink(), c.dir, shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.calls) != 1 {
+				t.Fatalf("SetRate ran %d commands, want exactly 1: %v", len(r.calls), r.commands())
+			}
+			if got := strings.Join(r.calls[0].Argv, " "); got != c.argv || r.calls[0].Stdin != c.stdin {
+				t.Errorf("SetRate ran %q <<< %q\nwant %q <<< %q", got, r.calls[0].Stdin, c.argv, c.stdin)
+			}
+		})
+	}
+}
+
+func TestSetRateRejectsBadInputWithoutRunning(t *testing.T) {
+	r := &replayRunner{okByDefault: true}
+	b := fakeBackend(r, htbCaps)
+	for _, p := range []shape.Pipe{{RateBits: 0, QueueBytes: 1000}, {RateBits: 1e6, QueueBytes: 0}, {RateBits: -5, QueueBytes: 10}, {RateBits: 1e6, QueueBytes: 1 << 33}} {
+		err := b.SetRate(context.Background(), testLink(), shape.Upload, p)
+		if err == nil || !strings.Contains(err.Error(), `link "wan"`) {
+			t.Errorf("SetRate(%+v) = %v, want an error naming the link", p, err)
+		}
+	}
+	if err := b.SetRate(context.Background(), testLink(), shape.Direction(7), shape.Pipe{RateBits: 1e6, QueueBytes: 1000}); err == nil {
+		t.Error("an unknown direction was accepted")
+	}
+	if len(r.calls) != 0 {
+		t.Errorf("bad input ran commands: %v", r.commands())
+	}
+}
+
+func TestSetRateFailureSaysWhatAndWhy(t *testing.T) {
+	r := &replayRunner{answers: map[string]plan.Result{"tc -batch -": {ExitCode: 1, Stderr: []byte("Cannot find device \"eth0\"\nCommand failed -:1\n")}}}
+	b := fakeBackend(r, htbCaps)
+	err := b.SetRate(context.Background(), testLink(), shape.Upload, shape.Pipe{RateBits: 1e6, QueueBytes: 1000})
+	if err == nil || !IsNotFound(err) {
+		t.Fatalf("err = %v, want a not-found error", err)
+	}
+	for _, want := range []string{"upload rate", `"wan"`, "1 Mbit/s", "Cannot find device", "renamed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+func TestExecuteIFBModuleAbsent(t *testing.T) {
+	r := &replayRunner{okByDefault: true, answers: map[string]plan.Result{
+		"ip link add name ifb-macake2 type ifb": {ExitCode: 2, Stderr: []byte("Error: Unknown device type.\n")},
+	}}
+	b := fakeBackend(r, htbCaps)
+	op := plan.Op{Kind: "ifb", Action: plan.Create, Label: `ifb ifb-macake2 "wan/download"`, Commands: []plan.Command{
+		{Argv: []string{"ip", "link", "add", "name", "ifb-macake2", "type", "ifb"}},
+		{Argv: []string{"ip", "link", "set", "dev", "ifb-macake2", "up"}},
+	}}
+	err := b.Execute(context.Background(), op)
+	if err == nil {
+		t.Fatal("a failed command was not reported")
+	}
+	for _, want := range []string{"create", "ifb-macake2", "Unknown device type", "modprobe ifb"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	var ee *execrun.Error
+	if !errors.As(err, &ee) || ee.ExitCode != 2 {
+		t.Errorf("the child's exit status is lost: %v", err)
+	}
+	if len(r.calls) != 1 {
+		t.Errorf("Execute went on after a failure: %v", r.commands())
+	}
+}
+
+func TestPlanRejectsInvalidDesiredState(t *testing.T) {
+	r := &replayRunner{}
+	b := fakeBackend(r, htbCaps)
+	dupIface := testLink()
+	dupIface.Name, dupIface.Slot = "wan2", 3
+	dupSlot := testLink()
+	dupSlot.Name, dupSlot.Interface = "wan3", "eth1"
+	badCake := testLink()
+	badCake.Cake = &shape.Cake{EgressIsolate: "per-host"}
+	ourIFB := testLink()
+	ourIFB.Interface = "ifb-macake7"
+	for want, s := range map[string]shape.State{
+		"both shape interface eth0":        {Links: []shape.Link{testLink(), dupIface}},
+		"same slot 2":                      {Links: []shape.Link{testLink(), dupSlot}},
+		`cake isolation "per-host"`:        {Links: []shape.Link{badCake}},
+		"one of macake's own IFB devices":  {Links: []shape.Link{ourIFB}},
+		`link "wan": listed twice`:         {Links: []shape.Link{testLink(), testLink()}},
+		"longer than 15 characters":        {Links: []shape.Link{func() shape.Link { l := testLink(); l.Interface = "enp0s31f6-very-long"; return l }()}},
+		"reflector \"invalid IP\"":         {Links: []shape.Link{func() shape.Link { l := testLink(); l.Reflectors = []netip.Addr{{}}; return l }()}},
+		"slot -1 is outside":               {Links: []shape.Link{func() shape.Link { l := testLink(); l.Slot = -1; return l }()}},
+		"overhead 300 is outside 0-256":    {Links: []shape.Link{func() shape.Link { l := testLink(); l.Cake = &shape.Cake{Overhead: 300}; return l }()}},
+		"contains '/', ':' or white space": {Links: []shape.Link{func() shape.Link { l := testLink(); l.Interface = "eth0:1"; return l }()}},
+	} {
+		_, err := b.Plan(context.Background(), s)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Plan = %v, want an error containing %q", err, want)
+		}
+	}
+	if len(r.calls) != 0 {
+		t.Errorf("an invalid state was observed anyway: %v", r.commands())
+	}
+}
+
+func TestObserveFailuresAreClear(t *testing.T) {
+	missing := &execrun.Error{Argv: []string{"ip"}, ExitCode: -1, Err: errors.New(`exec: "ip": executable file not found in $PATH`)}
+	for _, c := range []struct {
+		name   string
+		runner plan.Runner
+		want   []string
+	}{
+		{"iproute2 missing", runnerFunc(func(plan.Command) (plan.Result, error) { return plan.Result{}, missing }), []string{"tc: observing", "install iproute2"}},
+		{"garbage output", &replayRunner{answers: map[string]plan.Result{"ip -d -j link show": {Stdout: []byte("Segmentation fault\n")}}}, []string{"ip -j link show output", "not JSON"}},
+		{"tc fails", &replayRunner{answers: map[string]plan.Result{
+			"ip -d -j link show": {Stdout: []byte("[]")},
+			"tc -j qdisc show":   {ExitCode: 1, Stderr: []byte("RTNETLINK answers: Operation not permitted\n")},
+		}}, []string{"tc -j qdisc show", "exit status 1", "Operation not permitted"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := fakeBackend(c.runner, htbCaps).Plan(context.Background(), shape.State{})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q: %v", w, err)
+				}
+			}
+		})
+	}
+}
+
+type runnerFunc func(plan.Command) (plan.Result, error)
+
+func (f runnerFunc) Run(_ context.Context, c plan.Command) (plan.Result, error) { return f(c) }
+
+func loadRecording(t *testing.T, name string) recording {
+	t.Helper()
+	b, err := os.ReadFile("testdata/diff/" + name + "/live.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := parseRecording(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestTeardownStopsAtTheFirstFailure(t *testing.T) {
+	rec := loadRecording(t, "htb-converged")
+	r := rec.runner()
+	r.okByDefault = true
+	r.answers["ip link del dev ifb-macake3"] = plan.Result{ExitCode: 2, Stderr: []byte("RTNETLINK answers: Device or resource busy\n")}
+	b := fakeBackend(r, rec.caps)
+	done, err := b.Teardown(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "ifb-macake3") {
+		t.Fatalf("Teardown = %v, want the failing IFB removal", err)
+	}
+	ran := strings.Join(r.commands(), "\n")
+	if !strings.Contains(ran, "tc filter del dev lan0 ingress protocol all pref 19787 u32") {
+		t.Errorf("the redirects were not removed before the IFB:\n%s", ran)
+	}
+	if strings.Contains(ran, "ip link del dev ifb-macake4") || strings.Contains(ran, "qdisc del dev wan0 root") {
+		t.Errorf("Teardown went on after the failure:\n%s", ran)
+	}
+	for _, op := range done.Ops {
+		if op.ID == "ifb-macake3" {
+			t.Errorf("the failed op is reported as done")
+		}
+	}
+}
+
+func TestDefaultToolsFromEnvironment(t *testing.T) {
+	t.Setenv("MACAKE_TC", "/opt/iproute2/tc")
+	t.Setenv("MACAKE_IP", "/opt/iproute2/ip")
+	tools := DefaultTools()
+	if tools.TC != "/opt/iproute2/tc" || tools.IP != "/opt/iproute2/ip" || tools.Netns != "" {
+		t.Errorf("DefaultTools() = %+v", tools)
+	}
+	tools.Netns = "lab"
+	if got := strings.Join(tools.tcCmd("-j", "qdisc", "show").Argv, " "); got != "/opt/iproute2/tc -n lab -j qdisc show" {
+		t.Errorf("tc in a namespace runs %q", got)
+	}
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package tc
+
+import (
+	"context"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/shape"
+)
+
+// inNetns runs fn on a thread switched into the named namespace; sockets
+// fn opens stay in that namespace after the thread switches back.
+func inNetns(t *testing.T, ns string, fn func()) {
+	t.Helper()
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	target, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("setns %s: %v", ns, err)
+	}
+	defer func() {
+		// A thread that cannot switch back stays locked, so Go retires it.
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+	fn()
+}
+
+// pinger sends ICMP echo requests from a raw socket in a namespace.
+type pinger struct {
+	t    *testing.T
+	conn *icmp.PacketConn
+	seq  int
+}
+
+func (p *pinger) ping(dst string) bool {
+	p.t.Helper()
+	p.seq++
+	msg := icmp.Message{Type: ipv4.ICMPTypeEcho, Body: &icmp.Echo{ID: 0x4d4b, Seq: p.seq, Data: []byte("macake")}}
+	b, err := msg.Marshal(nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.conn.WriteTo(b, &net.IPAddr{IP: net.ParseIP(dst)}); err != nil {
+		p.t.Fatalf("ping %s: %v", dst, err)
+	}
+	buf := make([]byte, 1500)
+	p.conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	for {
+		n, from, err := p.conn.ReadFrom(buf)
+		if err != nil {
+			return false
+		}
+		m, err := icmp.ParseMessage(1, buf[:n])
+		if err != nil || m.Type != ipv4.ICMPTypeEchoReply || from.String() != dst {
+			continue
+		}
+		if e, ok := m.Body.(*icmp.Echo); ok && e.Seq == p.seq {
+			return true
+		}
+	}
+}
+
+// packets returns how many packets the root qdisc of dev has sent, and
+// htb's count of packets it sent unshaped through its direct queue.
+func packets(t *testing.T, b *Backend, dev string) (sent, direct int64) {
+	t.Helper()
+	out := sh(t, "tc", "-n", b.Tools.Netns, "-s", "-j", "qdisc", "show", "dev", dev, "root")
+	v, err := parseJSONTree([]byte(out))
+	if err != nil || v.kind != jArray || len(v.arr) == 0 {
+		t.Fatalf("reading qdisc statistics of %s: %v %q", dev, err, out)
+	}
+	sent, _, _ = v.arr[0].getInt("packets")
+	opts, _ := v.arr[0].get("options")
+	direct, _, _ = opts.getInt("direct_packets_stat")
+	return sent, direct
+}
+
+// TestKernelProbeExemptionsBypassTheShaper sends real ICMP through a
+// shaped veth: echoes to a reflector leave through htb's unshaped direct
+// queue and their replies never reach the IFB, while echoes to any other
+// host are shaped both ways.
+func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
+	requireRoot(t)
+	client, server := newNetns(t), newNetns(t)
+	// A quiet link: no IPv6 (no DAD, MLD or router solicitations) and
+	// static neighbours (no ARP), so the qdisc counters count only pings.
+	for _, ns := range []string{client, server} {
+		inNetns(t, ns, func() {
+			if err := os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	vethPair(t, client, "wan0", "peer0")
+	sh(t, "ip", "-n", client, "link", "set", "dev", "peer0", "netns", server)
+	sh(t, "ip", "-n", client, "addr", "add", "10.77.0.1/24", "dev", "wan0")
+	sh(t, "ip", "-n", server, "addr", "add", "10.77.0.2/24", "dev", "peer0")
+	sh(t, "ip", "-n", server, "addr", "add", "10.77.0.3/24", "dev", "peer0")
+	sh(t, "ip", "-n", server, "link", "set", "dev", "peer0", "up")
+	mac := func(ns, dev string) string {
+		out := sh(t, "ip", "-n", ns, "-br", "link", "show", "dev", dev)
+		f := strings.Fields(out)
+		if len(f) < 3 {
+			t.Fatalf("ip -br link show %s: %q", dev, out)
+		}
+		return f[2]
+	}
+	serverMAC, clientMAC := mac(server, "peer0"), mac(client, "wan0")
+	for _, a := range []string{"10.77.0.2", "10.77.0.3"} {
+		sh(t, "ip", "-n", client, "neigh", "replace", a, "lladdr", serverMAC, "nud", "permanent", "dev", "wan0")
+	}
+	sh(t, "ip", "-n", server, "neigh", "replace", "10.77.0.1", "lladdr", clientMAC, "nud", "permanent", "dev", "peer0")
+
+	b := kernelBackend(t, client, execrun.Runner{})
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 5)}} // reflector 10.77.0.2
+	apply(t, b, desired)
+
+	var p *pinger
+	inNetns(t, client, func() {
+		c, err := icmp.ListenPacket("ip4:icmp", "10.77.0.1")
+		if err != nil {
+			t.Fatalf("raw ICMP socket: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		p = &pinger{t: t, conn: c}
+	})
+	for _, dst := range []string{"10.77.0.2", "10.77.0.3"} {
+		if !p.ping(dst) {
+			t.Fatalf("no echo reply from %s through the shaper", dst)
+		}
+	}
+	const n = 5
+	_, direct0 := packets(t, b, "wan0")
+	ifb0, _ := packets(t, b, "ifb-macake5")
+	for i := 0; i < n; i++ {
+		if !p.ping("10.77.0.2") {
+			t.Fatal("no echo reply from the reflector")
+		}
+	}
+	_, direct1 := packets(t, b, "wan0")
+	ifb1, _ := packets(t, b, "ifb-macake5")
+	if direct1-direct0 != n {
+		t.Errorf("%d echoes to the reflector went unshaped on egress, want %d", direct1-direct0, n)
+	}
+	if ifb1 != ifb0 {
+		t.Errorf("%d reflector replies were redirected to the IFB, want 0", ifb1-ifb0)
+	}
+	for i := 0; i < n; i++ {
+		if !p.ping("10.77.0.3") {
+			t.Fatal("no echo reply from the non-reflector")
+		}
+	}
+	_, direct2 := packets(t, b, "wan0")
+	ifb2, _ := packets(t, b, "ifb-macake5")
+	if direct2 != direct1 {
+		t.Errorf("%d echoes to a non-reflector bypassed the shaper", direct2-direct1)
+	}
+	if ifb2-ifb1 < n {
+		t.Errorf("only %d replies from a non-reflector went through the IFB, want at least %d", ifb2-ifb1, n)
+	}
+	if _, err := b.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

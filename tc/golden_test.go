@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+var update = flag.Bool("update", false, "rewrite the want.txt golden files from the current output")
+
+// goldenTools are the tool names recorded outputs are keyed by.
+var goldenTools = Tools{TC: "tc", IP: "ip", Unshare: "unshare"}
+
+// recording is a live.txtar file: the kernel capabilities and, per
+// observation command, what it printed.
+type recording struct {
+	caps    Capabilities
+	outputs map[string]string // argv joined by spaces → stdout
+	order   []string
+}
+
+func parseRecording(data string) (recording, error) {
+	r := recording{outputs: map[string]string{}}
+	var name string
+	var body strings.Builder
+	flush := func() error {
+		if name == "" {
+			return nil
+		}
+		if name == "caps.json" {
+			if err := json.Unmarshal([]byte(body.String()), &r.caps); err != nil {
+				return err
+			}
+		} else {
+			r.outputs[name] = body.String()
+			r.order = append(r.order, name)
+		}
+		body.Reset()
+		return nil
+	}
+	for _, line := range strings.SplitAfter(data, "\n") {
+		trimmed := strings.TrimRight(line, "\n")
+		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") {
+			if err := flush(); err != nil {
+				return r, err
+			}
+			name = strings.TrimSuffix(strings.TrimPrefix(trimmed, "-- "), " --")
+			continue
+		}
+		body.WriteString(line)
+	}
+	return r, flush()
+}
+
+func (r recording) format() string {
+	var b strings.Builder
+	caps, _ := json.MarshalIndent(r.caps, "", "  ")
+	b.WriteString("-- caps.json --\n")
+	b.Write(caps)
+	b.WriteString("\n")
+	for _, k := range r.order {
+		b.WriteString("-- " + k + " --\n")
+		out := r.outputs[k]
+		b.WriteString(out)
+		if !strings.HasSuffix(out, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func (r recording) runner() *replayRunner {
+	rr := &replayRunner{answers: map[string]plan.Result{}}
+	for k, v := range r.outputs {
+		rr.answers[k] = plan.Result{Stdout: []byte(v)}
+	}
+	return rr
+}
+
+func readDesired(t *testing.T, path string) shape.State {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s shape.State
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return s
+}
+
+// TestDiffGolden plans each testdata/diff case: desired.json against the
+// recorded live.txtar (replayed through Observe, so the exact observation
+// commands are checked too), and compares ops, commands and warnings with
+// want.txt. Run with -update to rewrite want.txt after an intended change.
+func TestDiffGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/diff/*/desired.json")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	sort.Strings(dirs)
+	for _, desiredPath := range dirs {
+		dir := filepath.Dir(desiredPath)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, "live.txtar"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, err := parseRecording(string(data))
+			if err != nil {
+				t.Fatalf("live.txtar: %v", err)
+			}
+			desired := readDesired(t, filepath.Join(dir, "desired.json"))
+			rr := rec.runner()
+			live, err := Observe(context.Background(), rr, goldenTools)
+			if err != nil {
+				t.Fatalf("observe: %v", err)
+			}
+			live.Caps = rec.caps
+			p := Diff(desired, live)
+			got := formatPlan(p)
+			wantPath := filepath.Join(dir, "want.txt")
+			if *update {
+				if err := os.WriteFile(wantPath, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(wantPath)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("plan differs from %s (run with -update if intended)\n--- got ---\n%s--- want ---\n%s", wantPath, got, want)
+			}
+			for _, c := range rr.calls {
+				if len(c.Argv) > 1 && (c.Argv[1] == "qdisc" || c.Argv[1] == "filter" || c.Argv[1] == "link") {
+					t.Errorf("observation ran a command that is not read-only: %v", c.Argv)
+				}
+			}
+			// A plan's JSON is what `apply --json` prints: it must encode.
+			if _, err := json.Marshal(p); err != nil {
+				t.Errorf("plan does not encode as JSON: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux
+
+package tc
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+var record = flag.Bool("record", false, "re-record testdata/diff/htb-* from the real kernel (needs root)")
+
+// recordingRunner passes commands to the real kernel and keeps what the
+// read-only ones printed, keyed the way goldenTools would run them.
+type recordingRunner struct {
+	ns  string
+	mu  sync.Mutex
+	rec recording
+}
+
+func (r *recordingRunner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+	res, err := execrun.Runner{}.Run(ctx, cmd)
+	argv := append([]string{filepath.Base(cmd.Argv[0])}, cmd.Argv[1:]...)
+	if len(argv) > 2 && argv[1] == "-n" && argv[2] == r.ns {
+		argv = append(argv[:1], argv[3:]...)
+	}
+	key := strings.Join(argv, " ")
+	if err == nil && res.ExitCode == 0 && (strings.Contains(key, " show") || strings.HasSuffix(key, " show")) {
+		r.mu.Lock()
+		if _, seen := r.rec.outputs[key]; !seen {
+			r.rec.order = append(r.rec.order, key)
+		}
+		r.rec.outputs[key] = string(res.Stdout)
+		r.mu.Unlock()
+	}
+	return res, err
+}
+
+func (r *recordingRunner) reset(caps Capabilities) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rec = recording{caps: caps, outputs: map[string]string{}}
+}
+
+func goldenDesired() shape.State {
+	wan := wanLink("wan0", 3)
+	lan := shape.Link{Name: "lan", Interface: "lan0", Slot: 4,
+		Upload: shape.Pipe{RateBits: 5_000_000, QueueBytes: 20_000}, Download: shape.Pipe{RateBits: 8_000_000, QueueBytes: 30_000}}
+	return shape.State{Links: []shape.Link{wan, lan}}
+}
+
+// TestRecordGoldenFromKernel rebuilds the recorded live states of the htb
+// golden cases on the real kernel. It runs only with -record (as root):
+// the golden tests themselves never need a kernel.
+func TestRecordGoldenFromKernel(t *testing.T) {
+	if !*record {
+		t.Skip("skipping: pass -record to re-record the htb golden cases from the real kernel")
+	}
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	vethPair(t, ns, "lan0", "peer1")
+	sh(t, "ip", "-n", ns, "link", "add", "name", "ifb0", "type", "ifb")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "ifb0", "root", "handle", "8001:", "pfifo", "limit", "50")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "root", "handle", "8002:", "pfifo", "limit", "77")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress")
+	sh(t, "tc", "-n", ns, "filter", "add", "dev", "lan0", "ingress", "protocol", "ip", "pref", "10", "u32",
+		"match", "ip", "src", "10.99.0.0/16", "flowid", "ffff:1")
+
+	rr := &recordingRunner{ns: ns}
+	b := kernelBackend(t, ns, rr)
+	caps := b.Capabilities(context.Background())
+	caps.Method = "recorded"
+	b.SetCapabilities(caps)
+	desired := goldenDesired()
+	save := func(name string, d shape.State) {
+		t.Helper()
+		rr.reset(caps)
+		if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join("testdata", "diff", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "live.txtar"), []byte(rr.rec.format()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.MarshalIndent(d, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("htb-fresh", desired)
+	apply(t, b, desired)
+	save("htb-converged", desired)
+	save("htb-teardown", shape.State{})
+	changed := goldenDesired()
+	changed.Links[1].Reflectors = []netip.Addr{netip.MustParseAddr("10.0.0.1")}
+	changed.Links[1].Upload.QueueBytes = 40_000
+	changed.Links[0].Reflectors = []netip.Addr{netip.MustParseAddr("fd77::2"), netip.MustParseAddr("10.77.0.9")}
+	save("htb-policy-changed", changed)
+
+	sh(t, "tc", "-n", ns, "class", "change", "dev", "wan0", "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "5mbit", "overhead", "18")
+	sh(t, "tc", "-n", ns, "qdisc", "change", "dev", "ifb-macake3", "parent", "4d4b:1", "handle", "4d4c:", "bfifo", "limit", "1000")
+	save("htb-drift", desired)
+	apply(t, b, desired)
+
+	sh(t, "ip", "-n", ns, "link", "del", "dev", "ifb-macake3")
+	save("htb-ifb-deleted", desired)
+	apply(t, b, desired)
+
+	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "down")
+	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "name", "wan9")
+	save("htb-interface-renamed", desired)
+}
