@@ -15,7 +15,9 @@ import (
 )
 
 // Backend shapes Linux links with tc. It satisfies the reconciler's
-// Backend contract (Plan, Execute, SetRate) and adds Teardown.
+// Backend contract (Plan, Execute, SetRate) and adds Teardown. It is safe
+// for concurrent use: the controllers call SetRate while the reconciler
+// plans and executes.
 type Backend struct {
 	// Runner runs every command (execrun.Runner in production).
 	Runner plan.Runner

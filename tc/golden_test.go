@@ -62,23 +62,6 @@ func parseRecording(data string) (recording, error) {
 	return r, flush()
 }
 
-func (r recording) format() string {
-	var b strings.Builder
-	caps, _ := json.MarshalIndent(r.caps, "", "  ")
-	b.WriteString("-- caps.json --\n")
-	b.Write(caps)
-	b.WriteString("\n")
-	for _, k := range r.order {
-		b.WriteString("-- " + k + " --\n")
-		out := r.outputs[k]
-		b.WriteString(out)
-		if !strings.HasSuffix(out, "\n") {
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
-}
-
 func (r recording) runner() *replayRunner {
 	rr := &replayRunner{answers: map[string]plan.Result{}}
 	for k, v := range r.outputs {

@@ -176,7 +176,7 @@ func hint(err error) error {
 		{"Specified qdisc kind is unknown", "the kernel lacks this qdisc; `macake doctor` lists what it has"},
 		{"Unknown device type", "the kernel has no IFB support: load it with `modprobe ifb` (CONFIG_IFB)"},
 		{"Cannot find device", "the interface is gone or was renamed; the next plan adapts"},
-		{"Exclusivity flag on", "another qdisc took the interface meanwhile; the next plan reports it"},
+		{"Exclusivity flag on", "a root qdisc is already there, macake's from an interrupted apply or another tool's; plan again"},
 		{"executable file not found", "install iproute2, or point MACAKE_TC / MACAKE_IP at tc and ip"},
 	} {
 		if strings.Contains(msg, h.needle) || (ee.Err != nil && strings.Contains(ee.Err.Error(), h.needle)) {

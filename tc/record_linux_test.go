@@ -126,3 +126,20 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "name", "wan9")
 	save("htb-interface-renamed", desired)
 }
+
+func (r recording) format() string {
+	var b strings.Builder
+	caps, _ := json.MarshalIndent(r.caps, "", "  ")
+	b.WriteString("-- caps.json --\n")
+	b.Write(caps)
+	b.WriteString("\n")
+	for _, k := range r.order {
+		b.WriteString("-- " + k + " --\n")
+		out := r.outputs[k]
+		b.WriteString(out)
+		if !strings.HasSuffix(out, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}

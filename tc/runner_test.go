@@ -50,31 +50,3 @@ func (r *replayRunner) commands() []string {
 	}
 	return out
 }
-
-// faultyRunner passes commands to an inner runner, except the ones fail
-// selects, which fail the way tc does (exit 2, an error on stderr).
-type faultyRunner struct {
-	inner plan.Runner
-	mu    sync.Mutex
-	n     int
-	fail  func(n int, cmd plan.Command) bool
-	calls []plan.Command
-}
-
-func (r *faultyRunner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
-	r.mu.Lock()
-	r.n++
-	n := r.n
-	r.calls = append(r.calls, cmd)
-	r.mu.Unlock()
-	if r.fail != nil && r.fail(n, cmd) {
-		return plan.Result{ExitCode: 2, Stderr: []byte("Error: injected failure.\n")}, nil
-	}
-	return r.inner.Run(ctx, cmd)
-}
-
-func (r *faultyRunner) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.calls)
-}
