@@ -23,6 +23,9 @@ type TextOptions struct {
 	Subject string
 	// Symbols prints the legend line before the ops.
 	Symbols bool
+	// SharedGroup titles the block of ops that belong to no single link,
+	// e.g. "pf" for the pf enable reference; "shared objects" when empty.
+	SharedGroup string
 }
 
 const (
@@ -113,7 +116,7 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 		}
 	}
 	for _, g := range p.groups() {
-		b.WriteString("  " + opts.paint(ansiBold, g.header()) + "\n")
+		b.WriteString("  " + opts.paint(ansiBold, g.header(opts.SharedGroup)) + "\n")
 		for _, op := range g.ops {
 			fmt.Fprintf(&b, "  %s %s\n", opts.symbol(op.Action), op.Label)
 			for _, f := range op.Fields {
@@ -155,8 +158,11 @@ func commandPrefix(dryRun bool) string {
 // header is the block title: `# link "wan" (en0): 1 change`, or the shared
 // reason when every op of the link has the same one (e.g. "removed from
 // config").
-func (g group) header() string {
-	name := "pf"
+func (g group) header(shared string) string {
+	name := shared
+	if name == "" {
+		name = "shared objects"
+	}
 	if g.link != "" {
 		name = fmt.Sprintf("link %q", g.link)
 		if g.iface != "" {

@@ -57,8 +57,8 @@ func TestWriteTextGolden(t *testing.T) {
 		name string
 		opts TextOptions
 	}{
-		{"plan.txt", TextOptions{Symbols: true}},
-		{"plan-commands.txt", TextOptions{Symbols: true, ShowCommands: true, DryRun: true}},
+		{"plan.txt", TextOptions{Symbols: true, SharedGroup: "pf"}},
+		{"plan-commands.txt", TextOptions{Symbols: true, ShowCommands: true, DryRun: true, SharedGroup: "pf"}},
 		{"plan-color.txt", TextOptions{Symbols: true, Color: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
