@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package pfdn
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// The plan.Op kinds this backend emits.
+const (
+	KindPipe        = "pipe"
+	KindAnchor      = "anchor"
+	KindPFReference = "pf-reference"
+)
+
+// pipeAttributes is how many attributes a pipe has in a plan: bandwidth,
+// queue, delay, packet loss, flow mask and drop policy.
+const pipeAttributes = 6
+
+// Diff computes the ordered operations that make live match d. It is pure:
+// it runs nothing and reads nothing but its arguments. heldToken is the pf
+// enable token macake holds ("" for none).
+//
+// The order is safe at every step: pipes are created or updated before the
+// anchor that names them is loaded, the anchor is reloaded (or flushed)
+// before the pipes it no longer names are deleted, and the pf enable
+// reference is taken last (so shaping starts whole) and released last.
+// Only owned objects appear: the anchor, pipes inside the range, macake's
+// own token. Anything else that matters produces a warning, never an op.
+func Diff(d Desired, live Live, heldToken string) plan.Plan {
+	o := d.Options
+	p := plan.Plan{Ops: []plan.Op{}, Warnings: []plan.Warning{}}
+	for _, w := range d.Warnings {
+		p.Warnings = append(p.Warnings, plan.Warning{Link: w.Link, Message: w.Message})
+	}
+	for _, ws := range [][]string{live.Main.Warnings, live.Anchor.Warnings, live.Info.Warnings, live.Dummynet.Warnings} {
+		for _, w := range ws {
+			p.Warnings = append(p.Warnings, plan.Warning{Message: w})
+		}
+	}
+	p.Warnings = append(p.Warnings, mainRulesetWarnings(live, o.Anchor)...)
+
+	livePipes := make(map[int]LivePipe, len(live.Dummynet.Pipes))
+	for _, lp := range live.Dummynet.Pipes {
+		livePipes[lp.Number] = lp
+	}
+	queuesOn := map[int][]int{}
+	for _, q := range live.Dummynet.Queues {
+		queuesOn[q.Parent] = append(queuesOn[q.Parent], q.Number)
+		if o.Pipes.Contains(q.Parent) {
+			p.Warnings = append(p.Warnings, plan.Warning{Message: fmt.Sprintf(
+				"dummynet queue %d is attached to pipe %d inside macake's range %s; macake never creates queues (flow sets can panic macOS) and leaves it alone", q.Number, q.Parent, o.Pipes)})
+		}
+	}
+
+	// 1. Pipes to create or update.
+	desiredPipes := map[int]bool{}
+	for _, l := range d.Links {
+		for _, dp := range l.Pipes {
+			desiredPipes[dp.Number] = true
+			want := dp.Config()
+			op := plan.Op{
+				Link: l.Name, Interface: l.Interface, Kind: KindPipe,
+				ID: strconv.Itoa(dp.Number), Label: pipeLabel(dp.Number, l.Name, dp.Direction),
+				Commands: []plan.Command{PipeCommand(o.Dnctl, dp.Number, dp.Pipe)},
+			}
+			lp, exists := livePipes[dp.Number]
+			if !exists {
+				op.Action = plan.Create
+				op.Reason = "not present"
+				op.Fields = []plan.Field{
+					rateField(PipeConfig{}, want, false),
+					queueField(PipeConfig{}, want, false),
+				}
+				p.Ops = append(p.Ops, op)
+				continue
+			}
+			fields := comparePipe(lp.Config, want)
+			if len(fields) == 0 {
+				continue
+			}
+			if !looksOwned(lp, queuesOn) {
+				p.Warnings = append(p.Warnings, plan.Warning{Link: l.Name, Message: fmt.Sprintf(
+					"pipe %d (%s) has settings macake never writes, so another tool may be using it; it is inside macake's range %s and will be replaced", lp.Number, lp.Config, o.Pipes)})
+			}
+			op.Action = plan.Update
+			op.Fields = fields
+			op.Unchanged = pipeAttributes - len(fields)
+			op.Reason = differReason(fields)
+			p.Ops = append(p.Ops, op)
+		}
+	}
+
+	// 2. The anchor, always loaded whole.
+	if op, ok := anchorOp(d, live); ok {
+		p.Ops = append(p.Ops, op)
+	}
+
+	// 3. Pipes to delete: owned pipes no desired link uses.
+	ruleIface := map[int]Rule{}
+	for _, r := range live.Anchor.Rules {
+		if r.Pipe != 0 {
+			ruleIface[r.Pipe] = r
+		}
+	}
+	var stale []LivePipe
+	for _, lp := range live.Dummynet.Pipes {
+		if !o.Pipes.Contains(lp.Number) || desiredPipes[lp.Number] {
+			continue
+		}
+		_, named := ruleIface[lp.Number]
+		if !named && !looksOwned(lp, queuesOn) {
+			p.Warnings = append(p.Warnings, plan.Warning{Message: fmt.Sprintf(
+				"pipe %d (%s) is inside macake's range %s but macake did not make it; leaving it alone (remove it, or give macake another pipe range)", lp.Number, lp.Config, o.Pipes)})
+			continue
+		}
+		stale = append(stale, lp)
+	}
+	sort.Slice(stale, func(i, j int) bool { return stale[i].Number < stale[j].Number })
+	for _, lp := range stale {
+		label := "pipe " + strconv.Itoa(lp.Number)
+		iface := ""
+		if r, ok := ruleIface[lp.Number]; ok && r.Interface != "" {
+			iface = r.Interface
+			label += fmt.Sprintf(" (%s on %s)", directionOf(r.Direction), iface)
+		}
+		p.Ops = append(p.Ops, plan.Op{
+			Interface: iface, Kind: KindPipe, ID: strconv.Itoa(lp.Number), Label: label,
+			Action: plan.Remove, Reason: "no configured link uses it",
+			Fields:   []plan.Field{rateField(lp.Config, PipeConfig{}, true), queueField(lp.Config, PipeConfig{}, true)},
+			Commands: []plan.Command{{Argv: []string{o.Dnctl, "pipe", "delete", strconv.Itoa(lp.Number)}}},
+		})
+	}
+
+	// 4. The pf enable reference.
+	held := live.HoldsToken(heldToken)
+	switch {
+	case len(d.Links) > 0 && !held:
+		reason := "macake holds no pf enable reference"
+		switch {
+		case heldToken != "" && !live.Info.Enabled:
+			reason = "pf was disabled (pfctl -d or a reboot), which invalidated macake's reference"
+		case heldToken != "":
+			reason = "macake's pf reference is no longer valid (pf was disabled or the Mac rebooted)"
+		}
+		before := "disabled"
+		if live.Info.Enabled {
+			before = "enabled by others"
+		}
+		p.Ops = append(p.Ops, plan.Op{
+			Kind: KindPFReference, ID: "pf", Label: "pf enable reference", Action: plan.Create, Reason: reason,
+			Fields:   []plan.Field{{Name: "pf", Before: before, After: "enabled, with macake's reference", Key: "pf_enabled", BeforeValue: live.Info.Enabled, AfterValue: true}},
+			Commands: []plan.Command{{Argv: []string{o.Pfctl, "-E"}}},
+		})
+	case len(d.Links) == 0 && held:
+		after := "enabled by others"
+		if len(live.References) == 1 {
+			after = "disabled, unless enabled without a reference (pfctl -e)"
+		}
+		p.Ops = append(p.Ops, plan.Op{
+			Kind: KindPFReference, ID: "pf", Label: "pf enable reference", Action: plan.Remove, Reason: "nothing left to shape",
+			Fields:   []plan.Field{{Name: "pf", Before: "enabled, with macake's reference", After: after, Key: "pf_reference_held", BeforeValue: true, AfterValue: false}},
+			Commands: []plan.Command{{Argv: []string{o.Pfctl, "-X", heldToken}}},
+		})
+	}
+	return p
+}
+
+// anchorOp compares the anchor's dummynet rules. The anchor is always
+// loaded whole with `pfctl -a ANCHOR -f -`, which replaces every rule type
+// in it; an anchor with nothing left is flushed, and pf deletes it.
+func anchorOp(d Desired, live Live) (plan.Op, bool) {
+	o := d.Options
+	want := d.Rules()
+	var have []string
+	if live.Anchor.Exists {
+		have = live.Anchor.Texts()
+	}
+	op := plan.Op{Kind: KindAnchor, ID: o.Anchor, Label: fmt.Sprintf("anchor %q", o.Anchor)}
+	switch {
+	case len(want) > 0 && slices.Equal(want, have):
+		return plan.Op{}, false
+	case len(want) > 0:
+		op.Action = plan.Update
+		op.Reason = "rules differ"
+		if len(have) == 0 {
+			op.Action = plan.Create
+			op.Reason = "not present"
+		}
+		op.Commands = []plan.Command{{Argv: []string{o.Pfctl, "-a", o.Anchor, "-f", "-"}, Stdin: d.AnchorText()}}
+	case len(have) > 0:
+		op.Action = plan.Remove
+		op.Reason = "nothing left to shape"
+		op.Commands = []plan.Command{{Argv: []string{o.Pfctl, "-a", o.Anchor, "-F", "all"}}}
+	default:
+		return plan.Op{}, false
+	}
+	op.Fields, op.Unchanged, op.Link, op.Interface = ruleFields(d, live.Anchor.Rules, have)
+	return op, true
+}
+
+// ruleFields groups the anchor's rules by interface and reports the
+// interfaces whose rules change. When exactly one link's rules change, the
+// op belongs to that link.
+func ruleFields(d Desired, liveRules []Rule, have []string) (fields []plan.Field, unchanged int, link, iface string) {
+	type group struct {
+		link        string
+		want, have  []string
+		order       int
+		inDesired   bool
+		inInterface string
+	}
+	groups := map[string]*group{}
+	var order []string
+	get := func(iface string) *group {
+		g, ok := groups[iface]
+		if !ok {
+			g = &group{inInterface: iface, order: len(order)}
+			groups[iface] = g
+			order = append(order, iface)
+		}
+		return g
+	}
+	for _, l := range d.Links {
+		g := get(l.Interface)
+		g.link, g.want, g.inDesired = l.Name, l.Rules, true
+	}
+	for i, r := range liveRules {
+		if i < len(have) {
+			g := get(r.Interface)
+			g.have = append(g.have, r.Text)
+		}
+	}
+	var changed []*group
+	for _, k := range order {
+		g := groups[k]
+		if slices.Equal(g.want, g.have) {
+			unchanged++
+			continue
+		}
+		changed = append(changed, g)
+		name := "rules on " + g.inInterface
+		switch {
+		case g.inInterface == "":
+			name = "rules without an interface"
+		case g.link != "":
+			name = fmt.Sprintf("rules for %s (%s)", g.link, g.inInterface)
+		}
+		fields = append(fields, plan.Field{
+			Name: name, Before: countRules(g.have), After: countRules(g.want),
+			Key: "rules", BeforeValue: nilIfEmpty(g.have), AfterValue: nilIfEmpty(g.want),
+		})
+	}
+	if len(changed) == 1 && changed[0].link != "" {
+		link, iface = changed[0].link, changed[0].inInterface
+	}
+	return fields, unchanged, link, iface
+}
+
+func countRules(rules []string) string {
+	switch len(rules) {
+	case 0:
+		return "none"
+	case 1:
+		return "1 rule"
+	}
+	return fmt.Sprintf("%d rules", len(rules))
+}
+
+func nilIfEmpty(s []string) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// comparePipe lists the attributes in which a live pipe differs from the
+// wanted one. Everything macake leaves at its default must be at its
+// default live: a config call is a full replacement, so the update puts
+// those back too.
+func comparePipe(have, want PipeConfig) []plan.Field {
+	var f []plan.Field
+	if have.ClockInterface != "" || have.BandwidthBits != want.BandwidthBits {
+		f = append(f, rateField(have, want, true))
+	}
+	if have.QueueSlots != 0 || have.QueueBytes != want.QueueBytes {
+		f = append(f, queueField(have, want, true))
+	}
+	if have.DelayMS != 0 {
+		f = append(f, plan.Field{Name: "delay", Before: fmt.Sprintf("%d ms", have.DelayMS), After: "0 ms",
+			Key: "delay_milliseconds", BeforeValue: have.DelayMS, AfterValue: int64(0)})
+	}
+	if have.PLR != "" {
+		v, _ := strconv.ParseFloat(have.PLR, 64)
+		f = append(f, plan.Field{Name: "packet loss", Before: have.PLR, After: "none",
+			Key: "packet_loss_rate", BeforeValue: v, AfterValue: 0.0})
+	}
+	if have.Mask != "" {
+		f = append(f, plan.Field{Name: "flow mask", Before: have.Mask, After: "none", Key: "flow_mask", BeforeValue: have.Mask, AfterValue: ""})
+	}
+	if have.RED != "" {
+		f = append(f, plan.Field{Name: "drop policy", Before: have.RED, After: "droptail", Key: "drop_policy", BeforeValue: have.RED, AfterValue: "droptail"})
+	}
+	return f
+}
+
+func rateField(have, want PipeConfig, haveSet bool) plan.Field {
+	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second"}
+	if haveSet {
+		f.Before = have.rateString()
+		if have.ClockInterface == "" {
+			f.BeforeValue = have.BandwidthBits
+		}
+	}
+	if want != (PipeConfig{}) {
+		f.After, f.AfterValue = want.rateString(), want.BandwidthBits
+	}
+	return f
+}
+
+func queueField(have, want PipeConfig, haveSet bool) plan.Field {
+	f := plan.Field{Name: "queue", Key: "queue_bytes"}
+	if haveSet {
+		f.Before = have.queueString()
+		if have.QueueSlots == 0 {
+			f.BeforeValue = have.QueueBytes
+		}
+	}
+	if want != (PipeConfig{}) {
+		f.After, f.AfterValue = want.queueString(), want.QueueBytes
+	}
+	return f
+}
+
+func differReason(fields []plan.Field) string {
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Name
+	}
+	if len(names) == 1 {
+		return names[0] + " differs"
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " differ"
+}
+
+// looksOwned reports whether a pipe has the shape macake gives its pipes: a
+// whole-Kbit/s rate, a whole-KB byte queue of at most 1 MB, and every other
+// setting at its default, with no queue attached. A pipe inside the range
+// that looks otherwise was made by someone else, and macake leaves it alone
+// unless a desired link needs its number.
+func looksOwned(lp LivePipe, queuesOn map[int][]int) bool {
+	c := lp.Config
+	return c.ClockInterface == "" && c.BandwidthBits > 0 && c.BandwidthBits%1000 == 0 &&
+		c.BandwidthBits <= MaxRateKbit*1000 &&
+		c.QueueSlots == 0 && c.QueueBytes > 0 && c.QueueBytes%1024 == 0 && c.QueueBytes <= MaxQueueKB*1024 &&
+		c.DelayMS == 0 && c.PLR == "" && c.Mask == "" && c.RED == "" && len(queuesOn[lp.Number]) == 0
+}
+
+// mainRulesetWarnings reports dummynet rules in the main ruleset besides
+// the hook: pf uses the last matching dummynet rule, so another tool's
+// rule after the hook can take traffic away from macake's pipes.
+func mainRulesetWarnings(live Live, anchor string) []plan.Warning {
+	var w []plan.Warning
+	target := hookTarget(anchor)
+	for _, r := range live.Main.Rules {
+		if r.Action == "dummynet-anchor" && r.Anchor == target {
+			continue
+		}
+		w = append(w, plan.Warning{Message: fmt.Sprintf(
+			"the main pf ruleset holds another tool's dummynet rule %q; pf uses the last matching dummynet rule, so it may override macake's shaping", r.Text)})
+	}
+	return w
+}
+
+// directionOf maps a rule direction to the shape direction it shapes.
+func directionOf(dir string) shape.Direction {
+	if dir == "in" {
+		return shape.Download
+	}
+	return shape.Upload
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package pfdn
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/macake/macake/shape"
+)
+
+// Desired is the pf and dummynet state macake wants, rendered from a
+// shape.State: the anchor's complete rules and one pipe per link and
+// direction.
+type Desired struct {
+	// Options are the tool paths, anchor and pipe range the commands use.
+	Options Options
+	// Links are the rendered links, in the state's order (by name).
+	Links []DesiredLink
+	// Warnings note values that had to be clamped to dummynet's limits.
+	Warnings []LinkWarning
+}
+
+// DesiredLink is one link's share of the desired state.
+type DesiredLink struct {
+	Name      string
+	Interface string
+	// Pipes are the upload and download pipes, in that order.
+	Pipes [2]DesiredPipe
+	// Rules are the link's anchor rules, in the form `pfctl -s dummynet`
+	// prints them back.
+	Rules []string
+}
+
+// DesiredPipe is one pipe macake wants.
+type DesiredPipe struct {
+	Number    int
+	Direction shape.Direction
+	// Pipe is the requested rate and queue; Quantized what is sent.
+	Pipe      shape.Pipe
+	Quantized Quantized
+}
+
+// LinkWarning is a rendering note about one link.
+type LinkWarning struct {
+	Link    string
+	Message string
+}
+
+// Config returns what dnctl will list for the pipe.
+func (p DesiredPipe) Config() PipeConfig { return p.Quantized.Config() }
+
+// Rules returns the anchor's complete content, one rule per line, links in
+// order. An empty result means the anchor should not exist.
+func (d Desired) Rules() []string {
+	var rules []string
+	for _, l := range d.Links {
+		rules = append(rules, l.Rules...)
+	}
+	return rules
+}
+
+// AnchorText returns the text loaded with `pfctl -a ANCHOR -f -`.
+func (d Desired) AnchorText() string {
+	rules := d.Rules()
+	if len(rules) == 0 {
+		return ""
+	}
+	return strings.Join(rules, "\n") + "\n"
+}
+
+// Render turns the desired state into pf rules and dummynet pipes. It fails
+// when the state cannot be expressed: two links on one interface or one
+// slot, a slot outside the pipe range, an interface name pf cannot take.
+func Render(s shape.State, opts Options) (Desired, error) {
+	if err := opts.Validate(); err != nil {
+		return Desired{}, err
+	}
+	d := Desired{Options: opts}
+	links := append([]shape.Link(nil), s.Links...)
+	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
+	byIface := map[string]string{}
+	bySlot := map[int]string{}
+	for _, l := range links {
+		if l.Name == "" {
+			return Desired{}, fmt.Errorf("a link on %q has no name", l.Interface)
+		}
+		if err := validateInterface(l.Interface); err != nil {
+			return Desired{}, fmt.Errorf("link %q: %w", l.Name, err)
+		}
+		if other, dup := byIface[l.Interface]; dup {
+			return Desired{}, fmt.Errorf("links %q and %q both want interface %s; only one link can be active per interface", other, l.Name, l.Interface)
+		}
+		byIface[l.Interface] = l.Name
+		if other, dup := bySlot[l.Slot]; dup {
+			return Desired{}, fmt.Errorf("links %q and %q share slot %d; each link needs its own pipes", other, l.Name, l.Slot)
+		}
+		bySlot[l.Slot] = l.Name
+		dl := DesiredLink{Name: l.Name, Interface: l.Interface}
+		for i, dir := range shape.Directions {
+			n, err := opts.Pipes.Pipe(l.Slot, dir)
+			if err != nil {
+				return Desired{}, fmt.Errorf("link %q: %w", l.Name, err)
+			}
+			q := Quantize(l.Pipe(dir))
+			for _, note := range q.Notes {
+				d.Warnings = append(d.Warnings, LinkWarning{Link: l.Name, Message: dir.String() + ": " + note})
+			}
+			dl.Pipes[i] = DesiredPipe{Number: n, Direction: dir, Pipe: l.Pipe(dir), Quantized: q}
+		}
+		rules, warns := linkRules(l, dl.Pipes[0].Number, dl.Pipes[1].Number)
+		for _, w := range warns {
+			d.Warnings = append(d.Warnings, LinkWarning{Link: l.Name, Message: w})
+		}
+		dl.Rules = rules
+		d.Links = append(d.Links, dl)
+	}
+	return d, nil
+}
+
+// linkRules renders DESIGN §2's rules for one link. The reflector lists are
+// written out one rule per address, with the family and protocol spelled
+// the way pfctl prints them back (`inet proto icmp`, `inet6 proto
+// ipv6-icmp`: pfctl prints protocol names from /etc/protocols, where 58 is
+// ipv6-icmp), so the text loaded is exactly the text `pfctl -s dummynet`
+// shows, and comparing the two needs no guesswork about list expansion.
+// The shaping rules name no family, so IPv6 is shaped too.
+func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
+	var v4, v6 []netip.Addr
+	seen := map[netip.Addr]bool{}
+	for _, a := range l.Reflectors {
+		if !a.IsValid() {
+			continue
+		}
+		a = a.Unmap()
+		if a.Zone() != "" {
+			warnings = append(warnings, fmt.Sprintf("reflector %s has a zone, which pf rules cannot name; its probes are not exempt from shaping", a))
+			continue
+		}
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		if a.Is4() {
+			v4 = append(v4, a)
+		} else {
+			v6 = append(v6, a)
+		}
+	}
+	exempt := func(af, proto string, addrs []netip.Addr) {
+		for _, a := range addrs {
+			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s proto %s from any to %s", l.Interface, af, proto, a))
+		}
+		for _, a := range addrs {
+			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s proto %s from %s to any", l.Interface, af, proto, a))
+		}
+	}
+	exempt("inet", "icmp", v4)
+	exempt("inet6", "ipv6-icmp", v6)
+	rules = append(rules,
+		fmt.Sprintf("dummynet out on %s all pipe %d", l.Interface, up),
+		fmt.Sprintf("dummynet in on %s all pipe %d", l.Interface, down),
+	)
+	return rules, warnings
+}
+
+// validateInterface accepts BSD interface names (en0, utun3, bridge100):
+// at most 15 bytes, letters, digits, '.', '_' and '-', starting with a letter.
+func validateInterface(name string) error {
+	if name == "" {
+		return fmt.Errorf("interface name is empty")
+	}
+	if len(name) > 15 {
+		return fmt.Errorf("interface name %q is longer than 15 bytes", name)
+	}
+	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+		return fmt.Errorf("interface name %q must start with a letter", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("interface name %q may only hold letters, digits, '.', '_' and '-'", name)
+		}
+	}
+	return nil
+}
+
+// label returns the human name of a desired pipe, e.g. `pipe 48001 "wan/upload"`.
+func pipeLabel(n int, link string, d shape.Direction) string {
+	return fmt.Sprintf("pipe %d %q", n, link+"/"+d.String())
+}
