@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Command dnctl is the pfdntest emulator of macOS's /usr/sbin/dnctl. It
+// keeps the emulated Mac in the file named by PFDN_EMU_STATE, shared with
+// the emulated pfctl; point MACAKE_DNCTL at it to run macake on Linux.
+package main
+
+import (
+	"os"
+
+	"github.com/macake/macake/pfdn/pfdntest"
+)
+
+func main() {
+	args := append([]string(nil), os.Args...)
+	os.Exit(pfdntest.Main(args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
