@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package pfdntest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+)
+
+// Binaries are the paths of the built emulator programs.
+type Binaries struct {
+	Pfctl, Dnctl string
+}
+
+// Env returns the environment that points macake at the binaries and the
+// binaries at stateFile: MACAKE_PFCTL, MACAKE_DNCTL and PFDN_EMU_STATE.
+func (b Binaries) Env(stateFile string) []string {
+	return []string{"MACAKE_PFCTL=" + b.Pfctl, "MACAKE_DNCTL=" + b.Dnctl, EnvState + "=" + stateFile}
+}
+
+// BuildBinaries builds the emulated pfctl and dnctl into dir with the go
+// tool, for end-to-end tests that run real processes.
+func BuildBinaries(tb testing.TB, dir string) Binaries {
+	tb.Helper()
+	goTool := "go"
+	if root := runtime.GOROOT(); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			goTool = p
+		}
+	}
+	cmd := plan.Command{Argv: []string{goTool, "build", "-o", dir,
+		"github.com/macake/macake/pfdn/pfdntest/cmd/pfctl",
+		"github.com/macake/macake/pfdn/pfdntest/cmd/dnctl"}}
+	res, err := execrun.Runner{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
+	if _, err = execrun.Check(cmd, res, err); err != nil {
+		tb.Fatalf("building the emulator binaries: %v\n%s", err, res.Stderr)
+	}
+	return Binaries{Pfctl: filepath.Join(dir, "pfctl"), Dnctl: filepath.Join(dir, "dnctl")}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
