@@ -60,6 +60,15 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		}
 	}
 
+	// The pipes macake's own live rules name are macake's, whatever their
+	// settings.
+	ruleIface := map[int]Rule{}
+	for _, r := range live.Anchor.Rules {
+		if r.Pipe != 0 {
+			ruleIface[r.Pipe] = r
+		}
+	}
+
 	// 1. Pipes to create or update.
 	desiredPipes := map[int]bool{}
 	for _, l := range d.Links {
@@ -86,7 +95,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			if len(fields) == 0 {
 				continue
 			}
-			if !looksOwned(lp, queuesOn) {
+			if _, named := ruleIface[lp.Number]; !named && !looksOwned(lp, queuesOn) {
 				p.Warnings = append(p.Warnings, plan.Warning{Link: l.Name, Message: fmt.Sprintf(
 					"pipe %d (%s) has settings macake never writes, so another tool may be using it; it is inside macake's range %s and will be replaced", lp.Number, lp.Config, o.Pipes)})
 			}
@@ -104,12 +113,6 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 	}
 
 	// 3. Pipes to delete: owned pipes no desired link uses.
-	ruleIface := map[int]Rule{}
-	for _, r := range live.Anchor.Rules {
-		if r.Pipe != 0 {
-			ruleIface[r.Pipe] = r
-		}
-	}
 	var stale []LivePipe
 	for _, lp := range live.Dummynet.Pipes {
 		if !o.Pipes.Contains(lp.Number) || desiredPipes[lp.Number] {

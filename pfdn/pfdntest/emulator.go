@@ -309,7 +309,7 @@ func (e *Emulator) Foreign(ctx context.Context, stdin string, argv ...string) (p
 func (e *Emulator) TakeReference(pid int, process string) uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.m.startRef(pid, process, e.clock().UnixNano())
+	return e.m.startRef(pid, process, e.clock())
 }
 
 // DisablePF is another tool's `pfctl -d`: pf off and every reference,

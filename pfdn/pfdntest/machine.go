@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Machine is the emulated Mac's pf and dummynet state: everything a reboot
@@ -234,11 +235,11 @@ func (m *Machine) nextToken() uint64 {
 
 // startRef is DIOCSTARTREF (pfctl -E): always a new token, pf started if
 // needed, one more reference.
-func (m *Machine) startRef(pid int, process string, now int64) uint64 {
+func (m *Machine) startRef(pid int, process string, now time.Time) uint64 {
 	tok := m.nextToken()
-	m.PF.Tokens = append(m.PF.Tokens, Token{Value: tok, PID: pid, Process: process, Created: now})
+	m.PF.Tokens = append(m.PF.Tokens, Token{Value: tok, PID: pid, Process: process, Created: now.UnixNano()})
 	if !m.PF.Enabled {
-		m.PF.Enabled, m.PF.Since = true, now
+		m.PF.Enabled, m.PF.Since = true, now.Unix()
 	}
 	m.PF.RefCount++
 	return tok

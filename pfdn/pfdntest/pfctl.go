@@ -233,7 +233,7 @@ func (c *pfctl) execute() int {
 		c.info("pf enabled")
 	}
 	if c.enableRef && !c.noAction {
-		tok := c.m.startRef(c.pid, "pfctl", c.now.UnixNano())
+		tok := c.m.startRef(c.pid, "pfctl", c.now)
 		if !c.quiet {
 			fmt.Fprintf(&c.stderr, "pf enabled\nToken : %d\n", tok)
 		}

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package pfdn_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// harness is one emulated Mac with a backend driving it.
+type harness struct {
+	t      testing.TB
+	e      *pfdntest.Emulator
+	b      *pfdn.Backend
+	tokens *pfdn.MemoryTokens
+}
+
+func newHarness(t testing.TB, e *pfdntest.Emulator) *harness {
+	t.Helper()
+	if e == nil {
+		e = pfdntest.New()
+	}
+	tokens := &pfdn.MemoryTokens{}
+	b, err := pfdn.New(e, tokens, pfdn.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, e: e, b: b, tokens: tokens}
+}
+
+// apply plans and executes every op in order, stopping at the first
+// failure; after each op it checks that no traffic is blackholed.
+func (h *harness) apply(ctx context.Context, desired shape.State, watch ...shape.State) (plan.Plan, error) {
+	h.t.Helper()
+	p, err := h.b.Plan(ctx, desired)
+	if err != nil {
+		return p, err
+	}
+	for _, op := range p.Ops {
+		err := h.b.Execute(ctx, op)
+		h.noBlackhole(append([]shape.State{desired}, watch...)...)
+		if err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// converge applies and then requires an empty re-plan.
+func (h *harness) converge(ctx context.Context, desired shape.State) {
+	h.t.Helper()
+	if _, err := h.apply(ctx, desired); err != nil {
+		h.t.Fatalf("apply: %v", err)
+	}
+	p, err := h.b.Plan(ctx, desired)
+	if err != nil {
+		h.t.Fatalf("re-plan: %v", err)
+	}
+	if !p.Empty() {
+		h.t.Fatalf("re-plan after apply is not empty:\n%s", listing(p))
+	}
+}
+
+// noBlackhole probes every interface of the given states in both
+// directions: a rule naming a missing pipe must never be live.
+func (h *harness) noBlackhole(states ...shape.State) {
+	h.t.Helper()
+	for _, s := range states {
+		for _, l := range s.Links {
+			for _, out := range []bool{true, false} {
+				src, dst := netip.MustParseAddrPort("192.168.1.23:52144"), netip.MustParseAddrPort("93.184.216.34:443")
+				if !out {
+					src, dst = dst, src
+				}
+				r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: out, Proto: "tcp", Src: src, Dst: dst})
+				if r.Verdict == pfdntest.Blackholed || r.Verdict == pfdntest.Panic {
+					h.t.Fatalf("traffic on %s (out=%v) is %s: %s (%s)", l.Interface, out, r.Verdict, r.Reason, r.Rule)
+				}
+			}
+		}
+	}
+}
+
+// checkShaped verifies that the emulated Mac shapes exactly as desired:
+// each link's traffic goes through its pipes, its probes are exempt, and
+// the pipes hold the quantised configuration.
+func (h *harness) checkShaped(desired shape.State) {
+	h.t.Helper()
+	ctx := context.Background()
+	live, err := h.b.Observe(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if !live.Info.Enabled || !live.HoldsToken(h.tokens.PFToken()) {
+		h.t.Fatalf("pf enabled %v, macake's token %q live %v", live.Info.Enabled, h.tokens.PFToken(), live.HoldsToken(h.tokens.PFToken()))
+	}
+	o := h.b.Options()
+	for _, l := range desired.Links {
+		for _, dir := range shape.Directions {
+			n, _ := o.Pipes.Pipe(l.Slot, dir)
+			lp, ok := live.Dummynet.Pipe(n)
+			if want := pfdn.Quantize(l.Pipe(dir)).Config(); !ok || lp.Config != want {
+				h.t.Fatalf("pipe %d: %+v, want %+v", n, lp.Config, want)
+			}
+			src, dst := netip.MustParseAddrPort("192.168.1.23:1000"), netip.MustParseAddrPort("203.0.113.9:443")
+			if dir == shape.Download {
+				src, dst = dst, src
+			}
+			r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: dir == shape.Upload, Proto: "udp", Src: src, Dst: dst})
+			if r.Verdict != pfdntest.Shaped || r.Pipe != n {
+				h.t.Fatalf("%s %s traffic: %+v, want pipe %d", l.Name, dir, r, n)
+			}
+		}
+		for _, refl := range l.Reflectors {
+			proto, me := "icmp", netip.MustParseAddr("192.168.1.23")
+			if refl.Unmap().Is6() {
+				proto, me = "ipv6-icmp", netip.MustParseAddr("2001:db8::23")
+			}
+			for _, out := range []bool{true, false} {
+				src, dst := netip.AddrPortFrom(me, 0), netip.AddrPortFrom(refl.Unmap(), 0)
+				if !out {
+					src, dst = dst, src
+				}
+				if r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: out, Proto: proto, Src: src, Dst: dst}); r.Verdict != pfdntest.Unshaped {
+					h.t.Fatalf("probe to reflector %s (out=%v) is %s, want exempt", refl, out, r.Verdict)
+				}
+			}
+		}
+	}
+}
+
+// listing renders a plan as plain text: ops with their fields and exact
+// commands, then warnings.
+func listing(p plan.Plan) string {
+	var b strings.Builder
+	if p.Empty() {
+		b.WriteString("No changes.\n")
+	}
+	for _, op := range p.Ops {
+		fmt.Fprintf(&b, "%s %s [kind %s, id %s", op.Action.Symbol(), op.Label, op.Kind, op.ID)
+		if op.Link != "" || op.Interface != "" {
+			fmt.Fprintf(&b, ", link %q on %q", op.Link, op.Interface)
+		}
+		fmt.Fprintf(&b, "] %s\n", op.Reason)
+		for _, f := range op.Fields {
+			before, after := f.Before, f.After
+			if before == "" {
+				before = "(none)"
+			}
+			if after == "" {
+				after = "(none)"
+			}
+			fmt.Fprintf(&b, "    %s: %s -> %s {%s: %v -> %v}\n", f.Name, before, after, f.Key, f.BeforeValue, f.AfterValue)
+		}
+		if op.Unchanged > 0 {
+			fmt.Fprintf(&b, "    (%d unchanged)\n", op.Unchanged)
+		}
+		for _, c := range op.Commands {
+			fmt.Fprintf(&b, "    $ %s\n", strings.Join(c.Argv, " "))
+			for _, l := range strings.SplitAfter(c.Stdin, "\n") {
+				if l != "" {
+					fmt.Fprintf(&b, "      | %s", l)
+				}
+			}
+		}
+	}
+	for _, w := range p.Warnings {
+		if w.Link != "" {
+			fmt.Fprintf(&b, "warning (%s): %s\n", w.Link, w.Message)
+		} else {
+			fmt.Fprintf(&b, "warning: %s\n", w.Message)
+		}
+	}
+	return b.String()
+}
+
+var (
+	cloudflare  = netip.MustParseAddr("1.1.1.1")
+	google      = netip.MustParseAddr("8.8.8.8")
+	cloudflare6 = netip.MustParseAddr("2606:4700:4700::1111")
+)
+
+func link(name, iface string, slot int, upMbit, downMbit float64, queueBytes int64, refl ...netip.Addr) shape.Link {
+	return shape.Link{
+		Name: name, Interface: iface, Slot: slot,
+		Upload:     shape.Pipe{RateBits: int64(upMbit * 1e6), QueueBytes: queueBytes},
+		Download:   shape.Pipe{RateBits: int64(downMbit * 1e6), QueueBytes: queueBytes * 4},
+		Reflectors: refl,
+	}
+}
+
+func state(links ...shape.Link) shape.State { return shape.State{Links: links} }
+
+// randomPipe draws a rate from 1 bit/s to 3 Gbit/s and a queue from 1 B to
+// 2 MB, log-uniformly, so the edges (clamps, 1 Kbit/s, 1 KB) come up often.
+func randomPipe(rng *rand.Rand) shape.Pipe {
+	logUniform := func(max float64) int64 { return int64(math.Pow(max, rng.Float64())) }
+	return shape.Pipe{RateBits: logUniform(3e9), QueueBytes: logUniform(2 << 20)}
+}
