@@ -161,12 +161,14 @@ func (b *Backend) interpret(op plan.Op, cmd plan.Command, res plan.Result) error
 		}
 		return fail()
 	case op.Kind == KindPFReference && op.Action == plan.Create:
-		if res.ExitCode != 0 {
-			return fail()
-		}
-		tok, err := ParseEnableToken(res.Stderr)
-		if err != nil {
-			return err
+		// A token on stderr means pf took the reference, whatever the exit
+		// status says; keep it, or nobody could ever release it.
+		tok, perr := ParseEnableToken(res.Stderr)
+		if perr != nil {
+			if res.ExitCode != 0 {
+				return fail()
+			}
+			return perr
 		}
 		if err := b.tokens.SetPFToken(tok); err != nil {
 			// Give the reference back rather than leak one pf can never
@@ -176,6 +178,9 @@ func (b *Backend) interpret(op plan.Op, cmd plan.Command, res plan.Result) error
 				return fmt.Errorf("saving the pf token (the reference was released again): %w", err)
 			}
 			return fmt.Errorf("saving the pf token %s failed, and releasing it failed too; run `sudo pfctl -X %s`: %w", tok, tok, err)
+		}
+		if res.ExitCode != 0 {
+			return fail()
 		}
 		return nil
 	case op.Kind == KindPFReference && op.Action == plan.Remove:

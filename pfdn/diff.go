@@ -75,12 +75,18 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		for _, dp := range l.Pipes {
 			desiredPipes[dp.Number] = true
 			want := dp.Config()
+			lp, exists := livePipes[dp.Number]
+			var fields []plan.Field
+			if exists {
+				if fields = comparePipe(lp.Config, want); len(fields) == 0 {
+					continue
+				}
+			}
 			op := plan.Op{
 				Link: l.Name, Interface: l.Interface, Kind: KindPipe,
 				ID: strconv.Itoa(dp.Number), Label: pipeLabel(dp.Number, l.Name, dp.Direction),
 				Commands: []plan.Command{PipeCommand(o.Dnctl, dp.Number, dp.Pipe)},
 			}
-			lp, exists := livePipes[dp.Number]
 			if !exists {
 				op.Action = plan.Create
 				op.Reason = "not present"
@@ -89,10 +95,6 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 					queueField(PipeConfig{}, want, false),
 				}
 				p.Ops = append(p.Ops, op)
-				continue
-			}
-			fields := comparePipe(lp.Config, want)
-			if len(fields) == 0 {
 				continue
 			}
 			if _, named := ruleIface[lp.Number]; !named && !looksOwned(lp, queuesOn) {

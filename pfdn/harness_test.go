@@ -39,16 +39,24 @@ func newHarness(t testing.TB, e *pfdntest.Emulator) *harness {
 }
 
 // apply plans and executes every op in order, stopping at the first
-// failure; after each op it checks that no traffic is blackholed.
+// failure. After each op it checks that macake blackholed nothing: no
+// interface of desired or watch whose traffic flowed before the apply may
+// be blackholed afterwards (drift may have blackholed some already).
 func (h *harness) apply(ctx context.Context, desired shape.State, watch ...shape.State) (plan.Plan, error) {
 	h.t.Helper()
+	states := append([]shape.State{desired}, watch...)
+	before := h.blackholed(states...)
 	p, err := h.b.Plan(ctx, desired)
 	if err != nil {
 		return p, err
 	}
 	for _, op := range p.Ops {
 		err := h.b.Execute(ctx, op)
-		h.noBlackhole(append([]shape.State{desired}, watch...)...)
+		for k, v := range h.blackholed(states...) {
+			if _, was := before[k]; !was {
+				h.t.Fatalf("after %s %s, traffic %s is blackholed: %s", op.Action, op.Label, k, v)
+			}
+		}
 		if err != nil {
 			return p, err
 		}
@@ -71,23 +79,33 @@ func (h *harness) converge(ctx context.Context, desired shape.State) {
 	}
 }
 
-// noBlackhole probes every interface of the given states in both
-// directions: a rule naming a missing pipe must never be live.
-func (h *harness) noBlackhole(states ...shape.State) {
-	h.t.Helper()
+// blackholed probes every interface of the given states in both
+// directions and returns those whose traffic a rule sends to a missing
+// pipe (or to a queue, which can panic the Mac).
+func (h *harness) blackholed(states ...shape.State) map[string]string {
+	out := map[string]string{}
 	for _, s := range states {
 		for _, l := range s.Links {
-			for _, out := range []bool{true, false} {
+			for _, dir := range []bool{true, false} {
 				src, dst := netip.MustParseAddrPort("192.168.1.23:52144"), netip.MustParseAddrPort("93.184.216.34:443")
-				if !out {
+				if !dir {
 					src, dst = dst, src
 				}
-				r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: out, Proto: "tcp", Src: src, Dst: dst})
+				r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: dir, Proto: "tcp", Src: src, Dst: dst})
 				if r.Verdict == pfdntest.Blackholed || r.Verdict == pfdntest.Panic {
-					h.t.Fatalf("traffic on %s (out=%v) is %s: %s (%s)", l.Interface, out, r.Verdict, r.Reason, r.Rule)
+					out[fmt.Sprintf("%s out=%v", l.Interface, dir)] = fmt.Sprintf("%s: %s (%s)", r.Verdict, r.Reason, r.Rule)
 				}
 			}
 		}
+	}
+	return out
+}
+
+// noBlackhole requires that no traffic of the states is blackholed.
+func (h *harness) noBlackhole(states ...shape.State) {
+	h.t.Helper()
+	for k, v := range h.blackholed(states...) {
+		h.t.Fatalf("traffic %s is %s", k, v)
 	}
 }
 
@@ -207,3 +225,5 @@ func randomPipe(rng *rand.Rand) shape.Pipe {
 	logUniform := func(max float64) int64 { return int64(math.Pow(max, rng.Float64())) }
 	return shape.Pipe{RateBits: logUniform(3e9), QueueBytes: logUniform(2 << 20)}
 }
+
+var pipeList = plan.Command{Argv: []string{"/usr/sbin/dnctl", "list"}}

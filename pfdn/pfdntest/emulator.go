@@ -99,7 +99,12 @@ func (e *Emulator) runLocked(cmd plan.Command, pid int, stdin func() []byte, tty
 			return plan.Result{ExitCode: -1}, true, nil
 		case Fail:
 			if f.AfterEffect {
-				e.exec(cmd, pid, stdin, tty)
+				// The command did its work and printed its output, then
+				// failed anyway (e.g. killed on its way out).
+				r, err := e.exec(cmd, pid, stdin, tty)
+				r.ExitCode = f.exitCode()
+				r.Stderr = append(r.Stderr, f.stderr(cmd.Argv)...)
+				return r, false, err
 			}
 			return plan.Result{ExitCode: f.exitCode(), Stderr: []byte(f.stderr(cmd.Argv))}, false, nil
 		case Garbage:
@@ -494,8 +499,8 @@ type Fault struct {
 	// Nth picks the Nth selected call (1-based); 0 spoils every one.
 	Nth  int       `json:"nth,omitempty"`
 	Kind FaultKind `json:"kind"`
-	// AfterEffect makes Fail carry the command out before failing (a
-	// timeout after the kernel changed state).
+	// AfterEffect makes Fail carry the command out, with its output,
+	// before failing (the kernel changed state, the exit status says no).
 	AfterEffect bool `json:"after_effect,omitempty"`
 	// ExitCode and Stderr shape a Fail (defaults: 1 and an injected-fault
 	// message).

@@ -317,8 +317,12 @@ func resolveAnchor(in, name string) (path string, wildcard bool) {
 }
 
 // commit replaces the given rule types of ruleset path in one transaction
-// (creating the ruleset and the anchors its rules reference), then removes
-// rulesets left empty and unreferenced.
+// (creating the ruleset), then removes rulesets left empty and
+// unreferenced. An anchor rule keeps the anchor it names alive but, unlike
+// xnu's pf_anchor_setup, does not create it: that is what keeps the stock
+// anchor set equal to the one captured on a real Mac (only
+// com.apple/250.ApplicationFirewall under com.apple, reference §3.3)
+// whether it came from boot or from a later `pfctl -f /etc/pf.conf`.
 func (m *Machine) commit(path string, types []RuleType, rules []Rule, options []string, setOptions bool) {
 	rs := m.Rulesets[path]
 	if rs == nil {
@@ -333,12 +337,6 @@ func (m *Machine) commit(path string, types []RuleType, rules []Rule, options []
 	}
 	for _, r := range rules {
 		rs.Rules[r.Type] = append(rs.Rules[r.Type], r)
-		if r.isAnchorRule() {
-			target, _ := resolveAnchor(path, r.Anchor)
-			if target != "" && m.Rulesets[target] == nil {
-				m.Rulesets[target] = &Ruleset{}
-			}
-		}
 	}
 	if setOptions {
 		rs.Options = options
