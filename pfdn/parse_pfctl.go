@@ -22,17 +22,13 @@ const (
 
 // Messages with a meaning for macake (reference §3.2, §3.3).
 const (
-	msgNoRules       = "pfctl: DIOCGETRULES: Invalid argument"
-	msgNoReferences  = "No pf starter references held"
-	msgNotEnabled    = "pfctl: pf not enabled"
-	msgTokenInvalid  = "pfctl: pf: token invalid"
-	msgPermission    = "Permission denied"
-	msgPipeMissing   = "setsockopt(IP_DUMMYNET_DEL): Invalid argument"
-	msgSocketDenied  = "dnctl: socket: Operation not permitted"
-	msgLoadWarning1  = "pfctl: Use of -f option, could result in flushing of rules"
-	msgLoadWarning2  = "present in the main ruleset added by the system at startup."
-	msgLoadWarning3  = "See /etc/pf.conf for further details."
-	pfctlShowCommand = "pfctl -s"
+	msgNoRules      = "pfctl: DIOCGETRULES: Invalid argument"
+	msgNoReferences = "No pf starter references held"
+	msgNotEnabled   = "pfctl: pf not enabled"
+	msgTokenInvalid = "pfctl: pf: token invalid"
+	msgPermission   = "Permission denied"
+	msgPipeMissing  = "setsockopt(IP_DUMMYNET_DEL): Invalid argument"
+	msgSocketDenied = "dnctl: socket: Operation not permitted"
 )
 
 // ErrUnavailable marks failures that mean pf or dummynet cannot be used at

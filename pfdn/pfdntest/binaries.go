@@ -4,9 +4,7 @@ package pfdntest
 
 import (
 	"context"
-	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 	"time"
 
@@ -29,13 +27,8 @@ func (b Binaries) Env(stateFile string) []string {
 // tool, for end-to-end tests that run real processes.
 func BuildBinaries(tb testing.TB, dir string) Binaries {
 	tb.Helper()
-	goTool := "go"
-	if root := runtime.GOROOT(); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			goTool = p
-		}
-	}
-	cmd := plan.Command{Argv: []string{goTool, "build", "-o", dir,
+	// go test puts the go tool's directory first on PATH.
+	cmd := plan.Command{Argv: []string{"go", "build", "-o", dir,
 		"github.com/macake/macake/pfdn/pfdntest/cmd/pfctl",
 		"github.com/macake/macake/pfdn/pfdntest/cmd/dnctl"}}
 	res, err := execrun.Runner{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
@@ -43,9 +36,4 @@ func BuildBinaries(tb testing.TB, dir string) Binaries {
 		tb.Fatalf("building the emulator binaries: %v\n%s", err, res.Stderr)
 	}
 	return Binaries{Pfctl: filepath.Join(dir, "pfctl"), Dnctl: filepath.Join(dir, "dnctl")}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

@@ -27,6 +27,12 @@ const (
 // ruleTypes is the order rule lists are kept and compared in.
 var ruleTypes = []RuleType{TypeScrub, TypeFilter, TypeNat, TypeRdr, TypeBinat, TypeDummynet}
 
+// pfError is one of pfctl's parse messages, verbatim (some start with a
+// capital letter, as pfctl prints them).
+type pfError string
+
+func (e pfError) Error() string { return string(e) }
+
 // Addr is one side of a rule's from/to: any, or an address or prefix,
 // possibly negated, with an optional port condition.
 type Addr struct {
@@ -212,7 +218,7 @@ func lex(line string) ([]token, error) {
 		case c == '"':
 			j := strings.IndexByte(line[i+1:], '"')
 			if j < 0 {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			toks = append(toks, token{text: line[i+1 : i+1+j], quoted: true})
 			i += j + 2
@@ -453,7 +459,7 @@ func (p *ruleParser) list() ([]token, error) {
 	if !p.accept("{") {
 		t, ok := p.next()
 		if !ok {
-			return nil, fmt.Errorf("syntax error")
+			return nil, pfError("syntax error")
 		}
 		return []token{t}, nil
 	}
@@ -461,12 +467,12 @@ func (p *ruleParser) list() ([]token, error) {
 	for {
 		t, ok := p.next()
 		if !ok {
-			return nil, fmt.Errorf("syntax error")
+			return nil, pfError("syntax error")
 		}
 		switch t.text {
 		case "}":
 			if len(items) == 0 {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			return items, nil
 		case ",":
@@ -491,7 +497,7 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 	case "anchor", "scrub-anchor", "nat-anchor", "rdr-anchor", "binat-anchor", "dummynet-anchor":
 		name, ok := p.next()
 		if !ok || !name.quoted && (name.text == "{" || name.text == "") {
-			return nil, fmt.Errorf("syntax error")
+			return nil, pfError("syntax error")
 		}
 		r.Action, r.Anchor = first.text, name.text
 		r.Type = map[string]RuleType{"anchor": TypeFilter, "scrub-anchor": TypeScrub, "nat-anchor": TypeNat,
@@ -523,10 +529,10 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 		case "scrub":
 			r.Action, r.Type = "no scrub", TypeScrub
 		default:
-			return nil, fmt.Errorf("syntax error")
+			return nil, pfError("syntax error")
 		}
 	default:
-		return nil, fmt.Errorf("syntax error")
+		return nil, pfError("syntax error")
 	}
 	if p.accept("in", "out") {
 		r.Direction = toks[p.pos-1].text
@@ -588,45 +594,45 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 		case "pipe", "queue":
 			n, ok := p.next()
 			if !ok {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			if r.Type != TypeDummynet {
 				if t.text == "queue" {
 					continue // an ALTQ queue name on a filter rule: no ALTQ, ignored
 				}
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			v, err := strconv.Atoi(n.text)
 			if err != nil {
 				if t.text == "queue" {
-					return nil, fmt.Errorf("Cannot specify an altq queue with a dummynet rule")
+					return nil, pfError("Cannot specify an altq queue with a dummynet rule")
 				}
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.PipeKind, r.Pipe = t.text, v
 			if v < 1 || v > 65535 {
-				return nil, fmt.Errorf("a dummynet rule needs a pipe number between 1 and 65535")
+				return nil, pfError("a dummynet rule needs a pipe number between 1 and 65535")
 			}
 		case "keep", "modulate", "synproxy":
 			if !p.accept("state") {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			if r.Type == TypeDummynet {
-				return nil, fmt.Errorf("keep state on dummynet rules is not allowed")
+				return nil, pfError("keep state on dummynet rules is not allowed")
 			}
 			r.State = t.text + " state"
 			stateful = true
 		case "no":
 			if !p.accept("state") {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.State = "no state"
 		case "(":
 			if r.Type == TypeDummynet {
-				return nil, fmt.Errorf("Dummynet rules must be stateless")
+				return nil, pfError("Dummynet rules must be stateless")
 			}
 			if !stateful {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			var opts []string
 			for p.peek() != ")" && p.peek() != "" {
@@ -634,19 +640,19 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 				opts = append(opts, tk.text)
 			}
 			if !p.accept(")") {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.State += " (" + strings.ReplaceAll(strings.Join(opts, " "), " ,", ",") + ")"
 		case "flags":
 			f, ok := p.next()
 			if !ok {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.Flags = f.text
 		case "icmp-type", "icmp6-type":
 			f, ok := p.next()
 			if !ok {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.ICMPType = f.text
 			if p.accept("code") {
@@ -656,7 +662,7 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 		case "probability":
 			f, ok := p.next()
 			if !ok {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.Probability = f.text
 		case "allow-opts":
@@ -664,16 +670,16 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 		case "label":
 			f, ok := p.next()
 			if !ok {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			if len(f.text) > 63 {
-				return nil, fmt.Errorf("rule label too long (max 63 chars)")
+				return nil, pfError("rule label too long (max 63 chars)")
 			}
 			r.Label = f.text
 		case "tag", "tagged":
 			f, ok := p.next()
 			if !ok {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			if t.text == "tag" {
 				r.Tag = f.text
@@ -683,12 +689,12 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 		case "fragment":
 			f, ok := p.next()
 			if !ok || r.Type != TypeScrub {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			r.Fragment = "fragment " + f.text
 		case "->":
 			if r.Type != TypeNat && r.Type != TypeRdr && r.Type != TypeBinat {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			var rest []string
 			for p.pos < len(p.toks) {
@@ -697,32 +703,32 @@ func parseRuleLine(toks []token) ([]Rule, error) {
 			}
 			r.Redirect = strings.Join(rest, " ")
 		default:
-			return nil, fmt.Errorf("syntax error")
+			return nil, pfError("syntax error")
 		}
 	}
 	if r.Type == TypeDummynet && !r.isAnchorRule() {
 		switch {
 		case r.Action == "no dummynet" && r.Pipe != 0:
-			return nil, fmt.Errorf("specifying a pipe with no dummynet doesn't make sense")
+			return nil, pfError("specifying a pipe with no dummynet doesn't make sense")
 		case r.Action == "dummynet" && r.Pipe == 0:
-			return nil, fmt.Errorf("a dummynet rule needs a pipe number between 1 and 65535")
+			return nil, pfError("a dummynet rule needs a pipe number between 1 and 65535")
 		case r.Action == "dummynet" && r.Direction == "":
-			return nil, fmt.Errorf("a dummynet rule cannot be specified without direction")
+			return nil, pfError("a dummynet rule cannot be specified without direction")
 		}
 	}
 	if len(from.ports)+len(to.ports) > 0 {
 		for _, pr := range protos {
 			if pr != "tcp" && pr != "udp" {
-				return nil, fmt.Errorf("port only applies to tcp/udp")
+				return nil, pfError("port only applies to tcp/udp")
 			}
 		}
 		if len(protos) == 0 {
-			return nil, fmt.Errorf("port only applies to tcp/udp")
+			return nil, pfError("port only applies to tcp/udp")
 		}
 	}
 	rules := expandRule(r, ifaces, protos, from, to)
 	if len(rules) == 0 {
-		return nil, fmt.Errorf("rule expands to no valid combination")
+		return nil, pfError("rule expands to no valid combination")
 	}
 	return rules, nil
 }
@@ -756,7 +762,7 @@ func (p *ruleParser) hosts() (hostSpec, error) {
 			}
 			if text == "any" {
 				if neg2 {
-					return h, fmt.Errorf("syntax error")
+					return h, pfError("syntax error")
 				}
 				h.addrs = append(h.addrs, Addr{})
 				continue
@@ -809,7 +815,7 @@ func (p *ruleParser) ports() ([]Addr, error) {
 		}
 		t, ok := p.next()
 		if !ok {
-			return a, fmt.Errorf("syntax error")
+			return a, pfError("syntax error")
 		}
 		if lo, hi, found := strings.Cut(t.text, ":"); found {
 			l, err1 := portValue(lo)
@@ -839,7 +845,7 @@ func (p *ruleParser) ports() ([]Addr, error) {
 				continue
 			}
 			if p.peek() == "" {
-				return nil, fmt.Errorf("syntax error")
+				return nil, pfError("syntax error")
 			}
 			a, err := one()
 			if err != nil {
@@ -859,7 +865,7 @@ func (p *ruleParser) ports() ([]Addr, error) {
 func (p *ruleParser) port() (int, error) {
 	t, ok := p.next()
 	if !ok {
-		return 0, fmt.Errorf("syntax error")
+		return 0, pfError("syntax error")
 	}
 	return portValue(t.text)
 }
