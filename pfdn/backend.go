@@ -101,7 +101,7 @@ func (b *Backend) Observe(ctx context.Context) (Live, error) {
 	if res, err = b.read(ctx, o.Pfctl, "-s", "References"); err != nil {
 		return Live{}, err
 	}
-	if live.References, err = ParseReferences(res.Stdout, res.Stderr); err != nil {
+	if live.References, live.ReferenceWarnings, err = ParseReferences(res.Stdout, res.Stderr); err != nil {
 		return Live{}, fmt.Errorf("reading pf references: %w", err)
 	}
 	if res, err = b.read(ctx, o.Dnctl, "list"); err != nil {

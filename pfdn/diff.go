@@ -40,7 +40,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 	for _, w := range d.Warnings {
 		p.Warnings = append(p.Warnings, plan.Warning{Link: w.Link, Message: w.Message})
 	}
-	for _, ws := range [][]string{live.Main.Warnings, live.Anchor.Warnings, live.Info.Warnings, live.Dummynet.Warnings} {
+	for _, ws := range [][]string{live.Main.Warnings, live.Anchor.Warnings, live.Info.Warnings, live.ReferenceWarnings, live.Dummynet.Warnings} {
 		for _, w := range ws {
 			p.Warnings = append(p.Warnings, plan.Warning{Message: w})
 		}

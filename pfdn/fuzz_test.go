@@ -50,7 +50,7 @@ func FuzzParseReferences(f *testing.F) {
 	f.Add([]byte("TOKENS:\nPID      Process Name                 TOKEN                    TIMESTAMP\n4077     pfctl                        9084387343160548126      0 days 00:00:00\n"), []byte(altq))
 	f.Add([]byte("No pf starter references held\n"), []byte(""))
 	f.Fuzz(func(t *testing.T, stdout, stderr []byte) {
-		refs, err := pfdn.ParseReferences(stdout, stderr)
+		refs, _, err := pfdn.ParseReferences(stdout, stderr)
 		if err != nil {
 			return
 		}

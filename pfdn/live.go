@@ -20,6 +20,8 @@ type Live struct {
 	Info Info
 	// References are the pf enable tokens (`pfctl -s References`).
 	References []Reference
+	// ReferenceWarnings are stray stderr lines of `pfctl -s References`.
+	ReferenceWarnings []string
 	// Dummynet is `dnctl list`: every pipe and queue, owned or not.
 	Dummynet Dummynet
 }

@@ -250,20 +250,21 @@ var (
 )
 
 // ParseReferences parses `pfctl -s References`: either
-// `No pf starter references held` or a TOKENS table. Any other line is an
-// error, because macake decides from this list whether its own token is
-// still valid.
-func ParseReferences(stdout, stderr []byte) ([]Reference, error) {
+// `No pf starter references held` or a TOKENS table. Any other stdout line
+// is an error, because macake decides from this list whether its own token
+// is still valid; stderr lines that mean nothing are returned as warnings.
+func ParseReferences(stdout, stderr []byte) (refs []Reference, warnings []string, err error) {
 	none := false
 	for _, l := range stderrLines(stderr) {
 		switch {
 		case l == msgNoReferences || l == "pfctl: "+msgNoReferences:
 			none = true
 		case strings.Contains(l, msgPermission):
-			return nil, fmt.Errorf("%w: %s", ErrUnavailable, l)
+			return nil, nil, fmt.Errorf("%w: %s", ErrUnavailable, l)
+		default:
+			warnings = append(warnings, "pfctl: "+strings.TrimPrefix(l, "pfctl: "))
 		}
 	}
-	var refs []Reference
 	for i, line := range splitLines(stdout) {
 		line = strings.TrimRight(line, " ")
 		switch {
@@ -274,7 +275,7 @@ func ParseReferences(stdout, stderr []byte) ([]Reference, error) {
 		default:
 			m := referenceRow.FindStringSubmatch(line)
 			if m == nil {
-				return nil, fmt.Errorf("pfctl -s References output, line %d: unrecognised: %q", i+1, line)
+				return nil, nil, fmt.Errorf("pfctl -s References output, line %d: unrecognised: %q", i+1, line)
 			}
 			pid, _ := strconv.Atoi(m[1])
 			d, _ := strconv.Atoi(m[4])
@@ -288,9 +289,9 @@ func ParseReferences(stdout, stderr []byte) ([]Reference, error) {
 		}
 	}
 	if none && len(refs) > 0 {
-		return nil, errors.New("pfctl -s References listed tokens and also said none are held")
+		return nil, nil, errors.New("pfctl -s References listed tokens and also said none are held")
 	}
-	return refs, nil
+	return refs, warnings, nil
 }
 
 var tokenLine = regexp.MustCompile(`(?m)^Token : (\d+)\s*$`)

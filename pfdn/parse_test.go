@@ -102,11 +102,11 @@ func TestParseReferences(t *testing.T) {
 	sample := "TOKENS:\nPID      Process Name                 TOKEN                    TIMESTAMP\n" +
 		"4077     pfctl                        9084387343160548126      0 days 00:00:00\n" +
 		"4063     pfctl                        15053025338191571182     0 days 00:00:00\n"
-	refs, err := pfdn.ParseReferences([]byte(sample), []byte(altq))
-	if err != nil || len(refs) != 2 || refs[0].Token != "9084387343160548126" || refs[1].PID != 4063 || refs[1].Process != "pfctl" {
+	refs, warns, err := pfdn.ParseReferences([]byte(sample), []byte(altq))
+	if err != nil || len(warns) != 0 || len(refs) != 2 || refs[0].Token != "9084387343160548126" || refs[1].PID != 4063 || refs[1].Process != "pfctl" {
 		t.Fatalf("%+v %v", refs, err)
 	}
-	named, err := pfdn.ParseReferences([]byte("TOKENS:\nPID      Process Name                 TOKEN                    TIMESTAMP\n12       Network Link Cond            42                       1 days 02:03:04\n"), nil)
+	named, _, err := pfdn.ParseReferences([]byte("TOKENS:\nPID      Process Name                 TOKEN                    TIMESTAMP\n12       Network Link Cond            42                       1 days 02:03:04\n"), nil)
 	if err != nil || named[0].Process != "Network Link Cond" || named[0].Age != 26*time.Hour+3*time.Minute+4*time.Second {
 		t.Errorf("process name with spaces: %+v %v", named, err)
 	}
@@ -115,12 +115,15 @@ func TestParseReferences(t *testing.T) {
 		{"", "pfctl: No pf starter references held\n"},
 		{"", ""},
 	} {
-		if refs, err := pfdn.ParseReferences([]byte(none.stdout), []byte(none.stderr)); err != nil || len(refs) != 0 {
+		if refs, _, err := pfdn.ParseReferences([]byte(none.stdout), []byte(none.stderr)); err != nil || len(refs) != 0 {
 			t.Errorf("%q: %+v %v", none, refs, err)
 		}
 	}
-	if _, err := pfdn.ParseReferences([]byte("TOKENS:\nsomething else\n"), nil); err == nil {
+	if _, _, err := pfdn.ParseReferences([]byte("TOKENS:\nsomething else\n"), nil); err == nil {
 		t.Error("an unknown line must be an error")
+	}
+	if _, warns, err := pfdn.ParseReferences([]byte("No pf starter references held\n"), []byte("pfctl: odd\n")); err != nil || len(warns) != 1 {
+		t.Errorf("a stray stderr line must be a warning: %q %v", warns, err)
 	}
 }
 
