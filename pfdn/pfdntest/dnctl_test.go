@@ -277,3 +277,30 @@ func TestDnctlFileMode(t *testing.T) {
 		t.Errorf("bad option before a file: %+v", o)
 	}
 }
+
+func TestDnctlQueueWeightAndNegativeValues(t *testing.T) {
+	// reference §8.2 and §8.8.
+	e := newTestEmulator()
+	mustRun(t, e, "", dnctlPath, "pipe", "1", "config", "delay", "-1")
+	mustRun(t, e, "", dnctlPath, "queue", "1", "config", "pipe", "1", "weight", "10")
+	mustRun(t, e, "", dnctlPath, "queue", "1", "config", "pipe", "1", "weight", "50")
+	mustRun(t, e, "", dnctlPath, "queue", "2", "config", "pipe", "1", "weight", "-1")
+	mustRun(t, e, "", dnctlPath, "queue", "3", "config", "pipe", "1", "weight", "0")
+	got := mustRun(t, e, "", dnctlPath, "list").stdout
+	for _, want := range []string{
+		"00001: unlimited   -1 ms   50 sl.",
+		"q00001: weight 10 pipe 1 ", // weight is set only at creation
+		"q00002: weight -1 pipe 1 ",
+		"q00003: weight 1 pipe 1 ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("listing lacks %q:\n%s", want, got)
+		}
+	}
+	if o := run(t, e, "", dnctlPath, "queue", "1", "config", "pipe", "2"); o.code != 1 || o.stderr != "dnctl: setsockopt(IP_DUMMYNET_CONFIGURE): Invalid argument\n" {
+		t.Errorf("changing a queue's parent: %+v", o)
+	}
+	if o := run(t, e, "", dnctlPath, "pipe", "1", "config", "bw", "abcdefghijklmnopqrst"); o.code != 0 || !strings.HasPrefix(pipeListing(t, e, "1"), "00001: abcdefghijklmno    0 ms") {
+		t.Errorf("interface name as bandwidth is cut to 15 bytes: %q", pipeListing(t, e, "1"))
+	}
+}

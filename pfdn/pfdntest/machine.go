@@ -324,11 +324,15 @@ func resolveAnchor(in, name string) (path string, wildcard bool) {
 // com.apple/250.ApplicationFirewall under com.apple, reference §3.3)
 // whether it came from boot or from a later `pfctl -f /etc/pf.conf`.
 func (m *Machine) commit(path string, types []RuleType, rules []Rule, options []string, setOptions bool) {
-	rs := m.Rulesets[path]
-	if rs == nil {
-		rs = &Ruleset{}
-		m.Rulesets[path] = rs
+	// Like pf_find_or_create_ruleset, make every missing anchor on the path.
+	for i := 0; i <= len(path); i++ {
+		if i == len(path) || path[i] == '/' {
+			if p := path[:i]; m.Rulesets[p] == nil {
+				m.Rulesets[p] = &Ruleset{}
+			}
+		}
 	}
+	rs := m.Rulesets[path]
 	if rs.Rules == nil {
 		rs.Rules = map[RuleType][]Rule{}
 	}

@@ -304,3 +304,28 @@ func TestRebootClearsVolatileState(t *testing.T) {
 		t.Errorf("after reboot:\n%s\nwant:\n%s", got, fresh)
 	}
 }
+
+func TestPfctlAnchorsListing(t *testing.T) {
+	e := newTestEmulator()
+	// Only the system can make "_" anchors; pfctl refuses to.
+	e.with(func(m *Machine) {
+		m.Rulesets["com.apple/_hidden"] = rulesetOf([]Rule{{Type: TypeDummynet, Action: "dummynet", Direction: "out", PipeKind: "pipe", Pipe: 1}}, nil)
+	})
+	mustRun(t, e, "dummynet out on en0 all pipe 1\n", pfctlPath, "-a", "com.apple/macake/sub", "-f", "-")
+	if got := mustRun(t, e, "", pfctlPath, "-a", "com.apple", "-s", "Anchors").stdout; got != "  com.apple/250.ApplicationFirewall\n  com.apple/macake\n" {
+		t.Errorf("-s Anchors: %q", got)
+	}
+	want := "  com.apple/250.ApplicationFirewall\n  com.apple/_hidden\n  com.apple/macake\n  com.apple/macake/sub\n"
+	if got := mustRun(t, e, "", pfctlPath, "-v", "-a", "com.apple", "-s", "Anchors").stdout; got != want {
+		t.Errorf("-v -s Anchors:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestErrorMessagesEscapeControlCharacters(t *testing.T) {
+	// reference §8.5: err(3) prints control characters escaped.
+	e := newTestEmulator()
+	o := run(t, e, "", dnctlPath, "pipe", "1", "config", "\x01\x1b\a\tx")
+	if o.code != 65 || o.stderr != "dnctl: unrecognised option ``\\001\\033\\a\tx''\n" {
+		t.Errorf("got %+v", o)
+	}
+}
