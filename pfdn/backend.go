@@ -124,6 +124,9 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 	if err != nil {
 		return plan.Plan{}, err
 	}
+	if b.opts.KnownLinks != nil {
+		d.KnownLinks = b.opts.KnownLinks()
+	}
 	live, err := b.Observe(ctx)
 	if err != nil {
 		return plan.Plan{}, err

@@ -15,8 +15,9 @@ import (
 
 // The plan.Op kinds this backend emits.
 const (
-	KindPipe        = "pipe"
-	KindAnchor      = "anchor"
+	KindPipe = "pipe"
+	// KindRules is the anchor's rules, always loaded whole by one op.
+	KindRules       = "rules"
 	KindPFReference = "pf-reference"
 )
 
@@ -131,14 +132,28 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 	sort.Slice(stale, func(i, j int) bool { return stale[i].Number < stale[j].Number })
 	for _, lp := range stale {
 		label := "pipe " + strconv.Itoa(lp.Number)
-		iface := ""
-		if r, ok := ruleIface[lp.Number]; ok && r.Interface != "" {
+		iface, reason := "", "no configured link uses it"
+		r, named := ruleIface[lp.Number]
+		if named {
 			iface = r.Interface
+		}
+		link, known := d.linkOfPipe(lp.Number)
+		switch {
+		case known:
+			dir := shape.Upload
+			if (lp.Number-o.Pipes.First)%2 == 1 {
+				dir = shape.Download
+			}
+			label, reason = pipeLabel(lp.Number, link, dir), "link removed from config"
+			if len(d.Links) == 0 {
+				reason = "nothing left to shape"
+			}
+		case named && iface != "":
 			label += fmt.Sprintf(" (%s on %s)", directionOf(r.Direction), iface)
 		}
 		p.Ops = append(p.Ops, plan.Op{
-			Interface: iface, Kind: KindPipe, ID: strconv.Itoa(lp.Number), Label: label,
-			Action: plan.Remove, Reason: "no configured link uses it",
+			Link: link, Interface: iface, Kind: KindPipe, ID: strconv.Itoa(lp.Number), Label: label,
+			Action: plan.Remove, Reason: reason,
 			Fields:   []plan.Field{rateField(lp.Config, PipeConfig{}, true), queueField(lp.Config, PipeConfig{}, true)},
 			Commands: []plan.Command{{Argv: []string{o.Dnctl, "pipe", "delete", strconv.Itoa(lp.Number)}}},
 		})
@@ -188,7 +203,7 @@ func anchorOp(d Desired, live Live) (plan.Op, bool) {
 	if live.Anchor.Exists {
 		have = live.Anchor.Texts()
 	}
-	op := plan.Op{Kind: KindAnchor, ID: o.Anchor, Label: fmt.Sprintf("anchor %q", o.Anchor)}
+	op := plan.Op{Kind: KindRules, ID: o.Anchor, Label: fmt.Sprintf("anchor %q", o.Anchor)}
 	switch {
 	case len(want) > 0 && slices.Equal(want, have):
 		return plan.Op{}, false
@@ -208,6 +223,9 @@ func anchorOp(d Desired, live Live) (plan.Op, bool) {
 		return plan.Op{}, false
 	}
 	op.Fields, op.Unchanged, op.Link, op.Interface = ruleFields(d, live.Anchor.Rules, have)
+	if op.Action == plan.Update && op.Link != "" && !d.desires(op.Link) {
+		op.Reason = "link removed from config"
+	}
 	return op, true
 }
 
@@ -218,8 +236,6 @@ func ruleFields(d Desired, liveRules []Rule, have []string) (fields []plan.Field
 	type group struct {
 		link        string
 		want, have  []string
-		order       int
-		inDesired   bool
 		inInterface string
 	}
 	groups := map[string]*group{}
@@ -227,7 +243,7 @@ func ruleFields(d Desired, liveRules []Rule, have []string) (fields []plan.Field
 	get := func(iface string) *group {
 		g, ok := groups[iface]
 		if !ok {
-			g = &group{inInterface: iface, order: len(order)}
+			g = &group{inInterface: iface}
 			groups[iface] = g
 			order = append(order, iface)
 		}
@@ -235,12 +251,15 @@ func ruleFields(d Desired, liveRules []Rule, have []string) (fields []plan.Field
 	}
 	for _, l := range d.Links {
 		g := get(l.Interface)
-		g.link, g.want, g.inDesired = l.Name, l.Rules, true
+		g.link, g.want = l.Name, l.Rules
 	}
 	for i, r := range liveRules {
 		if i < len(have) {
 			g := get(r.Interface)
 			g.have = append(g.have, r.Text)
+			if g.link == "" && r.Pipe != 0 {
+				g.link, _ = d.linkOfPipe(r.Pipe)
+			}
 		}
 	}
 	var changed []*group
@@ -258,9 +277,13 @@ func ruleFields(d Desired, liveRules []Rule, have []string) (fields []plan.Field
 		case g.link != "":
 			name = fmt.Sprintf("rules for %s (%s)", g.link, g.inInterface)
 		}
+		key := "rules_on_" + g.inInterface
+		if g.inInterface == "" {
+			key = "rules_without_interface"
+		}
 		fields = append(fields, plan.Field{
 			Name: name, Before: countRules(g.have), After: countRules(g.want),
-			Key: "rules", BeforeValue: nilIfEmpty(g.have), AfterValue: nilIfEmpty(g.want),
+			Key: key, BeforeValue: nilIfEmpty(g.have), AfterValue: nilIfEmpty(g.want),
 		})
 	}
 	if len(changed) == 1 && changed[0].link != "" {

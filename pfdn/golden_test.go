@@ -23,7 +23,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/diff")
 
 // TestDiffGolden runs every case in testdata/diff: desired.json (a
-// shape.State), live.txt (a script that builds the live state on a fresh
+// shape.State), optionally known.json (link name → slot, as the state file
+// holds them), live.txt (a script that builds the live state on a fresh
 // emulated Mac) and want.txt (the plan as a plain listing of ops and
 // commands, warnings, and the hook error if any).
 //
@@ -54,6 +55,11 @@ func TestDiffGolden(t *testing.T) {
 			d, err := pfdn.Render(desired, h.b.Options())
 			if err != nil {
 				t.Fatal(err)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, "known.json")); err == nil {
+				if err := json.Unmarshal(b, &d.KnownLinks); err != nil {
+					t.Fatal(err)
+				}
 			}
 			p := pfdn.Diff(d, live, h.tokens.PFToken())
 			got := listing(p)

@@ -111,6 +111,11 @@ type Options struct {
 	// CommandTimeout bounds each pfctl/dnctl call; 0 means
 	// DefaultCommandTimeout.
 	CommandTimeout time.Duration
+	// KnownLinks, when set, returns every link name macake has given a
+	// slot (the state file's slots, including links since removed from the
+	// config). It is only used to name the leftover pipes and rules of
+	// removed links in plans, so they group under their link.
+	KnownLinks func() map[string]int
 }
 
 // DefaultOptions returns the production settings.

@@ -21,6 +21,36 @@ type Desired struct {
 	Links []DesiredLink
 	// Warnings note values that had to be clamped to dummynet's limits.
 	Warnings []LinkWarning
+	// KnownLinks maps link names to slots for links that may have been
+	// shaped before (see Options.KnownLinks); Diff uses it to name the
+	// leftovers of removed links. Optional.
+	KnownLinks map[string]int
+}
+
+// desires reports whether link name is among the desired links.
+func (d Desired) desires(name string) bool {
+	for _, l := range d.Links {
+		if l.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// linkOfPipe names the link that owned pipe n in an earlier
+// configuration, if KnownLinks knows it and it is no longer desired.
+func (d Desired) linkOfPipe(n int) (string, bool) {
+	r := d.Options.Pipes
+	if !r.Contains(n) || len(d.KnownLinks) == 0 {
+		return "", false
+	}
+	slot := (n - r.First) / 2
+	for name, s := range d.KnownLinks {
+		if s == slot && !d.desires(name) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // DesiredLink is one link's share of the desired state.
