@@ -133,3 +133,23 @@ func TestNewReportsRotationTroubleInTheLog(t *testing.T) {
 		t.Errorf("lines after the failure are missing:\n%s", b)
 	}
 }
+
+// FuzzParseSettings: whatever a settings file says, parsing either fails
+// with an error or yields a value that reads back the same.
+func FuzzParseSettings(f *testing.F) {
+	for _, s := range []string{"", "text", "JSON", "debug", "INFO+2", "warn-4", "err", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if format, err := logging.ParseFormat(s); err == nil && format != logging.FormatText && format != logging.FormatJSON {
+			t.Errorf("ParseFormat(%q) = %q", s, format)
+		}
+		level, err := logging.ParseLevel(s)
+		if err != nil {
+			return
+		}
+		if again, err := logging.ParseLevel(level.String()); err != nil || again != level {
+			t.Errorf("ParseLevel(%q) = %v, which reads back as %v, %v", s, level, again, err)
+		}
+	})
+}
