@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/macake/macake/controller"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
 )
@@ -471,6 +472,16 @@ func BenchmarkScrape(b *testing.B) {
 	for b.Loop() {
 		if _, err := m.Registry().Gather(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// The state label's values are the controller's own status names, so the
+// daemon passes Status.String() straight through.
+func TestStatesAreTheControllerStatuses(t *testing.T) {
+	for i, s := range metrics.States {
+		if got := controller.Status(i).String(); got != s {
+			t.Errorf("States[%d] = %q; controller.Status(%d) is %q", i, s, i, got)
 		}
 	}
 }
