@@ -2,10 +2,387 @@
 
 package main
 
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
+)
+
 var applyCmd = &command{
 	name:  "apply",
-	args:  "[--dry-run] [--detailed-exitcode] [--show-commands] [--json]",
+	args:  "[--dry-run] [--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never]",
 	short: "Reconcile pf and dummynet with the policy files once; print the plan, then what was applied.",
+	long: `Reads every policy file in the config directory, works out which policy is
+active on which interface now (see 'macake links'), reads the live pf anchor
+and dummynet pipes, prints the plan that makes them match, and applies it in a
+safe order. Only what macake owns is ever changed: its pf anchor, the pipes in
+its range and its own pf enable reference. 'macake plan' is 'apply --dry-run'.
+
+Each active link starts at its policy's rate (or the last rate the state file
+knows to be good on that network); 'macake watch' then steers it.
+
+If any policy file or the daemon settings are invalid, apply changes nothing
+and exits 78 with every problem listed, so a broken file never tears down
+shaping that works. If pf's main ruleset has lost the
+'dummynet-anchor "com.apple/*"' line, apply prints the line to add and
+exits 1 without changing anything.
+
+Exit status: 0 success (with or without changes); 1 failure, including an
+apply that stopped part-way (run apply again to continue from the live
+state); 2 only with --detailed-exitcode, when there were changes (planned in a
+dry run, applied otherwise); 64 usage; 69 pfctl/dnctl missing or unusable;
+77 not root (a dry run needs no root); 78 configuration invalid.`,
 }
 
-func init() { applyCmd.run = notImplemented(applyCmd) }
+func init() { applyCmd.run = runApply }
+
+// backendRunner, when not nil, runs the backend's commands instead of real
+// processes: the CLI tests set it to the in-process pf/dummynet emulator.
+var backendRunner plan.Runner
+
+// lockWait is how long a mutating command waits for another one.
+var lockWait = reconcile.DefaultLockWait
+
+// applyFlags are apply's flags.
+type applyFlags struct {
+	dryRun, detailed, showCommands, json bool
+	color                                colorMode
+}
+
+func runApply(e *env, args []string) int {
+	fs := applyCmd.flags()
+	f := applyFlags{color: "auto"}
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan only; change nothing (needs no root)")
+	fs.BoolVar(&f.detailed, "detailed-exitcode", false, "exit 2 when there were changes (planned or applied)")
+	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl command of the plan")
+	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
+	fs.Var(&f.color, "color", "colour the plan: auto (only on a terminal, without NO_COLOR), always or never")
+	if done, code := applyCmd.parse(e, fs, args); done {
+		return code
+	}
+	if done, code := applyCmd.noArgs(e, fs); done {
+		return code
+	}
+	if !f.dryRun {
+		if ok, code := e.requireRoot("apply"); !ok {
+			return code
+		}
+	}
+	s := &session{e: e, cmd: "apply", dryRun: f.dryRun}
+	defer s.close()
+	return s.apply(f)
+}
+
+// session is one run of a command that reads, and maybe changes, the live
+// shaping state: the configuration, the state file, the lock and the backend.
+type session struct {
+	e      *env
+	cmd    string
+	dryRun bool
+
+	backendName string
+	policies    reconcile.Policies
+	stateDir    string
+	lock        *reconcile.Lock
+	tokens      *reconcile.StateTokens
+	backend     *reconcile.OpenedBackend
+}
+
+func (s *session) close() {
+	if s.lock != nil {
+		s.lock.Release()
+	}
+}
+
+// errorf prints "macake CMD: message" on stderr.
+func (s *session) errorf(format string, args ...any) {
+	fmt.Fprintf(s.e.stderr, "macake %s: %s\n", s.cmd, fmt.Sprintf(format, args...))
+}
+
+// exitFor maps an error to its exit status and prints it.
+func (s *session) fail(err error) int {
+	s.errorf("%v", err)
+	switch {
+	case reconcile.Unavailable(err):
+		return exitUnavailable
+	case errors.Is(err, config.ErrNeedsMeasurement):
+		return exitConfig
+	}
+	return exitFailure
+}
+
+// chooseBackend picks the backend by name (it decides the config target).
+func (s *session) chooseBackend() (int, bool) {
+	name, err := reconcile.ChooseBackend(runtime.GOOS, s.e.getenv)
+	if err != nil {
+		if reconcile.Unavailable(err) {
+			return s.fail(err), false
+		}
+		s.errorf("%v", err)
+		return exitUsage, false
+	}
+	s.backendName = name
+	return exitOK, true
+}
+
+func (s *session) loadOptions() config.LoadOptions {
+	target := config.TargetDarwin
+	if s.backendName == "tc" {
+		target = config.TargetLinux
+	}
+	return config.LoadOptions{Target: target, SkipOwnershipCheck: s.e.euid() != 0}
+}
+
+// loadPolicies reads the policy files and the settings. Any problem stops
+// the command (exit 78): applying only the valid files would tear down the
+// links of the broken ones.
+func (s *session) loadPolicies(onProblems func(problems []*config.Problem)) (int, bool) {
+	p, err := reconcile.LoadPolicies(s.e.configDir, s.loadOptions())
+	s.policies = p
+	for _, w := range p.Warnings {
+		fmt.Fprintln(s.e.stderr, w.String())
+	}
+	if err != nil {
+		problems := config.Problems(err)
+		fmt.Fprintf(s.e.stderr, "Reading policy files in %s … failed\n", s.e.configDir)
+		for _, pr := range problems {
+			fmt.Fprintln(s.e.stderr, pr.Error())
+		}
+		s.errorf("%s: nothing was changed, so shaping that works stays as it is; fix the files (see 'macake validate') and run it again", plural(len(problems), "configuration problem"))
+		if onProblems != nil {
+			onProblems(problems)
+		}
+		return exitConfig, false
+	}
+	fmt.Fprintf(s.e.stderr, "Reading %s in %s … ok\n", plural(len(p.Links), "file"), s.e.configDir)
+	if len(p.Links) == 0 {
+		fmt.Fprintf(s.e.stderr, "warning: no policy files (*.toml) in %s: nothing is to be shaped, so everything macake shapes now is removed\n", s.e.configDir)
+	}
+	return exitOK, true
+}
+
+// loadSettings reads only the daemon settings (down needs no policies).
+func (s *session) loadSettings() (int, bool) {
+	file := config.DaemonFileFor(s.e.configDir)
+	settings, warns, err := config.LoadDaemon(file, s.loadOptions())
+	for _, w := range warns {
+		fmt.Fprintln(s.e.stderr, w.String())
+	}
+	if err != nil {
+		for _, pr := range config.Problems(err) {
+			fmt.Fprintln(s.e.stderr, pr.Error())
+		}
+		s.errorf("the daemon settings are invalid; nothing was changed (they name the anchor and pipe range macake owns)")
+		return exitConfig, false
+	}
+	s.policies.Settings, s.policies.SettingsFile = settings, file
+	return exitOK, true
+}
+
+// openState takes the lock (unless dry run) and reads the state file.
+func (s *session) openState() (int, bool) {
+	s.stateDir = s.e.stateDir
+	if s.stateDir == defaultStateDir && s.policies.Settings.StateDir != "" {
+		s.stateDir = s.policies.Settings.StateDir
+	}
+	if !s.dryRun {
+		l, err := reconcile.AcquireLock(s.e.ctx, s.stateDir, lockWait)
+		if err != nil {
+			return s.fail(err), false
+		}
+		s.lock = l
+	}
+	st, err := state.Load(s.stateDir)
+	switch {
+	case errors.Is(err, state.ErrCorrupt):
+		fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
+	case err != nil && !s.dryRun:
+		return s.fail(err), false
+	case err != nil:
+		fmt.Fprintf(s.e.stderr, "warning: %v; planning as if it were empty\n", err)
+	}
+	s.tokens = &reconcile.StateTokens{Dir: s.stateDir, State: st}
+	return exitOK, true
+}
+
+// openBackend opens the chosen backend.
+func (s *session) openBackend() (int, bool) {
+	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
+		Settings: s.policies.Settings, Tokens: s.tokens, Runner: backendRunner, Getenv: s.e.getenv,
+	})
+	if err != nil {
+		return s.fail(err), false
+	}
+	s.backend = b
+	return exitOK, true
+}
+
+// readLive runs fn between the two halves of the progress line
+// `Reading live state (SCOPE) … ok`.
+func (s *session) readLive(fn func() error) error {
+	fmt.Fprintf(s.e.stderr, "Reading live state (%s) … ", s.backend.Scope)
+	err := fn()
+	switch {
+	case err == nil, errors.Is(err, pfdn.ErrHookMissing):
+		fmt.Fprintln(s.e.stderr, "ok")
+	default:
+		fmt.Fprintln(s.e.stderr, "failed")
+	}
+	return err
+}
+
+// applyOutcome is what apply reports: the plan, whether any of it was
+// applied, the errors met, and the exit status.
+type applyOutcome struct {
+	plan    plan.Plan
+	applied bool
+	errs    []error
+	code    int
+}
+
+func (s *session) apply(f applyFlags) int {
+	out := s.applyOnce(f)
+	if f.json {
+		plan.WriteJSON(s.e.stdout, out.plan, f.dryRun, out.applied, out.errs)
+	}
+	return out.code
+}
+
+func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
+	stop := func(code int, errs ...error) applyOutcome {
+		out.code = code
+		out.errs = append(out.errs, errs...)
+		return out
+	}
+	// fail prints err and stops with the exit status it maps to.
+	fail := func(err error) applyOutcome { return stop(s.fail(err), err) }
+
+	if code, ok := s.chooseBackend(); !ok {
+		return stop(code)
+	}
+	if code, ok := s.loadPolicies(func(problems []*config.Problem) {
+		for _, p := range problems {
+			out.errs = append(out.errs, p)
+		}
+	}); !ok {
+		return stop(code)
+	}
+	if code, ok := s.openState(); !ok {
+		return stop(code)
+	}
+	if code, ok := s.openBackend(); !ok {
+		return stop(code)
+	}
+	facts, err := reconcile.FactsFromEnv(s.e.getenv).Facts(s.e.ctx)
+	if err != nil {
+		return fail(fmt.Errorf("reading link facts: %w", err))
+	}
+	desire, err := reconcile.Desired(s.policies.Links, facts, reconcile.Inputs{
+		State: s.tokens.State, MaxSlots: s.backend.MaxSlots, MTU: reconcile.InterfaceMTUs(policyInterfaces(s.policies.Links)),
+	})
+	if err != nil {
+		s.errorf("nothing was changed:")
+		errs := unjoin(err)
+		for _, e := range errs {
+			fmt.Fprintf(s.e.stderr, "  %v\n", e)
+		}
+		return stop(exitConfig, errs...)
+	}
+
+	err = s.readLive(func() error {
+		var err error
+		out.plan, err = s.backend.Plan(s.e.ctx, desire.State)
+		return err
+	})
+	hookErr := err
+	if err != nil && !errors.Is(err, pfdn.ErrHookMissing) {
+		return fail(fmt.Errorf("reading the live state: %w", err))
+	}
+	p := &out.plan
+	p.Warnings = append(desire.Warnings, p.Warnings...)
+	if !f.json {
+		fmt.Fprintln(s.e.stderr)
+		plan.WriteText(s.e.stdout, *p, plan.TextOptions{
+			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true,
+			Subject: fmt.Sprintf("Live %s state matches %s.", s.backend.System, s.e.configDir),
+		})
+	}
+	if hookErr != nil {
+		// Nothing is applied without the hook: the rules would never be
+		// evaluated, and macake never edits the main ruleset itself.
+		s.errorf("%v", hookErr)
+		return stop(exitFailure, hookErr)
+	}
+	changes := exitOK
+	if f.detailed && !p.Empty() {
+		changes = exitChanges
+	}
+	if f.dryRun {
+		return stop(changes)
+	}
+	if !maps.Equal(s.tokens.State.Slots, desire.Slots) {
+		// Slots first: pipes must never exist under numbers the state
+		// file does not assign.
+		if err := s.tokens.Update(func(st *state.State) { st.Slots = desire.Slots }); err != nil {
+			return fail(err)
+		}
+	}
+	if p.Empty() {
+		return stop(changes)
+	}
+
+	start := time.Now()
+	applied, err := reconcile.Apply(s.e.ctx, s.backend, *p, nil)
+	took := time.Since(start)
+	out.applied = len(applied.Ops) > 0
+	c, u, r := applied.Count()
+	if err != nil {
+		if !f.json {
+			fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs), then stopped.\n", c, u, r, took.Seconds())
+		}
+		code := s.fail(err)
+		fmt.Fprintf(s.e.stderr, "The steps before it were applied. Fix the cause and run 'macake apply' again: it continues from the live state.\n")
+		return stop(code, err)
+	}
+	// Level-triggered check: right after an apply, the live state must
+	// match, or something else is changing it (or macake has a bug).
+	again, err := s.backend.Plan(s.e.ctx, desire.State)
+	if err == nil && !again.Empty() {
+		err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing pf/dummynet at the same time; run 'macake apply' again", plural(len(again.Ops), "change"))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !f.json {
+		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, took.Seconds())
+	}
+	if f.detailed {
+		return stop(exitChanges)
+	}
+	return stop(exitOK)
+}
+
+// policyInterfaces lists the interfaces the policies name.
+func policyInterfaces(links []config.Link) []string {
+	var names []string
+	for _, l := range links {
+		names = append(names, l.Match.Interface)
+	}
+	return names
+}
+
+// unjoin splits an errors.Join result into its errors.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -2,10 +2,114 @@
 
 package main
 
+import (
+	"fmt"
+	"time"
+
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
+)
+
 var downCmd = &command{
 	name:  "down",
-	args:  "",
+	args:  "[--dry-run] [--show-commands] [--json] [--color auto|always|never]",
 	short: "Remove everything macake owns (anchor, pipes, pf reference); idempotent and safe after a crash.",
+	long: `Flushes macake's pf anchor, deletes the dummynet pipes in macake's range that
+macake made, and gives back macake's pf enable reference (pfctl -X), which
+turns pf off again only if nothing else holds it. Nothing else is touched:
+not the main ruleset, not other anchors, not other tools' pipes.
+
+It reads no policy files, so it works while they are broken; it needs only
+the daemon settings (anchor and pipe range). It works after a crash and with
+a missing or corrupt state file (the pipe range identifies the pipes; only a
+pf reference whose token was lost cannot be given back). Running it twice is
+fine: the second run finds nothing to do. Afterwards the state file keeps the
+measured profiles but no slots and no token.
+
+Exit status: 0 success; 1 failure (run it again); 64 usage; 69 pfctl/dnctl
+missing or unusable; 77 not root (a dry run needs no root); 78 the daemon
+settings are invalid.`,
 }
 
-func init() { downCmd.run = notImplemented(downCmd) }
+func init() { downCmd.run = runDown }
+
+func runDown(e *env, args []string) int {
+	fs := downCmd.flags()
+	f := applyFlags{color: "auto"}
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be removed; change nothing (needs no root)")
+	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl command")
+	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
+	fs.Var(&f.color, "color", "colour the output: auto, always or never")
+	if done, code := downCmd.parse(e, fs, args); done {
+		return code
+	}
+	if done, code := downCmd.noArgs(e, fs); done {
+		return code
+	}
+	if !f.dryRun {
+		if ok, code := e.requireRoot("down"); !ok {
+			return code
+		}
+	}
+	s := &session{e: e, cmd: "down", dryRun: f.dryRun}
+	defer s.close()
+	out := s.down(f)
+	if f.json {
+		plan.WriteJSON(e.stdout, out.plan, f.dryRun, out.applied, out.errs)
+	}
+	return out.code
+}
+
+func (s *session) down(f applyFlags) (out applyOutcome) {
+	stop := func(code int, errs ...error) applyOutcome {
+		out.code = code
+		out.errs = append(out.errs, errs...)
+		return out
+	}
+	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings, s.openState, s.openBackend} {
+		if code, ok := step(); !ok {
+			return stop(code)
+		}
+	}
+	// The plan is shown first, then Teardown plans again and executes:
+	// it also forgets a token pf no longer knows.
+	err := s.readLive(func() error {
+		var err error
+		out.plan, err = s.backend.Plan(s.e.ctx, shape.State{})
+		return err
+	})
+	if err != nil {
+		return stop(s.fail(fmt.Errorf("reading the live state: %w", err)), err)
+	}
+	if !f.json {
+		fmt.Fprintln(s.e.stderr)
+		plan.WriteText(s.e.stdout, out.plan, plan.TextOptions{
+			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true,
+			Subject: fmt.Sprintf("macake owns nothing in %s.", s.backend.System),
+		})
+	}
+	if f.dryRun {
+		return stop(exitOK)
+	}
+	start := time.Now()
+	done, err := s.backend.Teardown(s.e.ctx)
+	took := time.Since(start)
+	if err != nil {
+		code := s.fail(err)
+		fmt.Fprintln(s.e.stderr, "Run 'macake down' again once the cause is fixed; it picks up where this one stopped.")
+		return stop(code, err)
+	}
+	out.plan, out.applied = done, !done.Empty()
+	st := s.tokens.State
+	if len(st.Slots) > 0 || st.PFToken != "" {
+		if err := s.tokens.Update(func(st *state.State) { st.Slots, st.PFToken = nil, "" }); err != nil {
+			return stop(s.fail(err), err)
+		}
+	}
+	if !f.json && !done.Empty() {
+		c, u, r := done.Count()
+		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, took.Seconds())
+	}
+	return stop(exitOK)
+}

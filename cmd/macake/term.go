@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// fdWriter is an output with a file descriptor (an *os.File).
+type fdWriter interface {
+	io.Writer
+	Fd() uintptr
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(fdWriter)
+	return ok && isTerminalFD(f.Fd())
+}
+
+// colorMode is the value of --color.
+type colorMode string
+
+func (m *colorMode) String() string { return string(*m) }
+
+func (m *colorMode) Set(s string) error {
+	switch s {
+	case "auto", "always", "never":
+		*m = colorMode(s)
+		return nil
+	}
+	return fmt.Errorf("want auto, always or never, not %q", s)
+}
+
+// useColor decides whether to colour output written to w: always or never
+// as asked; with auto only when w is a terminal, NO_COLOR is unset and TERM
+// is not "dumb" (style-and-ux §6.6).
+func (e *env) useColor(m colorMode, w io.Writer) bool {
+	switch m {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return isTerminal(w) && e.getenv("NO_COLOR") == "" && e.getenv("TERM") != "dumb"
+}

@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import "golang.org/x/sys/unix"
+
+// isTerminalFD reports whether fd is a terminal.
+func isTerminalFD(fd uintptr) bool {
+	_, err := unix.IoctlGetTermios(int(fd), unix.TIOCGETA)
+	return err == nil
+}

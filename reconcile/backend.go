@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+)
+
+// Backend turns a backend-neutral desired state into the system's own
+// objects: pf + dummynet on macOS (pfdn), tc on Linux.
+type Backend interface {
+	// Plan observes the live system and returns the ordered ops that make
+	// it match desired (only owned objects; foreign ones never appear as
+	// "to remove"). It never changes the system. It may return a plan
+	// together with an error that forbids applying it (pfdn: a missing
+	// hook line).
+	Plan(ctx context.Context, desired shape.State) (plan.Plan, error)
+	// Execute runs one op's commands; it may be called again after a
+	// failure.
+	Execute(ctx context.Context, op plan.Op) error
+	// SetRate is the controller's hot path: one command updating one
+	// direction of one link.
+	SetRate(ctx context.Context, link shape.Link, dir shape.Direction, p shape.Pipe) error
+	// Teardown removes everything the backend owns and releases what it
+	// holds (pfdn: the pf enable reference); idempotent and safe after a
+	// crash. It returns the plan it executed.
+	Teardown(ctx context.Context) (plan.Plan, error)
+}
+
+var _ Backend = (*pfdn.Backend)(nil)
+
+// TokenStore keeps a backend's system reference between runs (pfdn: the pf
+// enable token). It has pfdn.TokenStore's method set; StateTokens
+// implements it on the state file.
+type TokenStore interface {
+	PFToken() string
+	SetPFToken(token string) error
+}
+
+// EnvBackend names the environment variable that picks a backend by name
+// ("pf" or "tc"), overriding the choice by operating system.
+const EnvBackend = "MACAKE_BACKEND"
+
+// ErrUnavailable is matched (errors.Is) by errors that mean the machine
+// cannot shape: no backend for this system, or its tools are missing.
+// Unavailable also recognises the backends' own such errors.
+var ErrUnavailable = errors.New("shaping backend unavailable")
+
+// Unavailable reports whether err means that shaping is impossible here
+// (tools missing or not usable, e.g. without root): exit status 69.
+func Unavailable(err error) bool {
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, pfdn.ErrUnavailable)
+}
+
+// BackendConfig is what a backend constructor needs.
+type BackendConfig struct {
+	// Settings are the daemon settings: the pf anchor and the pipe range.
+	Settings config.Daemon
+	// Tokens keeps the backend's system reference (StateTokens in
+	// production).
+	Tokens TokenStore
+	// Runner runs the backend's commands. nil means real processes
+	// (execrun.Runner), after checking that the tools exist; tests pass the
+	// in-process emulator.
+	Runner plan.Runner
+	// Getenv reads the environment (tool path overrides); nil is os.Getenv.
+	Getenv func(string) string
+	// GOOS picks the default backend; "" is runtime.GOOS.
+	GOOS string
+}
+
+func (c BackendConfig) getenv(k string) string {
+	if c.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return c.Getenv(k)
+}
+
+// OpenedBackend is a ready backend and how to describe it to people.
+type OpenedBackend struct {
+	Backend
+	// Name is the table key: "pf" or "tc".
+	Name string
+	// Scope names what the backend owns, for the progress line "Reading
+	// live state (SCOPE) … ok", e.g. `pf anchor "com.apple/macake",
+	// dummynet pipes 48001-48998`.
+	Scope string
+	// System names the live state in "No changes. Live SYSTEM state
+	// matches DIR.", e.g. "pf/dummynet".
+	System string
+	// MaxSlots is how many links it can shape at once (Inputs.MaxSlots).
+	MaxSlots int
+}
+
+// backendConstructors is the backend table. Adding a backend is one line
+// here (and its constructor).
+var backendConstructors = map[string]func(BackendConfig) (*OpenedBackend, error){
+	"pf": openPF,
+}
+
+// knownBackends are the names MACAKE_BACKEND accepts, built or not.
+var knownBackends = []string{"pf", "tc"}
+
+// ChooseBackend returns the name of the backend for this machine:
+// MACAKE_BACKEND when set; "pf" on macOS; on Linux "pf" when MACAKE_PFCTL
+// or MACAKE_DNCTL is set (the emulator), else "tc".
+func ChooseBackend(goos string, getenv func(string) string) (string, error) {
+	if name := getenv(EnvBackend); name != "" {
+		for _, k := range knownBackends {
+			if name == k {
+				return name, nil
+			}
+		}
+		return "", fmt.Errorf("%s=%q: unknown backend; use one of %s", EnvBackend, name, strings.Join(knownBackends, ", "))
+	}
+	switch goos {
+	case "darwin":
+		return "pf", nil
+	case "linux":
+		if getenv(pfdn.EnvPfctl) != "" || getenv(pfdn.EnvDnctl) != "" {
+			return "pf", nil
+		}
+		return "tc", nil
+	}
+	return "", fmt.Errorf("%w: macake shapes on macOS (pf + dummynet) and Linux (tc), not on %s", ErrUnavailable, goos)
+}
+
+// OpenBackend chooses and opens the backend for this machine. Its errors
+// match ErrUnavailable when this machine cannot shape.
+func OpenBackend(cfg BackendConfig) (*OpenedBackend, error) {
+	goos := cfg.GOOS
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	name, err := ChooseBackend(goos, cfg.getenv)
+	if err != nil {
+		return nil, err
+	}
+	open, ok := backendConstructors[name]
+	if !ok {
+		if name == "tc" {
+			return nil, fmt.Errorf("%w: the Linux backend (tc) is not available yet; on Linux this macake can only drive the pf/dummynet emulator (set %s and %s)",
+				ErrUnavailable, pfdn.EnvPfctl, pfdn.EnvDnctl)
+		}
+		return nil, fmt.Errorf("%w: backend %q is not built into this macake (built: %s)", ErrUnavailable, name, strings.Join(builtBackends(), ", "))
+	}
+	return open(cfg)
+}
+
+func builtBackends() []string {
+	names := make([]string, 0, len(backendConstructors))
+	for n := range backendConstructors {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PFOptions returns the pfdn options for the daemon settings: the anchor
+// and pipe range from settings (defaults where unset), the tool paths from
+// MACAKE_PFCTL/MACAKE_DNCTL when set.
+func PFOptions(settings config.Daemon, getenv func(string) string) pfdn.Options {
+	o := pfdn.DefaultOptions().WithEnv(getenv)
+	if settings.Anchor != "" {
+		o.Anchor = settings.Anchor
+	}
+	if r := settings.PipeRange; r.First != 0 || r.Last != 0 {
+		o.Pipes = pfdn.PipeRange{First: r.First, Last: r.Last}
+	}
+	return o
+}
+
+func openPF(cfg BackendConfig) (*OpenedBackend, error) {
+	opts := PFOptions(cfg.Settings, cfg.getenv)
+	run := cfg.Runner
+	if run == nil {
+		for _, tool := range []struct{ name, path, env string }{{"pfctl", opts.Pfctl, pfdn.EnvPfctl}, {"dnctl", opts.Dnctl, pfdn.EnvDnctl}} {
+			if err := checkTool(tool.path); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v (macake needs macOS's %s; %s overrides the path)", ErrUnavailable, tool.name, err, tool.name, tool.env)
+			}
+		}
+		run = execrun.Runner{Timeout: opts.CommandTimeout}
+	}
+	tokens := cfg.Tokens
+	if tokens == nil {
+		tokens = &pfdn.MemoryTokens{}
+	}
+	b, err := pfdn.New(run, tokens, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &OpenedBackend{
+		Backend:  b,
+		Name:     "pf",
+		Scope:    fmt.Sprintf("pf anchor %q, dummynet pipes %s", opts.Anchor, opts.Pipes),
+		System:   "pf/dummynet",
+		MaxSlots: opts.Pipes.Slots(),
+	}, nil
+}
+
+// checkTool reports why path cannot be run, or nil.
+func checkTool(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist", path)
+	case err != nil:
+		return err
+	case info.IsDir() || info.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s is not an executable file", path)
+	}
+	return nil
+}

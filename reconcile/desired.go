@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
+)
+
+// DefaultIdleRTT is the idle round-trip time that sizes a `queue = "auto"`
+// pipe queue while the network has no measured idle baseline in the state
+// file (`macake measure` and `watch` record one). 20 ms is the low end of
+// what Starlink, cable and DSL show idle: it keeps the queue, and so the
+// worst latency a full queue adds, small until the real baseline is known.
+const DefaultIdleRTT = 20 * time.Millisecond
+
+// Rates are a controller's current pipe rates for one link, in bit/s, as
+// its decisions carry them (overhead compensation already applied). 0
+// means "no decision yet" for that direction.
+type Rates struct {
+	Upload   int64 `json:"upload_bits_per_second"`
+	Download int64 `json:"download_bits_per_second"`
+}
+
+// Of returns the rate of direction d.
+func (r Rates) Of(d shape.Direction) int64 {
+	if d == shape.Upload {
+		return r.Upload
+	}
+	return r.Download
+}
+
+// Inputs are what Desired needs besides the policies and the link facts.
+// The zero value is a one-shot `apply` on a machine with an empty state
+// file.
+type Inputs struct {
+	// State is the state file: slots (stable pipe numbers) and measured
+	// profiles. Desired never modifies it; the updated slot allocation is
+	// returned in Desire.Slots. nil is an empty state.
+	State *state.State
+	// Rates are the controllers' current rates by link name (watch). A link
+	// without an entry starts from its last known-good rate, else from its
+	// policy's base rate.
+	Rates map[string]Rates
+	// Engaged tells, by link name, whether a balanced-mode controller has
+	// engaged the shaper (watch). A balanced link that is not engaged
+	// installs nothing.
+	Engaged map[string]bool
+	// Reflectors are the controllers' active probe targets by link name
+	// (watch), whose ICMP is exempt from shaping. A link without an entry
+	// exempts the first active_reflectors of its policy's list.
+	Reflectors map[string][]netip.Addr
+	// MTU is each interface's MTU in bytes; a missing one is
+	// controller.DefaultMTU.
+	MTU map[string]int
+	// MaxSlots is how many links the backend can hold at once (pfdn: the
+	// pipe range's Slots()); 0 means no limit.
+	MaxSlots int
+}
+
+// RateSource says where a desired rate came from.
+type RateSource string
+
+// The rate sources, in order of preference.
+const (
+	// FromController is the running controller's current rate.
+	FromController RateSource = "controller"
+	// FromKnownGood is the last rate the state file records as free of
+	// bufferbloat on this network.
+	FromKnownGood RateSource = "known-good"
+	// FromPolicy is the policy's base rate (shaper.download/upload).
+	FromPolicy RateSource = "policy"
+)
+
+// DirectionRate is the desired shaper of one direction of an active link
+// and how it was worked out.
+type DirectionRate struct {
+	// Pipe is what the backend is asked to install.
+	Pipe shape.Pipe
+	// Source tells where Pipe.RateBits came from.
+	Source RateSource
+	// Min, Base and Max are the controller's bounds for this direction in
+	// bit/s (controller rates, before overhead compensation), from
+	// config.Link.Rates with the measured capacity.
+	Min, Base, Max int64
+}
+
+// ActiveLink is one policy chosen for its interface by config.Match.
+type ActiveLink struct {
+	// Policy is the matched policy.
+	Policy config.Link
+	// Facts are its interface's facts.
+	Facts config.InterfaceFacts
+	// ProfileKey is the state-file profile of this network
+	// (state.ProfileKey of the link and the gateway's MAC).
+	ProfileKey string
+	// Shaped is false when the link installs nothing: mode "off", or
+	// "balanced" while not engaged.
+	Shaped bool
+	// Upload and Download are the desired shapers (zero when not Shaped).
+	Upload, Download DirectionRate
+}
+
+// Direction returns the desired shaper of direction d.
+func (a ActiveLink) Direction(d shape.Direction) DirectionRate {
+	if d == shape.Upload {
+		return a.Upload
+	}
+	return a.Download
+}
+
+// Desire is the outcome of Desired.
+type Desire struct {
+	// State is the backend-neutral desired state: one shape.Link per
+	// shaped active link, sorted by name.
+	State shape.State
+	// Selection is config.Match's verdict on every policy.
+	Selection config.Selection
+	// Active lists every active link (shaped or not), sorted by name.
+	Active []ActiveLink
+	// Slots is the slot allocation to save in the state file: the slots of
+	// links still in the config, plus new ones for links shaped for the
+	// first time. Links gone from the config give their slots back.
+	Slots map[string]int
+	// Warnings are notes worth showing with the plan.
+	Warnings []plan.Warning
+}
+
+// LinkError is a problem that keeps one active link from being shaped.
+type LinkError struct {
+	Link string
+	File string
+	Err  error
+}
+
+// Error returns "FILE: link "NAME": problem".
+func (e *LinkError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("link %q: %v", e.Link, e.Err)
+	}
+	return fmt.Sprintf("%s: link %q: %v", e.File, e.Link, e.Err)
+}
+
+// Unwrap returns the underlying problem.
+func (e *LinkError) Unwrap() error { return e.Err }
+
+// Desired works out what should be shaped right now. It is pure: it reads
+// only its arguments and changes none of them.
+//
+// Matching is config.Match's. For each active link and direction the rate
+// is the controller's current rate when in.Rates has one (so a drift check
+// never fights the controller), else the profile's last known-good rate
+// (autorate and balanced only; clamped to the policy's bounds), else the
+// policy's base rate ("auto" is 95 % of the measured capacity). Policy rates
+// are controller rates: with overhead or mpu set they are converted to the
+// pipe rate the controller would send (PipeRate). The queue is the policy's
+// fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
+// profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
+// Mode "off" installs nothing; "balanced" installs nothing unless
+// in.Engaged says so.
+//
+// A link that cannot be shaped (an "auto" rate without a measurement, no
+// free slot) is left out of the result, and the returned error, a join of
+// *LinkError, names it; every other link is still in the Desire. One-shot
+// callers refuse to apply on any error; watch keeps the failed link's
+// previous desired state so that a problem never tears working shaping
+// down.
+func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error) {
+	st := in.State
+	if st == nil {
+		st = &state.State{}
+	}
+	inConfig := make(map[string]bool, len(links))
+	for _, l := range links {
+		inConfig[l.Name] = true
+	}
+	slots := state.State{Slots: maps.Clone(st.Slots)}
+	slots.ReleaseSlotsExcept(inConfig)
+	maxSlots := in.MaxSlots
+	if maxSlots <= 0 {
+		maxSlots = 1 << 20
+	}
+
+	sel := config.Match(links, facts)
+	d := Desire{Selection: sel, State: shape.State{Links: []shape.Link{}}}
+	var errs []error
+	for _, l := range sel.Active {
+		f, _ := facts.Interface(l.Match.Interface)
+		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String())}
+		switch l.Shaper.Mode {
+		case config.ModeOff:
+			d.Active = append(d.Active, a)
+			continue
+		case config.ModeBalanced:
+			if !in.Engaged[l.Name] {
+				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: fmt.Sprintf(
+					"mode \"balanced\": nothing is installed on %s until `macake watch` sees a standing queue and engages the shaper", l.Match.Interface)})
+				d.Active = append(d.Active, a)
+				continue
+			}
+		}
+		profile := st.Profiles[a.ProfileKey]
+		mtu := in.MTU[l.Match.Interface]
+		if mtu <= 0 {
+			mtu = controller.DefaultMTU
+		}
+		var failed bool
+		for _, dir := range shape.Directions {
+			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu)
+			if err != nil {
+				errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: err})
+				failed = true
+				break
+			}
+			if dir == shape.Upload {
+				a.Upload = r
+			} else {
+				a.Download = r
+			}
+		}
+		if failed {
+			continue
+		}
+		slot, ok := slots.Slot(l.Name, maxSlots)
+		if !ok {
+			errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: fmt.Errorf(
+				"no free slot: the backend holds at most %d links at once; remove policies or widen the pipe range", maxSlots)})
+			continue
+		}
+		a.Shaped = true
+		d.Active = append(d.Active, a)
+		d.State.Links = append(d.State.Links, shape.Link{
+			Name: l.Name, Interface: l.Match.Interface, Slot: slot,
+			Upload: a.Upload.Pipe, Download: a.Download.Pipe,
+			Reflectors: reflectors(l, in.Reflectors),
+			Cake:       cakeOptions(l),
+		})
+	}
+	d.State.Sort()
+	d.Slots = slots.Slots
+	if d.Slots == nil {
+		d.Slots = map[string]int{}
+	}
+	return d, errors.Join(errs...)
+}
+
+// directionRate resolves one direction's desired pipe.
+func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int) (DirectionRate, error) {
+	capacity, good := p.DownloadCapacity, p.GoodDownload
+	if dir == shape.Upload {
+		capacity, good = p.UploadCapacity, p.GoodUpload
+	}
+	lo, base, hi, err := l.Rates(dir, config.Rate(capacity))
+	if errors.Is(err, config.ErrNeedsMeasurement) {
+		return DirectionRate{}, &measurementError{fmt.Sprintf(
+			"shaper.%s is \"auto\" (95 %% of the measured capacity), but this network has not been measured yet; "+
+				"run \"sudo macake measure --link %s\" while on it, or give a rate", dir, l.Name)}
+	}
+	if err != nil {
+		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
+	}
+	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy}
+	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
+	switch {
+	case current > 0:
+		r.Source = FromController
+		r.Pipe.RateBits = current
+	case adaptive && good > 0:
+		r.Source = FromKnownGood
+		r.Pipe.RateBits = PipeRate(max(r.Min, min(r.Max, good)), l.Shaper.Overhead, l.Shaper.MPU, mtu)
+	default:
+		r.Pipe.RateBits = PipeRate(r.Base, l.Shaper.Overhead, l.Shaper.MPU, mtu)
+	}
+	if l.Shaper.Queue.Auto {
+		idle := p.IdleRTT
+		if idle <= 0 {
+			idle = DefaultIdleRTT
+		}
+		r.Pipe.QueueBytes = controller.AutoQueueBytes(r.Pipe.RateBits, idle, mtu)
+	} else {
+		r.Pipe.QueueBytes = int64(l.Shaper.Queue.Size)
+	}
+	return r, nil
+}
+
+// PipeRate converts a controller rate (bit/s on the wire) to the rate a
+// pipe must get when each packet carries overhead bytes of framing and
+// takes at least mpu bytes on the wire: the pipe counts packet bytes only,
+// so it runs at rate × mtu / max(mtu + overhead, mpu). This is the
+// controller's own conversion before it has seen any packets (it assumes
+// MTU-sized packets), to the same whole kbit/s, so a one-shot apply and a
+// freshly started controller agree. Without overhead and mpu it returns
+// rate unchanged.
+func PipeRate(rateBits int64, overhead, mpu, mtu int) int64 {
+	if overhead <= 0 && mpu <= 0 || rateBits <= 0 {
+		return rateBits
+	}
+	if mtu <= 0 {
+		mtu = controller.DefaultMTU
+	}
+	wire := max(int64(mtu+overhead), int64(mpu))
+	ratio := max(1, int64(mtu)*1_000_000/wire)
+	kbit := (rateBits + 500) / 1000
+	return max(1, kbit*ratio/1_000_000) * 1000
+}
+
+// reflectors returns the link's probe targets to exempt: the controller's
+// active set when watch gave one, else the first active_reflectors of the
+// policy's list (the set a controller starts with before any shuffle).
+func reflectors(l config.Link, active map[string][]netip.Addr) []netip.Addr {
+	if r, ok := active[l.Name]; ok {
+		return append([]netip.Addr(nil), r...)
+	}
+	list := l.Autorate.Reflectors
+	if n := l.Autorate.ActiveReflectors; n > 0 && n < len(list) {
+		list = list[:n]
+	}
+	return append([]netip.Addr(nil), list...)
+}
+
+// cakeOptions returns the CAKE-only options, nil when the policy sets none.
+func cakeOptions(l config.Link) *shape.Cake {
+	if l.Cake.IsZero() && l.Shaper.Overhead == 0 && l.Shaper.MPU == 0 {
+		return nil
+	}
+	return &shape.Cake{
+		Diffserv:       string(l.Cake.Diffserv),
+		EgressIsolate:  string(l.Cake.EgressIsolation),
+		IngressIsolate: string(l.Cake.IngressIsolation),
+		NAT:            l.Cake.NAT,
+		ACKFilter:      l.Cake.ACKFilter,
+		Overhead:       l.Shaper.Overhead,
+		MPU:            l.Shaper.MPU,
+	}
+}
+
+// measurementError explains a missing measurement; it matches
+// config.ErrNeedsMeasurement with errors.Is.
+type measurementError struct{ msg string }
+
+func (e *measurementError) Error() string        { return e.msg }
+func (e *measurementError) Is(target error) bool { return target == config.ErrNeedsMeasurement }

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build !(darwin || linux)
+
+package reconcile
+
+import (
+	"errors"
+	"os"
+)
+
+// tryLock fails: macake changes the system only on macOS and Linux.
+func tryLock(*os.File) (bool, error) {
+	return false, errors.New("state locking is only implemented on macOS and Linux")
+}
+
+func unlock(*os.File) {}

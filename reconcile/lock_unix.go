@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build darwin || linux
+
+package reconcile
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// tryLock takes an exclusive flock on f without blocking; ok is false when
+// another open file description holds it.
+func tryLock(f *os.File) (ok bool, err error) {
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return false, nil
+		}
+		return false, err
+	}
+}
+
+func unlock(f *os.File) { unix.Flock(int(f.Fd()), unix.LOCK_UN) }

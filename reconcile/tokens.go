@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/macake/macake/state"
+)
+
+// StateTokens is the TokenStore on the state file: the pf enable token
+// lives in State.PFToken, and every change is written to Dir atomically
+// before SetPFToken returns, so a crash right after `pfctl -E` never leaks
+// a reference nobody knows about. It shares State with the rest of the
+// run (slots, profiles), so a save also writes those; callers hold the
+// state lock (Lock) while they change the system.
+type StateTokens struct {
+	// Dir is the state directory.
+	Dir string
+	// State is the loaded state file; SetPFToken changes and saves it.
+	State *state.State
+
+	mu sync.Mutex
+}
+
+// PFToken returns the token the state file holds, "" for none.
+func (t *StateTokens) PFToken() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.State.PFToken
+}
+
+// SetPFToken records token ("" clears it) and saves the state file.
+func (t *StateTokens) SetPFToken(token string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.State.PFToken
+	t.State.PFToken = token
+	if err := state.Save(t.Dir, t.State); err != nil {
+		t.State.PFToken = old
+		return fmt.Errorf("saving the pf token in the state file: %w", err)
+	}
+	return nil
+}
+
+// Save writes the whole state file under the same lock as SetPFToken.
+func (t *StateTokens) Save() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return state.Save(t.Dir, t.State)
+}
+
+// Update changes the state under the lock and saves it.
+func (t *StateTokens) Update(change func(s *state.State)) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	change(t.State)
+	return state.Save(t.Dir, t.State)
+}
