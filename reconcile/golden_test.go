@@ -14,7 +14,6 @@ import (
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile"
 )
 
 // TestGoldenPlans pins the plan, as text and as JSON, that each case in
@@ -90,5 +89,3 @@ func errs0(errs []error) error {
 	}
 	return errs[0]
 }
-
-var _ = reconcile.Apply

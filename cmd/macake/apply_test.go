@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
+)
+
+// Policies used by the apply/down/links tests.
+const (
+	starlinkPolicy = `description = "Starlink"
+[match]
+interface   = "en0"
+gateway_mac = "74:24:9f:00:00:01"
+[shaper]
+download = "150mbit"
+upload   = "15mbit"
+[autorate]
+reflectors = ["1.1.1.1", "9.9.9.9"]
+`
+	cablePolicy = `[match]
+interface   = "en0"
+gateway_mac = "a4:91:b1:00:00:02"
+[shaper]
+mode     = "fixed"
+download = "450mbit"
+upload   = "22mbit"
+queue    = "256KB"
+`
+	travelPolicy = `[match]
+interface = "en0"
+priority  = -10
+[shaper]
+mode = "off"
+`
+	ltePolicy = `[match]
+interface = "en5"
+[shaper]
+download = "30mbit"
+upload   = "5mbit"
+`
+	starlinkFacts = `{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01","ssid":"STARLINK"},{"name":"en5","up":true}]}`
+	cableFacts    = `{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.0.1","gateway_mac":"a4:91:b1:00:00:02"}]}`
+)
+
+// rig is an emulated Mac behind the CLI: the emulator as the backend's
+// runner, a policy directory, a facts file and a state directory.
+type rig struct {
+	t         *testing.T
+	emu       *pfdntest.Emulator
+	configDir string
+	stateDir  string
+	factsFile string
+}
+
+func newRig(t *testing.T, policies map[string]string, facts string) *rig {
+	t.Helper()
+	r := &rig{t: t, emu: pfdntest.New(), configDir: t.TempDir(), stateDir: filepath.Join(t.TempDir(), "state"),
+		factsFile: filepath.Join(t.TempDir(), "facts.json")}
+	backendRunner = r.emu
+	oldWait := lockWait
+	lockWait = 200 * time.Millisecond
+	t.Cleanup(func() { backendRunner, lockWait = nil, oldWait })
+	t.Setenv(reconcile.EnvBackend, "pf")
+	t.Setenv(reconcile.EnvLinkFacts, r.factsFile)
+	t.Setenv("NO_COLOR", "")
+	r.setPolicies(policies)
+	r.setFacts(facts)
+	return r
+}
+
+func (r *rig) setPolicies(policies map[string]string) {
+	r.t.Helper()
+	entries, _ := os.ReadDir(r.configDir)
+	for _, e := range entries {
+		os.Remove(filepath.Join(r.configDir, e.Name()))
+	}
+	for name, text := range policies {
+		if err := os.WriteFile(filepath.Join(r.configDir, name+".toml"), []byte(text), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+func (r *rig) setFacts(facts string) {
+	r.t.Helper()
+	if err := os.WriteFile(r.factsFile, []byte(facts), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// run runs macake with the rig's directories as root.
+func (r *rig) run(args ...string) (int, string, string) {
+	r.t.Helper()
+	return r.runAs(0, args...)
+}
+
+func (r *rig) runAs(euid int, args ...string) (int, string, string) {
+	r.t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{ctx: context.Background(), stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: os.Getenv, euid: func() int { return euid }}
+	code := e.main(append([]string{"--config-dir", r.configDir, "--state-dir", r.stateDir}, args...))
+	return code, out.String(), errb.String()
+}
+
+func (r *rig) mustRun(want int, args ...string) (string, string) {
+	r.t.Helper()
+	code, stdout, stderr := r.run(args...)
+	if code != want {
+		r.t.Fatalf("macake %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+func TestApplyThenNoChanges(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
+
+	stdout, stderr := r.mustRun(exitOK, "plan")
+	for _, want := range []string{
+		fmt.Sprintf("Reading 2 files in %s … ok\n", r.configDir),
+		`Reading live state (pf anchor "com.apple/macake", dummynet pipes 48001-48998) … ok`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("plan: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if !strings.Contains(stdout, "Plan: 4 to create, 0 to update, 0 to remove.") || strings.Contains(stdout, "Reading") {
+		t.Errorf("plan: stdout:\n%s", stdout)
+	}
+	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
+		t.Fatalf("plan changed the system: %q", calls[0].Argv)
+	}
+	r.mustRun(exitChanges, "plan", "--detailed-exitcode")
+
+	stdout, _ = r.mustRun(exitOK, "apply", "--show-commands")
+	if !strings.Contains(stdout, "      run: /usr/sbin/dnctl pipe 48001 config bw 15000Kbit/s queue 37Kbytes") ||
+		!regexpMatch(`\nApplied: 4 created, 0 updated, 0 removed \(\d+\.\d\ds\)\.\n$`, stdout) {
+		t.Errorf("apply: stdout:\n%s", stdout)
+	}
+	snap := r.emu.Snapshot()
+	if snap.Pipes[48001] == "" || snap.Pipes[48002] == "" || !snap.PFEnabled || snap.Rulesets["com.apple/macake"] == "" {
+		t.Fatalf("apply did not shape:\n%s", snap)
+	}
+	st, err := state.Load(r.stateDir)
+	if err != nil || st.PFToken == "" || st.Slots["starlink"] != 0 || len(st.Slots) != 1 {
+		t.Fatalf("state after apply: %+v, %v", st, err)
+	}
+
+	r.emu.ResetCalls()
+	stdout, _ = r.mustRun(exitOK, "apply", "--detailed-exitcode")
+	if want := fmt.Sprintf("No changes. Live pf/dummynet state matches %s.\n", r.configDir); stdout != want {
+		t.Errorf("second apply: stdout %q, want %q", stdout, want)
+	}
+	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
+		t.Fatalf("a no-op apply ran %q", calls[0].Argv)
+	}
+	if n := len(r.emu.Calls()); n != 5 {
+		t.Errorf("a no-op apply ran %d commands, want the 5 reads", n)
+	}
+}
+
+func TestApplyJSON(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	stdout, _ := r.mustRun(exitOK, "apply", "--json")
+	var doc plan.JSONDocument
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("apply --json printed no JSON document: %v\n%s", err, stdout)
+	}
+	if doc.FormatVersion != plan.JSONFormatVersion || doc.DryRun || !doc.Applied || doc.Summary.Create != 4 || len(doc.Errors) != 0 {
+		t.Errorf("document: %+v", doc)
+	}
+	stdout, _ = r.mustRun(exitOK, "plan", "--json")
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || !doc.DryRun || doc.Applied || len(doc.Changes) != 0 {
+		t.Errorf("plan --json after apply: %+v, %v", doc, err)
+	}
+}
+
+func TestApplyColor(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	stdout, _ := r.mustRun(exitOK, "plan", "--color", "always")
+	if !strings.Contains(stdout, "\x1b[32m+\x1b[0m pipe 48001") {
+		t.Errorf("--color always: no green +:\n%q", stdout)
+	}
+	for _, args := range [][]string{{"plan"}, {"plan", "--color", "never"}} {
+		if stdout, _ := r.mustRun(exitOK, args...); strings.Contains(stdout, "\x1b[") {
+			t.Errorf("%v wrote colour to a non-terminal: %q", args, stdout)
+		}
+	}
+	if code, _, _ := r.run("plan", "--color", "sometimes"); code != exitUsage {
+		t.Errorf("--color sometimes: exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestApplyNeedsRootUnlessDryRun(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	for _, args := range [][]string{{"apply"}, {"down"}} {
+		code, _, stderr := r.runAs(501, args...)
+		if code != exitNoPerm || !strings.Contains(stderr, "Run with sudo") {
+			t.Errorf("%v as a user: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	for _, args := range [][]string{{"apply", "--dry-run"}, {"plan"}, {"down", "--dry-run"}, {"links"}} {
+		if code, _, stderr := r.runAs(501, args...); code != exitOK {
+			t.Errorf("%v as a user: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
+		t.Fatalf("a user's dry run changed the system: %q", calls[0].Argv)
+	}
+}
+
+// TestApplyRefusesBrokenPolicies: a broken file changes nothing, so the
+// shaping of every other link stays exactly as it was.
+func TestApplyRefusesBrokenPolicies(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	before := r.emu.Snapshot().String()
+	r.setPolicies(map[string]string{"starlink": starlinkPolicy, "lte": strings.Replace(ltePolicy, `"30mbit"`, `"30mbps"`, 1)})
+	r.emu.ResetCalls()
+	code, stdout, stderr := r.run("apply")
+	if code != exitConfig {
+		t.Fatalf("exit %d, want %d\n%s", code, exitConfig, stderr)
+	}
+	if !regexpMatch(`lte\.toml:4:12: .*mbps`, stderr) || !strings.Contains(stderr, "nothing was changed") || stdout != "" {
+		t.Errorf("stdout %q\nstderr:\n%s", stdout, stderr)
+	}
+	if n := len(r.emu.Calls()); n != 0 {
+		t.Errorf("a refused apply ran %d commands", n)
+	}
+	if after := r.emu.Snapshot().String(); after != before {
+		t.Errorf("the live state changed:\n%s", after)
+	}
+	code, stdout, _ = r.run("apply", "--json")
+	var doc plan.JSONDocument
+	if code != exitConfig || json.Unmarshal([]byte(stdout), &doc) != nil || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "lte.toml:4:12:") {
+		t.Errorf("--json: exit %d, %s", code, stdout)
+	}
+}
+
+func TestApplyAutoRateWithoutMeasurement(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": strings.Replace(starlinkPolicy, `"150mbit"`, `"auto"`, 1)}, starlinkFacts)
+	code, _, stderr := r.run("apply")
+	if code != exitConfig || !strings.Contains(stderr, `run "sudo macake measure --link starlink"`) {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+func TestApplyHookMissing(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.emu.DropHook()
+	for _, args := range [][]string{{"apply"}, {"plan"}} {
+		code, stdout, stderr := r.run(args...)
+		if code != exitFailure {
+			t.Errorf("%v: exit %d, want 1", args, code)
+		}
+		if !strings.Contains(stdout, "Plan: 4 to create") {
+			t.Errorf("%v: the plan is still shown; stdout:\n%s", args, stdout)
+		}
+		if !strings.Contains(stderr, "\n    dummynet-anchor \"com.apple/*\"\n") || !strings.Contains(stderr, "/etc/pf.conf") {
+			t.Errorf("%v: stderr must give the line to add:\n%s", args, stderr)
+		}
+	}
+	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
+		t.Fatalf("apply without the hook ran %q", calls[0].Argv)
+	}
+}
+
+func TestApplyBackendUnavailable(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	backendRunner = nil
+	t.Setenv("MACAKE_PFCTL", filepath.Join(t.TempDir(), "no-pfctl"))
+	code, _, stderr := r.run("plan")
+	if code != exitUnavailable || !strings.Contains(stderr, "no-pfctl does not exist") {
+		t.Errorf("missing pfctl: exit %d, stderr %s", code, stderr)
+	}
+	t.Setenv(reconcile.EnvBackend, "tc")
+	code, _, stderr = r.run("apply")
+	if code != exitUnavailable || !strings.Contains(stderr, "not available yet") {
+		t.Errorf("tc: exit %d, stderr %s", code, stderr)
+	}
+	r.emu.SetPrivileged(false)
+	backendRunner = r.emu
+	t.Setenv(reconcile.EnvBackend, "pf")
+	code, _, stderr = r.run("plan")
+	if code != exitUnavailable {
+		t.Errorf("pfctl without root: exit %d, stderr %s", code, stderr)
+	}
+}
+
+func TestApplyWaitsForTheLock(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	l, err := reconcile.AcquireLock(context.Background(), r.stateDir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"apply"}, {"down"}} {
+		code, _, stderr := r.run(args...)
+		if code != exitFailure || !strings.Contains(stderr, fmt.Sprintf("(pid %d)", os.Getpid())) {
+			t.Errorf("%v with the lock held: exit %d, stderr %s", args, code, stderr)
+		}
+	}
+	r.mustRun(exitOK, "plan") // a dry run needs no lock
+	l.Release()
+	r.mustRun(exitOK, "apply")
+}
+
+// TestApplyFaultAtEveryStep fails each mutating command of an apply in
+// turn (before and after the command took effect): apply exits 1 naming
+// the step, the next apply converges, and down then leaves the Mac exactly
+// as it was before macake.
+func TestApplyFaultAtEveryStep(t *testing.T) {
+	scenarios := []struct {
+		name             string
+		before, after    map[string]string
+		factsBefore, now string
+	}{
+		{"from nothing", nil, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, starlinkFacts, starlinkFacts},
+		{"policy change", map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy},
+			map[string]string{"starlink": strings.Replace(starlinkPolicy, "150mbit", "200mbit", 1), "cable": cablePolicy}, starlinkFacts, starlinkFacts},
+		{"link switch", map[string]string{"starlink": starlinkPolicy, "cable": cablePolicy, "lte": ltePolicy},
+			map[string]string{"starlink": starlinkPolicy, "cable": cablePolicy}, starlinkFacts, cableFacts},
+	}
+	for _, sc := range scenarios {
+		// How many mutating commands does the clean run take?
+		probe := newRig(t, sc.before, sc.factsBefore)
+		if sc.before != nil {
+			probe.mustRun(exitOK, "apply")
+		}
+		probe.setPolicies(sc.after)
+		probe.setFacts(sc.now)
+		probe.emu.ResetCalls()
+		probe.mustRun(exitOK, "apply")
+		steps := probe.emu.MutatingCalls()
+		if len(steps) < 2 {
+			t.Fatalf("%s: only %d mutating steps", sc.name, len(steps))
+		}
+		t.Logf("%s: failing each of %d mutating steps in turn", sc.name, len(steps))
+		for i := range steps {
+			for _, afterEffect := range []bool{false, true} {
+				if afterEffect && strings.HasSuffix(strings.Join(steps[i].Argv, " "), "pfctl -E") {
+					// A reference taken but never reported cannot be
+					// given back by anyone: nothing to test.
+					continue
+				}
+				name := fmt.Sprintf("%s/step %d %q after-effect=%v", sc.name, i+1, strings.Join(steps[i].Argv, " "), afterEffect)
+				r := newRig(t, sc.before, sc.factsBefore)
+				withForeign(t, r.emu)
+				pristine := r.emu.Snapshot().String()
+				if sc.before != nil {
+					r.mustRun(exitOK, "apply")
+				}
+				r.setPolicies(sc.after)
+				r.setFacts(sc.now)
+				if err := r.emu.AddFault(pfdntest.Fault{MutatingOnly: true, Nth: i + 1, Kind: pfdntest.Fail, AfterEffect: afterEffect}); err != nil {
+					t.Fatal(err)
+				}
+				code, _, stderr := r.run("apply")
+				if code != exitFailure || !strings.Contains(stderr, "injected failure") || !regexpMatch(`step \d+ of \d+ \(`, stderr) ||
+					!strings.Contains(stderr, "run 'macake apply' again") {
+					t.Fatalf("%s: exit %d, stderr:\n%s", name, code, stderr)
+				}
+				r.emu.ClearFaults()
+				r.mustRun(exitOK, "apply")
+				if stdout, _ := r.mustRun(exitOK, "plan"); !strings.HasPrefix(stdout, "No changes.") {
+					t.Fatalf("%s: no convergence after the failure:\n%s", name, stdout)
+				}
+				r.mustRun(exitOK, "down")
+				if after := r.emu.Snapshot().String(); after != pristine {
+					t.Fatalf("%s: after down the Mac differs from before macake:\n--- after ---\n%s--- before ---\n%s", name, after, pristine)
+				}
+			}
+		}
+	}
+}
+
+// withForeign adds other tools' objects that macake must never touch.
+func withForeign(t *testing.T, emu *pfdntest.Emulator) {
+	t.Helper()
+	ctx := context.Background()
+	if res, err := emu.Foreign(ctx, "", "dnctl", "pipe", "40269", "config", "bw", "1Mbit/s", "delay", "100"); err != nil || res.ExitCode != 0 {
+		t.Fatal(err, string(res.Stderr))
+	}
+	if res, err := emu.Foreign(ctx, "dummynet out on en0 all pipe 40269\n", "pfctl", "-a", "com.apple/nlc", "-f", "-"); err != nil || res.ExitCode != 0 {
+		t.Fatal(err, string(res.Stderr))
+	}
+	emu.TakeReference(118, "com.apple.InternetSharing")
+}
+
+func TestDownFaultAtEveryStep(t *testing.T) {
+	policies := map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}
+	probe := newRig(t, policies, starlinkFacts)
+	probe.mustRun(exitOK, "apply")
+	probe.emu.ResetCalls()
+	probe.mustRun(exitOK, "down")
+	steps := len(probe.emu.MutatingCalls())
+	if steps != 6 {
+		t.Fatalf("down took %d mutating steps, want 6 (anchor, 4 pipes, reference)", steps)
+	}
+	for i := 1; i <= steps; i++ {
+		r := newRig(t, policies, starlinkFacts)
+		withForeign(t, r.emu)
+		pristine := r.emu.Snapshot().String()
+		r.mustRun(exitOK, "apply")
+		r.emu.AddFault(pfdntest.Fault{MutatingOnly: true, Nth: i, Kind: pfdntest.Fail})
+		code, _, stderr := r.run("down")
+		if code != exitFailure || !strings.Contains(stderr, "injected failure") || !strings.Contains(stderr, "Run 'macake down' again") {
+			t.Fatalf("down failing at step %d: exit %d, stderr:\n%s", i, code, stderr)
+		}
+		r.emu.ClearFaults()
+		r.mustRun(exitOK, "down")
+		if after := r.emu.Snapshot().String(); after != pristine {
+			t.Fatalf("step %d: after down the Mac differs from before macake:\n--- after ---\n%s--- before ---\n%s", i, after, pristine)
+		}
+	}
+}
+
+func TestDownTwiceAndWithoutState(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, starlinkFacts)
+	pristine := r.emu.Snapshot().String()
+	r.mustRun(exitOK, "apply")
+	stdout, _ := r.mustRun(exitOK, "down")
+	if !strings.Contains(stdout, "Plan: 0 to create, 0 to update, 6 to remove.") || !strings.Contains(stdout, "Applied: 0 created, 0 updated, 6 removed") {
+		t.Errorf("down: stdout:\n%s", stdout)
+	}
+	if after := r.emu.Snapshot().String(); after != pristine {
+		t.Errorf("after down:\n%s\nwant\n%s", after, pristine)
+	}
+	stdout, _ = r.mustRun(exitOK, "down")
+	if stdout != "No changes. macake owns nothing in pf/dummynet.\n" {
+		t.Errorf("second down: %q", stdout)
+	}
+	st, _ := state.Load(r.stateDir)
+	if st.PFToken != "" || len(st.Slots) != 0 {
+		t.Errorf("state after down: %+v", st)
+	}
+
+	// A corrupt state file: the pipes and rules still go (the range
+	// identifies them); only the lost token's reference cannot be given
+	// back, and down says the file was corrupt.
+	r.mustRun(exitOK, "apply")
+	if err := os.WriteFile(state.Path(r.stateDir), []byte("{garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := r.mustRun(exitOK, "down")
+	if !strings.Contains(stderr, "state file is corrupt") {
+		t.Errorf("no warning about the corrupt state file:\n%s", stderr)
+	}
+	snap := r.emu.Snapshot()
+	if len(snap.Pipes) != 0 || snap.Rulesets["com.apple/macake"] != "" {
+		t.Errorf("down with a corrupt state left owned objects:\n%s", snap)
+	}
+
+	// No state file at all.
+	r.emu.Reboot()
+	r.mustRun(exitOK, "apply")
+	os.Remove(state.Path(r.stateDir))
+	r.mustRun(exitOK, "down")
+	if snap := r.emu.Snapshot(); len(snap.Pipes) != 0 || snap.Rulesets["com.apple/macake"] != "" {
+		t.Errorf("down without a state file left owned objects:\n%s", snap)
+	}
+}
+
+// TestApplyFollowsTheNetwork: the same policies on another network switch
+// the shaped link; the state file keeps both links' slots.
+func TestApplyFollowsTheNetwork(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "cable": cablePolicy, "travel": travelPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	r.setFacts(cableFacts)
+	stdout, _ := r.mustRun(exitOK, "apply")
+	if !strings.Contains(stdout, `+ pipe 48003 "cable/upload"`) || !strings.Contains(stdout, "- pipe 48001") {
+		t.Errorf("switch to cable:\n%s", stdout)
+	}
+	r.setFacts(starlinkFacts)
+	stdout, _ = r.mustRun(exitOK, "apply")
+	if !strings.Contains(stdout, `+ pipe 48001 "starlink/upload"`) {
+		t.Errorf("back to starlink, its pipes must return under the same numbers:\n%s", stdout)
+	}
+	r.setFacts(`{"interfaces":[{"name":"en0","up":true,"gateway_mac":"00:00:5e:00:53:01"}]}`)
+	stdout, _ = r.mustRun(exitOK, "apply")
+	if !strings.Contains(stdout, "Plan: 0 to create, 0 to update, 4 to remove.") {
+		t.Errorf("unknown network (travel, mode off):\n%s", stdout)
+	}
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }

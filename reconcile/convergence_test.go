@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
+)
+
+// withForeignState puts other tools' objects on the Mac: Network Link
+// Conditioner's pipes and anchor, a daemon's pf reference, a pipe inside
+// macake's range that macake did not make. macake must leave all of them
+// exactly as they are.
+func withForeignState(t testing.TB, emu *pfdntest.Emulator) {
+	t.Helper()
+	ctx := context.Background()
+	for _, c := range []struct {
+		stdin string
+		argv  []string
+	}{
+		{"", []string{"dnctl", "pipe", "40269", "config", "bw", "1Mbit/s", "delay", "100"}},
+		{"", []string{"dnctl", "pipe", "48500", "config", "bw", "2Mbit/s", "delay", "20", "plr", "0.01"}},
+		{"dummynet out on en0 all pipe 40269\n", []string{"pfctl", "-a", "com.apple/nlc", "-f", "-"}},
+	} {
+		if res, err := emu.Foreign(ctx, c.stdin, c.argv...); err != nil || res.ExitCode != 0 {
+			t.Fatalf("%v: %v %s", c.argv, err, res.Stderr)
+		}
+	}
+	emu.TakeReference(118, "com.apple.InternetSharing")
+}
+
+// desiredConfig is one (policies, facts, watch inputs) combination.
+type desiredConfig struct {
+	name         string
+	links, facts string
+	in           reconcile.Inputs
+}
+
+// goldenConfigs returns every golden case whose Desired succeeds and whose
+// Mac keeps the hook: the set of desired states to cycle through.
+func goldenConfigs(t *testing.T) []desiredConfig {
+	dirs, _ := filepath.Glob("testdata/golden/*")
+	var out []desiredConfig
+	for _, dir := range dirs {
+		switch filepath.Base(dir) {
+		case "hook-missing", "auto-unmeasured", "measured-profile":
+			continue
+		}
+		out = append(out, desiredConfig{
+			name: filepath.Base(dir), links: filepath.Join(dir, "links.d"), facts: filepath.Join(dir, "facts.json"),
+			in: caseInputs(t, dir),
+		})
+		if _, err := os.Stat(filepath.Join(dir, "previous")); err == nil {
+			out = append(out, desiredConfig{name: filepath.Base(dir) + "/previous", links: filepath.Join(dir, "previous", "links.d"), facts: filepath.Join(dir, "facts.json")})
+		}
+	}
+	if len(out) < 8 {
+		t.Fatalf("only %d desired configurations", len(out))
+	}
+	return out
+}
+
+// TestConvergenceInRandomOrder moves one Mac through the golden cases'
+// desired states in a random (seeded) order. After every apply a re-plan
+// is empty and a second apply runs no mutating command; other tools'
+// objects are never touched; and down at the end leaves the Mac exactly as
+// it was before macake.
+func TestConvergenceInRandomOrder(t *testing.T) {
+	configs := goldenConfigs(t)
+	for _, seed := range []uint64{1, 2, 3} {
+		rng := rand.New(rand.NewPCG(seed, 0x6d6163616b65))
+		emu := pfdntest.New()
+		withForeignState(t, emu)
+		before := emu.Snapshot().String()
+		m := newMac(t, emu)
+		var order []string
+		for step := 0; step < 3*len(configs); step++ {
+			c := configs[rng.IntN(len(configs))]
+			order = append(order, c.name)
+			d := m.mustDesire(c.links, c.facts, c.in)
+			m.converge(d)
+			snap := emu.Snapshot()
+			if snap.Pipes[40269] == "" || snap.Pipes[48500] == "" || snap.Rulesets["com.apple/nlc"] == "" {
+				t.Fatalf("seed %d, after %v: a foreign object is gone:\n%s", seed, order, snap)
+			}
+		}
+		if _, err := m.backend.Teardown(context.Background()); err != nil {
+			t.Fatalf("seed %d: down: %v", seed, err)
+		}
+		if after := emu.Snapshot().String(); after != before {
+			t.Fatalf("seed %d, after %v and down, the Mac differs from before macake:\n--- after ---\n%s--- before ---\n%s", seed, order, after, before)
+		}
+		if m.tokens.State.PFToken != "" {
+			t.Fatalf("seed %d: down left the token %q in the state file", seed, m.tokens.State.PFToken)
+		}
+	}
+}
+
+// TestApplyStopsAtTheFirstFailure checks that Apply runs nothing after a
+// failed op and says which step failed.
+func TestApplyStopsAtTheFirstFailure(t *testing.T) {
+	emu := pfdntest.New()
+	m := newMac(t, emu)
+	d := m.mustDesire("testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json", reconcile.Inputs{})
+	if err := emu.AddFault(pfdntest.Fault{Match: `^dnctl pipe 48002 config`, Kind: pfdntest.Fail}); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	p, err := m.backend.Plan(context.Background(), d.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := reconcile.Apply(context.Background(), m.backend, p, func(op plan.Op, err error) {
+		seen = append(seen, op.Label)
+	})
+	var ae *reconcile.ApplyError
+	if !errors.As(err, &ae) || ae.Step != 2 || ae.Steps != len(p.Ops) {
+		t.Fatalf("err %v, want an ApplyError at step 2 of %d", err, len(p.Ops))
+	}
+	if !strings.Contains(err.Error(), `step 2 of 4 (create pipe 48002 "starlink/download") failed`) || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("unclear message: %v", err)
+	}
+	if len(applied.Ops) != 1 || applied.Failed == nil || applied.Failed.ID != "48002" || len(seen) != 2 {
+		t.Fatalf("applied %d ops, failed %v, progress saw %v", len(applied.Ops), applied.Failed, seen)
+	}
+	if calls := emu.MutatingCalls(); len(calls) != 2 {
+		t.Fatalf("%d mutating calls, want 2 (nothing after the failure)", len(calls))
+	}
+	emu.ClearFaults()
+	m.converge(d)
+}
