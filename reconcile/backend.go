@@ -78,6 +78,10 @@ type BackendConfig struct {
 	Runner plan.Runner
 	// Getenv reads the environment (tool path overrides); nil is os.Getenv.
 	Getenv func(string) string
+	// KnownLinks, when set, returns every link name that holds a slot in
+	// the state file (StateTokens.Slots), including links removed from the
+	// config since; plans use it to name the leftovers of removed links.
+	KnownLinks func() map[string]int
 	// GOOS picks the default backend; "" is runtime.GOOS.
 	GOOS string
 }
@@ -101,6 +105,9 @@ type OpenedBackend struct {
 	// System names the live state in "No changes. Live SYSTEM state
 	// matches DIR.", e.g. "pf/dummynet".
 	System string
+	// SharedGroup titles the plan block of ops that belong to no single
+	// link (plan.TextOptions.SharedGroup), e.g. "pf".
+	SharedGroup string
 	// MaxSlots is how many links it can shape at once (Inputs.MaxSlots).
 	MaxSlots int
 }
@@ -185,6 +192,7 @@ func PFOptions(settings config.Daemon, getenv func(string) string) pfdn.Options 
 
 func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 	opts := PFOptions(cfg.Settings, cfg.getenv)
+	opts.KnownLinks = cfg.KnownLinks
 	run := cfg.Runner
 	if run == nil {
 		for _, tool := range []struct{ name, path, env string }{{"pfctl", opts.Pfctl, pfdn.EnvPfctl}, {"dnctl", opts.Dnctl, pfdn.EnvDnctl}} {
@@ -203,11 +211,12 @@ func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 		return nil, err
 	}
 	return &OpenedBackend{
-		Backend:  b,
-		Name:     "pf",
-		Scope:    fmt.Sprintf("pf anchor %q, dummynet pipes %s", opts.Anchor, opts.Pipes),
-		System:   "pf/dummynet",
-		MaxSlots: opts.Pipes.Slots(),
+		Backend:     b,
+		Name:        "pf",
+		Scope:       fmt.Sprintf("pf anchor %q, dummynet pipes %s", opts.Anchor, opts.Pipes),
+		System:      "pf/dummynet",
+		SharedGroup: "pf",
+		MaxSlots:    opts.Pipes.Slots(),
 	}, nil
 }
 

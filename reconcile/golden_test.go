@@ -49,7 +49,7 @@ func TestGoldenPlans(t *testing.T) {
 				p, perr = m.backend.Plan(context.Background(), d.State)
 				p.Warnings = append(d.Warnings, p.Warnings...)
 				plan.WriteText(&text, p, plan.TextOptions{ShowCommands: true, DryRun: true, Symbols: true,
-					Subject: "Live pf/dummynet state matches links.d."})
+					SharedGroup: m.backend.SharedGroup, Subject: "Live pf/dummynet state matches links.d."})
 				if perr != nil {
 					errs = append(errs, perr)
 					fmt.Fprintf(&text, "\nError: %v\n", perr)

@@ -47,7 +47,7 @@ func newMacIn(t testing.TB, emu *pfdntest.Emulator, stateDir string, settings co
 	tokens := &reconcile.StateTokens{Dir: stateDir, State: st}
 	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
 		Settings: settings, Tokens: tokens, Runner: emu, GOOS: "darwin",
-		Getenv: func(string) string { return "" },
+		Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,15 +79,16 @@ func (m *mac) mustDesire(linksDir, factsFile string, in reconcile.Inputs) reconc
 	return d
 }
 
-// apply runs the rest of a pass: save the slots, plan, apply.
+// apply runs the rest of a pass as `macake apply` does: plan (naming
+// removed links from the old slots), save the new slots, apply.
 func (m *mac) apply(d reconcile.Desire) (plan.Plan, reconcile.Applied, error) {
 	m.t.Helper()
-	if err := m.tokens.Update(func(s *state.State) { s.Slots = d.Slots }); err != nil {
-		m.t.Fatal(err)
-	}
 	p, err := m.backend.Plan(context.Background(), d.State)
 	if err != nil {
 		return p, reconcile.Applied{}, err
+	}
+	if err := m.tokens.Update(func(s *state.State) { s.Slots = d.Slots }); err != nil {
+		m.t.Fatal(err)
 	}
 	a, err := reconcile.Apply(context.Background(), m.backend, p, nil)
 	return p, a, err
@@ -125,7 +126,7 @@ func (m *mac) assertConverged(d reconcile.Desire) {
 
 func planText(p plan.Plan) string {
 	var b strings.Builder
-	plan.WriteText(&b, p, plan.TextOptions{ShowCommands: true})
+	plan.WriteText(&b, p, plan.TextOptions{ShowCommands: true, SharedGroup: "pf"})
 	return b.String()
 }
 

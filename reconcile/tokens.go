@@ -4,6 +4,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/macake/macake/state"
@@ -42,6 +43,14 @@ func (t *StateTokens) SetPFToken(token string) error {
 		return fmt.Errorf("saving the pf token in the state file: %w", err)
 	}
 	return nil
+}
+
+// Slots returns a copy of the state's slot allocation (for
+// BackendConfig.KnownLinks).
+func (t *StateTokens) Slots() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.State.Slots)
 }
 
 // Save writes the whole state file under the same lock as SetPFToken.

@@ -217,6 +217,7 @@ func (s *session) openState() (int, bool) {
 func (s *session) openBackend() (int, bool) {
 	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
 		Settings: s.policies.Settings, Tokens: s.tokens, Runner: backendRunner, Getenv: s.e.getenv,
+		KnownLinks: s.tokens.Slots,
 	})
 	if err != nil {
 		return s.fail(err), false
@@ -311,7 +312,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	if !f.json {
 		fmt.Fprintln(s.e.stderr)
 		plan.WriteText(s.e.stdout, *p, plan.TextOptions{
-			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true,
+			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true, SharedGroup: s.backend.SharedGroup,
 			Subject: fmt.Sprintf("Live %s state matches %s.", s.backend.System, s.e.configDir),
 		})
 	}

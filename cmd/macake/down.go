@@ -85,7 +85,7 @@ func (s *session) down(f applyFlags) (out applyOutcome) {
 	if !f.json {
 		fmt.Fprintln(s.e.stderr)
 		plan.WriteText(s.e.stdout, out.plan, plan.TextOptions{
-			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true,
+			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true, SharedGroup: s.backend.SharedGroup,
 			Subject: fmt.Sprintf("macake owns nothing in %s.", s.backend.System),
 		})
 	}
