@@ -498,3 +498,14 @@ func TestApplyFollowsTheNetwork(t *testing.T) {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+// TestPlanThroughRun drives the real entry point, run, as main does.
+func TestPlanThroughRun(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"--config-dir", r.configDir, "--state-dir", r.stateDir, "plan", "--show-commands"},
+		strings.NewReader(""), &out, &errb)
+	if code != exitOK || !strings.Contains(out.String(), "would run: /sbin/pfctl -E") || !strings.Contains(errb.String(), "… ok") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -23,12 +22,9 @@ import (
 // buildMacake builds the macake binary into dir.
 func buildMacake(t *testing.T, dir string) string {
 	t.Helper()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		goTool = "go"
-	}
 	bin := filepath.Join(dir, "macake")
-	cmd := plan.Command{Argv: []string{goTool, "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
+	// go test puts the go tool's directory first on PATH.
+	cmd := plan.Command{Argv: []string{"go", "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
 	res, err := execrun.Runner{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
 	if _, err := execrun.Check(cmd, res, err); err != nil {
 		t.Fatalf("building macake: %v", err)
