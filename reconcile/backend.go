@@ -110,6 +110,10 @@ type OpenedBackend struct {
 	SharedGroup string
 	// MaxSlots is how many links it can shape at once (Inputs.MaxSlots).
 	MaxSlots int
+	// LiveSlots reads which slot each interface's live shaping uses
+	// (Inputs.LiveSlots), for rebuilding a lost state file; nil when the
+	// backend cannot tell.
+	LiveSlots func(ctx context.Context) (map[string]int, error)
 }
 
 // backendConstructors is the backend table. Adding a backend is one line
@@ -217,7 +221,27 @@ func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 		System:      "pf/dummynet",
 		SharedGroup: "pf",
 		MaxSlots:    opts.Pipes.Slots(),
+		LiveSlots:   func(ctx context.Context) (map[string]int, error) { return pfLiveSlots(ctx, b, opts.Pipes) },
 	}, nil
+}
+
+// pfLiveSlots reads the anchor's rules: `dummynet out on IF … pipe N`
+// with N in the range names IF's slot.
+func pfLiveSlots(ctx context.Context, b *pfdn.Backend, r pfdn.PipeRange) (map[string]int, error) {
+	live, err := b.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slots := map[string]int{}
+	if !live.Anchor.Exists {
+		return slots, nil
+	}
+	for _, rule := range live.Anchor.Rules {
+		if rule.Action == "dummynet" && rule.Interface != "" && r.Contains(rule.Pipe) {
+			slots[rule.Interface] = (rule.Pipe - r.First) / 2
+		}
+	}
+	return slots, nil
 }
 
 // checkTool reports why path cannot be run, or nil.

@@ -65,6 +65,12 @@ type Inputs struct {
 	// MaxSlots is how many links the backend can hold at once (pfdn: the
 	// pipe range's Slots()); 0 means no limit.
 	MaxSlots int
+	// LiveSlots maps an interface to the slot its shaping uses live
+	// (OpenedBackend.LiveSlots). A link that has no slot in the state file
+	// (first run, or the file was lost or corrupt) takes the slot live on
+	// its interface when that one is free, so losing the state file does
+	// not renumber pipes that work.
+	LiveSlots map[string]int
 }
 
 // RateSource says where a desired rate came from.
@@ -135,6 +141,21 @@ type Desire struct {
 	Warnings []plan.Warning
 }
 
+// AllocatesSlots reports whether d gives a slot to a link that has none
+// in st: then Inputs.LiveSlots is worth reading (it costs the backend's
+// reads) and Desired worth running again with it.
+func (d Desire) AllocatesSlots(st *state.State) bool {
+	for name := range d.Slots {
+		if st == nil {
+			return true
+		}
+		if _, ok := st.Slots[name]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
 // LinkError is a problem that keeps one active link from being shaped.
 type LinkError struct {
 	Link string
@@ -191,6 +212,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 	}
 
 	sel := config.Match(links, facts)
+	adoptLiveSlots(&slots, sel.Active, in, maxSlots)
 	d := Desire{Selection: sel, State: shape.State{Links: []shape.Link{}}}
 	var errs []error
 	for _, l := range sel.Active {
@@ -251,6 +273,45 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 		d.Slots = map[string]int{}
 	}
 	return d, errors.Join(errs...)
+}
+
+// adoptLiveSlots gives each shaped active link without a slot the slot
+// that is live on its interface, when no other link holds it. It runs
+// before any new slot is allocated, so a lowest-free allocation never
+// takes a slot another link is about to adopt.
+func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, maxSlots int) {
+	if len(in.LiveSlots) == 0 {
+		return
+	}
+	used := map[int]bool{}
+	for _, n := range slots.Slots {
+		used[n] = true
+	}
+	for _, l := range active {
+		if _, has := slots.Slots[l.Name]; has || !shaped(l, in) {
+			continue
+		}
+		n, ok := in.LiveSlots[l.Match.Interface]
+		if !ok || n < 0 || n >= maxSlots || used[n] {
+			continue
+		}
+		if slots.Slots == nil {
+			slots.Slots = map[string]int{}
+		}
+		slots.Slots[l.Name] = n
+		used[n] = true
+	}
+}
+
+// shaped reports whether an active link installs anything.
+func shaped(l config.Link, in Inputs) bool {
+	switch l.Shaper.Mode {
+	case config.ModeOff:
+		return false
+	case config.ModeBalanced:
+		return in.Engaged[l.Name]
+	}
+	return true
 }
 
 // directionRate resolves one direction's desired pipe.

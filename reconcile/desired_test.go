@@ -261,3 +261,29 @@ func TestPipeRateMatchesController(t *testing.T) {
 		}
 	}
 }
+
+// TestDesiredAdoptsLiveSlots: without slots in the state file, links take
+// the slots live on their interfaces (a lost state file renumbers nothing),
+// never one another link already holds.
+func TestDesiredAdoptsLiveSlots(t *testing.T) {
+	a, b, c := simple(t, "a", "en0", ""), simple(t, "b", "en1", ""), simple(t, "c", "en2", "")
+	live := map[string]int{"en1": 0, "en2": 4, "en0": 7}
+	d, err := Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{LiveSlots: live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slotsOf(d); !maps.Equal(got, map[string]int{"a": 7, "b": 0, "c": 4}) {
+		t.Fatalf("slots %v, want the live ones", got)
+	}
+	st := &state.State{Slots: map[string]int{"a": 0}}
+	d, _ = Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{State: st, LiveSlots: live, MaxSlots: 5})
+	if got := slotsOf(d); !maps.Equal(got, map[string]int{"a": 0, "b": 1, "c": 4}) {
+		t.Fatalf("slots %v: a keeps its slot, b cannot adopt a's, c adopts 4", got)
+	}
+	if !d.AllocatesSlots(st) {
+		t.Error("AllocatesSlots must report b and c")
+	}
+	if d.AllocatesSlots(&state.State{Slots: d.Slots}) {
+		t.Error("AllocatesSlots with every slot known")
+	}
+}

@@ -286,9 +286,18 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	if err != nil {
 		return fail(fmt.Errorf("reading link facts: %w", err))
 	}
-	desire, err := reconcile.Desired(s.policies.Links, facts, reconcile.Inputs{
+	in := reconcile.Inputs{
 		State: s.tokens.State, MaxSlots: s.backend.MaxSlots, MTU: reconcile.InterfaceMTUs(policyInterfaces(s.policies.Links)),
-	})
+	}
+	desire, err := reconcile.Desired(s.policies.Links, facts, in)
+	if err == nil && desire.AllocatesSlots(s.tokens.State) && s.backend.LiveSlots != nil {
+		// New slots: take the ones live on the same interfaces if free,
+		// so a lost state file does not renumber working pipes.
+		if in.LiveSlots, err = s.backend.LiveSlots(s.e.ctx); err != nil {
+			return fail(fmt.Errorf("reading the live state: %w", err))
+		}
+		desire, err = reconcile.Desired(s.policies.Links, facts, in)
+	}
 	if err != nil {
 		s.errorf("nothing was changed:")
 		errs := unjoin(err)

@@ -465,9 +465,18 @@ func TestDownTwiceAndWithoutState(t *testing.T) {
 		t.Errorf("down with a corrupt state left owned objects:\n%s", snap)
 	}
 
-	// No state file at all.
+	// No state file at all: apply rebuilds the slots from the live rules,
+	// so no pipe is renumbered (only the lost pf reference is taken anew),
+	// and down still removes everything.
 	r.emu.Reboot()
 	r.mustRun(exitOK, "apply")
+	os.Remove(state.Path(r.stateDir))
+	if stdout, _ := r.mustRun(exitOK, "apply"); !strings.Contains(stdout, "Plan: 1 to create, 0 to update, 0 to remove.") || !strings.Contains(stdout, "+ pf enable reference") {
+		t.Errorf("apply after losing the state file must keep the pipes:\n%s", stdout)
+	}
+	if st, _ := state.Load(r.stateDir); st.Slots["lte"] != 0 || st.Slots["starlink"] != 1 {
+		t.Errorf("slots rebuilt as %v, want lte 0 and starlink 1 as live", st.Slots)
+	}
 	os.Remove(state.Path(r.stateDir))
 	r.mustRun(exitOK, "down")
 	if snap := r.emu.Snapshot(); len(snap.Pipes) != 0 || snap.Rulesets["com.apple/macake"] != "" {
