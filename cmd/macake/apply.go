@@ -107,11 +107,14 @@ func (s *session) errorf(format string, args ...any) {
 	fmt.Fprintf(s.e.stderr, "macake %s: %s\n", s.cmd, fmt.Sprintf(format, args...))
 }
 
-// exitFor maps an error to its exit status and prints it.
+// fail prints err and returns the exit status it maps to.
 func (s *session) fail(err error) int {
 	s.errorf("%v", err)
 	switch {
 	case reconcile.Unavailable(err):
+		if s.e.euid() != 0 && errors.Is(err, pfdn.ErrUnavailable) && !errors.Is(err, reconcile.ErrUnavailable) {
+			fmt.Fprintf(s.e.stderr, "Reading pf and dummynet needs root, even for a dry run. Run with sudo.\n")
+		}
 		return exitUnavailable
 	case errors.Is(err, config.ErrNeedsMeasurement):
 		return exitConfig

@@ -296,8 +296,8 @@ func TestApplyBackendUnavailable(t *testing.T) {
 	r.emu.SetPrivileged(false)
 	backendRunner = r.emu
 	t.Setenv(reconcile.EnvBackend, "pf")
-	code, _, stderr = r.run("plan")
-	if code != exitUnavailable {
+	code, _, stderr = r.runAs(501, "plan")
+	if code != exitUnavailable || !strings.Contains(stderr, "Run with sudo") {
 		t.Errorf("pfctl without root: exit %d, stderr %s", code, stderr)
 	}
 }
