@@ -176,8 +176,18 @@ func (g group) header(shared string) string {
 			break
 		}
 	}
-	if reason != "" && len(g.ops) > 1 {
+	// A shared reason titles the block only when the whole link goes away
+	// ("removed from config"); for creates and updates the count says more
+	// than a repeated "not present".
+	allRemoved := true
+	for _, op := range g.ops {
+		allRemoved = allRemoved && op.Action == Remove
+	}
+	if reason != "" && len(g.ops) > 1 && allRemoved {
 		return fmt.Sprintf("# %s: %s", name, reason)
+	}
+	if len(g.ops) > 1 {
+		reason = ""
 	}
 	n := len(g.ops)
 	noun := "changes"
