@@ -136,7 +136,7 @@ func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 func TestLateAndDuplicateRepliesAreCountedNotDelivered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
-		n.set("192.0.2.1", behaviour{delay: 1500 * time.Millisecond})  // later than the timeout
+		n.set("192.0.2.1", behaviour{delay: 1500 * time.Millisecond}) // later than the timeout
 		n.set("192.0.2.2", behaviour{delay: 5 * time.Millisecond, duplicates: 2})
 		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1", "192.0.2.2"), Timeout: time.Second, NoTimestamps: true})
 		samples := runFor(p, 3*time.Second-time.Millisecond)
