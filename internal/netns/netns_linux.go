@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -414,3 +415,30 @@ func (b *Bottleneck) Device() string { return b.dev }
 
 // Limit returns the queue's size in bytes.
 func (b *Bottleneck) Limit() int64 { return b.limit }
+
+// CubicListenConfig returns a ListenConfig whose sockets (and the
+// connections they accept) use CUBIC congestion control. A new namespace
+// defaults to BBR, which keeps queues short and would hide the very
+// bufferbloat a test wants to create.
+func CubicListenConfig() *net.ListenConfig {
+	return &net.ListenConfig{Control: cubicControl}
+}
+
+// CubicDialer returns a Dialer whose sockets use CUBIC congestion control.
+func CubicDialer() *net.Dialer { return &net.Dialer{Control: cubicControl} }
+
+func cubicControl(network, address string, c syscall.RawConn) error {
+	if !strings.HasPrefix(network, "tcp") {
+		return nil
+	}
+	var serr error
+	if err := c.Control(func(fd uintptr) {
+		serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, "cubic")
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return fmt.Errorf("setting TCP_CONGESTION=cubic: %w", serr)
+	}
+	return nil
+}
