@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -106,6 +105,9 @@ func congestion(c net.Conn) string {
 	return cc
 }
 
+// p50 is the median of ds, -1 when empty.
+func p50(ds []time.Duration) time.Duration { return Percentile(ds, 50) }
+
 // collect gathers samples from p until ctx ends.
 func collect(p *Prober) (get func(since time.Time) []Sample) {
 	var mu sync.Mutex
@@ -130,14 +132,6 @@ func collect(p *Prober) (get func(since time.Time) []Sample) {
 	}
 }
 
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return -1
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 func TestNetnsProbesSeeQueueingDelayGrowUnderLoad(t *testing.T) {
 	tb := newTestbed(t)
@@ -185,8 +179,8 @@ func TestNetnsProbesSeeQueueingDelayGrowUnderLoad(t *testing.T) {
 				fs = append(fs, s)
 			}
 		}
-		idle := median(split(fs, start.Add(200*time.Millisecond), loadStart, rtt))
-		loaded := median(split(fs, loadStart.Add(1500*time.Millisecond), loadStart.Add(3*time.Second), rtt))
+		idle := p50(split(fs, start.Add(200*time.Millisecond), loadStart, rtt))
+		loaded := p50(split(fs, loadStart.Add(1500*time.Millisecond), loadStart.Add(3*time.Second), rtt))
 		t.Logf("%s echo RTT: idle p50 %v, loaded p50 %v", fam, idle, loaded)
 		if idle < 0 || idle > 5*time.Millisecond {
 			t.Errorf("%s: idle RTT %v, want a few hundred µs on a veth", fam, idle)
@@ -211,8 +205,8 @@ func TestNetnsProbesSeeQueueingDelayGrowUnderLoad(t *testing.T) {
 	}
 	down := func(s Sample) time.Duration { return s.DownOWD }
 	up := func(s Sample) time.Duration { return s.UpOWD }
-	idleDown, idleUp := median(split(owd, start, loadStart, down)), median(split(owd, start, loadStart, up))
-	loadDown, loadUp := median(split(owd, loadStart.Add(1500*time.Millisecond), loadStart.Add(3*time.Second), down)), median(split(owd, loadStart.Add(1500*time.Millisecond), loadStart.Add(3*time.Second), up))
+	idleDown, idleUp := p50(split(owd, start, loadStart, down)), p50(split(owd, start, loadStart, up))
+	loadDown, loadUp := p50(split(owd, loadStart.Add(1500*time.Millisecond), loadStart.Add(3*time.Second), down)), p50(split(owd, loadStart.Add(1500*time.Millisecond), loadStart.Add(3*time.Second), up))
 	t.Logf("timestamp OWD: down %v -> %v, up %v -> %v", idleDown, loadDown, idleUp, loadUp)
 	if loadDown-idleDown < 80*time.Millisecond {
 		t.Errorf("downstream OWD grew by %v under download, want 100-200ms", loadDown-idleDown)
