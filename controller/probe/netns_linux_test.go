@@ -132,7 +132,6 @@ func collect(p *Prober) (get func(since time.Time) []Sample) {
 	}
 }
 
-
 func TestNetnsProbesSeeQueueingDelayGrowUnderLoad(t *testing.T) {
 	tb := newTestbed(t)
 	ctx, cancel := context.WithCancel(t.Context())
