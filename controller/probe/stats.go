@@ -61,10 +61,15 @@ func LikeForLike(idle, loaded map[netip.Addr]Summary) Added {
 	if len(d50) == 0 {
 		return Added{P50: -1, P90: -1}
 	}
-	return Added{P50: median(d50), P90: median(d90), Targets: len(d50)}
+	return Added{P50: Median(d50), P90: Median(d90), Targets: len(d50)}
 }
 
-func median(ds []time.Duration) time.Duration {
+// Median returns the median of ds (the mean of the two middle values for
+// an even count), or -1 when ds is empty.
+func Median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return -1
+	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	if n := len(s); n%2 == 0 {

@@ -132,6 +132,36 @@ type Result struct {
 	Streams int
 }
 
+// Dialer dials load connections with CUBIC where the OS lets a socket
+// choose, and remembers which congestion control they actually got.
+type Dialer struct {
+	net.Dialer
+	cc atomic.Value
+}
+
+// NewDialer returns a Dialer for load sockets.
+func NewDialer() *Dialer {
+	return &Dialer{Dialer: net.Dialer{Timeout: 10 * time.Second, Control: loadSocketControl}}
+}
+
+// DialContext dials and records the connection's congestion control.
+func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := d.Dialer.DialContext(ctx, network, addr)
+	if tc, ok := c.(*net.TCPConn); ok {
+		if cc := Congestion(tc); cc != "" {
+			d.cc.Store(cc)
+		}
+	}
+	return c, err
+}
+
+// Congestion returns the congestion control of the last connection, or
+// "" when the OS does not say (macOS, whose TCP is CUBIC).
+func (d *Dialer) Congestion() string {
+	s, _ := d.cc.Load().(string)
+	return s
+}
+
 // NewClient returns an HTTP client for load streams: no compression, no
 // connection reuse limits, and (where the OS allows choosing it) CUBIC
 // congestion control on every socket, because BBR keeps queues short and
@@ -139,8 +169,7 @@ type Result struct {
 // dialer (tests dial from inside a network namespace).
 func NewClient(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Client {
 	if dial == nil {
-		d := &net.Dialer{Timeout: 10 * time.Second, Control: loadSocketControl}
-		dial = d.DialContext
+		dial = NewDialer().DialContext
 	}
 	return &http.Client{Transport: &http.Transport{
 		DialContext:           dial,

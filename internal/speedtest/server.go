@@ -10,7 +10,7 @@
 //	GET  /download?bytes=N   200 with N incompressible bytes (N ≤ 10 GiB)
 //	POST /upload             reads the body to its end, then 200 with JSON:
 //	    {"bytes":N,"start_unix_ns":T,"bucket_ns":100000000,"buckets":[b0,b1,...]}
-//	    bytes received per 100 ms from the first byte, on the server's clock
+//	    bytes received per 100 ms, on a 100 ms grid of the server's clock
 //
 // The upload timeline lets the client measure the rate at which data
 // actually arrived, free of the sender's socket buffer (which accepts
@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -53,6 +54,10 @@ var payload = sync.OnceValue(func() []byte {
 	r.Read(b)
 	return b
 })
+
+// ListenConfig returns a ListenConfig for the server: its connections ask
+// for CUBIC where the OS lets a socket choose, like the client's.
+func ListenConfig() *net.ListenConfig { return &net.ListenConfig{Control: loadSocketControl} }
 
 // Handler returns the server side of the protocol.
 func Handler() http.Handler {
@@ -87,17 +92,25 @@ func serveDownload(w http.ResponseWriter, r *http.Request) {
 
 func serveUpload(w http.ResponseWriter, r *http.Request) {
 	rep := UploadReport{BucketNs: int64(BucketSize)}
-	buf := make([]byte, 64<<10)
+	// A chunked body's reader returns only when the buffer is full (it
+	// waits for the rest of any chunk whose header it has seen), so the
+	// buffer size is the grain of the timeline. 4 KiB keeps the error at
+	// the edge of the client's measuring window to a few KiB per stream.
+	buf := make([]byte, 4<<10)
 	var start time.Time
+	var skew time.Duration // first byte's offset into its bucket
 	for {
 		n, err := r.Body.Read(buf)
 		if n > 0 {
 			now := time.Now()
 			if start.IsZero() {
+				// Buckets sit on a grid of the server's wall clock, so
+				// the timelines of parallel streams add up exactly.
 				start = now
-				rep.StartUnixNs = now.UnixNano()
+				skew = time.Duration(now.UnixNano() % int64(BucketSize))
+				rep.StartUnixNs = now.UnixNano() - int64(skew)
 			}
-			i := int(now.Sub(start) / BucketSize)
+			i := int((skew + now.Sub(start)) / BucketSize)
 			for len(rep.Buckets) <= i {
 				rep.Buckets = append(rep.Buckets, 0)
 			}
