@@ -71,6 +71,14 @@ type LoadSample struct {
 	// or bytes stuck at zero while packets rise. Problem says which.
 	Valid   bool
 	Problem string
+	// Counters is the reading itself, the OS's cumulative counters, for
+	// consumers that compute their own deltas (the controller's
+	// LoadSample takes exactly these). ReadFailed is set, and Counters
+	// zero, when the interface could not be read; Stuck when the byte
+	// counters are stuck at zero while packets rise (forward neither).
+	Counters   Counters
+	ReadFailed bool
+	Stuck      bool
 }
 
 // RxBitsPerSecond returns the receive rate over the interval (0 when not
@@ -106,27 +114,41 @@ func counterDelta(prev, cur uint64) (d uint64, ok bool) {
 	return 0, false
 }
 
+// Delta is the load between two readings of one interface.
+type Delta struct {
+	RxBytes, TxBytes, RxPackets, TxPackets uint64
+	// Reset is set when a counter went backwards (other than a 32-bit
+	// wrap) or the interface index changed: the increases are unknown.
+	Reset bool
+	// Stuck is set when a byte counter stayed at zero while its packets
+	// rose: the byte increases are wrong.
+	Stuck bool
+	// Problem explains Reset or Stuck.
+	Problem string
+}
+
 // Diff computes the load between two readings of the same interface. It
 // is the pure core of the Sampler.
-func Diff(prev, cur Counters) (rxB, txB, rxP, txP uint64, problem string) {
+func Diff(prev, cur Counters) Delta {
 	if prev.Index != 0 && cur.Index != 0 && prev.Index != cur.Index {
-		return 0, 0, 0, 0, fmt.Sprintf("interface index changed (%d -> %d): a new interface; counters re-baselined", prev.Index, cur.Index)
+		return Delta{Reset: true, Problem: fmt.Sprintf("interface index changed (%d -> %d): a new interface; counters re-baselined", prev.Index, cur.Index)}
 	}
+	var d Delta
 	var ok [4]bool
-	rxB, ok[0] = counterDelta(prev.RxBytes, cur.RxBytes)
-	txB, ok[1] = counterDelta(prev.TxBytes, cur.TxBytes)
-	rxP, ok[2] = counterDelta(prev.RxPackets, cur.RxPackets)
-	txP, ok[3] = counterDelta(prev.TxPackets, cur.TxPackets)
+	d.RxBytes, ok[0] = counterDelta(prev.RxBytes, cur.RxBytes)
+	d.TxBytes, ok[1] = counterDelta(prev.TxBytes, cur.TxBytes)
+	d.RxPackets, ok[2] = counterDelta(prev.RxPackets, cur.RxPackets)
+	d.TxPackets, ok[3] = counterDelta(prev.TxPackets, cur.TxPackets)
 	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
-		return 0, 0, 0, 0, "counters went backwards (interface reset?); counters re-baselined"
+		return Delta{Reset: true, Problem: "counters went backwards (interface reset?); counters re-baselined"}
 	}
 	switch {
-	case rxP >= stuckPackets && rxB == 0:
-		return rxB, txB, rxP, txP, fmt.Sprintf("receive bytes stuck at 0 while %d packets arrived (a known macOS counter bug); load unknown", rxP)
-	case txP >= stuckPackets && txB == 0:
-		return rxB, txB, rxP, txP, fmt.Sprintf("transmit bytes stuck at 0 while %d packets left (a known macOS counter bug); load unknown", txP)
+	case d.RxPackets >= stuckPackets && d.RxBytes == 0:
+		d.Stuck, d.Problem = true, fmt.Sprintf("receive bytes stuck at 0 while %d packets arrived (a known macOS counter bug); load unknown", d.RxPackets)
+	case d.TxPackets >= stuckPackets && d.TxBytes == 0:
+		d.Stuck, d.Problem = true, fmt.Sprintf("transmit bytes stuck at 0 while %d packets left (a known macOS counter bug); load unknown", d.TxPackets)
 	}
-	return rxB, txB, rxP, txP, ""
+	return d
 }
 
 // Config configures a Sampler.
@@ -253,21 +275,23 @@ func (s *Sampler) readLocked(now time.Time) LoadSample {
 	c, err := s.cfg.Reader.Read(s.iface)
 	if err != nil {
 		s.havePrv = false
-		ls.Problem = err.Error()
+		ls.Problem, ls.ReadFailed = err.Error(), true
 		return ls
 	}
+	ls.Counters = c
 	if !s.havePrv {
 		s.prev, s.prevAt, s.havePrv = c, now, true
 		ls.Problem = "first reading (baseline)"
 		return ls
 	}
 	ls.Interval = now.Sub(s.prevAt)
-	rxB, txB, rxP, txP, problem := Diff(s.prev, c)
+	d := Diff(s.prev, c)
 	s.prev, s.prevAt = c, now
-	ls.RxBytes, ls.TxBytes, ls.RxPackets, ls.TxPackets = rxB, txB, rxP, txP
+	ls.RxBytes, ls.TxBytes, ls.RxPackets, ls.TxPackets = d.RxBytes, d.TxBytes, d.RxPackets, d.TxPackets
+	ls.Stuck = d.Stuck
 	switch {
-	case problem != "":
-		ls.Problem = problem
+	case d.Problem != "":
+		ls.Problem = d.Problem
 	case ls.Interval > gapFactor*s.cfg.Interval:
 		ls.Problem = fmt.Sprintf("sampling gap of %v (stopped process or sleep); counters re-baselined", ls.Interval.Round(time.Millisecond))
 	default:

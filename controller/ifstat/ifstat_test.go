@@ -40,12 +40,15 @@ func TestDiff(t *testing.T) {
 		{"a few packets without bytes is noise", Counters{RxPackets: 100}, Counters{RxPackets: 103}, 0, 0, 3, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rxB, txB, rxP, txP, problem := Diff(tc.prev, tc.cur)
-			if rxB != tc.rxB || txB != tc.txB || rxP != tc.rxP || txP != tc.txP {
-				t.Errorf("got %d %d %d %d, want %d %d %d %d", rxB, txB, rxP, txP, tc.rxB, tc.txB, tc.rxP, tc.txP)
+			d := Diff(tc.prev, tc.cur)
+			if d.RxBytes != tc.rxB || d.TxBytes != tc.txB || d.RxPackets != tc.rxP || d.TxPackets != tc.txP {
+				t.Errorf("got %+v, want %d %d %d %d", d, tc.rxB, tc.txB, tc.rxP, tc.txP)
 			}
-			if (tc.problemHas == "") != (problem == "") || !strings.Contains(problem, tc.problemHas) {
-				t.Errorf("problem %q, want one containing %q", problem, tc.problemHas)
+			if (tc.problemHas == "") != (d.Problem == "") || !strings.Contains(d.Problem, tc.problemHas) {
+				t.Errorf("problem %q, want one containing %q", d.Problem, tc.problemHas)
+			}
+			if d.Stuck != strings.Contains(tc.problemHas, "stuck") || d.Reset != (d.Problem != "" && !d.Stuck) {
+				t.Errorf("flags %+v for problem %q", d, d.Problem)
 			}
 		})
 	}
@@ -293,7 +296,10 @@ func TestSamplerFaults(t *testing.T) {
 		if !strings.Contains(got[5].Problem, "no such interface") {
 			t.Errorf("missing interface problem %q", got[5].Problem)
 		}
-		if !strings.Contains(got[8].Problem, "stuck") {
+		if got[1].Counters.RxBytes != 250_000 || got[2].Counters.TxBytes != 50_000 || !got[5].ReadFailed || got[5].Counters != (Counters{}) {
+			t.Errorf("raw counters not carried: %+v %+v %+v", got[1], got[2], got[5])
+		}
+		if !strings.Contains(got[8].Problem, "stuck") || !got[8].Stuck || got[9].Stuck {
 			t.Errorf("stuck problem %q", got[8].Problem)
 		}
 		if got[9].RxBytes != 125_000 {
