@@ -451,13 +451,3 @@ func jsonMicros(d time.Duration) *int64 {
 	v := d.Microseconds()
 	return &v
 }
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
