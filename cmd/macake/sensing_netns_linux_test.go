@@ -214,6 +214,7 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
+	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	for _, tc := range []struct {
 		name string
@@ -250,6 +251,7 @@ func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
+	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	l.gw.IP("rule", "add", "ipproto", "icmp", "table", "100")
 	l.gw.IP("route", "add", "blackhole", "default", "table", "100")
@@ -321,6 +323,7 @@ func TestNetnsBench(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
+	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
