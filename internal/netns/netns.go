@@ -20,16 +20,7 @@
 // and GRO are turned off.
 package netns
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // Rate formats bits per second for tc ("50000000bit").
 func Rate(bitsPerSecond int64) string { return fmt.Sprintf("%dbit", bitsPerSecond) }
-
-// procSysPath maps a sysctl key ("net.ipv4.ping_group_range") to its
-// /proc/sys path.
-func procSysPath(key string) string {
-	return "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
-}

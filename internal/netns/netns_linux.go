@@ -442,3 +442,9 @@ func cubicControl(network, address string, c syscall.RawConn) error {
 	}
 	return nil
 }
+
+// procSysPath maps a sysctl key ("net.ipv4.ping_group_range") to its
+// /proc/sys path.
+func procSysPath(key string) string {
+	return "/proc/sys/" + strings.ReplaceAll(key, ".", "/")
+}

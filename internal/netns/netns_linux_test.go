@@ -96,10 +96,16 @@ func TestLab(t *testing.T) {
 	if r := rate(); r < 7e6 || r > 8.5e6 {
 		t.Errorf("shaped to 8 Mbit/s, measured %.1f Mbit/s", r/1e6)
 	}
-	if err := b.SetRate(context.Background(), 16_000_000); err != nil {
+	if err := b.SetRates(context.Background(), 10*time.Millisecond, []int64{12_000_000, 16_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	if r := rate(); r < 14e6 || r > 17e6 {
 		t.Errorf("reshaped to 16 Mbit/s, measured %.1f Mbit/s", r/1e6)
+	}
+	// Shaping what the client receives, through an IFB: the tighter
+	// ingress bottleneck wins.
+	client.IngressBottleneck("vc", "ifb0", 6_000_000, 200_000)
+	if r := rate(); r < 5.2e6 || r > 6.3e6 {
+		t.Errorf("ingress shaped to 6 Mbit/s, measured %.1f Mbit/s", r/1e6)
 	}
 }
