@@ -102,6 +102,7 @@ func runMeasure(e *env, args []string) int {
 	}
 	rep := newMeasureReport(target, endpoint, lt, res)
 	if runtime.GOOS == "darwin" && *server == "" && !*noNQ {
+		fmt.Fprintln(e.stderr, "measure: cross-checking with networkQuality (about 20 s; --no-networkquality skips it)")
 		if nq, err := runNetworkQuality(e.ctx, target.Interface); err == nil {
 			rep.NetworkQuality = nq
 		} else if !errors.Is(err, errNoNetworkQuality) {

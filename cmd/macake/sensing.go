@@ -299,21 +299,30 @@ func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 			}
 			return res, fmt.Errorf("%s test failed: %w", dir, err)
 		}
-		// Replies to probes sent near the end can take a bloated queue's
-		// time to arrive; the window ends at SteadyTo, so they count.
-		pl := phaseLatency{Targets: rec.Windows(lt.Targets, r.SteadyFrom, r.SteadyTo)}
-		pl.Added = probe.LikeForLike(res.Idle, pl.Targets)
-		if lt.Gateway.IsValid() {
-			pl.Gateway = rec.Window(lt.Gateway, r.SteadyFrom, r.SteadyTo)
-			pl.GatewayAdded = probe.LikeForLike(map[netip.Addr]probe.Summary{lt.Gateway: res.GatewayIdle}, map[netip.Addr]probe.Summary{lt.Gateway: pl.Gateway})
-		}
 		if dir == "download" {
-			res.Download, res.DownLatency = r, pl
+			res.Download = r
 		} else {
-			res.Upload, res.UpLatency = r, pl
+			res.Upload = r
 		}
 	}
-	// Let the last probes' replies (or timeouts) land before reading stats.
+	// Replies to the probes sent at the end of a phase wait behind that
+	// phase's queue; give them time to land (the download's land during
+	// the upload) before summarising the windows by send time.
+	if err := prog.wait(ctx, "draining", time.Second, func() string { return prog.rtt(&rec, lt.Targets) }); err != nil {
+		return res, err
+	}
+	for _, ph := range []struct {
+		r  speedtest.Result
+		pl *phaseLatency
+	}{{res.Download, &res.DownLatency}, {res.Upload, &res.UpLatency}} {
+		pl := phaseLatency{Targets: rec.Windows(lt.Targets, ph.r.SteadyFrom, ph.r.SteadyTo)}
+		pl.Added = probe.LikeForLike(res.Idle, pl.Targets)
+		if lt.Gateway.IsValid() {
+			pl.Gateway = rec.Window(lt.Gateway, ph.r.SteadyFrom, ph.r.SteadyTo)
+			pl.GatewayAdded = probe.LikeForLike(map[netip.Addr]probe.Summary{lt.Gateway: res.GatewayIdle}, map[netip.Addr]probe.Summary{lt.Gateway: pl.Gateway})
+		}
+		*ph.pl = pl
+	}
 	res.Stats = p.Stats()
 	res.Congestion = dialer.Congestion()
 	return res, nil

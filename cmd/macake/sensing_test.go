@@ -251,3 +251,58 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+func TestResolveTargetUsesThePolicyOrTheDefaultRoute(t *testing.T) {
+	dir := t.TempDir()
+	facts := filepath.Join(dir, "facts.json")
+	os.WriteFile(facts, []byte(`{"interfaces":[
+		{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01","default":true},
+		{"name":"en5","up":true,"gateway_ip":"10.0.0.1"}]}`), 0o644)
+	links := filepath.Join(dir, "links.d")
+	os.Mkdir(links, 0o755)
+	os.WriteFile(filepath.Join(links, "home.toml"), []byte(`
+[match]
+interface   = "en0"
+gateway_mac = "74:24:9f:00:00:01"
+[shaper]
+download = "150mbit"
+upload   = "15mbit"
+[autorate]
+reflectors        = ["192.0.2.1", "192.0.2.2", "192.0.2.3"]
+active_reflectors = 2
+probe_interval    = "100ms"
+`), 0o644)
+	os.WriteFile(filepath.Join(links, "dock.toml"), []byte("[match]\ninterface = \"en5\"\n[shaper]\ndownload = \"900mbit\"\nupload = \"40mbit\"\n"), 0o644)
+
+	e := testEnv(t, map[string]string{"MACAKE_LINK_FACTS": facts})
+	e.configDir = links
+	// No --link: the policy matching the default route's network.
+	got, err := resolveTarget(e, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Link != "home" || got.Interface != "en0" || got.ProbeInterval != 100*time.Millisecond || len(got.Reflectors) != 2 || got.ProfileKey() != "home@74:24:9f:00:00:01" {
+		t.Errorf("matched target %+v (key %s)", got, got.ProfileKey())
+	}
+	// --link picks another policy and its interface's facts.
+	got, err = resolveTarget(e, "dock", []netip.Addr{netip.MustParseAddr("198.51.100.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Link != "dock" || got.Interface != "en5" || got.Facts.GatewayIP != netip.MustParseAddr("10.0.0.1") || len(got.Reflectors) != 1 || got.ProfileKey() != "dock" {
+		t.Errorf("--link dock: %+v", got)
+	}
+	if _, err := resolveTarget(e, "nope", nil); err == nil || !strings.Contains(err.Error(), "no such policy") {
+		t.Errorf("unknown link: %v", err)
+	}
+	// No matching policy: the default route's interface and the default
+	// reflectors, with a note.
+	e.configDir = filepath.Join(dir, "empty")
+	got, err = resolveTarget(e, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Link != "" || got.Interface != "en0" || len(got.Reflectors) != 6 || got.Note == "" || got.ProfileKey() != "en0@74:24:9f:00:00:01" {
+		t.Errorf("fallback %+v", got)
+	}
+}
