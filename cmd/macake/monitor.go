@@ -84,6 +84,9 @@ func runMonitor(e *env, args []string) int {
 	var facts <-chan linkfacts.Event
 	if src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{}); err == nil {
 		facts = linkfacts.Watch(ctx, src, linkfacts.WatchConfig{})
+		if c, ok := src.(io.Closer); ok {
+			defer c.Close()
+		}
 	}
 
 	if !*asJSON {
