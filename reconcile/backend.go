@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/tc"
 )
 
 // Backend turns a backend-neutral desired state into the system's own
@@ -40,7 +43,10 @@ type Backend interface {
 	Teardown(ctx context.Context) (plan.Plan, error)
 }
 
-var _ Backend = (*pfdn.Backend)(nil)
+var (
+	_ Backend = (*pfdn.Backend)(nil)
+	_ Backend = (*tc.Backend)(nil)
+)
 
 // TokenStore keeps a backend's system reference between runs (pfdn: the pf
 // enable token). It has pfdn.TokenStore's method set; StateTokens
@@ -114,12 +120,19 @@ type OpenedBackend struct {
 	// (Inputs.LiveSlots), for rebuilding a lost state file; nil when the
 	// backend cannot tell.
 	LiveSlots func(ctx context.Context) (map[string]int, error)
+	// KernelOverhead is true when the backend's shaper adds each packet's
+	// overhead and mpu itself (tc: htb and cake take them as options), so
+	// its rates are wire rates (Inputs.KernelOverhead), and false when the
+	// shaper counts packet bytes only (dummynet), so the rate it gets is
+	// lowered to make up for the overhead (PipeRate).
+	KernelOverhead bool
 }
 
 // backendConstructors is the backend table. Adding a backend is one line
 // here (and its constructor).
 var backendConstructors = map[string]func(BackendConfig) (*OpenedBackend, error){
 	"pf": openPF,
+	"tc": openTC,
 }
 
 // knownBackends are the names MACAKE_BACKEND accepts, built or not.
@@ -162,10 +175,6 @@ func OpenBackend(cfg BackendConfig) (*OpenedBackend, error) {
 	}
 	open, ok := backendConstructors[name]
 	if !ok {
-		if name == "tc" {
-			return nil, fmt.Errorf("%w: the Linux backend (tc) is not available yet; on Linux this macake can only drive the pf/dummynet emulator (set %s and %s)",
-				ErrUnavailable, pfdn.EnvPfctl, pfdn.EnvDnctl)
-		}
 		return nil, fmt.Errorf("%w: backend %q is not built into this macake (built: %s)", ErrUnavailable, name, strings.Join(builtBackends(), ", "))
 	}
 	return open(cfg)
@@ -242,6 +251,98 @@ func pfLiveSlots(ctx context.Context, b *pfdn.Backend, r pfdn.PipeRange) (map[st
 		}
 	}
 	return slots, nil
+}
+
+// The environment variables that override the tc backend's tool paths
+// (tc.DefaultTools reads the same names).
+const (
+	EnvTC      = "MACAKE_TC"
+	EnvIP      = "MACAKE_IP"
+	EnvUnshare = "MACAKE_UNSHARE"
+)
+
+// TCTools returns the tc backend's tools: tc.DefaultTools, with the paths
+// MACAKE_TC, MACAKE_IP and MACAKE_UNSHARE give through getenv.
+func TCTools(getenv func(string) string) tc.Tools {
+	t := tc.DefaultTools()
+	for _, o := range []struct {
+		env string
+		dst *string
+	}{{EnvTC, &t.TC}, {EnvIP, &t.IP}, {EnvUnshare, &t.Unshare}} {
+		if v := getenv(o.env); v != "" {
+			*o.dst = v
+		}
+	}
+	return t
+}
+
+// tcTimeout bounds one tc or ip child. They answer in milliseconds; the
+// capability probe creates a network namespace, which takes longer on a
+// busy machine.
+const tcTimeout = 10 * time.Second
+
+func openTC(cfg BackendConfig) (*OpenedBackend, error) {
+	tools := TCTools(cfg.getenv)
+	run := cfg.Runner
+	if run == nil {
+		for _, tool := range []struct{ name, path, env string }{{"tc", tools.TC, EnvTC}, {"ip", tools.IP, EnvIP}} {
+			if err := checkToolOnPath(tool.path); err != nil {
+				return nil, fmt.Errorf("%w: %s: %v (macake needs iproute2's %s on Linux: apt-get install iproute2; %s overrides the path)",
+					ErrUnavailable, tool.name, err, tool.name, tool.env)
+			}
+		}
+		run = execrun.Runner{Timeout: tcTimeout}
+	}
+	b := &tc.Backend{Runner: run, Tools: tools}
+	return &OpenedBackend{
+		Backend: b,
+		Name:    "tc",
+		Scope: fmt.Sprintf("tc: root qdiscs %s, ingress filters at prefs %d-%d, IFB devices %s*",
+			tc.FormatHandle(tc.RootHandle), tc.ExemptIPv4Pref, tc.RedirectPref, tc.IFBPrefix),
+		System:         "tc",
+		SharedGroup:    "tc",
+		MaxSlots:       tc.MaxSlot + 1,
+		LiveSlots:      func(ctx context.Context) (map[string]int, error) { return tcLiveSlots(ctx, b) },
+		KernelOverhead: true,
+	}, nil
+}
+
+// tcLiveSlots reads the ingress redirects: macake's redirect on IF to
+// ifb-macake<N> names IF's slot N.
+func tcLiveSlots(ctx context.Context, b *tc.Backend) (map[string]int, error) {
+	live, err := b.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slots := map[string]int{}
+	for name, dev := range live.Devices {
+		for _, f := range dev.IngressFilters {
+			if f.Header || f.Pref != tc.RedirectPref {
+				continue
+			}
+			for _, a := range f.Actions {
+				if n, ok := tc.IFBSlot(a.ToDev); ok && a.Kind == "mirred" {
+					slots[name] = n
+				}
+			}
+		}
+	}
+	return slots, nil
+}
+
+// checkToolOnPath is checkTool for a path that may be a bare name, which
+// tc.DefaultTools returns when the tool is in none of the usual
+// directories: the child is then found on PATH, so look there.
+func checkToolOnPath(path string) error {
+	if strings.Contains(path, "/") {
+		return checkTool(path)
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir != "" && checkTool(filepath.Join(dir, path)) == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s is not in /usr/sbin, /sbin, /usr/bin, /bin or PATH", path)
 }
 
 // checkTool reports why path cannot be run, or nil.

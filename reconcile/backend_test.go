@@ -3,12 +3,17 @@
 package reconcile
 
 import (
+	"context"
+	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/tc"
 )
 
 func envOf(kv ...string) func(string) string {
@@ -49,9 +54,15 @@ func TestChooseBackend(t *testing.T) {
 }
 
 func TestOpenBackendUnavailable(t *testing.T) {
-	_, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf()})
-	if !Unavailable(err) || !strings.Contains(err.Error(), "tc) is not available yet") {
-		t.Errorf("linux without the emulator: %v", err)
+	noTC := filepath.Join(t.TempDir(), "tc")
+	_, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf("MACAKE_TC", noTC)})
+	if !Unavailable(err) || !strings.Contains(err.Error(), noTC+" does not exist") || !strings.Contains(err.Error(), "apt-get install iproute2") || !strings.Contains(err.Error(), "MACAKE_TC") {
+		t.Errorf("linux without tc: %v", err)
+	}
+	self, _ := os.Executable() // an executable file that stands in for tc
+	_, err = OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf("MACAKE_TC", self, "MACAKE_IP", "no-such-ip-tool")})
+	if !Unavailable(err) || !strings.Contains(err.Error(), "no-such-ip-tool is not in /usr/sbin") || !strings.Contains(err.Error(), "MACAKE_IP") {
+		t.Errorf("linux without ip: %v", err)
 	}
 	missing := filepath.Join(t.TempDir(), "pfctl")
 	_, err = OpenBackend(BackendConfig{GOOS: "darwin", Getenv: envOf("MACAKE_PFCTL", missing)})
@@ -74,5 +85,68 @@ func TestOpenBackendUsesSettings(t *testing.T) {
 	}
 	if b.Name != "pf" || b.MaxSlots != 5 || b.Scope != `pf anchor "com.apple/shaper", dummynet pipes 51001-51010` {
 		t.Errorf("opened %q, %d slots, scope %q", b.Name, b.MaxSlots, b.Scope)
+	}
+}
+
+// recordedRunner answers the tc backend's reads from a recorded
+// tc/testdata/diff case (live.txtar: one "-- argv --" section per command,
+// the program named without its directory). Anything else fails, like a
+// command that is not there.
+type recordedRunner map[string]string
+
+func readRecorded(t *testing.T, path string) recordedRunner {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recordedRunner{}
+	var name string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(line, " --\n") {
+			name = strings.TrimSuffix(strings.TrimPrefix(line, "-- "), " --\n")
+			continue
+		}
+		r[name] += line
+	}
+	return r
+}
+
+func (r recordedRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
+	key := strings.Join(append([]string{filepath.Base(cmd.Argv[0])}, cmd.Argv[1:]...), " ")
+	out, ok := r[key]
+	if !ok {
+		return plan.Result{ExitCode: 1, Stderr: []byte("not recorded: " + key)}, nil
+	}
+	return plan.Result{Stdout: []byte(out)}, nil
+}
+
+func TestOpenBackendTC(t *testing.T) {
+	run := readRecorded(t, "../tc/testdata/diff/htb-converged/live.txtar")
+	b, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf(), Runner: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "tc" || !b.KernelOverhead || b.MaxSlots != tc.MaxSlot+1 || b.System != "tc" {
+		t.Errorf("opened %q, kernel overhead %v, %d slots, system %q", b.Name, b.KernelOverhead, b.MaxSlots, b.System)
+	}
+	if !strings.Contains(b.Scope, "4d4b:") || !strings.Contains(b.Scope, "ifb-macake*") {
+		t.Errorf("scope %q must name the root handle and the IFB names", b.Scope)
+	}
+	// The recorded system has wan0 redirected to ifb-macake3 and lan0 to
+	// ifb-macake4: a lost state file gives the links those slots again.
+	slots, err := b.LiveSlots(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{"wan0": 3, "lan0": 4}; !maps.Equal(slots, want) {
+		t.Errorf("live slots %v, want %v", slots, want)
+	}
+}
+
+func TestTCToolsFromEnv(t *testing.T) {
+	got := TCTools(envOf("MACAKE_TC", "/opt/iproute2/tc", "MACAKE_UNSHARE", "/opt/unshare"))
+	if got.TC != "/opt/iproute2/tc" || got.Unshare != "/opt/unshare" || got.IP == "" || got.Netns != "" {
+		t.Errorf("tools %+v", got)
 	}
 }

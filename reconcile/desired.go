@@ -65,6 +65,13 @@ type Inputs struct {
 	// MaxSlots is how many links the backend can hold at once (pfdn: the
 	// pipe range's Slots()); 0 means no limit.
 	MaxSlots int
+	// KernelOverhead says that the backend's shaper adds the policy's
+	// per-packet overhead and mpu itself (OpenedBackend.KernelOverhead:
+	// tc's htb and cake): policy rates are then passed on as wire rates,
+	// unchanged, and shape.Link.Cake carries the overhead and mpu. When
+	// false (dummynet), policy rates are lowered by PipeRate instead. Never
+	// both: that would count the overhead twice.
+	KernelOverhead bool
 	// LiveSlots maps an interface to the slot its shaping uses live
 	// (OpenedBackend.LiveSlots). A link that has no slot in the state file
 	// (first run, or the file was lost or corrupt) takes the slot live on
@@ -182,8 +189,10 @@ func (e *LinkError) Unwrap() error { return e.Err }
 // never fights the controller), else the profile's last known-good rate
 // (autorate and balanced only; clamped to the policy's bounds), else the
 // policy's base rate ("auto" is 95 % of the measured capacity). Policy rates
-// are controller rates: with overhead or mpu set they are converted to the
-// pipe rate the controller would send (PipeRate). The queue is the policy's
+// are controller rates, counted on the wire: with overhead or mpu set they
+// are converted to the pipe rate the controller would send (PipeRate),
+// unless in.KernelOverhead says the backend's shaper counts the overhead
+// itself (then shape.Link.Cake carries overhead and mpu to it). The queue is the policy's
 // fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
 // profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
 // Mode "off" installs nothing; "balanced" installs nothing unless
@@ -237,7 +246,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 		}
 		var failed bool
 		for _, dir := range shape.Directions {
-			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu)
+			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu, in.KernelOverhead)
 			if err != nil {
 				errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: err})
 				failed = true
@@ -315,7 +324,7 @@ func shaped(l config.Link, in Inputs) bool {
 }
 
 // directionRate resolves one direction's desired pipe.
-func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int) (DirectionRate, error) {
+func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, kernelOverhead bool) (DirectionRate, error) {
 	capacity, good := p.DownloadCapacity, p.GoodDownload
 	if dir == shape.Upload {
 		capacity, good = p.UploadCapacity, p.GoodUpload
@@ -331,15 +340,21 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	}
 	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy}
 	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
+	pipeRate := func(rate int64) int64 {
+		if kernelOverhead {
+			return rate
+		}
+		return PipeRate(rate, l.Shaper.Overhead, l.Shaper.MPU, mtu)
+	}
 	switch {
 	case current > 0:
 		r.Source = FromController
 		r.Pipe.RateBits = current
 	case adaptive && good > 0:
 		r.Source = FromKnownGood
-		r.Pipe.RateBits = PipeRate(max(r.Min, min(r.Max, good)), l.Shaper.Overhead, l.Shaper.MPU, mtu)
+		r.Pipe.RateBits = pipeRate(max(r.Min, min(r.Max, good)))
 	default:
-		r.Pipe.RateBits = PipeRate(r.Base, l.Shaper.Overhead, l.Shaper.MPU, mtu)
+		r.Pipe.RateBits = pipeRate(r.Base)
 	}
 	if l.Shaper.Queue.Auto {
 		idle := p.IdleRTT
@@ -388,7 +403,9 @@ func reflectors(l config.Link, active map[string][]netip.Addr) []netip.Addr {
 	return append([]netip.Addr(nil), list...)
 }
 
-// cakeOptions returns the CAKE-only options, nil when the policy sets none.
+// cakeOptions returns the policy's [cake] table and its per-packet
+// overhead and mpu, for backends that have CAKE or compensate overhead in
+// the kernel (tc); nil when the policy sets none of them.
 func cakeOptions(l config.Link) *shape.Cake {
 	if l.Cake.IsZero() && l.Shaper.Overhead == 0 && l.Shaper.MPU == 0 {
 		return nil

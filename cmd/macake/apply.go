@@ -19,12 +19,16 @@ import (
 var applyCmd = &command{
 	name:  "apply",
 	args:  "[--dry-run] [--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never]",
-	short: "Reconcile pf and dummynet with the policy files once; print the plan, then what was applied.",
+	short: "Reconcile pf and dummynet (Linux: tc) with the policy files once; print the plan, then what was applied.",
 	long: `Reads every policy file in the config directory, works out which policy is
 active on which interface now (see 'macake links'), reads the live pf anchor
 and dummynet pipes, prints the plan that makes them match, and applies it in a
 safe order. Only what macake owns is ever changed: its pf anchor, the pipes in
 its range and its own pf enable reference. 'macake plan' is 'apply --dry-run'.
+
+On Linux the same policies drive tc instead (MACAKE_BACKEND=pf|tc picks
+one): macake's root qdiscs, its ingress filters and its ifb-macake* devices
+(see docs/LINUX.md).
 
 Each active link starts at its policy's rate (or the last rate the state file
 knows to be good on that network); 'macake watch' then steers it.
@@ -38,7 +42,7 @@ exits 1 without changing anything.
 Exit status: 0 success (with or without changes); 1 failure, including an
 apply that stopped part-way (run apply again to continue from the live
 state); 2 only with --detailed-exitcode, when there were changes (planned in a
-dry run, applied otherwise); 64 usage; 69 pfctl/dnctl missing or unusable;
+dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable;
 77 not root (a dry run needs no root); 78 configuration invalid.`,
 }
 
@@ -62,7 +66,7 @@ func runApply(e *env, args []string) int {
 	f := applyFlags{color: "auto"}
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan only; change nothing (needs no root)")
 	fs.BoolVar(&f.detailed, "detailed-exitcode", false, "exit 2 when there were changes (planned or applied)")
-	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl command of the plan")
+	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command of the plan")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
 	fs.Var(&f.color, "color", "colour the plan: auto (only on a terminal, without NO_COLOR), always or never")
 	if done, code := applyCmd.parse(e, fs, args); done {
@@ -291,6 +295,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	}
 	in := reconcile.Inputs{
 		State: s.tokens.State, MaxSlots: s.backend.MaxSlots, MTU: reconcile.InterfaceMTUs(policyInterfaces(s.policies.Links)),
+		KernelOverhead: s.backend.KernelOverhead,
 	}
 	desire, err := reconcile.Desired(s.policies.Links, facts, in)
 	if err == nil && desire.AllocatesSlots(s.tokens.State) && s.backend.LiveSlots != nil {
@@ -369,7 +374,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	// match, or something else is changing it (or macake has a bug).
 	again, err := s.backend.Plan(s.e.ctx, desire.State)
 	if err == nil && !again.Empty() {
-		err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing pf/dummynet at the same time; run 'macake apply' again", plural(len(again.Ops), "change"))
+		err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing %s at the same time; run 'macake apply' again", plural(len(again.Ops), "change"), s.backend.System)
 	}
 	if err != nil {
 		return fail(err)

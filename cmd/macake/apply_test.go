@@ -289,9 +289,10 @@ func TestApplyBackendUnavailable(t *testing.T) {
 		t.Errorf("missing pfctl: exit %d, stderr %s", code, stderr)
 	}
 	t.Setenv(reconcile.EnvBackend, "tc")
+	t.Setenv(reconcile.EnvTC, filepath.Join(t.TempDir(), "no-tc"))
 	code, _, stderr = r.run("apply")
-	if code != exitUnavailable || !strings.Contains(stderr, "not available yet") {
-		t.Errorf("tc: exit %d, stderr %s", code, stderr)
+	if code != exitUnavailable || !strings.Contains(stderr, "no-tc does not exist") || !strings.Contains(stderr, "apt-get install iproute2") {
+		t.Errorf("tc missing: exit %d, stderr %s", code, stderr)
 	}
 	r.emu.SetPrivileged(false)
 	backendRunner = r.emu

@@ -18,7 +18,9 @@ var downCmd = &command{
 	long: `Flushes macake's pf anchor, deletes the dummynet pipes in macake's range that
 macake made, and gives back macake's pf enable reference (pfctl -X), which
 turns pf off again only if nothing else holds it. Nothing else is touched:
-not the main ruleset, not other anchors, not other tools' pipes.
+not the main ruleset, not other anchors, not other tools' pipes. On Linux
+it removes macake's tc objects (root qdiscs 4d4b:, its ingress filters and
+ifb-macake* devices) and nothing else.
 
 It reads no policy files, so it works while they are broken; it needs only
 the daemon settings (anchor and pipe range). It works after a crash and with
@@ -28,7 +30,7 @@ fine: the second run finds nothing to do. Afterwards the state file keeps the
 measured profiles but no slots and no token.
 
 Exit status: 0 success; 1 failure (run it again); 64 usage; 69 pfctl/dnctl
-missing or unusable; 77 not root (a dry run needs no root); 78 the daemon
+(Linux: tc/ip) missing or unusable; 77 not root (a dry run needs no root); 78 the daemon
 settings are invalid.`,
 }
 
@@ -38,7 +40,7 @@ func runDown(e *env, args []string) int {
 	fs := downCmd.flags()
 	f := applyFlags{color: "auto"}
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be removed; change nothing (needs no root)")
-	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl command")
+	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
 	fs.Var(&f.color, "color", "colour the output: auto, always or never")
 	if done, code := downCmd.parse(e, fs, args); done {
