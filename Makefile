@@ -45,6 +45,19 @@ lint: $(STATICCHECK)
 fmt:
 	gofmt -l -w .
 
+## e2e: the real-kernel proof (root, Linux): off/on/off on every trace with
+## longer phases than CI, then the actuation benchmark; prints the tables
+## docs/MEASUREMENTS.md quotes. `make test` runs the short version.
+E2E_PHASE  ?= 30s
+E2E_TRACES ?= constant,steps,wobble
+E2E_REPORT ?= bin/e2e-report.md
+e2e:
+	@mkdir -p $(dir $(E2E_REPORT)) && rm -f $(E2E_REPORT)
+	$(GO) test -count=1 -timeout 60m -run '^TestOffOnOff$$' ./e2e -args \
+	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.report=$(abspath $(E2E_REPORT))
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSetRateKernel$$' -benchtime 200x -benchmem ./e2e
+	@echo; cat $(E2E_REPORT)
+
 ## demo: the first thing to run on a fresh clone.
 demo: build
 	$(BIN) validate --config-dir examples/links.d

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package e2e proves macake's loop on a real Linux kernel: real CUBIC TCP
+// through a bloated ISP bottleneck in network namespaces, with the real
+// macake binary shaping the client's interface through the tc backend.
+//
+// The testbed (Testbed, Linux only) is three namespaces joined by veth
+// pairs:
+//
+//	client (wan0, macake) ── ISP (htb at C(t), bfifo of 1 s of peak C, both ways) ── server
+//
+// The ISP's capacity follows a trace (testdata/traces: constant, steps,
+// and a synthetic Starlink-like wobble from StarlinkLike). The server
+// answers ICMP at six reflector addresses (the controller's), echoes an
+// independent UDP probe at another address that macake does not exempt,
+// and serves bulk TCP both ways. Each phase measures the probe idle, then
+// under 4 download flows while the trace replays; added delay is like for
+// like at each percentile (loaded p50 − idle p50, loaded p90 − idle p90),
+// goodput is TCP payload. A run is drift-controlled: unshaped, shaped,
+// unshaped again, on the same trace segment.
+//
+// `go test ./e2e` (root; otherwise the tests skip and say so) runs it
+// with short phases and asserts the direction of the result; `make e2e`
+// runs longer phases on every trace and prints the tables that
+// docs/MEASUREMENTS.md quotes. The same package holds the CLI-level fault
+// tests of the tc backend (a kernel without CAKE or IFB, drift, a foreign
+// qdisc, tc failing mid-apply, a renamed interface).
+package e2e

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func msDurations(ms ...float64) []time.Duration {
+	out := make([]time.Duration, len(ms))
+	for i, m := range ms {
+		out[i] = time.Duration(m * float64(time.Millisecond))
+	}
+	return out
+}
+
+func TestAddedIsLikeForLike(t *testing.T) {
+	idle := Summarize(msDurations(1, 1, 1, 1, 1, 1, 1, 1, 2, 9), 0)
+	loaded := Summarize(msDurations(10, 11, 12, 13, 14, 15, 16, 17, 18, 100), 2)
+	a := AddedDelay(idle, loaded)
+	// p50: 14 − 1; p90: 18 − 2 (the idle p90, not its minimum); p99: 100 − 9.
+	if a.P50 != 13*time.Millisecond || a.P90 != 16*time.Millisecond || a.P99 != 91*time.Millisecond {
+		t.Errorf("added %+v", a)
+	}
+	if got := loaded.LossPercent(); math.Abs(got-100*2.0/12) > 1e-9 {
+		t.Errorf("loss %.3f %%", got)
+	}
+}
+
+func phaseOf(name string, shaped bool, goodputMbit, idleMs, loadedP50, loadedP90 float64) Phase {
+	return Phase{Name: name, Shaped: shaped, Goodput: goodputMbit * 1e6,
+		Idle:   Latency{P50: msDurations(idleMs)[0], P90: msDurations(idleMs)[0], P99: msDurations(idleMs)[0], Samples: 40},
+		Loaded: Latency{P50: msDurations(loadedP50)[0], P90: msDurations(loadedP90)[0], P99: msDurations(loadedP90)[0], Samples: 300}}
+}
+
+func TestCompareAndTable(t *testing.T) {
+	run := Run{
+		Trace: Trace{Name: "steps", Length: 15 * time.Second, Steps: []Step{{0, 50e6, 10e6}, {5 * time.Second, 15e6, 10e6}, {10 * time.Second, 50e6, 10e6}}},
+		Phases: []Phase{
+			phaseOf("off", false, 36, 0.1, 600.1, 1000.1),
+			phaseOf("on", true, 30, 0.1, 10.1, 20.1),
+			phaseOf("off again", false, 38, 0.1, 640.1, 1100.1),
+		},
+	}
+	v, err := run.Compare("on")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.OffGoodput != 37e6 || v.OffAdded.P90 != 1050*time.Millisecond || v.OnAdded.P90 != 20*time.Millisecond {
+		t.Errorf("verdict %+v", v)
+	}
+	if math.Abs(v.GoodputKept-30.0/37) > 1e-9 || math.Abs(v.P90Ratio-20.0/1050) > 1e-9 || v.DriftGoodput != 2e6 {
+		t.Errorf("kept %.4f, p90 ratio %.4f, drift %.0f", v.GoodputKept, v.P90Ratio, v.DriftGoodput)
+	}
+	var b strings.Builder
+	if err := run.WriteTable(&b, "on"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"trace steps, 15s: capacity down 38.33 Mbit/s (min 15.00 Mbit/s, max 50.00 Mbit/s), up 10.00 Mbit/s",
+		"| off | 36.00 Mbit/s | +600.0 ms | +1000.0 ms | +1000.0 ms | 0.0 % | 0.10 ms / 0.10 ms |",
+		"| on | 30.00 Mbit/s | +10.0 ms | +20.0 ms |",
+		"drift between them: +2.00 Mbit/s, +40.0 ms median",
+		`"on" kept 81.1 % of the goodput and cut the median added delay by 98 % and the p90 by 98 %`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if _, err := run.Compare("missing"); err == nil {
+		t.Error("Compare with an unknown phase")
+	}
+}
