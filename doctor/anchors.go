@@ -304,9 +304,9 @@ func judgeNLC(f anchorFacts) Result {
 	}
 	if len(rules) == 0 {
 		if len(paths) > 0 {
-			return ok("Network Link Conditioner is off (its anchor %s has no dummynet rules)", strings.Join(paths, ", "))
+			return ok("off (its anchor %s has no dummynet rules)", strings.Join(paths, ", "))
 		}
-		return ok("Network Link Conditioner is off")
+		return ok("off")
 	}
 	var nums []int
 	for p := range pipes {
@@ -318,6 +318,6 @@ func judgeNLC(f anchorFacts) Result {
 		pipeNote = ", pipes " + joinInts(nums, 6)
 	}
 	return warn("turn it off (Network Link Conditioner in System Settings, or its preference pane) while macake shapes",
-		"Network Link Conditioner is on (%s%s): its quick rules shape the traffic as well, so macake's controller measures NLC's delay, not the link's",
+		"on (%s%s): its quick rules shape the traffic as well, so macake's controller measures NLC's delay, not the link's",
 		plural(len(rules), "dummynet rule"), pipeNote).with(rules...)
 }

@@ -61,7 +61,7 @@ func judgePolicies(c configFacts, linux bool) Result {
 	}
 	switch {
 	case len(c.policyProblems) > 0:
-		return problem(fmt.Sprintf("fix them (`%s` lists every one with its position); until then apply changes nothing and watch keeps each broken file's last good version", validate),
+		return problem(fmt.Sprintf("`%s` lists every problem with its position; until they are fixed, apply changes nothing and watch keeps each broken file's last good version", validate),
 			"%s in %s; valid: %s", plural(len(c.policyProblems), "problem"), plural(len(files), "policy file"), listOrNone(names)).with(details...)
 	case len(c.policies.Links) == 0:
 		return warn("add a policy file (see examples/links.d and docs/CONFIG.md)", "no policy files (*.toml) in %s, so nothing is shaped", c.dir)

@@ -297,11 +297,13 @@ func judgeLaunchdPrint(out string, w watchFacts) Result {
 	logHint := "see " + launchd.DaemonLogPath
 	switch {
 	case state == "running":
-		who := "running"
-		if pid != "" {
-			who = "running, pid " + pid
+		switch {
+		case pid != "":
+			return ok("launchd runs %s (pid %s)", launchd.DaemonLabel, pid)
+		case w.state.Running:
+			return ok("launchd runs %s (pid %d)", launchd.DaemonLabel, w.state.PID)
 		}
-		return ok("launchd runs %s (%s)", launchd.DaemonLabel, who)
+		return ok("launchd runs %s", launchd.DaemonLabel)
 	case state == "" && w.state.Running:
 		return ok("launchd has %s loaded, and macake watch holds the state lock (pid %d)", launchd.DaemonLabel, w.state.PID)
 	case state == "":

@@ -220,7 +220,7 @@ func TestJudgeService(t *testing.T) {
 
 func TestJudgeLaunchdPrint(t *testing.T) {
 	running := "system/org.macake.watch = {\n\tactive count = 1\n\tstate = running\n\tpid = 412\n\tlast exit code = (never exited)\n}\n"
-	expect(t, judgeLaunchdPrint(running, watchFacts{}), OK, "running, pid 412")
+	expect(t, judgeLaunchdPrint(running, watchFacts{}), OK, "launchd runs org.macake.watch (pid 412)")
 	crashed := "system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78: EX_CONFIG\n}\n"
 	expect(t, judgeLaunchdPrint(crashed, watchFacts{}), Problem, "loaded but not running; last exit code 78: EX_CONFIG", "/var/log/macake/watch.log")
 	expect(t, judgeLaunchdPrint("system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78\n}\n", watchFacts{}), Problem, "configuration is invalid")
@@ -268,7 +268,7 @@ func TestJudgeTCKernel(t *testing.T) {
 	noIFB.IFB = false
 	nothing := tc.Capabilities{Method: "assumed"}
 	expect(t, judgeTCKernel(all, nil), OK, "both directions shape with cake", "sch_cake available")
-	expect(t, judgeTCKernel(noCake, nil), OK, "htb+bfifo", "sch_cake not available: falling back to htb+bfifo")
+	expect(t, judgeTCKernel(noCake, nil), OK, "sch_cake not available: falling back to htb+bfifo, which shapes both directions")
 	expect(t, judgeTCKernel(noCake, []string{"router"}), Warning, "[cake] options of router are not applied", "modprobe sch_cake")
 	expect(t, judgeTCKernel(noIFB, nil), Warning, "upload only", "modprobe ifb")
 	expect(t, judgeTCKernel(nothing, nil), Problem, "cannot shape")

@@ -44,7 +44,7 @@ func TestScenarios(t *testing.T) {
 				"net.reflectors":   {"2 reflectors answer", "192.0.2.1 12.3ms"},
 				"net.counters":     {"en0's counters move"},
 				"daemon.installed": {"/usr/local/bin/macake watch"},
-				"daemon.running":   {"launchd runs org.macake.watch"},
+				"daemon.running":   {"launchd runs org.macake.watch (pid 4242)"},
 			},
 		},
 		{
@@ -117,7 +117,7 @@ func TestScenarios(t *testing.T) {
 					"pfctl", "-a", "com.apple.nlc/base", "-f", "-")
 			},
 			want:         map[string]Status{"pf.nlc": Warning},
-			says:         map[string][]string{"pf.nlc": {"Network Link Conditioner is on", "pipes 40269, 40270", "turn it off"}},
+			says:         map[string][]string{"pf.nlc": {"on (3 dummynet rules, pipes 40269, 40270)", "turn it off"}},
 			failedStrict: true,
 		},
 		{

@@ -75,5 +75,8 @@ func judgeTCKernel(c tc.Capabilities, cakePolicies []string) Result {
 		return warn("load sch_cake (modprobe sch_cake) or a kernel with CONFIG_NET_SCH_CAKE; otherwise the [cake] options are not applied",
 			"sch_cake is not available, so the [cake] options of %s are not applied (shaping with htb+bfifo)", joinWords(cakePolicies, 4)).with(details...)
 	}
-	return ok("both directions shape with %s (kernel features %s)", shaper, c.Method).with(details...)
+	if !c.Cake {
+		return ok("sch_cake not available: falling back to htb+bfifo, which shapes both directions like a dummynet pipe (kernel features %s)", c.Method).with(details...)
+	}
+	return ok("both directions shape with cake (kernel features %s)", c.Method).with(details...)
 }
