@@ -4,7 +4,6 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"net/netip"
 	"os"
@@ -307,5 +306,3 @@ type fakeWatch struct {
 }
 
 func (w *fakeWatch) Watch(context.Context, string) (WatchState, error) { return w.state, w.err }
-
-var errNotPermitted = errors.New("socket: operation not permitted")

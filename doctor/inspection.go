@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"path/filepath"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/reconcile"
@@ -185,9 +184,4 @@ func (in *Inspection) facts(ctx context.Context) linkFacts {
 		f.def, f.hasDefault = linkfacts.DefaultInterface(f.facts)
 		return f
 	})
-}
-
-// stateLockPath is the state lock inside the state directory.
-func (in *Inspection) stateLockPath() string {
-	return filepath.Join(in.config().stateDir, reconcile.LockFileName)
 }

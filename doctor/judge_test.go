@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
@@ -274,11 +277,14 @@ func TestJudgeTCKernel(t *testing.T) {
 	expect(t, judgeTCKernel(nothing, nil), Problem, "cannot shape")
 }
 
-// fakeRunner answers commands by program name.
-type fakeRunner map[string]struct {
+// answer is what a fake command returns.
+type answer struct {
 	res plan.Result
 	err error
 }
+
+// fakeRunner answers commands by program name.
+type fakeRunner map[string]answer
 
 func (f fakeRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
 	name := cmd.Argv[0][strings.LastIndexByte(cmd.Argv[0], '/')+1:]
@@ -293,10 +299,6 @@ func TestToolResult(t *testing.T) {
 	run := func(r fakeRunner) toolState {
 		return runTool(context.Background(), r, "dnctl", pfdn.EnvDnctl, "/usr/sbin/dnctl", "list")
 	}
-	type answer = struct {
-		res plan.Result
-		err error
-	}
 	expect(t, toolResult(run(fakeRunner{"dnctl": answer{}}), "install it"), OK, "/usr/sbin/dnctl runs")
 	expect(t, toolResult(run(fakeRunner{}), "install it"), Problem, "no such file or directory", "install it; MACAKE_DNCTL overrides the path")
 	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: plan.Result{ExitCode: 69, Stderr: []byte("dnctl: socket: Operation not permitted\n")}}}), "install it"), OK, "needs root")
@@ -307,10 +309,6 @@ func TestToolResult(t *testing.T) {
 // TestTCChecks runs the Linux checks with a fake runner and fake kernel
 // capabilities.
 func TestTCChecks(t *testing.T) {
-	type answer = struct {
-		res plan.Result
-		err error
-	}
 	m := newFakeMac(t, map[string]string{"router": "[match]\ninterface = \"eth0\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n[cake]\nnat = true\n"})
 	sys := m.system()
 	sys.GOOS, sys.OSVersion = "linux", "Linux 6.12.0"
@@ -372,3 +370,41 @@ func TestReportVerdict(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestJudgeLinks(t *testing.T) {
+	wan := config.Link{Name: "wan", Policy: config.Policy{Match: config.MatchKeys{Interface: "en0"}}}
+	def := config.InterfaceFacts{Name: "en0", Up: true, GatewayIP: mustAddr("192.168.1.1"), Default: true}
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Active: []config.Link{wan}}}, 1), OK,
+		"default route via en0 (gateway 192.168.1.1); active: wan on en0")
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Verdicts: []config.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
+		"no policy matches this network", "lte (en5): interface en5 is down")
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), Info, "no policy files")
+	expect(t, judgeLinks(linkFacts{}, 1), Warning, "no default route: not connected")
+}
+
+// TestConfigChecks judges the configuration as apply reads it.
+func TestConfigChecks(t *testing.T) {
+	run := func(m *fakeMac) Report { return m.run() }
+	m := newFakeMac(t, nil)
+	os.Remove(m.configDir)
+	rep := run(m)
+	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo mkdir -p")
+	expect(t, result(t, rep, "config.ownership"), OK, "no configuration files")
+
+	m = newFakeMac(t, nil)
+	expect(t, result(t, run(m), "config.policies"), Warning, "no policy files (*.toml)")
+
+	// The bufferbloat window outlasts cut_refractory: valid, with a warning.
+	m = newFakeMac(t, map[string]string{"wan": strings.Replace(wanPolicy, `cut_refractory = "1s"`, "", 1)})
+	expect(t, result(t, run(m), "config.policies"), Warning, "1 policy valid (wan), with 1 warning", "cut_refractory")
+
+	m = newFakeMac(t, map[string]string{"wan": wanPolicy})
+	settings := filepath.Join(filepath.Dir(m.configDir), "macake.toml")
+	if err := os.WriteFile(settings, []byte("anchor = \"com.apple/shaper\"\npipe_range = { first = 50001, last = 50100 }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(m)
+	expect(t, result(t, rep, "config.settings"), OK, settings+` is valid (anchor "com.apple/shaper", pipes 50001-50100`)
+	expect(t, result(t, rep, "system.backend"), OK, `pf anchor "com.apple/shaper", dummynet pipes 50001-50100`)
+	expect(t, result(t, rep, "pf.hook"), OK, `evaluates the anchor "com.apple/shaper"`)
+}

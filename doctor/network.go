@@ -216,7 +216,12 @@ func checkReflectors(ctx context.Context, in *Inspection) Result {
 		return info("no active autorate or balanced policy, so no reflectors to probe")
 	}
 	e := in.echoes(ctx)
-	if e.err != nil {
+	switch {
+	case e.err != nil && in.sys.EUID != 0:
+		// macake watch probes as root; this user may simply not be allowed
+		// to open ICMP sockets (the ICMP check says so).
+		return needsRoot(fmt.Sprintf("cannot probe the reflectors as this user: %v", e.err), "whether the reflectors answer")
+	case e.err != nil:
 		return problem("see the ICMP check above", "cannot probe the reflectors: %v", e.err)
 	}
 	return judgeEchoes(e.echoes)

@@ -183,20 +183,13 @@ func checkAnchor(ctx context.Context, in *Inspection) Result {
 	return judgeAnchor(l.live, l.opts, in.state().state.Slots)
 }
 
-// pipeRole is what macake knows about a pipe number it owns.
-type pipeRole struct {
-	link string
-	dir  shape.Direction
-}
-
-// slotPipes maps the pipe numbers of the state file's slots to their link
-// and direction.
-func slotPipes(slots map[string]int, r pfdn.PipeRange) map[int]pipeRole {
-	m := map[int]pipeRole{}
+// slotPipes maps the pipe numbers of the state file's slots to their link.
+func slotPipes(slots map[string]int, r pfdn.PipeRange) map[int]string {
+	m := map[int]string{}
 	for link, slot := range slots {
 		for _, d := range []shape.Direction{shape.Upload, shape.Download} {
 			if n, err := r.Pipe(slot, d); err == nil {
-				m[n] = pipeRole{link, d}
+				m[n] = link
 			}
 		}
 	}
@@ -254,8 +247,8 @@ func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
 		link := ""
 		for _, r := range live.Anchor.Rules {
 			if r.Interface == iface && r.Pipe != 0 {
-				if role, ok := roles[r.Pipe]; ok {
-					link = fmt.Sprintf(" (link %q)", role.link)
+				if name, ok := roles[r.Pipe]; ok {
+					link = fmt.Sprintf(" (link %q)", name)
 				}
 			}
 		}
@@ -272,13 +265,14 @@ func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
 			}
 			continue
 		}
-		if role, ok := roles[p.Number]; ok {
-			leftovers = append(leftovers, fmt.Sprintf("pipe %d (link %q, %s)", p.Number, role.link, p.Config))
+		if name, ok := roles[p.Number]; ok {
+			leftovers = append(leftovers, fmt.Sprintf("pipe %d (link %q, %s)", p.Number, name, p.Config))
 		} else if looksOwned(p.Config) && !queued[p.Number] {
 			leftovers = append(leftovers, fmt.Sprintf("pipe %d (%s)", p.Number, p.Config))
 		}
 	}
 	sort.Strings(unknownSlots)
+	sort.Strings(leftovers)
 	if len(unknownSlots) > 0 {
 		details = append(details, fmt.Sprintf("the state file does not know the slot of pipes %s (lost or rebuilt?); the next apply records them from the live rules", strings.Join(unknownSlots, ", ")))
 	}

@@ -3,6 +3,7 @@
 package doctor
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -271,6 +272,31 @@ func TestScenarios(t *testing.T) {
 			},
 			want:   map[string]Status{"net.reflectors": Problem},
 			says:   map[string][]string{"net.reflectors": {"cannot measure latency"}},
+			failed: true, failedStrict: true,
+		},
+		{
+			name: "the pinger cannot open sockets as a user",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.euid = 501
+				m.emu.SetPrivileged(false)
+				m.pinger.err = errors.New("opening ICMP sockets: permission denied")
+			},
+			want: map[string]Status{
+				"net.reflectors": Warning, "pf.status": Warning, "pf.hook": Skipped, "pf.anchor": Skipped, "pf.drift": Skipped,
+				"pf.foreign_anchors": Skipped, "pf.foreign_pipes": Skipped, "pf.nlc": Skipped,
+			},
+			says:         map[string][]string{"net.reflectors": {"cannot probe the reflectors as this user", "run with sudo"}},
+			failedStrict: true,
+		},
+		{
+			name: "the pinger cannot open sockets as root",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.pinger.err = errors.New("opening ICMP sockets: operation not permitted")
+			},
+			want:   map[string]Status{"net.reflectors": Problem},
+			says:   map[string][]string{"net.reflectors": {"cannot probe the reflectors"}},
 			failed: true, failedStrict: true,
 		},
 		{

@@ -33,9 +33,6 @@ type toolState struct {
 	denied bool
 }
 
-// works reports whether the tool ran and answered.
-func (t toolState) works() bool { return t.err == nil && !t.denied && t.res.ExitCode == 0 }
-
 // runTool runs argv once through r and classifies the outcome.
 func runTool(ctx context.Context, r plan.Runner, name, env string, argv ...string) toolState {
 	t := toolState{name: name, argv: argv, env: env}
