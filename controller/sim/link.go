@@ -29,6 +29,9 @@ type Link struct {
 	// Loss is the probability that the bottleneck of each direction loses
 	// a packet for reasons other than a full queue (radio, handover).
 	Loss [2]float64
+	// Buffer is the bottleneck FIFO's size in seconds of mean capacity
+	// when a run does not set one (0: the protocol's 1 s).
+	Buffer time.Duration
 	// MeanCapacity overrides the mean used to size the bottleneck buffer and
 	// the fixed baseline, in bit/s per direction; 0 means the trace's own.
 	MeanCapacity [2]float64

@@ -22,11 +22,13 @@ func Score(u float64, d95 time.Duration) float64 {
 
 // Result is what one run measured.
 type Result struct {
-	Link     string        `json:"link"`
-	Class    string        `json:"class"`
-	Seed     uint64        `json:"seed"`
-	Offset   time.Duration `json:"offset_ns"`
-	Duration time.Duration `json:"duration_ns"`
+	// Controller is the arm's name (set by RunAll).
+	Controller string        `json:"controller"`
+	Link       string        `json:"link"`
+	Class      string        `json:"class"`
+	Seed       uint64        `json:"seed"`
+	Offset     time.Duration `json:"offset_ns"`
+	Duration   time.Duration `json:"duration_ns"`
 	// Dir holds the per-direction metrics, indexed by shape.Direction.
 	Dir [2]DirResult `json:"-"`
 	// Upload and Download repeat Dir for JSON.
@@ -198,8 +200,6 @@ func (r *recorder) tick(e *engine) {
 		r.lastGood[d] = segs
 	}
 }
-
-func (r *recorder) finish(e *engine) {}
 
 // result computes the metrics of a finished run.
 func (r *recorder) result(e *engine) *Result {

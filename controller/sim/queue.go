@@ -16,6 +16,10 @@ const (
 	MaxQueueBytes = 1023 * 1024
 )
 
+// DefaultQueue is the rule `queue = "auto"` follows: the winner of the
+// simulator's comparison (docs/MEASUREMENTS.md).
+var DefaultQueue = QueueRule{}
+
 // QueueRule sizes the pipe's byte queue at every rate change, as the
 // daemon's `queue = "auto"` does.
 type QueueRule struct {

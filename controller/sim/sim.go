@@ -39,7 +39,7 @@ type Options struct {
 	// CC is the senders' congestion control (default CUBIC).
 	CC CC
 	// Buffer is the bottleneck FIFO's size in seconds of the direction's
-	// mean capacity (default 1 s).
+	// mean capacity (default: the link's own, else 1 s).
 	Buffer time.Duration
 	// Seed selects the randomness: reflector jitter, probe loss, flow
 	// start times (and a built-in model's link, which is built before).
@@ -291,6 +291,9 @@ func Run(link *Link, opt Options, factory Factory) (*Result, error) {
 	if err := opt.Validate(); err != nil {
 		return nil, err
 	}
+	if opt.Buffer <= 0 {
+		opt.Buffer = link.Buffer
+	}
 	opt = opt.withDefaults()
 	env := NewEnv(link, opt)
 	ctrl, err := factory(env)
@@ -375,50 +378,54 @@ func (e *engine) run() {
 	if e.controlOn {
 		e.start()
 	}
-	for {
-		t, src := e.nextTick, 0
-		if x := e.bns[shape.Upload].next; x < t {
-			t, src = x, 1
-		}
-		if x := e.props[shape.Upload].next(); x < t {
-			t, src = x, 2
-		}
-		if x := e.bns[shape.Download].next; x < t {
-			t, src = x, 3
-		}
-		if x := e.props[shape.Download].next(); x < t {
-			t, src = x, 4
-		}
-		if len(e.replies) > 0 && e.replies[0].at < t {
-			t, src = e.replies[0].at, 5
-		}
-		if t >= e.end {
-			break
-		}
-		e.now = t
-		switch src {
-		case 0:
-			e.tick()
-			e.nextTick += int64(time.Millisecond)
-		case 1:
-			e.serveBottleneck(shape.Upload)
-		case 2:
-			p := e.props[shape.Upload].q.pop().p
-			e.atFar(p)
-		case 3:
-			e.serveBottleneck(shape.Download)
-		case 4:
-			p := e.props[shape.Download].q.pop().p
-			e.enqueueBottleneck(shape.Download, p)
-		case 5:
-			p := e.replies[0].p
-			copy(e.replies, e.replies[1:])
-			e.replies = e.replies[:len(e.replies)-1]
-			e.fromFar(p)
-		}
+	for e.step() {
 	}
 	e.now = e.end
-	e.rec.finish(e)
+}
+
+// step processes the next event; it returns false at the end of the run.
+func (e *engine) step() bool {
+	t, src := e.nextTick, 0
+	if x := e.bns[shape.Upload].next; x < t {
+		t, src = x, 1
+	}
+	if x := e.props[shape.Upload].next(); x < t {
+		t, src = x, 2
+	}
+	if x := e.bns[shape.Download].next; x < t {
+		t, src = x, 3
+	}
+	if x := e.props[shape.Download].next(); x < t {
+		t, src = x, 4
+	}
+	if len(e.replies) > 0 && e.replies[0].at < t {
+		t, src = e.replies[0].at, 5
+	}
+	if t >= e.end {
+		return false
+	}
+	e.now = t
+	switch src {
+	case 0:
+		e.tick()
+		e.nextTick += int64(time.Millisecond)
+	case 1:
+		e.serveBottleneck(shape.Upload)
+	case 2:
+		p := e.props[shape.Upload].q.pop().p
+		e.atFar(p)
+	case 3:
+		e.serveBottleneck(shape.Download)
+	case 4:
+		p := e.props[shape.Download].q.pop().p
+		e.enqueueBottleneck(shape.Download, p)
+	case 5:
+		p := e.replies[0].p
+		copy(e.replies, e.replies[1:])
+		e.replies = e.replies[:len(e.replies)-1]
+		e.fromFar(p)
+	}
+	return true
 }
 
 // owd is the one-way propagation delay now (half the base RTT).
