@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/controller/sim/bench"
 	"github.com/macake/macake/controller/sim/linkmodel"
@@ -96,10 +97,6 @@ func runSim(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 		return exitUsage
 	}
-	if f.policy != "" {
-		fmt.Fprintln(e.stderr, "macake sim: --policy: not implemented yet (the policy loader is not on main yet); use --link or --trace with the default bounds")
-		return exitFailure
-	}
 	arms, err := simArms(f.controllers)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
@@ -111,12 +108,23 @@ func runSim(e *env, args []string) int {
 		return exitUsage
 	}
 	if f.tracesDir != "" {
+		if f.policy != "" {
+			fmt.Fprintln(e.stderr, "macake sim: --policy sets one link's bounds; with --traces every trace takes its own (p5/p25/p95)")
+			return exitUsage
+		}
 		return runBench(e, f, opt, arms)
 	}
 	link, loaded, err := f.buildLink()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 		return exitFailure
+	}
+	var pol *config.Link
+	if f.policy != "" {
+		if pol, err = f.applyPolicy(&opt, link); err != nil {
+			fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
+			return exitConfig
+		}
 	}
 	if f.direction == "" {
 		opt.Flows = [2]int{}
@@ -160,6 +168,9 @@ func runSim(e *env, args []string) int {
 	}
 
 	title := f.describe(link, opt)
+	if pol != nil {
+		title += fmt.Sprintf(" · policy %s (%s)", pol.Name, pol.Shaper.Mode)
+	}
 	if f.svg != "" {
 		if err := writeSVG(f.svg, link.Name, results); err != nil {
 			fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
@@ -240,6 +251,27 @@ func (f *simFlags) options() (sim.Options, error) {
 		opt.Flows[shape.Upload] = f.flows
 	}
 	return opt, nil
+}
+
+// applyPolicy loads --policy and puts its rate bounds (and a fixed queue
+// size) into opt; "auto" rates resolve against the link's mean capacity, as
+// if `macake measure` had found it.
+func (f *simFlags) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, error) {
+	pol, _, err := config.LoadFile(f.policy, config.LoadOptions{SkipOwnershipCheck: true})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range shape.Directions {
+		lo, base, hi, err := pol.Rates(d, config.Rate(link.Mean(d)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", f.policy, d, err)
+		}
+		opt.Bounds[d] = sim.Bounds{Min: int64(lo), Base: int64(base), Max: int64(hi)}
+	}
+	if q := pol.Shaper.Queue; !q.Auto && q.Size > 0 && f.queue == "auto" {
+		opt.Queue = sim.QueueRule{Bytes: min(int64(q.Size), sim.MaxQueueBytes)}
+	}
+	return &pol, nil
 }
 
 // buildLink makes the link of a single run and says which directions carry

@@ -93,6 +93,13 @@ func TestSimTraceDirectory(t *testing.T) {
 	}
 }
 
+func TestSimPolicyBounds(t *testing.T) {
+	code, out, errb := runCLI(t, "sim", "--policy", "../../examples/links.d/starlink.toml", quick, "--controllers", "none")
+	if code != exitOK || !strings.Contains(out, "policy starlink (autorate)") {
+		t.Fatalf("exit %d, stderr %q, out %q", code, errb, out)
+	}
+}
+
 func TestSimBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -107,7 +114,8 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--duration", "1s"}, exitUsage, "longer than the warm-up"},
 		{[]string{"--trace", "/no/such/file", quick}, exitFailure, "no such file"},
 		{[]string{"--loss", "0.5", quick}, exitFailure, "want DOWN,UP"},
-		{[]string{"--policy", "x.toml", quick}, exitFailure, "not implemented yet"},
+		{[]string{"--policy", "x.toml", quick}, exitConfig, "x.toml"},
+		{[]string{"--policy", "../../examples/links.d/starlink.toml", "--traces", "."}, exitUsage, "every trace takes its own"},
 		{[]string{"--phases", "ours", "--controllers", "none", quick}, exitUsage, "not among the controllers"},
 		{[]string{"extra"}, exitUsage, "unexpected argument"},
 	} {

@@ -54,9 +54,9 @@ type DelaySample struct {
 // before the download pipe (dummynet "in" runs after the interface counts),
 // and the transmit counter counts upload bytes after the upload pipe.
 type LoadSample struct {
-	At      time.Duration
-	RxBytes uint64
-	TxBytes uint64
+	At                   time.Duration
+	RxBytes, TxBytes     uint64
+	RxPackets, TxPackets uint64
 }
 
 // Env is what a controller factory may know about a run before it starts:
@@ -101,6 +101,15 @@ func floorRate(r float64) int64 {
 	}
 	return int64(r)
 }
+
+// ProbePauser is implemented by controllers that stop probing (a sleeping
+// cake-autorate): while ProbesPaused is true the daemon sends no probes.
+type ProbePauser interface{ ProbesPaused() bool }
+
+// Monitor is implemented by controllers that want the byte counters at
+// another period than Options.LoadInterval (cake-autorate floors it at low
+// rates); it is asked once, after Start.
+type Monitor interface{ MonitorInterval() time.Duration }
 
 // immediate marks controllers whose decisions bypass the actuation delay
 // (the oracles: their lag is their own parameter).

@@ -81,6 +81,9 @@ type Options struct {
 	RwndBytes int
 	// Series keeps per-100-ms time series in the result, for plots.
 	Series bool
+	// Bounds, when set for a direction (Max > 0), replace the min/base/max
+	// derived from the trace (e.g. from a policy file).
+	Bounds [2]Bounds
 	// Phases, when set, runs the controller only between Phases[0] and
 	// Phases[1]: unshaped before and after (drift-controlled off/on/off).
 	Phases [2]time.Duration
@@ -151,6 +154,11 @@ func (o Options) Validate() error {
 	}
 	if o.Warmup >= o.Duration {
 		errs = append(errs, fmt.Errorf("warm-up %v is not shorter than the run (%v)", o.Warmup, o.Duration))
+	}
+	for _, d := range shape.Directions {
+		if b := o.Bounds[d]; b.Max > 0 && (b.Min <= 0 || b.Min > b.Base || b.Base > b.Max) {
+			errs = append(errs, fmt.Errorf("%s bounds %d/%d/%d bit/s: want 0 < min ≤ base ≤ max", d, b.Min, b.Base, b.Max))
+		}
 	}
 	if o.Phases[1] != 0 && (o.Phases[0] < 0 || o.Phases[1] <= o.Phases[0] || o.Phases[1] > o.Duration) {
 		errs = append(errs, fmt.Errorf("phases %v: want 0 ≤ start < end ≤ duration", o.Phases))
@@ -271,7 +279,10 @@ type engine struct {
 
 	acts ring[actuation]
 
-	rxBytes, txBytes uint64
+	rxBytes, txBytes     uint64
+	rxPackets, txPackets uint64
+	pauser               ProbePauser
+	loadEvery            int64
 
 	nextTick, nextProbe, nextMeasure, nextLoad, nextCtrlTick int64
 	probeSeq                                                 int32
@@ -317,6 +328,9 @@ func NewEnv(link *Link, opt Options) *Env {
 		min := floorRate(tr.Percentile(5))
 		base := max(floorRate(tr.Percentile(25)), min)
 		env.Bounds[d] = Bounds{Min: min, Base: base, Max: max(floorRate(tr.Percentile(95)), base)}
+		if b := opt.Bounds[d]; b.Max > 0 {
+			env.Bounds[d] = b
+		}
 		bins[d] = capacityBins(tr, opt.Offset, opt.Duration, binWidth)
 	}
 	env.Capacity = func(d shape.Direction, t time.Duration) int64 {
@@ -369,7 +383,8 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 	e.rec = newRecorder(e)
 	e.nextProbe = int64(Uniform(cfg, 0, float64(opt.ProbeInterval)/float64(opt.Reflectors)))
 	e.nextMeasure = int64(Uniform(cfg, 0, float64(opt.MeasureInterval)))
-	e.nextLoad = int64(opt.LoadInterval)
+	e.loadEvery = int64(opt.LoadInterval)
+	e.nextLoad = e.loadEvery
 	return e
 }
 
@@ -450,6 +465,7 @@ func (e *engine) fromClient(p packet) {
 
 func (e *engine) toUploadBottleneck(p packet) {
 	e.txBytes += uint64(p.size)
+	e.txPackets++
 	e.enqueueBottleneck(shape.Upload, p)
 }
 
@@ -507,6 +523,7 @@ func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 		return
 	}
 	e.rxBytes += uint64(p.size)
+	e.rxPackets++
 	pp := &e.pipes[shape.Download]
 	if p.kind == kindProbe || pp.rate == 0 {
 		e.atClient(p)
@@ -683,7 +700,9 @@ func (e *engine) tick() {
 	e.phaseSwitch()
 	if e.controlOn {
 		for e.now >= e.nextProbe {
-			e.sendProbe()
+			if e.pauser == nil || !e.pauser.ProbesPaused() {
+				e.sendProbe()
+			}
 			e.nextProbe += int64(e.opt.ProbeInterval) / int64(e.opt.Reflectors)
 		}
 	}
@@ -693,9 +712,9 @@ func (e *engine) tick() {
 	}
 	if e.now >= e.nextLoad {
 		if e.controlOn {
-			e.ctrl.Load(LoadSample{At: time.Duration(e.now), RxBytes: e.rxBytes, TxBytes: e.txBytes})
+			e.ctrl.Load(LoadSample{At: time.Duration(e.now), RxBytes: e.rxBytes, TxBytes: e.txBytes, RxPackets: e.rxPackets, TxPackets: e.txPackets})
 		}
-		e.nextLoad += int64(e.opt.LoadInterval)
+		e.nextLoad += e.loadEvery
 	}
 	if e.now >= e.nextCtrlTick {
 		if e.controlOn {
@@ -714,7 +733,7 @@ func (e *engine) phaseSwitch() {
 	}
 	if !e.controlOn && e.now >= int64(ph[0]) && e.now < int64(ph[1]) {
 		e.controlOn = true
-		e.nextProbe, e.nextLoad, e.nextCtrlTick = e.now, e.now+int64(e.opt.LoadInterval), e.now
+		e.nextProbe, e.nextCtrlTick = e.now, e.now
 		e.start()
 	}
 	if e.controlOn && e.now >= int64(ph[1]) {
@@ -775,6 +794,14 @@ func (e *engine) start() {
 	e.starting = true
 	e.ctrl.Start(time.Duration(e.now), e)
 	e.starting = false
+	e.pauser, _ = e.ctrl.(ProbePauser)
+	e.loadEvery = int64(e.opt.LoadInterval)
+	if m, ok := e.ctrl.(Monitor); ok {
+		if iv := m.MonitorInterval(); iv > 0 {
+			e.loadEvery = int64(iv)
+		}
+	}
+	e.nextLoad = e.now + e.loadEvery
 }
 
 // SetRate is how a controller changes a pipe: after the actuation delay.
