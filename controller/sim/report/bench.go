@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/controller/sim/bench"
 	"github.com/macake/macake/shape"
@@ -18,6 +19,9 @@ import (
 func Bench(w io.Writer, r *bench.Result, ref, cand string) {
 	ai, bi := r.ArmIndex(cand), r.ArmIndex(ref)
 	cfg := r.Config
+	if cfg.Options.Buffer <= 0 {
+		cfg.Options.Buffer = time.Second
+	}
 	fmt.Fprintf(w, "Trace benchmark: %d traces × %d seeds × %d start offsets, %v per run, %d %s flows in the trace's direction, buffer %v of mean capacity, pipe queue %s.\n",
 		len(r.Cases), cfg.Seeds, cfg.Offsets, cfg.Options.Duration, cfg.Flows, strings.ToUpper(cfg.Options.CC.String()), cfg.Options.Buffer, cfg.Options.Queue)
 	fmt.Fprintln(w, "Medians over the runs; D95/D99: added one-way delay in ms; * marks held-out traces (not used for tuning).")
