@@ -49,7 +49,8 @@ type dirState struct {
 	achieved int64 // A, from the last achieved-rate sample (wire rate)
 	loadPct  int64
 	class    LoadClass
-	fresh    bool // an achieved-rate sample arrived since the last increase
+	fresh    bool  // an achieved-rate sample arrived since the last increase
+	highAt   int64 // time of the last sample with class high, µs; -1 = never
 
 	tCut, tDecay int64
 
@@ -199,6 +200,7 @@ func New(cfg Config, rng *rand.Rand) (*Controller, error) {
 		ds.deltas = make([]int64, c.p.window)
 		ds.rate = dp.startK
 		ds.ratio = 1_000_000
+		ds.highAt = -1
 		if c.p.compensate {
 			mtu := int64(cfg.MTU)
 			if mtu == 0 {
@@ -438,6 +440,10 @@ func (c *Controller) window(delta [2]int64) {
 	c.winPos = (pos + 1) % c.p.window
 }
 
+// saturatingRecently is how long after its last high-load sample a
+// direction still counts as saturating its pipe (Improvements.CutToAchieved).
+const saturatingRecently = 1_000_000 // µs
+
 // updateRate is the per-direction rate law (autorate.md §5.5, §5.6).
 func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 	ds, dp := &c.dir[d], &c.p.dir[d]
@@ -447,6 +453,9 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 		if t > ds.tCut+c.p.bbRefractory {
 			x := cutGrade(ds.avg, ds.tDelay, ds.tDown)
 			ds.rate = cutRate(ds.rate, x, c.p.cutMin, c.p.cutMax)
+			if c.cfg.Improvements.CutToAchieved && ds.highAt >= 0 && t-ds.highAt <= saturatingRecently {
+				ds.rate = min(ds.rate, ds.achieved*c.p.achievedCut/1000)
+			}
 			ds.tCut, ds.tDecay = t, t
 			reason = ReasonCut
 			c.counters.Cuts++

@@ -148,3 +148,33 @@ func TestDefaultConfigIsFaithful(t *testing.T) {
 		t.Errorf("DefaultConfig invalid: %v", err)
 	}
 }
+
+// TestImprovementCutToAchieved: the download was saturating its 20 Mbit/s
+// pipe, then the link fell to 6 Mbit/s. Upstream's first cut is graded
+// (here the full ×0.75: 15 000 kbit/s); with the switch the download goes
+// to 0.9 × 6 000 = 5 400 at once. The upload, which only carried a trickle,
+// gets upstream's cut either way.
+func TestImprovementCutToAchieved(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Improvements.CutToAchieved = on
+		h := newHarness(t, cfg)
+		h.load(200, 19_000, 500) // high: 95 % of 20 000
+		h.load(400, 6_000, 500)  // the link now delivers 6 Mbit/s
+		fillWindow(h.c, 75_000, 75_000, 75_000, 75_000, 75_000)
+		h.rtt(450, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond+150*time.Millisecond)
+		wantDown, wantUp := int64(15_000), int64(15_000)
+		if on {
+			wantDown = 5_400
+		}
+		if h.rateK(dn) != wantDown || h.rateK(up) != wantUp {
+			t.Errorf("on=%v: download %d, upload %d kbit/s; want %d, %d", on, h.rateK(dn), h.rateK(up), wantDown, wantUp)
+		}
+	}
+	cfg := exampleConfig()
+	cfg.Improvements.CutToAchieved = true
+	cfg.AchievedCut = 1.5
+	if err := cfg.Validate(); err == nil {
+		t.Error("achieved cut 1.5 accepted")
+	}
+}

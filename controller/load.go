@@ -125,6 +125,9 @@ func (c *Controller) Load(now time.Time, s LoadSample) Output {
 		ds.fresh = true
 		ds.loadPct = loadPercent(ds.achieved, ds.rate)
 		ds.class = c.classify(ds)
+		if ds.class == LoadHigh {
+			ds.highAt = at
+		}
 	}
 
 	switch c.run {
