@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller/sim"
+	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/controller/sim/bench"
 	"github.com/macake/macake/controller/sim/linkmodel"
 	"github.com/macake/macake/controller/sim/report"
@@ -76,7 +77,8 @@ func runSim(e *env, args []string) int {
 	fs.DurationVar(&f.baseRTT, "base-rtt", 0, "base RTT of the path (default: the model's or the trace class's)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (link model, jitter, losses, flow starts)")
 	fs.DurationVar(&f.offset, "offset", 0, "where in the trace to start")
-	fs.StringVar(&f.controllers, "controllers", "", "comma-separated controllers to compare (default "+defaultControllers()+"); available: "+strings.Join(availableControllers(), ", "))
+	fs.StringVar(&f.controllers, "controllers", "", "comma-separated controllers to compare (default "+defaultControllers()+"); available: "+strings.Join(availableControllers(), ", ")+
+		"; and variants such as upstream+CutToAchieved or ours-CutToAchieved (switches: "+strings.Join(autorate.Switches(), ", ")+")")
 	fs.StringVar(&f.queue, "queue", "auto", "pipe queue at each rate change: auto, bdp, a delay target like 10ms, or a size like 256KB")
 	fs.DurationVar(&f.actuation, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
 	fs.DurationVar(&f.warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
@@ -455,16 +457,19 @@ func controllerFactory(name string) (sim.Factory, error) {
 	if f, ok := autorateArms[name]; ok {
 		return f, nil
 	}
-	switch name {
-	case "upstream", "ours":
-		return nil, fmt.Errorf("--controllers %s: not implemented yet (the autorate controller is not on main yet)", name)
+	if strings.HasPrefix(name, "upstream") || strings.HasPrefix(name, "ours") {
+		f, err := autorate.Variant(name)
+		if err != nil {
+			return nil, fmt.Errorf("--controllers: %w", err)
+		}
+		return f, nil
 	}
 	return nil, fmt.Errorf("--controllers: unknown controller %q; available: %s", name, strings.Join(availableControllers(), ", "))
 }
 
 // autorateArms holds the controllers built on the production controller
-// package, by name.
-var autorateArms = map[string]sim.Factory{}
+// package, by name: upstream (the faithful port) and ours.
+var autorateArms = autorate.Arms()
 
 func availableControllers() []string {
 	names := append([]string(nil), sim.Baselines...)
