@@ -119,6 +119,14 @@ type Improvements struct {
 	// v3.1.0). A direction that was not saturating (e.g. carrying only the
 	// other direction's acks) keeps upstream's cut.
 	CutToAchieved bool
+	// FastRecovery (macake, with CutToAchieved): after an achieved-rate cut
+	// the rate before it is remembered for 5 s, and each increase with a
+	// clean window (no delayed sample) goes at least halfway back to it,
+	// instead of the ×1.04 per 200 ms that takes seconds to climb back
+	// after a brief dip. The download goes no higher than AchievedCut × its
+	// achieved rate, which on a Mac is what the link delivered: the link
+	// must show the capacity is back before the pipe takes it.
+	FastRecovery bool
 	// DropCounterResets skips an achieved-rate sample whose byte counter
 	// went backwards (interface reset) instead of reporting it as 0 kbit/s,
 	// which upstream does and which looks like a spurious idle sample

@@ -51,6 +51,9 @@ type dirState struct {
 	class    LoadClass
 	fresh    bool  // an achieved-rate sample arrived since the last increase
 	highAt   int64 // time of the last sample with class high, µs; -1 = never
+	prevAch  int64 // the achieved rate of the sample before (CutToAchieved)
+	knee     int64 // rate before the last achieved cut, kbit/s (FastRecovery); 0 = none
+	kneeAt   int64 // when it was set, µs
 
 	tCut, tDecay int64
 
@@ -440,6 +443,10 @@ func (c *Controller) window(delta [2]int64) {
 	c.winPos = (pos + 1) % c.p.window
 }
 
+// kneeLifetime is how long the rate before an achieved cut is remembered
+// as a target for FastRecovery.
+const kneeLifetime = 5_000_000 // µs
+
 // saturatingRecently is how long after its last high-load sample a
 // direction still counts as saturating its pipe (Improvements.CutToAchieved).
 const saturatingRecently = 1_000_000 // µs
@@ -454,7 +461,17 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 			x := cutGrade(ds.avg, ds.tDelay, ds.tDown)
 			ds.rate = cutRate(ds.rate, x, c.p.cutMin, c.p.cutMax)
 			if c.cfg.Improvements.CutToAchieved && ds.highAt >= 0 && t-ds.highAt <= saturatingRecently {
-				ds.rate = min(ds.rate, ds.achieved*c.p.achievedCut/1000)
+				before := ds.rate
+				// The larger of the last two samples, so that a single
+				// 200 ms dip of a bursty radio link does not set the rate.
+				a := max(ds.achieved, ds.prevAch)
+				ds.rate = min(ds.rate, a*c.p.achievedCut/1000)
+				if c.cfg.Improvements.FastRecovery && before > ds.rate {
+					if ds.knee == 0 || t-ds.kneeAt > kneeLifetime {
+						ds.knee = before
+					}
+					ds.kneeAt = t
+				}
 			}
 			ds.tCut, ds.tDecay = t, t
 			reason = ReasonCut
@@ -463,7 +480,22 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 	case ds.class == LoadHigh:
 		if ds.fresh && t > ds.tCut+c.p.bbRefractory {
 			y := increaseGrade(ds.avg, ds.tDelay, ds.tUp)
+			old := ds.rate
 			ds.rate = increaseRate(ds.rate, y, c.p.upMin, c.p.upMax)
+			if c.cfg.Improvements.FastRecovery && ds.knee > old && t-ds.kneeAt <= kneeLifetime && ds.nDelayed == 0 {
+				// A clean window below the rate the link carried before an
+				// achieved cut: go halfway back at once. The download's
+				// counter shows what the link delivers, so it goes no
+				// higher than AchievedCut × that: the link must show the
+				// capacity before the pipe takes it.
+				target := ds.knee
+				if d == shape.Download {
+					target = min(target, max(ds.achieved, ds.prevAch)*c.p.achievedCut/1000)
+				}
+				if target > old {
+					ds.rate = max(ds.rate, old+(target-old)/2)
+				}
+			}
 			ds.fresh = false
 			ds.tDecay = t
 			reason = ReasonIncrease

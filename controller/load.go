@@ -116,6 +116,7 @@ func (c *Controller) Load(now time.Time, s LoadSample) Output {
 	c.rateDone = true
 	for d := range c.dir {
 		ds := &c.dir[d]
+		ds.prevAch = ds.achieved
 		if reset[d] {
 			ds.achieved = 0 // upstream: a negative Δ gives 0
 		} else {

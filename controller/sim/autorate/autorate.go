@@ -58,6 +58,7 @@ var OursImprovements = controller.Improvements{
 	MeasuredInterval: true,
 	ProbeLiveness:    true,
 	CutToAchieved:    true,
+	FastRecovery:     true,
 }
 
 // Factory runs the production controller with the configuration build

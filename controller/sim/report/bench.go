@@ -69,22 +69,34 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string) {
 		g.Add(cells...)
 	}
 	g.Write(w)
-	if ai < 0 || bi < 0 {
+	if bi < 0 {
 		return
 	}
 	fmt.Fprintln(w)
-	for _, set := range []struct {
-		name string
-		keep func(*bench.Case) bool
-	}{{"all traces", nil}, {"development", dev}, {"held-out", held}} {
-		win, tie, loss := r.Tally(ai, bi, set.keep)
-		n := win + tie + loss
-		if n == 0 {
+	for i, a := range r.Arms {
+		if i == bi || (ai >= 0 && i != ai && !strings.HasPrefix(a, ref) && !strings.HasPrefix(a, cand)) {
 			continue
 		}
-		ratio := r.GeoMean(ai, set.keep) / r.GeoMean(bi, set.keep)
-		fmt.Fprintf(w, "%s vs %s, %s: %d wins, %d ties, %d losses (wins or ties on %.0f %%); geometric-mean score %.2f×.\n",
-			cand, ref, set.name, win, tie, loss, 100*float64(win+tie)/float64(n), ratio)
+		for _, set := range []struct {
+			name string
+			keep func(*bench.Case) bool
+		}{{"all traces", nil}, {"development", dev}, {"held-out", held}} {
+			win, tie, loss := r.Tally(i, bi, set.keep)
+			n := win + tie + loss
+			if n == 0 {
+				continue
+			}
+			ratio := r.GeoMean(i, set.keep) / r.GeoMean(bi, set.keep)
+			fmt.Fprintf(w, "%s vs %s, %s: %d wins, %d ties, %d losses (wins or ties on %.0f %%); geometric-mean score %.2f×.\n",
+				a, ref, set.name, win, tie, loss, 100*float64(win+tie)/float64(n), ratio)
+		}
+		for _, cl := range r.Classes() {
+			cl := cl
+			keep := func(c *bench.Case) bool { return c.Class == cl }
+			win, tie, loss := r.Tally(i, bi, keep)
+			fmt.Fprintf(w, "  %s: %d/%d/%d, score %.2f×", cl, win, tie, loss, r.GeoMean(i, keep)/r.GeoMean(bi, keep))
+		}
+		fmt.Fprintln(w)
 	}
 }
 
