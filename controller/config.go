@@ -127,6 +127,13 @@ type Improvements struct {
 	// achieved rate, which on a Mac is what the link delivered: the link
 	// must show the capacity is back before the pipe takes it.
 	FastRecovery bool
+	// BaseRecovery (macake): below base under low or idle load with a clean
+	// window, each decay step recovers a quarter of the gap to base instead
+	// of 1 %. Upstream climbs from the minimum to base in about 140 s after
+	// an outage, while TCP, backed off, cannot raise the load to "high"
+	// that would allow increases (upstream issue #225, "stuck near the
+	// minimum"); base is the rate the user configured as normal.
+	BaseRecovery bool
 	// DropCounterResets skips an achieved-rate sample whose byte counter
 	// went backwards (interface reset) instead of reporting it as 0 kbit/s,
 	// which upstream does and which looks like a spurious idle sample

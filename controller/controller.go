@@ -505,6 +505,10 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 		if t > ds.tDecay+c.p.decayRefractory {
 			old := ds.rate
 			ds.rate = decayRate(ds.rate, dp.baseK, c.p.decay, c.p.recover)
+			if c.cfg.Improvements.BaseRecovery && old < dp.baseK && ds.nDelayed == 0 {
+				// A quarter of the way back to base per step, not 1 %.
+				ds.rate = max(ds.rate, old+(dp.baseK-old)/4)
+			}
 			switch {
 			case ds.rate < old:
 				reason = ReasonDecay

@@ -222,3 +222,24 @@ func bloat(h *harness, ms float64) {
 	fillWindow(h.c, 75_000, 75_000, 75_000, 75_000, 75_000)
 	h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond+150*time.Millisecond)
 }
+
+// TestImprovementBaseRecovery: 10 000 kbit/s below a 20 000 base under low
+// load with a clean window. Upstream's recovery step is ×1.01 (10 100);
+// with the switch it goes a quarter of the way to base (12 500).
+func TestImprovementBaseRecovery(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Download.Start = 10_000_000
+		cfg.Improvements.BaseRecovery = on
+		h := newHarness(t, cfg)
+		h.load(200, 3_000, 3_000) // low load
+		h.rtt(1050, 0, cleanRTT)
+		want := int64(10_100)
+		if on {
+			want = 12_500
+		}
+		if got := h.rateK(dn); got != want {
+			t.Errorf("on=%v: download %d kbit/s; want %d", on, got, want)
+		}
+	}
+}

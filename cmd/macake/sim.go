@@ -79,7 +79,7 @@ func runSim(e *env, args []string) int {
 	fs.DurationVar(&f.offset, "offset", 0, "where in the trace to start")
 	fs.StringVar(&f.controllers, "controllers", "", "comma-separated controllers to compare (default "+defaultControllers()+"); available: "+strings.Join(availableControllers(), ", ")+
 		"; and variants such as upstream+CutToAchieved or ours-CutToAchieved (switches: "+strings.Join(autorate.Switches(), ", ")+")")
-	fs.StringVar(&f.queue, "queue", "auto", "pipe queue at each rate change: auto, bdp, a delay target like 10ms, or a size like 256KB")
+	fs.StringVar(&f.queue, "queue", "auto", "pipe queue at each rate change: auto (the daemon's: min of the BDP and 20 ms), bdp, a delay target like 10ms, or a size like 256KB")
 	fs.DurationVar(&f.actuation, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
 	fs.DurationVar(&f.warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
 	fs.StringVar(&f.loss, "loss", "", "random loss at the bottleneck, `DOWN,UP` probabilities (e.g. 0.0001,0.002 as LeoCC models Starlink)")
@@ -230,11 +230,9 @@ func (f *simFlags) options() (sim.Options, error) {
 	if err != nil {
 		return sim.Options{}, err
 	}
-	q := sim.DefaultQueue
-	if f.queue != "auto" {
-		if q, err = sim.ParseQueueRule(f.queue); err != nil {
-			return sim.Options{}, err
-		}
+	q, err := sim.ParseQueueRule(f.queue)
+	if err != nil {
+		return sim.Options{}, err
 	}
 	act := f.actuation
 	if act == 0 {

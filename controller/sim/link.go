@@ -32,6 +32,11 @@ type Link struct {
 	// Buffer is the bottleneck FIFO's size in seconds of mean capacity
 	// when a run does not set one (0: the protocol's 1 s).
 	Buffer time.Duration
+	// Bounds, when set for a direction (Max > 0), are the min/base/max a
+	// user of this link would configure; otherwise controllers get the
+	// trace's p5/p25/p95 (benchmark.md §6.2), which on a constant link
+	// would pin them at its capacity.
+	Bounds [2]Bounds
 	// MeanCapacity overrides the mean used to size the bottleneck buffer and
 	// the fixed baseline, in bit/s per direction; 0 means the trace's own.
 	MeanCapacity [2]float64

@@ -96,6 +96,9 @@ func (o Options) withDefaults() Options {
 	if o.Buffer <= 0 {
 		o.Buffer = time.Second
 	}
+	if o.Queue == (QueueRule{}) {
+		o.Queue = DefaultQueue
+	}
 	if o.ActuationDelay < 0 {
 		o.ActuationDelay = 0
 	} else if o.ActuationDelay == 0 {
@@ -328,6 +331,9 @@ func NewEnv(link *Link, opt Options) *Env {
 		min := floorRate(tr.Percentile(5))
 		base := max(floorRate(tr.Percentile(25)), min)
 		env.Bounds[d] = Bounds{Min: min, Base: base, Max: max(floorRate(tr.Percentile(95)), base)}
+		if b := link.Bounds[d]; b.Max > 0 {
+			env.Bounds[d] = b
+		}
 		if b := opt.Bounds[d]; b.Max > 0 {
 			env.Bounds[d] = b
 		}

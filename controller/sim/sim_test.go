@@ -63,7 +63,7 @@ func TestValidationANoneOnLTEShowsMultiSecondQueues(t *testing.T) {
 func TestValidationBFixedOnConstantLinkAddsDrainTime(t *testing.T) {
 	l := linkmodel.Constant("c50", 50e6, 50e6, 40*time.Millisecond)
 	rate := int64(0.95 * 50e6)
-	for _, q := range []sim.QueueRule{{}, {Target: 10 * time.Millisecond}, {Bytes: 120 << 10}} {
+	for _, q := range []sim.QueueRule{{BDP: true}, sim.DefaultQueue, {Target: 10 * time.Millisecond}, {Bytes: 120 << 10}} {
 		opt := download(4, 20*time.Second)
 		opt.Queue = q
 		r := run(t, l, opt, "fixed")
@@ -222,10 +222,12 @@ func TestQueueRules(t *testing.T) {
 		rate int64
 		want int64
 	}{
-		{"bdp", 10e6, 50_000},     // 10 Mbit/s × 40 ms
-		{"bdp", 1e6, 6_000},       // floored at 4 × 1500 B
-		{"bdp", 1e9, 1023 * 1024}, // capped at what dnctl accepts
-		{"10ms", 80e6, 100_000},
+		{"bdp", 10e6, 49 * 1024},   // 10 Mbit/s × 40 ms = 50 000 B, rounded up to KiB
+		{"bdp", 1e6, 6 * 1024},     // floored at 4 × 1500 B, rounded up to KiB
+		{"bdp", 1e9, 1023 * 1024},  // capped at what dnctl accepts
+		{"10ms", 80e6, 98 * 1024},  // 100 000 B
+		{"auto", 80e6, 196 * 1024}, // 20 ms: below the 40 ms BDP
+		{"auto", 1e6, 6 * 1024},    // floor
 		{"256KB", 1e6, 256 * 1024},
 		{"6000B", 1e9, 6000},
 	} {

@@ -59,6 +59,7 @@ var OursImprovements = controller.Improvements{
 	ProbeLiveness:    true,
 	CutToAchieved:    true,
 	FastRecovery:     true,
+	BaseRecovery:     true,
 }
 
 // Factory runs the production controller with the configuration build

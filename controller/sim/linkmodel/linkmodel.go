@@ -66,6 +66,7 @@ type model struct {
 	rttSpread [2]float64 // extra base RTT per reconfiguration epoch, ms: uniform [a, b)
 	loss      [2]float64 // random loss per direction (shape.Direction index)
 	buffer    time.Duration
+	bounds    [2]sim.Bounds // what a user would configure (shape.Direction index); zero = p5/p25/p95
 }
 
 var models = map[string]model{
@@ -112,7 +113,9 @@ var models = map[string]model{
 		baseRTT: 50 * time.Millisecond,
 	},
 	// DOCSIS cable provisioned at 200/20 Mbit/s: nearly constant, with the
-	// few-percent dips of a shared segment. No trace backs it.
+	// few-percent dips of a shared segment. No trace backs it. Bounds as a
+	// user would set them: base 90 % of the plan, max the plan, min a
+	// quarter.
 	"cable": {
 		class: "cable",
 		down: dirModel{
@@ -124,8 +127,13 @@ var models = map[string]model{
 			walk:  0.05, jitter: 0.03,
 		},
 		baseRTT: 20 * time.Millisecond,
+		bounds: [2]sim.Bounds{
+			shape.Upload:   {Min: 5_000_000, Base: 18_000_000, Max: 20_000_000},
+			shape.Download: {Min: 50_000_000, Base: 180_000_000, Max: 200_000_000},
+		},
 	},
 	// VDSL2 synchronised at 50/10 Mbit/s: constant. No trace backs it.
+	// Bounds as for cable: base 90 % of the sync rate, max the sync rate.
 	"dsl": {
 		class: "dsl",
 		down: dirModel{
@@ -135,6 +143,10 @@ var models = map[string]model{
 			knots: [7]float64{10, 10, 10, 10, 10, 10, 10},
 		},
 		baseRTT: 25 * time.Millisecond,
+		bounds: [2]sim.Bounds{
+			shape.Upload:   {Min: 2_500_000, Base: 9_000_000, Max: 10_000_000},
+			shape.Download: {Min: 12_500_000, Base: 45_000_000, Max: 50_000_000},
+		},
 	},
 }
 
@@ -150,6 +162,7 @@ func New(name string, seed uint64) (*sim.Link, error) {
 		BaseRTT: m.baseRTT,
 		Loss:    m.loss,
 		Buffer:  m.buffer,
+		Bounds:  m.bounds,
 	}
 	r := sim.NewStream(seed, 0x6d6f64656c) // "model"
 	l.Capacity[shape.Download] = m.down.generate(l.Name+".down", shape.Download, m.starlink, r)
