@@ -73,7 +73,7 @@ func runSim(e *env, args []string) int {
 	fs.IntVar(&f.flows, "flows", 4, "bulk TCP flows per loaded direction")
 	fs.StringVar(&f.direction, "direction", "", "loaded directions: both, download or upload (default: both for --link, the trace's own for a trace)")
 	fs.StringVar(&f.cc, "cc", "cubic", "congestion control of the flows: cubic or reno")
-	fs.DurationVar(&f.buffer, "buffer", 0, "bottleneck buffer, in seconds of mean capacity (default: 1 s; the starlink model 50 ms)")
+	fs.DurationVar(&f.buffer, "buffer", 0, "bottleneck buffer, in seconds of mean capacity (default: 1 s; the starlink model 250 ms)")
 	fs.DurationVar(&f.baseRTT, "base-rtt", 0, "base RTT of the path (default: the model's or the trace class's)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (link model, jitter, losses, flow starts)")
 	fs.DurationVar(&f.offset, "offset", 0, "where in the trace to start")
