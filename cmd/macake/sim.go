@@ -99,6 +99,9 @@ func runSim(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 		return exitUsage
 	}
+	if f.controllers == "" && f.tracesDir != "" {
+		f.controllers = benchControllers
+	}
 	arms, err := simArms(f.controllers)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
@@ -151,7 +154,10 @@ func runSim(e *env, args []string) int {
 		phaseArm = &pa
 		popt := opt
 		popt.Series = false
-		third := opt.Duration / 3
+		// Phases of at least 30 s, so that the switch's transient (the
+		// link's queue draining) does not dominate a phase.
+		popt.Duration = max(opt.Duration, 90*time.Second)
+		third := popt.Duration / 3
 		popt.Phases = [2]time.Duration{third, 2 * third}
 		jobs = append(jobs, sim.Job{Link: link, Options: popt, Arm: pa})
 	} else if f.phases != "auto" && f.phases != "none" {
@@ -478,6 +484,10 @@ func availableControllers() []string {
 	}
 	return names
 }
+
+// benchControllers are the default arms of --traces: every baseline of
+// benchmark.md §6.2 that the table needs, and the two autorate controllers.
+const benchControllers = "none,fixed,fixed-p5,upstream,ours,oracle,oracle-lag0.5"
 
 func defaultControllers() string {
 	if _, ok := autorateArms["ours"]; ok {

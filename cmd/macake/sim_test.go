@@ -93,10 +93,37 @@ func TestSimTraceDirectory(t *testing.T) {
 	}
 }
 
+// TestSimPolicyBounds: a policy's autorate bounds reach the controller.
+// examples/links.d/starlink.toml caps the download at 350 Mbit/s and starts
+// it at 150; the trace-derived bounds would start at p25.
 func TestSimPolicyBounds(t *testing.T) {
-	code, out, errb := runCLI(t, "sim", "--policy", "../../examples/links.d/starlink.toml", quick, "--controllers", "none")
+	rate := func(args ...string) float64 {
+		t.Helper()
+		code, out, errb := runCLI(t, append([]string{"sim", quick, "--controllers", "upstream", "--phases", "none", "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, errb)
+		}
+		var doc struct {
+			Setup   string `json:"setup"`
+			Results []struct {
+				Download struct {
+					MeanRate float64 `json:"mean_rate_mbit"`
+				} `json:"download"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Results[0].Download.MeanRate
+	}
+	withPolicy := rate("--policy", "../../examples/links.d/starlink.toml")
+	without := rate()
+	if withPolicy < 100 || withPolicy > 170 || withPolicy == without {
+		t.Errorf("mean download pipe rate %.1f Mbit/s with the policy (base 150), %.1f without; want the policy's bounds to steer it", withPolicy, without)
+	}
+	code, out, _ := runCLI(t, "sim", quick, "--controllers", "none", "--policy", "../../examples/links.d/starlink.toml")
 	if code != exitOK || !strings.Contains(out, "policy starlink (autorate)") {
-		t.Fatalf("exit %d, stderr %q, out %q", code, errb, out)
+		t.Errorf("exit %d, header lacks the policy:\n%s", code, out)
 	}
 }
 

@@ -111,7 +111,8 @@ func Phases(w io.Writer, controller string, r *sim.Result) {
 	if len(r.Phases) != 3 {
 		return
 	}
-	fmt.Fprintf(w, "Drift-controlled off / on / off (%s shaping only in the middle phase; one continuous run):\n", controller)
+	fmt.Fprintf(w, "Drift-controlled off / on / off (%s shaping only in the middle %.0f s of one continuous %.0f s run):\n",
+		controller, (r.Duration / 3).Seconds(), r.Duration.Seconds())
 	t := Table{Header: []string{"phase", "download", "upload", "added median", "added p90"}}
 	for _, p := range r.Phases {
 		t.Add(p.Name, mbit(p.Goodput[shape.Download]), mbit(p.Goodput[shape.Upload]),
