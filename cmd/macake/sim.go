@@ -59,6 +59,7 @@ type simFlags struct {
 	seed                               uint64
 	seeds, offsets, workers            int
 	json                               bool
+	rebin                              time.Duration
 }
 
 func runSim(e *env, args []string) int {
@@ -86,6 +87,7 @@ func runSim(e *env, args []string) int {
 	fs.StringVar(&f.phases, "phases", "auto", "controller for the off/on/off table (auto, none to skip)")
 	fs.StringVar(&f.svg, "svg", "", "write rates, capacity and added delay over time to `FILE`")
 	fs.BoolVar(&f.json, "json", false, "print the results as JSON")
+	fs.DurationVar(&f.rebin, "rebin", 0, "replay the trace as one rate per `STEP` (e.g. 100ms, as a tc testbed does) instead of its exact delivery opportunities")
 	fs.IntVar(&f.seeds, "seeds", 5, "with --traces: seeds per trace")
 	fs.IntVar(&f.offsets, "offsets", 3, "with --traces: start offsets per trace")
 	fs.IntVar(&f.workers, "workers", 0, "parallel runs (default: one per CPU)")
@@ -180,7 +182,7 @@ func runSim(e *env, args []string) int {
 		title += fmt.Sprintf(" · policy %s (%s)", pol.Name, pol.Shaper.Mode)
 	}
 	if f.svg != "" {
-		if err := writeSVG(f.svg, link.Name, results); err != nil {
+		if err := writeSVG(f.svg, f.svgTitle(link, opt), results); err != nil {
 			fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 			return exitFailure
 		}
@@ -219,6 +221,9 @@ func (f *simFlags) check(fs *flag.FlagSet) error {
 	}
 	if f.duration <= f.warmup {
 		return fmt.Errorf("--duration %v must be longer than the warm-up (%v)", f.duration, f.warmup)
+	}
+	if f.rebin < 0 || (f.rebin > 0 && f.traceSpec == "") {
+		return errors.New("--rebin needs --trace and a positive step")
 	}
 	if f.seeds < 1 || f.offsets < 1 {
 		return errors.New("--seeds and --offsets must be at least 1")
@@ -293,6 +298,13 @@ func (f *simFlags) buildLink() (*sim.Link, [2]bool, error) {
 		if err != nil {
 			return nil, loaded, err
 		}
+		if f.rebin > 0 {
+			for _, d := range shape.Directions {
+				if len(l.Capacity[d].Opportunities) > 0 || l.Capacity[d].Step%f.rebin != 0 {
+					l.Capacity[d] = l.Capacity[d].Rebin(f.rebin)
+				}
+			}
+		}
 	} else {
 		l, err = linkmodel.New(f.link, f.seed)
 		if err != nil {
@@ -361,6 +373,21 @@ func (f *simFlags) describe(l *sim.Link, opt sim.Options) string {
 	}
 	return fmt.Sprintf("%s · %v · %s %s flows · buffer %v of mean capacity · %s · pipe queue %s · actuation %v",
 		src, opt.Duration, strings.Join(flows, " + "), strings.ToUpper(opt.CC.String()), buf, rtt, opt.Queue, f.actuation)
+}
+
+// svgTitle is the picture's title: the link and the load.
+func (f *simFlags) svgTitle(l *sim.Link, opt sim.Options) string {
+	src := l.Name + " (trace)"
+	if f.traceSpec == "" {
+		src = fmt.Sprintf("%s (built-in model, seed %d)", l.Name, f.seed)
+	}
+	var flows []string
+	for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+		if opt.Flows[d] > 0 {
+			flows = append(flows, fmt.Sprintf("%d %s", opt.Flows[d], d))
+		}
+	}
+	return fmt.Sprintf("%s: %s %s flows, %v", src, strings.Join(flows, " + "), strings.ToUpper(opt.CC.String()), opt.Duration)
 }
 
 func writeSVG(path, title string, results []*sim.Result) error {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller/sim"
+	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/controller/sim/linkmodel"
 )
 
@@ -24,13 +25,16 @@ func cpuTime(b *testing.B) time.Duration {
 // Starlink and LTE models. It reports simulated seconds per CPU second.
 func BenchmarkRun60s8Flows(b *testing.B) {
 	for _, model := range []string{"starlink", "lte"} {
-		for _, ctl := range []string{"none", "fixed", "oracle-lag0.5"} {
+		for _, ctl := range []string{"none", "fixed", "oracle-lag0.5", "upstream", "ours"} {
 			b.Run(model+"/"+ctl, func(b *testing.B) {
 				l, err := linkmodel.New(model, 1)
 				if err != nil {
 					b.Fatal(err)
 				}
-				f, _ := sim.Baseline(ctl)
+				f, err := sim.Baseline(ctl)
+				if err != nil {
+					f = autorate.Arms()[ctl]
+				}
 				opt := sim.Options{Duration: 60 * time.Second, Flows: [2]int{8, 8}, Seed: 1}
 				b.ReportAllocs()
 				start := cpuTime(b)

@@ -132,3 +132,45 @@ func TestMahimahiScheduleLoopsAndServesPartially(t *testing.T) {
 		t.Errorf("after seeking past 10 ms the next slot is at %d ns, want 11 ms (the grid stays)", rs.next)
 	}
 }
+
+// TestSpuriousTimeoutIsUndone: a timeout fired while the data sat in a deep
+// queue; the first ack after it echoes the original transmission, so the
+// window comes back (Eifel detection, as Linux's F-RTO undo).
+func TestSpuriousTimeoutIsUndone(t *testing.T) {
+	s := newSender(Cubic, 4<<20)
+	s.cwnd = 40
+	for i := range 40 {
+		if _, ok := s.next(int64(i)); !ok {
+			t.Fatalf("could not send segment %d", i)
+		}
+	}
+	s.onTimeout(int64(time.Second))
+	if s.cwnd != 1 || s.lost.len() != 40 {
+		t.Fatalf("after the timeout: cwnd %v, %d lost", s.cwnd, s.lost.len())
+	}
+	// The ack for segment 0 echoes its original send time (0 < 1 s).
+	s.onAck(int64(1100*time.Millisecond), 1, -1, 1)
+	if s.cwnd < 39 || s.inflight != 39 {
+		t.Errorf("after a spurious timeout: cwnd %v, %d in flight; want the window back and the segments in flight", s.cwnd, s.inflight)
+	}
+	// A genuine timeout (the ack echoes the retransmission) stays.
+	g := newSender(Reno, 4<<20)
+	g.cwnd = 20
+	for i := range 20 {
+		g.next(int64(i))
+	}
+	g.onTimeout(int64(time.Second))
+	seq, _ := g.next(int64(time.Second))
+	g.onAck(int64(1200*time.Millisecond), seq+1, -1, int64(time.Second))
+	if g.cwnd > 3 {
+		t.Errorf("after a genuine timeout cwnd %v; want slow start from 1", g.cwnd)
+	}
+}
+
+func TestRebin(t *testing.T) {
+	tr := &trace.Trace{Name: "m", Opportunities: []int64{0, 0, 50, 150, 199, 200}}
+	r := tr.Rebin(100 * time.Millisecond)
+	if len(r.Rates) != 2 || r.Rates[0] != 3*12000*10 || r.Rates[1] != 2*12000*10 {
+		t.Errorf("rebinned %v", r.Rates)
+	}
+}

@@ -5,6 +5,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 )
@@ -101,6 +102,13 @@ type sender struct {
 	roundSamples int
 	roundMin     int64
 
+	// Spurious-timeout detection (Eifel with timestamps, as Linux undoes a
+	// timeout with F-RTO): when the first ack after a timeout echoes a
+	// transmission older than the timeout, the original data got through
+	// and the timeout was only a delay spike in a deep queue.
+	rtoAt0                 int64 // time of the last timeout, 0 = none pending
+	undoCwnd, undoSsthresh float64
+
 	// Counters
 	retransmits int64
 	timeouts    int64
@@ -182,8 +190,14 @@ func (s *sender) onAck(now int64, ack, sack int32, echo int64) {
 			s.rackXmit = echo
 		}
 	}
-	var newly int32
 	progressed := ack > s.sndUna
+	if s.rtoAt0 != 0 && progressed {
+		if echo > 0 && echo < s.rtoAt0 {
+			s.undoTimeout()
+		}
+		s.rtoAt0 = 0
+	}
+	var newly int32
 	for s.sndUna < ack && s.segs.len() > 0 {
 		seg := s.segs.pop()
 		if seg.state != segDelivered {
@@ -358,10 +372,36 @@ func (s *sender) grow(now int64, acked float64) {
 	}
 }
 
+// undoTimeout reverts a spurious timeout: the segments marked lost are in
+// flight after all, and the window is what it was.
+func (s *sender) undoTimeout() {
+	s.cwnd, s.ssthresh = s.undoCwnd, s.undoSsthresh
+	var recs []sendRecord
+	for i := 0; i < s.segs.len(); i++ {
+		seg := s.segs.at(i)
+		if seg.state == segLost {
+			seg.state = segInFlight
+			s.inflight++
+		}
+		if seg.state == segInFlight {
+			recs = append(recs, sendRecord{s.sndUna + int32(i), seg.sentAt})
+		}
+	}
+	sort.Slice(recs, func(a, b int) bool { return recs[a].sentAt < recs[b].sentAt })
+	s.sendOrder.reset()
+	for _, r := range recs {
+		s.sendOrder.push(r)
+	}
+}
+
 // onTimeout is the retransmission timeout: everything outstanding is lost,
 // the window collapses to one segment and the timer backs off.
 func (s *sender) onTimeout(now int64) {
 	s.timeouts++
+	if s.rtoAt0 == 0 {
+		s.undoCwnd, s.undoSsthresh = s.cwnd, s.ssthresh
+	}
+	s.rtoAt0 = now
 	for i := 0; i < s.segs.len(); i++ {
 		seg := s.segs.at(i)
 		if seg.state == segInFlight {

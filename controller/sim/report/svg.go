@@ -104,7 +104,7 @@ func SVG(w io.Writer, title string, results []*sim.Result) error {
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fafafa" stroke="#ddd"/>`+"\n", x0, y0, panelW, rateH+delayH)
 			label := fmt.Sprintf("%s — %s", r.Controller, d)
 			x := r.Dir[d]
-			stats := fmt.Sprintf("U %.2f · D95 %s ms · score %.3f", x.U, ms(x.D95), x.Score)
+			stats := fmt.Sprintf("U %.2f · D95 %s · score %.3f", x.U, msUnit(x.D95), x.Score)
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="13" font-weight="bold" fill="%s">%s</text>`+"\n", x0, y0-6, col, html.EscapeString(label))
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="12" fill="#333" text-anchor="end">%s</text>`+"\n", x0+panelW, y0-6, html.EscapeString(stats))
 			// Capacity as a filled area (smoothed over 0.5 s: mahimahi
@@ -258,4 +258,12 @@ func tickStep(secs float64) float64 {
 		}
 	}
 	return 1200
+}
+
+// msUnit formats a delay in ms with its unit.
+func msUnit(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2f s", v/1000)
+	}
+	return ms(v) + " ms"
 }

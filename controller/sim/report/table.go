@@ -82,10 +82,13 @@ func Comparison(w io.Writer, results []*sim.Result) {
 				rate = fmt.Sprintf("%.1f", x.MeanRate)
 			}
 			rec := "—"
-			if x.RecoverDrop.Events > 0 {
-				rec = fmt.Sprintf("%.1fs", x.RecoverDrop.Median)
-				if x.RecoverDrop.Unrecovered > 0 {
-					rec += fmt.Sprintf(" (%d✗)", x.RecoverDrop.Unrecovered)
+			switch rd := x.RecoverDrop; {
+			case rd.Events > 0 && rd.Unrecovered == rd.Events:
+				rec = fmt.Sprintf("never (%d✗)", rd.Unrecovered)
+			case rd.Events > 0:
+				rec = fmt.Sprintf("%.1fs", rd.Median)
+				if rd.Unrecovered > 0 {
+					rec += fmt.Sprintf(" (%d✗)", rd.Unrecovered)
 				}
 			}
 			t.Add(r.Controller, fmt.Sprintf("%.3f", x.U), fmt.Sprintf("%.1f", x.Goodput), rate,
@@ -97,7 +100,8 @@ func Comparison(w io.Writer, results []*sim.Result) {
 	}
 	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way delay added")
 	fmt.Fprintln(w, "to the true base delay (100 Hz probe through the pipes), ms; >100ms: seconds per minute above 100 ms;")
-	fmt.Fprintln(w, "recover: median time to get back under 20 ms after a ≥30 % capacity drop (✗ never); changes: pipe")
+	fmt.Fprintln(w, "recover: median time to get back under 20 ms after a ≥30 % capacity drop (✗: drops never recovered")
+	fmt.Fprintln(w, "from before the run ended or the next drop came); changes: pipe")
 	fmt.Fprintln(w, "rate changes per minute; score: U/(1 + D95/30 ms), higher is better.")
 }
 

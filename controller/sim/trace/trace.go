@@ -176,3 +176,16 @@ func (t *Trace) Percentile(p float64) float64 {
 	}
 	return Percentile(sorted(bins), p)
 }
+
+// Rebin returns the trace as a piecewise-constant rate series with the
+// given step: the mean capacity of each bin. It is how a kernel testbed
+// replays a trace (one shaper rate per 100 ms), as opposed to mahimahi's
+// exact delivery opportunities.
+func (t *Trace) Rebin(step time.Duration) *Trace {
+	bins := t.Bins(step)
+	out := &Trace{Name: t.Name, Direction: t.Direction, Class: t.Class, Step: step, Rates: make([]int64, len(bins))}
+	for i, b := range bins {
+		out.Rates[i] = int64(b)
+	}
+	return out
+}
