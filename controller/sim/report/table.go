@@ -98,11 +98,10 @@ func Comparison(w io.Writer, results []*sim.Result) {
 		t.Write(w)
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way delay added")
-	fmt.Fprintln(w, "to the true base delay (100 Hz probe through the pipes), ms; >100ms: seconds per minute above 100 ms;")
-	fmt.Fprintln(w, "recover: median time to get back under 20 ms after a ≥30 % capacity drop (✗: drops never recovered")
-	fmt.Fprintln(w, "from before the run ended or the next drop came); changes: pipe")
-	fmt.Fprintln(w, "rate changes per minute; score: U/(1 + D95/30 ms), higher is better.")
+	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way")
+	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms; >100ms: seconds per")
+	fmt.Fprintln(w, "minute above 100 ms; recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops")
+	fmt.Fprintln(w, "not recovered before the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms).")
 }
 
 func measured(r *sim.Result) string {
