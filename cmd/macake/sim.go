@@ -119,7 +119,7 @@ func runSim(e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "macake sim: --policy sets one link's bounds; with --traces every trace takes its own (p5/p25/p95)")
 			return exitUsage
 		}
-		return runBench(e, f, opt, arms)
+		return runTraceBench(e, f, opt, arms)
 	}
 	link, loaded, err := f.buildLink()
 	if err != nil {
@@ -523,8 +523,8 @@ func defaultControllers() string {
 	return "none,fixed,fixed-p5,oracle,oracle-lag0.5"
 }
 
-// runBench runs every trace of --traces with every controller.
-func runBench(e *env, f simFlags, opt sim.Options, arms []sim.Arm) int {
+// runTraceBench runs every trace of --traces with every controller.
+func runTraceBench(e *env, f simFlags, opt sim.Options, arms []sim.Arm) int {
 	cases, err := bench.Cases(f.tracesDir)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
@@ -544,13 +544,13 @@ func runBench(e *env, f simFlags, opt sim.Options, arms []sim.Arm) int {
 	}
 	fmt.Fprintf(e.stderr, "macake sim: done in %v.\n", time.Since(start).Round(time.Second))
 	if f.json {
-		return printBenchJSON(e, res)
+		return printTraceBenchJSON(e, res)
 	}
 	report.Bench(e.stdout, res, "upstream", "ours")
 	return exitOK
 }
 
-func printBenchJSON(e *env, res *bench.Result) int {
+func printTraceBenchJSON(e *env, res *bench.Result) int {
 	type armJSON struct {
 		Controller string  `json:"controller"`
 		U          float64 `json:"u"`
