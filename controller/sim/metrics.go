@@ -126,7 +126,6 @@ type recorder struct {
 	rate      [2][]int64
 	curRate   [2]int64
 	changes   [2]int
-	rateSum   [2]float64 // rate × bins, for the mean pipe rate
 	lastGood  [2]int64
 
 	samples  [2][]probeSample
