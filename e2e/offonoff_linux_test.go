@@ -180,6 +180,9 @@ func offOnOff(t *testing.T, name string) {
 	if v.GoodputKept < 0.5 {
 		t.Errorf("%s: goodput %.2f Mbit/s is less than half of the unshaped %.2f Mbit/s", on, v.OnGoodput/1e6, v.OffGoodput/1e6)
 	}
+	if t.Failed() && watch != nil {
+		t.Logf("macake watch's output:\n%s", watch.Output())
+	}
 }
 
 // appendReport adds one run's table to the -e2e.report file.

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/tc"
+)
+
+// eventually polls cond every 100 ms until it holds or within passes,
+// failing the test with what.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", within, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestWatchRepairsTheKernel runs macake watch on the tc backend with a
+// short drift interval and breaks what it built, the way other tools and
+// a flaky kernel do: a rate changed by hand, the IFB deleted, tc failing
+// for a while, the interface renamed and back. Each time the kernel must
+// come back to the policy without anyone running apply.
+func TestWatchRepairsTheKernel(t *testing.T) {
+	cli, m := faultLab(t)
+	ctx := context.Background()
+	if !m.HasWatch(ctx) {
+		t.Skip("skipping: this macake's watch is not built yet")
+	}
+	m.SetPolicy(t, "wan", fixedWAN)
+	failFlag := filepath.Join(t.TempDir(), "fail")
+	fakeTC := wrapper(t, "tc", `case " $* " in
+*" class replace dev wan0 "*|*" class change dev wan0 "*)
+	if [ -e '`+failFlag+`' ]; then echo x >> '`+failFlag+`'; echo "RTNETLINK answers: No buffer space available" >&2; exit 2; fi;;
+esac
+exec '`+tc.DefaultTools().TC+`' "$@"
+`)
+	m.Env = append(m.Env, "MACAKE_TC="+fakeTC)
+	tcShow := func(args ...string) string {
+		out, _ := cli.ExecContext(ctx, nil, append([]string{"tc"}, args...)...)
+		return out
+	}
+	uploadRate := func() string { return tcShow("class", "show", "dev", ClientDev) }
+	w := &WatchShaper{M: m, Args: []string{"--drift-interval", "1s"}, Ready: func(context.Context) bool {
+		return strings.Contains(uploadRate(), "rate 8Mbit") && strings.Contains(tcShow("class", "show", "dev", tc.IFBName(0)), "rate 40Mbit")
+	}}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			w.Stop(ctx)
+		}
+	}()
+
+	cli.Exec("tc", "class", "change", "dev", ClientDev, "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "1mbit", "ceil", "1mbit")
+	eventually(t, 15*time.Second, "the upload rate changed by hand was not repaired", func() bool {
+		return strings.Contains(uploadRate(), "rate 8Mbit")
+	})
+
+	cli.Exec("ip", "link", "del", "dev", tc.IFBName(0))
+	eventually(t, 15*time.Second, "the deleted IFB was not recreated with its shaper", func() bool {
+		return strings.Contains(tcShow("class", "show", "dev", tc.IFBName(0)), "rate 40Mbit") &&
+			strings.Contains(tcShow("filter", "show", "dev", ClientDev, "ingress"), tc.IFBName(0))
+	})
+
+	// tc refuses the upload class for a while: watch keeps trying on its
+	// drift ticks and converges once tc works again.
+	os.WriteFile(failFlag, nil, 0o644)
+	cli.Exec("tc", "qdisc", "del", "dev", ClientDev, "root")
+	eventually(t, 15*time.Second, "watch never retried the failing tc", func() bool {
+		b, _ := os.ReadFile(failFlag)
+		return strings.Count(string(b), "x") >= 2
+	})
+	os.Remove(failFlag)
+	eventually(t, 15*time.Second, "watch did not converge after tc recovered", func() bool {
+		return strings.Contains(uploadRate(), "rate 8Mbit") &&
+			strings.Contains(tcShow("filter", "show", "dev", ClientDev, "parent", "4d4b:"), "pref 19785")
+	})
+
+	// The interface is renamed: what macake built there goes; with its
+	// name back, the link is shaped again.
+	cli.Exec("ip", "link", "set", "dev", ClientDev, "down")
+	cli.Exec("ip", "link", "set", "dev", ClientDev, "name", "wan1")
+	eventually(t, 15*time.Second, "macake's objects stayed on the renamed interface", func() bool {
+		return !strings.Contains(tcShow("qdisc", "show", "dev", "wan1"), "4d4b:")
+	})
+	cli.Exec("ip", "link", "set", "dev", "wan1", "name", ClientDev)
+	cli.Exec("ip", "link", "set", "dev", ClientDev, "up")
+	eventually(t, 15*time.Second, "the interface was not shaped again once its name was back", func() bool {
+		return strings.Contains(uploadRate(), "rate 8Mbit")
+	})
+
+	stopped = true
+	if _, err := w.Stop(ctx); err != nil {
+		t.Fatalf("%v\nwatch output:\n%s", err, w.Output())
+	}
+	if q := tcShow("qdisc", "show", "dev", ClientDev); strings.Contains(q, "4d4b:") {
+		t.Errorf("down after watch left macake's root:\n%s", q)
+	}
+}
