@@ -18,40 +18,6 @@ import (
 // special-cases it (reference pf-dummynet §2.10, §4.4).
 const nlcAnchor = "com.apple.nlc"
 
-// errAnchorMissing is ParseAnchors' answer for an anchor that does not exist.
-var errAnchorMissing = errors.New("anchor not found")
-
-// ParseAnchors parses `pfctl [-a ANCHOR] -s Anchors`: one child per line,
-// two spaces then its full path, in name order. A missing anchor answers
-// "Anchor 'X' not found." on stderr (exit 0), reported as errAnchorMissing.
-// Any other stdout line is an error: doctor judges other tools' anchors
-// from this list and must not guess.
-func ParseAnchors(stdout, stderr []byte) ([]string, error) {
-	for _, l := range strings.Split(string(stderr), "\n") {
-		l = strings.TrimSpace(l)
-		switch {
-		case l == "", l == "No ALTQ support in kernel", l == "ALTQ related functions disabled":
-		case strings.HasPrefix(l, "Anchor '") && strings.HasSuffix(l, "' not found."):
-			return nil, errAnchorMissing
-		case strings.Contains(l, "Permission denied"):
-			return nil, fmt.Errorf("%w: %s", pfdn.ErrUnavailable, l)
-		}
-	}
-	var out []string
-	for i, line := range strings.Split(string(stdout), "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		path, found := strings.CutPrefix(line, "  ")
-		if !found || path == "" || strings.ContainsAny(path, " \t\"") {
-			return nil, fmt.Errorf("pfctl -s Anchors output, line %d: not an anchor path: %q", i+1, line)
-		}
-		out = append(out, path)
-	}
-	return out, nil
-}
-
 // anchorRules is one foreign anchor's dummynet rules.
 type anchorRules struct {
 	path  string
@@ -100,13 +66,13 @@ func (in *Inspection) anchors(ctx context.Context) anchorFacts {
 			if err != nil {
 				return nil, err
 			}
-			return ParseAnchors(res.Stdout, res.Stderr)
+			return pfdn.ParseAnchors(res.Stdout, res.Stderr)
 		}
 		anchor := l.opts.Anchor
 		if i := strings.LastIndexByte(anchor, '/'); i >= 0 {
 			f.parent = anchor[:i]
 			children, err := list(f.parent)
-			if err != nil && !errors.Is(err, errAnchorMissing) {
+			if err != nil && !errors.Is(err, pfdn.ErrAnchorMissing) {
 				f.err = err
 				return f
 			}
@@ -127,7 +93,7 @@ func (in *Inspection) anchors(ctx context.Context) anchorFacts {
 			}
 			f.nlc = append(f.nlc, read(t))
 			sub, err := list(t)
-			if err != nil && !errors.Is(err, errAnchorMissing) {
+			if err != nil && !errors.Is(err, pfdn.ErrAnchorMissing) {
 				f.err = err
 				return f
 			}

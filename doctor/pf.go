@@ -196,17 +196,6 @@ func slotPipes(slots map[string]int, r pfdn.PipeRange) map[int]string {
 	return m
 }
 
-// looksOwned mirrors pfdn's test of a pipe with the shape macake gives its
-// pipes (whole Kbit/s, a whole-KB byte queue, nothing else set): a pipe in
-// the range that looks like this and that no rule names is a leftover that
-// apply removes; one that does not is another tool's, left alone.
-func looksOwned(c pfdn.PipeConfig) bool {
-	return c.ClockInterface == "" && c.BandwidthBits > 0 && c.BandwidthBits%1000 == 0 &&
-		c.BandwidthBits <= pfdn.MaxRateKbit*1000 &&
-		c.QueueSlots == 0 && c.QueueBytes > 0 && c.QueueBytes%1024 == 0 && c.QueueBytes <= pfdn.MaxQueueKB*1024 &&
-		c.DelayMS == 0 && c.PLR == "" && c.Mask == "" && c.RED == ""
-}
-
 // judgeAnchor checks macake's anchor against its pipes and the state file's
 // slots: a rule that names a missing pipe blackholes traffic; pipes no rule
 // uses are leftovers.
@@ -267,7 +256,7 @@ func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
 		}
 		if name, ok := roles[p.Number]; ok {
 			leftovers = append(leftovers, fmt.Sprintf("pipe %d (link %q, %s)", p.Number, name, p.Config))
-		} else if looksOwned(p.Config) && !queued[p.Number] {
+		} else if pfdn.LooksOwned(p.Config) && !queued[p.Number] {
 			leftovers = append(leftovers, fmt.Sprintf("pipe %d (%s)", p.Number, p.Config))
 		}
 	}
@@ -331,7 +320,7 @@ func judgeForeignPipes(live pfdn.Live, o pfdn.Options, slots map[string]int) Res
 		switch {
 		case !o.Pipes.Contains(p.Number):
 			outside = append(outside, p.Number)
-		case named[p.Number] || role || looksOwned(p.Config) && !queued[p.Number]:
+		case named[p.Number] || role || pfdn.LooksOwned(p.Config) && !queued[p.Number]:
 			continue
 		default:
 			inside = append(inside, p.Number)
