@@ -272,13 +272,15 @@ func (t *Testbed) StartLoad(ctx context.Context, down, up int) (*Load, error) {
 			defer l.wg.Done()
 			buf := make([]byte, 64<<10)
 			for ctx.Err() == nil {
-				var n int
 				var err error
 				if cmd == bulkDownload {
+					var n int
 					n, err = c.Read(buf)
 					t.downBytes.Add(int64(n))
 				} else {
-					n, err = c.Write(buf)
+					// The server counts what arrives (Bytes): the socket
+					// buffer accepts more than the link has carried.
+					_, err = c.Write(buf)
 				}
 				if err != nil {
 					if ctx.Err() == nil {
