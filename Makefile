@@ -49,7 +49,7 @@ fmt:
 ## longer phases than CI, then the actuation benchmark; prints the tables
 ## docs/MEASUREMENTS.md quotes. `make test` runs the short version.
 E2E_PHASE  ?= 30s
-E2E_TRACES ?= constant,steps,wobble
+E2E_TRACES ?= constant,steps,wobble,wobble:up2
 E2E_REPORT ?= bin/e2e-report.md
 e2e:
 	@mkdir -p $(dir $(E2E_REPORT)) && rm -f $(E2E_REPORT)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,10 +19,10 @@ import (
 
 var (
 	phaseLength = flag.Duration("e2e.phase", 15*time.Second, "loaded length of each phase (the trace is cut or squeezed to it)")
-	traceNames  = flag.String("e2e.traces", "steps", "comma-separated traces from testdata/traces to run off/on/off on")
+	traceNames  = flag.String("e2e.traces", "steps", "comma-separated traces from testdata/traces to run off/on/off on; NAME:upN adds N upload flows to that run")
 	reportFile  = flag.String("e2e.report", "", "append the Markdown tables to this file")
 	idleLength  = flag.Duration("e2e.idle", 3*time.Second, "idle window of each phase (the controller's warm-up)")
-	upFlows     = flag.Int("e2e.up", 0, "upload flows besides the 4 download flows")
+	upFlows     = flag.Int("e2e.up", 0, "upload flows besides the 4 download flows (every run without :upN)")
 )
 
 var (
@@ -104,12 +105,21 @@ func TestOffOnOff(t *testing.T) {
 	}
 }
 
-func offOnOff(t *testing.T, name string) {
+func offOnOff(t *testing.T, spec string) {
+	name, ups, _ := strings.Cut(spec, ":up")
+	up := *upFlows
+	if ups != "" {
+		n, err := strconv.Atoi(ups)
+		if err != nil || n < 0 || n > 16 {
+			t.Fatalf("-e2e.traces: %q: want NAME or NAME:upN with N in 0-16", spec)
+		}
+		up = n
+	}
 	tr := phaseTrace(t, name)
 	tb := NewTestbed(t, "e2e", tr)
 	m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
 	ctx := context.Background()
-	cfg := PhaseConfig{Idle: *idleLength, DownFlows: 4, UpFlows: *upFlows}
+	cfg := PhaseConfig{Idle: *idleLength, DownFlows: 4, UpFlows: up}
 
 	fixedDown, fixedUp := tr.Mean(true)*9/10, tr.Mean(false)*9/10
 	fixedName := fmt.Sprintf("fixed %.1f/%.1f Mbit/s (macake apply)", float64(fixedDown)/1e6, float64(fixedUp)/1e6)
@@ -164,7 +174,7 @@ func offOnOff(t *testing.T, name string) {
 	}
 	t.Logf("\n%s", table.String())
 	if *reportFile != "" {
-		appendReport(t, name, table.String(), cfg)
+		appendReport(t, spec, table.String(), cfg)
 	}
 
 	v, err := run.Compare(on)

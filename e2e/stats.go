@@ -177,11 +177,22 @@ func (r Run) WriteTable(w io.Writer, on string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "trace %s, %s: capacity down %s (min %s, max %s), up %s\n\n", r.Trace.Name, r.Trace.Length,
 		mbit(float64(r.Trace.Mean(true))), mbit(float64(r.Trace.Min(true))), mbit(float64(r.Trace.Max(true))), mbit(float64(r.Trace.Mean(false))))
-	b.WriteString("| phase | goodput down | added p50 | added p90 | added p99 | probe loss | idle p50 / p90 |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	upload := false
+	for _, p := range r.Phases {
+		upload = upload || p.UploadGoodput > 0
+	}
+	up := func(p Phase) string { return "" }
+	if upload {
+		b.WriteString("| phase | goodput down | goodput up | added p50 | added p90 | added p99 | probe loss | idle p50 / p90 |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|\n")
+		up = func(p Phase) string { return " " + mbit(p.UploadGoodput) + " |" }
+	} else {
+		b.WriteString("| phase | goodput down | added p50 | added p90 | added p99 | probe loss | idle p50 / p90 |\n")
+		b.WriteString("|---|---|---|---|---|---|---|\n")
+	}
 	for _, p := range r.Phases {
 		a := p.Added()
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.1f %% | %s / %s |\n", p.Name, mbit(p.Goodput),
+		fmt.Fprintf(&b, "| %s | %s |%s %s | %s | %s | %.1f %% | %s / %s |\n", p.Name, mbit(p.Goodput), up(p),
 			ms(a.P50), ms(a.P90), ms(a.P99), p.Loaded.LossPercent(), msAbs(p.Idle.P50), msAbs(p.Idle.P90))
 	}
 	for _, p := range r.Phases {

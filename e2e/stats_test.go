@@ -70,6 +70,12 @@ func TestCompareAndTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
+	run.Phases[1].UploadGoodput = 7.5e6
+	b.Reset()
+	run.WriteTable(&b, "")
+	if !strings.Contains(b.String(), "| on | 30.00 Mbit/s | 7.50 Mbit/s | +10.0 ms |") || !strings.Contains(b.String(), "| goodput up |") {
+		t.Errorf("with upload load, the table shows upload goodput:\n%s", b.String())
+	}
 	if _, err := run.Compare("missing"); err == nil {
 		t.Error("Compare with an unknown phase")
 	}

@@ -301,6 +301,11 @@ func (t *Testbed) StartLoad(ctx context.Context, down, up int) (*Load, error) {
 func (l *Load) Stop() error {
 	l.cancel()
 	for _, c := range l.conns {
+		// Reset, not close: a closed upload socket would go on sending
+		// the megabytes in its buffer into the next phase's idle window.
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
 		c.Close()
 	}
 	l.wg.Wait()
@@ -510,7 +515,7 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 	idle, lost := t.probe.Window(idleFrom, idleTo)
 	ph.Idle = Summarize(idle, lost)
 	if err := t.drain(ctx, ph.Idle.P90+2*time.Millisecond, time.Now()); err != nil {
-		return ph, err
+		return ph, fmt.Errorf("%s: %w", name, err)
 	}
 	loaded, lost := t.probe.Window(loadFrom, loadTo)
 	ph.Loaded = Summarize(loaded, lost)
@@ -523,24 +528,36 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 	return ph, ctx.Err()
 }
 
-// drain waits until a probe sent after since comes back within limit (the
-// queues are empty again), or for as long as the fullest queue can take to
-// empty at the lowest rate, plus a second.
+// drain waits until three probes in a row, sent after since, come back
+// within limit: the queues are empty again, so the next phase starts from
+// an idle link. It gives up with an error after as long as the fullest
+// queue can take to empty at the current rate, plus two seconds.
 func (t *Testbed) drain(ctx context.Context, limit time.Duration, since time.Time) error {
 	drainTime := func(buffer, rate int64) time.Duration {
 		return time.Duration(float64(buffer*8) / float64(max(rate, 1)) * float64(time.Second))
 	}
-	worst := max(drainTime(t.BufferDown, t.rateDown.Load()), drainTime(t.BufferUp, t.rateUp.Load())) + time.Second
+	worst := max(drainTime(t.BufferDown, t.rateDown.Load()), drainTime(t.BufferUp, t.rateUp.Load())) + 2*time.Second
 	deadline := time.Now().Add(worst)
+	good := 0
+	var seen time.Time
 	for time.Now().Before(deadline) {
-		if rtt, at := t.probe.Latest(); at.After(since) && rtt <= limit {
-			return nil
+		if rtt, at := t.probe.Latest(); at.After(since) && at.After(seen) {
+			seen = at
+			if rtt <= limit {
+				good++
+			} else {
+				good = 0
+			}
+			if good >= 3 {
+				return nil
+			}
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := sleep(ctx, 20*time.Millisecond); err != nil {
 			return err
 		}
 	}
-	return nil
+	rtt, _ := t.probe.Latest()
+	return fmt.Errorf("the queues did not drain within %v after the load stopped (probe RTT %v, idle p90 + 2 ms is %v)", worst, rtt, limit)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
