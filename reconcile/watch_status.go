@@ -55,7 +55,7 @@ func (d *Daemon) publish() {
 	}
 	links := d.links()
 	for i, l := range links {
-		p := statusapi.Policy{Name: l.Name, File: l.File, Interface: l.Match.Interface, Mode: l.Shaper.Mode, Priority: l.Match.Priority}
+		p := statusapi.Policy{Name: l.Name, File: l.File, Interface: l.Match.Interface, Mode: string(l.Shaper.Mode), Priority: l.Match.Priority}
 		if sel := d.desire.Selection; i < len(sel.Verdicts) && len(sel.Verdicts) == len(links) {
 			p.Active, p.Reason = sel.Verdicts[i].Active, sel.Verdicts[i].Reason
 		}
@@ -125,7 +125,7 @@ func (d *Daemon) Status() statusapi.Status {
 	for _, pl := range p.links {
 		a := pl.active
 		sl := statusapi.Link{
-			Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: a.Policy.Shaper.Mode,
+			Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
 			ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: pl.err,
 		}
 		var ctl *controller.State

@@ -79,12 +79,12 @@ type Backend struct {
 
 // Policy is one policy with matching's verdict.
 type Policy struct {
-	Name      string      `json:"name"`
-	File      string      `json:"file"`
-	Interface string      `json:"interface"`
-	Mode      config.Mode `json:"mode"`
-	Priority  int         `json:"priority"`
-	Active    bool        `json:"active"`
+	Name      string `json:"name"`
+	File      string `json:"file"`
+	Interface string `json:"interface"`
+	Mode      string `json:"mode"`
+	Priority  int    `json:"priority"`
+	Active    bool   `json:"active"`
 	// Reason says why it is active or not.
 	Reason string `json:"reason"`
 	// LastGood is set when the file has an error and this is its last good
@@ -94,9 +94,9 @@ type Policy struct {
 
 // Link is one active link: its shapers and its controller.
 type Link struct {
-	Name      string      `json:"name"`
-	Interface string      `json:"interface"`
-	Mode      config.Mode `json:"mode"`
+	Name      string `json:"name"`
+	Interface string `json:"interface"`
+	Mode      string `json:"mode"`
 	// ProfileKey is the state file profile of this network.
 	ProfileKey string `json:"profile_key"`
 	// Shaped is whether shapers are installed for it (not in mode off,
