@@ -9,7 +9,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := bin/staticcheck
 PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
-TRACES    ?= ../shared/traces
+TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
 .PHONY: all build test vet race darwin lint fmt demo bench e2e cross install clean tools
 
@@ -45,9 +45,18 @@ lint: $(STATICCHECK)
 fmt:
 	gofmt -l -w .
 
-## demo: the first thing to run on a fresh clone.
+## demo: the first thing to run on a fresh clone: check the example
+## policies, then race the controllers on the built-in Starlink model and
+## draw them (needs no trace files).
 demo: build
-	$(BIN) validate --config-dir examples/links.d
+	@if [ -d examples/links.d ]; then $(BIN) validate --config-dir examples/links.d; fi
+	$(BIN) sim --link starlink --svg bin/demo-starlink.svg
+
+## bench: every capacity trace in $(TRACES) (not in the repository), every
+## controller, several seeds and offsets; one table.
+bench: build
+	@if [ -d "$(TRACES)" ]; then $(BIN) sim --traces $(TRACES); \
+	else echo "bench: no traces at $(TRACES) (set TRACES=DIR); nothing to run"; fi
 
 cross:
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \

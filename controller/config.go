@@ -108,6 +108,32 @@ type Improvements struct {
 	// error) leaves the last-applied rate unchanged, so the next rate update
 	// sends the rate again. Upstream ignores the shaper tool's errors.
 	SurfaceBackendErrors bool
+	// CutToAchieved (macake, measured in the simulator): on bufferbloat, a
+	// direction that was saturating its pipe within the last second is cut
+	// to at most AchievedCut × its achieved rate, not only by the graded
+	// factor. On a Mac the download counter counts what the link delivers
+	// before the pipe, so once the link's queue fills the achieved rate is
+	// the link's new capacity, and the pipe undershoots a capacity drop in
+	// one step instead of after several 0.75–0.99 cuts 300 ms apart
+	// (benchmark.md §3.1, floor 3; upstream cut to 0.9 × achieved before
+	// v3.1.0). A direction that was not saturating (e.g. carrying only the
+	// other direction's acks) keeps upstream's cut.
+	CutToAchieved bool
+	// FastRecovery (macake, with CutToAchieved): after an achieved-rate cut
+	// the rate before it is remembered for 5 s, and each increase with a
+	// clean window (no delayed sample) goes at least halfway back to it,
+	// instead of the ×1.04 per 200 ms that takes seconds to climb back
+	// after a brief dip. The download goes no higher than AchievedCut × its
+	// achieved rate, which on a Mac is what the link delivered: the link
+	// must show the capacity is back before the pipe takes it.
+	FastRecovery bool
+	// BaseRecovery (macake): below base under low or idle load with a clean
+	// window, each decay step recovers a quarter of the gap to base instead
+	// of 1 %. Upstream climbs from the minimum to base in about 140 s after
+	// an outage, while TCP, backed off, cannot raise the load to "high"
+	// that would allow increases (upstream issue #225, "stuck near the
+	// minimum"); base is the rate the user configured as normal.
+	BaseRecovery bool
 	// DropCounterResets skips an achieved-rate sample whose byte counter
 	// went backwards (interface reset) instead of reporting it as 0 kbit/s,
 	// which upstream does and which looks like a spurious idle sample
@@ -255,6 +281,10 @@ type Config struct {
 	// Improvements switches macake's deviations from upstream on; all off
 	// in DefaultConfig.
 	Improvements Improvements
+
+	// AchievedCut is the share of the achieved rate a CutToAchieved cut
+	// goes to (0.9); it only matters with that improvement on.
+	AchievedCut float64
 }
 
 // DefaultReflectors is macake's default reflector pool: well-known public
@@ -335,6 +365,7 @@ func DefaultConfig() Config {
 		MTU:                   1500,
 		EngageAfter:           4 * time.Second,
 		ReleaseAfter:          20 * time.Second,
+		AchievedCut:           0.9,
 	}
 }
 
@@ -412,6 +443,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.SmallestIncrease >= 1 && c.SmallestIncrease <= c.LargestIncrease && c.LargestIncrease <= 2) {
 		bad("increase factors must satisfy 1 ≤ smallest (%v) ≤ largest (%v) ≤ 2", c.SmallestIncrease, c.LargestIncrease)
+	}
+	if c.Improvements.CutToAchieved && !(c.AchievedCut >= minPositiveFactor && c.AchievedCut <= 1) {
+		bad("achieved cut %v must be in (0, 1] with CutToAchieved", c.AchievedCut)
 	}
 	if !(c.DecayFactor > 0 && c.DecayFactor <= 1) {
 		bad("decay factor %v must be in (0, 1]", c.DecayFactor)

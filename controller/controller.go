@@ -49,7 +49,11 @@ type dirState struct {
 	achieved int64 // A, from the last achieved-rate sample (wire rate)
 	loadPct  int64
 	class    LoadClass
-	fresh    bool // an achieved-rate sample arrived since the last increase
+	fresh    bool  // an achieved-rate sample arrived since the last increase
+	highAt   int64 // time of the last sample with class high, µs; -1 = never
+	prevAch  int64 // the achieved rate of the sample before (CutToAchieved)
+	knee     int64 // rate before the last achieved cut, kbit/s (FastRecovery); 0 = none
+	kneeAt   int64 // when it was set, µs
 
 	tCut, tDecay int64
 
@@ -199,6 +203,7 @@ func New(cfg Config, rng *rand.Rand) (*Controller, error) {
 		ds.deltas = make([]int64, c.p.window)
 		ds.rate = dp.startK
 		ds.ratio = 1_000_000
+		ds.highAt = -1
 		if c.p.compensate {
 			mtu := int64(cfg.MTU)
 			if mtu == 0 {
@@ -438,6 +443,14 @@ func (c *Controller) window(delta [2]int64) {
 	c.winPos = (pos + 1) % c.p.window
 }
 
+// kneeLifetime is how long the rate before an achieved cut is remembered
+// as a target for FastRecovery.
+const kneeLifetime = 5_000_000 // µs
+
+// saturatingRecently is how long after its last high-load sample a
+// direction still counts as saturating its pipe (Improvements.CutToAchieved).
+const saturatingRecently = 1_000_000 // µs
+
 // updateRate is the per-direction rate law (autorate.md §5.5, §5.6).
 func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 	ds, dp := &c.dir[d], &c.p.dir[d]
@@ -447,6 +460,19 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 		if t > ds.tCut+c.p.bbRefractory {
 			x := cutGrade(ds.avg, ds.tDelay, ds.tDown)
 			ds.rate = cutRate(ds.rate, x, c.p.cutMin, c.p.cutMax)
+			if c.cfg.Improvements.CutToAchieved && ds.highAt >= 0 && t-ds.highAt <= saturatingRecently {
+				before := ds.rate
+				// The larger of the last two samples, so that a single
+				// 200 ms dip of a bursty radio link does not set the rate.
+				a := max(ds.achieved, ds.prevAch)
+				ds.rate = min(ds.rate, a*c.p.achievedCut/1000)
+				if c.cfg.Improvements.FastRecovery && before > ds.rate {
+					if ds.knee == 0 || t-ds.kneeAt > kneeLifetime {
+						ds.knee = before
+					}
+					ds.kneeAt = t
+				}
+			}
 			ds.tCut, ds.tDecay = t, t
 			reason = ReasonCut
 			c.counters.Cuts++
@@ -454,7 +480,22 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 	case ds.class == LoadHigh:
 		if ds.fresh && t > ds.tCut+c.p.bbRefractory {
 			y := increaseGrade(ds.avg, ds.tDelay, ds.tUp)
+			old := ds.rate
 			ds.rate = increaseRate(ds.rate, y, c.p.upMin, c.p.upMax)
+			if c.cfg.Improvements.FastRecovery && ds.knee > old && t-ds.kneeAt <= kneeLifetime && ds.nDelayed == 0 {
+				// A clean window below the rate the link carried before an
+				// achieved cut: go halfway back at once. The download's
+				// counter shows what the link delivers, so it goes no
+				// higher than AchievedCut × that: the link must show the
+				// capacity before the pipe takes it.
+				target := ds.knee
+				if d == shape.Download {
+					target = min(target, max(ds.achieved, ds.prevAch)*c.p.achievedCut/1000)
+				}
+				if target > old {
+					ds.rate = max(ds.rate, old+(target-old)/2)
+				}
+			}
 			ds.fresh = false
 			ds.tDecay = t
 			reason = ReasonIncrease
@@ -464,6 +505,10 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 		if t > ds.tDecay+c.p.decayRefractory {
 			old := ds.rate
 			ds.rate = decayRate(ds.rate, dp.baseK, c.p.decay, c.p.recover)
+			if c.cfg.Improvements.BaseRecovery && old < dp.baseK && ds.nDelayed == 0 {
+				// A quarter of the way back to base per step, not 1 %.
+				ds.rate = max(ds.rate, old+(dp.baseK-old)/4)
+			}
 			switch {
 			case ds.rate < old:
 				reason = ReasonDecay

@@ -148,3 +148,98 @@ func TestDefaultConfigIsFaithful(t *testing.T) {
 		t.Errorf("DefaultConfig invalid: %v", err)
 	}
 }
+
+// TestImprovementCutToAchieved: the download was saturating its 20 Mbit/s
+// pipe, then the link fell to 6 Mbit/s for two samples. Upstream's first cut
+// is graded (here the full ×0.75: 15 000 kbit/s); with the switch the
+// download goes to 0.9 × 6 000 = 5 400 at once. The upload, which only
+// carried a trickle, gets upstream's cut either way.
+func TestImprovementCutToAchieved(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := achievedCutHarness(t, on, false)
+		wantDown, wantUp := int64(15_000), int64(15_000)
+		if on {
+			wantDown = 5_400
+		}
+		if h.rateK(dn) != wantDown || h.rateK(up) != wantUp {
+			t.Errorf("on=%v: download %d, upload %d kbit/s; want %d, %d", on, h.rateK(dn), h.rateK(up), wantDown, wantUp)
+		}
+	}
+	// One low sample after a high one is a dip, not a new capacity: the
+	// larger of the last two samples sets the cut.
+	cfg := exampleConfig()
+	cfg.Improvements.CutToAchieved = true
+	h := newHarness(t, cfg)
+	h.load(200, 19_000, 500)
+	h.load(400, 6_000, 500)
+	bloat(h, 450)
+	if got := h.rateK(dn); got != 15_000 {
+		t.Errorf("after a single low sample: download %d kbit/s; want upstream's 15000", got)
+	}
+	cfg.AchievedCut = 1.5
+	if err := cfg.Validate(); err == nil {
+		t.Error("achieved cut 1.5 accepted")
+	}
+}
+
+// TestImprovementFastRecovery: after the achieved cut to 5 400 kbit/s the
+// link delivers 12 Mbit/s again and the window is clean. Upstream's
+// increase is ×1.04 (5 616); with the switch the download goes halfway to
+// min(the 15 000 before the cut, 0.9 × 12 000) = 10 800, i.e. 8 100.
+func TestImprovementFastRecovery(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := achievedCutHarness(t, true, on)
+		h.load(800, 12_000, 500)
+		fillWindow(h.c, 0, 0, 0, 0, 0, 0)
+		h.rtt(1000, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond)
+		want := int64(5_616)
+		if on {
+			want = 8_100
+		}
+		if got := h.rateK(dn); got != want {
+			t.Errorf("on=%v: download %d kbit/s; want %d", on, got, want)
+		}
+	}
+}
+
+// achievedCutHarness runs the drop of TestImprovementCutToAchieved.
+func achievedCutHarness(t *testing.T, cut, recovery bool) *harness {
+	t.Helper()
+	cfg := exampleConfig()
+	cfg.Improvements.CutToAchieved = cut
+	cfg.Improvements.FastRecovery = recovery
+	h := newHarness(t, cfg)
+	h.load(200, 19_000, 500) // high: 95 % of 20 000
+	h.load(400, 6_000, 500)  // the link now delivers 6 Mbit/s
+	h.load(600, 6_000, 500)
+	bloat(h, 650)
+	return h
+}
+
+// bloat fills the window with 75 ms deltas and delivers one more delayed
+// reply at ms: a full-strength cut.
+func bloat(h *harness, ms float64) {
+	fillWindow(h.c, 75_000, 75_000, 75_000, 75_000, 75_000)
+	h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond+150*time.Millisecond)
+}
+
+// TestImprovementBaseRecovery: 10 000 kbit/s below a 20 000 base under low
+// load with a clean window. Upstream's recovery step is ×1.01 (10 100);
+// with the switch it goes a quarter of the way to base (12 500).
+func TestImprovementBaseRecovery(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Download.Start = 10_000_000
+		cfg.Improvements.BaseRecovery = on
+		h := newHarness(t, cfg)
+		h.load(200, 3_000, 3_000) // low load
+		h.rtt(1050, 0, cleanRTT)
+		want := int64(10_100)
+		if on {
+			want = 12_500
+		}
+		if got := h.rateK(dn); got != want {
+			t.Errorf("on=%v: download %d kbit/s; want %d", on, got, want)
+		}
+	}
+}

@@ -116,6 +116,7 @@ func (c *Controller) Load(now time.Time, s LoadSample) Output {
 	c.rateDone = true
 	for d := range c.dir {
 		ds := &c.dir[d]
+		ds.prevAch = ds.achieved
 		if reset[d] {
 			ds.achieved = 0 // upstream: a negative Δ gives 0
 		} else {
@@ -125,6 +126,9 @@ func (c *Controller) Load(now time.Time, s LoadSample) Output {
 		ds.fresh = true
 		ds.loadPct = loadPercent(ds.achieved, ds.rate)
 		ds.class = c.classify(ds)
+		if ds.class == LoadHigh {
+			ds.highAt = at
+		}
 	}
 
 	switch c.run {

@@ -94,6 +94,8 @@ func TestAutoQueueBytes(t *testing.T) {
 		want int64
 	}{
 		{"BDP rounded up to KiB", 100_000_000, 20 * time.Millisecond, 1500, 245 * 1024},
+		{"BDP below the target", 100_000_000, 10 * time.Millisecond, 1500, 123 * 1024},
+		{"target below the BDP", 100_000_000, 50 * time.Millisecond, 1500, 245 * 1024},
 		{"floor 4×MTU", 1_000_000, 10 * time.Millisecond, 1500, 6 * 1024},
 		{"unknown MTU is 1500", 1_000_000, 10 * time.Millisecond, 0, 6 * 1024},
 		{"jumbo floor", 1_000_000, 10 * time.Millisecond, 9000, 36 * 1024},
@@ -101,7 +103,7 @@ func TestAutoQueueBytes(t *testing.T) {
 		{"zero rate", 0, 20 * time.Millisecond, 1500, 6 * 1024},
 		{"negative RTT", 50_000_000, -time.Second, 1500, 6 * 1024},
 		{"absurd inputs do not overflow", 1 << 62, 1 << 62, 1500, 1023 * 1024},
-		{"exact KiB stays", 8 * 1024 * 1000, time.Second, 1500, 1000 * 1024},
+		{"exact KiB stays", 409_600_000, time.Second, 1500, 1000 * 1024},
 	} {
 		if got := AutoQueueBytes(tc.rate, tc.rtt, tc.mtu); got != tc.want {
 			t.Errorf("%s: AutoQueueBytes(%d, %v, %d) = %d; want %d", tc.name, tc.rate, tc.rtt, tc.mtu, got, tc.want)

@@ -48,6 +48,8 @@ type params struct {
 	compensate     bool // overhead/mpu/ATM compensation of the pipe rate is active
 
 	engageAfter, releaseAfter int64 // µs
+
+	achievedCut int64 // thousandths (Improvements.CutToAchieved)
 }
 
 type dirParams struct {
@@ -93,6 +95,7 @@ func newParams(c Config) params {
 		atm:             c.ATM,
 		engageAfter:     us(c.EngageAfter),
 		releaseAfter:    us(c.ReleaseAfter),
+		achievedCut:     thousandths(c.AchievedCut),
 	}
 	if p.pingers > 0 {
 		p.spacing = p.pingInterval / int64(p.pingers)

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/internal/netns"
+	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/state"
+)
+
+// The lab: client — gw — server. The ISP's bloated link is between gw and
+// server: 20 Mbit/s down (server egress) and 8 Mbit/s up (gw egress
+// towards the server), each with 100 ms of drop-tail buffer. The gateway
+// itself is not behind the bottleneck, as a home router is not.
+const (
+	labDown    = 20_000_000
+	labUp      = 8_000_000
+	labGateway = "10.81.1.1"
+	labServer  = "10.81.2.2"
+)
+
+type sensingLab struct {
+	client, gw, server *netns.Namespace
+	gwMAC              net.HardwareAddr
+	url, failURL       string
+	stallURL           string
+}
+
+func newSensingLab(t *testing.T) *sensingLab {
+	lab := netns.New(t, "cli")
+	l := &sensingLab{client: lab.Namespace("c"), gw: lab.Namespace("g"), server: lab.Namespace("s")}
+	lab.Link(l.client, "vc", l.gw, "gc")
+	lab.Link(l.gw, "gs", l.server, "vs")
+	l.client.AddAddr("vc", "10.81.1.2/24")
+	l.gw.AddAddr("gc", labGateway+"/24")
+	l.gw.AddAddr("gs", "10.81.2.1/24")
+	l.server.AddAddr("vs", labServer+"/24")
+	l.gw.Forward()
+	l.client.Route("default", "via", labGateway)
+	l.server.Route("10.81.1.0/24", "via", "10.81.2.1")
+	l.server.Bottleneck("vs", labDown, labDown/8/10)
+	l.gw.Bottleneck("gs", labUp, labUp/8/10)
+	l.gwMAC = l.gw.HardwareAddr("gc")
+
+	serve := func(port string, h http.Handler) string {
+		ln, err := l.server.Listen(netns.CubicListenConfig(), "tcp", labServer+":"+port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: h}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		return "http://" + labServer + ":" + port
+	}
+	l.url = serve("8080", speedtest.Handler())
+	l.failURL = serve("8081", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" {
+			speedtest.Handler().ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "disk full", http.StatusInternalServerError)
+	}))
+	l.stallURL = serve("8082", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/download" {
+			speedtest.Handler().ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Length", "1000000000")
+		w.Write(make([]byte, 200_000))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	return l
+}
+
+// childResult is what TestNetnsCLIChild reports back.
+type childResult struct {
+	Code   int    `json:"code"`
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+// runCLIIn runs the CLI with args inside ns (in a re-executed test binary,
+// so sysfs, routes and sockets are the namespace's) and returns its
+// outcome.
+func runCLIIn(t *testing.T, ctx context.Context, ns *netns.Namespace, args ...string) childResult {
+	t.Helper()
+	a, _ := json.Marshal(args)
+	out := filepath.Join(t.TempDir(), "result.json")
+	log, err := ns.RunTest(ctx, "TestNetnsCLIChild", "MACAKE_CHILD_ARGS="+string(a), "MACAKE_CHILD_OUT="+out)
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, log)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("child wrote no result: %v\n%s", err, log)
+	}
+	var r childResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestNetnsCLIChild runs the CLI as MACAKE_CHILD_ARGS says, inside a
+// namespace, for the tests below.
+func TestNetnsCLIChild(t *testing.T) {
+	if !netns.InChild() {
+		t.Skip("runs inside a namespace, started by the TestNetns* CLI tests")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(os.Getenv("MACAKE_CHILD_ARGS")), &args); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	b, _ := json.Marshal(childResult{Code: code, Stdout: stdout.String(), Stderr: stderr.String()})
+	if err := os.WriteFile(os.Getenv("MACAKE_CHILD_OUT"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	l := newSensingLab(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	r := runCLIIn(t, ctx, l.client, "--config-dir", filepath.Join(dir, "none"), "--state-dir", dir,
+		"measure", "--server", l.url, "--reflector", labServer, "--idle", "2s", "--duration", "5s", "--json")
+	t.Logf("stderr: %s", r.Stderr)
+	if r.Code != exitOK {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+	var rep measureReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.Stdout)
+	}
+	t.Logf("report: %s", r.Stdout)
+	us := func(v *int64) time.Duration {
+		if v == nil {
+			t.Fatal("missing value in the report")
+		}
+		return time.Duration(*v) * time.Microsecond
+	}
+	// Capacity within 10 % of the shaped rate (TCP/IP headers take ~4.4 %
+	// of a full frame, so goodput sits just below it).
+	for _, c := range []struct {
+		name       string
+		got, shape int64
+	}{{"download", rep.Download.BitsPerSecond, labDown}, {"upload", rep.Upload.BitsPerSecond, labUp}} {
+		if f := float64(c.got) / float64(c.shape); f < 0.90 || f > 1.02 {
+			t.Errorf("%s: measured %.2f Mbit/s on a %.0f Mbit/s bottleneck (%.0f%%)", c.name, float64(c.got)/1e6, float64(c.shape)/1e6, f*100)
+		}
+	}
+	// Bloat: each bottleneck holds 100 ms; CUBIC keeps it half to fully
+	// used. The gateway is before the bottleneck and stays flat.
+	for _, ph := range []struct {
+		name string
+		p    phaseJSON
+	}{{"download", rep.Download}, {"upload", rep.Upload}} {
+		if a := us(ph.p.Added.P50); a < 30*time.Millisecond || a > 150*time.Millisecond {
+			t.Errorf("%s: added p50 %v, want the 100 ms buffer's queueing", ph.name, a)
+		}
+		if a50, a90 := us(ph.p.Added.P50), us(ph.p.Added.P90); a90 < a50 {
+			t.Errorf("%s: added p90 %v below p50 %v", ph.name, a90, a50)
+		}
+		if g := us(ph.p.GatewayAdd.P50); g > 5*time.Millisecond {
+			t.Errorf("%s: the gateway's latency rose by %v; it is not behind the bottleneck", ph.name, g)
+		}
+	}
+	if !strings.Contains(rep.Verdict, "beyond the gateway") {
+		t.Errorf("verdict %q; want the queue placed beyond the gateway", rep.Verdict)
+	}
+	if rep.Interface != "vc" || rep.GatewayIP != labGateway || rep.GatewayMAC != l.gwMAC.String() {
+		t.Errorf("link facts: interface %q gateway %q (%q); want vc, %s (%s)", rep.Interface, rep.GatewayIP, rep.GatewayMAC, labGateway, l.gwMAC)
+	}
+	if rep.CongestionControl != "cubic" {
+		t.Errorf("load sockets used %q, want cubic", rep.CongestionControl)
+	}
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := state.ProfileKey("vc", l.gwMAC.String())
+	p, ok := st.Profiles[key]
+	if !ok || !rep.Saved || rep.ProfileKey != key {
+		t.Fatalf("profile %q not saved: %+v", key, st.Profiles)
+	}
+	if p.DownloadCapacity != rep.Download.BitsPerSecond || p.UploadCapacity != rep.Upload.BitsPerSecond || p.IdleRTT <= 0 || p.IdleRTT > 5*time.Millisecond || p.MeasuredAt.IsZero() {
+		t.Errorf("profile %+v", p)
+	}
+}
+
+func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	t.Parallel() // robust to a busy CPU; the precise tests run alone first
+	l := newSensingLab(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"server errors", []string{"measure", "--server", l.failURL, "--reflector", labServer, "--idle", "1s", "--duration", "2s"}, "500 Internal Server Error"},
+		{"server stalls mid-transfer", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "8s"}, "stalled"},
+		{"no server and no internet", []string{"measure", "--reflector", labServer}, "not reachable"},
+		{"unreachable server", []string{"bench", "--server", "http://10.81.9.9:8080"}, "cannot reach"},
+		{"only unreachable reflectors", []string{"monitor", "--reflector", "10.81.9.9", "--duration", "2s"}, "no reflector answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			r := runCLIIn(t, ctx, l.client, append([]string{"--config-dir", filepath.Join(dir, "none"), "--state-dir", dir}, tc.args...)...)
+			if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, tc.want)
+			}
+			if _, err := os.Stat(state.Path(dir)); err == nil {
+				t.Error("a failed measurement wrote the state file")
+			}
+			t.Logf("stderr: %s", strings.TrimSpace(r.Stderr))
+		})
+	}
+}
+
+// TestNetnsMeasureWithoutAnsweringTargets blackholes ICMP beyond the
+// gateway (HTTP still flows): measure has no latency baseline and must say
+// so rather than report zeros.
+func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	t.Parallel() // robust to a busy CPU; the precise tests run alone first
+	l := newSensingLab(t)
+	l.gw.IP("rule", "add", "ipproto", "icmp", "table", "100")
+	l.gw.IP("route", "add", "blackhole", "default", "table", "100")
+	dir := t.TempDir()
+	r := runCLIIn(t, t.Context(), l.client, "--config-dir", filepath.Join(dir, "none"), "--state-dir", dir,
+		"measure", "--server", l.url, "--reflector", labServer, "--idle", "1s", "--duration", "2s")
+	if r.Code != exitFailure || !strings.Contains(r.Stderr, "no latency target answered") {
+		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(state.Path(dir)); err == nil {
+		t.Error("state written")
+	}
+}
+
+func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	l := newSensingLab(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	// A download from the server runs from 2 s on (the monitor's child
+	// process starts a few hundred ms after this test), for the rest of
+	// the monitor's 5 s.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		time.Sleep(2 * time.Second)
+		c, err := l.client.Dial(ctx, nil, "tcp", labServer+":8080")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(4 * time.Second))
+		io.WriteString(c, "GET /download?bytes=1000000000 HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.Copy(io.Discard, c)
+	}()
+	r := runCLIIn(t, ctx, l.client, "--config-dir", "/nonexistent", "monitor", "--reflector", labServer, "--interval", "100ms", "--duration", "5s", "--json")
+	wg.Wait()
+	if r.Code != exitOK {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if len(lines) < 5 {
+		t.Fatalf("%d lines:\n%s", len(lines), r.Stdout)
+	}
+	var first, last monitorLine
+	json.Unmarshal([]byte(lines[0]), &first)
+	json.Unmarshal([]byte(lines[len(lines)-2]), &last)
+	var sum struct{ Summary monitorSummary }
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Summary.Replies < 30 {
+		t.Errorf("summary %s (%v)", lines[len(lines)-1], err)
+	}
+	t.Logf("idle: %s\nloaded: %s", lines[0], lines[len(lines)-2])
+	if first.Interface != "vc" || first.DeltaP50 == nil || *first.DeltaP50 > 2000 {
+		t.Errorf("idle line %s", lines[0])
+	}
+	if last.DeltaP50 == nil || *last.DeltaP50 < 30_000 {
+		t.Errorf("loaded line: delta p50 %v µs, want the 100 ms queue to show", last.DeltaP50)
+	}
+	if last.RxBits == nil || float64(*last.RxBits) < 0.9*labDown || float64(*last.RxBits) > 1.1*labDown {
+		t.Errorf("loaded line: rx %v bit/s, want ~%d (the bottleneck, with headers)", last.RxBits, labDown)
+	}
+}
+
+func TestNetnsBench(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	t.Parallel() // robust to a busy CPU; the precise tests run alone first
+	l := newSensingLab(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	r := runCLIIn(t, ctx, l.client, "bench", "--server", l.url, "--idle", "1s", "--duration", "3s", "--json")
+	if r.Code != exitOK {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", r.Stdout)
+	if len(rep.LatencyTargets) != 1 || rep.LatencyTargets[0] != labServer {
+		t.Errorf("latency targets %v, want the server", rep.LatencyTargets)
+	}
+	if f := float64(rep.Download.BitsPerSecond) / labDown; f < 0.85 || f > 1.02 {
+		t.Errorf("download %d", rep.Download.BitsPerSecond)
+	}
+	if rep.Download.Added.P50 == nil || *rep.Download.Added.P50 < 30_000 {
+		t.Errorf("download added latency %v µs, want the bloat", rep.Download.Added.P50)
+	}
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const quick = "--duration=6s"
+
+func TestSimSideBySideTable(t *testing.T) {
+	code, out, errb := runCLI(t, "sim", "--link", "dsl", quick, "--controllers", "none,fixed,oracle-lag0.5")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb)
+	}
+	for _, want := range []string{"dsl (built-in model, seed 1)", "download (mean capacity 50.0 Mbit/s", "upload (mean capacity 10.0 Mbit/s",
+		"none", "fixed", "oracle-lag0.5", "score", "Drift-controlled off / on / off (oracle-lag0.5", "off again"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSimJSONAndSVG(t *testing.T) {
+	svg := filepath.Join(t.TempDir(), "run.svg")
+	code, out, errb := runCLI(t, "sim", "--link", "lte", quick, "--controllers", "none,fixed", "--phases", "none", "--json", "--svg", svg, "--direction", "download")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb)
+	}
+	var doc struct {
+		Setup   string `json:"setup"`
+		Results []struct {
+			Controller string `json:"controller"`
+			Download   struct {
+				Loaded bool    `json:"loaded"`
+				U      float64 `json:"u"`
+				D95    float64 `json:"d95_ms"`
+			} `json:"download"`
+			Upload struct {
+				Loaded bool `json:"loaded"`
+			} `json:"upload"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if len(doc.Results) != 2 || doc.Results[0].Controller != "none" || !doc.Results[0].Download.Loaded || doc.Results[0].Upload.Loaded {
+		t.Fatalf("results %+v", doc.Results)
+	}
+	if doc.Results[0].Download.D95 <= doc.Results[1].Download.D95 {
+		t.Errorf("none D95 %.1f ms not above fixed's %.1f ms on LTE", doc.Results[0].Download.D95, doc.Results[1].Download.D95)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil || !strings.HasPrefix(string(b), "<svg") || !strings.Contains(string(b), "fixed — download") {
+		t.Fatalf("svg: %v %.80q", err, b)
+	}
+}
+
+func TestSimTraceFile(t *testing.T) {
+	code, out, errb := runCLI(t, "sim", "--trace", "../../controller/sim/trace/testdata/step.down", "--duration=4s", "--warmup=1s", "--controllers", "none,fixed")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb)
+	}
+	if !strings.Contains(out, "testdata/step.down (trace)") || !strings.Contains(out, "download (") || strings.Contains(out, "upload (") {
+		t.Errorf("a download trace should load the download direction only:\n%s", out)
+	}
+}
+
+func TestSimTraceDirectory(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../controller/sim/trace/testdata/step.down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "mahimahi"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mahimahi", "step.down"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb := runCLI(t, "sim", "--traces", dir, "--duration=4s", "--warmup=1s", "--seeds=2", "--offsets=1", "--controllers", "none,fixed")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, errb)
+	}
+	for _, want := range []string{"Trace benchmark: 1 traces × 2 seeds × 1 start offsets", "mahimahi/step.down", "Geometric-mean score"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSimPolicyBounds: a policy's autorate bounds reach the controller.
+// examples/links.d/starlink.toml caps the download at 350 Mbit/s and starts
+// it at 150; the trace-derived bounds would start at p25.
+func TestSimPolicyBounds(t *testing.T) {
+	rate := func(args ...string) float64 {
+		t.Helper()
+		code, out, errb := runCLI(t, append([]string{"sim", quick, "--controllers", "upstream", "--phases", "none", "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("exit %d, stderr %q", code, errb)
+		}
+		var doc struct {
+			Setup   string `json:"setup"`
+			Results []struct {
+				Download struct {
+					MeanRate float64 `json:"mean_rate_mbit"`
+				} `json:"download"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Results[0].Download.MeanRate
+	}
+	withPolicy := rate("--policy", "../../examples/links.d/starlink.toml")
+	without := rate()
+	if withPolicy < 100 || withPolicy > 170 || withPolicy == without {
+		t.Errorf("mean download pipe rate %.1f Mbit/s with the policy (base 150), %.1f without; want the policy's bounds to steer it", withPolicy, without)
+	}
+	code, out, _ := runCLI(t, "sim", quick, "--controllers", "none", "--policy", "../../examples/links.d/starlink.toml")
+	if code != exitOK || !strings.Contains(out, "policy starlink (autorate)") {
+		t.Errorf("exit %d, header lacks the policy:\n%s", code, out)
+	}
+}
+
+func TestSimBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--link", "wifi", quick}, exitFailure, "unknown link model \"wifi\""},
+		{[]string{"--link", "dsl", "--trace", "x"}, exitUsage, "one of --link, --trace and --traces"},
+		{[]string{"--controllers", "magic", quick}, exitUsage, "unknown controller \"magic\""},
+		{[]string{"--queue", "2MB", quick}, exitUsage, "above dnctl's limit"},
+		{[]string{"--cc", "bbr", quick}, exitUsage, "unknown congestion control"},
+		{[]string{"--duration", "1s"}, exitUsage, "longer than the warm-up"},
+		{[]string{"--trace", "/no/such/file", quick}, exitFailure, "no such file"},
+		{[]string{"--loss", "0.5", quick}, exitFailure, "want DOWN,UP"},
+		{[]string{"--policy", "x.toml", quick}, exitConfig, "x.toml"},
+		{[]string{"--policy", "../../examples/links.d/starlink.toml", "--traces", "."}, exitUsage, "every trace takes its own"},
+		{[]string{"--phases", "ours", "--controllers", "none", quick}, exitUsage, "not among the controllers"},
+		{[]string{"extra"}, exitUsage, "unexpected argument"},
+	} {
+		code, _, errb := runCLI(t, append([]string{"sim"}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errb, tc.want) {
+			t.Errorf("sim %v: exit %d, stderr %q; want exit %d and %q", tc.args, code, errb, tc.code, tc.want)
+		}
+	}
+}

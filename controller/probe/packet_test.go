@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package probe
+
+import (
+	"bytes"
+	"encoding/hex"
+	"net/netip"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestMarshalTimestampIsTwentyBytesWithValidChecksum(t *testing.T) {
+	b := marshalTimestamp(0x1234, 7, 66954797)
+	if len(b) != 20 {
+		t.Fatalf("len %d, darwin accepts exactly 20", len(b))
+	}
+	if checksum(b) != 0 {
+		t.Errorf("checksum does not verify: % x", b)
+	}
+	want, _ := hex.DecodeString("0d00" + "0000" + "1234" + "0007" + "03fda62d" + "00000000" + "00000000")
+	copy(want[2:4], b[2:4])
+	if !bytes.Equal(b, want) {
+		t.Errorf("got % x\nwant % x", b, want)
+	}
+}
+
+func TestParseReply(t *testing.T) {
+	echo4 := marshalEcho(false, 0xbeef, 3, encodePayload(42, 9))
+	echo4[0] = typeEchoReply4
+	withIPHeader := append(append(make([]byte, 0, 40), 0x45, 0, 0, 36, 0, 0, 0, 0, 64, 1, 0, 0, 1, 1, 1, 1, 10, 0, 0, 2), echo4...)
+	ts := marshalTimestamp(0xbeef, 4, 1000)
+	ts[0] = typeTimestampReply4
+	copy(ts[12:], []byte{0, 0, 0x03, 0xf0, 0, 0, 0x03, 0xf1})
+	unreach := unreachableFor(netip.MustParseAddr("203.0.113.5"), marshalEcho(false, 0xbeef, 5, nil))
+	echo6 := marshalEcho(true, 0xbeef, 6, encodePayload(42, 10))
+	echo6[0] = typeEchoReply6
+
+	for _, tc := range []struct {
+		name string
+		v6   bool
+		b    []byte
+		want reply
+	}{
+		{"echo reply", false, echo4, reply{kind: replyEcho, id: 0xbeef, seq: 3}},
+		{"echo reply behind an IPv4 header (golang/go#47369)", false, withIPHeader, reply{kind: replyEcho, id: 0xbeef, seq: 3}},
+		{"timestamp reply", false, ts, reply{kind: replyTimestamp, id: 0xbeef, seq: 4, orig: 1000, recv: 1008, xmit: 1009}},
+		{"destination unreachable quoting an echo", false, unreach, reply{kind: replyUnreachable, id: 0xbeef, seq: 5, quotedDst: netip.MustParseAddr("203.0.113.5"), quotedEcho: true}},
+		{"echo request is not a reply", false, marshalEcho(false, 1, 1, nil), reply{}},
+		{"truncated", false, echo4[:5], reply{}},
+		{"short timestamp", false, ts[:12], reply{}},
+		{"ICMPv6 echo reply", true, echo6, reply{kind: replyEcho, id: 0xbeef, seq: 6}},
+		{"ICMPv4 type on a v6 socket", true, echo4, reply{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parseReply(tc.v6, tc.b)
+			got.payload = nil
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	r := parseReply(false, echo4)
+	if n, ext, ok := decodePayload(r.payload); !ok || n != 42 || ext != 9 {
+		t.Errorf("payload decodes to %d %d %v", n, ext, ok)
+	}
+	if _, _, ok := decodePayload([]byte("somebody else's ping payload")); ok {
+		t.Error("foreign payload decoded")
+	}
+}
+
+func TestOneWayDelays(t *testing.T) {
+	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name           string
+		sent, received time.Time
+		recv, xmit     uint32
+		up, down       time.Duration
+		ok             bool
+	}{
+		{"noon", day.Add(12 * time.Hour), day.Add(12*time.Hour + 40*time.Millisecond), 43_200_010, 43_200_010, 10 * time.Millisecond, 30 * time.Millisecond, true},
+		{"reflector already past midnight", day.Add(-5 * time.Millisecond), day.Add(35 * time.Millisecond), 5, 5, 10 * time.Millisecond, 30 * time.Millisecond, true},
+		{"we are past midnight, reflector is not", day.Add(2 * time.Millisecond), day.Add(42 * time.Millisecond), 86_399_990, 86_399_990, -12 * time.Millisecond, 52 * time.Millisecond, true},
+		{"non-standard bit", day, day, 1 << 31, 1 << 31, 0, 0, false},
+		{"out of range", day, day, msPerDay, 0, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up, down, ok := oneWayDelays(tc.sent, tc.received, tc.recv, tc.xmit)
+			if ok != tc.ok || up != tc.up || down != tc.down {
+				t.Errorf("got up=%v down=%v ok=%v, want %v %v %v", up, down, ok, tc.up, tc.down, tc.ok)
+			}
+		})
+	}
+}
+
+func FuzzParseReply(f *testing.F) {
+	echo := marshalEcho(false, 1, 2, encodePayload(3, 4))
+	echo[0] = typeEchoReply4
+	f.Add(false, echo)
+	f.Add(false, marshalTimestamp(1, 2, 3))
+	f.Add(false, unreachableFor(netip.MustParseAddr("192.0.2.1"), echo))
+	f.Add(true, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0x60, 0, 0, 0, 0, 8, 58, 64})
+	f.Add(false, []byte{0x45, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, v6 bool, b []byte) {
+		r := parseReply(v6, b)
+		if r.kind == replyEcho && len(r.payload) > len(b) {
+			t.Fatalf("payload longer than the packet")
+		}
+	})
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package autorate runs macake's production controller (package
+// controller) inside the simulator: `upstream` is the faithful port with
+// cake-autorate's defaults, `ours` the same controller with macake's
+// improvements switched on. The adapter gives the controller exactly what
+// the daemon would: reflector replies as echo RTTs (or ICMP-timestamp
+// one-way delays), interface byte and packet counters, and ticks; its
+// decisions go to the simulated dnctl.
+package autorate
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/sim"
+	"github.com/macake/macake/shape"
+)
+
+// Epoch is the wall-clock time of simulated time 0: the start of a
+// minute, so that Starlink's reconfigurations at seconds 12, 27, 42 and 57
+// fall where the link models put them.
+var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// UpstreamConfig is cake-autorate's configuration for a simulated link:
+// controller.DefaultConfig (upstream's defaults.sh, every improvement off)
+// with min/base/max from the link (benchmark.md §6.2: p5/p25/p95 of the
+// trace, or a policy's bounds).
+func UpstreamConfig(env *sim.Env) controller.Config {
+	cfg := controller.DefaultConfig()
+	set := func(dc *controller.DirectionConfig, b sim.Bounds) {
+		dc.Min, dc.Base, dc.Max = b.Min, b.Base, b.Max
+	}
+	set(&cfg.Download, env.Bounds[shape.Download])
+	set(&cfg.Upload, env.Bounds[shape.Upload])
+	// Upstream refuses an activity threshold above either minimum rate
+	// (autorate.md §9); traces whose p5 is below 2 Mbit/s need it lowered,
+	// as a user of such a link would have to.
+	cfg.ConnectionActive = min(cfg.ConnectionActive, cfg.Download.Min, cfg.Upload.Min)
+	return cfg
+}
+
+// OursConfig is macake's tuned controller: the upstream configuration with
+// the improvements that won in the simulator (docs/MEASUREMENTS.md).
+func OursConfig(env *sim.Env) controller.Config {
+	cfg := UpstreamConfig(env)
+	cfg.Improvements = OursImprovements
+	return cfg
+}
+
+// OursImprovements are the switches `ours` turns on: those that won on the
+// development traces without losing on any class (docs/MEASUREMENTS.md).
+// MeasuredInterval and ProbeLiveness tie in the simulator, which has no
+// timer jitter and no dying prober; they fix real failure modes and stay.
+// BaseRecovery helped the built-in links but not the traces, so it is off.
+var OursImprovements = controller.Improvements{
+	MeasuredInterval: true,
+	ProbeLiveness:    true,
+	CutToAchieved:    true,
+	FastRecovery:     true,
+}
+
+// Factory runs the production controller with the configuration build
+// returns for each run.
+func Factory(build func(env *sim.Env) controller.Config) sim.Factory {
+	return func(env *sim.Env) (sim.Controller, error) {
+		cfg := build(env)
+		rng := rand.New(rand.NewPCG(env.Seed, 0x6175746f72617465))
+		c, err := controller.New(cfg, rng)
+		if err != nil {
+			return nil, err
+		}
+		return &adapter{c: c}, nil
+	}
+}
+
+// Arms returns the two autorate arms by name.
+func Arms() map[string]sim.Factory {
+	return map[string]sim.Factory{
+		"upstream": Factory(UpstreamConfig),
+		"ours":     Factory(OursConfig),
+	}
+}
+
+// Variant parses "upstream+A+B" or "ours-A" into a factory: the named arm
+// with improvement switches A, B (field names of controller.Improvements)
+// turned on (+) or off (−). It is how a single change is measured against
+// the faithful port.
+func Variant(name string) (sim.Factory, error) {
+	i := strings.IndexAny(name, "+-")
+	if i < 0 {
+		return nil, fmt.Errorf("%q is not a variant (want upstream+Switch or ours-Switch)", name)
+	}
+	var build func(*sim.Env) controller.Config
+	switch name[:i] {
+	case "upstream":
+		build = UpstreamConfig
+	case "ours":
+		build = OursConfig
+	default:
+		return nil, fmt.Errorf("variant %q: want it to start with upstream or ours", name)
+	}
+	type change struct {
+		field string
+		on    bool
+	}
+	var changes []change
+	rest := name[i:]
+	for rest != "" {
+		on := rest[0] == '+'
+		rest = rest[1:]
+		j := strings.IndexAny(rest, "+-")
+		if j < 0 {
+			j = len(rest)
+		}
+		field := rest[:j]
+		rest = rest[j:]
+		f := reflect.ValueOf(controller.Improvements{}).FieldByName(field)
+		if !f.IsValid() || f.Kind() != reflect.Bool {
+			return nil, fmt.Errorf("variant %q: no improvement switch %q; switches: %s", name, field, strings.Join(Switches(), ", "))
+		}
+		changes = append(changes, change{field, on})
+	}
+	return Factory(func(env *sim.Env) controller.Config {
+		cfg := build(env)
+		v := reflect.ValueOf(&cfg.Improvements).Elem()
+		for _, c := range changes {
+			v.FieldByName(c.field).SetBool(c.on)
+		}
+		return cfg
+	}), nil
+}
+
+// Switches lists the improvement switches of the controller.
+func Switches() []string {
+	t := reflect.TypeOf(controller.Improvements{})
+	var out []string
+	for i := range t.NumField() {
+		if t.Field(i).Type.Kind() == reflect.Bool {
+			out = append(out, t.Field(i).Name)
+		}
+	}
+	return out
+}
+
+// adapter is the daemon's side of the loop, in the simulator.
+type adapter struct {
+	c    *controller.Controller
+	act  sim.Actuator
+	refl []netip.Addr
+}
+
+func at(t time.Duration) time.Time { return Epoch.Add(t) }
+
+func (a *adapter) Start(now time.Duration, act sim.Actuator) {
+	a.act = act
+	out := a.c.Start(at(now))
+	a.do(&out)
+}
+
+// Delay maps the simulator's reflector slot to the address the controller
+// has in that slot now (the daemon probes the controller's active
+// reflectors) and hands over the reply.
+func (a *adapter) Delay(s sim.DelaySample) {
+	a.refl = a.c.ActiveReflectors(a.refl[:0])
+	if s.Reflector < 0 || s.Reflector >= len(a.refl) {
+		return
+	}
+	addr := a.refl[s.Reflector]
+	ds := controller.RTTSample(addr, at(s.At), s.RTT)
+	if s.HasOWD {
+		ds = controller.DelaySample{Reflector: addr, At: at(s.At), DownOWD: s.DownOWD, UpOWD: s.UpOWD, Method: controller.ICMPTimestamp}
+	}
+	out := a.c.Delay(at(s.At), ds)
+	a.do(&out)
+}
+
+func (a *adapter) Load(s sim.LoadSample) {
+	out := a.c.Load(at(s.At), controller.LoadSample{
+		At: at(s.At), RxBytes: s.RxBytes, TxBytes: s.TxBytes, RxPackets: s.RxPackets, TxPackets: s.TxPackets,
+	})
+	a.do(&out)
+}
+
+func (a *adapter) Tick(now time.Duration) {
+	out := a.c.Tick(at(now))
+	a.do(&out)
+}
+
+// do applies the decisions; the simulated dnctl never fails.
+func (a *adapter) do(out *controller.Output) {
+	for _, d := range out.Decisions() {
+		a.act.SetRate(d.Direction, d.Rate)
+		a.c.ReportApply(d.Direction, nil)
+	}
+}
+
+// ProbesPaused is true while the controller sleeps: the daemon stops probing.
+func (a *adapter) ProbesPaused() bool { return a.c.ProbingPaused() }
+
+// MonitorInterval is the counter period the controller asks for.
+func (a *adapter) MonitorInterval() time.Duration { return a.c.MonitorInterval() }

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/macake/macake/shape"
+)
+
+// Controller decides the pipes' rates from what macake's daemon sees on a
+// Mac, and nothing else: the replies to its own probes (which are exempt
+// from the pipes, so they see the bottleneck's queue but not the pipe's),
+// the interface byte counters, and the passing of time. Times are durations
+// since the start of the run.
+type Controller interface {
+	// Start is called once, before any sample; rates set here are applied
+	// at once, as `macake apply` would before the daemon starts steering.
+	Start(now time.Duration, pipes Actuator)
+	// Delay delivers one reflector reply.
+	Delay(s DelaySample)
+	// Load delivers the interface byte counters (every 200 ms by default).
+	Load(s LoadSample)
+	// Tick lets time-driven logic run between samples (every 10 ms).
+	Tick(now time.Duration)
+}
+
+// Actuator sets a pipe's rate, the way the daemon's `dnctl pipe N config`
+// does: the change takes effect after the actuation delay, the rate is
+// truncated to whole kbit/s, the queue is resized by the run's queue rule,
+// and the packets already queued stay. A rate of 0 removes shaping.
+type Actuator interface {
+	SetRate(d shape.Direction, bitsPerSecond int64)
+}
+
+// DelaySample is one reflector reply as the daemon's prober reports it.
+type DelaySample struct {
+	Reflector int
+	// Sent and At are when the probe left and when its reply arrived.
+	Sent, At time.Duration
+	// RTT is At − Sent.
+	RTT time.Duration
+	// HasOWD is set when the prober uses ICMP timestamps: then UpOWD and
+	// DownOWD are the one-way delays in whole milliseconds, including the
+	// reflector's unknown clock offset (only their changes mean anything).
+	HasOWD         bool
+	UpOWD, DownOWD time.Duration
+}
+
+// LoadSample is a reading of the shaped interface's byte counters. On a Mac
+// the receive counter counts download bytes as they arrive from the link,
+// before the download pipe (dummynet "in" runs after the interface counts),
+// and the transmit counter counts upload bytes after the upload pipe.
+type LoadSample struct {
+	At                   time.Duration
+	RxBytes, TxBytes     uint64
+	RxPackets, TxPackets uint64
+}
+
+// Env is what a controller factory may know about a run before it starts:
+// the rate bounds a user would configure and the idle baseline a
+// `macake measure` would find. Capacity is the true capacity and is only for
+// the oracle baselines.
+type Env struct {
+	Link *Link
+	// Bounds are min/base/max per direction from the trace, as
+	// benchmark.md §6.2 prescribes for the cake-autorate baseline:
+	// min = p5, base = p25, max = p95 of the 1-s capacity, floored.
+	Bounds [2]Bounds
+	// Mean is the trace's mean capacity per direction, bit/s.
+	Mean [2]float64
+	// P5 is the 5th percentile of 1-s capacity per direction, bit/s.
+	P5 [2]float64
+	// IdleRTT is the smallest base RTT of the path.
+	IdleRTT time.Duration
+	// Capacity returns the true capacity of direction d in the 100 ms bin
+	// that contains t, in bit/s. Only oracles may use it.
+	Capacity func(d shape.Direction, t time.Duration) int64
+	// Seed is the run's seed.
+	Seed uint64
+}
+
+// Bounds are a controller's rate limits for one direction, in bit/s.
+type Bounds struct {
+	Min, Base, Max int64
+}
+
+// Factory builds a controller for one run.
+type Factory func(env *Env) (Controller, error)
+
+// MinRate is the floor of every rate the baselines derive from a trace: a
+// dummynet pipe at 0 would mean "unlimited", and a percentile of a trace
+// with outages can be 0.
+const MinRate = 64_000
+
+func floorRate(r float64) int64 {
+	if math.IsNaN(r) || r < MinRate {
+		return MinRate
+	}
+	return int64(r)
+}
+
+// ProbePauser is implemented by controllers that stop probing (a sleeping
+// cake-autorate): while ProbesPaused is true the daemon sends no probes.
+type ProbePauser interface{ ProbesPaused() bool }
+
+// Monitor is implemented by controllers that want the byte counters at
+// another period than Options.LoadInterval (cake-autorate floors it at low
+// rates); it is asked once, after Start.
+type Monitor interface{ MonitorInterval() time.Duration }
+
+// immediate marks controllers whose decisions bypass the actuation delay
+// (the oracles: their lag is their own parameter).
+type immediate interface{ immediateActuation() bool }
+
+// Baselines lists the built-in baselines by name, in table order.
+var Baselines = []string{"none", "fixed", "fixed-p5", "oracle", "oracle-lag0.1", "oracle-lag0.5", "oracle-lag1"}
+
+// Baseline returns the factory of a built-in baseline.
+func Baseline(name string) (Factory, error) {
+	switch name {
+	case "none":
+		return func(*Env) (Controller, error) { return noShaping{}, nil }, nil
+	case "fixed":
+		return func(env *Env) (Controller, error) {
+			return &fixed{rate: [2]int64{floorRate(0.95 * env.Mean[0]), floorRate(0.95 * env.Mean[1])}}, nil
+		}, nil
+	case "fixed-p5":
+		return func(env *Env) (Controller, error) {
+			return &fixed{rate: [2]int64{floorRate(env.P5[0]), floorRate(env.P5[1])}}, nil
+		}, nil
+	case "oracle":
+		return oracleFactory(0), nil
+	case "oracle-lag0.1":
+		return oracleFactory(100 * time.Millisecond), nil
+	case "oracle-lag0.5":
+		return oracleFactory(500 * time.Millisecond), nil
+	case "oracle-lag1":
+		return oracleFactory(time.Second), nil
+	}
+	return nil, fmt.Errorf("unknown baseline %q", name)
+}
+
+// noShaping is the `none` baseline: no pipe at all.
+type noShaping struct{}
+
+func (noShaping) Start(time.Duration, Actuator) {}
+func (noShaping) Delay(DelaySample)             {}
+func (noShaping) Load(LoadSample)               {}
+func (noShaping) Tick(time.Duration)            {}
+
+// fixed shapes each direction at a constant rate.
+type fixed struct{ rate [2]int64 }
+
+func (f *fixed) Start(_ time.Duration, a Actuator) {
+	for _, d := range shape.Directions {
+		a.SetRate(d, f.rate[d])
+	}
+}
+func (f *fixed) Delay(DelaySample)  {}
+func (f *fixed) Load(LoadSample)    {}
+func (f *fixed) Tick(time.Duration) {}
+
+// oracle sets 0.95·C(t − lag) every 100 ms: a perfect estimator with a
+// given loop delay, the unreachable corner of the trade-off.
+type oracle struct {
+	lag  time.Duration
+	cap  func(shape.Direction, time.Duration) int64
+	a    Actuator
+	last int64
+}
+
+func oracleFactory(lag time.Duration) Factory {
+	return func(env *Env) (Controller, error) {
+		if env.Capacity == nil {
+			return nil, fmt.Errorf("oracle: no capacity function")
+		}
+		return &oracle{lag: lag, cap: env.Capacity, last: -1}, nil
+	}
+}
+
+func (o *oracle) immediateActuation() bool { return true }
+
+func (o *oracle) Start(now time.Duration, a Actuator) {
+	o.a = a
+	o.Tick(now)
+}
+
+func (o *oracle) Tick(now time.Duration) {
+	seen := now - o.lag
+	if seen < 0 {
+		seen = 0
+	}
+	bin := int64(seen / (100 * time.Millisecond))
+	if bin == o.last {
+		return
+	}
+	o.last = bin
+	for _, d := range shape.Directions {
+		o.a.SetRate(d, floorRate(0.95*float64(o.cap(d, seen))))
+	}
+}
+
+func (o *oracle) Delay(DelaySample) {}
+func (o *oracle) Load(LoadSample)   {}

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sim
+
+import (
+	"sort"
+	"time"
+
+	"github.com/macake/macake/controller/sim/trace"
+	"github.com/macake/macake/shape"
+)
+
+// ScoreReference is the delay at which the score halves (benchmark.md
+// §4.2: Score = U/(1 + D95/30 ms)).
+const ScoreReference = 30 * time.Millisecond
+
+// Score is benchmark.md's figure of merit: utilisation discounted by the
+// 95th-percentile added delay.
+func Score(u float64, d95 time.Duration) float64 {
+	return u / (1 + d95.Seconds()/ScoreReference.Seconds())
+}
+
+// Result is what one run measured.
+type Result struct {
+	// Controller is the arm's name (set by RunAll).
+	Controller string        `json:"controller"`
+	Link       string        `json:"link"`
+	Class      string        `json:"class"`
+	Seed       uint64        `json:"seed"`
+	Offset     time.Duration `json:"offset_ns"`
+	Duration   time.Duration `json:"duration_ns"`
+	// Dir holds the per-direction metrics, indexed by shape.Direction.
+	Dir [2]DirResult `json:"-"`
+	// Upload and Download repeat Dir for JSON.
+	Upload   *DirResult `json:"upload"`
+	Download *DirResult `json:"download"`
+	// RTT50 and RTT90 are the added round-trip delay (both legs, as a
+	// ping sees it) over the loaded intervals, ms.
+	RTT50 float64 `json:"rtt_added_p50_ms"`
+	RTT90 float64 `json:"rtt_added_p90_ms"`
+	// Phases, for off/on/off runs, has one entry per phase.
+	Phases []Phase `json:"phases,omitempty"`
+	// Series is the per-100-ms time series, when asked for.
+	Series *Series `json:"series,omitempty"`
+}
+
+// DirResult are the metrics of one direction (benchmark.md §4.1). Delays
+// are added one-way delays from the measurement probe against the model's
+// true base delay, in ms, over the loaded intervals (after the warm-up).
+type DirResult struct {
+	// Loaded is set when the direction carried bulk flows; U, Score and
+	// the recovery times only mean something then.
+	Loaded bool `json:"loaded"`
+	// U is delivered bits / capacity bits over the loaded intervals.
+	U float64 `json:"u"`
+	// Goodput is the flows' unique payload delivered, Mbit/s.
+	Goodput float64 `json:"goodput_mbit"`
+	// Capacity is the mean capacity over the loaded intervals, Mbit/s.
+	Capacity float64 `json:"capacity_mbit"`
+	// MeanRate is the mean pipe rate, Mbit/s (0 when unshaped).
+	MeanRate float64 `json:"mean_rate_mbit"`
+	D50      float64 `json:"d50_ms"`
+	D95      float64 `json:"d95_ms"`
+	D99      float64 `json:"d99_ms"`
+	Score    float64 `json:"score"`
+	// RecoverDrop is the time until added delay is back below 20 ms after
+	// each ≥ 30 % capacity drop within 1 s; RecoverRise the time until the
+	// pipe rate reaches 0.8·C after each ≥ 30 % rise. Median and p90 in s;
+	// Events counts the events, Unrecovered those that never recovered.
+	RecoverDrop Recovery `json:"recover_drop"`
+	RecoverRise Recovery `json:"recover_rise"`
+	// B100 is seconds per minute with added delay above 100 ms.
+	B100 float64 `json:"b100_s_per_min"`
+	// RateChanges is applied pipe-rate changes per minute.
+	RateChanges float64 `json:"rate_changes_per_min"`
+	// BottleneckLoss and PipeLoss are the shares of packets dropped there.
+	BottleneckLoss float64 `json:"bottleneck_loss"`
+	PipeLoss       float64 `json:"pipe_loss"`
+	// ProbeLoss is the share of measurement probes that never came back.
+	ProbeLoss float64 `json:"probe_loss"`
+	// Retransmits and Timeouts of the direction's flows.
+	Retransmits int64 `json:"retransmits"`
+	Timeouts    int64 `json:"timeouts"`
+}
+
+// Recovery summarises recovery times over events.
+type Recovery struct {
+	Events      int     `json:"events"`
+	Unrecovered int     `json:"unrecovered"`
+	Median      float64 `json:"median_s"`
+	P90         float64 `json:"p90_s"`
+}
+
+// Phase is one phase of an off/on/off run.
+type Phase struct {
+	Name string `json:"name"`
+	// Goodput is the loaded directions' payload throughput, Mbit/s.
+	Goodput [2]float64 `json:"goodput_mbit"`
+	// RTT50 and RTT90 are the added round-trip delay percentiles, ms.
+	RTT50 float64 `json:"rtt_added_p50_ms"`
+	RTT90 float64 `json:"rtt_added_p90_ms"`
+}
+
+// Series is a run's time series in 100 ms bins, for plots. Rates in bit/s,
+// delays in ms (−1 where no probe came back).
+type Series struct {
+	Bin      time.Duration `json:"bin_ns"`
+	Capacity [2][]float64  `json:"capacity"`
+	Rate     [2][]float64  `json:"rate"`
+	Through  [2][]float64  `json:"throughput"`
+	Delay    [2][]float64  `json:"added_delay_p50"`
+	DelayMax [2][]float64  `json:"added_delay_max"`
+}
+
+type probeSample struct {
+	t     int64
+	added int64
+}
+
+// recorder collects what the metrics need while a run goes.
+type recorder struct {
+	nbins     int
+	capBits   [2][]int64
+	delivered [2][]int64
+	goodSegs  [2][]int64
+	rate      [2][]int64
+	curRate   [2]int64
+	changes   [2]int
+	lastGood  [2]int64
+
+	samples  [2][]probeSample
+	rtt      []probeSample
+	measures int32
+	upBack   int
+}
+
+func newRecorder(e *engine) *recorder {
+	r := &recorder{}
+	r.nbins = int((e.opt.Duration + binWidth - 1) / binWidth)
+	for _, d := range shape.Directions {
+		r.capBits[d] = capacityBins(e.link.Capacity[d], e.opt.Offset, e.opt.Duration, binWidth)
+		r.delivered[d] = make([]int64, r.nbins)
+		r.goodSegs[d] = make([]int64, r.nbins)
+		r.rate[d] = make([]int64, r.nbins)
+	}
+	n := int(e.opt.Duration / e.opt.MeasureInterval)
+	r.samples[0] = make([]probeSample, 0, n)
+	r.samples[1] = make([]probeSample, 0, n)
+	r.rtt = make([]probeSample, 0, n)
+	return r
+}
+
+func (r *recorder) deliver(d shape.Direction, now int64, size int32) {
+	b := int(now / int64(binWidth))
+	if b < r.nbins {
+		r.delivered[d][b] += int64(size) * 8
+	}
+}
+
+func (r *recorder) measureSent() int32 {
+	r.measures++
+	return r.measures
+}
+
+func (r *recorder) measureUp(sent, added int64) {
+	r.samples[shape.Upload] = append(r.samples[shape.Upload], probeSample{sent, added})
+}
+
+func (r *recorder) measureDown(p packet, now int64) {
+	down := now - p.echo - p.base
+	r.samples[shape.Download] = append(r.samples[shape.Download], probeSample{p.echo, down})
+	r.rtt = append(r.rtt, probeSample{p.sent, p.aux + down})
+	r.upBack++
+}
+
+func (r *recorder) rateChanged(d shape.Direction, rate int64) {
+	r.curRate[d] = rate
+	r.changes[d]++
+}
+
+// tick closes a bin every 100 ms.
+func (r *recorder) tick(e *engine) {
+	if (e.now+int64(time.Millisecond))%int64(binWidth) != 0 {
+		return
+	}
+	b := int(e.now / int64(binWidth))
+	if b >= r.nbins {
+		return
+	}
+	for _, d := range shape.Directions {
+		r.rate[d][b] = r.curRate[d]
+		var segs int64
+		for _, f := range e.flows {
+			if f.dir == d {
+				segs += f.rcv.delivered
+			}
+		}
+		r.goodSegs[d][b] = segs - r.lastGood[d]
+		r.lastGood[d] = segs
+	}
+}
+
+// result computes the metrics of a finished run.
+func (r *recorder) result(e *engine) *Result {
+	res := &Result{
+		Link: e.link.Name, Class: e.link.Class, Seed: e.opt.Seed,
+		Offset: e.opt.Offset, Duration: e.opt.Duration,
+	}
+	warm := int64(e.opt.Warmup)
+	firstBin := int(warm / int64(binWidth))
+	for _, d := range shape.Directions {
+		dr := &res.Dir[d]
+		dr.Loaded = e.opt.Flows[d] > 0
+		var capBits, delBits, good, rateSum float64
+		bins := 0
+		for b := firstBin; b < r.nbins; b++ {
+			capBits += float64(r.capBits[d][b])
+			delBits += float64(r.delivered[d][b])
+			good += float64(r.goodSegs[d][b])
+			rateSum += float64(r.rate[d][b])
+			bins++
+		}
+		secs := float64(bins) * binWidth.Seconds()
+		if capBits > 0 {
+			dr.U = delBits / capBits
+		}
+		if secs > 0 {
+			dr.Goodput = float64(good*mssBytes*8) / secs / 1e6
+			dr.Capacity = capBits / secs / 1e6
+			dr.MeanRate = rateSum / float64(bins) / 1e6
+		}
+		added := loadedDelays(r.samples[d], warm)
+		dr.D50 = trace.Percentile(added, 50)
+		dr.D95 = trace.Percentile(added, 95)
+		dr.D99 = trace.Percentile(added, 99)
+		if dr.Loaded {
+			dr.Score = Score(dr.U, time.Duration(dr.D95*float64(time.Millisecond)))
+		}
+		var over float64
+		for _, a := range added {
+			if a > 100 {
+				over++
+			}
+		}
+		if len(added) > 0 {
+			dr.B100 = over / float64(len(added)) * 60
+		}
+		minutes := e.opt.Duration.Minutes()
+		dr.RateChanges = float64(r.changes[d]) / minutes
+		var sent, retx, tos int64
+		for _, f := range e.flows {
+			if f.dir == d {
+				sent += int64(f.snd.sndNxt) + f.snd.retransmits
+				retx += f.snd.retransmits
+				tos += f.snd.timeouts
+			}
+		}
+		dr.Retransmits, dr.Timeouts = retx, tos
+		if sent > 0 {
+			dr.BottleneckLoss = float64(e.bns[d].drops+e.bns[d].lost) / float64(sent)
+			dr.PipeLoss = float64(e.pipes[d].drops) / float64(sent)
+		}
+		if r.measures > 0 {
+			got := len(r.samples[d])
+			if d == shape.Download {
+				got = r.upBack
+			}
+			dr.ProbeLoss = 1 - float64(got)/float64(r.measures)
+			if dr.ProbeLoss < 0 {
+				dr.ProbeLoss = 0
+			}
+		}
+		if dr.Loaded {
+			dr.RecoverDrop, dr.RecoverRise = r.recoveries(e, d)
+		}
+	}
+	rtt := loadedDelays(r.rtt, warm)
+	res.RTT50 = trace.Percentile(rtt, 50)
+	res.RTT90 = trace.Percentile(rtt, 90)
+	res.Upload, res.Download = &res.Dir[shape.Upload], &res.Dir[shape.Download]
+	if ph := e.opt.Phases; ph[1] != 0 {
+		res.Phases = r.phases(e)
+	}
+	if e.opt.Series {
+		res.Series = r.series()
+	}
+	return res
+}
+
+// loadedDelays returns the added delays (ms, ascending) of samples sent
+// after the warm-up.
+func loadedDelays(s []probeSample, from int64) []float64 {
+	out := make([]float64, 0, len(s))
+	for _, p := range s {
+		if p.t >= from {
+			out = append(out, float64(p.added)/1e6)
+		}
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// recoveries finds the ≥ 30 % capacity drops and rises between 1-s bins and
+// measures the recovery after each.
+func (r *recorder) recoveries(e *engine, d shape.Direction) (drop, rise Recovery) {
+	per := int(time.Second / binWidth)
+	secs := r.nbins / per
+	cap1s := make([]float64, secs)
+	for s := range secs {
+		for b := s * per; b < (s+1)*per; b++ {
+			cap1s[s] += float64(r.capBits[d][b])
+		}
+	}
+	samples := r.samples[d]
+	end := int64(e.opt.Duration)
+	var drops, rises []float64
+	for s := 1; s < secs; s++ {
+		t0 := int64(s) * int64(time.Second)
+		if t0 < int64(e.opt.Warmup) || cap1s[s-1] <= 0 {
+			continue
+		}
+		switch {
+		case cap1s[s] <= 0.7*cap1s[s-1]:
+			drop.Events++
+			if t, ok := delayRecovery(samples, t0, end); ok {
+				drops = append(drops, t)
+			} else {
+				drop.Unrecovered++
+			}
+		case cap1s[s] >= 1.3*cap1s[s-1]:
+			rise.Events++
+			target := 0.8 * cap1s[s]
+			found := false
+			for b := s * per; b < r.nbins; b++ {
+				if rt := r.rate[d][b]; rt == 0 || float64(rt) >= target {
+					rises = append(rises, float64(int64(b)*int64(binWidth)-t0)/1e9)
+					found = true
+					break
+				}
+			}
+			if !found {
+				rise.Unrecovered++
+			}
+		}
+	}
+	summarise := func(rec *Recovery, v []float64) {
+		sort.Float64s(v)
+		rec.Median = trace.Percentile(v, 50)
+		rec.P90 = trace.Percentile(v, 90)
+	}
+	summarise(&drop, drops)
+	summarise(&rise, rises)
+	return drop, rise
+}
+
+// delayRecovery returns the time from t0 until the added delay stays below
+// 20 ms for 500 ms.
+func delayRecovery(s []probeSample, t0, end int64) (float64, bool) {
+	const hold = int64(500 * time.Millisecond)
+	const limit = int64(20 * time.Millisecond)
+	i := sort.Search(len(s), func(i int) bool { return s[i].t >= t0 })
+	start := int64(-1)
+	for ; i < len(s); i++ {
+		if s[i].added >= limit {
+			start = -1
+			continue
+		}
+		if start < 0 {
+			start = s[i].t
+		}
+		if s[i].t-start >= hold {
+			return float64(start-t0) / 1e9, true
+		}
+	}
+	if start >= 0 && end-start >= hold {
+		return float64(start-t0) / 1e9, true
+	}
+	return 0, false
+}
+
+func (r *recorder) phases(e *engine) []Phase {
+	ph := e.opt.Phases
+	bounds := [4]int64{int64(e.opt.Warmup), int64(ph[0]), int64(ph[1]), int64(e.opt.Duration)}
+	names := [3]string{"off", "on", "off again"}
+	out := make([]Phase, 3)
+	for i := range 3 {
+		from, to := bounds[i], bounds[i+1]
+		out[i].Name = names[i]
+		var rtt []float64
+		for _, p := range r.rtt {
+			if p.t >= from && p.t < to {
+				rtt = append(rtt, float64(p.added)/1e6)
+			}
+		}
+		sort.Float64s(rtt)
+		out[i].RTT50 = trace.Percentile(rtt, 50)
+		out[i].RTT90 = trace.Percentile(rtt, 90)
+		for _, d := range shape.Directions {
+			var segs int64
+			b0, b1 := int(from/int64(binWidth)), int(to/int64(binWidth))
+			for b := b0; b < b1 && b < r.nbins; b++ {
+				segs += r.goodSegs[d][b]
+			}
+			if secs := float64(to-from) / 1e9; secs > 0 {
+				out[i].Goodput[d] = float64(segs*mssBytes*8) / secs / 1e6
+			}
+		}
+	}
+	return out
+}
+
+func (r *recorder) series() *Series {
+	s := &Series{Bin: binWidth}
+	scale := float64(time.Second / binWidth)
+	for _, d := range shape.Directions {
+		s.Capacity[d] = make([]float64, r.nbins)
+		s.Rate[d] = make([]float64, r.nbins)
+		s.Through[d] = make([]float64, r.nbins)
+		s.Delay[d] = make([]float64, r.nbins)
+		s.DelayMax[d] = make([]float64, r.nbins)
+		for b := range r.nbins {
+			s.Capacity[d][b] = float64(r.capBits[d][b]) * scale
+			s.Rate[d][b] = float64(r.rate[d][b])
+			s.Through[d][b] = float64(r.delivered[d][b]) * scale
+		}
+		byBin := make([][]float64, r.nbins)
+		for _, p := range r.samples[d] {
+			b := int(p.t / int64(binWidth))
+			if b < r.nbins {
+				byBin[b] = append(byBin[b], float64(p.added)/1e6)
+			}
+		}
+		for b, v := range byBin {
+			if len(v) == 0 {
+				s.Delay[d][b], s.DelayMax[d][b] = -1, -1
+				continue
+			}
+			sort.Float64s(v)
+			s.Delay[d][b] = trace.Percentile(v, 50)
+			s.DelayMax[d][b] = v[len(v)-1]
+		}
+	}
+	return s
+}

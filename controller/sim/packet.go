@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package sim
+
+// Packet sizes on the wire, in IP bytes (what dummynet and the interface
+// counters count; link-layer framing is left out throughout).
+const (
+	dataBytes    = 1500 // a full-sized TCP segment
+	mssBytes     = 1448 // its payload: 1500 − 20 (IP) − 32 (TCP with timestamps)
+	ackBytes     = 52   // IP + TCP with timestamps
+	sackAckBytes = 64   // the same with one SACK block
+	probeBytes   = 84   // ICMP echo: IP 20 + ICMP 8 + 56 bytes payload
+)
+
+type packetKind uint8
+
+const (
+	kindData    packetKind = iota // TCP segment of a bulk flow
+	kindAck                       // TCP acknowledgement
+	kindProbe                     // controller probe to a reflector (exempt from the pipes)
+	kindMeasure                   // the independent measurement probe (not exempt)
+)
+
+// packet is one IP packet in flight. It is a value: queues copy it.
+type packet struct {
+	kind  packetKind
+	reply bool  // probes: the echo reply on its way back
+	size  int32 // bytes on the wire
+	flow  int32 // data/ack: flow index; probe: reflector index
+	seq   int32 // data: segment number; ack: cumulative ack (next expected); probe: sequence
+	sack  int32 // ack: the segment above the cumulative ack that triggered it, or -1
+
+	sent int64 // data: transmission time (echoed by the ack); probe: send time
+	echo int64 // ack: the echoed transmission time; probe: time at the far end
+	base int64 // measurement probe: sum of the propagation delays it met (true base delay)
+	aux  int64 // measurement probe: added delay of the upward leg
+	left int32 // bytes still to be served at the bottleneck (partial service)
+}

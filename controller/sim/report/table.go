@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package report renders simulator results for people: aligned text tables
+// (the side-by-side comparison, the drift-controlled off/on/off phases, the
+// trace benchmark) and an SVG of rates, capacity and added delay over time.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/macake/macake/controller/sim"
+	"github.com/macake/macake/shape"
+)
+
+// Table is a small aligned text table: the first column left-aligned, the
+// others right-aligned.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// Add appends a row.
+func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
+
+// Write prints the table with two spaces between columns.
+func (t *Table) Write(w io.Writer) {
+	width := make([]int, len(t.Header))
+	for i, h := range t.Header {
+		width[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range t.Rows {
+		for i, c := range r {
+			if i < len(width) && utf8.RuneCountInString(c) > width[i] {
+				width[i] = utf8.RuneCountInString(c)
+			}
+		}
+	}
+	line := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			if i >= len(width) {
+				break
+			}
+			pad := strings.Repeat(" ", width[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.Header)
+	for _, r := range t.Rows {
+		line(r)
+	}
+}
+
+// Comparison prints one table per loaded direction: every controller of
+// the run side by side (benchmark.md §4.1 metrics and the §4.2 score).
+func Comparison(w io.Writer, results []*sim.Result) {
+	if len(results) == 0 {
+		return
+	}
+	for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+		if !results[0].Dir[d].Loaded {
+			continue
+		}
+		fmt.Fprintf(w, "%s (mean capacity %s over the measured %s):\n", d, mbit(results[0].Dir[d].Capacity),
+			measured(results[0]))
+		t := Table{Header: []string{"controller", "U", "goodput", "rate", "D50", "D95", "D99", ">100ms", "recover", "changes", "score"}}
+		for _, r := range results {
+			x := r.Dir[d]
+			rate := "—"
+			if x.MeanRate > 0 {
+				rate = fmt.Sprintf("%.1f", x.MeanRate)
+			}
+			rec := "—"
+			switch rd := x.RecoverDrop; {
+			case rd.Events > 0 && rd.Unrecovered == rd.Events:
+				rec = fmt.Sprintf("never (%d✗)", rd.Unrecovered)
+			case rd.Events > 0:
+				rec = fmt.Sprintf("%.1fs", rd.Median)
+				if rd.Unrecovered > 0 {
+					rec += fmt.Sprintf(" (%d✗)", rd.Unrecovered)
+				}
+			}
+			t.Add(r.Controller, fmt.Sprintf("%.3f", x.U), fmt.Sprintf("%.1f", x.Goodput), rate,
+				ms(x.D50), ms(x.D95), ms(x.D99), fmt.Sprintf("%.1fs", x.B100), rec,
+				fmt.Sprintf("%.0f", x.RateChanges), fmt.Sprintf("%.3f", x.Score))
+		}
+		t.Write(w)
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way")
+	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms; >100ms: seconds per")
+	fmt.Fprintln(w, "minute above 100 ms; recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops")
+	fmt.Fprintln(w, "not recovered before the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms).")
+}
+
+func measured(r *sim.Result) string {
+	return fmt.Sprintf("%.0f s", r.Duration.Seconds())
+}
+
+// Phases prints the drift-controlled off/on/off table of one run, as MaCake
+// reports its Starlink result (benchmark.md §2.1).
+func Phases(w io.Writer, controller string, r *sim.Result) {
+	if len(r.Phases) != 3 {
+		return
+	}
+	fmt.Fprintf(w, "Drift-controlled off / on / off (%s shaping only in the middle %.0f s of one continuous %.0f s run):\n",
+		controller, (r.Duration / 3).Seconds(), r.Duration.Seconds())
+	t := Table{Header: []string{"phase", "download", "upload", "added median", "added p90"}}
+	for _, p := range r.Phases {
+		t.Add(p.Name, mbit(p.Goodput[shape.Download]), mbit(p.Goodput[shape.Upload]),
+			fmt.Sprintf("+%.1f ms", p.RTT50), fmt.Sprintf("+%.1f ms", p.RTT90))
+	}
+	t.Write(w)
+	off1, on, off2 := r.Phases[0], r.Phases[1], r.Phases[2]
+	offDown := (off1.Goodput[shape.Download] + off2.Goodput[shape.Download]) / 2
+	offUp := (off1.Goodput[shape.Upload] + off2.Goodput[shape.Upload]) / 2
+	off50 := (off1.RTT50 + off2.RTT50) / 2
+	off90 := (off1.RTT90 + off2.RTT90) / 2
+	var parts []string
+	if offDown > 0 {
+		parts = append(parts, fmt.Sprintf("%.1f %% of the download", 100*on.Goodput[shape.Download]/offDown))
+	}
+	if offUp > 0 {
+		parts = append(parts, fmt.Sprintf("%.1f %% of the upload", 100*on.Goodput[shape.Upload]/offUp))
+	}
+	fmt.Fprintf(w, "on vs the mean of the off phases: %s kept; added median %s, p90 %s.\n",
+		strings.Join(parts, ", "), change(on.RTT50, off50), change(on.RTT90, off90))
+	fmt.Fprintf(w, "Drift between the off phases: %+.1f Mbit/s download, %+.1f ms median.\n",
+		off2.Goodput[shape.Download]-off1.Goodput[shape.Download], off2.RTT50-off1.RTT50)
+	fmt.Fprintln(w, "Added delay here is round-trip (as a ping sees it), against the path's true base RTT.")
+}
+
+func change(now, before float64) string {
+	if before <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f %%", 100*(now-before)/before)
+}
+
+func mbit(v float64) string { return fmt.Sprintf("%.1f Mbit/s", v) }
+
+func ms(v float64) string {
+	switch {
+	case v >= 1000:
+		return fmt.Sprintf("%.2fs", v/1000)
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
+}

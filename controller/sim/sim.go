@@ -1,0 +1,847 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package sim is macake's link simulator and benchmark harness: a
+// deterministic, packet-level replay of a bloated bottleneck (capacity from
+// a trace, a deep drop-tail FIFO) with TCP flows in both directions, the
+// macOS dummynet pipes in front, a controller in the loop fed only what the
+// daemon sees, and an independent measurement probe that sees what a user
+// feels. ../shared/reference/benchmark.md §4 and §6 define the protocol,
+// the metrics and the score that Run reports.
+//
+// Topology, per direction (the Mac is the client):
+//
+//	upload:   client ─► upload pipe ─► tx counter ─► bottleneck ─► path ─► far end
+//	download: far end ─► path ─► bottleneck ─► rx counter ─► download pipe ─► client
+//
+// The controller's probes skip both pipes (macake exempts them in pf) but
+// cross both bottlenecks; the measurement probe crosses everything. Time is
+// virtual (ns), so a run is a pure function of its inputs and seed.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/macake/macake/shape"
+)
+
+// Options describe one run. Zero values take the defaults of
+// benchmark.md §6.
+type Options struct {
+	// Duration of the run (default 60 s).
+	Duration time.Duration
+	// Flows is the number of bulk TCP flows per direction, indexed by
+	// shape.Direction (default 4 each, RRUL-like).
+	Flows [2]int
+	// CC is the senders' congestion control (default CUBIC).
+	CC CC
+	// Buffer is the bottleneck FIFO's size in seconds of the direction's
+	// mean capacity (default: the link's own, else 1 s).
+	Buffer time.Duration
+	// Seed selects the randomness: reflector jitter, probe loss, flow
+	// start times (and a built-in model's link, which is built before).
+	Seed uint64
+	// Offset is where in the trace the run starts.
+	Offset time.Duration
+	// ActuationDelay is the time between a controller's decision and the
+	// pipe running at the new rate (fork/exec of dnctl; default 10 ms).
+	ActuationDelay time.Duration
+	// Queue sizes the pipes' byte queues at every rate change.
+	Queue QueueRule
+	// Reflectors is the number of probe targets (default 6), each probed
+	// every ProbeInterval (default 300 ms), round robin: one reply every
+	// 50 ms, as cake-autorate does.
+	Reflectors    int
+	ProbeInterval time.Duration
+	// ProbeOWD makes the prober use ICMP timestamps, so samples carry
+	// one-way delays.
+	ProbeOWD bool
+	// ReflectorSpread is the largest extra RTT of a reflector behind the
+	// path (each gets a fixed share, default 5 ms); ReflectorJitter the
+	// mean extra delay of one reply (default 0.5 ms); ProbeLoss the share
+	// of probes that never get a reply (default 0.5 %).
+	ReflectorSpread time.Duration
+	ReflectorJitter time.Duration
+	ProbeLoss       float64
+	// MeasureInterval is the period of the measurement probe (default
+	// 10 ms, 100 Hz).
+	MeasureInterval time.Duration
+	// LoadInterval is the period of the interface-counter samples (default
+	// 200 ms).
+	LoadInterval time.Duration
+	// TickInterval is the period of Controller.Tick (default 10 ms).
+	TickInterval time.Duration
+	// Warmup is excluded from the metrics (default 2 s): slow start, and
+	// the controller's first decisions.
+	Warmup time.Duration
+	// RwndBytes is each receiver's window (default 4 MiB).
+	RwndBytes int
+	// Series keeps per-100-ms time series in the result, for plots.
+	Series bool
+	// Bounds, when set for a direction (Max > 0), replace the min/base/max
+	// derived from the trace (e.g. from a policy file).
+	Bounds [2]Bounds
+	// Phases, when set, runs the controller only between Phases[0] and
+	// Phases[1]: unshaped before and after (drift-controlled off/on/off).
+	Phases [2]time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Duration <= 0 {
+		o.Duration = 60 * time.Second
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = time.Second
+	}
+	if o.Queue == (QueueRule{}) {
+		o.Queue = DefaultQueue
+	}
+	if o.ActuationDelay < 0 {
+		o.ActuationDelay = 0
+	} else if o.ActuationDelay == 0 {
+		o.ActuationDelay = 10 * time.Millisecond
+	}
+	if o.Reflectors <= 0 {
+		o.Reflectors = 6
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = 300 * time.Millisecond
+	}
+	if o.ReflectorSpread == 0 {
+		o.ReflectorSpread = 5 * time.Millisecond
+	}
+	if o.ReflectorJitter == 0 {
+		o.ReflectorJitter = 500 * time.Microsecond
+	}
+	if o.ProbeLoss == 0 {
+		o.ProbeLoss = 0.005
+	}
+	if o.MeasureInterval <= 0 {
+		o.MeasureInterval = 10 * time.Millisecond
+	}
+	if o.LoadInterval <= 0 {
+		o.LoadInterval = 200 * time.Millisecond
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = 10 * time.Millisecond
+	}
+	if o.Warmup == 0 {
+		o.Warmup = 2 * time.Second
+	}
+	if o.RwndBytes <= 0 {
+		o.RwndBytes = 4 << 20
+	}
+	return o
+}
+
+// Validate reports options no run can use.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var errs []error
+	if o.Duration > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("duration %v is longer than a day", o.Duration))
+	}
+	for _, d := range shape.Directions {
+		if o.Flows[d] < 0 || o.Flows[d] > 256 {
+			errs = append(errs, fmt.Errorf("%s flows %d: want 0–256", d, o.Flows[d]))
+		}
+	}
+	if o.Buffer > time.Minute {
+		errs = append(errs, fmt.Errorf("buffer %v: want at most a minute of capacity", o.Buffer))
+	}
+	if o.ProbeLoss < 0 || o.ProbeLoss >= 1 {
+		errs = append(errs, fmt.Errorf("probe loss %v: want a probability below 1", o.ProbeLoss))
+	}
+	if o.Warmup >= o.Duration {
+		errs = append(errs, fmt.Errorf("warm-up %v is not shorter than the run (%v)", o.Warmup, o.Duration))
+	}
+	for _, d := range shape.Directions {
+		if b := o.Bounds[d]; b.Max > 0 && (b.Min <= 0 || b.Min > b.Base || b.Base > b.Max) {
+			errs = append(errs, fmt.Errorf("%s bounds %d/%d/%d bit/s: want 0 < min ≤ base ≤ max", d, b.Min, b.Base, b.Max))
+		}
+	}
+	if o.Phases[1] != 0 && (o.Phases[0] < 0 || o.Phases[1] <= o.Phases[0] || o.Phases[1] > o.Duration) {
+		errs = append(errs, fmt.Errorf("phases %v: want 0 ≤ start < end ≤ duration", o.Phases))
+	}
+	return errors.Join(errs...)
+}
+
+const binWidth = 100 * time.Millisecond
+
+// pipe is a dummynet pipe as macOS runs it: a byte-limited drop-tail FIFO
+// served at a rate in 1 ms ticks (the kernel's dummynet timer), with credit
+// that accrues only while packets wait and is zeroed by every reconfigure.
+type pipe struct {
+	rate   int64 // bit/s; 0 = no pipe (packets pass)
+	limit  int64 // queue limit in bytes
+	q      ring[packet]
+	bytes  int64
+	credit int64 // bit·ms
+
+	drops     int64
+	dropBytes int64
+}
+
+// enqueue applies dummynet's drop test (the queue is full when its byte
+// length already exceeds the limit) and queues the packet.
+func (p *pipe) enqueue(pk packet) bool {
+	if p.bytes > p.limit {
+		p.drops++
+		p.dropBytes += int64(pk.size)
+		return false
+	}
+	p.q.push(pk)
+	p.bytes += int64(pk.size)
+	return true
+}
+
+// bottleneck is the ISP's queue: a deep drop-tail FIFO in bytes, served by
+// the trace's delivery opportunities (each up to 1500 bytes; a packet may
+// be served across several; unused bytes are lost).
+type bottleneck struct {
+	sched *schedule
+	q     ring[packet]
+	bytes int64
+	limit int64
+	next  int64 // time of the next service, or never when empty
+	loss  float64
+	rng   *rand.Rand
+
+	drops     int64
+	dropBytes int64
+	lost      int64
+}
+
+const never = math.MaxInt64
+
+type timedPacket struct {
+	at int64
+	p  packet
+}
+
+// delayLine is the propagation delay of one direction: FIFO (a change of
+// the path delay never reorders packets).
+type delayLine struct {
+	q    ring[timedPacket]
+	last int64
+}
+
+func (l *delayLine) push(p packet, at int64) {
+	if at < l.last {
+		at = l.last
+	}
+	l.last = at
+	l.q.push(timedPacket{at, p})
+}
+
+func (l *delayLine) next() int64 {
+	if l.q.len() == 0 {
+		return never
+	}
+	return l.q.front().at
+}
+
+type flow struct {
+	dir     shape.Direction // direction of the data
+	snd     *sender
+	rcv     receiver
+	startAt int64
+	started bool
+}
+
+type actuation struct {
+	at   int64
+	dir  shape.Direction
+	rate int64
+}
+
+// engine is one run's state.
+type engine struct {
+	opt  Options
+	link *Link
+	env  *Env
+	ctrl Controller
+	imm  bool
+
+	now, end int64
+
+	pipes [2]pipe
+	bns   [2]bottleneck
+	props [2]delayLine
+	flows []*flow
+
+	// reflector replies waiting for their jitter, in time order
+	replies      []timedPacket
+	reflOffset   []int64
+	reflClockOff []int64
+	rngRefl      *rand.Rand
+	rngLoss      *rand.Rand
+
+	acts ring[actuation]
+
+	rxBytes, txBytes     uint64
+	rxPackets, txPackets uint64
+	pauser               ProbePauser
+	loadEvery            int64
+
+	nextTick, nextProbe, nextMeasure, nextLoad, nextCtrlTick int64
+	probeSeq                                                 int32
+	controlOn, starting                                      bool
+
+	owdUntil int64
+	owdNow   int64
+
+	rec *recorder
+}
+
+// Run simulates one controller on one link.
+func Run(link *Link, opt Options, factory Factory) (*Result, error) {
+	if err := link.Validate(); err != nil {
+		return nil, err
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Buffer <= 0 {
+		opt.Buffer = link.Buffer
+	}
+	opt = opt.withDefaults()
+	env := NewEnv(link, opt)
+	ctrl, err := factory(env)
+	if err != nil {
+		return nil, err
+	}
+	e := newEngine(link, opt, env, ctrl)
+	e.run()
+	return e.rec.result(e), nil
+}
+
+// NewEnv describes a link to controller factories, for a run with opt.
+func NewEnv(link *Link, opt Options) *Env {
+	opt = opt.withDefaults()
+	env := &Env{Link: link, IdleRTT: link.MinRTT(), Seed: opt.Seed}
+	var bins [2][]int64
+	for _, d := range shape.Directions {
+		tr := link.Capacity[d]
+		env.Mean[d] = link.Mean(d)
+		env.P5[d] = tr.Percentile(5)
+		min := floorRate(tr.Percentile(5))
+		base := max(floorRate(tr.Percentile(25)), min)
+		env.Bounds[d] = Bounds{Min: min, Base: base, Max: max(floorRate(tr.Percentile(95)), base)}
+		if b := link.Bounds[d]; b.Max > 0 {
+			env.Bounds[d] = b
+		}
+		if b := opt.Bounds[d]; b.Max > 0 {
+			env.Bounds[d] = b
+		}
+		bins[d] = capacityBins(tr, opt.Offset, opt.Duration, binWidth)
+	}
+	env.Capacity = func(d shape.Direction, t time.Duration) int64 {
+		b := bins[d]
+		i := int(t / binWidth)
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(b) {
+			i = len(b) - 1
+		}
+		return b[i] * int64(time.Second/binWidth)
+	}
+	return env
+}
+
+func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
+	e := &engine{opt: opt, link: link, env: env, ctrl: ctrl, end: int64(opt.Duration)}
+	if im, ok := ctrl.(immediate); ok {
+		e.imm = im.immediateActuation()
+	}
+	for _, d := range shape.Directions {
+		mean := link.Mean(d)
+		limit := int64(mean / 8 * opt.Buffer.Seconds())
+		e.bns[d] = bottleneck{
+			sched: newSchedule(link.Capacity[d], opt.Offset),
+			limit: max(limit, 2*dataBytes),
+			next:  never,
+			loss:  link.Loss[d],
+			rng:   NewStream(opt.Seed, streamBottleneckLoss+uint64(d)*16),
+		}
+	}
+	rf := NewStream(opt.Seed, streamFlows)
+	for _, d := range shape.Directions {
+		for range opt.Flows[d] {
+			e.flows = append(e.flows, &flow{
+				dir:     d,
+				snd:     newSender(opt.CC, opt.RwndBytes),
+				startAt: int64(Uniform(rf, 0, float64(50*time.Millisecond))),
+			})
+		}
+	}
+	cfg := NewStream(opt.Seed, streamLink)
+	for range opt.Reflectors {
+		e.reflOffset = append(e.reflOffset, int64(Uniform(cfg, 0, float64(opt.ReflectorSpread))))
+		e.reflClockOff = append(e.reflClockOff, int64(Uniform(cfg, -5000, 5000))*int64(time.Millisecond))
+	}
+	e.rngRefl = NewStream(opt.Seed, streamReflector)
+	e.rngLoss = NewStream(opt.Seed, streamProbeLoss)
+	e.rec = newRecorder(e)
+	e.nextProbe = int64(Uniform(cfg, 0, float64(opt.ProbeInterval)/float64(opt.Reflectors)))
+	e.nextMeasure = int64(Uniform(cfg, 0, float64(opt.MeasureInterval)))
+	e.loadEvery = int64(opt.LoadInterval)
+	e.nextLoad = e.loadEvery
+	return e
+}
+
+func (e *engine) run() {
+	e.controlOn = e.opt.Phases[1] == 0
+	if e.controlOn {
+		e.start()
+	}
+	for e.step() {
+	}
+	e.now = e.end
+}
+
+// step processes the next event; it returns false at the end of the run.
+func (e *engine) step() bool {
+	t, src := e.nextTick, 0
+	if x := e.bns[shape.Upload].next; x < t {
+		t, src = x, 1
+	}
+	if x := e.props[shape.Upload].next(); x < t {
+		t, src = x, 2
+	}
+	if x := e.bns[shape.Download].next; x < t {
+		t, src = x, 3
+	}
+	if x := e.props[shape.Download].next(); x < t {
+		t, src = x, 4
+	}
+	if len(e.replies) > 0 && e.replies[0].at < t {
+		t, src = e.replies[0].at, 5
+	}
+	if t >= e.end {
+		return false
+	}
+	e.now = t
+	switch src {
+	case 0:
+		e.tick()
+		e.nextTick += int64(time.Millisecond)
+	case 1:
+		e.serveBottleneck(shape.Upload)
+	case 2:
+		p := e.props[shape.Upload].q.pop().p
+		e.atFar(p)
+	case 3:
+		e.serveBottleneck(shape.Download)
+	case 4:
+		p := e.props[shape.Download].q.pop().p
+		e.enqueueBottleneck(shape.Download, p)
+	case 5:
+		p := e.replies[0].p
+		copy(e.replies, e.replies[1:])
+		e.replies = e.replies[:len(e.replies)-1]
+		e.fromFar(p)
+	}
+	return true
+}
+
+// owd is the one-way propagation delay now (half the base RTT).
+func (e *engine) owd() int64 {
+	if e.now >= e.owdUntil || e.now < e.owdUntil-int64(time.Second) {
+		e.owdNow = int64(e.link.RTTAt(time.Duration(e.now))) / 2
+		e.owdUntil = e.now + int64(time.Millisecond)
+	}
+	return e.owdNow
+}
+
+// fromClient sends a packet from the Mac: through the upload pipe unless it
+// is an exempt controller probe.
+func (e *engine) fromClient(p packet) {
+	pp := &e.pipes[shape.Upload]
+	if p.kind == kindProbe || pp.rate == 0 {
+		e.toUploadBottleneck(p)
+		return
+	}
+	pp.enqueue(p)
+}
+
+func (e *engine) toUploadBottleneck(p packet) {
+	e.txBytes += uint64(p.size)
+	e.txPackets++
+	e.enqueueBottleneck(shape.Upload, p)
+}
+
+func (e *engine) enqueueBottleneck(d shape.Direction, p packet) {
+	b := &e.bns[d]
+	if b.loss > 0 && b.rng.Float64() < b.loss {
+		b.lost++
+		return
+	}
+	if b.bytes+int64(p.size) > b.limit {
+		b.drops++
+		b.dropBytes += int64(p.size)
+		return
+	}
+	p.left = p.size
+	b.q.push(p)
+	b.bytes += int64(p.size)
+	if b.q.len() == 1 {
+		b.sched.seek(e.now)
+		b.next = b.sched.next
+	}
+}
+
+// serveBottleneck uses one delivery opportunity.
+func (e *engine) serveBottleneck(d shape.Direction) {
+	b := &e.bns[d]
+	budget := int32(1500)
+	for budget > 0 && b.q.len() > 0 {
+		h := b.q.front()
+		take := min(budget, h.left)
+		h.left -= take
+		budget -= take
+		if h.left > 0 {
+			break
+		}
+		p := b.q.pop()
+		b.bytes -= int64(p.size)
+		e.afterBottleneck(d, p)
+	}
+	b.sched.advance()
+	if b.q.len() > 0 {
+		b.next = b.sched.next
+	} else {
+		b.next = never
+	}
+}
+
+func (e *engine) afterBottleneck(d shape.Direction, p packet) {
+	if d == shape.Upload {
+		owd := e.owd()
+		if p.kind == kindMeasure {
+			p.base += owd
+		}
+		e.props[shape.Upload].push(p, e.now+owd)
+		return
+	}
+	e.rxBytes += uint64(p.size)
+	e.rxPackets++
+	pp := &e.pipes[shape.Download]
+	if p.kind == kindProbe || pp.rate == 0 {
+		e.atClient(p)
+		return
+	}
+	pp.enqueue(p)
+}
+
+// fromFar sends a packet from the far end (servers, reflectors, the
+// measurement echo) towards the Mac.
+func (e *engine) fromFar(p packet) {
+	owd := e.owd()
+	if p.kind == kindMeasure {
+		p.base += owd
+	}
+	e.props[shape.Download].push(p, e.now+owd)
+}
+
+func (e *engine) atFar(p packet) {
+	e.rec.deliver(shape.Upload, e.now, p.size)
+	switch p.kind {
+	case kindData: // an upload flow's segment reaches its server
+		f := e.flows[p.flow]
+		if now, sack := f.rcv.onData(e.now, p.seq, p.sent); now {
+			e.fromFar(f.ackPacket(p.flow, sack))
+		}
+	case kindAck: // a download flow's ack reaches its server
+		f := e.flows[p.flow]
+		f.snd.onAck(e.now, p.seq, p.sack, p.echo)
+		e.transmit(f, p.flow)
+	case kindProbe:
+		if e.rngLoss.Float64() < e.opt.ProbeLoss {
+			return
+		}
+		jitter := e.jitter()
+		p.echo = e.now
+		p.reply = true
+		at := e.now + e.reflOffset[p.flow] + jitter
+		e.insertReply(timedPacket{at, p})
+	case kindMeasure:
+		p.echo = e.now
+		p.reply = true
+		p.aux = e.now - p.sent - p.base
+		e.rec.measureUp(p.sent, p.aux)
+		p.base = 0
+		e.fromFar(p)
+	}
+}
+
+// jitter is one reply's extra delay at the reflector: usually a fraction of
+// a millisecond, and for 1 % of replies a spike of 5–30 ms (ICMP handled
+// on a slow path).
+func (e *engine) jitter() int64 {
+	r := e.rngRefl
+	j := float64(e.opt.ReflectorJitter) * (r.Float64() + r.Float64()) // mean = ReflectorJitter
+	if r.Float64() < 0.01 {
+		j += Uniform(r, float64(5*time.Millisecond), float64(30*time.Millisecond))
+	}
+	return int64(j)
+}
+
+func (e *engine) insertReply(tp timedPacket) {
+	i := len(e.replies)
+	e.replies = append(e.replies, tp)
+	for i > 0 && e.replies[i-1].at > tp.at {
+		e.replies[i] = e.replies[i-1]
+		i--
+	}
+	e.replies[i] = tp
+}
+
+func (e *engine) atClient(p packet) {
+	e.rec.deliver(shape.Download, e.now, p.size)
+	switch p.kind {
+	case kindData: // a download flow's segment reaches the Mac
+		f := e.flows[p.flow]
+		if now, sack := f.rcv.onData(e.now, p.seq, p.sent); now {
+			e.fromClient(f.ackPacket(p.flow, sack))
+		}
+	case kindAck: // an upload flow's ack comes back
+		f := e.flows[p.flow]
+		f.snd.onAck(e.now, p.seq, p.sack, p.echo)
+		e.transmit(f, p.flow)
+	case kindProbe:
+		if !e.controlOn {
+			return
+		}
+		s := DelaySample{
+			Reflector: int(p.flow),
+			Sent:      time.Duration(p.sent),
+			At:        time.Duration(e.now),
+			RTT:       time.Duration(e.now - p.sent),
+		}
+		if e.opt.ProbeOWD {
+			// ICMP timestamps: milliseconds, with the reflector's clock off
+			// by a constant.
+			ms := int64(time.Millisecond)
+			far := (p.echo + e.reflClockOff[p.flow]) / ms
+			s.HasOWD = true
+			s.UpOWD = time.Duration((far - p.sent/ms) * ms)
+			s.DownOWD = time.Duration((e.now/ms - far) * ms)
+		}
+		e.ctrl.Delay(s)
+	case kindMeasure:
+		e.rec.measureDown(p, e.now)
+	}
+}
+
+func (f *flow) ackPacket(idx int32, sack int32) packet {
+	size := int32(ackBytes)
+	if sack >= 0 {
+		size = sackAckBytes
+	}
+	return packet{kind: kindAck, size: size, flow: idx, seq: f.rcv.rcvNxt, sack: sack, echo: f.rcv.lastEcho}
+}
+
+// transmit sends whatever the flow's window allows.
+func (e *engine) transmit(f *flow, idx int32) {
+	if !f.started {
+		return
+	}
+	for {
+		seq, ok := f.snd.next(e.now)
+		if !ok {
+			return
+		}
+		p := packet{kind: kindData, size: dataBytes, flow: idx, seq: seq, sack: -1, sent: e.now}
+		if f.dir == shape.Upload {
+			e.fromClient(p)
+		} else {
+			e.fromFar(p)
+		}
+	}
+}
+
+// tick is the 1 ms heartbeat: actuations, pipe service, timers, probes,
+// counters and the controller's tick.
+func (e *engine) tick() {
+	for e.acts.len() > 0 && e.acts.front().at <= e.now {
+		a := e.acts.pop()
+		e.applyRate(a.dir, a.rate)
+	}
+	e.servePipe(shape.Upload)
+	e.servePipe(shape.Download)
+
+	for i, f := range e.flows {
+		if !f.started {
+			if e.now >= f.startAt {
+				f.started = true
+				e.transmit(f, int32(i))
+			}
+			continue
+		}
+		if f.rcv.ackAt != 0 && e.now >= f.rcv.ackAt {
+			f.rcv.ackAt = 0
+			f.rcv.pending = 0
+			ack := f.ackPacket(int32(i), -1)
+			if f.dir == shape.Upload {
+				e.fromFar(ack)
+			} else {
+				e.fromClient(ack)
+			}
+		}
+		if f.snd.rtoAt != 0 && e.now >= f.snd.rtoAt {
+			if f.snd.sndNxt > f.snd.sndUna {
+				f.snd.onTimeout(e.now)
+				e.transmit(f, int32(i))
+			} else {
+				f.snd.rtoAt = 0
+			}
+		}
+	}
+
+	e.phaseSwitch()
+	if e.controlOn {
+		for e.now >= e.nextProbe {
+			if e.pauser == nil || !e.pauser.ProbesPaused() {
+				e.sendProbe()
+			}
+			e.nextProbe += int64(e.opt.ProbeInterval) / int64(e.opt.Reflectors)
+		}
+	}
+	for e.now >= e.nextMeasure {
+		e.fromClient(packet{kind: kindMeasure, size: probeBytes, seq: e.rec.measureSent(), sent: e.now})
+		e.nextMeasure += int64(e.opt.MeasureInterval)
+	}
+	if e.now >= e.nextLoad {
+		if e.controlOn {
+			e.ctrl.Load(LoadSample{At: time.Duration(e.now), RxBytes: e.rxBytes, TxBytes: e.txBytes, RxPackets: e.rxPackets, TxPackets: e.txPackets})
+		}
+		e.nextLoad += e.loadEvery
+	}
+	if e.now >= e.nextCtrlTick {
+		if e.controlOn {
+			e.ctrl.Tick(time.Duration(e.now))
+		}
+		e.nextCtrlTick += int64(e.opt.TickInterval)
+	}
+	e.rec.tick(e)
+}
+
+// phaseSwitch starts and stops the controller of an off/on/off run.
+func (e *engine) phaseSwitch() {
+	ph := e.opt.Phases
+	if ph[1] == 0 {
+		return
+	}
+	if !e.controlOn && e.now >= int64(ph[0]) && e.now < int64(ph[1]) {
+		e.controlOn = true
+		e.nextProbe, e.nextCtrlTick = e.now, e.now
+		e.start()
+	}
+	if e.controlOn && e.now >= int64(ph[1]) {
+		e.controlOn = false
+		e.acts.reset()
+		for _, d := range shape.Directions {
+			e.applyRate(d, 0)
+		}
+	}
+}
+
+func (e *engine) sendProbe() {
+	e.probeSeq++
+	refl := e.probeSeq % int32(e.opt.Reflectors)
+	e.fromClient(packet{kind: kindProbe, size: probeBytes, flow: refl, seq: e.probeSeq, sent: e.now})
+}
+
+// servePipe releases what the pipe's credit allows this tick.
+func (e *engine) servePipe(d shape.Direction) {
+	p := &e.pipes[d]
+	if p.q.len() == 0 {
+		return
+	}
+	if p.rate == 0 { // shaping removed: queued packets leave at once
+		for p.q.len() > 0 {
+			e.pipeOut(d, p.q.pop())
+		}
+		p.bytes = 0
+		return
+	}
+	p.credit += p.rate
+	for p.q.len() > 0 {
+		need := int64(p.q.front().size) * 8000
+		if p.credit < need {
+			break
+		}
+		p.credit -= need
+		pk := p.q.pop()
+		p.bytes -= int64(pk.size)
+		e.pipeOut(d, pk)
+	}
+	if p.q.len() == 0 {
+		p.credit = 0
+	}
+}
+
+func (e *engine) pipeOut(d shape.Direction, p packet) {
+	if d == shape.Upload {
+		e.toUploadBottleneck(p)
+	} else {
+		e.atClient(p)
+	}
+}
+
+// start starts the controller; the rates it sets while starting apply at
+// once, as `macake apply` sets them before the daemon steers.
+func (e *engine) start() {
+	e.starting = true
+	e.ctrl.Start(time.Duration(e.now), e)
+	e.starting = false
+	e.pauser, _ = e.ctrl.(ProbePauser)
+	e.loadEvery = int64(e.opt.LoadInterval)
+	if m, ok := e.ctrl.(Monitor); ok {
+		if iv := m.MonitorInterval(); iv > 0 {
+			e.loadEvery = int64(iv)
+		}
+	}
+	e.nextLoad = e.now + e.loadEvery
+}
+
+// SetRate is how a controller changes a pipe: after the actuation delay.
+func (e *engine) SetRate(d shape.Direction, rate int64) {
+	if !e.controlOn {
+		return
+	}
+	if e.imm || e.starting {
+		e.applyRate(d, rate)
+		return
+	}
+	e.acts.push(actuation{at: e.now + int64(e.opt.ActuationDelay), dir: d, rate: rate})
+}
+
+// applyRate reconfigures a pipe as `dnctl pipe N config bw NKbit/s queue
+// NKbytes` does: whole kbit/s, a new queue limit, credit zeroed, queued
+// packets kept.
+func (e *engine) applyRate(d shape.Direction, rate int64) {
+	if rate < 0 {
+		rate = 0
+	}
+	if rate > 0 {
+		rate = max(rate/1000, 1) * 1000
+	}
+	p := &e.pipes[d]
+	if rate == p.rate {
+		return
+	}
+	p.rate = rate
+	p.credit = 0
+	if rate > 0 {
+		p.limit = e.opt.Queue.Size(rate, e.env.IdleRTT)
+	}
+	e.rec.rateChanged(d, rate)
+}
+
+var _ Actuator = (*engine)(nil)
