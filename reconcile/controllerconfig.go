@@ -13,16 +13,16 @@ import (
 )
 
 // DaemonImprovements are the controller deviations from upstream
-// cake-autorate that `watch` runs with. Each fixes a measurement or
-// robustness problem of a long-running daemon rather than changing the
-// control law's trade-off: divide by the measured counter interval (timer
-// jitter on a busy Mac), restart probes whenever replies stop (upstream
-// PR #413), resend a rate whose dnctl call failed, and skip counter
-// resets instead of reading them as an idle sample. The control-law
-// switches are left to the simulator's verdict (docs/MEASUREMENTS.md).
+// cake-autorate that `watch` runs with: the simulator's winners (the
+// "ours" arm, controller/sim/autorate.OursImprovements, chosen in
+// docs/MEASUREMENTS.md; a test keeps the two in step), plus two that only
+// a real system needs: resend a rate whose dnctl call failed, and skip an
+// interface counter reset instead of reading it as an idle sample.
 var DaemonImprovements = controller.Improvements{
 	MeasuredInterval:     true,
 	ProbeLiveness:        true,
+	CutToAchieved:        true,
+	FastRecovery:         true,
 	SurfaceBackendErrors: true,
 	DropCounterResets:    true,
 }
@@ -58,7 +58,11 @@ func ControllerConfig(l config.Link, p state.Profile, mtu int) (controller.Confi
 		return controller.Config{}, fmt.Errorf("link %q: unknown mode %q", l.Name, l.Shaper.Mode)
 	}
 	a, in := l.Autorate, l.Autorate.Internal
-	c := controller.Config{
+	// Constants a policy cannot set (e.g. AchievedCut) keep the
+	// controller's defaults; everything else comes from the policy.
+	c := controller.DefaultConfig()
+	c = controller.Config{
+		AchievedCut:           c.AchievedCut,
 		Mode:                  mode,
 		BufferbloatWindow:     a.BufferbloatWindow,
 		BufferbloatVotes:      a.BufferbloatSamples,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/state"
 )
 
@@ -42,6 +43,18 @@ func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
 			if !reflect.DeepEqual(gv.Field(i).Interface(), wv.Field(i).Interface()) {
 				t.Errorf("%s: got %v, want %v", gv.Type().Field(i).Name, gv.Field(i).Interface(), wv.Field(i).Interface())
 			}
+		}
+	}
+}
+
+// TestDaemonRunsTheSimulatorsWinners: the daemon's controller has every
+// improvement the simulator chose for "ours", so what docs/MEASUREMENTS.md
+// measured is what runs.
+func TestDaemonRunsTheSimulatorsWinners(t *testing.T) {
+	ours, daemon := reflect.ValueOf(autorate.OursImprovements), reflect.ValueOf(DaemonImprovements)
+	for i := range ours.NumField() {
+		if ours.Field(i).Bool() && !daemon.Field(i).Bool() {
+			t.Errorf("the simulator's ours runs %s; DaemonImprovements must too", ours.Type().Field(i).Name)
 		}
 	}
 }

@@ -445,7 +445,9 @@ func (d *Daemon) stopRunner(r *linkRunner) {
 
 // knownGood returns the rates of r's controller worth remembering for its
 // network: in an adaptive mode with the shaper in place, after replies
-// have arrived, for each direction without bufferbloat now.
+// have arrived, for each direction that carries traffic without
+// bufferbloat now. An idle direction proves nothing (it rests at its
+// base rate), so it keeps what was known before.
 func knownGood(r *linkRunner) (down, up int64) {
 	if r.policy.Shaper.Mode != config.ModeAutorate && r.policy.Shaper.Mode != config.ModeBalanced {
 		return 0, 0
@@ -454,10 +456,10 @@ func knownGood(r *linkRunner) (down, up int64) {
 	if !st.Shaping || st.Counters.Responses == 0 || st.Status == controller.StatusStalled {
 		return 0, 0
 	}
-	if !st.Download.Bufferbloat {
+	if !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
 		down = st.Download.Rate
 	}
-	if !st.Upload.Bufferbloat {
+	if !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
 		up = st.Upload.Rate
 	}
 	return down, up

@@ -435,7 +435,9 @@ func TestWatchLinkSwitchStartsFromKnownGood(t *testing.T) {
 			state.ProfileKey("hotel", hotelMAC): {Link: "hotel", GoodDownload: 13_000_000, GoodUpload: 3_000_000},
 		}}
 		r := newRig(t, map[string]string{"home": autorateLink, "hotel": hotelLink}, st, factsOn("en0", homeMAC))
-		time.Sleep(5 * time.Second) // let home's controller see replies
+		// Traffic without bufferbloat: home's rates are proven good.
+		r.net.set(func(n *fakeNet) { n.busy = true })
+		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		homeGen := r.d.Status().Links[0]
 		if homeGen.Name != "home" || r.pipeRate(48002) == 0 {
@@ -688,9 +690,13 @@ func TestWatchRepairsDrift(t *testing.T) {
 func TestWatchShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.net.set(func(n *fakeNet) { n.busy = true })
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		down := r.pipeRate(48002)
+		if down == 80_000_000 {
+			t.Fatal("no traffic reached the controller")
+		}
 		if err := r.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -700,6 +706,20 @@ func TestWatchShutdown(t *testing.T) {
 		saved, _ := state.Load(r.stateDir)
 		if p := saved.Profiles[state.ProfileKey("home", homeMAC)]; p.GoodDownload != down || saved.PFToken == "" {
 			t.Errorf("state after shutdown: good download %d (want %d), token %q", p.GoodDownload, down, saved.PFToken)
+		}
+	})
+	// An idle link proves nothing: its known-good rate stays.
+	synctest.Test(t, func(t *testing.T) {
+		key := state.ProfileKey("home", homeMAC)
+		r := newRig(t, map[string]string{"home": autorateLink}, &state.State{Profiles: map[string]state.Profile{key: {Link: "home", GoodDownload: 50_000_000}}}, factsOn("en0", homeMAC))
+		if got := r.pipeRate(48002); got != 50_000_000 {
+			t.Fatalf("start at %d, want the known-good 50 Mbit/s", got)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		r.stop()
+		if saved, _ := state.Load(r.stateDir); saved.Profiles[key].GoodDownload != 50_000_000 {
+			t.Errorf("an idle run changed the known-good download to %d", saved.Profiles[key].GoodDownload)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
