@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -122,6 +123,9 @@ func runWatch(e *env, args []string) int {
 	}
 	defer logger.Close()
 	log := logger.Logger
+	if logPath != "" {
+		capStderrFile(e.stderr, maxStderrFile, log)
+	}
 	stopHUP := reopenOnHangup(logger)
 	defer stopHUP()
 
@@ -198,6 +202,29 @@ func runWatch(e *env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// maxStderrFile caps the file launchd sends the daemon's stderr to
+// (launchd.DaemonStderrPath) when the daemon logs to a file of its own.
+const maxStderrFile = 1 << 20
+
+// capStderrFile empties w when it is a regular file larger than max: with
+// its own log file, watch writes there only before its logger starts and
+// when it crashes (the crash report is copied into the log as well), but
+// a policy that keeps the daemon from starting repeats its message at
+// every launchd retry, and launchd never truncates.
+func capStderrFile(w io.Writer, max int64, log *slog.Logger) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() || info.Size() <= max {
+		return
+	}
+	if err := f.Truncate(0); err == nil {
+		log.Info("emptied the standard error file, which had grown past its cap", "file", info.Name(), "bytes", info.Size())
+	}
 }
 
 // reopenOnHangup reopens the log file on SIGHUP, for external rotators
