@@ -27,6 +27,9 @@ var DaemonImprovements = controller.Improvements{
 	DropCounterResets:    true,
 }
 
+// maxControllerMTU is the largest MTU controller.Config accepts.
+const maxControllerMTU = 65535
+
 // controllerModes maps a policy's shaper.mode onto the controller's.
 var controllerModes = map[config.Mode]controller.Mode{
 	config.ModeAutorate: controller.ModeAutorate,
@@ -53,6 +56,9 @@ func ControllerConfig(l config.Link, p state.Profile, mtu int) (controller.Confi
 	if mtu <= 0 {
 		mtu = controller.DefaultMTU
 	}
+	// Linux's loopback has a 64 KiB MTU, one more than the controller
+	// takes; the serialisation delay of such a packet is negligible anyway.
+	mtu = min(mtu, maxControllerMTU)
 	mode, ok := controllerModes[l.Shaper.Mode]
 	if !ok {
 		return controller.Config{}, fmt.Errorf("link %q: unknown mode %q", l.Name, l.Shaper.Mode)

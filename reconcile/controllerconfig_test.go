@@ -149,6 +149,9 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if lo, err := ControllerConfig(fixed, state.Profile{}, 65536); err != nil || lo.MTU != 65535 {
+		t.Errorf("Linux loopback's 64 KiB MTU: %v, MTU %d", err, lo.MTU)
+	}
 	if c.Mode != controller.ModeFixed || c.Download.Min != 90_000_000 || c.Download.Max != 90_000_000 || c.Download.Start != 0 || c.MTU != controller.DefaultMTU {
 		t.Errorf("fixed: observe at the fixed rate, no known-good start, default MTU: %+v", c.Download)
 	}

@@ -401,6 +401,16 @@ func (d *Daemon) liveIndex(link string) int {
 // unknown, which Desired and the queue sizing take as the default).
 func (d *Daemon) mtuOf(iface string) int { return d.mtu[iface] }
 
+// with returns r with direction d's rate replaced.
+func (r Rates) with(d shape.Direction, bits int64) Rates {
+	if d == shape.Upload {
+		r.Upload = bits
+	} else {
+		r.Download = bits
+	}
+	return r
+}
+
 // withPipe returns l with direction dir's shaper replaced.
 func withPipe(l shape.Link, dir shape.Direction, p shape.Pipe) shape.Link {
 	if dir == shape.Upload {

@@ -16,6 +16,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
@@ -36,13 +38,13 @@ type linkRunner struct {
 	profileKey string
 	policy     config.Link
 	mtu        int
+	cfg        controller.Config
 
 	loop     *controller.Loop
 	probe    Probe
 	counters Counters
 	delays   chan controller.DelaySample
 	loads    chan controller.LoadSample
-	probeOut chan ProbeSample
 	initial  []netip.Addr
 	// note says what the controller lacks (no prober, no counters).
 	note    string
@@ -64,28 +66,54 @@ func (r *linkRunner) sameSpec(a ActiveLink, mtu int) bool {
 		reflect.DeepEqual(r.policy, a.Policy)
 }
 
-// newRunner builds the controller of active link a (not started). start
-// holds controller rates to start from instead of the known-good ones
-// (a restart on the same network), zero for none.
-func (d *Daemon) newRunner(a ActiveLink, mtu int, start Rates) (*linkRunner, error) {
+// carried is what a controller restarted on the same network takes over
+// from the one it replaces.
+type carried struct {
+	// rates are the old controller's rates (controller rates, bit/s).
+	rates Rates
+	cfg   controller.Config
+}
+
+// newRunner builds the controller of active link a (not started). With
+// from (a restart on the same network: another key was edited, or the
+// machine woke), a direction whose bounds and base rate are unchanged
+// starts at the old controller's rate, and one whose bounds or base the
+// user edited starts at its new base rate, not at the known-good rate.
+// The returned Rates are the pipe rates the desired state carries for the
+// new controller: the old pipe rate, the new base's, or 0 (Desired
+// decides: known-good or policy).
+func (d *Daemon) newRunner(a ActiveLink, mtu int, from *carried) (*linkRunner, Rates, error) {
+	var pipes Rates
 	cfg, err := ControllerConfig(a.Policy, d.profile(a.ProfileKey), mtu)
 	if err != nil {
-		return nil, err
+		return nil, pipes, err
 	}
-	if start.Download > 0 {
-		cfg.Download.Start = max(cfg.Download.Min, min(cfg.Download.Max, start.Download))
-	}
-	if start.Upload > 0 {
-		cfg.Upload.Start = max(cfg.Upload.Min, min(cfg.Upload.Max, start.Upload))
+	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
+	if from != nil && adaptive {
+		old := d.rates[a.Policy.Name]
+		for _, dir := range shape.Directions {
+			dc, oc := &cfg.Download, from.cfg.Download
+			rate, pipe := from.rates.Download, old.Download
+			if dir == shape.Upload {
+				dc, oc = &cfg.Upload, from.cfg.Upload
+				rate, pipe = from.rates.Upload, old.Upload
+			}
+			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
+				dc.Start = rate
+			} else {
+				dc.Start, pipe = dc.Base, PipeRate(dc.Base, a.Policy.Shaper.Overhead, a.Policy.Shaper.MPU, mtu)
+			}
+			pipes = pipes.with(dir, pipe)
+		}
 	}
 	ctl, err := controller.New(cfg, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(d.gen))))
 	if err != nil {
-		return nil, err
+		return nil, pipes, err
 	}
 	d.gen++
 	r := &linkRunner{
 		d: d, gen: d.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
-		policy: a.Policy, mtu: mtu, initial: ctl.ActiveReflectors(nil),
+		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
 	}
 	var notes []string
 	if d.cfg.Sensors == nil {
@@ -111,15 +139,19 @@ func (d *Daemon) newRunner(a ActiveLink, mtu int, start Rates) (*linkRunner, err
 		OnEvent: r.onEvent, OnApply: r.onApply, OnError: r.onError,
 	}
 	if r.probe != nil {
-		r.delays, r.probeOut = make(chan controller.DelaySample, 32), make(chan ProbeSample, 64)
+		r.delays = make(chan controller.DelaySample, 32)
 		lc.Delays = r.delays
 	}
 	if r.counters != nil {
 		r.loads = make(chan controller.LoadSample, 8)
 		lc.Loads = r.loads
+		// Every load sample runs the stall and wake tests, so the loop
+		// needs its own tick only as a fallback: a tick every stall
+		// timeout (250 ms) would be four more wake-ups a second.
+		lc.TickInterval = time.Second
 	}
 	if r.loop, err = controller.NewLoop(lc); err != nil {
-		return nil, err
+		return nil, pipes, err
 	}
 	if d.cfg.Metrics != nil {
 		r.metrics = d.cfg.Metrics.Link(r.name)
@@ -131,7 +163,16 @@ func (d *Daemon) newRunner(a ActiveLink, mtu int, start Rates) (*linkRunner, err
 			r.metrics.Direction(dir).SetRateBounds(dc.Min, dc.Max)
 		}
 	}
-	return r, nil
+	return r, pipes, nil
+}
+
+// sortedAddrs returns a sorted copy: the exemption rules list a link's
+// reflectors in this order, so a controller restarted with the same set
+// in another order (the start-up shuffle) leaves the rules as they are.
+func sortedAddrs(addrs []netip.Addr) []netip.Addr {
+	out := slices.Clone(addrs)
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
 }
 
 func joinNote(a, b string) string {
@@ -151,10 +192,10 @@ func (r *linkRunner) start(parent context.Context, live shape.Link) {
 		if err := r.probe.SetReflectors(r.initial); err != nil {
 			r.d.log.Warn("prober refused the reflectors", logging.KeyLink, r.name, logging.KeyError, err)
 		}
-		r.wg.Go(func() { r.sensorDone("prober", r.probe.Run(ctx, r.probeOut), ctx) })
+		r.wg.Go(func() { r.sensorDone("prober", r.probe.Run(ctx), ctx) })
 	}
 	if r.counters != nil {
-		r.wg.Go(func() { r.sensorDone("counter sampler", r.counters.Run(ctx, r.loads), ctx) })
+		r.wg.Go(func() { r.sensorDone("counter sampler", r.counters.Run(ctx), ctx) })
 	}
 	r.wg.Go(func() { r.follow(ctx) })
 	r.wg.Go(func() {
@@ -180,9 +221,10 @@ func (r *linkRunner) stop() {
 	r.started = false
 }
 
-// follow forwards replies to the controller, keeps the prober on the
-// controller's plan (reflectors, pause), tells the owner when the set of
-// reflectors to exempt changes, and refreshes the metrics once a second.
+// follow forwards replies and counter readings to the controller, keeps
+// the prober on the controller's plan (reflectors, pause), tells the owner
+// when the set of reflectors to exempt changes, and refreshes the metrics
+// once a second.
 func (r *linkRunner) follow(ctx context.Context) {
 	var tick <-chan time.Time
 	if r.metrics != nil {
@@ -190,27 +232,52 @@ func (r *linkRunner) follow(ctx context.Context) {
 		defer t.Stop()
 		tick = t.C
 	}
+	var samples <-chan probe.Sample
+	if r.probe != nil {
+		samples = r.probe.Samples()
+	}
+	var readings <-chan ifstat.LoadSample
+	if r.counters != nil {
+		readings = r.counters.Samples()
+	}
 	current := r.initial
 	changes := r.loop.ProbeChanges()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case s := <-r.probeOut:
+		case s, ok := <-samples:
+			if !ok {
+				samples = nil
+				continue
+			}
+			replied := s.Kind == probe.KindReply
 			if r.metrics != nil {
-				if s.Lost {
-					r.metrics.Reflector(s.Reflector).Lost()
-				} else {
+				if replied {
 					r.metrics.Reflector(s.Reflector).Sample(s.RTT)
+				} else {
+					r.metrics.Reflector(s.Reflector).Lost()
 				}
 			}
-			if s.Lost {
+			if !replied {
 				continue
 			}
 			select {
-			case r.delays <- s.delaySample():
+			case r.delays <- delaySample(s):
 			case <-ctx.Done():
 				return
+			}
+		case ls, ok := <-readings:
+			if !ok {
+				readings = nil
+				continue
+			}
+			if sample, ok := loadSample(ls); ok {
+				select {
+				case r.loads <- sample:
+				case <-ctx.Done():
+					return
+				}
 			}
 		case <-changes:
 			plan := r.loop.ProbePlan()
@@ -392,7 +459,12 @@ func (d *Daemon) syncRunners(desire Desire) (fresh []*linkRunner, changed bool) 
 	for _, a := range desire.Active {
 		want[a.Policy.Name] = a
 	}
-	carry := map[string]Rates{}
+	for name := range d.rates {
+		if _, ok := want[name]; !ok {
+			delete(d.rates, name)
+		}
+	}
+	carry := map[string]*carried{}
 	for _, name := range sortedKeys(d.runners) {
 		r := d.runners[name]
 		a, active := want[name]
@@ -402,9 +474,7 @@ func (d *Daemon) syncRunners(desire Desire) (fresh []*linkRunner, changed bool) 
 		d.saveKnownGoodOf(r)
 		if active && a.ProfileKey == r.profileKey {
 			st := r.loop.State()
-			carry[name] = Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}
-		} else {
-			delete(d.rates, name)
+			carry[name] = &carried{rates: Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
 		}
 		d.stopRunner(r)
 		changed = true
@@ -415,7 +485,8 @@ func (d *Daemon) syncRunners(desire Desire) (fresh []*linkRunner, changed bool) 
 		if d.runners[name] != nil {
 			continue
 		}
-		r, err := d.newRunner(a, d.mtu[a.Policy.Match.Interface], carry[name])
+		r, pipes, err := d.newRunner(a, d.mtu[a.Policy.Match.Interface], carry[name])
+		d.rates[name] = pipes
 		if err != nil {
 			d.log.Error("cannot start the link's controller; its shaper keeps its rate", logging.KeyLink, name, logging.KeyError, err)
 			d.linkErrs[name] = joinNote(d.linkErrs[name], "controller: "+err.Error())

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/shape"
@@ -57,7 +58,7 @@ func (n *fakeNet) set(f func(n *fakeNet)) {
 
 // Probe implements Sensors.
 func (n *fakeNet) Probe(link string, interval time.Duration) (Probe, error) {
-	p := &fakeProbe{net: n, interval: interval}
+	p := &fakeProbe{net: n, interval: interval, out: make(chan probe.Sample, 64)}
 	n.mu.Lock()
 	n.probes = append(n.probes, p)
 	n.mu.Unlock()
@@ -66,12 +67,13 @@ func (n *fakeNet) Probe(link string, interval time.Duration) (Probe, error) {
 
 // Counters implements Sensors.
 func (n *fakeNet) Counters(iface string, interval time.Duration) (Counters, error) {
-	return &fakeCounters{net: n, interval: interval}, nil
+	return &fakeCounters{net: n, interval: interval, out: make(chan ifstat.LoadSample, 8)}, nil
 }
 
 type fakeProbe struct {
 	net      *fakeNet
 	interval time.Duration
+	out      chan probe.Sample
 	mu       sync.Mutex
 	addrs    []netip.Addr
 	paused   bool
@@ -90,7 +92,10 @@ func (p *fakeProbe) SetPaused(paused bool) {
 	p.paused = paused
 }
 
-func (p *fakeProbe) Run(ctx context.Context, out chan<- ProbeSample) error {
+func (p *fakeProbe) Samples() <-chan probe.Sample { return p.out }
+
+func (p *fakeProbe) Run(ctx context.Context) error {
+	defer close(p.out)
 	i := 0
 	for {
 		p.mu.Lock()
@@ -114,8 +119,9 @@ func (p *fakeProbe) Run(ctx context.Context, out chan<- ProbeSample) error {
 			rtt += p.net.bloat
 		}
 		p.net.mu.Unlock()
+		now := time.Now()
 		select {
-		case out <- ProbeSample{Reflector: addrs[i%len(addrs)], Received: time.Now(), RTT: rtt}:
+		case p.out <- probe.Sample{Reflector: addrs[i%len(addrs)], Kind: probe.KindReply, Method: probe.MethodEcho, Sent: now.Add(-rtt), Received: now, RTT: rtt}:
 		case <-ctx.Done():
 			return nil
 		}
@@ -126,12 +132,16 @@ func (p *fakeProbe) Run(ctx context.Context, out chan<- ProbeSample) error {
 type fakeCounters struct {
 	net      *fakeNet
 	interval time.Duration
+	out      chan ifstat.LoadSample
 }
 
-func (c *fakeCounters) Run(ctx context.Context, out chan<- controller.LoadSample) error {
+func (c *fakeCounters) Samples() <-chan ifstat.LoadSample { return c.out }
+
+func (c *fakeCounters) Run(ctx context.Context) error {
+	defer close(c.out)
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
-	var rx, tx uint64
+	var k ifstat.Counters
 	for {
 		select {
 		case <-ctx.Done():
@@ -144,12 +154,12 @@ func (c *fakeCounters) Run(ctx context.Context, out chan<- controller.LoadSample
 			// at most the bottleneck's capacity.
 			down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
 			up := min(c.net.rate(shape.Upload), c.net.capacity[shape.Upload])
-			rx += uint64(down / 8 * int64(c.interval) / int64(time.Second))
-			tx += uint64(up / 8 * int64(c.interval) / int64(time.Second))
+			k.RxBytes += uint64(down / 8 * int64(c.interval) / int64(time.Second))
+			k.TxBytes += uint64(up / 8 * int64(c.interval) / int64(time.Second))
 		}
 		c.net.mu.Unlock()
 		select {
-		case out <- controller.LoadSample{At: time.Now(), RxBytes: rx, TxBytes: tx}:
+		case c.out <- ifstat.LoadSample{At: time.Now(), Interface: "en0", Valid: true, Counters: k}:
 		case <-ctx.Done():
 			return nil
 		}
@@ -730,6 +740,36 @@ func TestWatchShutdown(t *testing.T) {
 		}
 		if got := r.pipes(); len(got) != 0 || len(r.anchorRules()) != 0 || r.emu.Snapshot().RefCount != 0 {
 			t.Errorf("after --teardown-on-exit: pipes %v, rules %v, %s", got, r.anchorRules(), r.emu.Snapshot())
+		}
+	})
+}
+
+// TestWatchPolicyEditRestartsTheController: an edit of a running
+// autorate link restarts its controller; a direction whose rates the edit
+// left alone keeps the rate the controller had reached, one whose base
+// rate changed starts at the new base at once.
+func TestWatchPolicyEditRestartsTheController(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.net.set(func(n *fakeNet) { n.busy = true }) // no bloat: the rates climb
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		r.net.set(func(n *fakeNet) { n.busy = false })
+		up, down := r.pipeRate(48001), r.pipeRate(48002)
+		if up <= 20_000_000 || down <= 80_000_000 {
+			t.Fatalf("the rates did not climb under load: %d/%d", up, down)
+		}
+		oldGen := r.d.pub.Load().links[0].runner.gen
+		r.write("home", strings.Replace(autorateLink, `download = "80mbit"`, `download = "60mbit"`, 1))
+		r.edited()
+		if gen := r.d.pub.Load().links[0].runner.gen; gen == oldGen {
+			t.Fatal("the edit did not restart the controller")
+		}
+		if got := r.pipeRate(48002); got != 60_000_000 {
+			t.Errorf("download after its base rate was edited: %d, want the new base 60 Mbit/s", got)
+		}
+		if got := r.pipeRate(48001); got != up {
+			t.Errorf("upload after an edit that left it alone: %d, want the controller's %d", got, up)
 		}
 	})
 }

@@ -209,8 +209,14 @@ type watchProc struct {
 // it with its children) and waits for its first reconcile.
 func (m *e2eMac) startWatch(args ...string) *watchProc {
 	m.t.Helper()
+	return m.startWatchWith(append([]string{"--drift-interval", "250ms"}, args...)...)
+}
+
+// startWatchWith is startWatch with only the given flags.
+func (m *e2eMac) startWatchWith(args ...string) *watchProc {
+	m.t.Helper()
 	argv := append([]string{"--config-dir", m.configDir, "--state-dir", m.stateDir, "watch",
-		"--drift-interval", "250ms", "--log-file", filepath.Join(m.dir, "watch.log")}, args...)
+		"--log-file", filepath.Join(m.dir, "watch.log")}, args...)
 	cmd := exec.Command(m.bin, argv...)
 	cmd.Env = m.env
 	stderr, err := os.OpenFile(filepath.Join(m.dir, "watch.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
