@@ -284,10 +284,11 @@ func (r *linkRunner) follow(ctx context.Context) {
 			if r.probe != nil {
 				r.probe.SetPaused(plan.Paused)
 			}
-			if slices.Equal(plan.Reflectors, current) {
+			next := sortedAddrs(plan.Reflectors)
+			if slices.Equal(next, current) {
 				continue
 			}
-			current = plan.Reflectors
+			current = next
 			if r.probe != nil {
 				if err := r.probe.SetReflectors(current); err != nil {
 					r.d.log.Warn("prober refused the reflectors", logging.KeyLink, r.name, logging.KeyError, err)

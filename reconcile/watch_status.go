@@ -94,8 +94,19 @@ func (d *Daemon) publish() {
 		st.LastApply = a
 	}
 	var pls []publishedLink
-	for _, a := range d.desire.Active {
-		pls = append(pls, publishedLink{active: a, err: d.linkErrs[a.Policy.Name], runner: d.runners[a.Policy.Name]})
+	for _, l := range d.desire.Selection.Active {
+		// A link that could not be worked out (it needs a measurement, no
+		// free slot) is matched but not among Desire.Active; it is shown
+		// with its problem.
+		a := ActiveLink{Policy: l}
+		a.Facts, _ = d.facts.Interface(l.Match.Interface)
+		a.ProfileKey = state.ProfileKey(l.Name, a.Facts.GatewayMAC.String())
+		for _, x := range d.desire.Active {
+			if x.Policy.Name == l.Name {
+				a = x
+			}
+		}
+		pls = append(pls, publishedLink{active: a, err: d.linkErrs[l.Name], runner: d.runners[l.Name]})
 	}
 	d.pub.Store(&published{status: st, links: pls})
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/logging"
+	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -199,6 +201,7 @@ type rig struct {
 	config   chan struct{}
 	net      *fakeNet
 	log      *syncBuffer
+	metrics  *metrics.Metrics
 	d        *Daemon
 	cancel   context.CancelFunc
 	done     chan error
@@ -223,6 +226,7 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts con
 	r := &rig{
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
 		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
+		metrics: metrics.New(metrics.Options{}),
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
 	r.net.rate = func(d shape.Direction) int64 { return r.pipeRate(48001 + int(d)) }
@@ -248,7 +252,7 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts con
 	}
 	r.d, err = NewDaemon(DaemonConfig{
 		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
-		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net,
+		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
 		Log: newTestLogger(r.log).Logger, MTU: func([]string) map[string]int { return nil },
 	})
 	if err != nil {
@@ -772,4 +776,89 @@ func TestWatchPolicyEditRestartsTheController(t *testing.T) {
 			t.Errorf("upload after an edit that left it alone: %d, want the controller's %d", got, up)
 		}
 	})
+}
+
+// scrape returns the rig's metrics in the Prometheus text format.
+func (r *rig) scrape() string {
+	r.t.Helper()
+	rec := httptest.NewRecorder()
+	r.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+// TestWatchMetrics: the daemon feeds the metrics: the shaper rates and
+// bounds of each active link, its controller's state, reconciles, drift
+// repairs; a link that goes away takes its series with it.
+func TestWatchMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		m := r.scrape()
+		for _, want := range []string{
+			`macake_shaper_rate_bits_per_second{direction="download",link="home"} 8e+07`,
+			`macake_shaper_rate_max_bits_per_second{direction="download",link="home"} 1e+08`,
+			`macake_controller_state{link="home",state="idle"} 1`,
+			`macake_probe_samples_total{link="home",reflector="127.0.0.2"}`,
+			`macake_reconciles_total{result="applied"} 1`,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %s\n%s", want, grepLines(m, "macake_reconciles_total"))
+			}
+		}
+		r.emu.DeletePipe(48001)
+		time.Sleep(DefaultDriftInterval)
+		synctest.Wait()
+		if m := r.scrape(); !strings.Contains(m, `macake_drift_repairs_total{kind="shaper_missing"} 1`) {
+			t.Errorf("the drift repair is not counted")
+		}
+		r.facts <- FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
+		synctest.Wait()
+		if m := r.scrape(); strings.Contains(m, `link="home"`) || !strings.Contains(m, "macake_link_changes_total 2") {
+			t.Errorf("after home went away:\n%s", m)
+		}
+	})
+}
+
+// TestWatchTakesInMeasurements: an "auto" rate needs a measurement; until
+// `macake measure` writes one to the state file (without the lock, which
+// the daemon holds), the link is not shaped and status says why; the next
+// reconcile picks the measurement up and shapes it at 95 % of it.
+func TestWatchTakesInMeasurements(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		auto := strings.Replace(autorateLink, `download = "80mbit"`, `download = "auto"`, 1)
+		r := newRig(t, map[string]string{"home": auto}, nil, factsOn("en0", homeMAC))
+		if got := r.pipes(); len(got) != 0 {
+			t.Fatalf("pipes before any measurement: %v", got)
+		}
+		if s := r.d.Status(); len(s.Links) != 1 || !strings.Contains(s.Links[0].Error, "macake measure") {
+			t.Fatalf("status does not say that the link needs a measurement: %+v", s.Links)
+		}
+		// What measure does: read, add a profile, write.
+		st, _ := state.Load(r.stateDir)
+		st.Profiles = map[string]state.Profile{state.ProfileKey("home", homeMAC): {
+			Link: "home", DownloadCapacity: 90_000_000, UploadCapacity: 20_000_000, IdleRTT: 30 * time.Millisecond, MeasuredAt: time.Now(),
+		}}
+		if err := state.Save(r.stateDir, st); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(DefaultDriftInterval)
+		synctest.Wait()
+		if got := r.pipeRate(48002); got != 85_500_000 {
+			t.Fatalf("download after the measurement: %d, want 95 %% of 90 Mbit/s", got)
+		}
+		if !strings.Contains(r.log.String(), "took in new measurements") {
+			t.Errorf("the measurement is not logged")
+		}
+	})
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
