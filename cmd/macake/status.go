@@ -67,6 +67,11 @@ func runStatus(e *env, args []string) int {
 	tty := isTerminal(e.stdout)
 	for first := true; ; first = false {
 		st, err := gatherStatus(e)
+		if e.ctx.Err() != nil {
+			// Interrupted (Ctrl-C on --follow) mid-question: the answer,
+			// if any, is not worth printing.
+			return exitOK
+		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "macake status: %v\n", err)
 			return exitFailure
