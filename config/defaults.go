@@ -29,9 +29,10 @@ var Defaults = Policy{
 		Download:           Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 80 * Mbit}}, // min/max_dl_shaper_rate_kbps
 		Upload:             Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 35 * Mbit}}, // min/max_ul_shaper_rate_kbps
 		Reflectors:         DefaultReflectors,
-		ActiveReflectors:   6,                                 // no_pingers
-		ProbeInterval:      Duration(300 * time.Millisecond),  // reflector_ping_interval_s 0.3
-		DelayThreshold:     Duration(30 * time.Millisecond),   // *_owd_delta_delay_thr_ms
+		ActiveReflectors:   6,                                // no_pingers
+		ProbeInterval:      Duration(300 * time.Millisecond), // reflector_ping_interval_s 0.3
+		DelayThreshold:     Duration(30 * time.Millisecond),  // *_owd_delta_delay_thr_ms
+		Controller:         LawMacake,
 		FullIncreaseBelow:  Duration(10 * time.Millisecond),   // *_avg_owd_delta_max_adjust_up_thr_ms
 		FullCutAbove:       Duration(60 * time.Millisecond),   // *_avg_owd_delta_max_adjust_down_thr_ms
 		BufferbloatWindow:  6,                                 // bufferbloat_detection_window

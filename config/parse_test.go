@@ -75,6 +75,10 @@ func TestParseRules(t *testing.T) {
 		{name: "inline match table", text: "match = { interface = \"en0\", priority = 3 }\n"},
 		{name: "quoted key", text: "[match]\n\"interface\" = \"en0\"\n\"Priority\" = 1\n", problems: []string{`3:1: key "Priority" must be lower-case`}},
 
+		// Control law.
+		{name: "upstream law", text: minimal + "[autorate]\ncontroller = \"upstream\"\n"},
+		{name: "unknown law", text: minimal + "[autorate]\ncontroller = \"upstram\"\n", problems: []string{`4:14: autorate.controller: unknown controller "upstram"; use one of macake, upstream (did you mean "upstream"?)`}},
+
 		// Types.
 		{name: "int for string", text: "[match]\ninterface = 5\n", problems: []string{"2:13: match.interface: must be a string, not an integer"}},
 		{name: "string for int", text: minimal + "priority = \"5\"\n", problems: []string{"3:12: match.priority: must be a whole number, not a string"}},
@@ -230,6 +234,9 @@ func TestParseFillsDefaults(t *testing.T) {
 		t.Errorf("shaper defaults: %+v", l.Shaper)
 	}
 	a := l.Autorate
+	if a.Controller != LawMacake {
+		t.Errorf("controller default = %q, want %q", a.Controller, LawMacake)
+	}
 	if len(a.Reflectors) != 30 || a.ActiveReflectors != 6 || a.ProbeInterval.Std() != 300*time.Millisecond || a.DelayThreshold.Std() != 30*time.Millisecond {
 		t.Errorf("autorate defaults: %+v", a)
 	}

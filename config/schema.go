@@ -88,6 +88,9 @@ type Autorate struct {
 	// DelayThreshold: a sample whose one-way delay exceeds the baseline by
 	// more is "delayed" (upstream *_owd_delta_delay_thr_ms).
 	DelayThreshold Duration `toml:"delay_threshold"`
+	// Controller selects the control law: macake's tuned one (default) or
+	// upstream cake-autorate's exactly.
+	Controller ControlLaw `toml:"controller"`
 	// FullIncreaseBelow: window average delay delta at or below which the
 	// full increase applies (upstream *_avg_owd_delta_max_adjust_up_thr_ms).
 	FullIncreaseBelow Duration `toml:"full_increase_below"`
@@ -204,6 +207,27 @@ var Modes = []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (m *Mode) UnmarshalText(b []byte) error { return parseEnum("mode", b, Modes, m) }
+
+// ControlLaw selects the rate controller's law.
+type ControlLaw string
+
+// The control laws. LawMacake is the default.
+const (
+	// LawMacake is cake-autorate's law plus the deviations that won in
+	// macake's simulator (controller.MacakeImprovements; docs/MEASUREMENTS.md).
+	LawMacake ControlLaw = "macake"
+	// LawUpstream is cake-autorate's law exactly, as specified in
+	// reference/autorate.md: for comparisons, or to rule macake's changes out.
+	LawUpstream ControlLaw = "upstream"
+)
+
+// ControlLaws lists every ControlLaw in the order the docs give them.
+var ControlLaws = []ControlLaw{LawMacake, LawUpstream}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (c *ControlLaw) UnmarshalText(b []byte) error {
+	return parseEnum("controller", b, ControlLaws, c)
+}
 
 // Diffserv is a CAKE priority-tin scheme.
 type Diffserv string

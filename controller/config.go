@@ -87,6 +87,25 @@ type DirectionConfig struct {
 	FullCutThreshold time.Duration
 }
 
+// MacakeImprovements returns the deviations macake's own control law turns
+// on (policy key autorate.controller = "macake", the default): those that
+// won on the simulator's development traces without losing on any trace
+// class (docs/MEASUREMENTS.md), plus the real-world fixes the simulator
+// cannot judge, because it has no timer jitter, dying prober, failing
+// backend or counter reset (MeasuredInterval, ProbeLiveness,
+// SurfaceBackendErrors, DropCounterResets). BaseRecovery and SleepAtBase
+// did not win and stay off.
+func MacakeImprovements() Improvements {
+	return Improvements{
+		MeasuredInterval:     true,
+		ProbeLiveness:        true,
+		SurfaceBackendErrors: true,
+		CutToAchieved:        true,
+		FastRecovery:         true,
+		DropCounterResets:    true,
+	}
+}
+
 // Improvements are macake's deliberate deviations from upstream
 // cake-autorate (autorate.md §14.2). Every switch is off in DefaultConfig,
 // which is then exactly upstream ("faithful mode"). To add one: add a bool

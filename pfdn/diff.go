@@ -378,17 +378,22 @@ func differReason(fields []plan.Field) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " differ"
 }
 
-// looksOwned reports whether a pipe has the shape macake gives its pipes: a
-// whole-Kbit/s rate, a whole-KB byte queue of at most 1 MB, and every other
-// setting at its default, with no queue attached. A pipe inside the range
-// that looks otherwise was made by someone else, and macake leaves it alone
-// unless a desired link needs its number.
-func looksOwned(lp LivePipe, queuesOn map[int][]int) bool {
-	c := lp.Config
+// LooksOwned reports whether a pipe config has the shape macake gives its
+// pipes: whole Kbit/s, a whole-KB byte queue within dnctl's limits, and
+// nothing else set (no delay, loss, mask, RED or clock interface). A pipe in
+// the owned range that looks like this and that no rule names is a leftover
+// of macake's; one that does not is another tool's and is left alone.
+func LooksOwned(c PipeConfig) bool {
 	return c.ClockInterface == "" && c.BandwidthBits > 0 && c.BandwidthBits%1000 == 0 &&
 		c.BandwidthBits <= MaxRateKbit*1000 &&
 		c.QueueSlots == 0 && c.QueueBytes > 0 && c.QueueBytes%1024 == 0 && c.QueueBytes <= MaxQueueKB*1024 &&
-		c.DelayMS == 0 && c.PLR == "" && c.Mask == "" && c.RED == "" && len(queuesOn[lp.Number]) == 0
+		c.DelayMS == 0 && c.PLR == "" && c.Mask == "" && c.RED == ""
+}
+
+// looksOwned is LooksOwned for a live pipe, which must also have no flow
+// queues attached (macake never creates any).
+func looksOwned(lp LivePipe, queuesOn map[int][]int) bool {
+	return LooksOwned(lp.Config) && len(queuesOn[lp.Number]) == 0
 }
 
 // mainRulesetWarnings reports dummynet rules in the main ruleset besides

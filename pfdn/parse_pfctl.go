@@ -322,3 +322,38 @@ func splitLines(b []byte) []string {
 	}
 	return lines
 }
+
+// ErrAnchorMissing is ParseAnchors' answer for an anchor that does not
+// exist (pfctl says so on stderr and exits 0).
+var ErrAnchorMissing = errors.New("anchor not found")
+
+// ParseAnchors parses `pfctl [-a ANCHOR] -s Anchors`: one child per line,
+// two spaces then its full path, in name order. A missing anchor answers
+// "Anchor 'X' not found." on stderr (exit 0), reported as ErrAnchorMissing.
+// Any other stdout line is an error: callers judge other tools' anchors
+// from this list and must not guess.
+func ParseAnchors(stdout, stderr []byte) ([]string, error) {
+	for _, l := range strings.Split(string(stderr), "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "", l == "No ALTQ support in kernel", l == "ALTQ related functions disabled":
+		case strings.HasPrefix(l, "Anchor '") && strings.HasSuffix(l, "' not found."):
+			return nil, ErrAnchorMissing
+		case strings.Contains(l, "Permission denied"):
+			return nil, fmt.Errorf("%w: %s", ErrUnavailable, l)
+		}
+	}
+	var out []string
+	for i, line := range strings.Split(string(stdout), "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		path, found := strings.CutPrefix(line, "  ")
+		if !found || path == "" || strings.ContainsAny(path, " \t\"") {
+			return nil, fmt.Errorf("pfctl -s Anchors output, line %d: not an anchor path: %q", i+1, line)
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}

@@ -180,8 +180,11 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 		if a := us(ph.p.Added.P50); a < 30*time.Millisecond || a > 150*time.Millisecond {
 			t.Errorf("%s: added p50 %v, want the 100 ms buffer's queueing", ph.name, a)
 		}
-		if a50, a90 := us(ph.p.Added.P50), us(ph.p.Added.P90); a90 < a50 {
-			t.Errorf("%s: added p90 %v below p50 %v", ph.name, a90, a50)
+		// Like for like, p90 minus p90 need not exceed p50 minus p50: with
+		// the buffer full the loaded delay is nearly constant while the
+		// idle p90 sits above the idle p50. It must still show the queue.
+		if a := us(ph.p.Added.P90); a < 30*time.Millisecond || a > 200*time.Millisecond {
+			t.Errorf("%s: added p90 %v, want the 100 ms buffer's queueing", ph.name, a)
 		}
 		if g := us(ph.p.GatewayAdd.P50); g > 5*time.Millisecond {
 			t.Errorf("%s: the gateway's latency rose by %v; it is not behind the bottleneck", ph.name, g)

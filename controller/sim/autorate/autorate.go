@@ -53,17 +53,14 @@ func OursConfig(env *sim.Env) controller.Config {
 	return cfg
 }
 
-// OursImprovements are the switches `ours` turns on: those that won on the
-// development traces without losing on any class (docs/MEASUREMENTS.md).
-// MeasuredInterval and ProbeLiveness tie in the simulator, which has no
-// timer jitter and no dying prober; they fix real failure modes and stay.
-// BaseRecovery helped the built-in links but not the traces, so it is off.
-var OursImprovements = controller.Improvements{
-	MeasuredInterval: true,
-	ProbeLiveness:    true,
-	CutToAchieved:    true,
-	FastRecovery:     true,
-}
+// OursImprovements are the switches `ours` turns on: exactly the daemon's
+// default control law (controller.MacakeImprovements), so the simulator
+// measures what users run. MeasuredInterval and ProbeLiveness tie in the
+// simulator, which has no timer jitter and no dying prober;
+// SurfaceBackendErrors and DropCounterResets never trigger in it. They fix
+// real failure modes and stay. BaseRecovery helped the built-in links but
+// not the traces, so it is off.
+var OursImprovements = controller.MacakeImprovements()
 
 // Factory runs the production controller with the configuration build
 // returns for each run.

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/macake/macake/launchd"
+)
+
+func checkPolicies(_ context.Context, in *Inspection) Result {
+	return judgePolicies(in.config(), in.isTC())
+}
+
+// judgePolicies checks every policy file as apply and watch read them.
+func judgePolicies(c configFacts, linux bool) Result {
+	if c.dirMissing {
+		return warn(fmt.Sprintf("sudo mkdir -p %s, then add a policy file (see examples/links.d and docs/CONFIG.md)", c.dir),
+			"no policy directory %s, so nothing is shaped", c.dir)
+	}
+	var details []string
+	for _, p := range c.policyProblems {
+		details = append(details, p.Error())
+	}
+	for _, w := range c.policies.Warnings {
+		if w.File != c.policies.SettingsFile {
+			details = append(details, w.String())
+		}
+	}
+	const maxShown = 5
+	if len(details) > maxShown {
+		details = append(details[:maxShown], fmt.Sprintf("… and %d more (see macake validate)", len(details)-maxShown))
+	}
+	validate := "macake validate"
+	if c.dir != "" {
+		validate = fmt.Sprintf("macake validate --config-dir %s", c.dir)
+	}
+	if linux {
+		validate += " --target linux"
+	}
+	files := map[string]bool{}
+	for _, p := range c.policyProblems {
+		files[p.File] = true
+	}
+	warnings := 0
+	for _, w := range c.policies.Warnings {
+		if w.File != c.policies.SettingsFile {
+			warnings++
+		}
+	}
+	names := make([]string, len(c.policies.Links))
+	for i, l := range c.policies.Links {
+		names[i] = l.Name
+	}
+	switch {
+	case len(c.policyProblems) > 0:
+		return problem(fmt.Sprintf("`%s` lists every problem with its position; until they are fixed, apply changes nothing and watch keeps each broken file's last good version", validate),
+			"%s in %s; valid: %s", plural(len(c.policyProblems), "problem"), plural(len(files), "policy file"), listOrNone(names)).with(details...)
+	case len(c.policies.Links) == 0:
+		return warn("add a policy file (see examples/links.d and docs/CONFIG.md)", "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
+	case warnings > 0:
+		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", plural(len(names), "policy"), strings.Join(names, ", "), plural(warnings, "warning")).with(details...)
+	}
+	return ok("%s valid: %s", plural(len(names), "policy"), strings.Join(names, ", "))
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func checkSettings(_ context.Context, in *Inspection) Result {
+	return judgeSettings(in.config(), in.isPF())
+}
+
+// judgeSettings checks macake.toml, which names what macake owns.
+func judgeSettings(c configFacts, pf bool) Result {
+	file := c.policies.SettingsFile
+	s := c.policies.Settings
+	if len(c.settingsProblems) > 0 {
+		var details []string
+		for _, p := range c.settingsProblems {
+			details = append(details, p.Error())
+		}
+		return problem(fmt.Sprintf("fix %s (`macake validate` shows every problem); apply and watch refuse to run with it, since it names the anchor and pipe range macake owns", file),
+			"%s: %s", file, plural(len(c.settingsProblems), "problem")).with(details...)
+	}
+	var warnings []string
+	for _, w := range c.policies.Warnings {
+		if w.File == file {
+			warnings = append(warnings, w.String())
+		}
+	}
+	owns := "state in " + c.stateDir
+	if pf {
+		owns = fmt.Sprintf("anchor %q, pipes %d-%d, state in %s", s.Anchor, s.PipeRange.First, s.PipeRange.Last, c.stateDir)
+	}
+	if len(warnings) > 0 {
+		return warn("see `macake validate`", "%s is valid with %s (%s)", file, plural(len(warnings), "warning"), owns).with(warnings...)
+	}
+	if !c.settingsPresent {
+		return ok("no %s: the defaults apply (%s)", file, owns)
+	}
+	return ok("%s is valid (%s)", file, owns)
+}
+
+func checkOwnership(_ context.Context, in *Inspection) Result {
+	c := in.config()
+	var paths []string
+	if !c.dirMissing {
+		paths = append(paths, c.dir)
+		if entries, err := readDirNames(c.dir); err == nil {
+			for _, n := range entries {
+				paths = append(paths, filepath.Join(c.dir, n))
+			}
+		}
+	}
+	if c.settingsPresent {
+		paths = append(paths, c.policies.SettingsFile)
+	}
+	return judgeOwnership(in.sys.FS, paths, c.stateDir)
+}
+
+// judgeOwnership checks, as ssh does for its keys, that root owns the
+// configuration and that nobody else can write it: apply and watch run as
+// root and refuse files that someone else could have changed. The state
+// directory gets the same test, as a warning.
+func judgeOwnership(files FS, paths []string, stateDir string) Result {
+	var bad []string
+	for _, p := range paths {
+		fi, err := files.Stat(p)
+		if err != nil {
+			continue
+		}
+		if why := unsafe(fi); why != "" {
+			bad = append(bad, fmt.Sprintf("%s: %s", p, why))
+		}
+	}
+	stateNote := ""
+	if fi, err := files.Stat(stateDir); err == nil {
+		if why := unsafe(fi); why != "" {
+			stateNote = fmt.Sprintf("%s: %s", stateDir, why)
+		}
+	}
+	if len(bad) > 0 {
+		if stateNote != "" {
+			bad = append(bad, stateNote)
+		}
+		return problem("sudo chown root FILE and sudo chmod go-w FILE for each (apply and watch refuse them until then)",
+			"%s can be changed by someone other than root", plural(len(bad), "configuration path")).with(bad...)
+	}
+	if stateNote != "" {
+		return warn(fmt.Sprintf("sudo chown root %s && sudo chmod go-w %s", stateDir, stateDir),
+			"the state directory can be changed by someone other than root").with(stateNote)
+	}
+	if len(paths) == 0 {
+		return ok("no configuration files to check")
+	}
+	return ok("the configuration (%s) is owned by root and not writable by group or others", plural(len(paths), "path"))
+}
+
+// unsafe says why a path must not be trusted, or "".
+func unsafe(fi launchd.FileInfo) string {
+	if fi.UID > 0 {
+		return fmt.Sprintf("owned by uid %d, not root", fi.UID)
+	}
+	if perm := fi.Mode.Perm(); perm&0o022 != 0 {
+		return fmt.Sprintf("writable by group or others (mode %04o)", perm)
+	}
+	return ""
+}
+
+// readDirNames lists the policy files of dir as config.Load picks them:
+// *.toml, not hidden.
+func readDirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".toml") && !strings.HasPrefix(n, ".") {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func checkState(_ context.Context, in *Inspection) Result {
+	return judgeState(in.state(), in.sys.EUID)
+}
+
+// judgeState checks that the state file is readable; a corrupt one is
+// rebuilt, never a crash, but what it held is lost.
+func judgeState(s stateFacts, euid int) Result {
+	switch {
+	case s.corrupt:
+		return warn("nothing to do by hand: the next apply or watch replaces it; run `macake measure` again to restore the measured profiles",
+			"%s is corrupt; apply and watch start from an empty state: pipe slots are rebuilt from the live rules, the pf reference is taken anew, and measured capacities and known-good rates are lost", s.path).with(s.err.Error())
+	case errors.Is(s.err, fs.ErrPermission) && euid != 0:
+		return needsRoot(fmt.Sprintf("cannot read %s without root", s.path), "the state file")
+	case s.err != nil:
+		return problem("check the state directory's permissions; apply and watch cannot save their state", "cannot read %s: %v", s.path, s.err)
+	case !s.exists:
+		return ok("no state file yet at %s (the first apply or measure writes it)", s.path)
+	}
+	st := s.state
+	links := st.LinkNames()
+	var profiles []string
+	for k := range st.Profiles {
+		profiles = append(profiles, k)
+	}
+	sort.Strings(profiles)
+	var details []string
+	if len(profiles) > 0 {
+		details = append(details, "profiles: "+strings.Join(profiles, ", "))
+	}
+	ref := "no pf reference"
+	if st.PFToken != "" {
+		ref = "a pf reference"
+	}
+	return ok("%s is readable: %s, %s, %s", s.path, plural(len(links), "link slot"), plural(len(st.Profiles), "measured profile"), ref).with(details...)
+}

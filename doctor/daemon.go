@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/plan"
+)
+
+// HolderWatch is what `macake watch` writes beside its pid in the state
+// lock, which it holds for as long as it runs (reconcile.AcquireLockAs).
+const HolderWatch = "watch"
+
+// SystemdUnitPath is where `macake install-daemon --systemd-unit` tells
+// people to put the unit on Linux.
+const SystemdUnitPath = "/etc/systemd/system/macake-watch.service"
+
+// watchFacts is whether `macake watch` runs.
+type watchFacts struct {
+	state WatchState
+	err   error
+}
+
+func (in *Inspection) watch(ctx context.Context) watchFacts {
+	return in.watchOnce.get(func() watchFacts {
+		if in.sys.Watch == nil {
+			return watchFacts{err: errors.New("no way to tell")}
+		}
+		s, err := in.sys.Watch.Watch(ctx, in.config().stateDir)
+		return watchFacts{state: s, err: err}
+	})
+}
+
+// serviceFacts is the installed service definition.
+type serviceFacts struct {
+	path string
+	// data is the file; nil when it is missing.
+	data []byte
+	err  error
+	// prog is what it runs, when it is one this macake could have written.
+	prog    launchd.Program
+	progErr error
+	// same tells whether the file is byte for byte (and, for the plist,
+	// owner and mode) what this macake renders for prog.
+	same bool
+	// loaded is launchd's view (macOS).
+	loaded bool
+}
+
+func (in *Inspection) service(ctx context.Context) serviceFacts {
+	if in.sys.GOOS == "darwin" {
+		return in.launchdService(ctx)
+	}
+	return in.systemdService()
+}
+
+func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
+	s := serviceFacts{path: launchd.DaemonPlistPath}
+	s.data, s.err = in.sys.FS.ReadFile(s.path)
+	if s.err != nil {
+		return s
+	}
+	s.prog, s.progErr = programOfPlist(s.data)
+	if s.progErr != nil {
+		return s
+	}
+	job, err := launchd.DaemonJob(s.prog)
+	if err != nil {
+		s.progErr = err
+		return s
+	}
+	ins := &launchd.Installer{Files: readOnlyFiles{in.sys.FS}, Runner: in.sys.Launchctl}
+	obs, err := ins.Observe(ctx, job)
+	if err != nil {
+		s.err = err
+		return s
+	}
+	s.same, s.loaded = obs.Plist == launchd.PlistSame, obs.Loaded
+	return s
+}
+
+func (in *Inspection) systemdService() serviceFacts {
+	s := serviceFacts{path: SystemdUnitPath}
+	s.data, s.err = in.sys.FS.ReadFile(s.path)
+	if s.err != nil {
+		return s
+	}
+	s.prog, s.progErr = programOfUnit(s.data)
+	if s.progErr != nil {
+		return s
+	}
+	want, err := launchd.SystemdWatchUnit(s.prog)
+	s.same = err == nil && string(want) == string(s.data)
+	return s
+}
+
+// programOfPlist reads what an installed LaunchDaemon plist runs.
+func programOfPlist(data []byte) (launchd.Program, error) {
+	v, err := launchd.Decode(data)
+	if err != nil {
+		return launchd.Program{}, err
+	}
+	d, isDict := v.(launchd.Dict)
+	if !isDict {
+		return launchd.Program{}, errors.New("the plist's root is not a dictionary")
+	}
+	arr, isArr := d.Get("ProgramArguments").(launchd.Array)
+	if !isArr {
+		return launchd.Program{}, errors.New("no ProgramArguments array")
+	}
+	args := make([]string, len(arr))
+	for i, a := range arr {
+		s, isStr := a.(launchd.String)
+		if !isStr {
+			return launchd.Program{}, fmt.Errorf("ProgramArguments[%d] is not a string", i)
+		}
+		args[i] = string(s)
+	}
+	return programOfArgs(args)
+}
+
+// programOfArgs recognises the argv install-daemon writes:
+// BINARY --config-dir DIR --state-dir DIR watch.
+func programOfArgs(args []string) (launchd.Program, error) {
+	if len(args) != 6 || args[1] != "--config-dir" || args[3] != "--state-dir" || args[5] != "watch" {
+		return launchd.Program{}, fmt.Errorf("it runs %q, not `macake --config-dir DIR --state-dir DIR watch`", strings.Join(args, " "))
+	}
+	return launchd.Program{Binary: args[0], ConfigDir: args[2], StateDir: args[4]}, nil
+}
+
+// programOfUnit reads what a systemd unit's ExecStart runs.
+func programOfUnit(data []byte) (launchd.Program, error) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "ExecStart="); found {
+			args, err := SplitExecStart(v)
+			if err != nil {
+				return launchd.Program{}, err
+			}
+			return programOfArgs(args)
+		}
+	}
+	return launchd.Program{}, errors.New("no ExecStart= line")
+}
+
+// SplitExecStart splits a systemd ExecStart= value into words: spaces
+// separate them, double-quoted words are Go-quoted (as launchd's unit
+// renderer writes them), and "%%" and "$$" stand for "%" and "$".
+func SplitExecStart(s string) ([]string, error) {
+	var words []string
+	unescape := strings.NewReplacer("%%", "%", "$$", "$")
+	for s = strings.TrimLeft(s, " \t"); s != ""; s = strings.TrimLeft(s, " \t") {
+		var w string
+		if s[0] == '"' {
+			q, err := strconv.QuotedPrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("ExecStart: unterminated or malformed quoted word in %q", s)
+			}
+			if w, err = strconv.Unquote(q); err != nil {
+				return nil, fmt.Errorf("ExecStart: %q: %v", q, err)
+			}
+			s = s[len(q):]
+			if s != "" && s[0] != ' ' && s[0] != '\t' {
+				return nil, fmt.Errorf("ExecStart: text right after a quoted word: %q", s)
+			}
+		} else {
+			end := strings.IndexAny(s, " \t")
+			if end < 0 {
+				end = len(s)
+			}
+			w, s = s[:end], s[end:]
+		}
+		words = append(words, unescape.Replace(w))
+	}
+	return words, nil
+}
+
+// readOnlyFiles lets launchd.Installer.Observe read through FS; doctor
+// never writes, so the writing methods refuse.
+type readOnlyFiles struct{ FS }
+
+var errReadOnly = errors.New("doctor does not change files")
+
+func (readOnlyFiles) WriteFile(string, []byte, fs.FileMode, launchd.Owner) error { return errReadOnly }
+func (readOnlyFiles) MkdirAll(string, fs.FileMode, launchd.Owner) error          { return errReadOnly }
+func (readOnlyFiles) Remove(string) error                                        { return errReadOnly }
+
+func checkDaemonInstalled(ctx context.Context, in *Inspection) Result {
+	s := in.service(ctx)
+	abs := func(p string) string {
+		if a, err := filepath.Abs(p); err == nil {
+			return a
+		}
+		return p
+	}
+	return judgeService(s, in.sys.GOOS, in.sys.FS, in.watch(ctx).state, abs(in.sys.ConfigDir), in.config().stateDir)
+}
+
+// installFix is how to install the service on each system.
+func installFix(goos string) string {
+	if goos == "darwin" {
+		return "sudo macake install-daemon"
+	}
+	return "macake install-daemon --systemd-unit | sudo tee " + SystemdUnitPath + " && sudo systemctl daemon-reload && sudo systemctl enable --now macake-watch"
+}
+
+// judgeService checks that the service that keeps macake watch running is
+// installed, runs an existing macake with the directories this run
+// checked, and is what this macake would write.
+func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir, stateDir string) Result {
+	kind := "LaunchDaemon"
+	if goos != "darwin" {
+		kind = "systemd unit"
+	}
+	switch {
+	case errors.Is(s.err, fs.ErrNotExist) && w.Running:
+		return info("no %s at %s, but macake watch runs (pid %d), started some other way", kind, s.path, w.PID)
+	case errors.Is(s.err, fs.ErrNotExist):
+		return warn(installFix(goos),
+			"no %s at %s: nothing keeps macake watch running, so drift is not repaired and rates are not steered", kind, s.path)
+	case s.err != nil:
+		return problem("check the file's permissions", "cannot read %s: %v", s.path, s.err)
+	case s.progErr != nil:
+		return warn(installFix(goos)+" rewrites it", "%s was not written by this macake: %v", s.path, s.progErr)
+	}
+	if fi, err := files.Stat(s.prog.Binary); err != nil || fi.IsDir || fi.Mode.Perm()&0o111 == 0 {
+		return problem(installFix(goos)+" (run it with the installed macake, or pass --binary PATH)",
+			"%s runs %s, which is not an executable file, so the daemon cannot start", s.path, s.prog.Binary)
+	}
+	runs := fmt.Sprintf("%s runs %s watch", s.path, s.prog.Binary)
+	if s.prog.ConfigDir != configDir || s.prog.StateDir != stateDir {
+		return warn(fmt.Sprintf("check the daemon's directories with: macake --config-dir %s --state-dir %s doctor", s.prog.ConfigDir, s.prog.StateDir),
+			"%s with --config-dir %s --state-dir %s, but this run checked %s and %s", runs, s.prog.ConfigDir, s.prog.StateDir, configDir, stateDir)
+	}
+	if !s.same {
+		what := "its content"
+		if goos == "darwin" {
+			what = "its content, owner (root:wheel) or mode (0644)"
+		}
+		return warn(installFix(goos)+" rewrites it (and restarts the daemon)",
+			"%s, but %s differs from what this macake writes (another version, or edited by hand)", runs, what)
+	}
+	return ok("%s", runs)
+}
+
+func checkDaemonRunning(ctx context.Context, in *Inspection) Result {
+	s := in.service(ctx)
+	w := in.watch(ctx)
+	if in.sys.GOOS != "darwin" {
+		return judgeWatchLinux(s, w)
+	}
+	if s.err != nil || s.progErr != nil {
+		if w.state.Running {
+			return ok("macake watch runs (pid %d, found through %s)", w.state.PID, w.state.Via)
+		}
+		return skipped("the LaunchDaemon is missing or not macake's (see above)")
+	}
+	if !s.loaded {
+		return problem("sudo launchctl bootstrap system "+launchd.DaemonPlistPath+" (or sudo macake install-daemon)",
+			"%s is installed but not loaded: launchd does not run it", launchd.DaemonLabel)
+	}
+	res, err := in.sys.Launchctl.Run(ctx, plan.Command{Argv: []string{launchd.Launchctl, "print", launchd.Daemon().ServiceTarget()}})
+	if err != nil {
+		return warn("run `launchctl print "+launchd.Daemon().ServiceTarget()+"` by hand", "cannot ask launchd about %s: %v", launchd.DaemonLabel, err)
+	}
+	return judgeLaunchdPrint(string(res.Stdout), w)
+}
+
+var (
+	lcState    = regexp.MustCompile(`(?m)^\s*state = (.+)$`)
+	lcPID      = regexp.MustCompile(`(?m)^\s*pid = (\d+)$`)
+	lcLastExit = regexp.MustCompile(`(?m)^\s*last exit code = (.+)$`)
+)
+
+// judgeLaunchdPrint reads `launchctl print system/org.macake.watch`. Its
+// format is not a stable interface, so only three well-known lines are
+// used, and their absence is not an error.
+func judgeLaunchdPrint(out string, w watchFacts) Result {
+	state, pid, lastExit := "", "", ""
+	if m := lcState.FindStringSubmatch(out); m != nil {
+		state = strings.TrimSpace(m[1])
+	}
+	if m := lcPID.FindStringSubmatch(out); m != nil {
+		pid = m[1]
+	}
+	if m := lcLastExit.FindStringSubmatch(out); m != nil {
+		lastExit = strings.TrimSpace(m[1])
+	}
+	logHint := "see " + launchd.DaemonLogPath
+	switch {
+	case state == "running":
+		switch {
+		case pid != "":
+			return ok("launchd runs %s (pid %s)", launchd.DaemonLabel, pid)
+		case w.state.Running:
+			return ok("launchd runs %s (pid %d)", launchd.DaemonLabel, w.state.PID)
+		}
+		return ok("launchd runs %s", launchd.DaemonLabel)
+	case state == "" && w.state.Running:
+		return ok("launchd has %s loaded, and macake watch holds the state lock (pid %d)", launchd.DaemonLabel, w.state.PID)
+	case state == "":
+		return info("launchd has %s loaded; its state could not be read from `launchctl print`", launchd.DaemonLabel)
+	}
+	meaning := ""
+	switch lastExit {
+	case "78":
+		meaning = " (78: the configuration is invalid; run macake validate)"
+	case "77":
+		meaning = " (77: it needs root)"
+	case "69":
+		meaning = " (69: pfctl/dnctl unavailable)"
+	}
+	msg := fmt.Sprintf("%s is loaded but %s", launchd.DaemonLabel, state)
+	if lastExit != "" {
+		msg += fmt.Sprintf("; last exit code %s%s", lastExit, meaning)
+	}
+	return problem(logHint+"; launchd retries it every "+strconv.Itoa(launchd.ThrottleInterval)+" s", "%s", msg)
+}
+
+// judgeWatchLinux judges whether macake watch runs on Linux, where the
+// state lock tells (systemd's own view would need systemctl).
+func judgeWatchLinux(s serviceFacts, w watchFacts) Result {
+	installed := s.err == nil
+	switch {
+	case w.err != nil:
+		return warn("check the state directory's permissions", "cannot tell whether macake watch runs: %v", w.err)
+	case w.state.Running:
+		return ok("macake watch runs (pid %d, found through %s)", w.state.PID, w.state.Via)
+	case installed:
+		r := problem("sudo systemctl enable --now macake-watch; see journalctl -u macake-watch", "%s is installed but macake watch is not running", filepath.Base(s.path))
+		if w.state.PID > 0 {
+			r = r.with(fmt.Sprintf("pid %d (a one-shot macake command) holds the state lock right now", w.state.PID))
+		}
+		return r
+	}
+	return skipped("no service is installed (see above)")
+}
+
+// ParseLockHolder reads the lock file's "PID" or "PID HOLDER" line.
+func ParseLockHolder(s string) (pid int, holder string) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0, ""
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return 0, ""
+	}
+	if len(f) > 1 {
+		holder = f[1]
+	}
+	return pid, holder
+}

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
+)
+
+// driftFacts is the plan a one-shot apply would make now: what differs
+// between the live state and the policy files.
+type driftFacts struct {
+	plan plan.Plan
+	// blocked says why there is no plan: "" when there is one.
+	blocked string
+	// needsRoot is set when reading the live state needs root.
+	needsRoot bool
+	err       error
+}
+
+func (in *Inspection) drift(ctx context.Context) driftFacts {
+	return in.driftOnce.get(func() driftFacts {
+		var d driftFacts
+		cfg := in.config()
+		switch {
+		case in.backend().err != nil:
+			d.blocked = "the backend cannot be chosen (see System)"
+			return d
+		case len(cfg.policyProblems) > 0 || len(cfg.settingsProblems) > 0:
+			d.blocked = "the configuration has problems (see Configuration)"
+			return d
+		}
+		if in.isPF() {
+			switch l := in.pfLive(ctx); {
+			case l.blocked == "root":
+				d.blocked = "needs root (see pf status)"
+				d.needsRoot = true
+				return d
+			case l.blocked != "" || l.err != nil:
+				d.blocked = "pf and dummynet cannot be read (see above)"
+				return d
+			}
+		}
+		facts := in.facts(ctx)
+		if facts.err != nil {
+			d.blocked = "the link facts cannot be read (see Network)"
+			return d
+		}
+		st := in.state().state
+		tokens := &pfdn.MemoryTokens{}
+		tokens.SetPFToken(st.PFToken)
+		b, err := reconcile.OpenBackend(reconcile.BackendConfig{
+			Settings: cfg.policies.Settings, Tokens: tokens, Runner: in.sys.Runner, Getenv: in.sys.Getenv,
+			GOOS: in.sys.GOOS, KnownLinks: func() map[string]int { return maps.Clone(st.Slots) },
+		})
+		if err != nil {
+			d.blocked = "the backend cannot be opened (see System)"
+			return d
+		}
+		links := cfg.policies.Links
+		ifaces := make([]string, 0, len(links))
+		for _, l := range links {
+			ifaces = append(ifaces, l.Match.Interface)
+		}
+		inputs := reconcile.Inputs{State: st, MaxSlots: b.MaxSlots, MTU: reconcile.InterfaceMTUs(ifaces)}
+		desire, err := reconcile.Desired(links, facts.facts, inputs)
+		if err == nil && desire.AllocatesSlots(st) && b.LiveSlots != nil {
+			// As apply does: a link without a slot takes the one live on
+			// its interface, so a lost state file shows no phantom change.
+			if inputs.LiveSlots, err = b.LiveSlots(ctx); err == nil {
+				desire, err = reconcile.Desired(links, facts.facts, inputs)
+			}
+		}
+		if err != nil {
+			d.err = err
+			return d
+		}
+		d.plan, err = b.Plan(ctx, desire.State)
+		switch {
+		case errors.Is(err, pfdn.ErrHookMissing):
+			// The hook check says it; the plan is still worth showing.
+		case reconcile.Unavailable(err) && in.sys.EUID != 0:
+			d.needsRoot = true
+		case err != nil:
+			d.err = err
+		}
+		return d
+	})
+}
+
+func checkDrift(ctx context.Context, in *Inspection) Result {
+	d := in.drift(ctx)
+	switch {
+	case d.blocked != "":
+		r := skipped("%s", d.blocked)
+		r.NeedsRoot = d.needsRoot
+		return r
+	case d.needsRoot:
+		return needsRoot("cannot read the live shaping without root", "whether it matches the policy files")
+	case d.err != nil:
+		return warn("run `macake plan` to see the whole error", "cannot work out what the policy files want: %v", d.err)
+	}
+	return judgeDrift(d.plan, in.watch(ctx).state.Running)
+}
+
+// judgeDrift compares the live state with what a one-shot apply would make.
+// While watch runs, rates and queues differ from the policy's start rates
+// because the controller steers them: that is not drift.
+func judgeDrift(p plan.Plan, watchRunning bool) Result {
+	var changes, steered []string
+	for _, op := range p.Ops {
+		line := fmt.Sprintf("%s %s: %s", op.Action.Symbol(), op.Label, op.Reason)
+		if op.Link != "" {
+			line = fmt.Sprintf("%s %s (link %q): %s", op.Action.Symbol(), op.Label, op.Link, op.Reason)
+		}
+		if watchRunning && rateOnly(op) {
+			steered = append(steered, line)
+			continue
+		}
+		changes = append(changes, line)
+	}
+	if len(changes) > 0 {
+		fix := "sudo macake apply makes it match (macake plan shows the changes first)"
+		if watchRunning {
+			fix = "macake watch should repair this within a drift tick; if it stays, see its log and `macake status`"
+		}
+		return warn(fix, "the live shaping differs from the policy files: %s pending", plural(len(changes), "change")).with(append(changes, steered...)...)
+	}
+	if len(steered) > 0 {
+		return ok("the live shaping matches the policy files (%s steered by macake watch's controller)", plural(len(steered), "rate")).with(steered...)
+	}
+	return ok("the live shaping matches the policy files")
+}
+
+// rateOnly reports whether op only changes rates or queue sizes of an
+// existing object: what the controller does all the time.
+func rateOnly(op plan.Op) bool {
+	if op.Action != plan.Update || len(op.Fields) == 0 {
+		return false
+	}
+	for _, f := range op.Fields {
+		if !strings.Contains(f.Key, "bits_per_second") && !strings.Contains(f.Key, "bytes") && !strings.Contains(f.Key, "bandwidth") {
+			return false
+		}
+	}
+	return true
+}

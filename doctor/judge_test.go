@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/launchd/launchdtest"
+	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/tc"
+)
+
+// expect checks a result's status and that its message, fix and details
+// together hold every string in says.
+func expect(t *testing.T, r Result, status Status, says ...string) {
+	t.Helper()
+	if r.Status != status {
+		t.Errorf("status %s, want %s: %s (fix: %s)", r.Status, status, r.Message, r.Fix)
+	}
+	if (status == Warning || status == Problem) && r.Fix == "" {
+		t.Errorf("a %s without a fix: %s", status, r.Message)
+	}
+	text := r.Message + "\n" + r.Fix + "\n" + strings.Join(r.Details, "\n")
+	for _, s := range says {
+		if !strings.Contains(text, s) {
+			t.Errorf("does not say %q:\n%s", s, text)
+		}
+	}
+}
+
+func TestJudgePFStatus(t *testing.T) {
+	ref := func(tok string) pfdn.Reference { return pfdn.Reference{PID: 1, Process: "pfctl", Token: tok} }
+	tests := []struct {
+		name    string
+		live    pfdn.Live
+		held    string
+		shaping bool
+		want    Status
+		says    []string
+	}{
+		{"disabled while shaping", pfdn.Live{}, "7", true, Problem, []string{"pf is disabled, so macake's rules are not in effect", "stale", "sudo macake apply"}},
+		{"disabled, nothing to shape", pfdn.Live{}, "", false, OK, []string{"pf is disabled; macake enables it"}},
+		{"enabled with macake's reference", pfdn.Live{Info: pfdn.Info{Enabled: true, For: 26*time.Hour + 3*time.Minute}, References: []pfdn.Reference{ref("7"), ref("9")}}, "7", true, OK,
+			[]string{"for 1 days 02:03:00", "macake holds its own reference (1 other reference)"}},
+		{"enabled by others while shaping", pfdn.Live{Info: pfdn.Info{Enabled: true}, References: []pfdn.Reference{ref("9")}}, "", true, Warning,
+			[]string{"enabled by others only (1 reference)", "shaping stops when they release theirs"}},
+		{"enabled by others, nothing shaped", pfdn.Live{Info: pfdn.Info{Enabled: true}, References: []pfdn.Reference{ref("9")}}, "", false, OK, []string{"by others"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, judgePFStatus(tt.live, tt.held, tt.shaping), tt.want, tt.says...)
+		})
+	}
+}
+
+func TestJudgeHook(t *testing.T) {
+	hooked := pfdn.Live{Main: pfdn.RuleList{Exists: true, Rules: []pfdn.Rule{{Action: "dummynet-anchor", Anchor: "com.apple/*", Text: `dummynet-anchor "com.apple/*" all`}}}}
+	expect(t, judgeHook(hooked, "com.apple/macake"), OK, `dummynet-anchor "com.apple/*"`)
+	expect(t, judgeHook(pfdn.Live{}, "com.apple/macake"), Problem, "\ndummynet-anchor \"com.apple/*\"", "sudo pfctl -f /etc/pf.conf")
+	// An anchor at the top level needs its own line.
+	expect(t, judgeHook(hooked, "shaper"), Problem, "\ndummynet-anchor \"shaper\"")
+}
+
+func TestJudgeDrift(t *testing.T) {
+	rate := plan.Op{Link: "wan", Kind: "pipe", Label: `pipe 48002 "wan/download"`, Action: plan.Update, Reason: "bandwidth differs",
+		Fields: []plan.Field{{Key: "bandwidth_bits_per_second"}, {Key: "queue_bytes"}}}
+	anchor := plan.Op{Link: "wan", Kind: "rules", Label: `anchor "com.apple/macake"`, Action: plan.Create, Reason: "not present"}
+	tests := []struct {
+		name  string
+		ops   []plan.Op
+		watch bool
+		want  Status
+		says  []string
+	}{
+		{"nothing to do", nil, false, OK, []string{"matches the policy files"}},
+		{"changes without watch", []plan.Op{anchor, rate}, false, Warning, []string{"2 changes pending", `+ anchor "com.apple/macake" (link "wan"): not present`, "sudo macake apply"}},
+		{"rates steered by watch", []plan.Op{rate}, true, OK, []string{"1 rate steered by macake watch", `~ pipe 48002 "wan/download"`}},
+		{"drift while watch runs", []plan.Op{anchor, rate}, true, Warning, []string{"1 change pending", "macake watch should repair this"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, judgeDrift(plan.Plan{Ops: tt.ops}, tt.watch), tt.want, tt.says...)
+		})
+	}
+}
+
+func TestJudgeICMP(t *testing.T) {
+	denied := errors.New("socket: permission denied")
+	opener := func(fail ...string) func(string) error {
+		return func(network string) error {
+			for _, f := range fail {
+				if f == network {
+					return denied
+				}
+			}
+			return nil
+		}
+	}
+	tests := []struct {
+		name       string
+		goos       string
+		euid       int
+		groupRange string
+		open       func(string) error
+		needV6     bool
+		want       Status
+		says       []string
+	}{
+		{"macOS", "darwin", 501, "", opener(), false, OK, []string{"macOS allows them for every user"}},
+		{"macOS refuses", "darwin", 501, "", opener("udp4"), false, Problem, []string{"cannot open an ICMP socket"}},
+		{"Linux group in range", "linux", 1000, "0 2147483647", opener(), false, OK, []string{`"0 2147483647" includes this user's group`}},
+		{"Linux root, raw only", "linux", 0, "1 0", opener("udp4"), false, OK, []string{"raw ICMP sockets open as root", "monitor and measure need sudo", `ping_group_range="0 2147483647"`}},
+		{"Linux user outside the range", "linux", 1000, "1 0", opener("udp4", "ip4:icmp"), false, Warning, []string{`"1 0" excludes`, "macake watch runs as root and is not affected", `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"`}},
+		{"Linux root without any socket", "linux", 0, "1 0", opener("udp4", "ip4:icmp"), false, Problem, []string{"cannot open an ICMP socket", "CAP_NET_RAW"}},
+		{"IPv6 reflectors without IPv6 sockets", "darwin", 501, "", opener("udp6"), true, Warning, []string{"IPv6 reflectors cannot be probed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, judgeICMP(tt.goos, tt.euid, []int{1000}, tt.groupRange, nil, tt.open, tt.needV6), tt.want, tt.says...)
+		})
+	}
+}
+
+func TestJudgeEchoes(t *testing.T) {
+	a, b := mustAddr("192.0.2.1"), mustAddr("2001:db8::1")
+	ms := time.Millisecond
+	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3, Received: 3, RTT: 12340 * time.Microsecond}, {Target: b, Sent: 3, Received: 2, RTT: 20 * ms}}), OK,
+		"2 reflectors answer: 192.0.2.1 12.3ms, 2001:db8::1 20ms", "2001:db8::1: 2/3 replies")
+	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3, Received: 3, RTT: ms}, {Target: b, Sent: 3, Err: "network is unreachable"}}), Warning,
+		"1 of 2 reflectors do not answer: 2001:db8::1", "0/3 replies (network is unreachable)")
+	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3}}), Problem, "none of the 1 reflector answers")
+	expect(t, judgeEchoes(nil), Info)
+}
+
+func TestJudgeCounters(t *testing.T) {
+	c := func(rx, tx, rxp, txp uint64) ifstat.Counters {
+		return ifstat.Counters{RxBytes: rx, TxBytes: tx, RxPackets: rxp, TxPackets: txp, Index: 3}
+	}
+	tests := []struct {
+		name string
+		f    counterFacts
+		want Status
+		says []string
+	}{
+		{"idle", counterFacts{iface: "en0", first: c(5000, 4000, 50, 40), last: c(5000, 4000, 50, 40), wait: time.Second}, OK, []string{"readable (no traffic during 1s)"}},
+		{"moving", counterFacts{iface: "en0", first: c(0, 0, 0, 0), last: c(1_500_000, 15_000, 1000, 100), wait: time.Second}, OK, []string{"12 Mbit/s down, 120 kbit/s up over 1s"}},
+		{"stuck now", counterFacts{iface: "en0", first: c(0, 900, 10, 9), last: c(0, 1800, 500, 18), wait: time.Second}, Problem, []string{"receive bytes stuck at 0 while 490 packets arrived"}},
+		{"stuck since boot", counterFacts{iface: "en0", first: c(0, 900, 5000, 9), last: c(0, 900, 5000, 9), wait: time.Second}, Problem, []string{"receive bytes stuck at 0", "since it came up"}},
+		{"reset", counterFacts{iface: "en0", first: c(1<<40, 0, 1<<40, 0), last: c(10, 0, 1, 0), wait: time.Second}, Warning, []string{"reset between two readings"}},
+		{"gone", counterFacts{iface: "en7", err: fmt.Errorf("en7: %w", ifstat.ErrNoInterface)}, Problem, []string{"interface en7 has disappeared"}},
+		{"unreadable", counterFacts{iface: "en0", err: errors.New("sysctl: bad")}, Problem, []string{"cannot read en0's byte counters"}},
+		{"rounded", counterFacts{iface: "en0", first: c(1024, 0, 1, 0), last: ifstat.Counters{RxBytes: 1024, RxPackets: 1, Index: 3, Rounded: true}, wait: time.Second}, OK, []string{"NET_RT_IFLIST2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { expect(t, judgeCounters(tt.f), tt.want, tt.says...) })
+	}
+}
+
+func TestJudgeOwnership(t *testing.T) {
+	mem := launchdtest.NewFiles("/etc/macake/links.d", "/var/db/macake")
+	mem.AddFile("/etc/macake/links.d/wan.toml", nil, 0o644, 0, 0)
+	paths := []string{"/etc/macake/links.d", "/etc/macake/links.d/wan.toml"}
+	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), OK, "owned by root")
+
+	mem.Chmod("/var/db/macake", 0o777)
+	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), Warning, "/var/db/macake: writable by group or others (mode 0777)")
+
+	mem.Chmod("/etc/macake/links.d/wan.toml", 0o664)
+	mem.Chown("/etc/macake/links.d", 501, 20)
+	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), Problem,
+		"3 configuration paths can be changed", "/etc/macake/links.d: owned by uid 501", "wan.toml: writable by group or others (mode 0664)", "/var/db/macake: writable")
+}
+
+func TestJudgeState(t *testing.T) {
+	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501), Warning, "without root", "run with sudo")
+	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0), Problem, "cannot read /s/state.json")
+	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0), OK, "no state file yet")
+}
+
+func TestJudgeService(t *testing.T) {
+	prog := launchd.Program{Binary: "/opt/macake/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+	mem := launchdtest.NewFiles("/opt/macake/bin")
+	mem.AddFile(prog.Binary, nil, 0o755, 0, 0)
+	running := WatchState{Running: true, PID: 77}
+	tests := []struct {
+		name string
+		s    serviceFacts
+		goos string
+		w    WatchState
+		dirs [2]string
+		want Status
+		says []string
+	}{
+		{"current", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, OK, []string{"runs /opt/macake/bin/macake watch"}},
+		{"missing", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", WatchState{}, [2]string{}, Warning, []string{"no LaunchDaemon", "sudo macake install-daemon"}},
+		{"missing on Linux", serviceFacts{path: SystemdUnitPath, err: fs.ErrNotExist}, "linux", WatchState{}, [2]string{}, Warning, []string{"no systemd unit", "systemctl enable --now macake-watch"}},
+		{"missing, watch started by hand", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", running, [2]string{}, Info, []string{"pid 77"}},
+		{"not ours", serviceFacts{path: launchd.DaemonPlistPath, progErr: errors.New(`it runs "x"`)}, "darwin", running, [2]string{}, Warning, []string{"was not written by this macake"}},
+		{"binary gone", serviceFacts{path: launchd.DaemonPlistPath, prog: launchd.Program{Binary: "/gone/macake", ConfigDir: "/c", StateDir: "/s"}, same: true}, "darwin", running, [2]string{"/c", "/s"}, Problem, []string{"/gone/macake, which is not an executable file"}},
+		{"other directories", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{"/tmp/links.d", prog.StateDir}, Warning, []string{"this run checked /tmp/links.d", "macake --config-dir /etc/macake/links.d --state-dir /var/db/macake doctor"}},
+		{"edited", serviceFacts{path: launchd.DaemonPlistPath, prog: prog}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, Warning, []string{"owner (root:wheel) or mode (0644)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			expect(t, judgeService(tt.s, tt.goos, mem, tt.w, tt.dirs[0], tt.dirs[1]), tt.want, tt.says...)
+		})
+	}
+}
+
+func TestJudgeLaunchdPrint(t *testing.T) {
+	running := "system/org.macake.watch = {\n\tactive count = 1\n\tstate = running\n\tpid = 412\n\tlast exit code = (never exited)\n}\n"
+	expect(t, judgeLaunchdPrint(running, watchFacts{}), OK, "launchd runs org.macake.watch (pid 412)")
+	crashed := "system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78: EX_CONFIG\n}\n"
+	expect(t, judgeLaunchdPrint(crashed, watchFacts{}), Problem, "loaded but not running; last exit code 78: EX_CONFIG", "/var/log/macake/watch.log")
+	expect(t, judgeLaunchdPrint("system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78\n}\n", watchFacts{}), Problem, "configuration is invalid")
+	expect(t, judgeLaunchdPrint("something new\n", watchFacts{state: WatchState{Running: true, PID: 9}}), OK, "holds the state lock (pid 9)")
+	expect(t, judgeLaunchdPrint("something new\n", watchFacts{}), Info, "could not be read")
+}
+
+func TestJudgeWatchLinux(t *testing.T) {
+	unit := serviceFacts{path: SystemdUnitPath}
+	expect(t, judgeWatchLinux(unit, watchFacts{state: WatchState{Running: true, PID: 5, Via: "the state lock"}}), OK, "pid 5, found through the state lock")
+	r := judgeWatchLinux(unit, watchFacts{state: WatchState{PID: 6}})
+	expect(t, r, Problem, "macake-watch.service is installed but macake watch is not running", "journalctl -u macake-watch", "pid 6 (a one-shot macake command)")
+	expect(t, judgeWatchLinux(unit, watchFacts{err: fs.ErrPermission}), Warning, "cannot tell")
+	if r := judgeWatchLinux(serviceFacts{path: SystemdUnitPath, err: fs.ErrNotExist}, watchFacts{}); r.Status != Skipped {
+		t.Errorf("no unit, no watch: %s, want skipped", r.Status)
+	}
+}
+
+// TestSystemdService reads an installed unit back: the program it runs
+// (paths with spaces included) and whether it is current.
+func TestSystemdService(t *testing.T) {
+	prog := launchd.Program{Binary: "/opt/my tools/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/lib/macake 100%"}
+	unit, err := launchd.SystemdWatchUnit(prog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := launchdtest.NewFiles("/etc/systemd/system")
+	mem.AddFile(SystemdUnitPath, unit, 0o644, 0, 0)
+	in := NewInspection(System{GOOS: "linux", FS: mem})
+	s := in.systemdService()
+	if s.err != nil || s.progErr != nil || s.prog != prog || !s.same {
+		t.Fatalf("systemdService() = %+v, want program %+v and same", s, prog)
+	}
+	mem.AddFile(SystemdUnitPath, []byte(strings.Replace(string(unit), "RestartSec=30", "RestartSec=1", 1)), 0o644, 0, 0)
+	if s := in.systemdService(); s.same || s.prog != prog {
+		t.Errorf("edited unit: same=%v prog=%+v", s.same, s.prog)
+	}
+}
+
+func TestJudgeTCKernel(t *testing.T) {
+	all := tc.Capabilities{Cake: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "tried in a throwaway network namespace", Tried: true}
+	noCake := all
+	noCake.Cake = false
+	noIFB := noCake
+	noIFB.IFB = false
+	nothing := tc.Capabilities{Method: "assumed"}
+	expect(t, judgeTCKernel(all, nil), OK, "both directions shape with cake", "sch_cake available")
+	expect(t, judgeTCKernel(noCake, nil), OK, "sch_cake not available: falling back to htb+bfifo, which shapes both directions")
+	expect(t, judgeTCKernel(noCake, []string{"router"}), Warning, "[cake] options of router are not applied", "modprobe sch_cake")
+	expect(t, judgeTCKernel(noIFB, nil), Warning, "upload only", "modprobe ifb")
+	expect(t, judgeTCKernel(nothing, nil), Problem, "cannot shape")
+}
+
+// answer is what a fake command returns.
+type answer struct {
+	res plan.Result
+	err error
+}
+
+// fakeRunner answers commands by program name.
+type fakeRunner map[string]answer
+
+func (f fakeRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
+	name := cmd.Argv[0][strings.LastIndexByte(cmd.Argv[0], '/')+1:]
+	a, known := f[name]
+	if !known {
+		return plan.Result{ExitCode: -1}, &fs.PathError{Op: "fork/exec", Path: cmd.Argv[0], Err: syscall.ENOENT}
+	}
+	return a.res, a.err
+}
+
+func TestToolResult(t *testing.T) {
+	run := func(r fakeRunner) toolState {
+		return runTool(context.Background(), r, "dnctl", pfdn.EnvDnctl, "/usr/sbin/dnctl", "list")
+	}
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{}}), "install it"), OK, "/usr/sbin/dnctl runs")
+	expect(t, toolResult(run(fakeRunner{}), "install it"), Problem, "no such file or directory", "install it; MACAKE_DNCTL overrides the path")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: plan.Result{ExitCode: 69, Stderr: []byte("dnctl: socket: Operation not permitted\n")}}}), "install it"), OK, "needs root")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: plan.Result{ExitCode: 70, Stderr: []byte("dnctl: kaputt\n")}}}), "install it"), Problem, "exit status 70", "dnctl: kaputt")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{err: errors.New("timed out after 10s")}}), "install it"), Problem, "timed out")
+}
+
+// TestTCChecks runs the Linux checks with a fake runner and fake kernel
+// capabilities.
+func TestTCChecks(t *testing.T) {
+	m := newFakeMac(t, map[string]string{"router": "[match]\ninterface = \"eth0\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n[cake]\nnat = true\n"})
+	sys := m.system()
+	sys.GOOS, sys.OSVersion = "linux", "Linux 6.12.0"
+	sys.Getenv = func(k string) string { return map[string]string{"MACAKE_BACKEND": "tc"}[k] }
+	sys.Runner = fakeRunner{"tc": answer{}, "ip": answer{}}
+	sys.TCCapabilities = func(context.Context) tc.Capabilities {
+		return tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "read from /proc/config.gz"}
+	}
+	rep := Run(context.Background(), NewInspection(sys), Checks)
+	expect(t, result(t, rep, "tc.tools"), OK, "tc and", "ip run")
+	expect(t, result(t, rep, "tc.kernel"), Warning, "[cake] options of router are not applied")
+	for _, r := range rep.Results {
+		if strings.HasPrefix(r.ID, "pf.") {
+			t.Errorf("%s ran on the tc backend", r.ID)
+		}
+	}
+	sys.Runner = fakeRunner{"ip": answer{}}
+	rep = Run(context.Background(), NewInspection(sys), Checks)
+	expect(t, result(t, rep, "tc.tools"), Problem, "install iproute2")
+}
+
+func TestSystemChecks(t *testing.T) {
+	in := NewInspection(System{GOOS: "plan9", GOARCH: "amd64"})
+	expect(t, checkOS(context.Background(), in), Problem, "plan9 (plan9/amd64): macake cannot shape")
+	in = NewInspection(System{GOOS: "darwin", Getenv: func(k string) string { return map[string]string{"MACAKE_BACKEND": "ipfw"}[k] }, FS: launchdtest.NewFiles()})
+	expect(t, checkBackend(context.Background(), in), Problem, `MACAKE_BACKEND="ipfw": unknown backend`)
+	expect(t, checkUser(context.Background(), NewInspection(System{EUID: 501})), Info, "uid 501, not root")
+}
+
+func TestReportVerdict(t *testing.T) {
+	rep := func(statuses ...Status) Report {
+		var r Report
+		for _, s := range statuses {
+			r.Results = append(r.Results, Result{Status: s})
+		}
+		return r
+	}
+	tests := []struct {
+		rep                  Report
+		verdict              string
+		failed, failedStrict bool
+	}{
+		{rep(OK, Info, Skipped), "Everything looks fine.", false, false},
+		{rep(OK, Warning), "0 problems, 1 warning.", false, true},
+		{rep(Problem, Warning, Warning), "1 problem, 2 warnings.", true, true},
+		{rep(Problem, Problem), "2 problems, 0 warnings.", true, true},
+	}
+	for _, tt := range tests {
+		if got := tt.rep.Verdict(); got != tt.verdict {
+			t.Errorf("Verdict() = %q, want %q", got, tt.verdict)
+		}
+		if got := tt.rep.Failed(false); got != tt.failed {
+			t.Errorf("%q: Failed(false) = %v", tt.verdict, got)
+		}
+		if got := tt.rep.Failed(true); got != tt.failedStrict {
+			t.Errorf("%q: Failed(true) = %v", tt.verdict, got)
+		}
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestJudgeLinks(t *testing.T) {
+	wan := config.Link{Name: "wan", Policy: config.Policy{Match: config.MatchKeys{Interface: "en0"}}}
+	def := config.InterfaceFacts{Name: "en0", Up: true, GatewayIP: mustAddr("192.168.1.1"), Default: true}
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Active: []config.Link{wan}}}, 1), OK,
+		"default route via en0 (gateway 192.168.1.1); active: wan on en0")
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Verdicts: []config.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
+		"no policy matches this network", "lte (en5): interface en5 is down")
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), Info, "no policy files")
+	expect(t, judgeLinks(linkFacts{}, 1), Warning, "no default route: not connected")
+}
+
+// TestConfigChecks judges the configuration as apply reads it.
+func TestConfigChecks(t *testing.T) {
+	run := func(m *fakeMac) Report { return m.run() }
+	m := newFakeMac(t, nil)
+	os.Remove(m.configDir)
+	rep := run(m)
+	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo mkdir -p")
+	expect(t, result(t, rep, "config.ownership"), OK, "no configuration files")
+
+	m = newFakeMac(t, nil)
+	expect(t, result(t, run(m), "config.policies"), Warning, "no policy files (*.toml)")
+
+	// The bufferbloat window outlasts cut_refractory: valid, with a warning.
+	m = newFakeMac(t, map[string]string{"wan": strings.Replace(wanPolicy, `cut_refractory = "1s"`, "", 1)})
+	expect(t, result(t, run(m), "config.policies"), Warning, "1 policy valid (wan), with 1 warning", "cut_refractory")
+
+	m = newFakeMac(t, map[string]string{"wan": wanPolicy})
+	settings := filepath.Join(filepath.Dir(m.configDir), "macake.toml")
+	if err := os.WriteFile(settings, []byte("anchor = \"com.apple/shaper\"\npipe_range = { first = 50001, last = 50100 }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep = run(m)
+	expect(t, result(t, rep, "config.settings"), OK, settings+` is valid (anchor "com.apple/shaper", pipes 50001-50100`)
+	expect(t, result(t, rep, "system.backend"), OK, `pf anchor "com.apple/shaper", dummynet pipes 50001-50100`)
+	expect(t, result(t, rep, "pf.hook"), OK, `evaluates the anchor "com.apple/shaper"`)
+}

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux || darwin
+
+package doctor
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/reconcile"
+)
+
+// TestLockProbe finds watch through the real state lock: nobody, a
+// one-shot command, and watch itself (which names itself in the lock).
+func TestLockProbe(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := LockProbe{}.Watch(ctx, dir)
+	if err != nil || s.Running || s.PID != 0 {
+		t.Fatalf("no lock file: %+v, %v", s, err)
+	}
+	l, err := reconcile.AcquireLock(ctx, dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = LockProbe{}.Watch(ctx, dir)
+	if err != nil || s.Running || s.PID != os.Getpid() {
+		t.Fatalf("a one-shot command holds the lock: %+v, %v; want not running, pid %d", s, err, os.Getpid())
+	}
+	// What `macake watch` writes (reconcile.AcquireLockAs with "watch").
+	if err := os.WriteFile(filepath.Join(dir, reconcile.LockFileName), []byte(strconv.Itoa(os.Getpid())+" watch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = LockProbe{}.Watch(ctx, dir)
+	if err != nil || !s.Running || s.PID != os.Getpid() || s.Holder != HolderWatch {
+		t.Fatalf("watch holds the lock: %+v, %v", s, err)
+	}
+	l.Release()
+	s, err = LockProbe{}.Watch(ctx, dir)
+	if err != nil || s.Running {
+		t.Fatalf("after release: %+v, %v", s, err)
+	}
+	// Probing must not keep the lock from the next run.
+	l, err = reconcile.AcquireLock(ctx, dir, time.Second)
+	if err != nil {
+		t.Fatalf("the probe left the lock held: %v", err)
+	}
+	l.Release()
+}
+
+// TestProbePingerLoopback sends real echoes to loopback addresses only.
+func TestProbePingerLoopback(t *testing.T) {
+	if (SocketOpener{}).Open("udp4") != nil && (SocketOpener{}).Open("ip4:icmp") != nil {
+		t.Skip("no ICMP socket allowed here (not root, and net.ipv4.ping_group_range excludes this user)")
+	}
+	targets := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
+	echoes, err := ProbePinger{Count: 2, Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond}.Ping(context.Background(), targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(echoes) != 2 {
+		t.Fatalf("%d echoes, want 2", len(echoes))
+	}
+	for i, e := range echoes {
+		if e.Target != targets[i] || e.Sent != 2 || e.Received != 2 || e.RTT <= 0 {
+			t.Errorf("echo %d: %+v, want 2/2 replies from %s", i, e, targets[i])
+		}
+	}
+}

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/tc"
+)
+
+// DefaultCounterWait is how long doctor waits between two readings of the
+// interface counters.
+const DefaultCounterWait = time.Second
+
+// LocalOptions are what Local needs from the command line.
+type LocalOptions struct {
+	Getenv            func(string) string
+	ConfigDir         string
+	StateDir          string
+	StateDirIsDefault bool
+	// Runner runs the backends' tools; nil means real processes. The CLI
+	// tests pass the pf/dummynet emulator.
+	Runner plan.Runner
+}
+
+// Local returns the System of this machine and a function that releases
+// what it opened (the link-facts socket).
+func Local(o LocalOptions) (System, func()) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	run := o.Runner
+	if run == nil {
+		run = execrun.Runner{Timeout: toolTimeout}
+	}
+	groups, _ := os.Getgroups()
+	sys := System{
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, OSVersion: OSVersion(),
+		EUID: os.Geteuid(), Groups: append([]int{os.Getegid()}, groups...), Getenv: getenv,
+		ConfigDir: o.ConfigDir, StateDir: o.StateDir, StateDirIsDefault: o.StateDirIsDefault,
+		Runner: run, FS: launchd.OSFiles{},
+		Counters: ifstat.NewReader(), CounterWait: DefaultCounterWait,
+		ICMP: SocketOpener{}, PingGroupRange: readPingGroupRange,
+		Pinger:         ProbePinger{},
+		TCCapabilities: func(ctx context.Context) tc.Capabilities { return tc.Probe(ctx, run, tc.DefaultTools()) },
+		Launchctl:      execrun.Runner{Timeout: toolTimeout},
+		Watch:          LockProbe{},
+	}
+	closeFn := func() {}
+	src, err := linkfacts.FromEnv(getenv, linkfacts.SystemOptions{SSID: true})
+	if err != nil {
+		sys.Facts = failingFacts{err}
+	} else {
+		sys.Facts = src
+		if c, isCloser := src.(io.Closer); isCloser {
+			closeFn = func() { c.Close() }
+		}
+	}
+	return sys, closeFn
+}
+
+// readPingGroupRange reads net.ipv4.ping_group_range of this network
+// namespace.
+func readPingGroupRange() (string, error) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range")
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(strings.Fields(string(b)), " "), nil
+}
+
+// failingFacts is a link-facts source that could not be opened.
+type failingFacts struct{ err error }
+
+func (f failingFacts) Facts(context.Context) (config.Facts, error) {
+	return config.Facts{}, fmt.Errorf("opening the link-facts source: %w", f.err)
+}

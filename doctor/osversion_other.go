@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build !darwin && !linux
+
+package doctor
+
+import "runtime"
+
+// OSVersion names the system; macake does not run here.
+func OSVersion() string { return runtime.GOOS }
