@@ -12,21 +12,6 @@ import (
 	"github.com/macake/macake/state"
 )
 
-// DaemonImprovements are the controller deviations from upstream
-// cake-autorate that `watch` runs with: the simulator's winners (the
-// "ours" arm, controller/sim/autorate.OursImprovements, chosen in
-// docs/MEASUREMENTS.md; a test keeps the two in step), plus two that only
-// a real system needs: resend a rate whose dnctl call failed, and skip an
-// interface counter reset instead of reading it as an idle sample.
-var DaemonImprovements = controller.Improvements{
-	MeasuredInterval:     true,
-	ProbeLiveness:        true,
-	CutToAchieved:        true,
-	FastRecovery:         true,
-	SurfaceBackendErrors: true,
-	DropCounterResets:    true,
-}
-
 // maxControllerMTU is the largest MTU controller.Config accepts.
 const maxControllerMTU = 65535
 
@@ -44,7 +29,8 @@ var controllerModes = map[config.Mode]controller.Mode{
 // where an autorate or balanced controller starts) and an interface with
 // the given MTU (≤ 0: controller.DefaultMTU). Every [autorate] key and
 // every internal cake-autorate constant of config.Defaults has its
-// controller field; DaemonImprovements are switched on.
+// controller field. autorate.controller picks the law: macake's
+// (controller.MacakeImprovements, the default) or upstream's exactly.
 //
 // The activity threshold is lowered to the smaller minimum rate when a
 // policy's minimum is below it (the controller refuses such a
@@ -111,7 +97,9 @@ func ControllerConfig(l config.Link, p state.Profile, mtu int) (controller.Confi
 		MPU:                   l.Shaper.MPU,
 		EngageAfter:           l.Balanced.EngageAfter.Std(),
 		ReleaseAfter:          l.Balanced.ReleaseAfter.Std(),
-		Improvements:          DaemonImprovements,
+	}
+	if l.Autorate.Controller != config.LawUpstream {
+		c.Improvements = controller.MacakeImprovements()
 	}
 	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
 	for _, d := range shape.Directions {

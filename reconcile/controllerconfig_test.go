@@ -11,7 +11,6 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/state"
 )
 
@@ -25,36 +24,27 @@ func parsePolicy(t *testing.T, name, text string) config.Link {
 }
 
 // TestControllerConfigOfADefaultPolicyIsUpstream: a policy that sets only
-// its interface runs exactly cake-autorate's defaults (controller's
-// DefaultConfig), apart from what the daemon decides: the MTU of the
-// interface, macake's reflector list and the daemon's improvements.
+// its interface and asks for upstream's law runs exactly cake-autorate's
+// defaults (controller's DefaultConfig), apart from the MTU of the
+// interface and macake's reflector list; without the key it runs
+// macake's law.
 func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
-	l := parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n")
+	if c, err := ControllerConfig(parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n"), state.Profile{}, 1500); err != nil || c.Improvements != controller.MacakeImprovements() {
+		t.Errorf("the default law: %+v, %v; want macake's", c.Improvements, err)
+	}
+	l := parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n[autorate]\ncontroller = \"upstream\"\n")
 	got, err := ControllerConfig(l, state.Profile{}, 1500)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := controller.DefaultConfig()
 	want.Reflectors = config.Defaults.Autorate.Reflectors
-	want.Improvements = DaemonImprovements
 	if !reflect.DeepEqual(got, want) {
 		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
 		for i := range gv.NumField() {
 			if !reflect.DeepEqual(gv.Field(i).Interface(), wv.Field(i).Interface()) {
 				t.Errorf("%s: got %v, want %v", gv.Type().Field(i).Name, gv.Field(i).Interface(), wv.Field(i).Interface())
 			}
-		}
-	}
-}
-
-// TestDaemonRunsTheSimulatorsWinners: the daemon's controller has every
-// improvement the simulator chose for "ours", so what docs/MEASUREMENTS.md
-// measured is what runs.
-func TestDaemonRunsTheSimulatorsWinners(t *testing.T) {
-	ours, daemon := reflect.ValueOf(autorate.OursImprovements), reflect.ValueOf(DaemonImprovements)
-	for i := range ours.NumField() {
-		if ours.Field(i).Bool() && !daemon.Field(i).Bool() {
-			t.Errorf("the simulator's ours runs %s; DaemonImprovements must too", ours.Type().Field(i).Name)
 		}
 	}
 }
@@ -134,7 +124,7 @@ release_after = "30s"
 		{"MPU", got.MPU, 64},
 		{"EngageAfter", got.EngageAfter, 3 * time.Second},
 		{"ReleaseAfter", got.ReleaseAfter, 30 * time.Second},
-		{"Improvements", got.Improvements, DaemonImprovements},
+		{"Improvements", got.Improvements, controller.MacakeImprovements()},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
