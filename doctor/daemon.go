@@ -129,8 +129,12 @@ func programOfPlist(data []byte) (launchd.Program, error) {
 }
 
 // programOfArgs recognises the argv install-daemon writes:
-// BINARY --config-dir DIR --state-dir DIR watch.
+// BINARY --config-dir DIR --state-dir DIR watch, followed in the
+// LaunchDaemon by --log-file PATH (launchd.DaemonArgs).
 func programOfArgs(args []string) (launchd.Program, error) {
+	if len(args) == 8 && args[6] == "--log-file" {
+		args = args[:6]
+	}
 	if len(args) != 6 || args[1] != "--config-dir" || args[3] != "--state-dir" || args[5] != "watch" {
 		return launchd.Program{}, fmt.Errorf("it runs %q, not `macake --config-dir DIR --state-dir DIR watch`", strings.Join(args, " "))
 	}

@@ -25,7 +25,9 @@ func faultLab(t *testing.T) (*netns.Namespace, *Macake) {
 	return cli, NewMacake(t, macake(t), cli, ClientDev, ispLAN)
 }
 
-// fixedWAN is a small fixed-rate policy on wan0.
+// fixedWAN is a small fixed-rate policy on wan0, with DOCSIS overhead:
+// the kernel must get the policy's rates unchanged, with overhead 18 and
+// mpu 64 on the class (counted once, by htb).
 const fixedWAN = `[match]
 interface = "wan0"
 [shaper]
@@ -33,6 +35,8 @@ mode = "fixed"
 download = "40mbit"
 upload = "8mbit"
 queue = "64KB"
+overhead = 18
+mpu = 64
 [autorate]
 reflectors = ["10.77.2.11", "10.77.2.12", "10.77.2.13", "10.77.2.14", "10.77.2.15", "10.77.2.16"]
 `
@@ -104,7 +108,7 @@ func TestApplyRepairsDriftAndLeavesForeignQdiscs(t *testing.T) {
 	cli.Exec("ip", "link", "del", "dev", tc.IFBName(0))
 	repaired := m.MustRun(t, 0, "apply")
 	mustContain(t, "the repairing apply", repaired.Stdout, "~ shaper on wan0", "1 Mbit/s -> 8 Mbit/s", "+ ifb ifb-macake0", "Applied:")
-	mustContain(t, "the upload class after repair", cli.Exec("tc", "class", "show", "dev", ClientDev), "rate 8Mbit")
+	mustContain(t, "the upload class after repair", cli.Exec("tc", "-d", "class", "show", "dev", ClientDev), "rate 8Mbit overhead 18", "mpu 64")
 	mustContain(t, "the redirect after repair", cli.Exec("tc", "filter", "show", "dev", ClientDev, "ingress"), "ifb-macake0")
 	mustContain(t, "a third apply", m.MustRun(t, 0, "apply").Stdout, "No changes.")
 

@@ -118,15 +118,8 @@ func (m *Macake) MustRun(tb testing.TB, want int, args ...string) Result {
 	return r
 }
 
-// HasWatch reports whether this macake's watch is built (a stub answers
-// "not implemented yet").
-func (m *Macake) HasWatch(ctx context.Context) bool {
-	r, err := m.Run(ctx, time.Minute, "watch", "--no-such-flag-e2e")
-	return err == nil && !strings.Contains(r.Stderr, "not implemented yet")
-}
-
 // ApplyShaper shapes with one `macake apply` and removes it with
-// `macake down`: the fixed-rate stand-in for watch.
+// `macake down`: the fixed-rate reference.
 type ApplyShaper struct {
 	// M is the macake to run.
 	M *Macake

@@ -134,33 +134,16 @@ func offOnOff(t *testing.T, spec string) {
 			ph.Idle.P50, ph.Loaded.P50, ph.Loaded.P90, ph.Loaded.Lost, ph.Loaded.Samples+ph.Loaded.Lost)
 		run.Phases = append(run.Phases, ph)
 	}
-	fixed := ApplyShaper{m}
-	setFixed := func() { m.SetPolicy(t, "e2e", fixedPolicy(fixedDown, fixedUp)) }
-
-	// The shaped phase is macake watch when this macake has it; until then
-	// the fixed-rate apply stands in (and is the reference row after).
-	on := fixedName
-	var watch *WatchShaper
-	if m.HasWatch(ctx) {
-		on = "macake watch (autorate)"
-		watch = newWatchShaper(m, tb)
-	} else {
-		t.Log("macake watch is not built yet: the shaped phase is the fixed-rate apply")
-	}
-
+	// The shaped phase is macake watch; a fixed-rate macake apply is the
+	// reference row after the drift-controlled three.
+	const on = "macake watch (autorate)"
+	watch := newWatchShaper(m, tb)
 	phase("off", nil)
-	if watch != nil {
-		m.SetPolicy(t, "e2e", autoratePolicy(tr))
-		phase(on, watch)
-	} else {
-		setFixed()
-		phase(on, fixed)
-	}
+	m.SetPolicy(t, "e2e", autoratePolicy(tr))
+	phase(on, watch)
 	phase("off again", nil)
-	if watch != nil {
-		setFixed()
-		phase(fixedName, fixed)
-	}
+	m.SetPolicy(t, "e2e", fixedPolicy(fixedDown, fixedUp))
+	phase(fixedName, ApplyShaper{m})
 
 	t.Logf("congestion control on the load sockets: %v", tb.Congestion())
 	for _, cc := range tb.Congestion() {
@@ -190,7 +173,7 @@ func offOnOff(t *testing.T, spec string) {
 	if v.GoodputKept < 0.5 {
 		t.Errorf("%s: goodput %.2f Mbit/s is less than half of the unshaped %.2f Mbit/s", on, v.OnGoodput/1e6, v.OffGoodput/1e6)
 	}
-	if t.Failed() && watch != nil {
+	if t.Failed() {
 		t.Logf("macake watch's output:\n%s", watch.Output())
 	}
 }

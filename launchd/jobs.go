@@ -31,8 +31,16 @@ const (
 	DaemonPlistPath = "/Library/LaunchDaemons/" + DaemonLabel + ".plist"
 	// DaemonLogDir holds the daemon's log; created root:wheel 0755 at install.
 	DaemonLogDir = "/var/log/macake"
-	// DaemonLogPath receives the daemon's stdout and stderr (slog writes to stderr).
+	// DaemonLogPath is the daemon's log: watch writes it itself (it gets
+	// --log-file), rotating it at 10 MiB and keeping 5 old files, so it
+	// never grows without bound (launchd never rotates what it writes).
 	DaemonLogPath = DaemonLogDir + "/watch.log"
+	// DaemonStderrPath receives what the daemon writes to stdout and
+	// stderr through launchd: only what comes before its logger starts
+	// (e.g. an invalid macake.toml) and crash reports, which watch also
+	// copies into DaemonLogPath. watch truncates it at start when it has
+	// grown past 1 MiB.
+	DaemonStderrPath = DaemonLogDir + "/watch.stderr.log"
 	// Launchctl is launchctl's path on every macOS release.
 	Launchctl = "/bin/launchctl"
 )
@@ -81,6 +89,12 @@ func (p Program) Args(command string) []string {
 	return []string{p.Binary, "--config-dir", p.ConfigDir, "--state-dir", p.StateDir, command}
 }
 
+// DaemonArgs returns the LaunchDaemon's argv: `watch` writing its own
+// rotating log to DaemonLogPath (unless macake.toml sets log_file).
+func DaemonArgs(p Program) []string {
+	return append(p.Args("watch"), "--log-file", DaemonLogPath)
+}
+
 // keepAlive is the KeepAlive policy of both jobs: restart after a failure or
 // a crash, not after a clean exit.
 //
@@ -107,7 +121,8 @@ func stringArray(args []string) Array {
 // DaemonPlist renders /Library/LaunchDaemons/org.macake.watch.plist: `macake
 // watch` as root, started at boot (RunAtLoad), restarted on failure
 // (KeepAlive, see keepAlive), at most once per ThrottleInterval, logging to
-// DaemonLogPath. ExitTimeOut is left at launchd's default on purpose: watch
+// DaemonLogPath itself, with launchd's stdout and stderr in
+// DaemonStderrPath. ExitTimeOut is left at launchd's default on purpose: watch
 // finishes its shutdown in well under a second, and a custom value has been
 // reported to suppress SIGTERM at reboot.
 func DaemonPlist(p Program) ([]byte, error) {
@@ -116,13 +131,13 @@ func DaemonPlist(p Program) ([]byte, error) {
 	}
 	return Encode(Dict{
 		{"Label", String(DaemonLabel)},
-		{"ProgramArguments", stringArray(p.Args("watch"))},
+		{"ProgramArguments", stringArray(DaemonArgs(p))},
 		{"RunAtLoad", Bool(true)},
 		{"KeepAlive", keepAlive},
 		{"ThrottleInterval", Integer(ThrottleInterval)},
 		{"ProcessType", String(ProcessType)},
-		{"StandardOutPath", String(DaemonLogPath)},
-		{"StandardErrorPath", String(DaemonLogPath)},
+		{"StandardOutPath", String(DaemonStderrPath)},
+		{"StandardErrorPath", String(DaemonStderrPath)},
 	})
 }
 
@@ -189,7 +204,8 @@ type Job struct {
 	Mode  fs.FileMode
 	// LogDir is created at install so launchd can open the log file.
 	LogDir string
-	// LogPath is the file launchd sends stdout and stderr to.
+	// LogPath is the log to read: the daemon's own (DaemonLogPath), the
+	// file launchd sends the agent's stdout and stderr to.
 	LogPath string
 }
 

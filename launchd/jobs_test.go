@@ -73,8 +73,8 @@ func TestDaemonPlist(t *testing.T) {
 	}
 	d := lint(t, doc)
 	wantJob(t, d, "org.macake.watch",
-		[]string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "watch"},
-		"/var/log/macake/watch.log")
+		[]string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "watch", "--log-file", "/var/log/macake/watch.log"},
+		"/var/log/macake/watch.stderr.log")
 	again, _ := DaemonPlist(examplesProgram)
 	if !bytes.Equal(doc, again) {
 		t.Error("rendering is not deterministic")
@@ -106,7 +106,7 @@ func TestPlistEscapesPaths(t *testing.T) {
 		t.Errorf("metacharacters not escaped:\n%s", doc)
 	}
 	args := lint(t, doc).Get("ProgramArguments")
-	if want := stringArray(p.Args("watch")); !reflect.DeepEqual(args, want) {
+	if want := stringArray(DaemonArgs(p)); !reflect.DeepEqual(args, want) {
 		t.Errorf("ProgramArguments = %#v, want %#v", args, want)
 	}
 }

@@ -5,11 +5,11 @@
 //
 // # Where lines go
 //
-// New writes to standard error by default: under launchd that is the job's
-// StandardErrorPath (/var/log/macake/watch.log), under systemd the journal.
-// With a file path it writes to a File, which rotates itself at a size cap
-// and keeps a few old files, so a daemon left running for months never
-// fills the disk; launchd itself never rotates.
+// New writes to standard error by default: under systemd that is the
+// journal. With a file path it writes to a File, which rotates itself at a
+// size cap and keeps a few old files, so a daemon left running for months
+// never fills the disk; launchd itself never rotates, which is why the
+// LaunchDaemon runs watch with --log-file /var/log/macake/watch.log.
 //
 // # What a line says
 //

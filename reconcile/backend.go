@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,6 +127,23 @@ type OpenedBackend struct {
 	// shaper counts packet bytes only (dummynet), so the rate it gets is
 	// lowered to make up for the overhead (PipeRate).
 	KernelOverhead bool
+	// ShaperName names the object that shapes one direction of a link, for
+	// status, e.g. "pipe 48001"; nil when the backend has no short name.
+	ShaperName func(l shape.Link, d shape.Direction) string
+	// LiveShapers reads the shapers macake owns as they are live, for a
+	// status without a daemon; nil when the backend cannot list them.
+	LiveShapers func(ctx context.Context) ([]LiveShaper, error)
+}
+
+// LiveShaper is one shaper macake owns, as read from the system.
+type LiveShaper struct {
+	// Name is e.g. "pipe 48001"; Interface and Direction come from the
+	// rule that sends traffic to it ("" when no rule does).
+	Name       string
+	Interface  string
+	Direction  string
+	RateBits   int64
+	QueueBytes int64
 }
 
 // backendConstructors is the backend table. Adding a backend is one line
@@ -231,7 +249,49 @@ func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 		SharedGroup: "pf",
 		MaxSlots:    opts.Pipes.Slots(),
 		LiveSlots:   func(ctx context.Context) (map[string]int, error) { return pfLiveSlots(ctx, b, opts.Pipes) },
+		ShaperName: func(l shape.Link, d shape.Direction) string {
+			n, err := opts.Pipes.Pipe(l.Slot, d)
+			if err != nil {
+				return ""
+			}
+			return "pipe " + strconv.Itoa(n)
+		},
+		LiveShapers: func(ctx context.Context) ([]LiveShaper, error) { return pfLiveShapers(ctx, b, opts.Pipes) },
 	}, nil
+}
+
+// pfLiveShapers lists the pipes in macake's range with the interface and
+// direction of the anchor rule that names each.
+func pfLiveShapers(ctx context.Context, b *pfdn.Backend, r pfdn.PipeRange) ([]LiveShaper, error) {
+	live, err := b.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rules := map[int]pfdn.Rule{}
+	for _, rule := range live.Anchor.Rules {
+		if rule.Action == "dummynet" && rule.Pipe != 0 {
+			rules[rule.Pipe] = rule
+		}
+	}
+	var out []LiveShaper
+	for _, p := range live.Dummynet.Pipes {
+		if !r.Contains(p.Number) {
+			continue
+		}
+		s := LiveShaper{Name: "pipe " + strconv.Itoa(p.Number), RateBits: p.Config.BandwidthBits, QueueBytes: p.Config.QueueBytes}
+		if rule, ok := rules[p.Number]; ok {
+			s.Interface = rule.Interface
+			switch rule.Direction {
+			case "out":
+				s.Direction = shape.Upload.String()
+			case "in":
+				s.Direction = shape.Download.String()
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // pfLiveSlots reads the anchor's rules: `dummynet out on IF … pipe N`
@@ -304,6 +364,8 @@ func openTC(cfg BackendConfig) (*OpenedBackend, error) {
 		MaxSlots:       tc.MaxSlot + 1,
 		LiveSlots:      func(ctx context.Context) (map[string]int, error) { return tcLiveSlots(ctx, b) },
 		KernelOverhead: true,
+		ShaperName:     tcShaperName,
+		LiveShapers:    func(ctx context.Context) ([]LiveShaper, error) { return tcLiveShapers(ctx, b) },
 	}, nil
 }
 

@@ -7,12 +7,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/shape"
 	"github.com/macake/macake/tc"
 )
 
@@ -141,6 +143,28 @@ func TestOpenBackendTC(t *testing.T) {
 	}
 	if want := map[string]int{"wan0": 3, "lan0": 4}; !maps.Equal(slots, want) {
 		t.Errorf("live slots %v, want %v", slots, want)
+	}
+	// Status reads the shapers: wan0's upload, and each IFB's download
+	// attributed to the interface redirected to it (lan0's root is
+	// foreign, so it has no upload shaper). The recorded iproute2 prints
+	// htb rates as text, to whole kbit/s.
+	shapers, err := b.LiveShapers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []LiveShaper{
+		{Name: "qdisc 4d4b: on ifb-macake3", Interface: "wan0", Direction: "download", RateBits: 30123000, QueueBytes: 131072},
+		{Name: "qdisc 4d4b: on ifb-macake4", Interface: "lan0", Direction: "download", RateBits: 8000000, QueueBytes: 30000},
+		{Name: "qdisc 4d4b: on wan0", Interface: "wan0", Direction: "upload", RateBits: 20000000, QueueBytes: 65536},
+	}
+	if !reflect.DeepEqual(shapers, want) {
+		t.Errorf("live shapers\n%+v\nwant\n%+v", shapers, want)
+	}
+	if got := b.ShaperName(shape.Link{Interface: "wan0", Slot: 3}, shape.Download); got != "qdisc 4d4b: on ifb-macake3" {
+		t.Errorf("download shaper name %q", got)
+	}
+	if got := b.ShaperName(shape.Link{Interface: "wan0", Slot: 3}, shape.Upload); got != "qdisc 4d4b: on wan0" {
+		t.Errorf("upload shaper name %q", got)
 	}
 }
 

@@ -340,12 +340,7 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	}
 	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy}
 	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
-	pipeRate := func(rate int64) int64 {
-		if kernelOverhead {
-			return rate
-		}
-		return PipeRate(rate, l.Shaper.Overhead, l.Shaper.MPU, mtu)
-	}
+	pipeRate := func(rate int64) int64 { return shaperRate(l, rate, mtu, kernelOverhead) }
 	switch {
 	case current > 0:
 		r.Source = FromController
@@ -366,6 +361,16 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 		r.Pipe.QueueBytes = int64(l.Shaper.Queue.Size)
 	}
 	return r, nil
+}
+
+// shaperRate is the rate the backend's shaper gets for controller rate
+// rate: unchanged when the shaper counts the policy's overhead itself
+// (kernelOverhead), else lowered by PipeRate.
+func shaperRate(l config.Link, rate int64, mtu int, kernelOverhead bool) int64 {
+	if kernelOverhead {
+		return rate
+	}
+	return PipeRate(rate, l.Shaper.Overhead, l.Shaper.MPU, mtu)
 }
 
 // PipeRate converts a controller rate (bit/s on the wire) to the rate a

@@ -27,24 +27,37 @@ const lockPoll = 50 * time.Millisecond
 // ErrLocked is matched (errors.Is) by a *LockedError.
 var ErrLocked = errors.New("another macake run holds the lock")
 
+// HolderWatch names the daemon as the lock's holder (AcquireLockAs): it
+// holds the lock for as long as it runs, so a waiting command says so
+// instead of asking people to wait.
+const HolderWatch = "watch"
+
 // LockedError says that another process holds the state lock.
 type LockedError struct {
 	// Path is the lock file.
 	Path string
 	// PID is the holder's process id as it wrote it; 0 when unknown.
 	PID int
+	// Holder is what the holder said it is (HolderWatch for the daemon);
+	// "" for a one-shot command.
+	Holder string
 	// Waited is how long this run waited.
 	Waited time.Duration
 }
 
 // Error names the holder and what to do.
 func (e *LockedError) Error() string {
-	holder := "another macake process"
+	pid := ""
 	if e.PID > 0 {
-		holder = fmt.Sprintf("another macake process (pid %d)", e.PID)
+		pid = fmt.Sprintf(" (pid %d)", e.PID)
 	}
-	return fmt.Sprintf("%s is changing pf/dummynet and still holds %s after %s; wait for it to finish (or stop it) and try again",
-		holder, e.Path, e.Waited.Round(100*time.Millisecond))
+	if e.Holder == HolderWatch {
+		return fmt.Sprintf("macake watch%s is running and keeps pf/dummynet matching the policy files by itself: "+
+			"a saved change is applied within a second (see 'macake status'). To apply or take shaping down by hand, "+
+			"stop it first: sudo launchctl bootout system/org.macake.watch (or sudo macake uninstall-daemon, which also runs down)", pid)
+	}
+	return fmt.Sprintf("another macake process%s is changing pf/dummynet and still holds %s after %s; wait for it to finish (or stop it) and try again",
+		pid, e.Path, e.Waited.Round(100*time.Millisecond))
 }
 
 // Is makes errors.Is(err, ErrLocked) true.
@@ -62,6 +75,13 @@ type Lock struct {
 // to wait for another holder to let go. It fails with a *LockedError when
 // the wait runs out, or with ctx's error when ctx ends first.
 func AcquireLock(ctx context.Context, dir string, wait time.Duration) (*Lock, error) {
+	return AcquireLockAs(ctx, dir, wait, "")
+}
+
+// AcquireLockAs is AcquireLock that also records holder (one word, e.g.
+// HolderWatch) beside the pid, so that a run that cannot get the lock can
+// tell people what holds it.
+func AcquireLockAs(ctx context.Context, dir string, wait time.Duration, holder string) (*Lock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
@@ -83,7 +103,7 @@ func AcquireLock(ctx context.Context, dir string, wait time.Duration) (*Lock, er
 		}
 		if ok {
 			l := &Lock{f: f}
-			if err := l.writePID(); err != nil {
+			if err := l.writeHolder(holder); err != nil {
 				l.Release()
 				return nil, fmt.Errorf("writing the lock file %s: %w", path, err)
 			}
@@ -94,33 +114,46 @@ func AcquireLock(ctx context.Context, dir string, wait time.Duration) (*Lock, er
 			f.Close()
 			return nil, ctx.Err()
 		case <-deadline.C:
-			pid := readPID(path)
+			pid, who := readHolder(path)
 			f.Close()
-			return nil, &LockedError{Path: path, PID: pid, Waited: time.Since(start)}
+			return nil, &LockedError{Path: path, PID: pid, Holder: who, Waited: time.Since(start)}
 		case <-tick.C:
 		}
 	}
 }
 
-func (l *Lock) writePID() error {
+// writeHolder writes "PID" or "PID HOLDER" and a newline.
+func (l *Lock) writeHolder(holder string) error {
 	if err := l.f.Truncate(0); err != nil {
 		return err
 	}
-	_, err := l.f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	line := strconv.Itoa(os.Getpid())
+	if holder != "" {
+		line += " " + holder
+	}
+	_, err := l.f.WriteAt([]byte(line+"\n"), 0)
 	return err
 }
 
-// readPID returns the pid the holder wrote, 0 when there is none yet.
-func readPID(path string) int {
+// readHolder returns the pid and the holder's name as the holder wrote
+// them; 0 and "" when there are none yet.
+func readHolder(path string) (pid int, holder string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0, ""
+	}
+	pid, err = strconv.Atoi(fields[0])
 	if err != nil || pid <= 0 {
-		return 0
+		return 0, ""
 	}
-	return pid
+	if len(fields) > 1 {
+		holder = fields[1]
+	}
+	return pid, holder
 }
 
 // Release lets go of the lock. The file stays (removing it would race with

@@ -70,3 +70,22 @@ func TestLockHonoursContext(t *testing.T) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 }
+
+func TestLockHeldByWatchSaysTheDaemonIsRunning(t *testing.T) {
+	dir := t.TempDir()
+	held, err := AcquireLockAs(context.Background(), dir, time.Second, HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	_, err = AcquireLock(context.Background(), dir, 50*time.Millisecond)
+	var le *LockedError
+	if !errors.As(err, &le) || le.Holder != HolderWatch || le.PID != os.Getpid() {
+		t.Fatalf("got %#v (%v), want a LockedError naming watch and pid %d", le, err, os.Getpid())
+	}
+	for _, want := range []string{"macake watch (pid", "is running", "launchctl bootout system/org.macake.watch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error must say %q:\n%v", want, err)
+		}
+	}
+}

@@ -230,18 +230,3 @@ func (e *env) requireRoot(name string) (ok bool, code int) {
 	fmt.Fprintf(e.stderr, "macake %s: needs root to change pf/dummynet. Run with sudo.\n", name)
 	return false, exitNoPerm
 }
-
-// notImplemented is what every command that is not built yet runs, so that
-// nobody mistakes a stub for a working command.
-func notImplemented(c *command) func(e *env, args []string) int {
-	return func(e *env, args []string) int {
-		for _, a := range args {
-			if a == "-h" || a == "-help" || a == "--help" {
-				c.help(e.stdout, nil)
-				return exitOK
-			}
-		}
-		fmt.Fprintf(e.stderr, "not implemented yet: %s\n", c.name)
-		return exitFailure
-	}
-}

@@ -63,18 +63,3 @@ func TestCLIVersion(t *testing.T) {
 		t.Fatalf("version --json: exit %d, stdout %q", code, stdout)
 	}
 }
-
-// TestCLIStubsSayNotImplemented keeps unbuilt commands honest: they exit 1
-// and say so, whatever flags they are given.
-func TestCLIStubsSayNotImplemented(t *testing.T) {
-	for _, c := range commands {
-		var probe bytes.Buffer
-		code := c.run(&env{ctx: context.Background(), stdout: &probe, stderr: &probe, getenv: func(string) string { return "" }, euid: func() int { return 0 }, configDir: t.TempDir(), stateDir: t.TempDir()}, []string{"--some-flag"})
-		if !strings.Contains(probe.String(), "not implemented yet") {
-			continue // a real command
-		}
-		if code != exitFailure || !strings.Contains(probe.String(), "not implemented yet: "+c.name) {
-			t.Errorf("%s: exit %d, output %q; want exit 1 and 'not implemented yet: %s'", c.name, code, probe.String(), c.name)
-		}
-	}
-}

@@ -176,6 +176,9 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 	rep := &serviceReport{FormatVersion: "1.0", DryRun: *dryRun, Label: job.Label, ServiceTarget: job.ServiceTarget(),
 		PlistPath: job.PlistPath, LogPath: job.LogPath, ProgramArguments: prog.Args(jobCommand(agent)),
 		Warnings: warnings}
+	if !agent {
+		rep.ProgramArguments = launchd.DaemonArgs(prog)
+	}
 	obs, code := e.observe(h, c, job, *dryRun, rep, launchd.Fresh(job), "that does not have the job yet")
 	if code != exitOK {
 		return code
@@ -231,7 +234,10 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 		fmt.Fprintf(e.stdout, "Installed %s: launchd runs `macake %s` now and %s.\n", job.Label, jobCommand(agent), when)
 	}
 	fmt.Fprintf(e.stdout, "Logs:   %s\n", job.LogPath)
-	fmt.Fprintf(e.stdout, "Status: %slaunchctl print %s\n", sudo, job.ServiceTarget())
+	if !agent {
+		fmt.Fprintln(e.stdout, "Status: sudo macake status")
+	}
+	fmt.Fprintf(e.stdout, "Job:    %slaunchctl print %s\n", sudo, job.ServiceTarget())
 	return exitOK
 }
 

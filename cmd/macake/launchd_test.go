@@ -102,7 +102,7 @@ func TestInstallDaemonCommand(t *testing.T) {
 	if !strings.Contains(stderr, "ran: /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist") {
 		t.Errorf("stderr does not report the bootstrap:\n%s", stderr)
 	}
-	want := []string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "watch"}
+	want := []string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "watch", "--log-file", "/var/log/macake/watch.log"}
 	if got := m.loadedArgs(t, "system/org.macake.watch"); !reflect.DeepEqual(got, want) {
 		t.Errorf("launchd runs %q, want %q", got, want)
 	}
@@ -121,7 +121,7 @@ func TestInstallDaemonCommand(t *testing.T) {
 	if !strings.Contains(stderr, "/srv/links.d does not exist yet") {
 		t.Errorf("no warning about the missing config directory:\n%s", stderr)
 	}
-	want = []string{"/opt/macake/bin/macake", "--config-dir", "/srv/links.d", "--state-dir", "/srv/state", "watch"}
+	want = []string{"/opt/macake/bin/macake", "--config-dir", "/srv/links.d", "--state-dir", "/srv/state", "watch", "--log-file", "/var/log/macake/watch.log"}
 	if got := m.loadedArgs(t, "system/org.macake.watch"); !reflect.DeepEqual(got, want) {
 		t.Errorf("after reinstall launchd runs %q, want %q", got, want)
 	}

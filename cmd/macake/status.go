@@ -2,10 +2,495 @@
 
 package main
 
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
+)
+
 var statusCmd = &command{
 	name:  "status",
 	args:  "[--json] [--follow]",
 	short: "Show links, the matched link per interface, live pipes and rates, controller state.",
+	long: `Asks the running 'macake watch' over its socket (STATE_DIR/watch.sock,
+readable by root and, on macOS, the admin group) and shows one row per active
+link: interface, mode, controller state, the live download and upload rates,
+the idle baseline, the delay above it, the load and the bufferbloat votes;
+then per link its pipes (rate, queue, where the rate came from, the
+controller's range), its reflectors' health, the last reconcile and its
+result, config errors in force, and problems (such as pf.conf missing its
+dummynet-anchor line).
+
+Without a daemon it shows the static picture instead and says that watch is
+not running: the policies and which one matches the network now, the rates a
+start would use (the state file's known-good rates, else the policies'), the
+live pipes if they can be read (that needs root), and the state file's
+profiles.
+
+--follow redraws the table once a second (one JSON document per line with
+--json) until interrupted. --json prints the whole status in base units
+(bit/s, bytes, seconds), versioned by format_version.
+
+Exit status: 0 (whether or not the daemon runs: see daemon.running in
+--json); 1 when neither the daemon nor the static picture can be read; 64
+usage.`,
 }
 
-func init() { statusCmd.run = notImplemented(statusCmd) }
+func init() { statusCmd.run = runStatus }
+
+// statusRefresh is --follow's refresh interval.
+var statusRefresh = time.Second
+
+func runStatus(e *env, args []string) int {
+	fs := statusCmd.flags()
+	asJSON := fs.Bool("json", false, "print the status as JSON (one document per line with --follow)")
+	follow := fs.Bool("follow", false, "refresh once a second until interrupted")
+	if done, code := statusCmd.parse(e, fs, args); done {
+		return code
+	}
+	if done, code := statusCmd.noArgs(e, fs); done {
+		return code
+	}
+	tty := isTerminal(e.stdout)
+	for first := true; ; first = false {
+		st, err := gatherStatus(e)
+		if e.ctx.Err() != nil {
+			// Interrupted (Ctrl-C on --follow) mid-question: the answer,
+			// if any, is not worth printing.
+			return exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "macake status: %v\n", err)
+			return exitFailure
+		}
+		switch {
+		case *asJSON && *follow:
+			b, _ := json.Marshal(st)
+			fmt.Fprintln(e.stdout, string(b))
+		case *asJSON:
+			b, _ := json.MarshalIndent(st, "", "  ")
+			fmt.Fprintln(e.stdout, string(b))
+		case *follow:
+			if tty {
+				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear: redraw in place
+			} else if !first {
+				fmt.Fprintln(e.stdout)
+			}
+			writeStatusHeader(e.stdout, st, time.Now())
+			writeLinkTable(e.stdout, st)
+		default:
+			writeStatusText(e.stdout, st, time.Now())
+		}
+		if !*follow {
+			return exitOK
+		}
+		select {
+		case <-e.ctx.Done():
+			return exitOK
+		case <-time.After(statusRefresh):
+		}
+	}
+}
+
+// gatherStatus asks the daemon, or assembles the static picture when it
+// does not answer.
+func gatherStatus(e *env) (statusapi.Status, error) {
+	s := &session{e: e, cmd: "status", dryRun: true}
+	quiet := *e
+	quiet.stderr = io.Discard // the static picture reports its own problems
+	s.e = &quiet
+	settings, _, serr := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
+	stateDir := e.stateDir
+	if stateDir == defaultStateDir && serr == nil && settings.StateDir != "" {
+		stateDir = settings.StateDir
+	}
+	socket := statusapi.SocketPath(stateDir)
+	st, err := statusapi.Fetch(e.ctx, socket)
+	if err == nil {
+		return st, nil
+	}
+	note := err.Error()
+	if errors.Is(err, statusapi.ErrNotRunning) {
+		note = "nothing answers on " + socket
+	}
+	return staticStatus(s, stateDir, socket, note)
+}
+
+// staticStatus is the picture without a daemon: policies, matching, the
+// rates a start would use, live shapers if readable, profiles.
+func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, error) {
+	e := s.e
+	st := statusapi.Status{
+		FormatVersion: statusapi.FormatVersion,
+		Daemon:        statusapi.Daemon{Socket: socket, Note: note, ConfigDir: e.configDir, StateDir: stateDir},
+		Interfaces:    []config.InterfaceFacts{}, Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
+		ConfigErrors: []statusapi.ConfigError{}, Problems: []string{},
+	}
+	if name, err := reconcile.ChooseBackend(runtime.GOOS, e.getenv); err == nil {
+		s.backendName = name
+	}
+	pol, perr := reconcile.LoadPolicies(e.configDir, s.loadOptions())
+	for _, p := range config.Problems(perr) {
+		st.ConfigErrors = append(st.ConfigErrors, statusapi.ConfigError{File: p.File, Line: p.Line, Column: p.Col, Message: p.Message, Link: linkOfFile(p.File)})
+	}
+	stFile, err := state.Load(stateDir)
+	if err != nil {
+		st.Problems = append(st.Problems, "state file: "+err.Error())
+	}
+	st.Profiles = reconcile.ProfilesStatus(stFile)
+
+	b, berr := reconcile.OpenBackend(reconcile.BackendConfig{Settings: pol.Settings, Runner: backendRunner, Getenv: e.getenv})
+	if b != nil {
+		st.Backend = statusapi.Backend{Name: b.Name, System: b.System, Scope: b.Scope}
+	} else if berr != nil {
+		st.Backend.LiveError = berr.Error()
+	}
+
+	src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{SSID: true})
+	var facts config.Facts
+	if err == nil {
+		facts, err = src.Facts(e.ctx)
+		if c, ok := src.(io.Closer); ok {
+			c.Close()
+		}
+	}
+	if err != nil {
+		st.Problems = append(st.Problems, "link facts: "+err.Error())
+	}
+	if facts.Interfaces != nil {
+		st.Interfaces = facts.Interfaces
+	}
+	in := reconcile.Inputs{State: stFile, MTU: reconcile.InterfaceMTUs(policyInterfaces(pol.Links))}
+	if b != nil {
+		in.MaxSlots, in.KernelOverhead = b.MaxSlots, b.KernelOverhead
+	}
+	desire, derr := reconcile.Desired(pol.Links, facts, in)
+	linkErrs := map[string]string{}
+	for _, e := range unjoin(derr) {
+		var le *reconcile.LinkError
+		if errors.As(e, &le) {
+			linkErrs[le.Link] = le.Err.Error()
+		} else if e != nil {
+			st.Problems = append(st.Problems, e.Error())
+		}
+	}
+	for i, l := range pol.Links {
+		v := desire.Selection.Verdicts[i]
+		st.Policies = append(st.Policies, statusapi.Policy{Name: l.Name, File: l.File, Interface: l.Match.Interface,
+			Mode: string(l.Shaper.Mode), Priority: l.Match.Priority, Active: v.Active, Reason: v.Reason})
+	}
+
+	var live []reconcile.LiveShaper
+	if b != nil && b.LiveShapers != nil {
+		if live, err = b.LiveShapers(e.ctx); err != nil {
+			st.Backend.LiveError = err.Error()
+			if e.euid() != 0 {
+				st.Backend.LiveError = "reading the live pipes needs root (run with sudo): " + err.Error()
+			}
+			live = nil
+		}
+	}
+	for _, a := range desire.Active {
+		l := statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
+			ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: linkErrs[a.Policy.Name]}
+		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != "" {
+			// The live state is unknown: show what a start would install.
+			for _, dir := range shape.Directions {
+				sh := statusapi.Shaper{Direction: dir.String(), RateBits: sl.Pipe(dir).RateBits, QueueBytes: sl.Pipe(dir).QueueBytes,
+					Source: string(a.Direction(dir).Source) + " (not read live)"}
+				if b != nil && b.ShaperName != nil {
+					sh.Name = b.ShaperName(sl, dir)
+				}
+				l.Shapers = append(l.Shapers, sh)
+			}
+		}
+		for _, ls := range live {
+			if ls.Interface == a.Policy.Match.Interface {
+				l.Shaped = true
+				l.Shapers = append(l.Shapers, statusapi.Shaper{Direction: ls.Direction, Name: ls.Name, RateBits: ls.RateBits, QueueBytes: ls.QueueBytes, Source: "live"})
+			}
+		}
+		st.Links = append(st.Links, l)
+	}
+	return st, nil
+}
+
+func linkOfFile(file string) string {
+	if !strings.HasSuffix(file, ".toml") {
+		return ""
+	}
+	base := file[strings.LastIndex(file, "/")+1:]
+	return strings.TrimSuffix(base, ".toml")
+}
+
+// writeStatusHeader prints who answered and the last reconcile.
+func writeStatusHeader(w io.Writer, st statusapi.Status, now time.Time) {
+	d := st.Daemon
+	if d.Running {
+		fmt.Fprintf(w, "macake watch: running, pid %d, up %s", d.PID, humanAge(time.Duration(d.UptimeSeconds*float64(time.Second))))
+		if d.Version != "" {
+			fmt.Fprintf(w, ", version %s", d.Version)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "macake watch: not running (%s).\nThis is the static picture; start the daemon with 'sudo macake install-daemon'.\n", d.Note)
+	}
+	if a := st.LastApply; a != nil {
+		fmt.Fprintf(w, "Last reconcile: %s ago (%s): %s", humanAge(now.Sub(a.At)), a.Trigger, reconcileOutcome(a))
+		if !a.LastChange.IsZero() {
+			fmt.Fprintf(w, "; last change %s ago", humanAge(now.Sub(a.LastChange)))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func reconcileOutcome(a *statusapi.Apply) string {
+	switch a.Result {
+	case "no_changes":
+		return "no changes"
+	case "failed":
+		return "failed: " + a.Error
+	}
+	return fmt.Sprintf("%d created, %d updated, %d removed", a.Created, a.Updated, a.Removed)
+}
+
+// writeLinkTable prints one row per active link (style-and-ux §12.3).
+func writeLinkTable(w io.Writer, st statusapi.Status) {
+	if len(st.Links) == 0 {
+		fmt.Fprintln(w, "\nNo active link: no policy matches the network now (see 'macake links').")
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINK\tINTERFACE\tMODE\tSTATE\tDOWNLOAD\tUPLOAD\tBASELINE\tDELAY ↓/↑\tLOAD ↓/↑\tBLOAT ↓/↑")
+	for _, l := range st.Links {
+		down, up := "-", "-"
+		for _, sh := range l.Shapers {
+			if sh.Direction == shape.Download.String() {
+				down = humanRate(float64(sh.RateBits))
+			} else if sh.Direction == shape.Upload.String() {
+				up = humanRate(float64(sh.RateBits))
+			}
+		}
+		state, base, delay, load, bloat := linkState(l), "-", "-", "-", "-"
+		if c := l.Controller; c != nil && c.Responses > 0 {
+			base = humanDuration(seconds(c.IdleRTTSeconds))
+			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + signedDuration(seconds(c.Upload.DelayDeltaSeconds))
+			bloat = fmt.Sprintf("%d/%d", c.Download.Delayed, c.Upload.Delayed)
+		}
+		if c := l.Controller; c != nil {
+			load = fmt.Sprintf("%d%%/%d%%", c.Download.LoadPercent, c.Upload.LoadPercent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Interface, l.Mode, state, down, up, base, delay, load, bloat)
+	}
+	tw.Flush()
+}
+
+// linkState is the STATE column: the controller's status, with balanced
+// mode's engaged/released; what a link without a controller does.
+func linkState(l statusapi.Link) string {
+	c := l.Controller
+	switch {
+	case c == nil && l.Mode == string(config.ModeOff):
+		return "off"
+	case c == nil && l.Shaped:
+		return "static"
+	case c == nil:
+		return "not shaped"
+	case l.Mode == string(config.ModeBalanced) && c.Engaged:
+		return c.Status + ", engaged"
+	case l.Mode == string(config.ModeBalanced):
+		return c.Status + ", released"
+	}
+	return c.Status
+}
+
+// writeStatusText is the full status: header, table, then each link's
+// pipes and reflectors, config errors, problems, policies.
+func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
+	writeStatusHeader(w, st, now)
+	if st.Backend.Scope != "" {
+		fmt.Fprintf(w, "Backend: %s\n", st.Backend.Scope)
+	}
+	if st.Backend.LiveError != "" {
+		fmt.Fprintf(w, "Live state: not read: %s\n", st.Backend.LiveError)
+	}
+	writeLinkTable(w, st)
+	for _, l := range st.Links {
+		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.Mode, l.ProfileKey)
+		if l.Error != "" {
+			fmt.Fprintf(w, "  problem: %s\n", l.Error)
+		}
+		c := l.Controller
+		for _, sh := range l.Shapers {
+			name := sh.Name
+			if name == "" {
+				name = "shaper"
+			}
+			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, humanRate(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
+			if c != nil {
+				d := c.Download
+				if sh.Direction == shape.Upload.String() {
+					d = c.Upload
+				}
+				fmt.Fprintf(w, "; range %s–%s, base %s", humanRate(float64(d.MinBits)), humanRate(float64(d.MaxBits)), humanRate(float64(d.BaseBits)))
+			}
+			fmt.Fprintln(w)
+		}
+		if len(l.Shapers) == 0 {
+			fmt.Fprintln(w, "  no pipes installed")
+		}
+		if c == nil {
+			continue
+		}
+		if c.Note != "" {
+			fmt.Fprintf(w, "  controller: %s\n", c.Note)
+		}
+		fmt.Fprintf(w, "  controller: %s; %d replies, %d cuts, %d increases; last reply %s ago\n",
+			c.Status, c.Responses, c.Cuts, c.Increases, humanDuration(seconds(c.SinceResponseSeconds)))
+		for _, d := range []struct {
+			name string
+			d    statusapi.Direction
+		}{{"download", c.Download}, {"upload", c.Upload}} {
+			bloat := ""
+			if d.d.Bufferbloat {
+				bloat = ", BUFFERBLOAT"
+			}
+			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
+				d.name, humanRate(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, humanDuration(seconds(d.d.BaselineSeconds)),
+				signedDuration(seconds(d.d.DelayDeltaSeconds)), humanDuration(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
+		}
+		for _, r := range c.Reflectors {
+			health := "ok"
+			switch {
+			case r.Responses == 0:
+				health = "no reply yet"
+			case r.Offences > 0:
+				health = fmt.Sprintf("%d missed checks", r.Offences)
+			}
+			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.Address,
+				humanDuration(seconds(r.BaselineDownSeconds)), humanDuration(seconds(r.BaselineUpSeconds)), r.Responses, humanDuration(seconds(r.SinceResponseSeconds)), health)
+		}
+	}
+	if len(st.ConfigErrors) > 0 {
+		fmt.Fprintln(w, "\nConfig errors in force:")
+		for _, ce := range st.ConfigErrors {
+			p := config.Problem{File: ce.File, Line: ce.Line, Col: ce.Column, Message: ce.Message}
+			kept := ""
+			switch ce.Kept {
+			case "last_good":
+				kept = " (its last good policy stays in force)"
+			case "nothing":
+				kept = " (nothing is applied for it)"
+			}
+			fmt.Fprintf(w, "  %s%s\n", p.Error(), kept)
+		}
+	}
+	if len(st.Problems) > 0 {
+		fmt.Fprintln(w, "\nProblems:")
+		for _, p := range st.Problems {
+			fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimSpace(p), "\n", "\n  "))
+		}
+	}
+	if a := st.LastApply; a != nil && len(a.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, wn := range a.Warnings {
+			fmt.Fprintf(w, "  %s\n", wn)
+		}
+	}
+	if n := len(st.DriftRepairs); n > 0 {
+		var parts []string
+		for _, k := range sortedStrings(st.DriftRepairs) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, st.DriftRepairs[k]))
+		}
+		fmt.Fprintf(w, "\nDrift repaired since start: %s\n", strings.Join(parts, ", "))
+	}
+	if len(st.Policies) > 0 {
+		fmt.Fprintln(w, "\nPolicies:")
+		for _, p := range st.Policies {
+			mark := " "
+			if p.Active {
+				mark = "*"
+			}
+			lastGood := ""
+			if p.LastGood {
+				lastGood = " [last good version: the file has an error]"
+			}
+			fmt.Fprintf(w, "  %s %-12s %-6s %-9s %s%s\n", mark, p.Name, p.Interface, p.Mode, p.Reason, lastGood)
+		}
+	}
+	if len(st.Profiles) > 0 {
+		fmt.Fprintln(w, "\nKnown networks (state file):")
+		for _, p := range st.Profiles {
+			var parts []string
+			if p.GoodDownloadBits > 0 || p.GoodUploadBits > 0 {
+				parts = append(parts, fmt.Sprintf("known-good %s down / %s up", bitsOrDash(p.GoodDownloadBits), bitsOrDash(p.GoodUploadBits)))
+			}
+			if p.DownloadCapacityBits > 0 || p.UploadCapacityBits > 0 {
+				parts = append(parts, fmt.Sprintf("measured %s / %s", bitsOrDash(p.DownloadCapacityBits), bitsOrDash(p.UploadCapacityBits)))
+			}
+			if p.IdleRTTSeconds > 0 {
+				parts = append(parts, "idle rtt "+humanDuration(seconds(p.IdleRTTSeconds)))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", p.Key, strings.Join(parts, ", "))
+		}
+	}
+}
+
+func bitsOrDash(bits int64) string {
+	if bits <= 0 {
+		return "-"
+	}
+	return humanRate(float64(bits))
+}
+
+// signedShort is signedDuration without the unit, for "+3.2/+0.4ms".
+func signedShort(s float64) string {
+	return strings.TrimSuffix(signedDuration(seconds(s)), "ms")
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// humanAge formats an elapsed time coarsely: "12s", "4m10s", "2h14m", "3d4h".
+func humanAge(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// humanBytes formats a queue size: "180 KB", "1500 B".
+func humanBytes(b int64) string {
+	if b >= 1024 && b%1024 == 0 || b >= 10*1024 {
+		return fmt.Sprintf("%d KB", b/1024)
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+func sortedStrings(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

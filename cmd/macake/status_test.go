@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/reconcile/statusapi"
+)
+
+// TestStatusWithoutDaemon: with no daemon, status says so and shows the
+// static picture: the matching policy, the live pipes, the known networks.
+func TestStatusWithoutDaemon(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	stdout, _ := r.mustRun(exitOK, "status")
+	for _, want := range []string{
+		"macake watch: not running (nothing answers on " + filepath.Join(r.stateDir, "watch.sock") + ")",
+		"start the daemon with 'sudo macake install-daemon'",
+		"starlink  en0        autorate  static  150 Mbit/s",
+		"pipe 48002  download",
+		"* starlink",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _ = r.mustRun(exitOK, "status", "--json")
+	var st statusapi.Status
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Daemon.Running || st.FormatVersion != statusapi.FormatVersion || len(st.Links) != 1 || len(st.Links[0].Shapers) != 2 || st.Links[0].Shapers[0].Source != "live" {
+		t.Fatalf("status --json: %+v", st)
+	}
+
+	// Without root the live pipes cannot be read; status says so and
+	// shows what a start would install.
+	r.emu.SetPrivileged(false)
+	stdout, _ = r.mustRun(exitOK, "status")
+	if !strings.Contains(stdout, "Live state: not read:") || !strings.Contains(stdout, "policy (not read live)") {
+		t.Errorf("status without root:\n%s", stdout)
+	}
+}
+
+// sampleStatus is what a daemon answers mid-run.
+func sampleStatus(stateDir string) statusapi.Status {
+	now := time.Now()
+	return statusapi.Status{
+		FormatVersion: statusapi.FormatVersion,
+		Daemon: statusapi.Daemon{Running: true, Socket: statusapi.SocketPath(stateDir), PID: 812, Version: "v0.3.0",
+			StartedAt: now.Add(-2 * time.Hour), UptimeSeconds: 7260},
+		Backend: statusapi.Backend{Name: "pf", System: "pf/dummynet", Scope: `pf anchor "com.apple/macake", dummynet pipes 48001-48998`},
+		Links: []statusapi.Link{{
+			Name: "starlink", Interface: "en0", Mode: "autorate", ProfileKey: "starlink@74:24:9f:00:00:01", Shaped: true,
+			Shapers: []statusapi.Shaper{
+				{Direction: "upload", Name: "pipe 48001", RateBits: 14_100_000, QueueBytes: 36864, Source: "controller"},
+				{Direction: "download", Name: "pipe 48002", RateBits: 142_300_000, QueueBytes: 355328, Source: "controller"},
+			},
+			Controller: &statusapi.Controller{Mode: "autorate", Status: "running", Shaping: true, Engaged: true,
+				IdleRTTSeconds: 0.0242, Responses: 8120, Cuts: 31, Increases: 402,
+				Download: statusapi.Direction{RateBits: 142_300_000, MinBits: 20_000_000, BaseBits: 150_000_000, MaxBits: 350_000_000,
+					AchievedBits: 98_100_000, LoadPercent: 68, Load: "low", BaselineSeconds: 0.0121, DelayDeltaSeconds: 0.0032, Delayed: 1},
+				Upload: statusapi.Direction{RateBits: 14_100_000, MinBits: 3_000_000, BaseBits: 15_000_000, MaxBits: 40_000_000,
+					AchievedBits: 1_200_000, LoadPercent: 8, Load: "idle", BaselineSeconds: 0.0121, DelayDeltaSeconds: 0.0004},
+				Reflectors: []statusapi.Reflector{{Address: "1.1.1.1", BaselineDownSeconds: 0.0121, BaselineUpSeconds: 0.0121, Responses: 1353}},
+			},
+		}},
+		LastApply:    &statusapi.Apply{At: now.Add(-12 * time.Second), Trigger: "drift", Result: "no_changes", LastChange: now.Add(-time.Hour)},
+		ConfigErrors: []statusapi.ConfigError{{File: "/etc/macake/links.d/hotel.toml", Line: 7, Column: 12, Message: `shaper.download: rate "40mbps": did you mean "40mbit"?`, Link: "hotel", Kept: "last_good"}},
+		Problems:     []string{},
+		Policies:     []statusapi.Policy{{Name: "starlink", Interface: "en0", Mode: "autorate", Active: true, Reason: "active"}},
+		DriftRepairs: map[string]int{"shaper_missing": 1},
+	}
+}
+
+// serveStatus answers status requests on the rig's socket as a daemon
+// would, until the test ends.
+func serveStatus(t *testing.T, stateDir string, st statusapi.Status) {
+	t.Helper()
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := statusapi.Listen(statusapi.SocketPath(stateDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go statusapi.Serve(t.Context(), ln, func() statusapi.Status { return st }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// TestStatusFromDaemon: with a daemon answering, status shows its view:
+// one row per link, then pipes, controller, reflectors, errors in force.
+func TestStatusFromDaemon(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	serveStatus(t, r.stateDir, sampleStatus(r.stateDir))
+	stdout, _ := r.mustRun(exitOK, "status")
+	for _, want := range []string{
+		"macake watch: running, pid 812, up 2h01m, version v0.3.0",
+		"Last reconcile: 12s ago (drift): no changes; last change 1h00m ago",
+		"LINK      INTERFACE  MODE      STATE    DOWNLOAD    UPLOAD       BASELINE  DELAY ↓/↑    LOAD ↓/↑  BLOAT ↓/↑",
+		"starlink  en0        autorate  running  142 Mbit/s  14.1 Mbit/s  24.2ms    +3.2/+0.4ms  68%/8%    1/0",
+		"pipe 48002 download 142 Mbit/s queue 347 KB controller; range 20.0 Mbit/s–350 Mbit/s, base 150 Mbit/s",
+		"reflector 1.1.1.1 baseline ↓12.1ms ↑12.1ms, 1353 replies",
+		"/etc/macake/links.d/hotel.toml:7:12: shaper.download",
+		"its last good policy stays in force",
+		"Drift repaired since start: shaper_missing 1",
+	} {
+		if !strings.Contains(stdout, want) && !strings.Contains(strings.Join(strings.Fields(stdout), " "), want) {
+			t.Errorf("status lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _ = r.mustRun(exitOK, "status", "--json")
+	var st statusapi.Status
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || !st.Daemon.Running || st.Links[0].Controller.Cuts != 31 {
+		t.Fatalf("status --json: %v %+v", err, st)
+	}
+}
+
+// TestStatusFollow redraws the table until interrupted.
+func TestStatusFollow(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	serveStatus(t, r.stateDir, sampleStatus(r.stateDir))
+	old := statusRefresh
+	statusRefresh = 10 * time.Millisecond
+	defer func() { statusRefresh = old }()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	e := &env{ctx: ctx, stdout: &out, stderr: &errb, getenv: os.Getenv, euid: func() int { return 0 }}
+	if code := e.main([]string{"--config-dir", r.configDir, "--state-dir", r.stateDir, "status", "--follow", "--json"}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("%d documents in 200 ms at 10 ms, want several:\n%s", len(lines), out.String())
+	}
+	for _, l := range lines {
+		var st statusapi.Status
+		if err := json.Unmarshal([]byte(l), &st); err != nil || !st.Daemon.Running {
+			t.Fatalf("line %q: %v", l, err)
+		}
+	}
+}
+
+func TestWatchRefusals(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	if code, _, stderr := r.runAs(501, "watch"); code != exitNoPerm || !strings.Contains(stderr, "Run with sudo") {
+		t.Errorf("watch as a user: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := r.run("watch", "--drift-interval", "1ms"); code != exitUsage || !strings.Contains(stderr, "too short") {
+		t.Errorf("watch with a 1 ms drift interval: exit %d, %s", code, stderr)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(r.configDir), "macake.toml"), []byte("log_format = \"xml\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := r.run("watch"); code != exitConfig || !strings.Contains(stderr, "log_format") {
+		t.Errorf("watch with invalid settings: exit %d, %s", code, stderr)
+	}
+}
+
+// TestCapStderrFile: the launchd stderr file is emptied once past its cap,
+// and left alone below it.
+func TestCapStderrFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "watch.stderr.log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.Write(bytes.Repeat([]byte("x"), 100))
+	capStderrFile(f, 1000, log)
+	if info, _ := os.Stat(path); info.Size() != 100 {
+		t.Fatalf("a small file was changed: %d bytes", info.Size())
+	}
+	f.Write(bytes.Repeat([]byte("x"), 1000))
+	capStderrFile(f, 1000, log)
+	f.Write([]byte("next\n"))
+	if b, _ := os.ReadFile(path); string(b) != "next\n" {
+		t.Fatalf("after the cap: %q", b)
+	}
+}

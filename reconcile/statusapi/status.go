@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package statusapi is how `macake status` talks to `macake watch`: a unix
+// socket in the state directory (watch.sock; root-owned, mode 0660, group
+// admin on macOS), one JSON request line in, one JSON document out,
+// versioned by FormatVersion. The socket only reads: nothing sent over it
+// changes the daemon or the system.
+//
+// The same Status document describes a machine without a daemon (the
+// static picture `macake status` assembles itself), with Daemon.Running
+// false and no controller state.
+package statusapi
+
+import (
+	"time"
+
+	"github.com/macake/macake/config"
+)
+
+// FormatVersion is the version of the Status document and of the request.
+// A client accepts any 1.x document; new fields arrive as minor versions.
+const FormatVersion = "1.0"
+
+// Status is everything `macake status` shows. Rates are bit/s, sizes
+// bytes, durations seconds (to the microsecond), times RFC 3339, as in the
+// daemon's log and `macake apply --json`.
+type Status struct {
+	FormatVersion string `json:"format_version"`
+	// Daemon says whether watch answered, and about it.
+	Daemon Daemon `json:"daemon"`
+	// Backend names the shaping backend and what it owns.
+	Backend Backend `json:"backend"`
+	// Interfaces are the network's facts as matching saw them.
+	Interfaces []config.InterfaceFacts `json:"interfaces"`
+	// Policies are every policy in force (the last good version of a
+	// broken file) with matching's verdict.
+	Policies []Policy `json:"policies"`
+	// Links are the active links: one per interface with a matching policy.
+	Links []Link `json:"links"`
+	// LastApply is the daemon's last reconcile; nil without a daemon.
+	LastApply *Apply `json:"last_apply,omitempty"`
+	// ConfigErrors are the policy file errors in force.
+	ConfigErrors []ConfigError `json:"config_errors"`
+	// Problems keep shaping from being what the files say, each with what
+	// to do (a missing pf hook line, unreadable link facts, ...).
+	Problems []string `json:"problems"`
+	// DriftRepairs counts repairs since the daemon started, by drift kind
+	// (the words of the log's drift events).
+	DriftRepairs map[string]int `json:"drift_repairs,omitempty"`
+	// Profiles are the state file's per-network profiles.
+	Profiles []Profile `json:"profiles"`
+}
+
+// Daemon describes the running `macake watch`, or why there is none.
+type Daemon struct {
+	Running bool `json:"running"`
+	// Socket is the status socket's path.
+	Socket        string    `json:"socket"`
+	PID           int       `json:"pid,omitempty"`
+	Version       string    `json:"version,omitempty"`
+	StartedAt     time.Time `json:"started_at,omitzero"`
+	UptimeSeconds float64   `json:"uptime_seconds,omitempty"`
+	ConfigDir     string    `json:"config_dir,omitempty"`
+	StateDir      string    `json:"state_dir,omitempty"`
+	// Note says why the daemon is not running or could not be asked.
+	Note string `json:"note,omitempty"`
+}
+
+// Backend names the shaping backend and the system state it owns.
+type Backend struct {
+	// Name is "pf" or "tc"; System "pf/dummynet"; Scope what it owns.
+	Name   string `json:"name,omitempty"`
+	System string `json:"system,omitempty"`
+	Scope  string `json:"scope,omitempty"`
+	// LiveError says why the live state could not be read (static picture
+	// only; e.g. it needs root).
+	LiveError string `json:"live_error,omitempty"`
+}
+
+// Policy is one policy with matching's verdict.
+type Policy struct {
+	Name      string `json:"name"`
+	File      string `json:"file"`
+	Interface string `json:"interface"`
+	Mode      string `json:"mode"`
+	Priority  int    `json:"priority"`
+	Active    bool   `json:"active"`
+	// Reason says why it is active or not.
+	Reason string `json:"reason"`
+	// LastGood is set when the file has an error and this is its last good
+	// version, still in force.
+	LastGood bool `json:"last_good,omitempty"`
+}
+
+// Link is one active link: its shapers and its controller.
+type Link struct {
+	Name      string `json:"name"`
+	Interface string `json:"interface"`
+	Mode      string `json:"mode"`
+	// ProfileKey is the state file profile of this network.
+	ProfileKey string `json:"profile_key"`
+	// Shaped is whether shapers are installed for it (not in mode off,
+	// nor in balanced mode while released).
+	Shaped bool `json:"shaped"`
+	// Shapers are the live pipes (or tc classes), upload first.
+	Shapers []Shaper `json:"shapers"`
+	// Controller is the link's controller; nil when none runs.
+	Controller *Controller `json:"controller,omitempty"`
+	// Error keeps the link from being shaped as its policy says (e.g. an
+	// "auto" rate that needs a measurement); the previous shaping stays.
+	Error string `json:"error,omitempty"`
+}
+
+// Shaper is one live shaper (a dummynet pipe, a tc class).
+type Shaper struct {
+	Direction string `json:"direction"`
+	// Name names the object, e.g. "pipe 48001".
+	Name       string `json:"name"`
+	RateBits   int64  `json:"rate_bits_per_second"`
+	QueueBytes int64  `json:"queue_bytes"`
+	// Source says where the rate came from: controller, known-good,
+	// policy, or live (read from the system by a status without daemon).
+	Source string `json:"source,omitempty"`
+}
+
+// Controller is a link controller's state.
+type Controller struct {
+	Mode string `json:"mode"`
+	// Status is running, idle, sleeping or stalled.
+	Status string `json:"status"`
+	// Shaping: its decisions reach the shaper (autorate; balanced engaged).
+	Shaping bool `json:"shaping"`
+	// Engaged is whether balanced mode has the shaper in place (always
+	// true in autorate).
+	Engaged bool `json:"engaged"`
+	// Note explains a controller that cannot measure (no prober).
+	Note                 string      `json:"note,omitempty"`
+	IdleRTTSeconds       float64     `json:"idle_rtt_seconds"`
+	SinceResponseSeconds float64     `json:"since_response_seconds"`
+	Download             Direction   `json:"download"`
+	Upload               Direction   `json:"upload"`
+	Reflectors           []Reflector `json:"reflectors"`
+	Responses            uint64      `json:"responses"`
+	Cuts                 uint64      `json:"cuts"`
+	Increases            uint64      `json:"increases"`
+}
+
+// Direction is one direction of a controller.
+type Direction struct {
+	// RateBits is the controller's rate; PipeRateBits what the shaper gets
+	// for it (lower with overhead compensation).
+	RateBits     int64 `json:"rate_bits_per_second"`
+	PipeRateBits int64 `json:"pipe_rate_bits_per_second"`
+	MinBits      int64 `json:"min_bits_per_second"`
+	BaseBits     int64 `json:"base_bits_per_second"`
+	MaxBits      int64 `json:"max_bits_per_second"`
+	AchievedBits int64 `json:"achieved_bits_per_second"`
+	LoadPercent  int   `json:"load_percent"`
+	// Load is idle, low or high.
+	Load                  string  `json:"load"`
+	BaselineSeconds       float64 `json:"baseline_seconds"`
+	DelayDeltaSeconds     float64 `json:"delay_delta_seconds"`
+	WindowAverageSeconds  float64 `json:"window_average_seconds"`
+	DelayThresholdSeconds float64 `json:"delay_threshold_seconds"`
+	// Delayed samples in the window; Bufferbloat when they reach the vote.
+	Delayed     int  `json:"delayed"`
+	Bufferbloat bool `json:"bufferbloat"`
+}
+
+// Reflector is one active probe target.
+type Reflector struct {
+	Address              string  `json:"address"`
+	BaselineDownSeconds  float64 `json:"baseline_down_seconds"`
+	BaselineUpSeconds    float64 `json:"baseline_up_seconds"`
+	DeltaDownSeconds     float64 `json:"delta_down_seconds"`
+	DeltaUpSeconds       float64 `json:"delta_up_seconds"`
+	SinceResponseSeconds float64 `json:"since_response_seconds"`
+	Responses            uint64  `json:"responses"`
+	Offences             int     `json:"offences"`
+}
+
+// Apply is one reconcile of the daemon.
+type Apply struct {
+	At      time.Time `json:"at"`
+	Trigger string    `json:"trigger"`
+	// Result is no_changes, applied or failed.
+	Result          string   `json:"result"`
+	Created         int      `json:"created"`
+	Updated         int      `json:"updated"`
+	Removed         int      `json:"removed"`
+	DurationSeconds float64  `json:"duration_seconds"`
+	Error           string   `json:"error,omitempty"`
+	Warnings        []string `json:"warnings,omitempty"`
+	// LastChange is when a reconcile last changed something.
+	LastChange time.Time `json:"last_change,omitzero"`
+}
+
+// ConfigError is one policy file error in force.
+type ConfigError struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	Column  int    `json:"column"`
+	Message string `json:"message"`
+	// Link is the link the file defines; Kept is last_good or nothing.
+	Link string `json:"link,omitempty"`
+	Kept string `json:"kept,omitempty"`
+}
+
+// Profile is what the state file knows about one network.
+type Profile struct {
+	Key                  string    `json:"key"`
+	Link                 string    `json:"link"`
+	DownloadCapacityBits int64     `json:"download_capacity_bits_per_second,omitempty"`
+	UploadCapacityBits   int64     `json:"upload_capacity_bits_per_second,omitempty"`
+	IdleRTTSeconds       float64   `json:"idle_rtt_seconds,omitempty"`
+	GoodDownloadBits     int64     `json:"good_download_bits_per_second,omitempty"`
+	GoodUploadBits       int64     `json:"good_upload_bits_per_second,omitempty"`
+	UpdatedAt            time.Time `json:"updated_at,omitzero"`
+}
+
+// Seconds is a duration in seconds with microsecond resolution, so 42.3 ms
+// is 0.0423, not 0.042300000000000004.
+func Seconds(d time.Duration) float64 { return float64(d/time.Microsecond) / 1e6 }

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/macake/macake/config"
+)
+
+// TestDebounce: a burst becomes one signal, quiet after its last event,
+// and a burst that never pauses still signals at the ceiling.
+func TestDebounce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := make(chan struct{})
+		out := Debounce(t.Context(), in, 300*time.Millisecond, 2*time.Second)
+		start := time.Now()
+		var got []time.Duration
+		var mu sync.Mutex
+		go func() {
+			for range out {
+				mu.Lock()
+				got = append(got, time.Since(start))
+				mu.Unlock()
+			}
+		}()
+		// A burst of 5 events 100 ms apart: one signal 300 ms after the last.
+		for range 5 {
+			in <- struct{}{}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		// Events every 150 ms for 5 s: the ceiling fires every 2 s.
+		burst := time.Now()
+		for time.Since(burst) < 5*time.Second {
+			in <- struct{}{}
+			time.Sleep(150 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		want := []time.Duration{700 * time.Millisecond, 3500 * time.Millisecond, 5600 * time.Millisecond, 6750 * time.Millisecond}
+		if len(got) != len(want) {
+			t.Fatalf("signals at %v, want %v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("signals at %v, want %v", got, want)
+			}
+		}
+	})
+}
+
+// waitSignal waits up to 5 s for a signal on ch.
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no signal after %s", what)
+	}
+}
+
+// noSignal checks that ch stays quiet for a moment.
+func noSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("a signal after %s", what)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// TestWatchConfigDir watches a real directory through a symlink (as
+// /etc/macake is on macOS): writes, atomic saves and removals of policy
+// files signal; other files and chmod alone do not; the watch survives the
+// directory being removed and re-created.
+func TestWatchConfigDir(t *testing.T) {
+	base := t.TempDir()
+	real := filepath.Join(base, "private", "links.d")
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "links.d")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := WatchConfigDir(ctx, link, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	time.Sleep(50 * time.Millisecond) // the watch is installed by a goroutine
+	file := filepath.Join(link, "wan.toml")
+
+	os.WriteFile(file, []byte("x"), 0o644)
+	waitSignal(t, ch, "creating a policy file")
+	drain(ch)
+	os.Chmod(file, 0o600)
+	noSignal(t, ch, "a chmod")
+	os.WriteFile(filepath.Join(link, "notes.txt"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(link, ".wan.toml.swp"), []byte("x"), 0o644)
+	noSignal(t, ch, "writing files that are not policies")
+	tmp := filepath.Join(link, ".wan.toml.tmp123")
+	os.WriteFile(tmp, []byte("y"), 0o644)
+	os.Rename(tmp, file) // an editor's atomic save
+	waitSignal(t, ch, "an atomic save")
+	drain(ch)
+	os.Remove(file)
+	waitSignal(t, ch, "removing a policy file")
+	drain(ch)
+
+	// Lose the directory, get it back.
+	if err := os.RemoveAll(real); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, ch, "removing the directory")
+	drain(ch)
+	if err := os.MkdirAll(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	waitSignal(t, ch, "the directory coming back")
+	drain(ch)
+	os.WriteFile(file, []byte("z"), 0o644)
+	waitSignal(t, ch, "writing a policy file in the new directory")
+}
+
+func drain(ch <-chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		case <-time.After(100 * time.Millisecond):
+			return
+		}
+	}
+}
+
+// scriptedFacts returns the facts (or errors) of a script, one per call.
+type scriptedFacts struct {
+	mu    sync.Mutex
+	steps []func() (config.Facts, error)
+}
+
+func (s *scriptedFacts) Facts(context.Context) (config.Facts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	step := s.steps[0]
+	if len(s.steps) > 1 {
+		s.steps = s.steps[1:]
+	}
+	return step()
+}
+
+// TestPollFacts: the first read is the start event; a change, an error, the
+// recovery and a sleep (the wall clock jumping ahead of the monotonic one)
+// each make one event; unchanged reads make none.
+func TestPollFacts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		home, hotel := factsOn("en0", homeMAC), factsOn("en0", hotelMAC)
+		ok := func(f config.Facts) func() (config.Facts, error) {
+			return func() (config.Facts, error) { return f, nil }
+		}
+		src := &scriptedFacts{steps: []func() (config.Facts, error){
+			ok(home), ok(home), ok(hotel), ok(hotel),
+			func() (config.Facts, error) { return config.Facts{}, errors.New("facts file is gone") },
+			ok(hotel), ok(hotel), ok(hotel),
+		}}
+		var mu sync.Mutex
+		wall, mono := time.Now(), time.Duration(0)
+		calls := 0
+		clock := func() (time.Time, time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls == 8 { // the machine slept an hour before the 7th read (call 1 is the start)
+				wall = wall.Add(time.Hour)
+			}
+			wall, mono = wall.Add(time.Second), mono+time.Second
+			return wall, mono
+		}
+		ch := PollFacts{Source: src, Interval: time.Second, clock: clock}.Watch(t.Context())
+		var got []string
+		for range 5 {
+			var ev FactsEvent
+			select {
+			case ev = <-ch:
+			case <-time.After(time.Minute):
+				t.Fatalf("events so far %q; no more", got)
+			}
+			s := ev.Reason
+			if ev.Woke {
+				s += " slept " + ev.Slept.String()
+			}
+			got = append(got, s)
+		}
+		want := []string{"start", "change", "error", "change", "wake slept 1h0m0s"}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("events %q, want %q", got, want)
+			}
+		}
+		time.Sleep(3 * time.Second)
+		select {
+		case ev := <-ch:
+			t.Fatalf("an event without a change: %+v", ev)
+		default:
+		}
+	})
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/controller/probe"
+)
+
+// Sensors measure one active link for its controller: delays to the
+// reflectors (an ICMP prober) and the interface's byte counters. The
+// daemon opens one Probe and one Counters per active link and closes them
+// (by ending Run's context) when the link goes away. SystemSensors are
+// the real ones; tests pass fakes.
+type Sensors interface {
+	// Probe returns a prober for the named link's reflectors, probing each
+	// one every interval. It probes nothing until SetReflectors.
+	Probe(link string, interval time.Duration) (Probe, error)
+	// Counters returns a sampler of iface's byte counters, one reading
+	// every interval.
+	Counters(iface string, interval time.Duration) (Counters, error)
+}
+
+// Probe measures the delay to a set of reflectors; *probe.Prober is one.
+// The daemon reads Samples itself, so a reply reaches the controller with
+// one goroutine hop (a sample costs more in wake-ups than in work).
+type Probe interface {
+	// Run probes until ctx ends, then closes Samples.
+	Run(ctx context.Context) error
+	// Samples delivers the outcome of every probe.
+	Samples() <-chan probe.Sample
+	// SetReflectors replaces the set of reflectors to probe.
+	SetReflectors(addrs []netip.Addr) error
+	// SetPaused stops (true) or resumes (false) probing.
+	SetPaused(paused bool)
+}
+
+// Counters reads an interface's byte and packet counters every interval;
+// *ifstat.Sampler is one.
+type Counters interface {
+	// Run samples until ctx ends, then closes Samples.
+	Run(ctx context.Context) error
+	// Samples delivers every reading.
+	Samples() <-chan ifstat.LoadSample
+}
+
+// delaySample converts a probe's reply for the controller: one-way delays
+// when the probe measured them (ICMP timestamps), else the round trip.
+func delaySample(s probe.Sample) controller.DelaySample {
+	if s.OWD {
+		return controller.DelaySample{Reflector: s.Reflector, At: s.Received, DownOWD: s.DownOWD, UpOWD: s.UpOWD, Method: controller.ICMPTimestamp}
+	}
+	return controller.RTTSample(s.Reflector, s.Received, s.RTT)
+}
+
+// loadSample converts a counter reading for the controller, which takes
+// the cumulative counters and works out deltas, wraps and resets itself.
+// ok is false for readings that failed or whose byte counters are stuck.
+func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
+	if ls.ReadFailed || ls.Stuck {
+		return controller.LoadSample{}, false
+	}
+	k := ls.Counters
+	return controller.LoadSample{At: ls.At, RxBytes: k.RxBytes, TxBytes: k.TxBytes, RxPackets: k.RxPackets, TxPackets: k.TxPackets}, true
+}
+
+// SystemSensors are the real sensors: ICMP probes (controller/probe) and
+// the interface byte counters (controller/ifstat).
+type SystemSensors struct {
+	// Timeout is how long a probe waits for its reply; 0 is
+	// probe.DefaultTimeout.
+	Timeout time.Duration
+	// Reader reads the counters; nil is this OS's.
+	Reader ifstat.Reader
+}
+
+// Probe implements Sensors with a probe.Prober; its sockets open with the
+// first reflectors.
+func (s SystemSensors) Probe(link string, interval time.Duration) (Probe, error) {
+	p, err := probe.New(probe.Config{Interval: interval, Timeout: s.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Counters implements Sensors with an ifstat.Sampler.
+func (s SystemSensors) Counters(iface string, interval time.Duration) (Counters, error) {
+	return ifstat.NewSampler(ifstat.Config{Reader: s.Reader, Interface: iface, Interval: interval}), nil
+}

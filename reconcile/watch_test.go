@@ -1,0 +1,864 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/logging"
+	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
+)
+
+// The tests in this file run the whole daemon in a synctest bubble: the
+// in-process pf/dummynet emulator is the Mac, a fake network answers the
+// probes and moves the byte counters, and the link facts and policy
+// directory events are channels the test feeds. Time is synctest's, so a
+// minute of controller activity takes milliseconds and no test sleeps.
+
+const (
+	homeMAC  = "74:24:9f:00:00:01"
+	hotelMAC = "02:00:00:00:00:02"
+)
+
+// fakeNet is the network the fake sensors measure: a bottleneck of the
+// given capacity (bit/s) per direction behind the shaper. Traffic fills
+// the shaper (load) when busy; while the shaper is faster than the
+// bottleneck, the bottleneck's queue adds bloat to every reply.
+type fakeNet struct {
+	mu       sync.Mutex
+	rtt      time.Duration
+	bloat    time.Duration
+	busy     bool
+	capacity [2]int64
+	rate     func(shape.Direction) int64 // the shaper's live rate
+	probes   []*fakeProbe
+}
+
+func (n *fakeNet) set(f func(n *fakeNet)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	f(n)
+}
+
+// Probe implements Sensors.
+func (n *fakeNet) Probe(link string, interval time.Duration) (Probe, error) {
+	p := &fakeProbe{net: n, interval: interval, out: make(chan probe.Sample, 64)}
+	n.mu.Lock()
+	n.probes = append(n.probes, p)
+	n.mu.Unlock()
+	return p, nil
+}
+
+// Counters implements Sensors.
+func (n *fakeNet) Counters(iface string, interval time.Duration) (Counters, error) {
+	return &fakeCounters{net: n, interval: interval, out: make(chan ifstat.LoadSample, 8)}, nil
+}
+
+type fakeProbe struct {
+	net      *fakeNet
+	interval time.Duration
+	out      chan probe.Sample
+	mu       sync.Mutex
+	addrs    []netip.Addr
+	paused   bool
+}
+
+func (p *fakeProbe) SetReflectors(addrs []netip.Addr) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.addrs = slices.Clone(addrs)
+	return nil
+}
+
+func (p *fakeProbe) SetPaused(paused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.paused = paused
+}
+
+func (p *fakeProbe) Samples() <-chan probe.Sample { return p.out }
+
+func (p *fakeProbe) Run(ctx context.Context) error {
+	defer close(p.out)
+	i := 0
+	for {
+		p.mu.Lock()
+		addrs, paused := p.addrs, p.paused
+		p.mu.Unlock()
+		step := p.interval
+		if len(addrs) > 0 {
+			step /= time.Duration(len(addrs))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(step):
+		}
+		if paused || len(addrs) == 0 {
+			continue
+		}
+		p.net.mu.Lock()
+		rtt := p.net.rtt
+		if p.net.busy && p.net.rate != nil && p.net.rate(shape.Download) > p.net.capacity[shape.Download] {
+			rtt += p.net.bloat
+		}
+		p.net.mu.Unlock()
+		now := time.Now()
+		select {
+		case p.out <- probe.Sample{Reflector: addrs[i%len(addrs)], Kind: probe.KindReply, Method: probe.MethodEcho, Sent: now.Add(-rtt), Received: now, RTT: rtt}:
+		case <-ctx.Done():
+			return nil
+		}
+		i++
+	}
+}
+
+type fakeCounters struct {
+	net      *fakeNet
+	interval time.Duration
+	out      chan ifstat.LoadSample
+}
+
+func (c *fakeCounters) Samples() <-chan ifstat.LoadSample { return c.out }
+
+func (c *fakeCounters) Run(ctx context.Context) error {
+	defer close(c.out)
+	t := time.NewTicker(c.interval)
+	defer t.Stop()
+	var k ifstat.Counters
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		c.net.mu.Lock()
+		if c.net.busy && c.net.rate != nil {
+			// Saturated: the link carries what the shaper lets through,
+			// at most the bottleneck's capacity.
+			down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
+			up := min(c.net.rate(shape.Upload), c.net.capacity[shape.Upload])
+			k.RxBytes += uint64(down / 8 * int64(c.interval) / int64(time.Second))
+			k.TxBytes += uint64(up / 8 * int64(c.interval) / int64(time.Second))
+		}
+		c.net.mu.Unlock()
+		select {
+		case c.out <- ifstat.LoadSample{At: time.Now(), Interface: "en0", Valid: true, Counters: k}:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// fakeFacts is a FactsWatcher the test drives.
+type fakeFacts chan FactsEvent
+
+func (f fakeFacts) Watch(ctx context.Context) <-chan FactsEvent { return f }
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// rig is a daemon on an emulated Mac.
+type rig struct {
+	t        *testing.T
+	emu      *pfdntest.Emulator
+	dir      string
+	stateDir string
+	facts    fakeFacts
+	config   chan struct{}
+	net      *fakeNet
+	log      *syncBuffer
+	metrics  *metrics.Metrics
+	d        *Daemon
+	cancel   context.CancelFunc
+	done     chan error
+}
+
+func factsOn(iface, mac string) config.Facts {
+	f := config.InterfaceFacts{Name: iface, Up: true, GatewayIP: netip.MustParseAddr("192.168.1.1"), Default: true}
+	if mac != "" {
+		var hw config.HardwareAddr
+		if err := hw.UnmarshalText([]byte(mac)); err != nil {
+			panic(err)
+		}
+		f.GatewayMAC = hw
+	}
+	return config.Facts{Interfaces: []config.InterfaceFacts{f}}
+}
+
+// newRig writes the policies and the state file, then starts the daemon
+// with facts as the network. It must run inside a synctest bubble.
+func newRig(t *testing.T, policies map[string]string, st *state.State, facts config.Facts) *rig {
+	t.Helper()
+	r := &rig{
+		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
+		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
+		metrics: metrics.New(metrics.Options{}),
+	}
+	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
+	r.net.rate = func(d shape.Direction) int64 { return r.pipeRate(48001 + int(d)) }
+	if err := os.Mkdir(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range policies {
+		r.write(name, text)
+	}
+	if st != nil {
+		if err := state.Save(r.stateDir, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loaded, err := state.Load(r.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := &StateTokens{Dir: r.stateDir, State: loaded}
+	b, err := OpenBackend(BackendConfig{Tokens: tokens, Runner: r.emu, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.d, err = NewDaemon(DaemonConfig{
+		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
+		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
+		Log: newTestLogger(r.log).Logger, MTU: func([]string) map[string]int { return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.facts <- FactsEvent{Facts: facts, Reason: "start"}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- r.d.Run(ctx) }()
+	t.Cleanup(func() { r.stop() })
+	synctest.Wait()
+	return r
+}
+
+func newTestLogger(w *syncBuffer) *logging.Logger {
+	l, err := logging.New(logging.Options{Stderr: w, Level: slog.LevelDebug})
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// stop shuts the daemon down (once) and returns Run's error.
+func (r *rig) stop() error {
+	if r.cancel == nil {
+		return nil
+	}
+	r.cancel()
+	r.cancel = nil
+	return <-r.done
+}
+
+func (r *rig) write(name, text string) {
+	r.t.Helper()
+	if err := os.WriteFile(filepath.Join(r.dir, name+".toml"), []byte(text), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// edited tells the daemon that the directory changed and waits until it
+// has reconciled.
+func (r *rig) edited() {
+	r.config <- struct{}{}
+	synctest.Wait()
+}
+
+// pipeRate returns pipe n's live rate in bit/s, 0 when it does not exist.
+func (r *rig) pipeRate(n int) int64 {
+	for _, p := range r.emu.Machine().Dummynet.Pipes {
+		if int(p.Number) == n {
+			return int64(p.Bandwidth)
+		}
+	}
+	return 0
+}
+
+func (r *rig) pipes() []int {
+	var ns []int
+	for _, p := range r.emu.Machine().Dummynet.Pipes {
+		ns = append(ns, int(p.Number))
+	}
+	slices.Sort(ns)
+	return ns
+}
+
+// anchorRules returns the anchor's dummynet rules.
+func (r *rig) anchorRules() []string {
+	rs := r.emu.Machine().Rulesets["com.apple/macake"]
+	if rs == nil {
+		return nil
+	}
+	var out []string
+	for _, rule := range rs.Rules["dummynet"] {
+		out = append(out, rule.String())
+	}
+	return out
+}
+
+func (r *rig) mutating() []string {
+	var out []string
+	for _, c := range r.emu.MutatingCalls() {
+		out = append(out, strings.Join(c.Argv[1:], " "))
+	}
+	return out
+}
+
+const autorateLink = `
+[match]
+interface = "en0"
+gateway_mac = "` + homeMAC + `"
+[shaper]
+download = "80mbit"
+upload = "20mbit"
+[autorate]
+download = { min = "10mbit", max = "100mbit" }
+upload = { min = "2mbit", max = "30mbit" }
+reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
+`
+
+// TestWatchControllerDecisionsAreSinglePipeUpdates: under a bloated
+// bottleneck the controller cuts, each decision is exactly one `dnctl
+// pipe N config`, and the drift check that follows keeps the controller's
+// rate instead of writing the policy's rate back.
+func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		if got := r.pipeRate(48002); got != 80_000_000 {
+			t.Fatalf("download pipe at start: %d, want the policy's 80 Mbit/s\n%s", got, r.log)
+		}
+		if rules := r.anchorRules(); len(rules) == 0 {
+			t.Fatalf("no anchor rules after start\n%s", r.log)
+		}
+		// Idle for a while: the controller learns the baselines.
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		r.emu.ResetCalls()
+
+		// A 50 Mbit/s bottleneck with a bloated buffer: saturated, every
+		// reply is 150 ms late while the shaper is faster than it.
+		r.net.set(func(n *fakeNet) {
+			n.busy, n.bloat = true, 150*time.Millisecond
+			n.capacity[shape.Download] = 50_000_000
+		})
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		cut := r.pipeRate(48002)
+		if cut >= 80_000_000 || cut < 10_000_000 {
+			t.Fatalf("download after 20 s of bufferbloat: %d bit/s, want a cut below 80 Mbit/s\n%s", cut, r.log)
+		}
+		calls := r.mutating()
+		if len(calls) == 0 {
+			t.Fatal("no rate change reached dummynet")
+		}
+		for _, c := range calls {
+			if !strings.HasPrefix(c, "pipe 4800") || !strings.Contains(c, " config bw ") {
+				t.Fatalf("a controller decision ran %q; want only single pipe updates:\n%s", c, strings.Join(calls, "\n"))
+			}
+		}
+		if !strings.Contains(r.log.String(), "event=cut") {
+			t.Errorf("no cut logged:\n%s", r.log)
+		}
+
+		// The drift checks (every 30 s) find nothing to change: the
+		// desired state carries the controller's rate, so the pipe keeps
+		// what the controller set, and the checks only read.
+		r.emu.ResetCalls()
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		reads := 0
+		for _, c := range r.emu.Calls() {
+			if strings.Join(c.Argv[1:], " ") == "-s info" {
+				reads++
+			}
+		}
+		if reads < 2 {
+			t.Fatalf("%d drift checks in 61 s, want 2", reads)
+		}
+		for _, c := range r.mutating() {
+			if !strings.HasPrefix(c, "pipe 4800") {
+				t.Fatalf("a drift check changed something: %q\n%s", c, r.log)
+			}
+		}
+		if os.Getenv("WATCH_LOG") != "" {
+			t.Log(r.log)
+		}
+		ctl := r.d.Status().Links[0].Controller
+		if got, want := r.pipeRate(48002), ctl.Download.PipeRateBits; got != want {
+			t.Errorf("download pipe %d bit/s, controller's rate %d: the drift check fought the controller", got, want)
+		}
+	})
+}
+
+const hotelLink = `
+[match]
+interface = "en0"
+gateway_mac = "` + hotelMAC + `"
+[shaper]
+download = "20mbit"
+upload = "5mbit"
+[autorate]
+download = { min = "2mbit", max = "40mbit" }
+upload = { min = "1mbit", max = "10mbit" }
+reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
+`
+
+// TestWatchLinkSwitchStartsFromKnownGood: the network changes under a
+// running daemon (another gateway on en0): the old link's pipes and rules
+// go, the new link's arrive at the known-good rate the state file holds
+// for that network, and the old link's controller is replaced by the new
+// one's; the old network's last rates are remembered as known-good.
+func TestWatchLinkSwitchStartsFromKnownGood(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &state.State{Profiles: map[string]state.Profile{
+			state.ProfileKey("hotel", hotelMAC): {Link: "hotel", GoodDownload: 13_000_000, GoodUpload: 3_000_000},
+		}}
+		r := newRig(t, map[string]string{"home": autorateLink, "hotel": hotelLink}, st, factsOn("en0", homeMAC))
+		// Traffic without bufferbloat: home's rates are proven good.
+		r.net.set(func(n *fakeNet) { n.busy = true })
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		homeGen := r.d.Status().Links[0]
+		if homeGen.Name != "home" || r.pipeRate(48002) == 0 {
+			t.Fatalf("home is not shaped: %+v", homeGen)
+		}
+		homeDown := r.pipeRate(48002)
+
+		r.facts <- FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
+		synctest.Wait()
+		// hotel got slot 1 (home holds 0): pipes 48003/48004.
+		if got := r.pipes(); !slices.Equal(got, []int{48003, 48004}) {
+			t.Fatalf("pipes after the switch: %v, want only hotel's 48003 and 48004\n%s", got, r.log)
+		}
+		if got := r.pipeRate(48004); got != 13_000_000 {
+			t.Errorf("hotel's download starts at %d bit/s, want its known-good 13 Mbit/s", got)
+		}
+		if got := r.pipeRate(48003); got != 3_000_000 {
+			t.Errorf("hotel's upload starts at %d bit/s, want its known-good 3 Mbit/s", got)
+		}
+		for _, rule := range r.anchorRules() {
+			if strings.Contains(rule, "pipe 48001") || strings.Contains(rule, "pipe 48002") {
+				t.Errorf("home's rule survived the switch: %s", rule)
+			}
+		}
+		s := r.d.Status()
+		if len(s.Links) != 1 || s.Links[0].Name != "hotel" || s.Links[0].Controller == nil {
+			t.Fatalf("status after the switch: %+v", s.Links)
+		}
+		if !strings.Contains(r.log.String(), `event=link_change interface=en0 from=home to=hotel reason="gateway `+homeMAC+` -> `+hotelMAC+`"`) {
+			t.Errorf("the link change is not logged with its reason:\n%s", r.log)
+		}
+		saved, _ := state.Load(r.stateDir)
+		if p := saved.Profiles[state.ProfileKey("home", homeMAC)]; p.GoodDownload != homeDown {
+			t.Errorf("home's known-good download %d, want its last rate %d", p.GoodDownload, homeDown)
+		}
+	})
+}
+
+// TestWatchWakeRebaselines: after the machine slept, every controller
+// starts afresh (the samples from before the gap are discarded with it),
+// at the rates it had, so the pipes do not move.
+func TestWatchWakeRebaselines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		before := r.d.Status().Links[0].Controller
+		if before.Responses < 100 {
+			t.Fatalf("the controller saw %d replies in 10 s", before.Responses)
+		}
+		oldGen := r.d.pub.Load().links[0].runner.gen
+		up, down := r.pipeRate(48001), r.pipeRate(48002)
+
+		r.facts <- FactsEvent{Facts: factsOn("en0", homeMAC), Reason: "wake", Woke: true, Slept: 8 * time.Hour}
+		synctest.Wait()
+		after := r.d.Status().Links[0].Controller
+		if gen := r.d.pub.Load().links[0].runner.gen; gen == oldGen {
+			t.Fatal("the controller was not restarted after the wake")
+		}
+		if after.Responses >= before.Responses {
+			t.Errorf("the new controller carries %d replies from before the sleep", after.Responses)
+		}
+		if r.pipeRate(48001) != up || r.pipeRate(48002) != down {
+			t.Errorf("the wake moved the pipes: %d/%d -> %d/%d", up, down, r.pipeRate(48001), r.pipeRate(48002))
+		}
+		if !strings.Contains(r.log.String(), "event=system_wake slept_seconds=28800") {
+			t.Errorf("the wake is not logged:\n%s", r.log)
+		}
+	})
+}
+
+const balancedLink = `
+[match]
+interface = "en0"
+[shaper]
+mode = "balanced"
+download = "40mbit"
+upload = "10mbit"
+[autorate]
+download = { min = "5mbit", max = "60mbit" }
+upload = { min = "2mbit", max = "20mbit" }
+reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
+[balanced]
+engage_after = "3s"
+release_after = "10s"
+`
+
+// TestWatchBalancedEngagesAndReleases: a balanced link installs nothing
+// until a standing queue lasts engage_after; then the controller's engage
+// makes the daemon install the shaper; once latency stays clean for
+// release_after it is removed again.
+func TestWatchBalancedEngagesAndReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"hotspot": balancedLink}, nil, factsOn("en0", ""))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if got := r.pipes(); len(got) != 0 {
+			t.Fatalf("balanced installed %v before any queue", got)
+		}
+		// No shaper, so the fake net's bottleneck (40 Mbit/s) sees the full
+		// load: a standing queue.
+		r.net.set(func(n *fakeNet) {
+			n.busy, n.bloat = true, 100*time.Millisecond
+			n.capacity[shape.Download] = 30_000_000
+			n.rate = func(d shape.Direction) int64 {
+				if rate := r.pipeRate(48001 + int(d)); rate > 0 {
+					return rate
+				}
+				return 1_000_000_000 // unshaped: the sender fills the bottleneck
+			}
+		})
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		if got := r.pipes(); !slices.Equal(got, []int{48001, 48002}) {
+			t.Fatalf("pipes after a standing queue: %v, want 48001 and 48002\n%s", got, r.log)
+		}
+		if !strings.Contains(r.log.String(), "event=engage") || !strings.Contains(r.log.String(), "trigger=engage result=applied") {
+			t.Errorf("the engage is not logged with its reconcile:\n%s", r.log)
+		}
+		// The load stops: latency clean, the shaper goes.
+		r.net.set(func(n *fakeNet) { n.busy = false })
+		time.Sleep(15 * time.Second)
+		synctest.Wait()
+		if got := r.pipes(); len(got) != 0 {
+			t.Fatalf("pipes after clean latency: %v, want none\n%s", got, r.log)
+		}
+		if !strings.Contains(r.log.String(), "trigger=release result=applied") {
+			t.Errorf("the release is not logged:\n%s", r.log)
+		}
+	})
+}
+
+// TestWatchKeepsLastGoodPolicy: a file that stops parsing keeps its link
+// shaped as before and reports the error with its position; the fix is
+// picked up; a new broken file applies nothing; a deleted file removes its
+// link.
+func TestWatchKeepsLastGoodPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"%s\"\nupload = \"5mbit\"\n"
+		r := newRig(t, map[string]string{"cable": strings.Replace(fixed, "%s", "50mbit", 1)}, nil, factsOn("en0", ""))
+		if got := r.pipeRate(48002); got != 50_000_000 {
+			t.Fatalf("cable at start: %d", got)
+		}
+		r.write("cable", strings.Replace(fixed, "%s", "60mbps", 1))
+		r.edited()
+		if got := r.pipeRate(48002); got != 50_000_000 {
+			t.Fatalf("a broken edit changed the pipe to %d; the last good policy must stay", got)
+		}
+		s := r.d.Status()
+		if len(s.ConfigErrors) != 1 || s.ConfigErrors[0].Line != 5 || s.ConfigErrors[0].Kept != "last_good" {
+			t.Fatalf("config errors in force: %+v", s.ConfigErrors)
+		}
+		if !strings.Contains(r.log.String(), "event=config_error") || !strings.Contains(r.log.String(), "kept=last_good") {
+			t.Errorf("the error is not logged:\n%s", r.log)
+		}
+		r.write("cable", strings.Replace(fixed, "%s", "70mbit", 1))
+		r.edited()
+		if got := r.pipeRate(48002); got != 70_000_000 {
+			t.Fatalf("the fix was not applied: %d", got)
+		}
+		if s := r.d.Status(); len(s.ConfigErrors) != 0 || !strings.Contains(r.log.String(), "event=config_fixed") {
+			t.Fatalf("the error is still in force after the fix: %+v", s.ConfigErrors)
+		}
+		// A new file that never parsed applies nothing for its link.
+		r.write("wifi", "[match]\ninterface = \"en1\"\n[shaper]\ndownload = 5\n")
+		r.edited()
+		if got := r.pipes(); !slices.Equal(got, []int{48001, 48002}) {
+			t.Fatalf("pipes with a broken new file: %v", got)
+		}
+		if s := r.d.Status(); len(s.ConfigErrors) == 0 || s.ConfigErrors[0].Kept != "nothing" {
+			t.Fatalf("the new file's error: %+v", s.ConfigErrors)
+		}
+		// Deleting the file removes the link: that is the user's intent.
+		os.Remove(filepath.Join(r.dir, "cable.toml"))
+		r.edited()
+		if got := r.pipes(); len(got) != 0 || len(r.anchorRules()) != 0 {
+			t.Fatalf("the deleted file's link is still shaped: pipes %v, rules %v", got, r.anchorRules())
+		}
+	})
+}
+
+// TestWatchRepairsDrift: another tool flushes the anchor, deletes a pipe,
+// disables pf: the next drift check puts everything back and says what it
+// repaired. The hook line going is reported with the line to add, never
+// repaired.
+func TestWatchRepairsDrift(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"
+		r := newRig(t, map[string]string{"cable": fixed}, nil, factsOn("en0", ""))
+		// The reference is taken again by a new pfctl process: compare the
+		// rest.
+		snapshot := func() string {
+			s := r.emu.Snapshot()
+			s.References = nil
+			return s.String()
+		}
+		want := snapshot()
+		for _, fault := range []struct {
+			name, kind string
+			do         func()
+		}{
+			{"anchor flushed", "rules_missing", func() { r.emu.DeleteAnchor("com.apple/macake") }},
+			{"pipe deleted", "shaper_missing", func() { r.emu.DeletePipe(48002) }},
+			{"pipe reconfigured", "shaper_changed", func() {
+				r.emu.Foreign(context.Background(), "", "/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "1Mbit/s")
+			}},
+			{"pf disabled", "pf_disabled", func() { r.emu.DisablePF() }},
+		} {
+			fault.do()
+			time.Sleep(DefaultDriftInterval)
+			synctest.Wait()
+			if got := snapshot(); got != want {
+				t.Errorf("%s: not repaired:\n%s\nwant:\n%s", fault.name, got, want)
+			}
+			if !strings.Contains(r.log.String(), "event=drift_repaired link=cable kind="+fault.kind) && !strings.Contains(r.log.String(), "kind="+fault.kind) {
+				t.Errorf("%s: no drift_repaired kind=%s in the log:\n%s", fault.name, fault.kind, r.log)
+			}
+		}
+		if got := r.d.Status().DriftRepairs; got["rules_missing"] != 1 || got["shaper_missing"] != 1 || got["pf_disabled"] != 1 {
+			t.Errorf("drift repairs counted: %v", got)
+		}
+
+		r.emu.DropHook()
+		r.emu.DeleteAnchor("com.apple/macake")
+		r.emu.ResetCalls()
+		time.Sleep(DefaultDriftInterval)
+		synctest.Wait()
+		if calls := r.mutating(); len(calls) != 0 {
+			t.Errorf("with the hook line gone, watch changed %v; it must apply nothing", calls)
+		}
+		log := r.log.String()
+		if !strings.Contains(log, "event=drift_unrepaired kind=hook_missing") || !strings.Contains(log, `dummynet-anchor \"com.apple/*\"`) {
+			t.Errorf("the missing hook is not reported with the line to add:\n%s", log)
+		}
+		if p := r.d.Status().Problems; len(p) == 0 || !strings.Contains(p[0], `dummynet-anchor "com.apple/*"`) {
+			t.Errorf("status problems: %q", p)
+		}
+		// Once someone restores pf.conf, the next check shapes again.
+		r.emu.Foreign(context.Background(), "dummynet-anchor \"com.apple/*\"\nanchor \"com.apple/*\"\n", "/sbin/pfctl", "-f", "-")
+		time.Sleep(DefaultDriftInterval)
+		synctest.Wait()
+		if len(r.anchorRules()) == 0 || len(r.d.Status().Problems) != 0 {
+			t.Errorf("after the hook came back: rules %v, problems %q\n%s", r.anchorRules(), r.d.Status().Problems, r.log)
+		}
+	})
+}
+
+// TestWatchShutdown: leaves shaping in place by default and saves the
+// state; with TeardownOnExit removes everything macake owns.
+func TestWatchShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.net.set(func(n *fakeNet) { n.busy = true })
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		down := r.pipeRate(48002)
+		if down == 80_000_000 {
+			t.Fatal("no traffic reached the controller")
+		}
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.pipes(); !slices.Equal(got, []int{48001, 48002}) {
+			t.Errorf("pipes after a plain shutdown: %v, want them left in place", got)
+		}
+		saved, _ := state.Load(r.stateDir)
+		if p := saved.Profiles[state.ProfileKey("home", homeMAC)]; p.GoodDownload != down || saved.PFToken == "" {
+			t.Errorf("state after shutdown: good download %d (want %d), token %q", p.GoodDownload, down, saved.PFToken)
+		}
+	})
+	// An idle link proves nothing: its known-good rate stays.
+	synctest.Test(t, func(t *testing.T) {
+		key := state.ProfileKey("home", homeMAC)
+		r := newRig(t, map[string]string{"home": autorateLink}, &state.State{Profiles: map[string]state.Profile{key: {Link: "home", GoodDownload: 50_000_000}}}, factsOn("en0", homeMAC))
+		if got := r.pipeRate(48002); got != 50_000_000 {
+			t.Fatalf("start at %d, want the known-good 50 Mbit/s", got)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		r.stop()
+		if saved, _ := state.Load(r.stateDir); saved.Profiles[key].GoodDownload != 50_000_000 {
+			t.Errorf("an idle run changed the known-good download to %d", saved.Profiles[key].GoodDownload)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.d.cfg.TeardownOnExit = true
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.pipes(); len(got) != 0 || len(r.anchorRules()) != 0 || r.emu.Snapshot().RefCount != 0 {
+			t.Errorf("after --teardown-on-exit: pipes %v, rules %v, %s", got, r.anchorRules(), r.emu.Snapshot())
+		}
+	})
+}
+
+// TestWatchPolicyEditRestartsTheController: an edit of a running
+// autorate link restarts its controller; a direction whose rates the edit
+// left alone keeps the rate the controller had reached, one whose base
+// rate changed starts at the new base at once.
+func TestWatchPolicyEditRestartsTheController(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.net.set(func(n *fakeNet) { n.busy = true }) // no bloat: the rates climb
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		r.net.set(func(n *fakeNet) { n.busy = false })
+		up, down := r.pipeRate(48001), r.pipeRate(48002)
+		if up <= 20_000_000 || down <= 80_000_000 {
+			t.Fatalf("the rates did not climb under load: %d/%d", up, down)
+		}
+		oldGen := r.d.pub.Load().links[0].runner.gen
+		r.write("home", strings.Replace(autorateLink, `download = "80mbit"`, `download = "60mbit"`, 1))
+		r.edited()
+		if gen := r.d.pub.Load().links[0].runner.gen; gen == oldGen {
+			t.Fatal("the edit did not restart the controller")
+		}
+		if got := r.pipeRate(48002); got != 60_000_000 {
+			t.Errorf("download after its base rate was edited: %d, want the new base 60 Mbit/s", got)
+		}
+		if got := r.pipeRate(48001); got != up {
+			t.Errorf("upload after an edit that left it alone: %d, want the controller's %d", got, up)
+		}
+	})
+}
+
+// scrape returns the rig's metrics in the Prometheus text format.
+func (r *rig) scrape() string {
+	r.t.Helper()
+	rec := httptest.NewRecorder()
+	r.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+// TestWatchMetrics: the daemon feeds the metrics: the shaper rates and
+// bounds of each active link, its controller's state, reconciles, drift
+// repairs; a link that goes away takes its series with it.
+func TestWatchMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		m := r.scrape()
+		for _, want := range []string{
+			`macake_shaper_rate_bits_per_second{direction="download",link="home"} 8e+07`,
+			`macake_shaper_rate_max_bits_per_second{direction="download",link="home"} 1e+08`,
+			`macake_controller_state{link="home",state="idle"} 1`,
+			`macake_probe_samples_total{link="home",reflector="127.0.0.2"}`,
+			`macake_reconciles_total{result="applied"} 1`,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %s\n%s", want, grepLines(m, "macake_reconciles_total"))
+			}
+		}
+		r.emu.DeletePipe(48001)
+		time.Sleep(DefaultDriftInterval)
+		synctest.Wait()
+		if m := r.scrape(); !strings.Contains(m, `macake_drift_repairs_total{kind="shaper_missing"} 1`) {
+			t.Errorf("the drift repair is not counted")
+		}
+		r.facts <- FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
+		synctest.Wait()
+		if m := r.scrape(); strings.Contains(m, `link="home"`) || !strings.Contains(m, "macake_link_changes_total 2") {
+			t.Errorf("after home went away:\n%s", m)
+		}
+	})
+}
+
+// TestWatchTakesInMeasurements: an "auto" rate needs a measurement; until
+// `macake measure` writes one to the state file (without the lock, which
+// the daemon holds), the link is not shaped and status says why; the next
+// reconcile picks the measurement up and shapes it at 95 % of it.
+func TestWatchTakesInMeasurements(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		auto := strings.Replace(autorateLink, `download = "80mbit"`, `download = "auto"`, 1)
+		r := newRig(t, map[string]string{"home": auto}, nil, factsOn("en0", homeMAC))
+		if got := r.pipes(); len(got) != 0 {
+			t.Fatalf("pipes before any measurement: %v", got)
+		}
+		if s := r.d.Status(); len(s.Links) != 1 || !strings.Contains(s.Links[0].Error, "macake measure") {
+			t.Fatalf("status does not say that the link needs a measurement: %+v", s.Links)
+		}
+		// What measure does: read, add a profile, write.
+		st, _ := state.Load(r.stateDir)
+		st.Profiles = map[string]state.Profile{state.ProfileKey("home", homeMAC): {
+			Link: "home", DownloadCapacity: 90_000_000, UploadCapacity: 20_000_000, IdleRTT: 30 * time.Millisecond, MeasuredAt: time.Now(),
+		}}
+		if err := state.Save(r.stateDir, st); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(DefaultDriftInterval)
+		synctest.Wait()
+		if got := r.pipeRate(48002); got != 85_500_000 {
+			t.Fatalf("download after the measurement: %d, want 95 %% of 90 Mbit/s", got)
+		}
+		if !strings.Contains(r.log.String(), "took in new measurements") {
+			t.Errorf("the measurement is not logged")
+		}
+	})
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
