@@ -60,7 +60,7 @@ func Local(o LocalOptions) (System, func()) {
 		Watch:          LockProbe{},
 	}
 	closeFn := func() {}
-	src, err := linkfacts.FromEnv(getenv, linkfacts.SystemOptions{SSID: true})
+	src, err := linkfacts.FromEnv(getenv, linkfacts.PolicyOptions())
 	if err != nil {
 		sys.Facts = failingFacts{err}
 	} else {

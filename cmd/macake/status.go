@@ -159,14 +159,7 @@ func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, 
 		st.Backend.LiveError = berr.Error()
 	}
 
-	src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{SSID: true})
-	var facts config.Facts
-	if err == nil {
-		facts, err = src.Facts(e.ctx)
-		if c, ok := src.(io.Closer); ok {
-			c.Close()
-		}
-	}
+	facts, err := linkfacts.Read(e.ctx, e.getenv)
 	if err != nil {
 		st.Problems = append(st.Problems, "link facts: "+err.Error())
 	}

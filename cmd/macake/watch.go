@@ -156,7 +156,7 @@ func runWatch(e *env, args []string) int {
 		return code
 	}
 
-	src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{SSID: true, ResolveGatewayMAC: true})
+	src, err := linkfacts.FromEnv(e.getenv, linkfacts.PolicyOptions())
 	if err != nil {
 		log.Error("cannot read the network's link facts", logging.KeyError, err)
 		return s.fail(fmt.Errorf("%w: reading the link facts: %v", reconcile.ErrUnavailable, err))

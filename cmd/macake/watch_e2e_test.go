@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 )
@@ -94,7 +94,7 @@ func newE2EMac(t *testing.T) *e2eMac {
 		t.Fatal(err)
 	}
 	m.setFacts("74:24:9f:00:00:01")
-	m.env = append(os.Environ(), "LC_ALL=C", "NO_COLOR=1", reconcile.EnvLinkFacts+"="+m.facts)
+	m.env = append(os.Environ(), "LC_ALL=C", "NO_COLOR=1", linkfacts.EnvFile+"="+m.facts)
 	m.env = append(m.env, emu.Env(m.emuState)...)
 	return m
 }
