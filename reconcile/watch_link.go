@@ -571,7 +571,6 @@ func (d *Daemon) saveProfiles(rs []*linkRunner) {
 	if len(ups) == 0 {
 		return
 	}
-	d.mergeMeasured()
 	now := time.Now().UTC()
 	err := d.cfg.Tokens.Update(func(st *state.State) {
 		if st.Profiles == nil {
@@ -592,9 +591,7 @@ func (d *Daemon) saveProfiles(rs []*linkRunner) {
 	})
 	if err != nil {
 		d.log.Error("saving the known-good rates", logging.KeyError, err)
-		return
 	}
-	d.noteStateWritten()
 }
 
 func sortedKeys[V any](m map[string]V) []string {
