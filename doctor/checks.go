@@ -34,4 +34,5 @@ var Checks = []Check{
 
 	{ID: "daemon.installed", Section: SectionDaemon, Name: "service", Run: checkDaemonInstalled},
 	{ID: "daemon.running", Section: SectionDaemon, Name: "watch", Run: checkDaemonRunning},
+	{ID: "daemon.health", Section: SectionDaemon, Name: "health", Run: checkDaemonHealth},
 }

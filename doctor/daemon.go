@@ -11,9 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // HolderWatch is what `macake watch` writes beside its pid in the state
@@ -24,20 +26,170 @@ const HolderWatch = "watch"
 // people to put the unit on Linux.
 const SystemdUnitPath = "/etc/systemd/system/macake-watch.service"
 
-// watchFacts is whether `macake watch` runs.
+// watchFacts is whether `macake watch` runs and, when it answers on its
+// socket, what it says about itself.
 type watchFacts struct {
 	state WatchState
 	err   error
+	// status is the daemon's answer on its socket; askErr says why there
+	// is none.
+	status *statusapi.Status
+	askErr error
 }
 
 func (in *Inspection) watch(ctx context.Context) watchFacts {
 	return in.watchOnce.get(func() watchFacts {
-		if in.sys.Watch == nil {
-			return watchFacts{err: errors.New("no way to tell")}
+		var w watchFacts
+		dir := in.config().stateDir
+		if in.sys.AskWatch == nil {
+			w.askErr = errors.New("no way to ask")
+		} else if st, err := in.sys.AskWatch(ctx, dir); err != nil {
+			w.askErr = err
+		} else {
+			w.status = &st
 		}
-		s, err := in.sys.Watch.Watch(ctx, in.config().stateDir)
-		return watchFacts{state: s, err: err}
+		if in.sys.Watch == nil {
+			w.err = errors.New("no way to tell")
+		} else {
+			w.state, w.err = in.sys.Watch.Watch(ctx, dir)
+		}
+		if w.status != nil {
+			// The daemon itself answered: that beats reading its lock.
+			w.state = WatchState{Running: true, PID: w.status.Daemon.PID, Holder: HolderWatch, Via: "its socket " + statusapi.SocketPath(dir)}
+			w.err = nil
+		}
+		return w
 	})
+}
+
+// now is the inspection's clock.
+func (in *Inspection) now() time.Time {
+	if in.sys.Now != nil {
+		return in.sys.Now()
+	}
+	return time.Now()
+}
+
+// daemonLogs says where the daemon's logs are: its own log (macake.toml's
+// log_file, else the one the LaunchDaemon passes), and on macOS the file
+// launchd sends its standard output and error to, which holds what watch
+// printed before its log was open (a bad macake.toml, a refused lock) and
+// crash reports.
+func (in *Inspection) daemonLogs() string {
+	if in.sys.GOOS != "darwin" {
+		return "journalctl -u macake-watch"
+	}
+	log := launchd.DaemonLogPath
+	if f := in.config().policies.Settings.LogFile; f != "" {
+		log = f
+	}
+	return log + " and " + launchd.DaemonStderrPath
+}
+
+func checkDaemonHealth(ctx context.Context, in *Inspection) Result {
+	w := in.watch(ctx)
+	if w.status != nil {
+		return judgeDaemonStatus(*w.status, in.now(), in.daemonLogs())
+	}
+	socket := statusapi.SocketPath(in.config().stateDir)
+	switch {
+	case errors.Is(w.askErr, statusapi.ErrPermission):
+		return needsRoot(fmt.Sprintf("this user may not ask macake watch over %s", socket), "how macake watch is doing")
+	case w.state.Running:
+		restart := "sudo launchctl kickstart -k " + launchd.Daemon().ServiceTarget()
+		if in.sys.GOOS != "darwin" {
+			restart = "sudo systemctl restart macake-watch"
+		}
+		why := ""
+		if !errors.Is(w.askErr, statusapi.ErrNotRunning) {
+			why = fmt.Sprintf(" (%v)", w.askErr)
+		}
+		return problem("see "+in.daemonLogs()+"; if it stays so, restart it: "+restart,
+			"macake watch (pid %d) holds the state lock but does not answer on %s%s: it is starting, or stuck", w.state.PID, socket, why)
+	}
+	return skipped("macake watch is not running (see above)")
+}
+
+// judgeDaemonStatus judges what the daemon says about itself: its last
+// reconcile, the policy file errors it keeps the last good version for,
+// links it cannot shape as their policy says, and its other problems.
+func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
+	who := fmt.Sprintf("pid %d", st.Daemon.PID)
+	if st.Daemon.Version != "" {
+		who += ", version " + st.Daemon.Version
+	}
+	if !st.Daemon.StartedAt.IsZero() {
+		who += ", up " + roundAge(now.Sub(st.Daemon.StartedAt))
+	}
+	res := ok("macake watch (%s) answers", who)
+	raise := func(to Status, fix string) {
+		res.Status = max(res.Status, to)
+		if fix != "" && !strings.Contains(res.Fix, fix) {
+			res.Fix = strings.TrimPrefix(res.Fix+"; "+fix, "; ")
+		}
+	}
+	switch la := st.LastApply; {
+	case la == nil:
+		res.Message += "; it has not reconciled yet (it waits for the network's link facts)"
+		raise(Info, "")
+	case la.Result == "failed":
+		res.Message += fmt.Sprintf("; its last reconcile (%s, %s ago) failed: %s", la.Trigger, roundAge(now.Sub(la.At)), la.Error)
+		raise(Problem, "see "+logs+"; watch retries by itself")
+	default:
+		what := "no changes"
+		if la.Result != "no_changes" {
+			what = fmt.Sprintf("%d created, %d updated, %d removed", la.Created, la.Updated, la.Removed)
+		}
+		res.Message += fmt.Sprintf("; its last reconcile (%s, %s ago): %s", la.Trigger, roundAge(now.Sub(la.At)), what)
+	}
+	if n := len(st.ConfigErrors); n > 0 {
+		res.Message += fmt.Sprintf("; %s in force", plural(n, "policy file error"))
+		for _, ce := range st.ConfigErrors {
+			kept := "nothing of it is in force"
+			if ce.Kept == "last_good" {
+				kept = "its last good version stays in force"
+			}
+			res.Details = append(res.Details, fmt.Sprintf("%s:%d:%d: %s (%s)", ce.File, ce.Line, ce.Column, ce.Message, kept))
+		}
+		raise(Warning, "fix the files (macake validate lists every problem); watch applies a fix within a second")
+	}
+	others := 0
+	for _, l := range st.Links {
+		if l.Error != "" {
+			res.Details = append(res.Details, fmt.Sprintf("link %s: %s", l.Name, l.Error))
+			others++
+		}
+	}
+	for _, p := range st.Problems {
+		res.Details = append(res.Details, p)
+		others++
+	}
+	if others > 0 {
+		res.Message += fmt.Sprintf("; %s keep shaping from being what the files say", plural(others, "problem"))
+		raise(Warning, "see macake status")
+	}
+	return res
+}
+
+// roundAge renders a duration for people, to two units: "12s", "4m",
+// "4m10s", "3h", "2h5m", "3d4h".
+func roundAge(d time.Duration) string {
+	secs := int64(max(d, 0).Round(time.Second) / time.Second)
+	two := func(big int64, bigUnit string, small int64, smallUnit string) string {
+		if small == 0 {
+			return fmt.Sprintf("%d%s", big, bigUnit)
+		}
+		return fmt.Sprintf("%d%s%d%s", big, bigUnit, small, smallUnit)
+	}
+	switch {
+	case secs < 60:
+		return fmt.Sprintf("%ds", secs)
+	case secs < 3600:
+		return two(secs/60, "m", secs%60, "s")
+	case secs < 48*3600:
+		return two(secs/3600, "h", secs%3600/60, "m")
+	}
+	return two(secs/86400, "d", secs%86400/3600, "h")
 }
 
 // serviceFacts is the installed service definition.
@@ -298,7 +450,7 @@ func judgeLaunchdPrint(out string, w watchFacts) Result {
 	if m := lcLastExit.FindStringSubmatch(out); m != nil {
 		lastExit = strings.TrimSpace(m[1])
 	}
-	logHint := "see " + launchd.DaemonLogPath
+	logHint := "see " + launchd.DaemonLogPath + " and " + launchd.DaemonStderrPath + " (what launchd caught before the log opened, and crashes)"
 	switch {
 	case state == "running":
 		switch {

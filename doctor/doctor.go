@@ -8,9 +8,10 @@
 // a function. Each function reads what it inspects through an Inspection,
 // which gathers every fact once, through the small seams of System (a
 // plan.Runner for pfctl/dnctl/tc/launchctl, a file system, the link facts,
-// an ICMP socket opener, a pinger, a counter reader, the state lock), so tests
-// run every check against fakes or the pf/dummynet emulator. The verdicts
-// themselves are pure functions of those facts.
+// an ICMP socket opener, a pinger, a counter reader, the state lock, the
+// daemon's status socket), so tests run every check against fakes or the
+// pf/dummynet emulator. The verdicts themselves are pure functions of those
+// facts.
 //
 // Doctor never changes anything: it runs only read-only pfctl/dnctl/tc/
 // launchctl invocations, and it never needs root. A check that cannot look

@@ -4,6 +4,7 @@ package doctor
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/netip"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 )
 
@@ -74,8 +76,7 @@ func newFakeMac(t *testing.T, policies map[string]string) *fakeMac {
 		factsFile: filepath.Join(root, "facts.json"),
 		env:       map[string]string{},
 	}
-	epoch := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	m.emu.SetClock(func() time.Time { return epoch })
+	m.emu.SetClock(func() time.Time { return harnessEpoch })
 	m.launchctl = launchdtest.NewLaunchd(m.mem)
 	m.fs = &testFS{mem: m.mem, rootOwned: true}
 	if err := os.MkdirAll(m.configDir, 0o755); err != nil {
@@ -114,7 +115,8 @@ func (m *fakeMac) system() System {
 		Counters: m.counters, CounterWait: time.Second,
 		Sleep: func(context.Context, time.Duration) error { return nil },
 		ICMP:  m.icmp, Pinger: m.pinger,
-		Launchctl: m.launchctl, Watch: m.watch,
+		Launchctl: m.launchctl, Watch: m.watch, AskWatch: m.watch.ask,
+		Now: func() time.Time { return harnessEpoch },
 	}
 }
 
@@ -183,6 +185,7 @@ func (m *fakeMac) installDaemon() launchd.Program {
 		m.t.Fatal(err)
 	}
 	m.watch.state = WatchState{Running: true, PID: 4242, Holder: HolderWatch, Via: "the state lock"}
+	m.watch.status = healthyDaemon()
 	return prog
 }
 
@@ -299,10 +302,38 @@ func (c *fakeCounters) Read(iface string) (ifstat.Counters, error) {
 	return r, nil
 }
 
-// fakeWatch reports a fixed state.
+// fakeWatch reports a fixed state: the lock's, and what the daemon
+// answers on its socket (nothing answers while status is nil).
 type fakeWatch struct {
-	state WatchState
-	err   error
+	state  WatchState
+	err    error
+	status *statusapi.Status
+	askErr error
 }
 
 func (w *fakeWatch) Watch(context.Context, string) (WatchState, error) { return w.state, w.err }
+
+func (w *fakeWatch) ask(_ context.Context, stateDir string) (statusapi.Status, error) {
+	switch {
+	case w.askErr != nil:
+		return statusapi.Status{}, w.askErr
+	case w.status == nil:
+		return statusapi.Status{}, fmt.Errorf("%w (nothing answers on %s)", statusapi.ErrNotRunning, statusapi.SocketPath(stateDir))
+	}
+	return *w.status, nil
+}
+
+// harnessEpoch is the fake Mac's "now".
+var harnessEpoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// healthyDaemon is what a content `macake watch` answers: up 3 hours, the
+// last drift check 12 s ago changed nothing.
+func healthyDaemon() *statusapi.Status {
+	return &statusapi.Status{
+		FormatVersion: statusapi.FormatVersion,
+		Daemon:        statusapi.Daemon{Running: true, PID: 4242, Version: "v1.2.0", StartedAt: harnessEpoch.Add(-3 * time.Hour)},
+		Links:         []statusapi.Link{{Name: "wan", Interface: "en0", Shaped: true}},
+		LastApply:     &statusapi.Apply{At: harnessEpoch.Add(-12 * time.Second), Trigger: "drift", Result: "no_changes"},
+		ConfigErrors:  []statusapi.ConfigError{}, Problems: []string{},
+	}
+}

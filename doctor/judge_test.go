@@ -21,6 +21,7 @@ import (
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/tc"
 )
 
@@ -225,7 +226,7 @@ func TestJudgeLaunchdPrint(t *testing.T) {
 	running := "system/org.macake.watch = {\n\tactive count = 1\n\tstate = running\n\tpid = 412\n\tlast exit code = (never exited)\n}\n"
 	expect(t, judgeLaunchdPrint(running, watchFacts{}), OK, "launchd runs org.macake.watch (pid 412)")
 	crashed := "system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78: EX_CONFIG\n}\n"
-	expect(t, judgeLaunchdPrint(crashed, watchFacts{}), Problem, "loaded but not running; last exit code 78: EX_CONFIG", "/var/log/macake/watch.log")
+	expect(t, judgeLaunchdPrint(crashed, watchFacts{}), Problem, "loaded but not running; last exit code 78: EX_CONFIG", "/var/log/macake/watch.log", "/var/log/macake/watch.stderr.log")
 	expect(t, judgeLaunchdPrint("system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78\n}\n", watchFacts{}), Problem, "configuration is invalid")
 	expect(t, judgeLaunchdPrint("something new\n", watchFacts{state: WatchState{Running: true, PID: 9}}), OK, "holds the state lock (pid 9)")
 	expect(t, judgeLaunchdPrint("something new\n", watchFacts{}), Info, "could not be read")
@@ -407,4 +408,27 @@ func TestConfigChecks(t *testing.T) {
 	expect(t, result(t, rep, "config.settings"), OK, settings+` is valid (anchor "com.apple/shaper", pipes 50001-50100`)
 	expect(t, result(t, rep, "system.backend"), OK, `pf anchor "com.apple/shaper", dummynet pipes 50001-50100`)
 	expect(t, result(t, rep, "pf.hook"), OK, `evaluates the anchor "com.apple/shaper"`)
+}
+
+func TestJudgeDaemonStatus(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	st := statusapi.Status{Daemon: statusapi.Daemon{Running: true, PID: 7}}
+	expect(t, judgeDaemonStatus(st, now, "LOGS"), Info, "macake watch (pid 7) answers; it has not reconciled yet")
+	st.LastApply = &statusapi.Apply{At: now.Add(-26 * time.Hour), Trigger: "config", Result: "applied", Created: 1, Updated: 2}
+	st.Problems = []string{"pf.conf lacks the hook line dummynet-anchor \"com.apple/*\""}
+	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning,
+		"its last reconcile (config, 26h ago): 1 created, 2 updated, 0 removed", "1 problem keep shaping", "hook line", "macake status")
+	st.ConfigErrors = []statusapi.ConfigError{{File: "a.toml", Line: 1, Column: 2, Message: "bad"}}
+	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning, "a.toml:1:2: bad (nothing of it is in force)", "macake validate")
+}
+
+func TestRoundAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 1400 * time.Millisecond: "1s", time.Minute: "1m", 250 * time.Second: "4m10s",
+		3 * time.Hour: "3h", 125 * time.Minute: "2h5m", 76 * time.Hour: "3d4h", 72 * time.Hour: "3d",
+	} {
+		if got := roundAge(d); got != want {
+			t.Errorf("roundAge(%v) = %q, want %q", d, got, want)
+		}
+	}
 }

@@ -9,11 +9,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // TestLockProbe finds watch through the real state lock: nobody, a
@@ -72,4 +75,60 @@ func TestProbePingerLoopback(t *testing.T) {
 			t.Errorf("echo %d: %+v, want 2/2 replies from %s", i, e, targets[i])
 		}
 	}
+}
+
+// TestDaemonHealthFromARealSocket: doctor's production seams (the state
+// lock and statusapi.Fetch on watch.sock) against a real lock held as
+// watch and a real status server: the daemon's own answer decides the
+// verdict, a failed reconcile is a problem, and once the server stops
+// answering (the lock still held) doctor says watch is stuck.
+func TestDaemonHealthFromARealSocket(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := reconcile.AcquireLockAs(ctx, dir, time.Second, reconcile.HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	ln, err := statusapi.Listen(statusapi.SocketPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	last := statusapi.Apply{At: now.Add(-90 * time.Second), Trigger: "drift", Result: "no_changes"}
+	var mu sync.Mutex
+	serveCtx, stop := context.WithCancel(ctx)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		statusapi.Serve(serveCtx, ln, statusapi.Handler{Status: func() statusapi.Status {
+			mu.Lock()
+			defer mu.Unlock()
+			la := last
+			return statusapi.Status{Daemon: statusapi.Daemon{Running: true, PID: os.Getpid(), StartedAt: now.Add(-time.Hour)}, LastApply: &la}
+		}}, nil)
+	}()
+	sys, release := Local(LocalOptions{ConfigDir: filepath.Join(dir, "links.d"), StateDir: dir, Getenv: func(string) string { return "" }})
+	defer release()
+	sys.Now = func() time.Time { return now }
+	health := func() Result {
+		return checkDaemonHealth(ctx, NewInspection(sys))
+	}
+	expect(t, health(), OK, "macake watch (pid "+strconv.Itoa(os.Getpid())+", up 1h) answers; its last reconcile (drift, 1m30s ago): no changes")
+	if w := NewInspection(sys).watch(ctx); !w.state.Running || w.state.Via != "its socket "+statusapi.SocketPath(dir) {
+		t.Errorf("watch found %+v; want running, through its socket", w.state)
+	}
+
+	mu.Lock()
+	last = statusapi.Apply{At: now.Add(-5 * time.Second), Trigger: "link_change", Result: "failed", Error: "pfctl: DIOCADDRULE: Invalid argument"}
+	mu.Unlock()
+	logs := "journalctl -u macake-watch"
+	if runtime.GOOS == "darwin" {
+		logs = "/var/log/macake/watch.stderr.log"
+	}
+	expect(t, health(), Problem, "its last reconcile (link_change, 5s ago) failed: pfctl: DIOCADDRULE", logs)
+
+	stop()
+	<-served
+	expect(t, health(), Problem, "holds the state lock but does not answer on "+statusapi.SocketPath(dir))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/tc"
 )
 
@@ -58,9 +59,12 @@ func Local(o LocalOptions) (System, func()) {
 		TCCapabilities: func(ctx context.Context) tc.Capabilities { return tc.Probe(ctx, run, tc.DefaultTools()) },
 		Launchctl:      execrun.Runner{Timeout: toolTimeout},
 		Watch:          LockProbe{},
+		AskWatch: func(ctx context.Context, stateDir string) (statusapi.Status, error) {
+			return statusapi.Fetch(ctx, statusapi.SocketPath(stateDir))
+		},
 	}
 	closeFn := func() {}
-	src, err := linkfacts.FromEnv(getenv, linkfacts.SystemOptions{SSID: true})
+	src, err := linkfacts.FromEnv(getenv, linkfacts.PolicyOptions())
 	if err != nil {
 		sys.Facts = failingFacts{err}
 	} else {

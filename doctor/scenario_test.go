@@ -4,15 +4,18 @@ package doctor
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 )
 
@@ -46,11 +49,12 @@ func TestScenarios(t *testing.T) {
 				"net.counters":     {"en0's counters move"},
 				"daemon.installed": {"/usr/local/bin/macake watch"},
 				"daemon.running":   {"launchd runs org.macake.watch (pid 4242)"},
+				"daemon.health":    {"macake watch (pid 4242, version v1.2.0, up 3h) answers; its last reconcile (drift, 12s ago): no changes"},
 			},
 		},
 		{
 			name: "fresh Mac, nothing applied, no daemon",
-			want: map[string]Status{"pf.drift": Warning, "daemon.installed": Warning, "daemon.running": Skipped},
+			want: map[string]Status{"pf.drift": Warning, "daemon.installed": Warning, "daemon.running": Skipped, "daemon.health": Skipped},
 			says: map[string][]string{
 				"pf.status":        {"pf is disabled; macake enables it"},
 				"pf.anchor":        {"nothing installed"},
@@ -169,7 +173,7 @@ func TestScenarios(t *testing.T) {
 				"pf.pfctl": Problem, "pf.dnctl": Problem,
 				"pf.status": Skipped, "pf.hook": Skipped, "pf.anchor": Skipped, "pf.drift": Skipped,
 				"pf.foreign_anchors": Skipped, "pf.foreign_pipes": Skipped, "pf.nlc": Skipped,
-				"daemon.installed": Warning, "daemon.running": Skipped,
+				"daemon.installed": Warning, "daemon.running": Skipped, "daemon.health": Skipped,
 			},
 			says:   map[string][]string{"pf.pfctl": {"/sbin/pfctl", "no such file or directory", "MACAKE_PFCTL overrides the path"}},
 			failed: true, failedStrict: true,
@@ -335,11 +339,62 @@ func TestScenarios(t *testing.T) {
 			setup: func(m *fakeMac) {
 				healthy(m)
 				delete(m.launchctl.Loaded, "system/"+launchd.DaemonLabel)
-				m.watch.state = WatchState{}
+				m.watch.state, m.watch.status = WatchState{}, nil
 			},
-			want:   map[string]Status{"daemon.running": Problem},
+			want:   map[string]Status{"daemon.running": Problem, "daemon.health": Skipped},
 			says:   map[string][]string{"daemon.running": {"installed but not loaded", "launchctl bootstrap system"}},
 			failed: true, failedStrict: true,
+		},
+		{
+			name: "watch's last reconcile failed",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.watch.status.LastApply = &statusapi.Apply{At: harnessEpoch.Add(-4 * time.Minute), Trigger: "config", Result: "failed",
+					Error: "dnctl pipe 48002 config: exit 1: dnctl: setsockopt(IP_DUMMYNET_CONFIGURE): Invalid argument"}
+			},
+			want: map[string]Status{"daemon.health": Problem},
+			says: map[string][]string{"daemon.health": {
+				"its last reconcile (config, 4m ago) failed: dnctl pipe 48002 config", "/var/log/macake/watch.log and /var/log/macake/watch.stderr.log", "retries by itself",
+			}},
+			failed: true, failedStrict: true,
+		},
+		{
+			name: "watch keeps a broken file's last good version",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.watch.status.ConfigErrors = []statusapi.ConfigError{{File: "/etc/macake/links.d/wan.toml", Line: 3, Column: 12, Message: `shaper.download: rate "fast" needs a unit`, Link: "wan", Kept: "last_good"}}
+				m.watch.status.Links[0].Error = "download = \"auto\" needs a measurement: run macake measure"
+			},
+			want: map[string]Status{"daemon.health": Warning},
+			says: map[string][]string{"daemon.health": {
+				"1 policy file error in force", "1 problem keep shaping from being what the files say",
+				`/etc/macake/links.d/wan.toml:3:12: shaper.download: rate "fast" needs a unit (its last good version stays in force)`,
+				"link wan: download", "macake validate", "see macake status",
+			}},
+			failedStrict: true,
+		},
+		{
+			name: "watch holds the lock but does not answer",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.watch.status = nil
+			},
+			want: map[string]Status{"daemon.health": Problem},
+			says: map[string][]string{
+				"daemon.health":  {"macake watch (pid 4242) holds the state lock but does not answer on", "watch.sock", "launchctl kickstart -k system/org.macake.watch", "watch.stderr.log"},
+				"daemon.running": {"launchd runs org.macake.watch (pid 4242)"},
+			},
+			failed: true, failedStrict: true,
+		},
+		{
+			name: "watch answers only root",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.watch.askErr = fmt.Errorf("%w: readable by root and the admin group only; run with sudo", statusapi.ErrPermission)
+			},
+			want:         map[string]Status{"daemon.health": Warning},
+			says:         map[string][]string{"daemon.health": {"this user may not ask macake watch", "run with sudo"}},
+			failedStrict: true,
 		},
 		{
 			name: "no policy matches this network",

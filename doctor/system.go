@@ -12,6 +12,7 @@ import (
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/tc"
 )
 
@@ -62,8 +63,15 @@ type System struct {
 	TCCapabilities func(ctx context.Context) tc.Capabilities
 	// Launchctl runs `launchctl print` (macOS).
 	Launchctl plan.Runner
-	// Watch tells whether `macake watch` runs.
+	// Watch tells whether `macake watch` runs, from the state lock.
 	Watch WatchProbe
+	// AskWatch asks the running `macake watch` for its status over its
+	// socket (statusapi.Fetch on STATE_DIR/watch.sock); nil means it
+	// cannot be asked.
+	AskWatch func(ctx context.Context, stateDir string) (statusapi.Status, error)
+	// Now is the clock, for how long ago the daemon did things (nil:
+	// time.Now).
+	Now func() time.Time
 }
 
 // FS is the file-system view doctor needs: launchd.Files' read side.

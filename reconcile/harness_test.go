@@ -18,6 +18,7 @@ import (
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/state"
 )
 
@@ -62,7 +63,7 @@ func (m *mac) desire(linksDir, factsFile string, in reconcile.Inputs) (reconcile
 	if err != nil {
 		m.t.Fatalf("policies in %s: %v", linksDir, err)
 	}
-	facts, err := reconcile.FactsFile{Path: factsFile}.Facts(context.Background())
+	facts, err := (&linkfacts.FileSource{Path: factsFile}).Facts(context.Background())
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -109,7 +109,6 @@ type Daemon struct {
 	activeIfaces map[string]string // interface → active link
 	matchedFacts config.Facts      // the facts the last reconcile matched
 	matchedOnce  bool
-	stateMod     time.Time // the state file's time when the daemon last read or wrote it
 	hookErr      string
 	rebaseline   bool
 	gen          uint64
@@ -122,7 +121,9 @@ type Daemon struct {
 	rateReqs   chan rateRequest
 	switchReqs chan switchRequest
 	reflReqs   chan reflectorNote
+	measReqs   chan measurementRequest
 	runCtx     context.Context
+	stopped    chan struct{} // closed when Run returns
 
 	pub     atomic.Pointer[published]
 	pubLive atomic.Pointer[shape.State]
@@ -156,6 +157,7 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 		reflectors: map[string][]netip.Addr{}, switchFailed: map[string]time.Time{},
 		linkErrs: map[string]string{}, activeIfaces: map[string]string{}, driftCounts: map[string]int{},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8),
+		measReqs: make(chan measurementRequest), stopped: make(chan struct{}),
 	}
 	d.publish()
 	return d, nil
@@ -188,6 +190,14 @@ type reflectorNote struct {
 	addrs []netip.Addr
 }
 
+// measurementRequest is a measurement handed to the daemon (by `macake
+// measure`, over the status socket) to record in the state file.
+type measurementRequest struct {
+	key     string
+	profile state.Profile
+	reply   chan error
+}
+
 // Run is the daemon: it reconciles at start (once the link facts are
 // known) and on every event until ctx ends, then shuts down: it finishes
 // the step in progress, stops the controllers, saves the state file, and
@@ -196,6 +206,7 @@ type reflectorNote struct {
 // otherwise.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.started = time.Now()
+	defer close(d.stopped)
 	// Steps finish even when ctx ends mid-way: a half-applied plan is
 	// safe, but finishing it is better, and commands have their own
 	// timeouts.
@@ -245,6 +256,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			req.reply <- d.setRate(step, req)
 		case req := <-d.switchReqs:
 			req.reply <- d.switchShaper(step, req)
+		case req := <-d.measReqs:
+			req.reply <- d.recordMeasurement(step, req)
 		case n := <-d.reflReqs:
 			if r := d.runners[n.link]; r != nil && r.gen == n.gen {
 				d.reflectors[n.link] = n.addrs
@@ -252,6 +265,36 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// TakeMeasurement records a profile that `macake measure` measured on the
+// network key and returns once the state file holds it. While the daemon
+// runs it holds the state lock, so it writes the measurement itself
+// (measure cannot); a reconcile follows at once, so that an "auto" rate
+// uses it. Safe to call from any goroutine; it fails when the daemon has
+// stopped or ctx ends first.
+func (d *Daemon) TakeMeasurement(ctx context.Context, key string, p state.Profile) error {
+	req := measurementRequest{key: key, profile: p, reply: make(chan error, 1)}
+	select {
+	case d.measReqs <- req:
+	case <-d.stopped:
+		return errors.New("macake watch is stopping")
+	case <-ctx.Done():
+		return fmt.Errorf("macake watch is busy: %w", ctx.Err())
+	}
+	return <-req.reply
+}
+
+// recordMeasurement saves a handed-in measurement and reconciles.
+func (d *Daemon) recordMeasurement(ctx context.Context, req measurementRequest) error {
+	if err := d.cfg.Tokens.Update(func(st *state.State) { st.RecordMeasurement(req.key, req.profile) }); err != nil {
+		d.log.Error("saving a measurement", "profile", req.key, logging.KeyError, err)
+		return fmt.Errorf("saving the measurement: %w", err)
+	}
+	p := req.profile
+	d.log.Info("took in a measurement", "profile", req.key, "download_bps", p.DownloadCapacity, "upload_bps", p.UploadCapacity, "idle_rtt", p.IdleRTT)
+	d.pass(ctx, "measurement")
+	return nil
 }
 
 // onFacts takes in a facts event and returns the trigger of the pass it

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile/linkfacts"
 )
 
 // TestDebounce: a burst becomes one signal, quiet after its last event,
@@ -159,10 +161,11 @@ func (s *scriptedFacts) Facts(context.Context) (config.Facts, error) {
 	return step()
 }
 
-// TestPollFacts: the first read is the start event; a change, an error, the
-// recovery and a sleep (the wall clock jumping ahead of the monotonic one)
-// each make one event; unchanged reads make none.
-func TestPollFacts(t *testing.T) {
+// TestLinkFactsWatch: the daemon's facts watcher (linkfacts.Watch through
+// the LinkFacts adapter) reports the first read as the start event, and a
+// change, an error and the recovery as one event each; unchanged reads
+// make none. linkfacts' own tests cover debouncing and sleep detection.
+func TestLinkFactsWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		home, hotel := factsOn("en0", homeMAC), factsOn("en0", hotelMAC)
 		ok := func(f config.Facts) func() (config.Facts, error) {
@@ -171,24 +174,11 @@ func TestPollFacts(t *testing.T) {
 		src := &scriptedFacts{steps: []func() (config.Facts, error){
 			ok(home), ok(home), ok(hotel), ok(hotel),
 			func() (config.Facts, error) { return config.Facts{}, errors.New("facts file is gone") },
-			ok(hotel), ok(hotel), ok(hotel),
+			ok(hotel),
 		}}
-		var mu sync.Mutex
-		wall, mono := time.Now(), time.Duration(0)
-		calls := 0
-		clock := func() (time.Time, time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			calls++
-			if calls == 8 { // the machine slept an hour before the 7th read (call 1 is the start)
-				wall = wall.Add(time.Hour)
-			}
-			wall, mono = wall.Add(time.Second), mono+time.Second
-			return wall, mono
-		}
-		ch := PollFacts{Source: src, Interval: time.Second, clock: clock}.Watch(t.Context())
+		ch := LinkFacts{Source: src, Config: linkfacts.WatchConfig{Poll: time.Second}}.Watch(t.Context())
 		var got []string
-		for range 5 {
+		for range 4 {
 			var ev FactsEvent
 			select {
 			case ev = <-ch:
@@ -196,16 +186,14 @@ func TestPollFacts(t *testing.T) {
 				t.Fatalf("events so far %q; no more", got)
 			}
 			s := ev.Reason
-			if ev.Woke {
-				s += " slept " + ev.Slept.String()
+			if ev.Err != nil {
+				s += ": " + ev.Err.Error()
 			}
 			got = append(got, s)
 		}
-		want := []string{"start", "change", "error", "change", "wake slept 1h0m0s"}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("events %q, want %q", got, want)
-			}
+		want := []string{"start", "poll", "error: facts file is gone", "poll"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
 		}
 		time.Sleep(3 * time.Second)
 		select {
@@ -214,4 +202,17 @@ func TestPollFacts(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// TestSendFactsKeepsAWake: an event that replaces one nobody took yet
+// keeps its wake, since samples from before the sleep are stale whatever
+// happened since.
+func TestSendFactsKeepsAWake(t *testing.T) {
+	out := make(chan FactsEvent, 1)
+	sendFacts(out, FactsEvent{Reason: "wake", Woke: true, Slept: time.Hour})
+	sendFacts(out, FactsEvent{Reason: "change", Facts: factsOn("en0", hotelMAC)})
+	ev := <-out
+	if ev.Reason != "change" || !ev.Woke || ev.Slept != time.Hour || !ev.Facts.Interfaces[0].GatewayMAC.Equal(factsOn("en0", hotelMAC).Interfaces[0].GatewayMAC) {
+		t.Fatalf("got %+v; want the change, still marked as a wake after 1h", ev)
+	}
 }

@@ -578,7 +578,6 @@ func (d *Daemon) saveProfiles(rs []*linkRunner) {
 	if len(ups) == 0 {
 		return
 	}
-	d.mergeMeasured()
 	now := time.Now().UTC()
 	err := d.cfg.Tokens.Update(func(st *state.State) {
 		if st.Profiles == nil {
@@ -599,9 +598,7 @@ func (d *Daemon) saveProfiles(rs []*linkRunner) {
 	})
 	if err != nil {
 		d.log.Error("saving the known-good rates", logging.KeyError, err)
-		return
 	}
-	d.noteStateWritten()
 }
 
 func sortedKeys[V any](m map[string]V) []string {

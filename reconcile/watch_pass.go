@@ -43,7 +43,6 @@ type applyRecord struct {
 func (d *Daemon) pass(ctx context.Context, trigger string) {
 	start := time.Now()
 	d.loadConfig(ctx)
-	d.mergeMeasured()
 	if !d.haveFacts {
 		d.publish()
 		return
@@ -104,7 +103,6 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 			rec.err = err
 			return
 		}
-		d.noteStateWritten()
 	}
 
 	p, err := b.Plan(ctx, desired)
@@ -435,53 +433,6 @@ func (d *Daemon) links() []config.Link {
 		out = append(out, d.lastGood[name])
 	}
 	return out
-}
-
-// mergeMeasured takes in measurements that another process (macake
-// measure) wrote to the state file since the daemon last read or wrote it:
-// capacities and idle RTT of profiles measured later than the daemon's.
-func (d *Daemon) mergeMeasured() {
-	info, err := os.Stat(state.Path(d.cfg.Tokens.Dir))
-	if err != nil || info.ModTime().Equal(d.stateMod) {
-		return
-	}
-	d.stateMod = info.ModTime()
-	disk, err := state.Load(d.cfg.Tokens.Dir)
-	if err != nil {
-		return
-	}
-	var newer []string
-	for key, p := range disk.Profiles {
-		if ours := d.profile(key); p.MeasuredAt.After(ours.MeasuredAt) {
-			newer = append(newer, key)
-		}
-	}
-	if len(newer) == 0 {
-		return
-	}
-	d.cfg.Tokens.Update(func(st *state.State) {
-		if st.Profiles == nil {
-			st.Profiles = map[string]state.Profile{}
-		}
-		for _, key := range newer {
-			p, m := st.Profiles[key], disk.Profiles[key]
-			if p.Link == "" {
-				p.Link = m.Link
-			}
-			p.DownloadCapacity, p.UploadCapacity, p.IdleRTT, p.MeasuredAt = m.DownloadCapacity, m.UploadCapacity, m.IdleRTT, m.MeasuredAt
-			st.Profiles[key] = p
-		}
-	})
-	d.log.Info("took in new measurements from the state file", "profiles", strings.Join(newer, ","))
-	d.noteStateWritten()
-}
-
-// noteStateWritten remembers the state file's time after the daemon wrote
-// it, so that only other writers' changes are merged.
-func (d *Daemon) noteStateWritten() {
-	if info, err := os.Stat(state.Path(d.cfg.Tokens.Dir)); err == nil {
-		d.stateMod = info.ModTime()
-	}
 }
 
 // interfacesOf lists the interfaces the policies name.

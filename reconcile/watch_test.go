@@ -821,34 +821,42 @@ func TestWatchMetrics(t *testing.T) {
 }
 
 // TestWatchTakesInMeasurements: an "auto" rate needs a measurement; until
-// `macake measure` writes one to the state file (without the lock, which
-// the daemon holds), the link is not shaped and status says why; the next
-// reconcile picks the measurement up and shapes it at 95 % of it.
+// `macake measure` hands one to the daemon (which holds the state lock, so
+// measure cannot write the state file itself), the link is not shaped and
+// status says why. The daemon saves the measurement, keeps what the
+// controller learned, and shapes the link at 95 % of it at once.
 func TestWatchTakesInMeasurements(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		auto := strings.Replace(autorateLink, `download = "80mbit"`, `download = "auto"`, 1)
-		r := newRig(t, map[string]string{"home": auto}, nil, factsOn("en0", homeMAC))
+		key := state.ProfileKey("home", homeMAC)
+		st := &state.State{Profiles: map[string]state.Profile{key: {Link: "home", GoodUpload: 18_000_000}}}
+		r := newRig(t, map[string]string{"home": auto}, st, factsOn("en0", homeMAC))
 		if got := r.pipes(); len(got) != 0 {
 			t.Fatalf("pipes before any measurement: %v", got)
 		}
 		if s := r.d.Status(); len(s.Links) != 1 || !strings.Contains(s.Links[0].Error, "macake measure") {
 			t.Fatalf("status does not say that the link needs a measurement: %+v", s.Links)
 		}
-		// What measure does: read, add a profile, write.
-		st, _ := state.Load(r.stateDir)
-		st.Profiles = map[string]state.Profile{state.ProfileKey("home", homeMAC): {
-			Link: "home", DownloadCapacity: 90_000_000, UploadCapacity: 20_000_000, IdleRTT: 30 * time.Millisecond, MeasuredAt: time.Now(),
-		}}
-		if err := state.Save(r.stateDir, st); err != nil {
+		m := state.Profile{Link: "home", DownloadCapacity: 90_000_000, UploadCapacity: 20_000_000, IdleRTT: 30 * time.Millisecond, MeasuredAt: time.Now()}
+		if err := r.d.TakeMeasurement(t.Context(), key, m); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(DefaultDriftInterval)
-		synctest.Wait()
 		if got := r.pipeRate(48002); got != 85_500_000 {
-			t.Fatalf("download after the measurement: %d, want 95 %% of 90 Mbit/s", got)
+			t.Fatalf("download right after the measurement: %d, want 95 %% of 90 Mbit/s", got)
 		}
-		if !strings.Contains(r.log.String(), "took in new measurements") {
+		if !strings.Contains(r.log.String(), "took in a measurement") {
 			t.Errorf("the measurement is not logged")
+		}
+		disk, err := state.Load(r.stateDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := disk.Profiles[key]; p.DownloadCapacity != 90_000_000 || p.IdleRTT != 30*time.Millisecond || p.GoodUpload != 18_000_000 {
+			t.Errorf("state file profile %+v; want the measurement and the known-good upload", p)
+		}
+		r.stop()
+		if err := r.d.TakeMeasurement(context.Background(), key, m); err == nil || !strings.Contains(err.Error(), "stopping") {
+			t.Errorf("a measurement after the daemon stopped: %v", err)
 		}
 	})
 }

@@ -181,3 +181,24 @@ func (s *State) LinkNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// RecordMeasurement stores what `macake measure` found on the network key:
+// both capacities, the idle RTT when one was measured, and when. What the
+// controller learned there (the known-good rates) stays. The daemon and
+// measure itself both record through it, so a measurement means the same
+// whoever writes it.
+func (s *State) RecordMeasurement(key string, m Profile) {
+	if s.Profiles == nil {
+		s.Profiles = map[string]Profile{}
+	}
+	p := s.Profiles[key]
+	if m.Link != "" {
+		p.Link = m.Link
+	}
+	p.DownloadCapacity, p.UploadCapacity = m.DownloadCapacity, m.UploadCapacity
+	if m.IdleRTT > 0 {
+		p.IdleRTT = m.IdleRTT
+	}
+	p.MeasuredAt, p.UpdatedAt = m.MeasuredAt, m.MeasuredAt
+	s.Profiles[key] = p
+}

@@ -77,3 +77,25 @@ func TestSlotsAreStable(t *testing.T) {
 		t.Fatalf("c moved to %d", n)
 	}
 }
+
+// TestRecordMeasurementKeepsWhatTheControllerLearned: a measurement
+// replaces the capacities and idle RTT, keeps the known-good rates, and
+// an unmeasured idle RTT (0) keeps the old one.
+func TestRecordMeasurementKeepsWhatTheControllerLearned(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	s := &State{Profiles: map[string]Profile{"home@74:24:9f:00:00:01": {
+		Link: "home", DownloadCapacity: 1, UploadCapacity: 2, IdleRTT: 30 * time.Millisecond, GoodDownload: 80_000_000, GoodUpload: 18_000_000,
+	}}}
+	s.RecordMeasurement("home@74:24:9f:00:00:01", Profile{DownloadCapacity: 95_000_000, UploadCapacity: 21_000_000, MeasuredAt: at})
+	got := s.Profiles["home@74:24:9f:00:00:01"]
+	want := Profile{Link: "home", DownloadCapacity: 95_000_000, UploadCapacity: 21_000_000, IdleRTT: 30 * time.Millisecond,
+		GoodDownload: 80_000_000, GoodUpload: 18_000_000, MeasuredAt: at, UpdatedAt: at}
+	if got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	var empty State
+	empty.RecordMeasurement("cafe", Profile{Link: "cafe", DownloadCapacity: 5, UploadCapacity: 1, IdleRTT: time.Millisecond, MeasuredAt: at})
+	if p := empty.Profiles["cafe"]; p.Link != "cafe" || p.IdleRTT != time.Millisecond || p.DownloadCapacity != 5 {
+		t.Errorf("a first measurement: %+v", p)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/state"
 )
 
@@ -289,7 +290,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	if code, ok := s.openBackend(); !ok {
 		return stop(code)
 	}
-	facts, err := reconcile.FactsFromEnv(s.e.getenv).Facts(s.e.ctx)
+	facts, err := linkfacts.Read(s.e.ctx, s.e.getenv)
 	if err != nil {
 		return fail(fmt.Errorf("reading link facts: %w", err))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/state"
 )
 
@@ -76,7 +77,7 @@ func newRig(t *testing.T, policies map[string]string, facts string) *rig {
 	lockWait = 200 * time.Millisecond
 	t.Cleanup(func() { backendRunner, lockWait = nil, oldWait })
 	t.Setenv(reconcile.EnvBackend, "pf")
-	t.Setenv(reconcile.EnvLinkFacts, r.factsFile)
+	t.Setenv(linkfacts.EnvFile, r.factsFile)
 	t.Setenv("NO_COLOR", "")
 	r.setPolicies(policies)
 	r.setFacts(facts)

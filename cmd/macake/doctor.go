@@ -28,7 +28,9 @@ matches the policy files, other tools' anchors and pipes (listed, never
 touched), Network Link Conditioner, the permission to open ICMP sockets, the
 active policies' reflectors (a few echo requests each), the default route's
 interface counters, the policy files and macake.toml, their ownership, the
-state file, and whether the daemon is installed and running.
+state file, whether the daemon is installed and running, and how it is doing
+by its own account over STATE_DIR/watch.sock (its last reconcile, policy file
+errors it keeps the last good version for, links it cannot shape).
 
 Doctor changes nothing and needs no root. Run as another user, the checks
 that need root say so as warnings ("run with sudo to check …").

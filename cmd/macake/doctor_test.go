@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // doctorPolicy probes documentation addresses: the fake pinger answers for
@@ -58,7 +59,7 @@ func newDoctorRig(t *testing.T) *doctorRig {
 	r.setPolicies(map[string]string{"starlink": doctorPolicy})
 	r.mem = launchdtest.NewFiles("/Library/LaunchDaemons", "/usr/local/bin")
 	r.launchctl = launchdtest.NewLaunchd(r.mem)
-	r.emu.SetClock(func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) })
+	r.emu.SetClock(func() time.Time { return doctorEpoch })
 	doctorSystemHook = r.hook
 	t.Cleanup(func() { doctorSystemHook = nil })
 	return r
@@ -81,6 +82,29 @@ func (r *doctorRig) hook(sys *doctor.System) {
 	sys.Sleep = func(context.Context, time.Duration) error { return nil }
 	sys.Launchctl = r.launchctl
 	sys.Watch = staticWatch{r.watch}
+	sys.Now = func() time.Time { return doctorEpoch }
+}
+
+// doctorEpoch is the rig's "now".
+var doctorEpoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// serveDaemonStatus answers on the state directory's watch.sock as a
+// content `macake watch` does (doctor asks it through the real client).
+func (r *doctorRig) serveDaemonStatus() {
+	r.t.Helper()
+	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	st := statusapi.Status{
+		FormatVersion: statusapi.FormatVersion,
+		Daemon:        statusapi.Daemon{Running: true, PID: 4242, Version: "v1.2.0", StartedAt: doctorEpoch.Add(-3 * time.Hour)},
+		LastApply:     &statusapi.Apply{At: doctorEpoch.Add(-12 * time.Second), Trigger: "drift", Result: "no_changes"},
+	}
+	go statusapi.Serve(r.t.Context(), ln, statusapi.Handler{Status: func() statusapi.Status { return st }}, nil)
 }
 
 // installDaemon does what `sudo macake install-daemon` does, in memory.
@@ -101,6 +125,7 @@ func (r *doctorRig) installDaemon() {
 		r.t.Fatal(err)
 	}
 	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: doctor.HolderWatch, Via: "the state lock"}
+	r.serveDaemonStatus()
 }
 
 // doctor runs `macake doctor ARGS` as euid with a UTF-8 locale and returns

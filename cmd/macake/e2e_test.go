@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 )
 
 // buildMacake builds the macake binary into dir.
@@ -73,7 +74,7 @@ func TestEndToEndWithBinaries(t *testing.T) {
 	facts := filepath.Join(t.TempDir(), "facts.json")
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01"}]}`), 0o644)
 	configDir := copyExamples(t)
-	runner := execrun.Runner{Timeout: time.Minute, Env: append(emu.Env(emuState), reconcile.EnvLinkFacts+"="+facts, "NO_COLOR=1")}
+	runner := execrun.Runner{Timeout: time.Minute, Env: append(emu.Env(emuState), linkfacts.EnvFile+"="+facts, "NO_COLOR=1")}
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
 		argv := append([]string{macake, "--config-dir", configDir, "--state-dir", stateDir}, args...)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 )
 
 var linksCmd = &command{
@@ -90,11 +91,11 @@ func runLinks(e *env, args []string) int {
 	if len(problems) > 0 {
 		code = exitConfig
 	}
-	source := "detected (interfaces up or down; gateway and SSID detection is not built yet)"
-	if p := e.getenv(reconcile.EnvLinkFacts); p != "" {
-		source = reconcile.EnvLinkFacts + "=" + p
+	source := "detected"
+	if p := e.getenv(linkfacts.EnvFile); p != "" {
+		source = linkfacts.EnvFile + "=" + p
 	}
-	facts, ferr := reconcile.FactsFromEnv(e.getenv).Facts(e.ctx)
+	facts, ferr := linkfacts.Read(e.ctx, e.getenv)
 	if ferr != nil {
 		fmt.Fprintf(e.stderr, "macake links: %v\n", ferr)
 		return exitFailure

@@ -21,6 +21,8 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 )
 
@@ -38,6 +40,9 @@ latency with the reflectors' to tell whether the queue builds on the LAN
 networkQuality is run as a cross-check when measuring against the default
 endpoint. The result is saved as the link's profile in the state file, keyed
 by the link and its gateway's MAC address; nothing is saved if a phase fails.
+It is written under the state lock; while 'macake watch' runs (and holds the
+lock), measure hands the profile to the daemon, which saves it and uses it at
+once.
 
 Endpoints: by default Cloudflare's public speed test (speed.cloudflare.com,
 the __down and __up URLs). To measure against your own server, run
@@ -111,18 +116,18 @@ func runMeasure(e *env, args []string) int {
 	}
 	code := exitOK
 	if !*noSave {
-		if err := saveProfile(e, target, rep); err != nil {
+		if viaWatch, err := saveProfile(e, target, rep); err != nil {
 			fmt.Fprintf(e.stderr, "macake measure: measured, but not saved: %v (run with sudo to save, or pass --no-save)\n", err)
 			code = exitFailure
 		} else {
-			rep.Saved = true
+			rep.Saved, rep.SavedByWatch = true, viaWatch
 		}
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
 	} else {
-		rep.writeText(e.stdout, e.stateDir)
+		rep.writeText(e.stdout, stateDirOf(e))
 	}
 	return code
 }
@@ -220,6 +225,9 @@ type measureReport struct {
 	NetworkQuality    *networkQuality `json:"network_quality,omitempty"`
 	ProfileKey        string          `json:"profile_key"`
 	Saved             bool            `json:"saved"`
+	// SavedByWatch: macake watch held the state lock, so measure handed
+	// the profile to it, and the daemon saved it.
+	SavedByWatch bool `json:"saved_by_watch,omitempty"`
 
 	idleP50 time.Duration
 	res     loadTestResult
@@ -349,7 +357,10 @@ func (r *measureReport) writeText(w io.Writer, stateDir string) {
 			humanRate(nq.DownloadBitsPerSecond), humanRate(nq.UploadBitsPerSecond), humanDuration(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
 	}
 	fmt.Fprintf(w, "\n%s\n", r.Verdict)
-	if r.Saved {
+	switch {
+	case r.SavedByWatch:
+		fmt.Fprintf(w, "Saved profile %s to %s (through macake watch, which uses it now)\n", r.ProfileKey, state.Path(stateDir))
+	case r.Saved:
 		fmt.Fprintf(w, "Saved profile %s to %s\n", r.ProfileKey, state.Path(stateDir))
 	}
 }
@@ -365,36 +376,79 @@ func signedOrDash(d time.Duration) string {
 	return signedDuration(d)
 }
 
-// saveProfile records the measurement under the link's identity, keeping
-// what the controller learned (the last good rates).
-func saveProfile(e *env, t sensingTarget, r *measureReport) error {
+// saveProfile records the measurement under the link's identity (what the
+// controller learned there, the known-good rates, stays); see
+// recordMeasurement.
+func saveProfile(e *env, t sensingTarget, r *measureReport) (viaWatch bool, err error) {
 	if r.Download.BitsPerSecond <= 0 || r.Upload.BitsPerSecond <= 0 {
-		return errors.New("a direction measured no throughput")
+		return false, errors.New("a direction measured no throughput")
 	}
-	st, err := state.Load(e.stateDir)
-	if err != nil {
-		if !errors.Is(err, state.ErrCorrupt) {
-			return err
+	m := state.Profile{
+		Link: t.Link, DownloadCapacity: r.Download.BitsPerSecond, UploadCapacity: r.Upload.BitsPerSecond,
+		IdleRTT: max(r.idleP50, 0), MeasuredAt: time.Now().UTC(),
+	}
+	if m.Link == "" {
+		m.Link = t.Interface
+	}
+	return recordMeasurement(e.ctx, stateDirOf(e), r.ProfileKey, m, e.stderr)
+}
+
+// measureLockTries bounds how often measure goes between the state lock
+// and the daemon's socket: a starting watch holds the lock before it
+// answers, a stopping one stops answering before it lets go.
+const measureLockTries = 3
+
+// measureLockWait is how long measure waits for a one-shot command's lock
+// (tests shorten it).
+var measureLockWait = reconcile.DefaultLockWait
+
+// recordMeasurement writes m to the state file in stateDir the way every
+// other writer does, under the state lock, so that no update is lost and
+// none interleaves (an apply that read the state before measure wrote
+// would otherwise save it back without the profile, and measure could
+// write back a pf token apply just replaced). The lock is held only for
+// the read-modify-write; an apply or down holding it is waited for, as
+// they wait for each other. macake watch holds the lock for its whole
+// life: then measure hands m to the daemon over STATE_DIR/watch.sock, and
+// the daemon saves it (and uses it at once). warn hears about a corrupt
+// state file, which is rebuilt.
+func recordMeasurement(ctx context.Context, stateDir, key string, m state.Profile, warn io.Writer) (viaWatch bool, err error) {
+	wait := time.Duration(0) // first find out at once whether watch holds it
+	for try := 1; ; try++ {
+		lock, err := reconcile.AcquireLock(ctx, stateDir, wait)
+		if err == nil {
+			defer lock.Release()
+			st, err := state.Load(stateDir)
+			if err != nil {
+				if !errors.Is(err, state.ErrCorrupt) {
+					return false, err
+				}
+				fmt.Fprintf(warn, "warning: %v\n", err)
+			}
+			st.RecordMeasurement(key, m)
+			return false, state.Save(stateDir, st)
 		}
-		fmt.Fprintf(e.stderr, "warning: %v\n", err)
+		var locked *reconcile.LockedError
+		if !errors.As(err, &locked) || try >= measureLockTries && locked.Holder != reconcile.HolderWatch {
+			return false, err
+		}
+		wait = measureLockWait
+		if locked.Holder != reconcile.HolderWatch {
+			continue // an apply or down: wait for it as they wait for each other
+		}
+		err = statusapi.SendMeasurement(ctx, statusapi.SocketPath(stateDir), statusapi.Measurement{Key: key, Profile: m})
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, statusapi.ErrNotRunning) && try < measureLockTries:
+			continue // starting or stopping: try the lock again
+		}
+		pid := ""
+		if locked.PID > 0 {
+			pid = fmt.Sprintf(" (pid %d)", locked.PID)
+		}
+		return false, fmt.Errorf("macake watch%s holds the state lock, and handing it the measurement failed: %w", pid, err)
 	}
-	if st.Profiles == nil {
-		st.Profiles = map[string]state.Profile{}
-	}
-	now := time.Now().UTC()
-	p := st.Profiles[r.ProfileKey]
-	p.Link = t.Link
-	if p.Link == "" {
-		p.Link = t.Interface
-	}
-	p.DownloadCapacity = r.Download.BitsPerSecond
-	p.UploadCapacity = r.Upload.BitsPerSecond
-	if r.idleP50 > 0 {
-		p.IdleRTT = r.idleP50
-	}
-	p.MeasuredAt, p.UpdatedAt = now, now
-	st.Profiles[r.ProfileKey] = p
-	return state.Save(e.stateDir, st)
 }
 
 // networkQuality is the part of Apple's `networkQuality -c` JSON that

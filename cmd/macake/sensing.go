@@ -80,14 +80,7 @@ func (t sensingTarget) ProfileKey() string {
 // Explicit reflectors replace the configured ones.
 func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTarget, error) {
 	t := sensingTarget{ProbeInterval: probe.DefaultInterval}
-	src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{ResolveGatewayMAC: true})
-	var facts config.Facts
-	if err == nil {
-		facts, err = src.Facts(e.ctx)
-		if c, ok := src.(io.Closer); ok {
-			c.Close()
-		}
-	}
+	facts, err := linkfacts.Read(e.ctx, e.getenv)
 	if err != nil {
 		return t, fmt.Errorf("reading the network's facts: %w", err)
 	}

@@ -105,6 +105,21 @@ func runStatus(e *env, args []string) int {
 	}
 }
 
+// stateDirOf is the state directory as apply and watch choose it:
+// --state-dir, or macake.toml's state_dir when the flag is left at its
+// default. Commands that only read the settings for it ignore their
+// problems (validate and doctor report them).
+func stateDirOf(e *env) string {
+	if e.stateDir != defaultStateDir {
+		return e.stateDir
+	}
+	settings, _, err := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
+	if err == nil && settings.StateDir != "" {
+		return settings.StateDir
+	}
+	return e.stateDir
+}
+
 // gatherStatus asks the daemon, or assembles the static picture when it
 // does not answer.
 func gatherStatus(e *env) (statusapi.Status, error) {
@@ -112,11 +127,7 @@ func gatherStatus(e *env) (statusapi.Status, error) {
 	quiet := *e
 	quiet.stderr = io.Discard // the static picture reports its own problems
 	s.e = &quiet
-	settings, _, serr := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
-	stateDir := e.stateDir
-	if stateDir == defaultStateDir && serr == nil && settings.StateDir != "" {
-		stateDir = settings.StateDir
-	}
+	stateDir := stateDirOf(e)
 	socket := statusapi.SocketPath(stateDir)
 	st, err := statusapi.Fetch(e.ctx, socket)
 	if err == nil {
@@ -159,14 +170,7 @@ func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, 
 		st.Backend.LiveError = berr.Error()
 	}
 
-	src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{SSID: true})
-	var facts config.Facts
-	if err == nil {
-		facts, err = src.Facts(e.ctx)
-		if c, ok := src.(io.Closer); ok {
-			c.Close()
-		}
-	}
+	facts, err := linkfacts.Read(e.ctx, e.getenv)
 	if err != nil {
 		st.Problems = append(st.Problems, "link facts: "+err.Error())
 	}

@@ -94,7 +94,7 @@ func serveStatus(t *testing.T, stateDir string, st statusapi.Status) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go statusapi.Serve(t.Context(), ln, func() statusapi.Status { return st }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go statusapi.Serve(t.Context(), ln, statusapi.Handler{Status: func() statusapi.Status { return st }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 // TestStatusFromDaemon: with a daemon answering, status shows its view:

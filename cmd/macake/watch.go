@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,7 +47,8 @@ matching them:
 
 It holds the state lock while it runs, so 'apply' and 'down' say that it is
 running instead of fighting it; 'macake status' asks it over the socket
-STATE_DIR/watch.sock. SIGTERM or SIGINT stops it after the step in progress:
+STATE_DIR/watch.sock, and 'macake measure' hands it the measured profile
+there, which it saves and applies at once. SIGTERM or SIGINT stops it after the step in progress:
 it saves the known-good rates and leaves shaping in place for the next start
 (or removes it with --teardown-on-exit). SIGHUP reopens the log file.
 
@@ -156,7 +158,7 @@ func runWatch(e *env, args []string) int {
 		return code
 	}
 
-	src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{SSID: true, ResolveGatewayMAC: true})
+	src, err := linkfacts.FromEnv(e.getenv, linkfacts.PolicyOptions())
 	if err != nil {
 		log.Error("cannot read the network's link facts", logging.KeyError, err)
 		return s.fail(fmt.Errorf("%w: reading the link facts: %v", reconcile.ErrUnavailable, err))
@@ -195,7 +197,12 @@ func runWatch(e *env, args []string) int {
 	if ln, err := statusapi.Listen(socket); err != nil {
 		log.Error("'macake status' cannot ask this daemon", logging.KeyError, err)
 	} else {
-		go statusapi.Serve(e.ctx, ln, d.Status, log)
+		go statusapi.Serve(e.ctx, ln, statusapi.Handler{
+			Status: d.Status,
+			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
+				return d.TakeMeasurement(ctx, m.Key, m.Profile)
+			},
+		}, log)
 	}
 
 	if err := d.Run(e.ctx); err != nil {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 )
@@ -94,7 +97,7 @@ func newE2EMac(t *testing.T) *e2eMac {
 		t.Fatal(err)
 	}
 	m.setFacts("74:24:9f:00:00:01")
-	m.env = append(os.Environ(), "LC_ALL=C", "NO_COLOR=1", reconcile.EnvLinkFacts+"="+m.facts)
+	m.env = append(os.Environ(), "LC_ALL=C", "NO_COLOR=1", linkfacts.EnvFile+"="+m.facts)
 	m.env = append(m.env, emu.Env(m.emuState)...)
 	return m
 }
@@ -481,4 +484,57 @@ func TestWatchE2ELinkSwitch(t *testing.T) {
 		t.Errorf("the link change is not logged:\n%s", m.log())
 	}
 	w.stop(syscall.SIGTERM)
+}
+
+// TestWatchE2EMeasureHandsTheProfileToWatch: with watch running (and so
+// holding the state lock), a real `macake measure` process does not write
+// the state file behind the daemon's back: it hands the profile to watch
+// over the socket, watch saves it and shapes the "auto" link with it at
+// once, and the profile is in the state file after watch stops.
+func TestWatchE2EMeasureHandsTheProfileToWatch(t *testing.T) {
+	m := newE2EMac(t)
+	// Everything on loopback: the gateway measure probes, the reflector
+	// and the speed-test server.
+	os.WriteFile(m.facts, []byte(`{"interfaces":[{"name":"lo","up":true,"gateway_ip":"127.0.0.1","gateway_mac":"02:00:00:00:00:01"}]}`), 0o644)
+	m.write("lab", "[match]\ninterface = \"lo\"\n[shaper]\nmode = \"fixed\"\ndownload = \"auto\"\nupload = \"5mbit\"\n"+
+		"[autorate]\nreflectors = [\"127.0.0.2\"]\nactive_reflectors = 1\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: speedtest.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	w := m.startWatch()
+	if st := m.status(); len(st.Links) != 1 || !strings.Contains(st.Links[0].Error, "macake measure") {
+		t.Fatalf("before measuring, status should say the link needs a measurement: %+v", st.Links)
+	}
+	code, stdout, stderr := m.run("measure", "--link", "lab", "--server", "http://"+ln.Addr().String(), "--reflector", "127.0.0.1",
+		"--idle", "1s", "--duration", "2s", "--streams", "2", "--no-networkquality", "--json")
+	if code != exitOK {
+		t.Fatalf("measure: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep measureReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || !rep.Saved || !rep.SavedByWatch {
+		t.Fatalf("measure report: %v\n%s", err, stdout)
+	}
+	// 95 % of the measurement, within dummynet's highest rate (loopback
+	// measures tens of Gbit/s).
+	want := min(rep.Download.BitsPerSecond*95/100, 2_147_000_000)
+	m.eventually("the link shaped at 95 % of the measurement", func() bool {
+		got := m.pipes()[48002]
+		return got > 0 && got >= want-want/100 && got <= want+want/100
+	})
+	if !strings.Contains(m.log(), "took in a measurement") {
+		t.Errorf("watch did not log the measurement:\n%s", m.log())
+	}
+	w.stop(syscall.SIGTERM)
+	st, err := state.Load(m.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := st.Profiles[rep.ProfileKey]; p.DownloadCapacity != rep.Download.BitsPerSecond || p.UploadCapacity != rep.Upload.BitsPerSecond || p.MeasuredAt.IsZero() {
+		t.Errorf("state file profile %q after watch stopped: %+v; want the measurement", rep.ProfileKey, p)
+	}
 }

@@ -23,6 +23,7 @@ package linkfacts
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/netip"
 	"slices"
@@ -57,6 +58,30 @@ func FromEnv(getenv func(string) string, opts SystemOptions) (Source, error) {
 		return &FileSource{Path: path}, nil
 	}
 	return NewSystem(opts)
+}
+
+// PolicyOptions are the detector options of every command that matches
+// policies to the network (apply, links, status, doctor, measure and
+// watch): the SSID, because a policy may match on it, and resolving a
+// gateway MAC the neighbour table lacks, because a policy may match on
+// gateway_mac and the entry can be missing right after a network change.
+// One set of options for all of them, so that a policy that matches in
+// one command matches in every other.
+func PolicyOptions() SystemOptions {
+	return SystemOptions{SSID: true, ResolveGatewayMAC: true}
+}
+
+// Read reads the facts once, from the source FromEnv chooses with
+// PolicyOptions, and closes that source.
+func Read(ctx context.Context, getenv func(string) string) (config.Facts, error) {
+	src, err := FromEnv(getenv, PolicyOptions())
+	if err != nil {
+		return config.Facts{}, err
+	}
+	if c, ok := src.(io.Closer); ok {
+		defer c.Close()
+	}
+	return src.Facts(ctx)
 }
 
 // osInterface, osRoute and osNeighbor are what each OS backend reads,

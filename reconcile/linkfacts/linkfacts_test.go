@@ -445,3 +445,23 @@ func TestWatchNoticesTheFactsFileBeingRewritten(t *testing.T) {
 		t.Fatal("breaking the facts file was not noticed")
 	}
 }
+
+func FuzzParseFacts(f *testing.F) {
+	f.Add([]byte(`{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01","ssid":"STARLINK"}]}`))
+	f.Add([]byte(`{"interfaces":[{"name":"en0","up":false},{"name":"en5","up":true,"gateway_ip":"fe80::1%en5","default":true}]}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		facts, err := ParseFacts(b)
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, i := range facts.Interfaces {
+			if i.Name == "" || seen[i.Name] {
+				t.Fatalf("accepted %q with a nameless or duplicate interface", b)
+			}
+			seen[i.Name] = true
+		}
+	})
+}

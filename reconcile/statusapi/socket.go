@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/macake/macake/state"
 )
 
 // SocketName is the status socket's name inside the state directory.
@@ -28,13 +30,41 @@ const SocketMode = 0o660
 // is stateDir.
 func SocketPath(stateDir string) string { return filepath.Join(stateDir, SocketName) }
 
-// RequestStatus is the one request the socket answers.
-const RequestStatus = "status"
+// The requests the socket answers.
+const (
+	// RequestStatus asks for the Status document; anyone who may connect
+	// may ask.
+	RequestStatus = "status"
+	// RequestMeasurement hands the daemon a profile `macake measure`
+	// measured while the daemon held the state lock; only root (or the
+	// daemon's own user) may send it.
+	RequestMeasurement = "measurement"
+)
 
 // Request is the line a client sends.
 type Request struct {
 	FormatVersion string `json:"format_version"`
 	Request       string `json:"request"`
+	// Measurement is the profile of a RequestMeasurement.
+	Measurement *Measurement `json:"measurement,omitempty"`
+}
+
+// Measurement is what `macake measure` found on one network, for the
+// daemon to record in the state file (state.State.RecordMeasurement).
+type Measurement struct {
+	// Key is the profile's key (state.ProfileKey).
+	Key     string        `json:"key"`
+	Profile state.Profile `json:"profile"`
+}
+
+// Handler answers the socket's requests.
+type Handler struct {
+	// Status returns the daemon's status; it is called once per status
+	// request, from the connection's goroutine.
+	Status func() Status
+	// Measurement records a measurement and returns once it is saved;
+	// nil refuses measurements.
+	Measurement func(ctx context.Context, m Measurement) error
 }
 
 // Response is the document the daemon answers with: the status, or an
@@ -100,10 +130,9 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers status requests on ln until ctx ends, then closes ln.
-// snapshot is called once per request, from the connection's goroutine.
-// log hears about broken exchanges; nil discards them.
-func Serve(ctx context.Context, ln net.Listener, snapshot func() Status, log *slog.Logger) error {
+// Serve answers requests on ln with h until ctx ends, then closes ln. log
+// hears about broken exchanges; nil discards them.
+func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) error {
 	go func() {
 		<-ctx.Done()
 		ln.Close()
@@ -121,7 +150,7 @@ func Serve(ctx context.Context, ln net.Listener, snapshot func() Status, log *sl
 			return fmt.Errorf("status socket: %w", err)
 		}
 		go func() {
-			if err := answer(c, snapshot); err != nil && log != nil {
+			if err := answer(ctx, c, h); err != nil && log != nil {
 				log.Debug("status request failed", "error", err)
 			}
 		}()
@@ -129,7 +158,7 @@ func Serve(ctx context.Context, ln net.Listener, snapshot func() Status, log *sl
 }
 
 // answer reads one request and writes one response.
-func answer(c net.Conn, snapshot func() Status) error {
+func answer(ctx context.Context, c net.Conn, h Handler) error {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(ioTimeout))
 	line, err := bufio.NewReaderSize(c, 4096).ReadSlice('\n')
@@ -143,50 +172,90 @@ func answer(c net.Conn, snapshot func() Status) error {
 		resp.Error = fmt.Sprintf("the request is not JSON: %v", err)
 	case major(req.FormatVersion) != major(FormatVersion):
 		resp.Error = fmt.Sprintf("request format version %q; this macake watch speaks %s", req.FormatVersion, FormatVersion)
-	case req.Request != RequestStatus:
-		resp.Error = fmt.Sprintf("unknown request %q; the only one is %q", req.Request, RequestStatus)
-	default:
-		st := snapshot()
+	case req.Request == RequestStatus:
+		st := h.Status()
 		resp.Status = &st
+	case req.Request == RequestMeasurement:
+		if err := takeMeasurement(ctx, c, h, req.Measurement); err != nil {
+			resp.Error = err.Error()
+		}
+	default:
+		resp.Error = fmt.Sprintf("unknown request %q; use %q or %q", req.Request, RequestStatus, RequestMeasurement)
 	}
 	return json.NewEncoder(c).Encode(resp)
+}
+
+// takeMeasurement checks that the peer may change the daemon's state (the
+// socket's group may read the status, but only root writes the state
+// file) and hands the measurement over.
+func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement) error {
+	switch uid, err := peerUID(c); {
+	case h.Measurement == nil:
+		return errors.New("this macake watch takes no measurements")
+	case err != nil:
+		return fmt.Errorf("cannot tell who sent the measurement (%v); refused", err)
+	case uid != 0 && uid != os.Geteuid():
+		return fmt.Errorf("only root may hand macake watch a measurement (uid %d asked); run macake measure with sudo", uid)
+	case m == nil || m.Key == "":
+		return errors.New("the measurement request carries no profile")
+	}
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout-time.Second)
+	defer cancel()
+	return h.Measurement(ctx, *m)
 }
 
 // Fetch asks the daemon behind the socket at path for its status. Its
 // errors match ErrNotRunning when nothing answers and ErrPermission when
 // this user may not ask.
 func Fetch(ctx context.Context, path string) (Status, error) {
+	resp, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestStatus})
+	if err != nil {
+		return Status{}, err
+	}
+	if resp.Status == nil {
+		return Status{}, fmt.Errorf("macake watch on %s sent no status", path)
+	}
+	return *resp.Status, nil
+}
+
+// SendMeasurement hands m to the daemon behind the socket at path and
+// returns once the daemon has saved it. Its errors match ErrNotRunning and
+// ErrPermission as Fetch's do.
+func SendMeasurement(ctx context.Context, path string, m Measurement) error {
+	_, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestMeasurement, Measurement: &m})
+	return err
+}
+
+// exchange sends one request and reads the response.
+func exchange(ctx context.Context, path string, req Request) (Response, error) {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
 	c, err := d.DialContext(dctx, "unix", path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
-		return Status{}, fmt.Errorf("%w (nothing answers on %s)", ErrNotRunning, path)
+		return Response{}, fmt.Errorf("%w (nothing answers on %s)", ErrNotRunning, path)
 	case errors.Is(err, fs.ErrPermission):
-		return Status{}, fmt.Errorf("%w: %s is readable by root and the admin group only; run with sudo", ErrPermission, path)
+		return Response{}, fmt.Errorf("%w: %s is readable by root and the admin group only; run with sudo", ErrPermission, path)
 	case err != nil:
-		return Status{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
+		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(ioTimeout))
-	if err := json.NewEncoder(c).Encode(Request{FormatVersion: FormatVersion, Request: RequestStatus}); err != nil {
-		return Status{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}
 	var resp Response
 	if err := json.NewDecoder(c).Decode(&resp); err != nil {
-		return Status{}, fmt.Errorf("reading the answer of macake watch on %s: %w", path, err)
+		return Response{}, fmt.Errorf("reading the answer of macake watch on %s: %w", path, err)
 	}
 	if major(resp.FormatVersion) != major(FormatVersion) {
-		return Status{}, fmt.Errorf("macake watch on %s answers in format %q; this macake reads %s: run the same macake version for both", path, resp.FormatVersion, FormatVersion)
+		return Response{}, fmt.Errorf("macake watch on %s answers in format %q; this macake reads %s: run the same macake version for both", path, resp.FormatVersion, FormatVersion)
 	}
 	if resp.Error != "" {
-		return Status{}, fmt.Errorf("macake watch on %s: %s", path, resp.Error)
+		return Response{}, fmt.Errorf("macake watch on %s: %s", path, resp.Error)
 	}
-	if resp.Status == nil {
-		return Status{}, fmt.Errorf("macake watch on %s sent no status", path)
-	}
-	return *resp.Status, nil
+	return resp, nil
 }
 
 // major returns the part of a version before the first dot.

@@ -6,11 +6,19 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/state"
 )
 
 // TestSocketRoundTrip: the daemon's side answers a status request with
@@ -29,10 +37,10 @@ func TestSocketRoundTrip(t *testing.T) {
 	served := make(chan error, 1)
 	n := 0
 	go func() {
-		served <- Serve(ctx, ln, func() Status {
+		served <- Serve(ctx, ln, Handler{Status: func() Status {
 			n++
 			return Status{FormatVersion: FormatVersion, Daemon: Daemon{Running: true, PID: 42}, Links: []Link{{Name: "wan"}}}
-		}, nil)
+		}}, nil)
 	}()
 	for i := range 2 {
 		st, err := Fetch(context.Background(), path)
@@ -87,10 +95,11 @@ func TestServeRejectsBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go Serve(t.Context(), ln, func() Status { return Status{} }, nil)
+	go Serve(t.Context(), ln, Handler{Status: func() Status { return Status{} }}, nil)
 	for req, want := range map[string]string{
-		`{"format_version":"2.0","request":"status"}`: "speaks 1.0",
-		`{"format_version":"1.0","request":"stop"}`:   `unknown request`,
+		`{"format_version":"2.0","request":"status"}`:      "speaks " + FormatVersion,
+		`{"format_version":"1.0","request":"stop"}`:        `unknown request`,
+		`{"format_version":"1.0","request":"measurement"}`: "takes no measurements",
 		`not json`: "not JSON",
 	} {
 		c, err := net.DialTimeout("unix", path, time.Second)
@@ -100,8 +109,122 @@ func TestServeRejectsBadRequests(t *testing.T) {
 		c.Write([]byte(req + "\n"))
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		c.Close()
-		if !strings.Contains(line, want) || !strings.Contains(line, `"format_version":"1.0"`) {
+		if !strings.Contains(line, want) || !strings.Contains(line, `"format_version":"`+FormatVersion+`"`) {
 			t.Errorf("%s: answer %q, want it to contain %q", req, line, want)
 		}
 	}
+}
+
+// TestSendMeasurement: a measurement reaches the handler intact and the
+// client returns once the handler has saved it; a handler's failure comes
+// back as the client's error; a request without a profile is refused.
+func TestSendMeasurement(t *testing.T) {
+	path := SocketPath(t.TempDir())
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Measurement
+	fail := false
+	go Serve(t.Context(), ln, Handler{
+		Status: func() Status { return Status{} },
+		Measurement: func(_ context.Context, m Measurement) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if fail {
+				return errors.New("saving the state file: disk full")
+			}
+			got = append(got, m)
+			return nil
+		},
+	}, nil)
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	m := Measurement{Key: "home@74:24:9f:00:00:01", Profile: state.Profile{Link: "home", DownloadCapacity: 95_000_000, UploadCapacity: 21_000_000, IdleRTT: 31415926, MeasuredAt: at}}
+	if err := SendMeasurement(t.Context(), path, m); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].Key != m.Key || got[0].Profile.IdleRTT != m.Profile.IdleRTT || !got[0].Profile.MeasuredAt.Equal(at) || got[0].Profile.DownloadCapacity != m.Profile.DownloadCapacity {
+		t.Fatalf("the daemon got %+v, want %+v", got, m)
+	}
+	fail = true
+	mu.Unlock()
+	if err := SendMeasurement(t.Context(), path, m); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("a failed save: %v", err)
+	}
+	if err := SendMeasurement(t.Context(), path, Measurement{}); err == nil || !strings.Contains(err.Error(), "no profile") {
+		t.Errorf("an empty measurement: %v", err)
+	}
+	if err := SendMeasurement(t.Context(), path+".none", m); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("no daemon: %v, want ErrNotRunning", err)
+	}
+	mu.Lock()
+}
+
+// TestMeasurementsOnlyFromRoot: the socket's group may read the status,
+// but a measurement from another user is refused (a process of uid 65534
+// asks; needs root to start it).
+func TestMeasurementsOnlyFromRoot(t *testing.T) {
+	if os.Getenv("STATUSAPI_CHILD_SOCKET") != "" {
+		t.Skip("the child half runs in TestMeasurementsOnlyFromRootChild")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user (CI runs as root)")
+	}
+	// A directory the other user can enter, holding the socket and a copy
+	// of this test binary to run.
+	dir, err := os.MkdirTemp("", "statusapi-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := filepath.Join(dir, "statusapi.test")
+	if err := os.WriteFile(child, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := SocketPath(dir)
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o666) // as if nobody were in the socket's group
+	var took atomic.Int32
+	go Serve(t.Context(), ln, Handler{
+		Status:      func() Status { return Status{Daemon: Daemon{Running: true}} },
+		Measurement: func(context.Context, Measurement) error { took.Add(1); return nil },
+	}, nil)
+	cmd := exec.Command(child, "-test.run=^TestMeasurementsOnlyFromRootChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "status ok") || !strings.Contains(string(out), "only root may hand macake watch a measurement (uid 65534 asked)") {
+		t.Errorf("child output:\n%s", out)
+	}
+	if took.Load() != 0 {
+		t.Errorf("a measurement from uid 65534 was taken")
+	}
+}
+
+// TestMeasurementsOnlyFromRootChild is the other user's half.
+func TestMeasurementsOnlyFromRootChild(t *testing.T) {
+	path := os.Getenv("STATUSAPI_CHILD_SOCKET")
+	if path == "" {
+		t.Skip("started by TestMeasurementsOnlyFromRoot")
+	}
+	if _, err := Fetch(context.Background(), path); err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	fmt.Println("status ok")
+	err := SendMeasurement(context.Background(), path, Measurement{Key: "home", Profile: state.Profile{DownloadCapacity: 1, UploadCapacity: 1}})
+	fmt.Println("measurement:", err)
 }

@@ -3,8 +3,10 @@
 // Package statusapi is how `macake status` talks to `macake watch`: a unix
 // socket in the state directory (watch.sock; root-owned, mode 0660, group
 // admin on macOS), one JSON request line in, one JSON document out,
-// versioned by FormatVersion. The socket only reads: nothing sent over it
-// changes the daemon or the system.
+// versioned by FormatVersion. The socket reads, with one exception: root
+// (or the daemon's own user, checked from the peer's credentials) may hand
+// the daemon a measurement (RequestMeasurement), because while the daemon
+// runs it holds the state lock and is the state file's only writer.
 //
 // The same Status document describes a machine without a daemon (the
 // static picture `macake status` assembles itself), with Daemon.Running
@@ -19,7 +21,7 @@ import (
 
 // FormatVersion is the version of the Status document and of the request.
 // A client accepts any 1.x document; new fields arrive as minor versions.
-const FormatVersion = "1.0"
+const FormatVersion = "1.1"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the

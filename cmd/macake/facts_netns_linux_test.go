@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/internal/netns"
+	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile/statusapi"
+)
+
+// TestNetnsEveryCommandMatchesOnTheGatewayMAC: with real detection (no
+// MACAKE_LINK_FACTS), a policy keyed on the gateway's MAC matches in
+// links, status and apply alike, as it does in watch: they all read the
+// network through reconcile/linkfacts. (apply and links once read only
+// which interfaces were up, so such a policy matched in watch and nowhere
+// else.)
+func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	lab := netns.New(t, "gwm")
+	client, gw := lab.Namespace("c"), lab.Namespace("g")
+	lab.Link(client, "vc", gw, "gc")
+	client.AddAddr("vc", "10.82.1.2/24")
+	gw.AddAddr("gc", "10.82.1.1/24")
+	client.Route("default", "via", "10.82.1.1")
+	mac := gw.HardwareAddr("gc").String()
+	dir := t.TempDir()
+	// apply plans against the pf/dummynet emulator (the child inherits
+	// the environment).
+	emu := pfdntest.BuildBinaries(t, t.TempDir())
+	for _, kv := range emu.Env(filepath.Join(dir, "emulator.json")) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	links := filepath.Join(dir, "links.d")
+	os.Mkdir(links, 0o755)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("home", "[match]\ninterface = \"vc\"\ngateway_mac = \""+mac+"\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\n")
+	write("hotel", "[match]\ninterface = \"vc\"\ngateway_mac = \"02:00:00:00:00:99\"\npriority = 10\n[shaper]\nmode = \"fixed\"\ndownload = \"5mbit\"\nupload = \"1mbit\"\n")
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cli := func(args ...string) childResult {
+		t.Helper()
+		r := runCLIIn(t, ctx, client, append([]string{"--config-dir", links, "--state-dir", filepath.Join(dir, "state")}, args...)...)
+		if r.Code != exitOK {
+			t.Fatalf("macake %s: exit %d\nstdout %s\nstderr %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+		}
+		return r
+	}
+
+	var lr linksReport
+	if r := cli("links", "--json"); json.Unmarshal([]byte(r.Stdout), &lr) != nil {
+		t.Fatalf("links --json: %s", r.Stdout)
+	}
+	if len(lr.Active) != 1 || lr.Active[0].Link != "home" || lr.FactsSource != "detected" {
+		t.Errorf("links: active %+v from %q; want home, detected", lr.Active, lr.FactsSource)
+	}
+	var vc bool
+	for _, i := range lr.Interfaces {
+		if i.Name == "vc" {
+			vc = i.GatewayIP.String() == "10.82.1.1" && i.GatewayMAC.String() == mac && i.Default
+		}
+	}
+	if !vc {
+		t.Errorf("links does not show vc's gateway 10.82.1.1 (%s): %+v", mac, lr.Interfaces)
+	}
+	if r := cli("links"); !strings.Contains(r.Stdout, "gateway 10.82.1.1 ("+mac+"), default route") {
+		t.Errorf("links text lacks the gateway:\n%s", r.Stdout)
+	}
+
+	var st statusapi.Status
+	if r := cli("status", "--json"); json.Unmarshal([]byte(r.Stdout), &st) != nil {
+		t.Fatalf("status --json: %s", r.Stdout)
+	}
+	if len(st.Links) != 1 || st.Links[0].Name != "home" {
+		t.Errorf("status: links %+v; want home", st.Links)
+	}
+
+	r := cli("apply", "--dry-run", "--json")
+	var doc plan.JSONDocument
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("apply --dry-run --json: %v\n%s", err, r.Stdout)
+	}
+	shaped := map[string]bool{}
+	for _, ch := range doc.Changes {
+		shaped[ch.Link] = true
+	}
+	if !shaped["home"] || shaped["hotel"] {
+		t.Errorf("apply --dry-run plans for %v; want home only\n%s", shaped, r.Stdout)
+	}
+}

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import "net"
+
+// InterfaceMTUs returns the MTU of each named interface that exists here
+// (Inputs.MTU); interfaces it cannot find are left out.
+func InterfaceMTUs(names []string) map[string]int {
+	mtus := map[string]int{}
+	for _, n := range names {
+		if ifi, err := net.InterfaceByName(n); err == nil && ifi.MTU > 0 {
+			mtus[n] = ifi.MTU
+		}
+	}
+	return mtus
+}
