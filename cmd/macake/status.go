@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +68,7 @@ func runStatus(e *env, args []string) int {
 	tty := isTerminal(e.stdout)
 	for first := true; ; first = false {
 		st, err := gatherStatus(e)
-		if e.ctx.Err() != nil {
+		if interrupted(e.ctx) {
 			// Interrupted (Ctrl-C on --follow) mid-question: the answer,
 			// if any, is not worth printing.
 			return exitOK
@@ -103,6 +104,18 @@ func runStatus(e *env, args []string) int {
 		case <-time.After(statusRefresh):
 		}
 	}
+}
+
+// interrupted reports whether ctx is over. Its deadline counts as soon as
+// it has passed: a dial bounded by the same deadline can fail with a
+// timeout a moment before the context's own timer marks it done, and that
+// half-answer ("not running") must not be printed as the status.
+func interrupted(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // stateDirOf is the state directory as apply and watch choose it:
