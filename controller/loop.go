@@ -103,12 +103,13 @@ func Run(ctx context.Context, cfg LoopConfig) error {
 // Decisions are applied synchronously, in order, so a slow backend delays
 // later samples; the stale-response guard then keeps old samples out of
 // the rate law, as upstream.
+//
+// A driver that has its own event loop (the daemon reads the prober and
+// the counters itself, so that a sample reaches the controller without a
+// goroutine hand-off) calls Start, Delay, Load and Tick instead, from one
+// goroutine.
 func (l *Loop) Run(ctx context.Context) error {
-	l.mu.Lock()
-	out := l.c.Start(l.now())
-	l.mu.Unlock()
-	l.handle(ctx, &out)
-
+	l.Start(ctx)
 	ticker := time.NewTicker(l.tick)
 	defer ticker.Stop()
 	delays, loads := l.cfg.Delays, l.cfg.Loads
@@ -116,7 +117,6 @@ func (l *Loop) Run(ctx context.Context) error {
 		if delays == nil && loads == nil && (l.cfg.Delays != nil || l.cfg.Loads != nil) {
 			return nil
 		}
-		var out Output
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -125,25 +125,57 @@ func (l *Loop) Run(ctx context.Context) error {
 				delays = nil
 				continue
 			}
-			l.mu.Lock()
-			out = l.c.Delay(l.now(), s)
-			l.mu.Unlock()
+			l.Delay(ctx, s)
 		case s, ok := <-loads:
 			if !ok {
 				loads = nil
 				continue
 			}
-			l.mu.Lock()
-			out = l.c.Load(l.now(), s)
-			l.mu.Unlock()
+			l.Load(ctx, s)
 		case <-ticker.C:
-			l.mu.Lock()
-			out = l.c.Tick(l.now())
-			l.mu.Unlock()
+			l.Tick(ctx)
 		}
-		l.handle(ctx, &out)
 	}
 }
+
+// Start starts the controller and applies its first decisions; call it
+// once, before any other input.
+func (l *Loop) Start(ctx context.Context) {
+	l.mu.Lock()
+	out := l.c.Start(l.now())
+	l.mu.Unlock()
+	l.handle(ctx, &out)
+}
+
+// Delay feeds one delay sample, stamped with the clock, and applies what
+// the controller decides.
+func (l *Loop) Delay(ctx context.Context, s DelaySample) {
+	l.mu.Lock()
+	out := l.c.Delay(l.now(), s)
+	l.mu.Unlock()
+	l.handle(ctx, &out)
+}
+
+// Load feeds one load sample, as Delay does.
+func (l *Loop) Load(ctx context.Context, s LoadSample) {
+	l.mu.Lock()
+	out := l.c.Load(l.now(), s)
+	l.mu.Unlock()
+	l.handle(ctx, &out)
+}
+
+// Tick lets the controller notice time passing without input (a stall);
+// a driver calls it every TickInterval.
+func (l *Loop) Tick(ctx context.Context) {
+	l.mu.Lock()
+	out := l.c.Tick(l.now())
+	l.mu.Unlock()
+	l.handle(ctx, &out)
+}
+
+// TickInterval is how often Tick should run (LoopConfig.TickInterval, or
+// the stall timeout).
+func (l *Loop) TickInterval() time.Duration { return l.tick }
 
 // handle reports events, reconciles the balanced-mode switch and applies
 // the decisions.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -43,9 +42,10 @@ type linkRunner struct {
 	loop     *controller.Loop
 	probe    Probe
 	counters Counters
-	delays   chan controller.DelaySample
-	loads    chan controller.LoadSample
-	initial  []netip.Addr
+	// every is how often the counters are read (the controller's
+	// monitor interval).
+	every   time.Duration
+	initial []netip.Addr
 	// note says what the controller lacks (no prober, no counters).
 	note    string
 	metrics *metrics.Link
@@ -54,7 +54,7 @@ type linkRunner struct {
 	wg      sync.WaitGroup
 	started bool
 
-	// Touched only by the loop goroutine (OnApply).
+	// Touched only by the runner's goroutine (OnApply).
 	last       [2]int64
 	lastFailed time.Time
 }
@@ -130,7 +130,8 @@ func (d *Daemon) newRunner(a ActiveLink, mtu int, from *carried) (*linkRunner, R
 			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
 			r.probe = nil
 		}
-		if r.counters, err = d.cfg.Sensors.Counters(r.iface, ctl.MonitorInterval()); err != nil {
+		r.every = ctl.MonitorInterval()
+		if r.counters, err = d.cfg.Sensors.Counters(r.iface, r.every); err != nil {
 			notes = append(notes, fmt.Sprintf("no load measurements: %v", err))
 			r.counters = nil
 		}
@@ -145,16 +146,10 @@ func (d *Daemon) newRunner(a ActiveLink, mtu int, from *carried) (*linkRunner, R
 		Controller: ctl, Setter: linkSetter{r},
 		OnEvent: r.onEvent, OnApply: r.onApply, OnError: r.onError,
 	}
-	if r.probe != nil {
-		r.delays = make(chan controller.DelaySample, 32)
-		lc.Delays = r.delays
-	}
 	if r.counters != nil {
-		r.loads = make(chan controller.LoadSample, 8)
-		lc.Loads = r.loads
-		// Every load sample runs the stall and wake tests, so the loop
-		// needs its own tick only as a fallback: a tick every stall
-		// timeout (250 ms) would be four more wake-ups a second.
+		// Every load sample runs the stall and wake tests, so the
+		// controller needs its own tick only as a fallback: a tick every
+		// stall timeout (250 ms) would be four more wake-ups a second.
 		lc.TickInterval = time.Second
 	}
 	if r.loop, err = controller.NewLoop(lc); err != nil {
@@ -201,15 +196,7 @@ func (r *linkRunner) start(parent context.Context, live shape.Link) {
 		}
 		r.wg.Go(func() { r.sensorDone("prober", r.probe.Run(ctx), ctx) })
 	}
-	if r.counters != nil {
-		r.wg.Go(func() { r.sensorDone("counter sampler", r.counters.Run(ctx), ctx) })
-	}
 	r.wg.Go(func() { r.follow(ctx) })
-	r.wg.Go(func() {
-		if err := r.loop.Run(ctx); err != nil && ctx.Err() == nil {
-			r.d.log.Error("controller stopped", logging.KeyLink, r.name, logging.KeyError, err)
-		}
-	})
 }
 
 func (r *linkRunner) sensorDone(what string, err error, ctx context.Context) {
@@ -228,25 +215,30 @@ func (r *linkRunner) stop() {
 	r.started = false
 }
 
-// follow forwards replies and counter readings to the controller, keeps
-// the prober on the controller's plan (reflectors, pause), tells the owner
-// when the set of reflectors to exempt changes, and refreshes the metrics
-// once a second.
+// follow drives the link's controller: it feeds it the prober's replies
+// and a counter reading every monitor interval, ticks it when nothing
+// else does, keeps the prober on the controller's plan (reflectors,
+// pause), tells the owner when the set of reflectors to exempt changes,
+// and refreshes the metrics once a second. One goroutine does all of it,
+// so a reply reaches the controller with one goroutine hand-off (from the
+// prober's reader) and a counter reading with none: at 20 replies a
+// second the daemon's cost is its wake-ups, not its work.
 func (r *linkRunner) follow(ctx context.Context) {
-	var tick <-chan time.Time
-	if r.metrics != nil {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		tick = t.C
-	}
+	r.loop.Start(ctx)
 	var samples <-chan probe.Sample
 	if r.probe != nil {
 		samples = r.probe.Samples()
 	}
-	var readings <-chan ifstat.LoadSample
+	var reads <-chan time.Time
 	if r.counters != nil {
-		readings = r.counters.Samples()
+		t := time.NewTicker(r.every)
+		defer t.Stop()
+		reads = t.C
+		r.readCounters(ctx, time.Now()) // the baseline
 	}
+	tick := time.NewTicker(r.loop.TickInterval())
+	defer tick.Stop()
+	var lastMetrics time.Time
 	current := r.initial
 	changes := r.loop.ProbeChanges()
 	for {
@@ -266,25 +258,16 @@ func (r *linkRunner) follow(ctx context.Context) {
 					r.metrics.Reflector(s.Reflector).Lost()
 				}
 			}
-			if !replied {
-				continue
+			if replied {
+				r.loop.Delay(ctx, delaySample(s))
 			}
-			select {
-			case r.delays <- delaySample(s):
-			case <-ctx.Done():
-				return
-			}
-		case ls, ok := <-readings:
-			if !ok {
-				readings = nil
-				continue
-			}
-			if sample, ok := loadSample(ls); ok {
-				select {
-				case r.loads <- sample:
-				case <-ctx.Done():
-					return
-				}
+		case now := <-reads:
+			r.readCounters(ctx, now)
+		case now := <-tick.C:
+			r.loop.Tick(ctx)
+			if r.metrics != nil && now.Sub(lastMetrics) >= time.Second-time.Millisecond {
+				lastMetrics = now
+				r.updateMetrics()
 			}
 		case <-changes:
 			plan := r.loop.ProbePlan()
@@ -306,9 +289,15 @@ func (r *linkRunner) follow(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			}
-		case <-tick:
-			r.updateMetrics()
 		}
+	}
+}
+
+// readCounters takes one counter reading and feeds it to the controller
+// when it is a measurement.
+func (r *linkRunner) readCounters(ctx context.Context, now time.Time) {
+	if sample, ok := loadSample(r.counters.Read(now)); ok {
+		r.loop.Load(ctx, sample)
 	}
 }
 

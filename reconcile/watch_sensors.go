@@ -21,8 +21,8 @@ type Sensors interface {
 	// Probe returns a prober for the named link's reflectors, probing each
 	// one every interval. It probes nothing until SetReflectors.
 	Probe(link string, interval time.Duration) (Probe, error)
-	// Counters returns a sampler of iface's byte counters, one reading
-	// every interval.
+	// Counters returns a reader of iface's byte counters, which the
+	// daemon reads every interval.
 	Counters(iface string, interval time.Duration) (Counters, error)
 }
 
@@ -40,13 +40,13 @@ type Probe interface {
 	SetPaused(paused bool)
 }
 
-// Counters reads an interface's byte and packet counters every interval;
-// *ifstat.Sampler is one.
+// Counters reads an interface's byte and packet counters; *ifstat.Sampler
+// is one. The daemon reads them on the link's own goroutine every
+// interval (Sensors.Counters), so a reading costs no goroutine hand-off.
 type Counters interface {
-	// Run samples until ctx ends, then closes Samples.
-	Run(ctx context.Context) error
-	// Samples delivers every reading.
-	Samples() <-chan ifstat.LoadSample
+	// Read takes one reading now: the increases since the previous
+	// reading, or a baseline or a problem (ifstat.LoadSample.Valid).
+	Read(now time.Time) ifstat.LoadSample
 }
 
 // delaySample converts a probe's reply for the controller: one-way delays

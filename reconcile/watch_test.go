@@ -69,7 +69,7 @@ func (n *fakeNet) Probe(link string, interval time.Duration) (Probe, error) {
 
 // Counters implements Sensors.
 func (n *fakeNet) Counters(iface string, interval time.Duration) (Counters, error) {
-	return &fakeCounters{net: n, interval: interval, out: make(chan ifstat.LoadSample, 8)}, nil
+	return &fakeCounters{net: n}, nil
 }
 
 type fakeProbe struct {
@@ -132,40 +132,26 @@ func (p *fakeProbe) Run(ctx context.Context) error {
 }
 
 type fakeCounters struct {
-	net      *fakeNet
-	interval time.Duration
-	out      chan ifstat.LoadSample
+	net  *fakeNet
+	k    ifstat.Counters
+	last time.Time
 }
 
-func (c *fakeCounters) Samples() <-chan ifstat.LoadSample { return c.out }
-
-func (c *fakeCounters) Run(ctx context.Context) error {
-	defer close(c.out)
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	var k ifstat.Counters
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		c.net.mu.Lock()
-		if c.net.busy && c.net.rate != nil {
-			// Saturated: the link carries what the shaper lets through,
-			// at most the bottleneck's capacity.
-			down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
-			up := min(c.net.rate(shape.Upload), c.net.capacity[shape.Upload])
-			k.RxBytes += uint64(down / 8 * int64(c.interval) / int64(time.Second))
-			k.TxBytes += uint64(up / 8 * int64(c.interval) / int64(time.Second))
-		}
-		c.net.mu.Unlock()
-		select {
-		case c.out <- ifstat.LoadSample{At: time.Now(), Interface: "en0", Valid: true, Counters: k}:
-		case <-ctx.Done():
-			return nil
-		}
+// Read implements Counters: while busy, the link has carried what the
+// shaper lets through, at most the bottleneck's capacity, since the
+// previous reading.
+func (c *fakeCounters) Read(now time.Time) ifstat.LoadSample {
+	c.net.mu.Lock()
+	if c.net.busy && c.net.rate != nil && !c.last.IsZero() {
+		elapsed := int64(now.Sub(c.last))
+		down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
+		up := min(c.net.rate(shape.Upload), c.net.capacity[shape.Upload])
+		c.k.RxBytes += uint64(down / 8 * elapsed / int64(time.Second))
+		c.k.TxBytes += uint64(up / 8 * elapsed / int64(time.Second))
 	}
+	c.net.mu.Unlock()
+	c.last = now
+	return ifstat.LoadSample{At: now, Interface: "en0", Valid: true, Counters: c.k}
 }
 
 // fakeFacts is a FactsWatcher the test drives.

@@ -88,13 +88,16 @@ sleep = false
 	time.Sleep(5 * time.Second) // warm up: baselines, first drift check
 
 	cpu0, sys0, rss0 := procStat(t, pid)
+	cs0 := contextSwitches(t, pid)
 	start = time.Now()
 	callsBefore := len(m.emu().Calls())
 	time.Sleep(60 * time.Second)
 	cpu1, sys1, rss1 := procStat(t, pid)
+	cs1 := contextSwitches(t, pid)
 	wall := time.Since(start)
 	calls := m.emu().Calls()[callsBefore:]
 	t.Logf("CPU: %v (%v of it in the kernel) over %v = %.3f %% of one core", cpu1-cpu0, sys1-sys0, wall.Round(time.Millisecond), 100*float64(cpu1-cpu0)/float64(wall))
+	t.Logf("context switches (all threads): %.0f a second", float64(cs1-cs0)/wall.Seconds())
 	t.Logf("resident memory: %d KiB at start of the window, %d KiB at its end", rss0, rss1)
 	st := m.status()
 	if c := st.Links[0].Controller; c != nil {
@@ -153,4 +156,30 @@ func procStat(t *testing.T, pid int) (cpu, sys time.Duration, rssKiB int64) {
 		}
 	}
 	return time.Duration(ut+st) * 10 * time.Millisecond, time.Duration(st) * 10 * time.Millisecond, rss
+}
+
+// contextSwitches sums the voluntary and involuntary context switches of
+// every thread of a process: how often it went to sleep and was woken,
+// which is what a mostly idle daemon pays for (on a VM far more than
+// for its work).
+func contextSwitches(t *testing.T, pid int) int64 {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "voluntary_ctxt_switches:") || strings.HasPrefix(line, "nonvoluntary_ctxt_switches:") {
+				v, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+				n += v
+			}
+		}
+	}
+	return n
 }

@@ -6,10 +6,6 @@ import (
 	"encoding/binary"
 	"net/netip"
 	"time"
-
-	"golang.org/x/net/icmp"
-	"golang.org/x/net/ipv4"
-	"golang.org/x/net/ipv6"
 )
 
 // ICMP type numbers used here. ICMP timestamps exist only in ICMPv4.
@@ -66,19 +62,25 @@ type reply struct {
 	quotedEcho bool
 }
 
-// marshalEcho returns an echo request. For IPv6 the kernel fills in the
-// checksum (it needs the pseudo-header), so Marshal is given no header.
+// marshalEcho returns an echo request.
 func marshalEcho(v6 bool, id, seq uint16, payload []byte) []byte {
-	var typ icmp.Type = ipv4.ICMPTypeEcho
+	return putEcho(make([]byte, 8+len(payload)), v6, id, seq, payload)
+}
+
+// putEcho writes an echo request with payload into b (at least 8 +
+// len(payload) bytes) and returns that part of b. For IPv6 the kernel
+// fills in the checksum (it needs the pseudo-header), so it stays zero.
+func putEcho(b []byte, v6 bool, id, seq uint16, payload []byte) []byte {
+	b = b[:8+len(payload)]
+	b[0], b[1], b[2], b[3] = typeEcho4, 0, 0, 0
 	if v6 {
-		typ = ipv6.ICMPTypeEchoRequest
+		b[0] = typeEcho6
 	}
-	m := icmp.Message{Type: typ, Body: &icmp.Echo{ID: int(id), Seq: int(seq), Data: payload}}
-	b, err := m.Marshal(nil)
-	if err != nil {
-		// Marshal fails only on bodies larger than 64 KiB or unknown
-		// types; neither can happen here.
-		panic("probe: marshal echo: " + err.Error())
+	binary.BigEndian.PutUint16(b[4:], id)
+	binary.BigEndian.PutUint16(b[6:], seq)
+	copy(b[8:], payload)
+	if !v6 {
+		binary.BigEndian.PutUint16(b[2:], checksum(b))
 	}
 	return b
 }
@@ -87,7 +89,14 @@ func marshalEcho(v6 bool, id, seq uint16, payload []byte) []byte {
 // darwin's unprivileged ICMP sockets accept a timestamp request only when it
 // is exactly 20 bytes long.
 func marshalTimestamp(id, seq uint16, orig uint32) []byte {
-	b := make([]byte, 20)
+	return putTimestamp(make([]byte, 20), id, seq, orig)
+}
+
+// putTimestamp writes marshalTimestamp's request into b (at least 20
+// bytes) and returns that part of b.
+func putTimestamp(b []byte, id, seq uint16, orig uint32) []byte {
+	b = b[:20]
+	clear(b)
 	b[0] = typeTimestamp4
 	binary.BigEndian.PutUint16(b[4:], id)
 	binary.BigEndian.PutUint16(b[6:], seq)
@@ -111,14 +120,19 @@ func checksum(b []byte) uint16 {
 	return ^uint16(s)
 }
 
-// encodePayload writes the echo payload: magic, the prober's nonce and the
-// probe's 32-bit sequence number.
+// encodePayload returns the echo payload: magic, the prober's nonce and
+// the probe's 32-bit sequence number.
 func encodePayload(nonce uint64, ext uint32) []byte {
-	b := make([]byte, payloadLen)
+	var b [payloadLen]byte
+	putPayload(b[:], nonce, ext)
+	return b[:]
+}
+
+// putPayload writes encodePayload's payload into b (payloadLen bytes).
+func putPayload(b []byte, nonce uint64, ext uint32) {
 	copy(b, payloadMagic[:])
 	binary.BigEndian.PutUint64(b[4:], nonce)
 	binary.BigEndian.PutUint32(b[12:], ext)
-	return b
 }
 
 // decodePayload returns the nonce and extended sequence number of an echo

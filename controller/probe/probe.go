@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"golang.org/x/net/icmp"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // Defaults for [Config].
@@ -227,7 +229,9 @@ const (
 )
 
 type target struct {
-	addr     netip.Addr
+	addr netip.Addr
+	// dst is addr as its socket's WriteTo wants it, built once.
+	dst      net.Addr
 	ts       tsState
 	tsTries  int // discovery probes sent in this round
 	tsMisses int // consecutive unanswered timestamp probes (discovery or real)
@@ -295,12 +299,15 @@ type Prober struct {
 	seq         uint16
 	ext         uint32
 	pending     map[pkey]*pending
-	queue       []*pending // send order = deadline order
+	queue       fifo[*pending] // send order = deadline order
+	free        []*pending     // finished probes' records, for reuse
+	tx          [8 + payloadLen]byte
 	recent      map[pkey]finished
-	recentQ     []pkey
+	recentQ     fifo[pkey]
 	foreign     int
 	dropped     int
 	readErrs    int
+	steps       int // wake-ups of the pacing goroutine (tests)
 	lastReply   time.Time
 	running     bool
 	closed      bool
@@ -527,6 +534,7 @@ func (p *Prober) kick() {
 func (p *Prober) step(now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.steps++
 	p.expire(now)
 	wait := time.Hour
 	if len(p.targets) > 0 && !p.paused {
@@ -542,15 +550,15 @@ func (p *Prober) step(now time.Time) time.Duration {
 		}
 		wait = p.nextSend.Sub(now)
 	}
-	for len(p.queue) > 0 && p.queue[0].done {
-		p.queue = p.queue[1:]
+	for p.queue.len() > 0 && p.queue.front().done {
+		p.release(p.queue.pop())
 	}
-	if len(p.queue) > 0 {
-		wait = min(wait, p.queue[0].deadline.Sub(now))
+	if p.queue.len() > 0 {
+		wait = min(wait, p.queue.front().deadline.Sub(now))
 	}
-	if len(p.recentQ) > 0 {
-		wait = min(wait, p.recent[p.recentQ[0]].at.Add(p.recentTTL()).Sub(now))
-	}
+	// Finished probes are forgotten lazily, at the next step (every send
+	// while probing): a wake-up of their own would double the prober's
+	// wake-ups, and unmatched treats one past its time as forgotten.
 	return max(wait, 0)
 }
 
@@ -559,37 +567,39 @@ func (p *Prober) step(now time.Time) time.Duration {
 func (p *Prober) recentTTL() time.Duration { return 4 * p.cfg.Timeout }
 
 func (p *Prober) expire(now time.Time) {
-	for len(p.queue) > 0 {
-		pd := p.queue[0]
+	for p.queue.len() > 0 {
+		pd := p.queue.front()
 		if !pd.done && pd.deadline.After(now) {
 			break
 		}
-		p.queue = p.queue[1:]
+		p.queue.pop()
 		if pd.done {
+			p.release(pd)
 			continue
 		}
-		pd.done = true
+		lost := *pd
 		delete(p.pending, pd.key)
-		p.remember(pd.key, false, now)
-		t := p.target(pd.key.addr)
+		p.release(pd)
+		p.remember(lost.key, false, now)
+		t := p.target(lost.key.addr)
 		if t == nil {
 			continue
 		}
-		if pd.method == MethodTimestamp {
+		if lost.method == MethodTimestamp {
 			p.timestampMissed(t)
 		}
-		if pd.discovery {
+		if lost.discovery {
 			continue
 		}
 		t.stats.Lost++
-		p.deliver(Sample{Reflector: t.addr, Kind: KindLost, Method: pd.method, Seq: pd.key.seq, Sent: pd.sent})
+		p.deliver(Sample{Reflector: t.addr, Kind: KindLost, Method: lost.method, Seq: lost.key.seq, Sent: lost.sent})
 	}
-	for len(p.recentQ) > 0 {
-		k := p.recentQ[0]
+	for p.recentQ.len() > 0 {
+		k := p.recentQ.front()
 		if f, ok := p.recent[k]; ok && now.Sub(f.at) < p.recentTTL() {
 			break
 		}
-		p.recentQ = p.recentQ[1:]
+		p.recentQ.pop()
 		if f, ok := p.recent[k]; ok && now.Sub(f.at) >= p.recentTTL() {
 			delete(p.recent, k)
 		}
@@ -616,7 +626,7 @@ func (p *Prober) timestampMissed(t *target) {
 
 func (p *Prober) remember(k pkey, answered bool, now time.Time) {
 	if _, ok := p.recent[k]; !ok {
-		p.recentQ = append(p.recentQ, k)
+		p.recentQ.push(k)
 	}
 	p.recent[k] = finished{answered: answered, at: now}
 }
@@ -655,6 +665,15 @@ func (p *Prober) sendNext(now time.Time) {
 	p.send(s, t, t.method(), false, now)
 }
 
+// release returns a finished probe's record (out of pending and of the
+// queue) for reuse, so that probing does not allocate per probe.
+func (p *Prober) release(pd *pending) {
+	if len(p.free) < 64 {
+		*pd = pending{}
+		p.free = append(p.free, pd)
+	}
+}
+
 func (p *Prober) send(s *sock, t *target, m Method, discovery bool, now time.Time) {
 	p.seq++
 	p.ext++
@@ -665,34 +684,43 @@ func (p *Prober) send(s *sock, t *target, m Method, discovery bool, now time.Tim
 		// an absurd timeout. Let the new probe win.
 		old.done = true
 	}
-	pd := &pending{key: k, method: m, discovery: discovery, ext: p.ext, sent: now, deadline: now.Add(p.cfg.Timeout)}
+	var pd *pending
+	if n := len(p.free); n > 0 {
+		pd, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		pd = new(pending)
+	}
+	*pd = pending{key: k, method: m, discovery: discovery, ext: p.ext, sent: now, deadline: now.Add(p.cfg.Timeout)}
 	var b []byte
 	if m == MethodTimestamp {
 		pd.orig = uint32(msSinceMidnight(now))
-		b = marshalTimestamp(p.id, p.seq, pd.orig)
+		b = putTimestamp(p.tx[:], p.id, p.seq, pd.orig)
 	} else {
-		b = marshalEcho(s.v6, p.id, p.seq, encodePayload(p.nonce, p.ext))
+		putPayload(p.tx[8:], p.nonce, p.ext)
+		b = putEcho(p.tx[:], s.v6, p.id, p.seq, p.tx[8:8+payloadLen])
 	}
 	if !discovery {
 		t.stats.Sent++
 	}
-	var dst net.Addr
-	if s.dgrm {
-		dst = &net.UDPAddr{IP: t.addr.AsSlice(), Zone: t.addr.Zone()}
-	} else {
-		dst = &net.IPAddr{IP: t.addr.AsSlice(), Zone: t.addr.Zone()}
+	if t.dst == nil {
+		if s.dgrm {
+			t.dst = &net.UDPAddr{IP: t.addr.AsSlice(), Zone: t.addr.Zone()}
+		} else {
+			t.dst = &net.IPAddr{IP: t.addr.AsSlice(), Zone: t.addr.Zone()}
+		}
 	}
-	if _, err := s.pc.WriteTo(b, dst); err != nil {
+	if _, err := s.pc.WriteTo(b, t.dst); err != nil {
 		if discovery {
 			p.timestampMissed(t)
 			return
 		}
 		t.stats.Unreachable++
 		p.deliver(Sample{Reflector: t.addr, Kind: KindUnreachable, Method: m, Seq: p.seq, Sent: now, Err: err.Error()})
+		p.release(pd)
 		return
 	}
 	p.pending[k] = pd
-	p.queue = append(p.queue, pd)
+	p.queue.push(pd)
 }
 
 // deliver hands s to the consumer without ever blocking: when the channel
@@ -766,6 +794,7 @@ func (p *Prober) open(v6 bool) (*sock, error) {
 		if err != nil {
 			return nil, fmt.Errorf("opening raw %s socket: %w (needs root or CAP_NET_RAW)", rawNet, err)
 		}
+		filterReplies(pc, v6)
 		return &sock{pc: pc, network: rawNet, v6: v6, wireID: p.id, matchID: true, ts: !v6}, nil
 	}
 	switch p.cfg.Socket {
@@ -788,6 +817,39 @@ func (p *Prober) open(v6 bool) (*sock, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("probe: no ICMP socket: %v; %v", derr, rerr)
+}
+
+// filterReplies asks the kernel to hand a raw ICMP socket only the
+// messages a prober reads (echo and timestamp replies, unreachable, time
+// exceeded): a raw socket otherwise receives every ICMP message on the
+// host, each one a wake-up for nothing (on loopback, even the prober's
+// own requests). Where the system has no such filter (ICMP_FILTER is
+// Linux's; ICMP6_FILTER exists on both) matching still sorts them out.
+func filterReplies(pc net.PacketConn, v6 bool) {
+	c, ok := pc.(*icmp.PacketConn)
+	if !ok {
+		return
+	}
+	if v6 {
+		if p6 := c.IPv6PacketConn(); p6 != nil {
+			var f ipv6.ICMPFilter
+			f.SetAll(true)
+			f.Accept(ipv6.ICMPTypeEchoReply)
+			f.Accept(ipv6.ICMPTypeDestinationUnreachable)
+			f.Accept(ipv6.ICMPTypeTimeExceeded)
+			p6.SetICMPFilter(&f)
+		}
+		return
+	}
+	if p4 := c.IPv4PacketConn(); p4 != nil {
+		var f ipv4.ICMPFilter
+		f.SetAll(true)
+		f.Accept(ipv4.ICMPTypeEchoReply)
+		f.Accept(ipv4.ICMPTypeTimestampReply)
+		f.Accept(ipv4.ICMPTypeDestinationUnreachable)
+		f.Accept(ipv4.ICMPTypeTimeExceeded)
+		p4.SetICMPFilter(&f)
+	}
 }
 
 func (p *Prober) closeSockets() {
@@ -881,7 +943,7 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 	}
 	pd := p.pending[k]
 	if pd == nil {
-		p.unmatched(k, r)
+		p.unmatched(k, r, now)
 		return
 	}
 	switch {
@@ -940,8 +1002,11 @@ func (p *Prober) extMatches(pd *pending, payload []byte) bool {
 
 // unmatched classifies a reply with no pending probe: a duplicate, a late
 // reply, or someone else's.
-func (p *Prober) unmatched(k pkey, r reply) {
+func (p *Prober) unmatched(k pkey, r reply, now time.Time) {
 	f, ok := p.recent[k]
+	if ok && now.Sub(f.at) >= p.recentTTL() {
+		ok = false // forgotten, just not cleaned up yet
+	}
 	if !ok {
 		if r.kind != replyUnreachable {
 			p.foreign++
@@ -979,4 +1044,38 @@ func (p *Prober) Reflectors() []netip.Addr {
 		out = append(out, t.addr)
 	}
 	return slices.Clip(out)
+}
+
+// fifo is a queue that keeps its storage: taking from the front does not
+// lose capacity, so a steady flow of probes does not allocate.
+type fifo[T any] struct {
+	buf  []T
+	head int
+}
+
+func (q *fifo[T]) len() int { return len(q.buf) - q.head }
+
+func (q *fifo[T]) front() T { return q.buf[q.head] }
+
+// pop removes and returns the front element.
+func (q *fifo[T]) pop() T {
+	var zero T
+	v := q.buf[q.head]
+	q.buf[q.head] = zero
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	return v
+}
+
+// push appends v, first moving the elements down to the start when the
+// storage is full but has room in front.
+func (q *fifo[T]) push(v T) {
+	if q.head > 0 && len(q.buf) == cap(q.buf) {
+		n := copy(q.buf, q.buf[q.head:])
+		clear(q.buf[n:])
+		q.buf, q.head = q.buf[:n], 0
+	}
+	q.buf = append(q.buf, v)
 }

@@ -100,6 +100,33 @@ func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 	})
 }
 
+// TestPacerWakesOncePerProbe: while every probe is answered, the pacing
+// goroutine wakes only to send: forgetting finished probes (after 4× the
+// timeout) waits for the next send instead of waking it once more per
+// probe. At 20 probes a second each wake-up is most of what the prober
+// costs.
+func TestPacerWakesOncePerProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newFakeNet()
+		refl := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5", "192.0.2.6"}
+		for _, r := range refl {
+			n.set(r, behaviour{delay: 20 * time.Millisecond})
+		}
+		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
+		samples := runFor(p, 12*time.Second-time.Millisecond) // past the 8 s memory of finished probes
+		sent := len(n.sentTo(""))
+		if sent != 240 || count(samples, KindReply, "") != 240 {
+			t.Fatalf("sent %d, %d replies; want 240 each", sent, count(samples, KindReply, ""))
+		}
+		if p.steps > sent+2 {
+			t.Errorf("the pacer woke %d times for %d probes; want one wake-up per probe", p.steps, sent)
+		}
+		if p.recentQ.len() > 200 {
+			t.Errorf("%d finished probes remembered; those older than 8 s should be forgotten", p.recentQ.len())
+		}
+	})
+}
+
 func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
