@@ -149,13 +149,29 @@ func AgentPlistPath(home string) string {
 // AgentLogDir is where the user LaunchAgent logs, inside home.
 func AgentLogDir(home string) string { return filepath.Join(home, "Library", "Logs", "macake") }
 
-// AgentLogPath receives the agent's stdout and stderr.
+// AgentLogPath is the agent's log: monitor writes its lines there itself
+// (it gets --log-file) and rotates it as watch does its log, so a line a
+// second (about 10 MB a day) never grows without bound; launchd never
+// rotates what it writes.
 func AgentLogPath(home string) string { return filepath.Join(AgentLogDir(home), "monitor.log") }
+
+// AgentStderrPath receives the agent's stdout and stderr through launchd:
+// its start-up line, errors, and crash reports.
+func AgentStderrPath(home string) string {
+	return filepath.Join(AgentLogDir(home), "monitor.stderr.log")
+}
+
+// AgentArgs returns the LaunchAgent's argv: `monitor` writing its own
+// rotating log to AgentLogPath(home).
+func AgentArgs(p Program, home string) []string {
+	return append(p.Args("monitor"), "--log-file", AgentLogPath(home))
+}
 
 // AgentPlist renders ~/Library/LaunchAgents/org.macake.monitor.plist: `macake
 // monitor` as the user, from login, with the same restart policy as the
-// daemon and its log under ~/Library/Logs/macake. home must be absolute:
-// launchd does not expand ~ in plists.
+// daemon, writing its own rotating log under ~/Library/Logs/macake (launchd's
+// stdout and stderr go to AgentStderrPath). home must be absolute: launchd
+// does not expand ~ in plists.
 func AgentPlist(p Program, home string) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -165,13 +181,13 @@ func AgentPlist(p Program, home string) ([]byte, error) {
 	}
 	return Encode(Dict{
 		{"Label", String(AgentLabel)},
-		{"ProgramArguments", stringArray(p.Args("monitor"))},
+		{"ProgramArguments", stringArray(AgentArgs(p, home))},
 		{"RunAtLoad", Bool(true)},
 		{"KeepAlive", keepAlive},
 		{"ThrottleInterval", Integer(ThrottleInterval)},
 		{"ProcessType", String(ProcessType)},
-		{"StandardOutPath", String(AgentLogPath(home))},
-		{"StandardErrorPath", String(AgentLogPath(home))},
+		{"StandardOutPath", String(AgentStderrPath(home))},
+		{"StandardErrorPath", String(AgentStderrPath(home))},
 	})
 }
 
@@ -204,8 +220,8 @@ type Job struct {
 	Mode  fs.FileMode
 	// LogDir is created at install so launchd can open the log file.
 	LogDir string
-	// LogPath is the log to read: the daemon's own (DaemonLogPath), the
-	// file launchd sends the agent's stdout and stderr to.
+	// LogPath is the log to read: the daemon's (DaemonLogPath) or the
+	// agent's (AgentLogPath), each written and rotated by the job itself.
 	LogPath string
 }
 

@@ -87,8 +87,8 @@ func TestAgentPlist(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantJob(t, lint(t, doc), "org.macake.monitor",
-		[]string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "monitor"},
-		"/Users/you/Library/Logs/macake/monitor.log")
+		[]string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "monitor", "--log-file", "/Users/you/Library/Logs/macake/monitor.log"},
+		"/Users/you/Library/Logs/macake/monitor.stderr.log")
 	if _, err := AgentPlist(examplesProgram, "relative/home"); err == nil {
 		t.Error("a relative home directory was accepted")
 	}

@@ -160,9 +160,10 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 	}
 	var job launchd.Job
 	var err error
+	var home string
 	if agent {
-		home, herr := e.home(c.name)
-		if herr != exitOK {
+		var herr int
+		if home, herr = e.home(c.name); herr != exitOK {
 			return herr
 		}
 		job, err = launchd.AgentJob(prog, home, e.euid())
@@ -174,10 +175,10 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 		return exitUsage
 	}
 	rep := &serviceReport{FormatVersion: "1.0", DryRun: *dryRun, Label: job.Label, ServiceTarget: job.ServiceTarget(),
-		PlistPath: job.PlistPath, LogPath: job.LogPath, ProgramArguments: prog.Args(jobCommand(agent)),
+		PlistPath: job.PlistPath, LogPath: job.LogPath, ProgramArguments: launchd.DaemonArgs(prog),
 		Warnings: warnings}
-	if !agent {
-		rep.ProgramArguments = launchd.DaemonArgs(prog)
+	if agent {
+		rep.ProgramArguments = launchd.AgentArgs(prog, home)
 	}
 	obs, code := e.observe(h, c, job, *dryRun, rep, launchd.Fresh(job), "that does not have the job yet")
 	if code != exitOK {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -364,7 +365,8 @@ func TestAgentCommands(t *testing.T) {
 	if err != nil || fi.UID != 501 || fi.Mode.Perm() != 0o644 {
 		t.Errorf("agent plist: %+v, %v", fi, err)
 	}
-	if got := m.loadedArgs(t, "gui/501/org.macake.monitor"); got[len(got)-1] != "monitor" {
+	// monitor rotates its own log: launchd's output files never are.
+	if got := m.loadedArgs(t, "gui/501/org.macake.monitor"); !slices.Equal(got[len(got)-3:], []string{"monitor", "--log-file", "/Users/you/Library/Logs/macake/monitor.log"}) {
 		t.Errorf("agent runs %q", got)
 	}
 	code, _, stderr = runAs(t, 501, "/Users/you", "uninstall-agent")

@@ -14,12 +14,13 @@ import (
 
 	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/logging"
 	"github.com/macake/macake/reconcile/linkfacts"
 )
 
 var monitorCmd = &command{
 	name:  "monitor",
-	args:  "[--json] [--reflector ADDR ...] [--interval D] [--every D] [--duration D]",
+	args:  "[--json] [--reflector ADDR ...] [--interval D] [--every D] [--duration D] [--log-file PATH]",
 	short: "Sample latency to the reflectors continuously, without shaping.",
 	long: `Probes the reflectors (the matching policy's, the defaults, or --reflector)
 and reads the default-route interface's byte counters, and prints one line
@@ -28,7 +29,9 @@ baseline (p50 and p90 over the reflectors' samples of that second), the
 losses, and the throughput each way. With ICMP timestamps the one-way delay
 deltas of each direction are shown too. --json prints one JSON object per
 line instead. Interrupt it (Ctrl-C) for a summary: samples, loss,
-baselines, and p50/p90 of the delay.
+baselines, and p50/p90 of the delay. --log-file writes the lines to a file
+instead, rotated at 10 MiB with 5 old files kept (the LaunchAgent passes
+~/Library/Logs/macake/monitor.log): a line a second is about 10 MB a day.
 
 The baseline follows cake-autorate's: it drops at once to a lower delay and
 creeps up over minutes, so a queue shows as a delta above it. No root is
@@ -43,6 +46,7 @@ func runMonitor(e *env, args []string) int {
 	interval := fs.Duration("interval", 0, "probe interval per reflector; 0 means the policy's probe_interval (300ms by default)")
 	every := fs.Duration("every", time.Second, "print a line this often")
 	duration := fs.Duration("duration", 0, "stop after this long; 0 runs until interrupted")
+	logFile := fs.String("log-file", "", "write the lines and the summary to `PATH`, rotated, instead of standard output")
 	var reflectors addrList
 	fs.Var(&reflectors, "reflector", "reflector `ADDR` to probe instead of the policy's or the defaults (repeatable)")
 	if done, code := monitorCmd.parse(e, fs, args); done {
@@ -54,6 +58,16 @@ func runMonitor(e *env, args []string) int {
 	if *interval < 0 || (*interval > 0 && *interval < 10*time.Millisecond) || *every < 100*time.Millisecond || *duration < 0 {
 		fmt.Fprintln(e.stderr, "macake monitor: --interval must be at least 10ms, --every at least 100ms, --duration positive")
 		return exitUsage
+	}
+	var out io.Writer = e.stdout
+	if *logFile != "" {
+		f, err := logging.OpenFile(*logFile, logging.FileOptions{})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "macake monitor: %v\n", err)
+			return exitFailure
+		}
+		defer f.Close()
+		out = f
 	}
 	target, err := resolveTarget(e, "", reflectors)
 	if err != nil {
@@ -90,7 +104,12 @@ func runMonitor(e *env, args []string) int {
 	}
 
 	if !*asJSON {
-		fmt.Fprintf(e.stderr, "monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", target.Interface, len(target.Reflectors), target.ProbeInterval, describeTargets(target.Reflectors))
+		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", target.Interface, len(target.Reflectors), target.ProbeInterval, describeTargets(target.Reflectors))
+		fmt.Fprint(e.stderr, header)
+		if *logFile != "" {
+			// The log says when each run began and what it probes.
+			fmt.Fprintf(out, "%s  %s", time.Now().Format("2006-01-02 15:04:05"), header)
+		}
 	}
 	m := newMonitorState(time.Now(), target.Interface)
 	tick := time.NewTicker(*every)
@@ -127,9 +146,12 @@ func runMonitor(e *env, args []string) int {
 			l := m.period(now, p.Stalled(now, 2*time.Second))
 			if *asJSON {
 				b, _ := json.Marshal(l)
-				fmt.Fprintln(e.stdout, string(b))
+				fmt.Fprintln(out, string(b))
+			} else if *logFile != "" {
+				// A log outlives a day: its lines carry the date.
+				fmt.Fprintln(out, l.Time.Local().Format("2006-01-02 ")+l.text())
 			} else {
-				fmt.Fprintln(e.stdout, l.text())
+				fmt.Fprintln(out, l.text())
 			}
 		}
 	}
@@ -138,9 +160,9 @@ func runMonitor(e *env, args []string) int {
 	sum := m.summary(time.Now(), p.Stats())
 	if *asJSON {
 		b, _ := json.Marshal(map[string]any{"summary": sum})
-		fmt.Fprintln(e.stdout, string(b))
+		fmt.Fprintln(out, string(b))
 	} else {
-		sum.writeText(e.stdout)
+		sum.writeText(out)
 	}
 	if sum.Replies == 0 {
 		fmt.Fprintf(e.stderr, "macake monitor: no reflector answered (%s): check the network, or pass --reflector ADDR\n", describeTargets(target.Reflectors))

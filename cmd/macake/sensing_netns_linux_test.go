@@ -322,6 +322,46 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 	}
 }
 
+// TestNetnsMonitorLogFile: with --log-file (how the LaunchAgent runs it)
+// the lines and the summary go to the file, dated, and nothing to
+// standard output.
+func TestNetnsMonitorLogFile(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	t.Parallel()
+	l := newSensingLab(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "Logs", "monitor.log")
+	r := runCLIIn(t, ctx, l.client, "--config-dir", "/nonexistent", "monitor", "--reflector", labServer, "--interval", "100ms", "--duration", "3s", "--log-file", path)
+	if r.Code != exitOK {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	if r.Stdout != "" {
+		t.Errorf("stdout %q, want everything in the log file", r.Stdout)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	today := time.Now().Format("2006-01-02")
+	lines := strings.Split(log, "\n")
+	if !strings.Contains(lines[0], "monitoring vc: 1 reflectors") || !strings.HasPrefix(lines[0], today) {
+		t.Errorf("first line %q, want the dated start of the run", lines[0])
+	}
+	dated := 0
+	for _, line := range lines[1:] {
+		if strings.HasPrefix(line, today+" ") && strings.Contains(line, "rtt ") {
+			dated++
+		}
+	}
+	if dated < 2 || !strings.Contains(log, "replies, 0 lost") {
+		t.Errorf("want dated lines and the summary in the log:\n%s", log)
+	}
+}
+
 func TestNetnsBench(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
