@@ -465,3 +465,19 @@ func FuzzParseFacts(f *testing.F) {
 		}
 	})
 }
+
+// TestWatchSendKeepsAWake: an event that replaces one nobody took yet
+// keeps its wake (monitor and watch re-baseline on it), since samples from
+// before the sleep are stale whatever happened since.
+func TestWatchSendKeepsAWake(t *testing.T) {
+	out := make(chan Event, 1)
+	send(out, Event{Reason: "wake", Woke: true, Slept: time.Hour})
+	send(out, Event{Reason: "change"})
+	if ev := <-out; ev.Reason != "change" || !ev.Woke || ev.Slept != time.Hour {
+		t.Fatalf("got %+v; want the change, still marked as a wake after 1h", ev)
+	}
+	send(out, Event{Reason: "poll"})
+	if ev := <-out; ev.Woke {
+		t.Fatalf("got %+v; a wake that was delivered is not repeated", ev)
+	}
+}

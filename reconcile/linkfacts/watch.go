@@ -83,7 +83,10 @@ func Watch(ctx context.Context, src Source, cfg WatchConfig) <-chan Event {
 	return out
 }
 
-// send replaces any undelivered event with ev.
+// send replaces any undelivered event with ev. A wake in the replaced
+// event is carried over: the samples from before the sleep are stale
+// whatever happened since, and a consumer that missed the wake would
+// trust them.
 func send(out chan Event, ev Event) {
 	for {
 		select {
@@ -92,7 +95,10 @@ func send(out chan Event, ev Event) {
 		default:
 		}
 		select {
-		case <-out:
+		case old := <-out:
+			if old.Woke && !ev.Woke {
+				ev.Woke, ev.Slept = true, old.Slept
+			}
 		default:
 		}
 	}
