@@ -261,8 +261,12 @@ func (r *linkRunner) follow(ctx context.Context) {
 			if replied {
 				r.loop.Delay(ctx, delaySample(s))
 			}
-		case now := <-reads:
-			r.readCounters(ctx, now)
+		case <-reads:
+			// A tick carries the time it was due, which after a slow
+			// SetRate is long past: stamped with it, a reading would
+			// count the bytes of a longer window over a nominal
+			// interval and hide the gap from ifstat's check.
+			r.readCounters(ctx, time.Now())
 		case now := <-tick.C:
 			r.loop.Tick(ctx)
 			if r.metrics != nil && now.Sub(lastMetrics) >= time.Second-time.Millisecond {

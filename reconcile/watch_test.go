@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -50,6 +52,9 @@ type fakeNet struct {
 	capacity [2]int64
 	rate     func(shape.Direction) int64 // the shaper's live rate
 	probes   []*fakeProbe
+	// staleReads are counter readings stamped with a time other than
+	// when they were taken, by how much.
+	staleReads []time.Duration
 }
 
 func (n *fakeNet) set(f func(n *fakeNet)) {
@@ -139,9 +144,14 @@ type fakeCounters struct {
 
 // Read implements Counters: while busy, the link has carried what the
 // shaper lets through, at most the bottleneck's capacity, since the
-// previous reading.
+// previous reading. A reading stamped with another time than when it is
+// taken (say, a ticker's due time after the daemon was held up) would
+// give the controller a false rate, so it is recorded as a fault.
 func (c *fakeCounters) Read(now time.Time) ifstat.LoadSample {
 	c.net.mu.Lock()
+	if d := time.Since(now); d != 0 {
+		c.net.staleReads = append(c.net.staleReads, d)
+	}
 	if c.net.busy && c.net.rate != nil && !c.last.IsZero() {
 		elapsed := int64(now.Sub(c.last))
 		down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
@@ -191,6 +201,22 @@ type rig struct {
 	d        *Daemon
 	cancel   context.CancelFunc
 	done     chan error
+	// slowSetRate holds up every pipe update (a dnctl that takes its
+	// time) by this long.
+	slowSetRate atomic.Int64
+}
+
+// slowRunner runs commands on the emulator, pipe updates after a delay.
+type slowRunner struct {
+	emu   *pfdntest.Emulator
+	delay *atomic.Int64
+}
+
+func (s slowRunner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+	if d := time.Duration(s.delay.Load()); d > 0 && strings.Contains(strings.Join(cmd.Argv, " "), " config bw ") {
+		time.Sleep(d)
+	}
+	return s.emu.Run(ctx, cmd)
 }
 
 func factsOn(iface, mac string) config.Facts {
@@ -232,7 +258,7 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts con
 		t.Fatal(err)
 	}
 	tokens := &StateTokens{Dir: r.stateDir, State: loaded}
-	b, err := OpenBackend(BackendConfig{Tokens: tokens, Runner: r.emu, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	b, err := OpenBackend(BackendConfig{Tokens: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,6 +433,33 @@ func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
 		ctl := r.d.Status().Links[0].Controller
 		if got, want := r.pipeRate(48002), ctl.Download.PipeRateBits; got != want {
 			t.Errorf("download pipe %d bit/s, controller's rate %d: the drift check fought the controller", got, want)
+		}
+	})
+}
+
+// TestWatchReadsCountersWhenItSaysItDoes: a dnctl that takes 1.5 s per
+// pipe update holds up the link's goroutine while its counter ticker
+// keeps ticking; every reading must still be stamped with when it was
+// taken, or the controller sees 1.5 s of bytes over 200 ms.
+func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		r.slowSetRate.Store(int64(1500 * time.Millisecond))
+		r.net.set(func(n *fakeNet) {
+			n.busy, n.bloat = true, 150*time.Millisecond
+			n.capacity[shape.Download] = 50_000_000
+		})
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if len(r.mutating()) == 0 {
+			t.Fatal("no pipe update happened, so nothing was held up")
+		}
+		r.net.mu.Lock()
+		defer r.net.mu.Unlock()
+		if n := len(r.net.staleReads); n > 0 {
+			t.Errorf("%d counter readings stamped with another time than when taken (first off by %v)", n, r.net.staleReads[0])
 		}
 	})
 }
