@@ -681,8 +681,11 @@ func (p *Prober) send(s *sock, t *target, m Method, discovery bool, now time.Tim
 	if old := p.pending[k]; old != nil {
 		// 65536 probes later the same reflector has the same sequence
 		// number and the old probe is still pending: only possible with
-		// an absurd timeout. Let the new probe win.
+		// an absurd timeout. Let the new probe win; the queue still
+		// holds the old record and releases it when it comes out, so it
+		// must not stay reachable from pending too.
 		old.done = true
+		delete(p.pending, k)
 	}
 	var pd *pending
 	if n := len(p.free); n > 0 {
@@ -712,6 +715,7 @@ func (p *Prober) send(s *sock, t *target, m Method, discovery bool, now time.Tim
 	if _, err := s.pc.WriteTo(b, t.dst); err != nil {
 		if discovery {
 			p.timestampMissed(t)
+			p.release(pd)
 			return
 		}
 		t.stats.Unreachable++

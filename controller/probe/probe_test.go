@@ -455,3 +455,47 @@ func TestNoSocketGivesActionableError(t *testing.T) {
 		t.Logf("error: %v", err)
 	}
 }
+
+// TestSequenceCollisionWithFailedSendKeepsRecordsApart: when a new probe
+// takes the sequence number of one still pending and its send fails, the
+// old record must leave pending at once: the queue releases it for reuse
+// later, and a record reachable from two keys would let a late reply for
+// one settle the other.
+func TestSequenceCollisionWithFailedSendKeepsRecordsApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newFakeNet()
+		n.set("192.0.2.1", behaviour{silent: true})
+		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Interval: time.Second, Timeout: time.Hour, Socket: SocketRaw})
+		defer p.closeSockets()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		tg := p.targets[0]
+		tg.ts = tsFailed // echo only, no discovery probes
+		s, err := p.sockFor(tg.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		p.send(s, tg, MethodEcho, false, now) // pending for an hour
+		p.seq--                               // the next probe gets the same sequence number...
+		n.set("192.0.2.1", behaviour{sendErr: errors.New("no route to host")})
+		p.send(s, tg, MethodEcho, false, now) // ...and its send fails
+		if len(p.pending) != 0 {
+			t.Fatalf("pending still holds %d records after the colliding probe replaced one and failed", len(p.pending))
+		}
+		p.expire(now) // the queue lets go of the replaced record
+		n.set("192.0.2.1", behaviour{silent: true})
+		p.send(s, tg, MethodEcho, false, now)
+		p.send(s, tg, MethodEcho, false, now)
+		seen := map[*pending]pkey{}
+		for k, pd := range p.pending {
+			if other, dup := seen[pd]; dup {
+				t.Fatalf("one record is pending under %v and %v", other, k)
+			}
+			seen[pd] = k
+			if pd.key != k {
+				t.Fatalf("pending[%v] holds the record of %v", k, pd.key)
+			}
+		}
+	})
+}
