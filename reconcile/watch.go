@@ -90,33 +90,35 @@ type Daemon struct {
 	started time.Time
 
 	// Owned by the Run goroutine.
-	lastGood     map[string]config.Link // policies in force, by link name
-	inForce      map[string][]*config.Problem
-	warnings     string
-	facts        config.Facts
-	haveFacts    bool
-	factsErr     string
-	mtu          map[string]int
-	runners      map[string]*linkRunner
-	rates        map[string]Rates
-	engaged      map[string]bool
-	reflectors   map[string][]netip.Addr
-	switchFailed map[string]time.Time
-	live         shape.State // what was last applied (and rates set since)
-	liveOK       bool        // live is known to be in place
-	desire       Desire
-	linkErrs     map[string]string
-	activeIfaces map[string]string // interface → active link
-	matchedFacts config.Facts      // the facts the last reconcile matched
-	matchedOnce  bool
-	hookErr      string
-	rebaseline   bool
-	gen          uint64
-	driftCounts  map[string]int
-	lastApply    *applyRecord
-	lastChange   time.Time
-	retry        *time.Timer
-	backoff      time.Duration
+	lastGood map[string]config.Link // policies in force, by link name
+	// lastGoodCopies keeps them on disk too, for the next start.
+	lastGoodCopies *lastGoodStore
+	inForce        map[string][]*config.Problem
+	warnings       string
+	facts          config.Facts
+	haveFacts      bool
+	factsErr       string
+	mtu            map[string]int
+	runners        map[string]*linkRunner
+	rates          map[string]Rates
+	engaged        map[string]bool
+	reflectors     map[string][]netip.Addr
+	switchFailed   map[string]time.Time
+	live           shape.State // what was last applied (and rates set since)
+	liveOK         bool        // live is known to be in place
+	desire         Desire
+	linkErrs       map[string]string
+	activeIfaces   map[string]string // interface → active link
+	matchedFacts   config.Facts      // the facts the last reconcile matched
+	matchedOnce    bool
+	hookErr        string
+	rebaseline     bool
+	gen            uint64
+	driftCounts    map[string]int
+	lastApply      *applyRecord
+	lastChange     time.Time
+	retry          *time.Timer
+	backoff        time.Duration
 
 	rateReqs   chan rateRequest
 	switchReqs chan switchRequest
@@ -152,7 +154,8 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
-		lastGood: map[string]config.Link{}, inForce: map[string][]*config.Problem{},
+		lastGood: map[string]config.Link{}, lastGoodCopies: newLastGoodStore(cfg.StateDir),
+		inForce: map[string][]*config.Problem{},
 		runners: map[string]*linkRunner{}, rates: map[string]Rates{}, engaged: map[string]bool{},
 		reflectors: map[string][]netip.Addr{}, switchFailed: map[string]time.Time{},
 		linkErrs: map[string]string{}, activeIfaces: map[string]string{}, driftCounts: map[string]int{},

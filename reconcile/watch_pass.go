@@ -363,19 +363,26 @@ func (d *Daemon) loadConfig(ctx context.Context) {
 		byFile[p.File] = append(byFile[p.File], p)
 	}
 	good := map[string]config.Link{}
+	fromDir := map[string]bool{}
 	if dirTrouble {
 		maps.Copy(good, d.lastGood)
 	} else {
 		for _, l := range links {
-			good[l.Name] = l
+			good[l.Name], fromDir[l.Name] = l, true
 		}
-		for file := range byFile {
+		for _, file := range slices.Sorted(maps.Keys(byFile)) {
 			name := linkNameOf(file)
 			if old, ok := d.lastGood[name]; ok {
 				good[name] = old
+			} else if saved, ok := d.lastGoodCopies.load(name, file, d.cfg.LoadOptions); ok {
+				// The first pass since a start: memory has nothing, the
+				// copy saved when the file was last accepted stands in.
+				good[name] = saved
+				d.log.Warn("policy file has errors; the last good policy, saved when watch last accepted the file, stays in force", logging.KeyLink, name, "file", file, "copy", d.lastGoodCopies.path(name))
 			}
 		}
 	}
+	d.keepLastGood(good, fromDir, dirTrouble)
 	// Log what appeared, changed or went away.
 	for _, file := range slices.Sorted(maps.Keys(byFile)) {
 		if reflect.DeepEqual(d.inForce[file], byFile[file]) {

@@ -253,6 +253,17 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts con
 			t.Fatal(err)
 		}
 	}
+	r.start(facts)
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// start starts a daemon on the rig's emulated Mac, directories and state
+// file, with facts as the network: at first, and again after stop (a
+// restart of macake watch).
+func (r *rig) start(facts config.Facts) {
+	t := r.t
+	t.Helper()
 	loaded, err := state.Load(r.stateDir)
 	if err != nil {
 		t.Fatal(err)
@@ -274,9 +285,7 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts con
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- r.d.Run(ctx) }()
-	t.Cleanup(func() { r.stop() })
 	synctest.Wait()
-	return r
 }
 
 func newTestLogger(w *syncBuffer) *logging.Logger {
@@ -668,6 +677,74 @@ func TestWatchKeepsLastGoodPolicy(t *testing.T) {
 		r.edited()
 		if got := r.pipes(); len(got) != 0 || len(r.anchorRules()) != 0 {
 			t.Fatalf("the deleted file's link is still shaped: pipes %v, rules %v", got, r.anchorRules())
+		}
+	})
+}
+
+// TestWatchKeepsLastGoodPolicyAcrossRestart: the last good policy
+// outlives the daemon. A file broken while watch was stopped (or broken,
+// then watch restarted by launchd, an upgrade, a crash) must not tear the
+// link's shaping down at the next start: watch falls back to the copy it
+// saved when it last accepted the file. Deleting the file still removes
+// the link, and the copy with it.
+func TestWatchKeepsLastGoodPolicyAcrossRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"%s\"\nupload = \"5mbit\"\n"
+		r := newRig(t, map[string]string{"cable": strings.Replace(fixed, "%s", "50mbit", 1)}, nil, factsOn("en0", ""))
+		if got := r.pipeRate(48002); got != 50_000_000 {
+			t.Fatalf("cable at start: %d", got)
+		}
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		r.write("cable", strings.Replace(fixed, "%s", "180mbps", 1))
+		r.start(factsOn("en0", ""))
+		if got := r.pipes(); !slices.Equal(got, []int{48001, 48002}) || r.pipeRate(48002) != 50_000_000 || len(r.anchorRules()) == 0 {
+			t.Fatalf("after a restart with a broken file: pipes %v, download %d, %d rules; want the last good policy still in force\n%s", got, r.pipeRate(48002), len(r.anchorRules()), r.log)
+		}
+		s := r.d.Status()
+		if len(s.ConfigErrors) != 1 || s.ConfigErrors[0].Line != 5 || s.ConfigErrors[0].Kept != "last_good" {
+			t.Fatalf("config errors in force: %+v", s.ConfigErrors)
+		}
+		if len(s.Links) != 1 || s.Links[0].Name != "cable" {
+			t.Fatalf("status links: %+v", s.Links)
+		}
+		// The fix is picked up as usual.
+		r.write("cable", strings.Replace(fixed, "%s", "70mbit", 1))
+		r.edited()
+		if got := r.pipeRate(48002); got != 70_000_000 {
+			t.Fatalf("the fix was not applied: %d", got)
+		}
+		// A policy directory that cannot be read at start (moved away,
+		// say, during an upgrade) keeps every saved policy in force.
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(r.dir, r.dir+".away"); err != nil {
+			t.Fatal(err)
+		}
+		r.start(factsOn("en0", ""))
+		if got := r.pipeRate(48002); got != 70_000_000 {
+			t.Fatalf("with the policy directory gone at start: download %d, want the saved 70 Mbit/s\n%s", got, r.log)
+		}
+		if err := os.Rename(r.dir+".away", r.dir); err != nil {
+			t.Fatal(err)
+		}
+		r.edited()
+		// Deleted while watch is stopped: the link goes at the next start,
+		// and no saved copy brings it back later.
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(r.dir, "cable.toml"))
+		r.start(factsOn("en0", ""))
+		if got := r.pipes(); len(got) != 0 {
+			t.Fatalf("a deleted file's link is still shaped: %v", got)
+		}
+		r.write("cable", strings.Replace(fixed, "%s", "60mbps", 1))
+		r.edited()
+		if got := r.pipes(); len(got) != 0 {
+			t.Fatalf("a broken file that replaced a deleted one brought back an old copy: pipes %v", got)
 		}
 	})
 }

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package reconcile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/logging"
+)
+
+// LastGoodDir is where watch keeps a copy of every policy file as it last
+// accepted it, inside the state directory. A broken file keeps its last
+// good policy in force; held only in memory, that policy would die with
+// the daemon, and the next start (launchd after a crash, an upgrade, a
+// reboot) would find a broken file and nothing to keep, and tear working
+// shaping down. The copies make "a bad edit never tears shaping down"
+// hold across restarts.
+func LastGoodDir(stateDir string) string { return filepath.Join(stateDir, "last-good") }
+
+// lastGoodStore reads and writes the saved copies. It is used only by the
+// daemon's Run goroutine.
+type lastGoodStore struct {
+	dir string
+	// saved is what each copy on disk holds, once read or written (a nil
+	// entry: known to be absent), so that a pass with nothing new does no
+	// I/O.
+	saved map[string]*savedPolicy
+	// failed is the last error of each link's save, logged once.
+	failed map[string]string
+}
+
+type savedPolicy struct {
+	link config.Link
+	src  []byte
+}
+
+func newLastGoodStore(stateDir string) *lastGoodStore {
+	if stateDir == "" {
+		return nil
+	}
+	return &lastGoodStore{dir: LastGoodDir(stateDir), saved: map[string]*savedPolicy{}, failed: map[string]string{}}
+}
+
+func (s *lastGoodStore) path(name string) string { return filepath.Join(s.dir, name+".toml") }
+
+// load returns the saved copy of the named link's policy, parsed as if it
+// were file (so that its name and positions are the file's).
+func (s *lastGoodStore) load(name, file string, opts config.LoadOptions) (config.Link, bool) {
+	if s == nil {
+		return config.Link{}, false
+	}
+	if sp, ok := s.saved[name]; ok {
+		if sp == nil {
+			return config.Link{}, false
+		}
+		return sp.link, true
+	}
+	src, err := os.ReadFile(s.path(name))
+	if err != nil {
+		s.saved[name] = nil
+		return config.Link{}, false
+	}
+	l, _, err := config.Parse(file, src, opts)
+	if err != nil {
+		// A copy this macake cannot read (written by another version, or
+		// damaged) is no fallback.
+		s.saved[name] = nil
+		return config.Link{}, false
+	}
+	s.saved[name] = &savedPolicy{link: l, src: src}
+	return l, true
+}
+
+// save records l, just accepted from its file, unless the copy already
+// holds it. The file is read again and must parse to l: an editor may have
+// written it since Load read it, and only what was accepted is saved.
+func (s *lastGoodStore) save(l config.Link, opts config.LoadOptions) error {
+	if s == nil {
+		return nil
+	}
+	if _, known := s.saved[l.Name]; !known {
+		s.load(l.Name, l.File, opts)
+	}
+	if sp := s.saved[l.Name]; sp != nil && reflect.DeepEqual(sp.link, l) {
+		return nil
+	}
+	src, err := os.ReadFile(l.File)
+	if err != nil {
+		return fmt.Errorf("reading %s again to keep a copy: %w", l.File, err)
+	}
+	if again, _, err := config.Parse(l.File, src, opts); err != nil || !reflect.DeepEqual(again, l) {
+		return nil // changed since; the next pass sees the new version
+	}
+	if sp := s.saved[l.Name]; sp != nil && bytes.Equal(sp.src, src) {
+		s.saved[l.Name] = &savedPolicy{link: l, src: src}
+		return nil
+	}
+	if err := writeFileAtomic(s.dir, s.path(l.Name), src); err != nil {
+		return err
+	}
+	s.saved[l.Name] = &savedPolicy{link: l, src: src}
+	return nil
+}
+
+// forgetAllBut removes the copies of links that are gone (their file was
+// deleted, or never parsed and has no copy): the user's intent is that
+// they go, and a later broken file of the same name must not bring an old
+// policy back.
+func (s *lastGoodStore) forgetAllBut(keep map[string]config.Link) error {
+	if s == nil {
+		return nil
+	}
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", s.dir, err)
+	}
+	var errs []error
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".toml")
+		if !ok || e.IsDir() {
+			continue
+		}
+		if _, kept := keep[name]; kept {
+			continue
+		}
+		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		s.saved[name] = nil
+	}
+	return errors.Join(errs...)
+}
+
+// names lists the links that have a saved copy.
+func (s *lastGoodStore) names() []string {
+	if s == nil {
+		return nil
+	}
+	entries, _ := os.ReadDir(s.dir)
+	var out []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".toml"); ok && !e.IsDir() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// writeFileAtomic writes data to path through a temporary file in dir, so
+// a crash leaves the old copy or the new one, never half of one.
+func writeFileAtomic(dir, path string, data []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("saving %s: %w", path, err)
+	}
+	return nil
+}
+
+// keepLastGood brings the saved copies in where memory has no last good
+// policy (the first pass after a start), and saves or forgets copies as
+// the accepted policies change. fromDir says which links of good were
+// read from their files in this pass (the others are kept ones).
+func (d *Daemon) keepLastGood(good map[string]config.Link, fromDir map[string]bool, dirTrouble bool) {
+	s := d.lastGoodCopies
+	if s == nil {
+		return
+	}
+	if dirTrouble {
+		// Nothing can be read: every saved copy stands in for its file
+		// until the directory is back.
+		for _, name := range s.names() {
+			if _, ok := good[name]; ok {
+				continue
+			}
+			if l, ok := s.load(name, filepath.Join(d.cfg.ConfigDir, name+".toml"), d.cfg.LoadOptions); ok {
+				good[name] = l
+				d.log.Warn("the policy directory cannot be read; the saved copy of this link's last good policy stays in force", logging.KeyLink, name, "copy", s.path(name))
+			}
+		}
+		return
+	}
+	for _, name := range sortedKeys(good) {
+		if !fromDir[name] {
+			continue
+		}
+		err := s.save(good[name], d.cfg.LoadOptions)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if msg != s.failed[name] {
+			if err != nil {
+				d.log.Warn("cannot keep a copy of the policy; a restart with this file broken would not keep it in force", logging.KeyLink, name, logging.KeyError, err)
+			}
+			s.failed[name] = msg
+		}
+	}
+	if err := s.forgetAllBut(good); err != nil {
+		d.log.Warn("cannot remove the saved copy of a removed policy", logging.KeyError, err)
+	}
+}
