@@ -74,7 +74,9 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 		if err == nil && desire.AllocatesSlots(st) && b.LiveSlots != nil {
 			// As apply does: a link without a slot takes the one live on
 			// its interface, so a lost state file shows no phantom change.
-			if inputs.LiveSlots, err = b.LiveSlots(ctx); err == nil {
+			var use reconcile.SlotUse
+			if use, err = b.LiveSlots(ctx); err == nil {
+				inputs.LiveSlots, inputs.ForeignSlots = use.Interfaces, use.Foreign
 				desire, err = reconcile.Desired(links, facts.facts, inputs)
 			}
 		}

@@ -182,7 +182,7 @@ func TestCustomAnchorAndRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, e: e, b: b, tokens: tokens}
+	h := &harness{t: t, e: e, b: b, tokens: tokens, known: map[string]int{}}
 	s := state(link("wan", "en0", 4, 1, 2, 4096))
 	h.converge(ctx, s)
 	h.checkShaped(s)

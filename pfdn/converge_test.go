@@ -60,7 +60,9 @@ var startStates = []startState{
 		h.converge(ctx, previousConfig)
 	}},
 	{name: "half-applied", macake: func(ctx context.Context, t *testing.T, h *harness) {
-		// A crash after the pipes were made, before the anchor was loaded.
+		// A crash after the pipes were made, before the anchor was loaded
+		// (the slots were saved first).
+		h.record(wanLTE)
 		p, err := h.b.Plan(ctx, wanLTE)
 		if err != nil {
 			t.Fatal(err)
@@ -76,6 +78,10 @@ var startStates = []startState{
 		foreignRun(ctx, t, e, "", "/usr/sbin/dnctl", "pipe", "40270", "config", "bw", "1Mbit/s", "delay", "500")
 		foreignRun(ctx, t, e, "", "/usr/sbin/dnctl", "queue", "7", "config", "pipe", "40269", "weight", "5")
 		foreignRun(ctx, t, e, "", "/usr/sbin/dnctl", "pipe", "48997", "config", "bw", "10Mbit/s", "delay", "100")
+		// In macake's range with macake's kind of settings but in no state
+		// file and no rule of macake's: another tool's, never touched.
+		foreignRun(ctx, t, e, "", "/usr/sbin/dnctl", "pipe", "48101", "config", "bw", "1Mbit/s", "queue", "10Kbytes")
+		foreignRun(ctx, t, e, "", "/usr/sbin/dnctl", "pipe", "48500", "config", "bw", "2Mbit/s")
 		foreignRun(ctx, t, e, "no dummynet quick on lo0 all\ndummynet in quick inet all allow-opts pipe 40269\n", "/sbin/pfctl", "-a", "com.apple.nlc/base", "-f", "-")
 		// Sorted after "macake", its rules would override macake's on en9
 		// (pf: the last match wins); the random states never use en9.
@@ -136,6 +142,7 @@ func (h *harness) teardown(ctx context.Context, want pfdntest.Snapshot) {
 	if h.tokens.PFToken() != "" {
 		h.t.Fatalf("token %q still held after teardown", h.tokens.PFToken())
 	}
+	h.forget(shape.State{})
 }
 
 func TestConvergesFromEveryStartState(t *testing.T) {

@@ -4,6 +4,7 @@ package pfdn
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,14 +62,46 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		}
 	}
 
-	// The pipes macake's own live rules name are macake's, whatever their
-	// settings.
+	// Ownership comes from evidence only: a pipe is macake's when the state
+	// file assigns its slot (d.KnownLinks) or a rule in macake's anchor
+	// names it. Settings prove nothing: another tool may configure a pipe
+	// exactly as macake would.
 	ruleIface := map[int]Rule{}
 	for _, r := range live.Anchor.Rules {
 		if r.Pipe != 0 {
 			ruleIface[r.Pipe] = r
 		}
 	}
+	owned := func(n int) bool {
+		_, named := ruleIface[n]
+		return named || d.knownPipe(n)
+	}
+
+	// A desired link whose pipe number holds a pipe macake cannot prove
+	// is its own is left out whole: updating the pipe would overwrite
+	// another tool's, and a rule naming it would send traffic into it.
+	// (Desired never allocates such a slot; this guards every other way a
+	// link can get one.)
+	blocked := map[int]bool{}
+	var links []DesiredLink
+	for _, l := range d.Links {
+		var foreign []LivePipe
+		for _, dp := range l.Pipes {
+			if lp, exists := livePipes[dp.Number]; exists && !owned(dp.Number) {
+				foreign = append(foreign, lp)
+			}
+		}
+		if len(foreign) == 0 {
+			links = append(links, l)
+			continue
+		}
+		for _, lp := range foreign {
+			blocked[lp.Number] = true
+			p.Warnings = append(p.Warnings, plan.Warning{Link: l.Name, Message: notOwnedPipe(lp, queuesOn, o,
+				fmt.Sprintf(" and does not shape %s while it is there", l.Name))})
+		}
+	}
+	d.Links = links
 
 	// 1. Pipes to create or update.
 	desiredPipes := map[int]bool{}
@@ -98,10 +131,6 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 				p.Ops = append(p.Ops, op)
 				continue
 			}
-			if _, named := ruleIface[lp.Number]; !named && !looksOwned(lp, queuesOn) {
-				p.Warnings = append(p.Warnings, plan.Warning{Link: l.Name, Message: fmt.Sprintf(
-					"pipe %d (%s) has settings macake never writes, so another tool may be using it; it is inside macake's range %s and will be replaced", lp.Number, lp.Config, o.Pipes)})
-			}
 			op.Action = plan.Update
 			op.Fields = fields
 			op.Unchanged = pipeAttributes - len(fields)
@@ -115,16 +144,16 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		p.Ops = append(p.Ops, op)
 	}
 
-	// 3. Pipes to delete: owned pipes no desired link uses.
+	// 3. Pipes to delete: owned pipes no desired link uses. The others in
+	// the range are left alone, with a warning that says how to remove one
+	// that is a leftover of macake's.
 	var stale []LivePipe
 	for _, lp := range live.Dummynet.Pipes {
-		if !o.Pipes.Contains(lp.Number) || desiredPipes[lp.Number] {
+		if !o.Pipes.Contains(lp.Number) || desiredPipes[lp.Number] || blocked[lp.Number] {
 			continue
 		}
-		_, named := ruleIface[lp.Number]
-		if !named && !looksOwned(lp, queuesOn) {
-			p.Warnings = append(p.Warnings, plan.Warning{Message: fmt.Sprintf(
-				"pipe %d (%s) is inside macake's range %s but macake did not make it; leaving it alone (remove it, or give macake another pipe range)", lp.Number, lp.Config, o.Pipes)})
+		if !owned(lp.Number) {
+			p.Warnings = append(p.Warnings, plan.Warning{Message: notOwnedPipe(lp, queuesOn, o, "")})
 			continue
 		}
 		stale = append(stale, lp)
@@ -378,11 +407,26 @@ func differReason(fields []plan.Field) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " differ"
 }
 
+// notOwnedPipe says why a pipe in macake's range is left alone: neither
+// the state file nor a rule in macake's anchor names it. consequence is
+// spliced in after "leaves it alone", e.g. "and does not shape wan while
+// it is there".
+func notOwnedPipe(lp LivePipe, queuesOn map[int][]int, o Options, consequence string) string {
+	what := "its settings are ones macake never writes, so it is probably another tool's"
+	if looksOwned(lp, queuesOn) {
+		what = "its settings are the kind macake writes, so it may be a leftover of macake's from a lost state file"
+	}
+	return fmt.Sprintf("pipe %d (%s) is inside macake's range %s, but neither the state file nor a rule in the anchor %q names it, so macake leaves it alone%s (%s). "+
+		"If it is a leftover of macake's, remove it: sudo %s pipe %d delete; if another tool uses it, give macake another pipe_range in the daemon settings",
+		lp.Number, lp.Config, o.Pipes, o.Anchor, consequence, what, filepath.Base(o.Dnctl), lp.Number)
+}
+
 // LooksOwned reports whether a pipe config has the shape macake gives its
 // pipes: whole Kbit/s, a whole-KB byte queue within dnctl's limits, and
-// nothing else set (no delay, loss, mask, RED or clock interface). A pipe in
-// the owned range that looks like this and that no rule names is a leftover
-// of macake's; one that does not is another tool's and is left alone.
+// nothing else set (no delay, loss, mask, RED or clock interface). It is a
+// hint for people (a pipe that looks like this may be a leftover of
+// macake's), never proof of ownership: another tool may configure a pipe
+// the same way.
 func LooksOwned(c PipeConfig) bool {
 	return c.ClockInterface == "" && c.BandwidthBits > 0 && c.BandwidthBits%1000 == 0 &&
 		c.BandwidthBits <= MaxRateKbit*1000 &&

@@ -5,6 +5,7 @@ package pfdn_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -17,12 +18,17 @@ import (
 	"github.com/macake/macake/shape"
 )
 
-// harness is one emulated Mac with a backend driving it.
+// harness is one emulated Mac with a backend driving it. known plays the
+// state file's slots as the reconciler keeps them: a link's slot is
+// recorded before anything is applied for it (record) and dropped only
+// once the live state matches without it (forget), so the pipes of every
+// slot in it are provably macake's.
 type harness struct {
 	t      testing.TB
 	e      *pfdntest.Emulator
 	b      *pfdn.Backend
 	tokens *pfdn.MemoryTokens
+	known  map[string]int
 }
 
 func newHarness(t testing.TB, e *pfdntest.Emulator) *harness {
@@ -31,11 +37,37 @@ func newHarness(t testing.TB, e *pfdntest.Emulator) *harness {
 		e = pfdntest.New()
 	}
 	tokens := &pfdn.MemoryTokens{}
-	b, err := pfdn.New(e, tokens, pfdn.DefaultOptions())
+	h := &harness{t: t, e: e, tokens: tokens, known: map[string]int{}}
+	opts := pfdn.DefaultOptions()
+	opts.KnownLinks = func() map[string]int { return maps.Clone(h.known) }
+	b, err := pfdn.New(e, tokens, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, e: e, b: b, tokens: tokens}
+	h.b = b
+	return h
+}
+
+// record adds desired's slots to the state file, as apply does before it
+// changes anything.
+func (h *harness) record(desired shape.State) {
+	for _, l := range desired.Links {
+		h.known[l.Name] = l.Slot
+	}
+}
+
+// forget drops the slots desired no longer uses, as apply does once the
+// live state matches.
+func (h *harness) forget(desired shape.State) {
+	keep := map[string]bool{}
+	for _, l := range desired.Links {
+		keep[l.Name] = true
+	}
+	for name := range h.known {
+		if !keep[name] {
+			delete(h.known, name)
+		}
+	}
 }
 
 // apply plans and executes every op in order, stopping at the first
@@ -46,6 +78,17 @@ func (h *harness) apply(ctx context.Context, desired shape.State, watch ...shape
 	h.t.Helper()
 	states := append([]shape.State{desired}, watch...)
 	before := h.blackholed(states...)
+	for _, l := range desired.Links {
+		// A slot another link held: the state file would give the new one
+		// another slot; tests move links between slots deliberately, so
+		// the old holder's record goes (its pipes are now the new one's).
+		for name, slot := range h.known {
+			if slot == l.Slot && name != l.Name {
+				delete(h.known, name)
+			}
+		}
+	}
+	h.record(desired)
 	p, err := h.b.Plan(ctx, desired)
 	if err != nil {
 		return p, err
@@ -77,6 +120,7 @@ func (h *harness) converge(ctx context.Context, desired shape.State) {
 	if !p.Empty() {
 		h.t.Fatalf("re-plan after apply is not empty:\n%s", listing(p))
 	}
+	h.forget(desired)
 }
 
 // blackholed probes every interface of the given states in both

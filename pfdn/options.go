@@ -113,8 +113,11 @@ type Options struct {
 	CommandTimeout time.Duration
 	// KnownLinks, when set, returns every link name macake has given a
 	// slot (the state file's slots, including links since removed from the
-	// config). It is only used to name the leftover pipes and rules of
-	// removed links in plans, so they group under their link.
+	// config whose pipes may still be live). It is the evidence, besides
+	// the anchor's rules, that a pipe in the range is macake's: without it
+	// a pipe no rule names is never changed or deleted. It also names the
+	// leftover pipes and rules of removed links in plans, so they group
+	// under their link.
 	KnownLinks func() map[string]int
 }
 

@@ -21,10 +21,28 @@ type Desired struct {
 	Links []DesiredLink
 	// Warnings note values that had to be clamped to dummynet's limits.
 	Warnings []LinkWarning
-	// KnownLinks maps link names to slots for links that may have been
-	// shaped before (see Options.KnownLinks); Diff uses it to name the
-	// leftovers of removed links. Optional.
+	// KnownLinks maps link names to slots as the state file assigns them,
+	// including links removed from the config whose pipes may still be
+	// live (see Options.KnownLinks). It is ownership evidence: Diff treats
+	// the pipes of these slots as macake's, and names the leftovers of
+	// removed links after them. nil means no state file: then only the
+	// pipes named by rules in macake's anchor are macake's.
 	KnownLinks map[string]int
+}
+
+// knownPipe reports whether pipe n belongs to a slot in KnownLinks.
+func (d Desired) knownPipe(n int) bool {
+	r := d.Options.Pipes
+	if !r.Contains(n) {
+		return false
+	}
+	slot := (n - r.First) / 2
+	for _, s := range d.KnownLinks {
+		if s == slot {
+			return true
+		}
+	}
+	return false
 }
 
 // desires reports whether link name is among the desired links.

@@ -117,10 +117,12 @@ type OpenedBackend struct {
 	SharedGroup string
 	// MaxSlots is how many links it can shape at once (Inputs.MaxSlots).
 	MaxSlots int
-	// LiveSlots reads which slot each interface's live shaping uses
-	// (Inputs.LiveSlots), for rebuilding a lost state file; nil when the
-	// backend cannot tell.
-	LiveSlots func(ctx context.Context) (map[string]int, error)
+	// LiveSlots reads how the live system uses the slots: which slot each
+	// interface's live shaping uses (Inputs.LiveSlots), for rebuilding a
+	// lost state file, and which slots hold objects that are not provably
+	// macake's (Inputs.ForeignSlots), which no new link may take. nil when
+	// the backend cannot tell.
+	LiveSlots func(ctx context.Context) (SlotUse, error)
 	// KernelOverhead is true when the backend's shaper adds each packet's
 	// overhead and mpu itself (tc: htb and cake take them as options), so
 	// its rates are wire rates (Inputs.KernelOverhead), and false when the
@@ -133,6 +135,18 @@ type OpenedBackend struct {
 	// LiveShapers reads the shapers macake owns as they are live, for a
 	// status without a daemon; nil when the backend cannot list them.
 	LiveShapers func(ctx context.Context) ([]LiveShaper, error)
+}
+
+// SlotUse is what the live system says about slots (OpenedBackend.LiveSlots).
+type SlotUse struct {
+	// Interfaces maps an interface to the slot macake's live shaping on it
+	// uses.
+	Interfaces map[string]int
+	// Foreign are the slots whose objects exist but that nothing of
+	// macake's accounts for besides the state file (pf: a pipe in the range
+	// that no rule in macake's anchor names). Desired skips those the state
+	// file does not hold either.
+	Foreign map[int]bool
 }
 
 // LiveShaper is one shaper macake owns, as read from the system.
@@ -248,7 +262,7 @@ func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 		System:      "pf/dummynet",
 		SharedGroup: "pf",
 		MaxSlots:    opts.Pipes.Slots(),
-		LiveSlots:   func(ctx context.Context) (map[string]int, error) { return pfLiveSlots(ctx, b, opts.Pipes) },
+		LiveSlots:   func(ctx context.Context) (SlotUse, error) { return pfLiveSlots(ctx, b, opts.Pipes) },
 		ShaperName: func(l shape.Link, d shape.Direction) string {
 			n, err := opts.Pipes.Pipe(l.Slot, d)
 			if err != nil {
@@ -295,22 +309,31 @@ func pfLiveShapers(ctx context.Context, b *pfdn.Backend, r pfdn.PipeRange) ([]Li
 }
 
 // pfLiveSlots reads the anchor's rules: `dummynet out on IF … pipe N`
-// with N in the range names IF's slot.
-func pfLiveSlots(ctx context.Context, b *pfdn.Backend, r pfdn.PipeRange) (map[string]int, error) {
+// with N in the range names IF's slot. A pipe in the range that no rule
+// in the anchor names makes its slot foreign.
+func pfLiveSlots(ctx context.Context, b *pfdn.Backend, r pfdn.PipeRange) (SlotUse, error) {
 	live, err := b.Observe(ctx)
 	if err != nil {
-		return nil, err
+		return SlotUse{}, err
 	}
-	slots := map[string]int{}
-	if !live.Anchor.Exists {
-		return slots, nil
-	}
-	for _, rule := range live.Anchor.Rules {
-		if rule.Action == "dummynet" && rule.Interface != "" && r.Contains(rule.Pipe) {
-			slots[rule.Interface] = (rule.Pipe - r.First) / 2
+	use := SlotUse{Interfaces: map[string]int{}, Foreign: map[int]bool{}}
+	named := map[int]bool{}
+	if live.Anchor.Exists {
+		for _, rule := range live.Anchor.Rules {
+			if rule.Pipe != 0 {
+				named[rule.Pipe] = true
+			}
+			if rule.Action == "dummynet" && rule.Interface != "" && r.Contains(rule.Pipe) {
+				use.Interfaces[rule.Interface] = (rule.Pipe - r.First) / 2
+			}
 		}
 	}
-	return slots, nil
+	for _, p := range live.Dummynet.Pipes {
+		if r.Contains(p.Number) && !named[p.Number] && (p.Number-r.First)/2 < r.Slots() {
+			use.Foreign[(p.Number-r.First)/2] = true
+		}
+	}
+	return use, nil
 }
 
 // The environment variables that override the tc backend's tool paths
@@ -359,10 +382,13 @@ func openTC(cfg BackendConfig) (*OpenedBackend, error) {
 		Name:    "tc",
 		Scope: fmt.Sprintf("tc: root qdiscs %s, ingress filters at prefs %d-%d, IFB devices %s*",
 			tc.FormatHandle(tc.RootHandle), tc.ExemptIPv4Pref, tc.RedirectPref, tc.IFBPrefix),
-		System:         "tc",
-		SharedGroup:    "tc",
-		MaxSlots:       tc.MaxSlot + 1,
-		LiveSlots:      func(ctx context.Context) (map[string]int, error) { return tcLiveSlots(ctx, b) },
+		System:      "tc",
+		SharedGroup: "tc",
+		MaxSlots:    tc.MaxSlot + 1,
+		LiveSlots: func(ctx context.Context) (SlotUse, error) {
+			slots, err := tcLiveSlots(ctx, b)
+			return SlotUse{Interfaces: slots}, err
+		},
 		KernelOverhead: true,
 		ShaperName:     tcShaperName,
 		LiveShapers:    func(ctx context.Context) ([]LiveShaper, error) { return tcLiveShapers(ctx, b) },

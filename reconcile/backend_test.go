@@ -137,12 +137,12 @@ func TestOpenBackendTC(t *testing.T) {
 	}
 	// The recorded system has wan0 redirected to ifb-macake3 and lan0 to
 	// ifb-macake4: a lost state file gives the links those slots again.
-	slots, err := b.LiveSlots(context.Background())
+	use, err := b.LiveSlots(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{"wan0": 3, "lan0": 4}; !maps.Equal(slots, want) {
-		t.Errorf("live slots %v, want %v", slots, want)
+	if want := map[string]int{"wan0": 3, "lan0": 4}; !maps.Equal(use.Interfaces, want) {
+		t.Errorf("live slots %v, want %v", use.Interfaces, want)
 	}
 	// Status reads the shapers: wan0's upload, and each IFB's download
 	// attributed to the interface redirected to it (lan0's root is

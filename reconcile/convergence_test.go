@@ -11,9 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
 )
 
 // withForeignState puts other tools' objects on the Mac: Network Link
@@ -119,6 +121,9 @@ func TestApplyStopsAtTheFirstFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := m.tokens.Update(func(s *state.State) { s.Slots = d.Slots }); err != nil {
+		t.Fatal(err)
+	}
 	applied, err := reconcile.Apply(context.Background(), m.backend, p, func(op plan.Op, err error) {
 		seen = append(seen, op.Label)
 	})
@@ -137,4 +142,119 @@ func TestApplyStopsAtTheFirstFailure(t *testing.T) {
 	}
 	emu.ClearFaults()
 	m.converge(d)
+}
+
+// TestCrashBetweenPipesAndRules: apply records the slot in the state file
+// before it creates the pipes, so a crash after the pipes and before the
+// anchor leaves pipes that the next run (a new process reading the state
+// file) can prove are macake's and finishes. Without the state file
+// nothing proves it: those pipes are left alone with a warning that says
+// how to remove them, and the link is shaped on another slot.
+func TestCrashBetweenPipesAndRules(t *testing.T) {
+	const links, facts = "testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json"
+	crash := func(t *testing.T, emu *pfdntest.Emulator, dir string) {
+		m := newMacIn(t, emu, dir, config.Daemon{})
+		d := m.mustDesire(links, facts, reconcile.Inputs{})
+		if err := emu.AddFault(pfdntest.Fault{Match: `^pfctl -a com\.apple/macake -f -`, Kind: pfdntest.Fail}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := m.apply(d); err == nil {
+			t.Fatal("the injected crash did not stop the apply")
+		}
+		emu.ClearFaults()
+		if snap := emu.Snapshot(); snap.Pipes[48001] == "" || snap.Pipes[48002] == "" || snap.Rulesets["com.apple/macake"] != "" {
+			t.Fatalf("not the half-applied state wanted:\n%s", snap)
+		}
+	}
+
+	t.Run("state-kept", func(t *testing.T) {
+		emu := pfdntest.New()
+		withForeignState(t, emu)
+		before := emu.Snapshot().String()
+		dir := t.TempDir()
+		crash(t, emu, dir)
+		m := newMacIn(t, emu, dir, config.Daemon{}) // the next run
+		d := m.mustDesire(links, facts, reconcile.Inputs{})
+		if d.Slots["starlink"] != 0 {
+			t.Fatalf("the slot moved: %v", d.Slots)
+		}
+		p := m.converge(d)
+		for _, op := range p.Ops {
+			if op.Kind == "pipe" && op.Action != plan.Update && op.Action != plan.Create {
+				t.Fatalf("unexpected op %s %s", op.Action, op.Label)
+			}
+		}
+		if _, err := m.backend.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if after := emu.Snapshot().String(); after != before {
+			t.Fatalf("after down the Mac differs:\n%s--- want\n%s", after, before)
+		}
+	})
+
+	t.Run("state-lost", func(t *testing.T) {
+		emu := pfdntest.New()
+		withForeignState(t, emu)
+		crash(t, emu, t.TempDir())
+		orphans := emu.Snapshot()
+		m := newMac(t, emu) // a new, empty state directory
+		d := m.mustDesire(links, facts, reconcile.Inputs{})
+		if d.Slots["starlink"] != 1 {
+			t.Fatalf("starlink got slot %d; slot 0 holds pipes nothing proves are macake's, so it must take 1", d.Slots["starlink"])
+		}
+		p := m.converge(d)
+		text := planText(p)
+		for _, n := range []string{"48001", "48002"} {
+			if !strings.Contains(text, "sudo dnctl pipe "+n+" delete") {
+				t.Errorf("no warning tells how to remove pipe %s:\n%s", n, text)
+			}
+		}
+		if _, err := m.backend.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		snap := emu.Snapshot()
+		if snap.Pipes[48001] != orphans.Pipes[48001] || snap.Pipes[48002] != orphans.Pipes[48002] || snap.Pipes[48003] != "" {
+			t.Fatalf("down must leave the unprovable pipes and remove its own:\n%s", snap)
+		}
+	})
+}
+
+// TestForeignPipeInRangeIsNeverTouched is the audit's case: with an empty
+// state file, another tool's pipes at macake's first slot and at a
+// macake-looking one are neither reconfigured by apply nor deleted by down,
+// and the link is shaped on the first slot they leave free.
+func TestForeignPipeInRangeIsNeverTouched(t *testing.T) {
+	emu := pfdntest.New()
+	ctx := context.Background()
+	for _, argv := range [][]string{
+		{"dnctl", "pipe", "48001", "config", "bw", "2Mbit/s"},
+		{"dnctl", "pipe", "48003", "config", "bw", "1Mbit/s", "queue", "10Kbytes"},
+	} {
+		if res, err := emu.Foreign(ctx, "", argv...); err != nil || res.ExitCode != 0 {
+			t.Fatalf("%v: %v %s", argv, err, res.Stderr)
+		}
+	}
+	before := emu.Snapshot()
+	m := newMac(t, emu)
+	d := m.mustDesire("testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json", reconcile.Inputs{})
+	if d.Slots["starlink"] != 2 {
+		t.Fatalf("starlink got slot %d, want 2 (slots 0 and 1 hold another tool's pipes)", d.Slots["starlink"])
+	}
+	p := m.converge(d)
+	for _, op := range p.Ops {
+		if op.ID == "48001" || op.ID == "48003" {
+			t.Fatalf("apply touches a foreign pipe: %s %s", op.Action, op.Label)
+		}
+	}
+	for _, n := range []int{48001, 48003} {
+		if got := emu.Snapshot().Pipes[n]; got != before.Pipes[n] {
+			t.Fatalf("pipe %d changed: %q, was %q", n, got, before.Pipes[n])
+		}
+	}
+	if _, err := m.backend.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := emu.Snapshot().String(); after != before.String() {
+		t.Fatalf("after down:\n%s--- want\n%s", after, before)
+	}
 }

@@ -78,6 +78,12 @@ type Inputs struct {
 	// its interface when that one is free, so losing the state file does
 	// not renumber pipes that work.
 	LiveSlots map[string]int
+	// ForeignSlots are slots whose backend objects exist live but are not
+	// provably macake's (OpenedBackend.LiveSlots: a pipe in macake's range
+	// that neither the state file nor macake's anchor accounts for). A new
+	// link never takes one: that would overwrite another tool's pipe and,
+	// once the slot is in the state file, make it look like macake's.
+	ForeignSlots map[int]bool
 }
 
 // RateSource says where a desired rate came from.
@@ -140,10 +146,18 @@ type Desire struct {
 	Selection config.Selection
 	// Active lists every active link (shaped or not), sorted by name.
 	Active []ActiveLink
-	// Slots is the slot allocation to save in the state file: the slots of
-	// links still in the config, plus new ones for links shaped for the
-	// first time. Links gone from the config give their slots back.
+	// Slots is the slot allocation to save in the state file before
+	// applying: the slots of links still in the config, new ones for links
+	// shaped for the first time, and still the slots of links gone from the
+	// config (Released), because their pipes may be live until the apply
+	// removes them and the state file is what proves those pipes are
+	// macake's.
 	Slots map[string]int
+	// Released names the links gone from the config that still hold a slot.
+	// Their slots are dropped from the state file (StateTokens.ReleaseSlots)
+	// only after an apply has left the live state matching, and no new link
+	// takes one before that.
+	Released []string
 	// Warnings are notes worth showing with the plan.
 	Warnings []plan.Warning
 }
@@ -214,7 +228,12 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 		inConfig[l.Name] = true
 	}
 	slots := state.State{Slots: maps.Clone(st.Slots)}
-	slots.ReleaseSlotsExcept(inConfig)
+	var released []string
+	for _, name := range slots.LinkNames() {
+		if !inConfig[name] {
+			released = append(released, name)
+		}
+	}
 	maxSlots := in.MaxSlots
 	if maxSlots <= 0 {
 		maxSlots = 1 << 20
@@ -261,10 +280,17 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 		if failed {
 			continue
 		}
-		slot, ok := slots.Slot(l.Name, maxSlots)
+		slot, ok := slots.Slot(l.Name, maxSlots, in.ForeignSlots)
 		if !ok {
+			msg := fmt.Sprintf("no free slot: the backend holds at most %d links at once", maxSlots)
+			if len(in.ForeignSlots) > 0 {
+				msg += fmt.Sprintf(", and %d of its slots hold pipes macake did not make (see the plan's warnings)", len(in.ForeignSlots))
+			}
+			if len(released) > 0 {
+				msg += "; the slots of removed links are free again after the next successful apply"
+			}
 			errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: fmt.Errorf(
-				"no free slot: the backend holds at most %d links at once; remove policies or widen the pipe range", maxSlots)})
+				"%s; remove policies or widen the pipe range", msg)})
 			continue
 		}
 		a.Shaped = true
@@ -281,6 +307,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 	if d.Slots == nil {
 		d.Slots = map[string]int{}
 	}
+	d.Released = released
 	return d, errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,19 +66,29 @@ func TestDesiredSlotsAreStable(t *testing.T) {
 	}
 	st.Slots = d.Slots
 
-	// b leaves the config, z arrives: a and c keep theirs, z takes b's.
+	// b leaves the config, z arrives: a and c keep theirs. b's slot stays
+	// in the state file until an apply has removed b's pipes (the slot is
+	// what proves they are macake's), so z does not take it yet.
 	z := simple(t, "z", "en3", "")
 	d, err = Desired([]config.Link{a, c, z}, up("en0", "en2", "en3"), Inputs{State: st})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := slotsOf(d); !maps.Equal(got, map[string]int{"a": 0, "c": 2, "z": 1}) {
+	if got := slotsOf(d); !maps.Equal(got, map[string]int{"a": 0, "c": 2, "z": 3}) {
 		t.Fatalf("after removing b: %v", got)
 	}
-	if _, kept := d.Slots["b"]; kept {
-		t.Fatalf("b's slot was not released: %v", d.Slots)
+	if d.Slots["b"] != 1 || !slices.Equal(d.Released, []string{"b"}) {
+		t.Fatalf("b's slot must be kept until released: slots %v, released %v", d.Slots, d.Released)
 	}
 	st.Slots = d.Slots
+	delete(st.Slots, "b") // what StateTokens.ReleaseSlots does after the apply
+
+	// Once released, the slot is free again.
+	y := simple(t, "y", "en4", "")
+	d, err = Desired([]config.Link{a, c, z, y}, up("en0", "en2", "en3", "en4"), Inputs{State: st})
+	if err != nil || d.Slots["y"] != 1 || len(d.Released) != 0 {
+		t.Fatalf("y: slots %v, released %v, %v", d.Slots, d.Released, err)
+	}
 
 	// a link whose interface is down keeps its slot while in the config.
 	d, err = Desired([]config.Link{a, c, z}, up("en2", "en3"), Inputs{State: st})
@@ -285,5 +296,27 @@ func TestDesiredAdoptsLiveSlots(t *testing.T) {
 	}
 	if d.AllocatesSlots(&state.State{Slots: d.Slots}) {
 		t.Error("AllocatesSlots with every slot known")
+	}
+}
+
+// TestDesiredSkipsForeignSlots: a new link never takes a slot whose pipes
+// another tool holds, but a link the state file already gives that slot
+// keeps it (the state file is the proof).
+func TestDesiredSkipsForeignSlots(t *testing.T) {
+	a, b := simple(t, "a", "en0", ""), simple(t, "b", "en1", "")
+	d, err := Desired([]config.Link{a, b}, up("en0", "en1"), Inputs{ForeignSlots: map[int]bool{0: true, 2: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slotsOf(d); !maps.Equal(got, map[string]int{"a": 1, "b": 3}) {
+		t.Fatalf("slots %v, want a 1 and b 3", got)
+	}
+	st := &state.State{Slots: map[string]int{"a": 0}}
+	if d, _ := Desired([]config.Link{a}, up("en0"), Inputs{State: st, ForeignSlots: map[int]bool{0: true}}); d.Slots["a"] != 0 {
+		t.Fatalf("a held slot moved: %v", d.Slots)
+	}
+	_, err = Desired([]config.Link{a}, up("en0"), Inputs{MaxSlots: 1, ForeignSlots: map[int]bool{0: true}})
+	if err == nil || !strings.Contains(err.Error(), "hold pipes macake did not make") {
+		t.Fatalf("err %v, want no free slot because of foreign pipes", err)
 	}
 }

@@ -68,7 +68,18 @@ func (m *mac) desire(linksDir, factsFile string, in reconcile.Inputs) (reconcile
 		m.t.Fatal(err)
 	}
 	in.State, in.MaxSlots = m.tokens.State, m.backend.MaxSlots
-	return reconcile.Desired(pol.Links, facts, in)
+	d, err := reconcile.Desired(pol.Links, facts, in)
+	if err == nil && d.AllocatesSlots(in.State) && in.LiveSlots == nil && in.ForeignSlots == nil {
+		// As the commands do: new slots go to the interfaces' live ones
+		// and never to a slot another tool's pipes occupy.
+		use, err := m.backend.LiveSlots(context.Background())
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
+		return reconcile.Desired(pol.Links, facts, in)
+	}
+	return d, err
 }
 
 func (m *mac) mustDesire(linksDir, factsFile string, in reconcile.Inputs) reconcile.Desire {
@@ -80,8 +91,9 @@ func (m *mac) mustDesire(linksDir, factsFile string, in reconcile.Inputs) reconc
 	return d
 }
 
-// apply runs the rest of a pass as `macake apply` does: plan (naming
-// removed links from the old slots), save the new slots, apply.
+// apply runs the rest of a pass as `macake apply` does: plan, save the
+// new slots (before anything changes), apply, and release the slots of
+// removed links once everything applied.
 func (m *mac) apply(d reconcile.Desire) (plan.Plan, reconcile.Applied, error) {
 	m.t.Helper()
 	p, err := m.backend.Plan(context.Background(), d.State)
@@ -92,6 +104,11 @@ func (m *mac) apply(d reconcile.Desire) (plan.Plan, reconcile.Applied, error) {
 		m.t.Fatal(err)
 	}
 	a, err := reconcile.Apply(context.Background(), m.backend, p, nil)
+	if err == nil {
+		if err := m.tokens.ReleaseSlots(d.Released); err != nil {
+			m.t.Fatal(err)
+		}
+	}
 	return p, a, err
 }
 

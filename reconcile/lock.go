@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/state"
 )
 
 // LockFileName is the lock file inside the state directory.
@@ -71,22 +73,56 @@ type Lock struct {
 	f *os.File
 }
 
+// LockOptions tune AcquireLockWith.
+type LockOptions struct {
+	// Wait is how long to wait for another holder to let go.
+	Wait time.Duration
+	// Holder is recorded beside the pid (one word, e.g. HolderWatch), so
+	// that a run that cannot get the lock can tell people what holds it.
+	Holder string
+	// SkipOwnershipCheck turns off state.CheckOwnership of the state
+	// directory and file (root-owned, not writable by group or others),
+	// for tests and for runs by a user other than root, as
+	// config.LoadOptions.SkipOwnershipCheck does for the config directory.
+	SkipOwnershipCheck bool
+}
+
 // AcquireLock takes the state lock in dir (created if needed), waiting up
 // to wait for another holder to let go. It fails with a *LockedError when
-// the wait runs out, or with ctx's error when ctx ends first.
+// the wait runs out, or with ctx's error when ctx ends first. A root
+// process checks the state directory's ownership (see AcquireLockWith).
 func AcquireLock(ctx context.Context, dir string, wait time.Duration) (*Lock, error) {
-	return AcquireLockAs(ctx, dir, wait, "")
+	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, SkipOwnershipCheck: os.Geteuid() != 0})
 }
 
 // AcquireLockAs is AcquireLock that also records holder (one word, e.g.
 // HolderWatch) beside the pid, so that a run that cannot get the lock can
 // tell people what holds it.
 func AcquireLockAs(ctx context.Context, dir string, wait time.Duration, holder string) (*Lock, error) {
+	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, Holder: holder, SkipOwnershipCheck: os.Geteuid() != 0})
+}
+
+// AcquireLockWith takes the state lock in dir as o says. Every run that
+// changes the system takes it before reading the state file, so it is
+// where the state directory is checked: unless o.SkipOwnershipCheck, a
+// directory or state file that is not root's or that group or others can
+// write is refused with a *state.OwnershipError (whoever can write the
+// state decides what macake deletes and which pf reference it releases).
+// A missing directory is created 0755, owned by the caller (root).
+func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, error) {
+	wait, holder := o.Wait, o.Holder
+	if !o.SkipOwnershipCheck {
+		// Before the lock file is opened: in a directory others can
+		// write, it could be a symlink to a file root would truncate.
+		if err := state.CheckOwnership(dir); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
 	path := filepath.Join(dir, LockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file: %w", err)
 	}

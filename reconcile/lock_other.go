@@ -9,6 +9,9 @@ import (
 	"os"
 )
 
+// noFollow is not available here; locking fails anyway.
+const noFollow = 0
+
 // tryLock fails: macake changes the system only on macOS and Linux.
 func tryLock(*os.File) (bool, error) {
 	return false, errors.New("state locking is only implemented on macOS and Linux")

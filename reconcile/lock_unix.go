@@ -11,6 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// noFollow keeps the lock file from being a symlink planted elsewhere.
+const noFollow = unix.O_NOFOLLOW
+
 // tryLock takes an exclusive flock on f without blocking; ok is false when
 // another open file description holds it.
 func tryLock(f *os.File) (ok bool, err error) {

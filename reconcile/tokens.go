@@ -67,3 +67,26 @@ func (t *StateTokens) Update(change func(s *state.State)) error {
 	change(t.State)
 	return state.Save(t.Dir, t.State)
 }
+
+// ReleaseSlots drops the slots of names (Desire.Released) and saves the
+// state file when that changes it. Callers release only after an apply
+// left the live state matching: until then the slot is what proves the
+// removed link's leftover pipes are macake's.
+func (t *StateTokens) ReleaseSlots(names []string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	changed := false
+	for _, n := range names {
+		if _, ok := t.State.Slots[n]; ok {
+			delete(t.State.Slots, n)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := state.Save(t.Dir, t.State); err != nil {
+		return fmt.Errorf("releasing the slots of removed links: %w", err)
+	}
+	return nil
+}

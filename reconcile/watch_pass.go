@@ -55,11 +55,14 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		MTU: d.mtu, MaxSlots: b.MaxSlots, KernelOverhead: b.KernelOverhead,
 	}
 	desire, derr := Desired(links, d.facts, in)
+	var slotErr error
 	if desire.AllocatesSlots(in.State) && b.LiveSlots != nil {
 		// New slots: take the ones live on the same interfaces if free, so
-		// a lost state file does not renumber working pipes.
-		if live, err := b.LiveSlots(ctx); err == nil {
-			in.LiveSlots = live
+		// a lost state file does not renumber working pipes, and never one
+		// whose pipes are another tool's.
+		var use SlotUse
+		if use, slotErr = b.LiveSlots(ctx); slotErr == nil {
+			in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
 			desire, derr = Desired(links, d.facts, in)
 		}
 	}
@@ -96,9 +99,17 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		d.publish()
 	}()
 
+	if slotErr != nil {
+		// A slot recorded without knowing which are another tool's could
+		// take over its pipes: the state file is what proves ownership.
+		rec.err = fmt.Errorf("reading the live slots before giving a link a new one: %w", slotErr)
+		d.liveOK = false
+		return
+	}
 	if !maps.Equal(d.cfg.Tokens.State.Slots, desire.Slots) {
-		// Slots first: pipes must never exist under numbers the state
-		// file does not assign.
+		// Slots first, atomically: a pipe must never exist under a number
+		// the state file does not assign, or after a crash before the
+		// anchor names it nothing would prove it is macake's.
 		if err := d.cfg.Tokens.Update(func(st *state.State) { st.Slots = desire.Slots }); err != nil {
 			rec.err = err
 			return
@@ -136,6 +147,7 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 	}
 	if p.Empty() {
 		d.live, d.liveOK = cloneState(desired), true
+		d.releaseSlots(rec, desire.Released)
 		d.publishLive()
 		return
 	}
@@ -144,6 +156,7 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 	if applied.Failed == nil && err == nil {
 		d.live, d.liveOK = cloneState(desired), true
 		d.lastChange = time.Now()
+		d.releaseSlots(rec, desire.Released)
 	} else {
 		d.liveOK = false
 		rec.err = err
@@ -152,6 +165,14 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		}
 	}
 	d.publishLive()
+}
+
+// releaseSlots drops the slots of removed links once the live state
+// matches, so their pipes are gone and the numbers can be reused.
+func (d *Daemon) releaseSlots(rec *applyRecord, names []string) {
+	if err := d.cfg.Tokens.ReleaseSlots(names); err != nil && rec.err == nil {
+		rec.err = err
+	}
 }
 
 // finish logs and counts a reconcile and schedules a retry after a failure.

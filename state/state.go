@@ -5,8 +5,12 @@
 // link (from which pipe numbers derive), and each link's measured profile.
 // Writes are atomic (temp file, fsync, rename, fsync of the directory), so a
 // crash leaves either the old or the new file, never a torn one. A corrupt
-// file is reported and replaced by an empty state, never a crash: everything
-// in it can be rebuilt from the live system or measured again.
+// file is reported and replaced by an empty state, never a crash: the pf
+// token is recovered from it when that field still reads, and the rest can
+// be rebuilt from the live system or measured again. The state directory and
+// file decide what macake removes and which pf reference it releases, so a
+// root run refuses them unless root owns them and nobody else can write
+// them (CheckOwnership).
 package state
 
 import (
@@ -16,6 +20,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"sort"
 	"time"
 )
@@ -70,8 +76,12 @@ var ErrCorrupt = errors.New("state file is corrupt")
 func Path(dir string) string { return filepath.Join(dir, FileName) }
 
 // Load reads the state in dir. A missing file gives an empty state and no
-// error. A corrupt file gives an empty state and an error wrapping
-// ErrCorrupt, which callers report and then carry on with the empty state.
+// error. A corrupt file gives an error wrapping ErrCorrupt, which callers
+// report before carrying on, and a state that is empty but for the pf
+// token when the file's "pf_token" field still reads: without it macake's
+// pf enable reference could never be released. Callers that will write
+// the state should move the corrupt file aside first (SetAside), so the
+// evidence survives the rewrite.
 func Load(dir string) (*State, error) {
 	s := &State{Version: FormatVersion}
 	b, err := os.ReadFile(Path(dir))
@@ -83,13 +93,102 @@ func Load(dir string) (*State, error) {
 	}
 	var got State
 	if err := json.Unmarshal(b, &got); err != nil {
-		return s, fmt.Errorf("%w: %s: %v (it will be rebuilt from the live system)", ErrCorrupt, Path(dir), err)
+		return salvage(s, b), fmt.Errorf("%w: %s: %v (%s)", ErrCorrupt, Path(dir), err, salvaged(s))
 	}
 	if got.Version > FormatVersion {
 		return s, fmt.Errorf("%w: %s has format version %d, this macake understands %d; upgrade macake", ErrCorrupt, Path(dir), got.Version, FormatVersion)
 	}
 	got.Version = FormatVersion
 	return &got, nil
+}
+
+// tokenField finds the pf token in a file that is not valid JSON as a
+// whole: pfctl -E tokens are decimal numbers, which rules out a partial
+// match of a torn value being mistaken for a whole one only when the
+// closing quote is there too.
+var tokenField = regexp.MustCompile(`"pf_token"\s*:\s*"([0-9]+)"`)
+
+// salvage copies the pf token of a corrupt file's bytes b into s, when
+// exactly one token field reads.
+func salvage(s *State, b []byte) *State {
+	if m := tokenField.FindAllSubmatch(b, -1); len(m) == 1 {
+		s.PFToken = string(m[0][1])
+	}
+	return s
+}
+
+// salvaged says what a corrupt file still gave.
+func salvaged(s *State) string {
+	if s.PFToken != "" {
+		return fmt.Sprintf("the pf token %s was recovered from it; slots are rebuilt from the live system", s.PFToken)
+	}
+	return "it will be rebuilt from the live system; a pf reference it recorded cannot be released by macake (see `sudo pfctl -s References`)"
+}
+
+// CorruptSuffix is appended to a corrupt state file's name by SetAside.
+const CorruptSuffix = ".corrupt"
+
+// SetAside renames a corrupt state file to FileName+CorruptSuffix in the
+// same directory (replacing an older one), so that writing the rebuilt
+// state does not destroy what a person may want to look at. It returns the
+// new path.
+func SetAside(dir string) (string, error) {
+	to := Path(dir) + CorruptSuffix
+	if err := os.Rename(Path(dir), to); err != nil {
+		return "", fmt.Errorf("moving the corrupt state file aside: %w", err)
+	}
+	return to, nil
+}
+
+// OwnershipError says that the state directory or file could be changed by
+// someone other than root. Whoever can write the state file decides which
+// pipes macake deletes and which pf reference it releases, so a root run
+// refuses it rather than act on it.
+type OwnershipError struct {
+	// Path is the offending directory or file.
+	Path string
+	// Problem says what is wrong, e.g. "owned by uid 501, not root".
+	Problem string
+	// Fix is the command that makes it safe.
+	Fix string
+}
+
+// Error names the path, the problem and the fix.
+func (e *OwnershipError) Error() string {
+	return fmt.Sprintf("refusing to use the state %s: it is %s, so another user could make macake delete other tools' pipes or release their pf reference; fix: %s",
+		e.Path, e.Problem, e.Fix)
+}
+
+// CheckOwnership returns an *OwnershipError when dir, or the state file
+// in it, is not owned by root or is writable by group or others (as the
+// config directory must not be, and as ssh requires of its keys). A dir or
+// file that does not exist yet passes: macake creates it as root, 0755 and
+// 0644. Only root runs call it; a run by another user cannot change pf
+// anyway.
+func CheckOwnership(dir string) error {
+	for _, path := range []string{dir, Path(dir)} {
+		info, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("checking the state %s: %w", path, err)
+		}
+		if path == dir {
+			if !info.IsDir() {
+				return &OwnershipError{Path: path, Problem: "not a directory", Fix: "remove it, or set state_dir to a directory"}
+			}
+		} else if !info.Mode().IsRegular() {
+			return &OwnershipError{Path: path, Problem: "not a regular file (" + info.Mode().Type().String() + ")", Fix: "sudo rm " + path}
+		}
+		if uid, ok := fileOwner(info); ok && uid != 0 {
+			return &OwnershipError{Path: path, Problem: fmt.Sprintf("owned by uid %d, not root", uid), Fix: fmt.Sprintf("sudo chown %s %s && sudo chmod go-w %s", rootOwner(), path, path)}
+		}
+		if perm := info.Mode().Perm(); perm&0o022 != 0 {
+			return &OwnershipError{Path: path, Problem: fmt.Sprintf("writable by group or others (mode %04o)", perm), Fix: "sudo chmod go-w " + path}
+		}
+	}
+	return nil
 }
 
 // Save writes s to dir atomically, creating dir (mode 0755) if needed.
@@ -141,8 +240,11 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
 }
 
 // Slot returns the slot of link, allocating the lowest free one (at most
-// max-1) when it has none. ok is false when every slot is taken.
-func (s *State) Slot(link string, max int) (slot int, ok bool) {
+// max-1) when it has none. A slot is free when no link holds it and it is
+// not in blocked: the backend's objects for it exist live but are not
+// provably macake's (another tool's pipe in macake's range), and a new link
+// must never take those over. ok is false when no slot is free.
+func (s *State) Slot(link string, max int, blocked map[int]bool) (slot int, ok bool) {
 	if n, found := s.Slots[link]; found {
 		return n, true
 	}
@@ -151,7 +253,7 @@ func (s *State) Slot(link string, max int) (slot int, ok bool) {
 		used[n] = true
 	}
 	for n := 0; n < max; n++ {
-		if !used[n] {
+		if !used[n] && !blocked[n] {
 			if s.Slots == nil {
 				s.Slots = map[string]int{}
 			}
@@ -201,4 +303,13 @@ func (s *State) RecordMeasurement(key string, m Profile) {
 	}
 	p.MeasuredAt, p.UpdatedAt = m.MeasuredAt, m.MeasuredAt
 	s.Profiles[key] = p
+}
+
+// rootOwner is the owner and group to give the state: root's primary group
+// is wheel on macOS and root on Linux.
+func rootOwner() string {
+	if runtime.GOOS == "darwin" {
+		return "root:wheel"
+	}
+	return "root:root"
 }

@@ -4,8 +4,10 @@ package state
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -15,7 +17,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	s := &State{PFToken: "1234567890", Profiles: map[string]Profile{
 		ProfileKey("starlink", "74:24:9f:00:00:01"): {Link: "starlink", DownloadCapacity: 250e6, IdleRTT: 31 * time.Millisecond},
 	}}
-	if n, ok := s.Slot("starlink", 499); !ok || n != 0 {
+	if n, ok := s.Slot("starlink", 499, nil); !ok || n != 0 {
 		t.Fatalf("first slot = %d, %v", n, ok)
 	}
 	if err := Save(dir, s); err != nil {
@@ -56,24 +58,120 @@ func TestLoadCorruptIsReportedNotFatal(t *testing.T) {
 	}
 }
 
+// TestLoadCorruptRecoversTheToken: a torn or hand-broken file whose
+// pf_token still reads gives that token back, so down can release the
+// reference; SetAside keeps the broken file for a person to look at.
+func TestLoadCorruptRecoversTheToken(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(Path(dir), []byte(`{"version": 1, "pf_token": "1844674407370955161", "slots": {"wan": 0,`), 0o644)
+	s, err := Load(dir)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "pf token 1844674407370955161 was recovered") {
+		t.Fatalf("err = %v, want ErrCorrupt naming the recovered token", err)
+	}
+	if s.PFToken != "1844674407370955161" || len(s.Slots) != 0 {
+		t.Fatalf("state = %+v, want only the token", s)
+	}
+	aside, err := SetAside(dir)
+	if err != nil || aside != Path(dir)+CorruptSuffix {
+		t.Fatalf("SetAside = %q, %v", aside, err)
+	}
+	if _, err := os.Stat(Path(dir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the corrupt file is still in place: %v", err)
+	}
+	if b, _ := os.ReadFile(aside); !strings.Contains(string(b), "1844674407370955161") {
+		t.Fatalf("the set-aside file lost its content: %q", b)
+	}
+
+	// A token cut in half (no closing quote) or two tokens recover none.
+	for _, text := range []string{`{"pf_token": "18446`, `{"pf_token": "1", "pf_token": "2", x`} {
+		os.WriteFile(Path(dir), []byte(text), 0o644)
+		if s, err := Load(dir); !errors.Is(err, ErrCorrupt) || s.PFToken != "" || !strings.Contains(err.Error(), "cannot be released") {
+			t.Errorf("%s: token %q, err %v", text, s.PFToken, err)
+		}
+	}
+}
+
+// TestCheckOwnership: as for the config directory, a state directory or
+// file that is not root's or that group or others can write is refused
+// with the path, the problem and the fix; a missing one passes.
+func TestCheckOwnership(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the check wants files owned by uid 0 (CI runs as root)")
+	}
+	base := t.TempDir()
+	dir := filepath.Join(base, "db")
+	if err := CheckOwnership(dir); err != nil {
+		t.Fatalf("a missing directory: %v", err)
+	}
+	if err := Save(dir, &State{PFToken: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOwnership(dir); err != nil {
+		t.Fatalf("what Save creates must pass: %v", err)
+	}
+	var oe *OwnershipError
+	os.Chmod(dir, 0o777)
+	if err := CheckOwnership(dir); !errors.As(err, &oe) || oe.Path != dir ||
+		!strings.Contains(err.Error(), "writable by group or others (mode 0777)") || !strings.Contains(err.Error(), "sudo chmod go-w "+dir) {
+		t.Fatalf("world-writable dir: %v", err)
+	}
+	os.Chmod(dir, 0o755)
+	os.Chmod(Path(dir), 0o664)
+	if err := CheckOwnership(dir); !errors.As(err, &oe) || oe.Path != Path(dir) {
+		t.Fatalf("group-writable file: %v", err)
+	}
+	os.Chmod(Path(dir), 0o644)
+	os.Chown(Path(dir), 501, 20)
+	if err := CheckOwnership(dir); !errors.As(err, &oe) || oe.Path != Path(dir) ||
+		!strings.Contains(err.Error(), "owned by uid 501, not root") || !strings.Contains(err.Error(), "sudo chown root:") {
+		t.Fatalf("a file another user owns: %v", err)
+	}
+	os.Chown(Path(dir), 0, 0)
+	os.Chown(dir, 501, 20)
+	if err := CheckOwnership(dir); !errors.As(err, &oe) || oe.Path != dir {
+		t.Fatalf("a directory another user owns: %v", err)
+	}
+	os.Chown(dir, 0, 0)
+	os.Remove(Path(dir))
+	os.Symlink("/etc/passwd", Path(dir))
+	if err := CheckOwnership(dir); !errors.As(err, &oe) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("a symlinked state file: %v", err)
+	}
+}
+
+// TestSlotSkipsBlocked: a slot whose pipes belong to someone else is never
+// handed out, however low.
+func TestSlotSkipsBlocked(t *testing.T) {
+	s := &State{Slots: map[string]int{"a": 0}}
+	if n, ok := s.Slot("b", 4, map[int]bool{1: true, 2: true}); !ok || n != 3 {
+		t.Fatalf("b = %d, %v; want 3 (0 held, 1 and 2 blocked)", n, ok)
+	}
+	if _, ok := s.Slot("c", 4, map[int]bool{1: true, 2: true}); ok {
+		t.Fatal("allocated a blocked slot")
+	}
+	if n, _ := s.Slot("a", 4, map[int]bool{0: true}); n != 0 {
+		t.Fatalf("a held slot moved because it is blocked: %d", n)
+	}
+}
+
 func TestSlotsAreStable(t *testing.T) {
 	s := &State{}
-	a, _ := s.Slot("a", 3)
-	b, _ := s.Slot("b", 3)
-	c, _ := s.Slot("c", 3)
+	a, _ := s.Slot("a", 3, nil)
+	b, _ := s.Slot("b", 3, nil)
+	c, _ := s.Slot("c", 3, nil)
 	if a != 0 || b != 1 || c != 2 {
 		t.Fatalf("slots a,b,c = %d,%d,%d", a, b, c)
 	}
-	if _, ok := s.Slot("d", 3); ok {
+	if _, ok := s.Slot("d", 3, nil); ok {
 		t.Fatal("allocated beyond max")
 	}
 	// Removing b frees its slot; a and c keep theirs.
 	s.ReleaseSlotsExcept(map[string]bool{"a": true, "c": true})
-	d, ok := s.Slot("d", 3)
+	d, ok := s.Slot("d", 3, nil)
 	if !ok || d != 1 {
 		t.Fatalf("d = %d, %v; want the freed slot 1", d, ok)
 	}
-	if n, _ := s.Slot("c", 3); n != 2 {
+	if n, _ := s.Slot("c", 3, nil); n != 2 {
 		t.Fatalf("c moved to %d", n)
 	}
 }

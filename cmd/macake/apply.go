@@ -25,7 +25,8 @@ var applyCmd = &command{
 active on which interface now (see 'macake links'), reads the live pf anchor
 and dummynet pipes, prints the plan that makes them match, and applies it in a
 safe order. Only what macake owns is ever changed: its pf anchor, the pipes in
-its range and its own pf enable reference. 'macake plan' is 'apply --dry-run'.
+its range that its state file or its anchor proves it made (other pipes there
+are left alone with a warning) and its own pf enable reference. 'macake plan' is 'apply --dry-run'.
 
 On Linux the same policies drive tc instead (MACAKE_BACKEND=pf|tc picks
 one): macake's root qdiscs, its ingress filters and its ifb-macake* devices
@@ -202,7 +203,9 @@ func (s *session) openState() (int, bool) {
 		s.stateDir = s.policies.Settings.StateDir
 	}
 	if !s.dryRun {
-		l, err := reconcile.AcquireLock(s.e.ctx, s.stateDir, lockWait)
+		l, err := reconcile.AcquireLockWith(s.e.ctx, s.stateDir, reconcile.LockOptions{
+			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0,
+		})
 		if err != nil {
 			return s.fail(err), false
 		}
@@ -212,6 +215,15 @@ func (s *session) openState() (int, bool) {
 	switch {
 	case errors.Is(err, state.ErrCorrupt):
 		fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
+		if !s.dryRun {
+			// Keep the broken file for a person; the rebuilt state is
+			// written in its place.
+			if aside, err := state.SetAside(s.stateDir); err == nil {
+				fmt.Fprintf(s.e.stderr, "warning: the corrupt state file was moved to %s\n", aside)
+			} else {
+				fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
+			}
+		}
 	case err != nil && !s.dryRun:
 		return s.fail(err), false
 	case err != nil:
@@ -301,10 +313,13 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	desire, err := reconcile.Desired(s.policies.Links, facts, in)
 	if err == nil && desire.AllocatesSlots(s.tokens.State) && s.backend.LiveSlots != nil {
 		// New slots: take the ones live on the same interfaces if free,
-		// so a lost state file does not renumber working pipes.
-		if in.LiveSlots, err = s.backend.LiveSlots(s.e.ctx); err != nil {
+		// so a lost state file does not renumber working pipes, and never
+		// one whose pipes are another tool's.
+		use, err := s.backend.LiveSlots(s.e.ctx)
+		if err != nil {
 			return fail(fmt.Errorf("reading the live state: %w", err))
 		}
+		in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
 		desire, err = reconcile.Desired(s.policies.Links, facts, in)
 	}
 	if err != nil {
@@ -348,13 +363,17 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 		return stop(changes)
 	}
 	if !maps.Equal(s.tokens.State.Slots, desire.Slots) {
-		// Slots first: pipes must never exist under numbers the state
-		// file does not assign.
+		// Slots first, atomically: a pipe must never exist under a number
+		// the state file does not assign, or after a crash before the
+		// anchor names it nothing would prove it is macake's.
 		if err := s.tokens.Update(func(st *state.State) { st.Slots = desire.Slots }); err != nil {
 			return fail(err)
 		}
 	}
 	if p.Empty() {
+		if err := s.tokens.ReleaseSlots(desire.Released); err != nil {
+			return fail(err)
+		}
 		return stop(changes)
 	}
 
@@ -376,6 +395,10 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	again, err := s.backend.Plan(s.e.ctx, desire.State)
 	if err == nil && !again.Empty() {
 		err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing %s at the same time; run 'macake apply' again", plural(len(again.Ops), "change"), s.backend.System)
+	}
+	if err == nil {
+		// The removed links' pipes are gone: their numbers are free again.
+		err = s.tokens.ReleaseSlots(desire.Released)
 	}
 	if err != nil {
 		return fail(err)

@@ -451,9 +451,9 @@ func TestDownTwiceAndWithoutState(t *testing.T) {
 		t.Errorf("state after down: %+v", st)
 	}
 
-	// A corrupt state file: the pipes and rules still go (the range
-	// identifies them); only the lost token's reference cannot be given
-	// back, and down says the file was corrupt.
+	// A corrupt state file: the pipes and rules still go (the anchor's
+	// rules identify them); only the lost token's reference cannot be
+	// given back, and down says the file was corrupt.
 	r.mustRun(exitOK, "apply")
 	if err := os.WriteFile(state.Path(r.stateDir), []byte("{garbage"), 0o644); err != nil {
 		t.Fatal(err)
@@ -483,6 +483,63 @@ func TestDownTwiceAndWithoutState(t *testing.T) {
 	r.mustRun(exitOK, "down")
 	if snap := r.emu.Snapshot(); len(snap.Pipes) != 0 || snap.Rulesets["com.apple/macake"] != "" {
 		t.Errorf("down without a state file left owned objects:\n%s", snap)
+	}
+}
+
+// TestCorruptStateKeepsThePFToken: a corrupt state file whose pf_token
+// still reads is moved aside, and down releases macake's pf reference with
+// the recovered token instead of leaking it.
+func TestCorruptStateKeepsThePFToken(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.emu.TakeReference(300, "socketfilterfw")
+	pristine := r.emu.Snapshot().String()
+	r.mustRun(exitOK, "apply")
+	st, _ := state.Load(r.stateDir)
+	torn := fmt.Sprintf(`{"version": 1, "pf_token": %q, "slots": {"starl`, st.PFToken)
+	if err := os.WriteFile(state.Path(r.stateDir), []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr := r.mustRun(exitOK, "down")
+	if !strings.Contains(stderr, "pf token "+st.PFToken+" was recovered") || !strings.Contains(stderr, "moved to "+state.Path(r.stateDir)+state.CorruptSuffix) {
+		t.Errorf("down must report the recovered token and where the file went:\n%s", stderr)
+	}
+	if after := r.emu.Snapshot().String(); after != pristine {
+		t.Errorf("after down (the reference must be released too):\n%s\nwant\n%s", after, pristine)
+	}
+	if b, err := os.ReadFile(state.Path(r.stateDir) + state.CorruptSuffix); err != nil || string(b) != torn {
+		t.Errorf("the corrupt file was not kept: %q, %v", b, err)
+	}
+}
+
+// TestStateDirOwnershipIsChecked: as root, a state directory others can
+// write is refused (anyone could plant a pf token or slots in it) with the
+// path and the fix, and nothing is changed.
+func TestStateDirOwnershipIsChecked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the check wants a root-owned directory (CI runs as root)")
+	}
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(r.stateDir, 0o777)
+	pristine := r.emu.Snapshot().String()
+	for _, cmd := range []string{"apply", "down"} {
+		code, _, stderr := r.run(cmd)
+		if code != exitFailure || !strings.Contains(stderr, r.stateDir) || !strings.Contains(stderr, "writable by group or others (mode 0777)") ||
+			!strings.Contains(stderr, "sudo chmod go-w "+r.stateDir) {
+			t.Errorf("%s with a world-writable state dir: exit %d\n%s", cmd, code, stderr)
+		}
+	}
+	if after := r.emu.Snapshot().String(); after != pristine {
+		t.Errorf("a refused run changed the Mac:\n%s", after)
+	}
+	os.Chmod(r.stateDir, 0o755)
+	r.mustRun(exitOK, "apply")
+	// A run by another user (a dry run) is not refused: it changes nothing.
+	os.Chmod(r.stateDir, 0o777)
+	if code, _, stderr := r.runAs(501, "apply", "--dry-run"); code != exitOK {
+		t.Errorf("dry run as a user: exit %d\n%s", code, stderr)
 	}
 }
 

@@ -24,8 +24,12 @@ ifb-macake* devices) and nothing else.
 
 It reads no policy files, so it works while they are broken; it needs only
 the daemon settings (anchor and pipe range). It works after a crash and with
-a missing or corrupt state file (the pipe range identifies the pipes; only a
-pf reference whose token was lost cannot be given back). Running it twice is
+a missing or corrupt state file: the pipes are macake's when the state file
+gives their slot to a link or a rule in macake's anchor names them; a pipe
+in the range that neither accounts for is left alone with a warning (remove
+it with 'sudo dnctl pipe N delete' if it is a leftover of macake's). A
+corrupt state file is moved aside and its pf token recovered when it still
+reads; only a pf reference whose token was lost cannot be given back. Running it twice is
 fine: the second run finds nothing to do. Afterwards the state file keeps the
 measured profiles but no slots and no token.
 

@@ -424,6 +424,9 @@ func recordMeasurement(ctx context.Context, stateDir, key string, m state.Profil
 					return false, err
 				}
 				fmt.Fprintf(warn, "warning: %v\n", err)
+				if aside, err := state.SetAside(stateDir); err == nil {
+					fmt.Fprintf(warn, "warning: the corrupt state file was moved to %s\n", aside)
+				}
 			}
 			st.RecordMeasurement(key, m)
 			return false, state.Save(stateDir, st)

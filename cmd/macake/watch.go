@@ -145,7 +145,9 @@ func runWatch(e *env, args []string) int {
 	if s.stateDir == defaultStateDir && settings.StateDir != "" {
 		s.stateDir = settings.StateDir
 	}
-	lock, err := reconcile.AcquireLockAs(e.ctx, s.stateDir, watchLockWait, reconcile.HolderWatch)
+	lock, err := reconcile.AcquireLockWith(e.ctx, s.stateDir, reconcile.LockOptions{
+		Wait: watchLockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: e.euid() != 0,
+	})
 	if err != nil {
 		if errors.Is(err, e.ctx.Err()) && e.ctx.Err() != nil {
 			return exitOK
@@ -161,6 +163,9 @@ func runWatch(e *env, args []string) int {
 			return s.fail(err)
 		}
 		log.Warn("the state file is corrupt; starting from an empty one (it is rebuilt from the live state)", logging.KeyError, err)
+		if aside, err := state.SetAside(s.stateDir); err == nil {
+			log.Warn("the corrupt state file was moved aside", "path", aside)
+		}
 	}
 	s.tokens = &reconcile.StateTokens{Dir: s.stateDir, State: st}
 	if code, ok := s.openBackend(); !ok {
