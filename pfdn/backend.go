@@ -135,6 +135,19 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 	return p, CheckHook(d, live)
 }
 
+// PlanUnobserved is Plan against a system where macake owns nothing,
+// without reading anything: every object macake would own for desired,
+// for a dry run by a user who may not read pf and dummynet (ErrNotRoot).
+// It knows nothing of the live state, so it cannot check the hook line
+// or warn about other tools.
+func (b *Backend) PlanUnobserved(desired shape.State) (plan.Plan, error) {
+	d, err := Render(desired, b.opts)
+	if err != nil {
+		return plan.Plan{}, err
+	}
+	return Diff(d, Live{}, ""), nil
+}
+
 // Execute runs one op's commands in order and stops at the first failure.
 // It may be called again after a failure (a later Plan shows what is left).
 // Benign outcomes of the reference's exit-status table are not errors:
@@ -263,7 +276,7 @@ func (b *Backend) read(ctx context.Context, argv ...string) (plan.Result, error)
 	if res.ExitCode != 0 {
 		err := &execrun.Error{Argv: argv, ExitCode: res.ExitCode, Stderr: res.Stderr}
 		if unavailable(res) {
-			return res, fmt.Errorf("%w: %w", ErrUnavailable, err)
+			return res, fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrNotRoot, err)
 		}
 		return res, err
 	}

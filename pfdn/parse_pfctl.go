@@ -36,6 +36,11 @@ const (
 // it to exit code 69.
 var ErrUnavailable = errors.New("pf/dummynet unavailable")
 
+// ErrNotRoot marks, besides ErrUnavailable, the refusals of a caller who is
+// not root: pfctl cannot open /dev/pf, dnctl its raw socket. On macOS even
+// reading needs root.
+var ErrNotRoot = errors.New("it needs root")
+
 // stderrLines splits stderr into its non-empty lines, without the ALTQ
 // notices.
 func stderrLines(stderr []byte) []string {

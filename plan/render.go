@@ -26,6 +26,9 @@ type TextOptions struct {
 	// SharedGroup titles the block of ops that belong to no single link,
 	// e.g. "pf" for the pf enable reference; "shared objects" when empty.
 	SharedGroup string
+	// NoChanges, when set, replaces the whole "No changes. SUBJECT" line
+	// of an empty plan, for when nothing to change is not good news.
+	NoChanges string
 }
 
 const (
@@ -97,9 +100,13 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 		b.WriteByte('\n')
 	}
 	if p.Empty() {
-		b.WriteString("No changes.")
-		if opts.Subject != "" {
-			b.WriteString(" " + opts.Subject)
+		switch {
+		case opts.NoChanges != "":
+			b.WriteString(opts.NoChanges)
+		case opts.Subject != "":
+			b.WriteString("No changes. " + opts.Subject)
+		default:
+			b.WriteString("No changes.")
 		}
 		b.WriteByte('\n')
 		_, err := io.WriteString(w, b.String())
@@ -239,8 +246,8 @@ func shellQuote(s string) string {
 
 // JSONFormatVersion is the plan document's format version. Consumers
 // ignore unknown fields when the minor version rises and reject an unknown
-// major version.
-const JSONFormatVersion = "1.0"
+// major version. 1.1 added live_state_not_read and note.
+const JSONFormatVersion = "1.1"
 
 // JSONDocument is the versioned JSON form of a plan, as printed by
 // `macake apply --json`.
@@ -252,6 +259,12 @@ type JSONDocument struct {
 	Changes       []JSONChange `json:"changes"`
 	Warnings      []Warning    `json:"warnings"`
 	Errors        []string     `json:"errors"`
+	// LiveStateNotRead is set when the live state could not be read (a
+	// dry run without root on macOS): Changes are then everything macake
+	// would own, not the difference from what is live.
+	LiveStateNotRead bool `json:"live_state_not_read,omitempty"`
+	// Note explains the document in a sentence when it needs one.
+	Note string `json:"note,omitempty"`
 }
 
 // JSONSummary counts the changes by action.
@@ -316,7 +329,13 @@ func Document(p Plan, dryRun, applied bool, errs []error) JSONDocument {
 // WriteJSON writes Document(p, dryRun, applied, errs) as one indented JSON
 // document followed by a newline.
 func WriteJSON(w io.Writer, p Plan, dryRun, applied bool, errs []error) error {
+	return WriteDocument(w, Document(p, dryRun, applied, errs))
+}
+
+// WriteDocument writes doc as one indented JSON document followed by a
+// newline.
+func WriteDocument(w io.Writer, doc JSONDocument) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(Document(p, dryRun, applied, errs))
+	return enc.Encode(doc)
 }

@@ -100,7 +100,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc["format_version"] != "1.0" || doc["dry_run"] != true {
+	if doc["format_version"] != JSONFormatVersion || doc["dry_run"] != true {
 		t.Fatalf("header wrong: %v", doc)
 	}
 	ch := doc["changes"].([]any)[0].(map[string]any)

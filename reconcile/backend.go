@@ -135,6 +135,10 @@ type OpenedBackend struct {
 	// LiveShapers reads the shapers macake owns as they are live, for a
 	// status without a daemon; nil when the backend cannot list them.
 	LiveShapers func(ctx context.Context) ([]LiveShaper, error)
+	// PlanUnread is the plan against a system where macake owns nothing,
+	// made without reading the live state, for a dry run that may not
+	// read it (pf: without root); nil when reading needs no privilege.
+	PlanUnread func(desired shape.State) (plan.Plan, error)
 }
 
 // SlotUse is what the live system says about slots (OpenedBackend.LiveSlots).
@@ -271,6 +275,7 @@ func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 			return "pipe " + strconv.Itoa(n)
 		},
 		LiveShapers: func(ctx context.Context) ([]LiveShaper, error) { return pfLiveShapers(ctx, b, opts.Pipes) },
+		PlanUnread:  b.PlanUnobserved,
 	}, nil
 }
 

@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +47,9 @@ type LockedError struct {
 	Holder string
 	// Waited is how long this run waited.
 	Waited time.Duration
+	// GOOS picks the advice: launchd's on macOS, systemd's elsewhere;
+	// "" is runtime.GOOS.
+	GOOS string
 }
 
 // Error names the holder and what to do.
@@ -53,13 +58,26 @@ func (e *LockedError) Error() string {
 	if e.PID > 0 {
 		pid = fmt.Sprintf(" (pid %d)", e.PID)
 	}
-	if e.Holder == HolderWatch {
-		return fmt.Sprintf("macake watch%s is running and keeps pf/dummynet matching the policy files by itself: "+
-			"a saved change is applied within a second (see 'macake status'). To apply or take shaping down by hand, "+
-			"stop it first: sudo launchctl bootout system/org.macake.watch (or sudo macake uninstall-daemon, which also runs down)", pid)
+	system, stop := "pf/dummynet", "sudo launchctl bootout system/org.macake.watch (or sudo macake uninstall-daemon, which also runs down)"
+	if e.goos() != "darwin" {
+		// uninstall-daemon is launchd's: on Linux the daemon runs under
+		// the systemd unit 'install-daemon --systemd-unit' prints.
+		system, stop = "the shaping", "sudo systemctl stop macake-watch (the unit 'macake install-daemon --systemd-unit' prints; a watch started by hand stops with Ctrl-C or kill)"
 	}
-	return fmt.Sprintf("another macake process%s is changing pf/dummynet and still holds %s after %s; wait for it to finish (or stop it) and try again",
-		pid, e.Path, e.Waited.Round(100*time.Millisecond))
+	if e.Holder == HolderWatch {
+		return fmt.Sprintf("macake watch%s is running and keeps %s matching the policy files by itself: "+
+			"a saved change is applied within a second (see 'macake status'). To apply or take shaping down by hand, "+
+			"stop it first: %s", pid, system, stop)
+	}
+	return fmt.Sprintf("another macake process%s is changing %s and still holds %s after %s; wait for it to finish (or stop it) and try again",
+		pid, system, e.Path, e.Waited.Round(100*time.Millisecond))
+}
+
+func (e *LockedError) goos() string {
+	if e.GOOS == "" {
+		return runtime.GOOS
+	}
+	return e.GOOS
 }
 
 // Is makes errors.Is(err, ErrLocked) true.
@@ -190,6 +208,33 @@ func readHolder(path string) (pid int, holder string) {
 		holder = fields[1]
 	}
 	return pid, holder
+}
+
+// Holder tells, without taking it, whether the state lock in dir is held
+// and by whom: the pid and holder name as AcquireLockAs wrote them. It
+// needs only read access to the lock file, so a user who may not ask the
+// daemon over its socket can still learn that it runs. A missing lock
+// file is a lock nobody holds.
+func Holder(dir string) (pid int, holder string, held bool, err error) {
+	path := filepath.Join(dir, LockFileName)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("opening the lock file: %w", err)
+	}
+	defer f.Close()
+	free, err := tryLockShared(f)
+	if err != nil {
+		return 0, "", false, fmt.Errorf("probing %s: %w", path, err)
+	}
+	if free {
+		unlock(f)
+		return 0, "", false, nil
+	}
+	pid, holder = readHolder(path)
+	return pid, holder, true, nil
 }
 
 // Release lets go of the lock. The file stays (removing it would race with

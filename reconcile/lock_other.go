@@ -17,4 +17,7 @@ func tryLock(*os.File) (bool, error) {
 	return false, errors.New("state locking is only implemented on macOS and Linux")
 }
 
+// tryLockShared fails as tryLock does.
+func tryLockShared(f *os.File) (bool, error) { return tryLock(f) }
+
 func unlock(*os.File) {}

@@ -83,9 +83,63 @@ func TestLockHeldByWatchSaysTheDaemonIsRunning(t *testing.T) {
 	if !errors.As(err, &le) || le.Holder != HolderWatch || le.PID != os.Getpid() {
 		t.Fatalf("got %#v (%v), want a LockedError naming watch and pid %d", le, err, os.Getpid())
 	}
-	for _, want := range []string{"macake watch (pid", "is running", "launchctl bootout system/org.macake.watch"} {
+	for _, want := range []string{"macake watch (pid", "is running", "stop it first"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error must say %q:\n%v", want, err)
 		}
 	}
+}
+
+// TestLockedErrorAdviceFitsTheSystem: the way to stop the daemon is
+// launchd's on macOS and systemd's on Linux, where uninstall-daemon does
+// not exist.
+func TestLockedErrorAdviceFitsTheSystem(t *testing.T) {
+	for _, tt := range []struct {
+		goos      string
+		want, not []string
+	}{
+		{"darwin", []string{"(pid 42)", "keeps pf/dummynet matching", "sudo launchctl bootout system/org.macake.watch", "uninstall-daemon"}, []string{"systemctl"}},
+		{"linux", []string{"(pid 42)", "keeps the shaping matching", "sudo systemctl stop macake-watch", "install-daemon --systemd-unit"}, []string{"launchctl", "uninstall-daemon", "pf/dummynet"}},
+	} {
+		msg := (&LockedError{PID: 42, Holder: HolderWatch, GOOS: tt.goos}).Error()
+		for _, w := range tt.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: %q lacks %q", tt.goos, msg, w)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(msg, n) {
+				t.Errorf("%s: %q must not say %q", tt.goos, msg, n)
+			}
+		}
+	}
+}
+
+// TestHolderProbesWithoutTaking: a reader learns that watch holds the
+// lock, and who it is, without disturbing it.
+func TestHolderProbesWithoutTaking(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, held, err := Holder(dir); held || err != nil {
+		t.Fatalf("no lock file: held %v, %v", held, err)
+	}
+	l, err := AcquireLockAs(context.Background(), dir, time.Second, HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, who, held, err := Holder(dir)
+	if !held || pid != os.Getpid() || who != HolderWatch || err != nil {
+		t.Fatalf("held by watch: pid %d, holder %q, held %v, %v", pid, who, held, err)
+	}
+	if _, err := AcquireLock(context.Background(), dir, 50*time.Millisecond); !errors.Is(err, ErrLocked) {
+		t.Fatalf("the probe must leave the lock held: %v", err)
+	}
+	l.Release()
+	if _, _, held, err := Holder(dir); held || err != nil {
+		t.Fatalf("after release: held %v, %v", held, err)
+	}
+	again, err := AcquireLock(context.Background(), dir, 50*time.Millisecond)
+	if err != nil {
+		t.Fatalf("the probe must not keep the lock: %v", err)
+	}
+	again.Release()
 }

@@ -31,4 +31,21 @@ func tryLock(f *os.File) (ok bool, err error) {
 	}
 }
 
+// tryLockShared takes a shared flock on f without blocking, which works on
+// a file opened read-only; ok is false when someone holds it exclusively.
+func tryLockShared(f *os.File) (ok bool, err error) {
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EWOULDBLOCK):
+			return false, nil
+		}
+		return false, err
+	}
+}
+
 func unlock(f *os.File) { unix.Flock(int(f.Fd()), unix.LOCK_UN) }

@@ -41,11 +41,16 @@ shaping that works. If pf's main ruleset has lost the
 'dummynet-anchor "com.apple/*"' line, apply prints the line to add and
 exits 1 without changing anything.
 
+On macOS, reading pf and dummynet needs root, even for a dry run. Without
+root a dry run cannot see what is live, so it says so and shows everything
+macake would own for the links that match now (run it with sudo to see
+only the differences); apply itself needs root.
+
 Exit status: 0 success (with or without changes); 1 failure, including an
 apply that stopped part-way (run apply again to continue from the live
 state); 2 only with --detailed-exitcode, when there were changes (planned in a
 dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable;
-77 not root (a dry run needs no root); 78 configuration invalid.`,
+77 not root (except a dry run); 78 configuration invalid.`,
 }
 
 func init() { applyCmd.run = runApply }
@@ -66,7 +71,7 @@ type applyFlags struct {
 func runApply(e *env, args []string) int {
 	fs := applyCmd.flags()
 	f := applyFlags{color: "auto"}
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan only; change nothing (needs no root)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan only; change nothing (without root on macOS: everything macake would own, as the live state is unreadable)")
 	fs.BoolVar(&f.detailed, "detailed-exitcode", false, "exit 2 when there were changes (planned or applied)")
 	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command of the plan")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
@@ -82,7 +87,7 @@ func runApply(e *env, args []string) int {
 			return code
 		}
 	}
-	s := &session{e: e, cmd: "apply", dryRun: f.dryRun}
+	s := &session{e: e, cmd: "apply", dryRun: f.dryRun, unreadablePlan: f.dryRun}
 	defer s.close()
 	return s.apply(f)
 }
@@ -93,6 +98,9 @@ type session struct {
 	e      *env
 	cmd    string
 	dryRun bool
+	// unreadablePlan lets a dry run that may not read the live state plan
+	// without it (mayPlanUnread).
+	unreadablePlan bool
 
 	backendName string
 	policies    reconcile.Policies
@@ -254,6 +262,8 @@ func (s *session) readLive(fn func() error) error {
 	switch {
 	case err == nil, errors.Is(err, pfdn.ErrHookMissing):
 		fmt.Fprintln(s.e.stderr, "ok")
+	case s.mayPlanUnread(err):
+		fmt.Fprintln(s.e.stderr, "not read: it needs root")
 	default:
 		fmt.Fprintln(s.e.stderr, "failed")
 	}
@@ -267,14 +277,31 @@ type applyOutcome struct {
 	applied bool
 	errs    []error
 	code    int
+	// liveUnread: the plan is everything macake would own, made without
+	// reading the live state (a dry run without root).
+	liveUnread bool
 }
+
+// liveUnreadNote qualifies a plan made without reading the live state.
+const liveUnreadNote = "The live state cannot be read without root, so this is everything macake would own for the links that match now, not the difference from what is live. Run it with sudo to see only the differences."
 
 func (s *session) apply(f applyFlags) int {
 	out := s.applyOnce(f)
 	if f.json {
-		plan.WriteJSON(s.e.stdout, out.plan, f.dryRun, out.applied, out.errs)
+		doc := plan.Document(out.plan, f.dryRun, out.applied, out.errs)
+		if out.liveUnread {
+			doc.LiveStateNotRead, doc.Note = true, liveUnreadNote
+		}
+		plan.WriteDocument(s.e.stdout, doc)
 	}
 	return out.code
+}
+
+// mayPlanUnread reports whether err, met reading the live state, leaves a
+// dry run to plan without it: the backend refused a caller who is not
+// root (pf and dummynet on macOS) and can plan from nothing.
+func (s *session) mayPlanUnread(err error) bool {
+	return s.unreadablePlan && s.e.euid() != 0 && s.backend != nil && s.backend.PlanUnread != nil && errors.Is(err, pfdn.ErrNotRoot)
 }
 
 func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
@@ -315,12 +342,16 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 		// New slots: take the ones live on the same interfaces if free,
 		// so a lost state file does not renumber working pipes, and never
 		// one whose pipes are another tool's.
-		use, err := s.backend.LiveSlots(s.e.ctx)
-		if err != nil {
-			return fail(fmt.Errorf("reading the live state: %w", err))
+		use, lerr := s.backend.LiveSlots(s.e.ctx)
+		switch {
+		case lerr != nil && s.mayPlanUnread(lerr):
+			out.liveUnread = true // the slots stay as the state file assigns them
+		case lerr != nil:
+			return fail(fmt.Errorf("reading the live state: %w", lerr))
+		default:
+			in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
+			desire, err = reconcile.Desired(s.policies.Links, facts, in)
 		}
-		in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
-		desire, err = reconcile.Desired(s.policies.Links, facts, in)
 	}
 	if err != nil {
 		s.errorf("nothing was changed:")
@@ -331,11 +362,19 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 		return stop(exitConfig, errs...)
 	}
 
-	err = s.readLive(func() error {
-		var err error
-		out.plan, err = s.backend.Plan(s.e.ctx, desire.State)
-		return err
-	})
+	if !out.liveUnread {
+		err = s.readLive(func() error {
+			var err error
+			out.plan, err = s.backend.Plan(s.e.ctx, desire.State)
+			return err
+		})
+		out.liveUnread = s.mayPlanUnread(err)
+	} else {
+		fmt.Fprintf(s.e.stderr, "Reading live state (%s) … not read: it needs root\n", s.backend.Scope)
+	}
+	if out.liveUnread {
+		out.plan, err = s.backend.PlanUnread(desire.State)
+	}
 	hookErr := err
 	if err != nil && !errors.Is(err, pfdn.ErrHookMissing) {
 		return fail(fmt.Errorf("reading the live state: %w", err))
@@ -344,10 +383,21 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	p.Warnings = append(desire.Warnings, p.Warnings...)
 	if !f.json {
 		fmt.Fprintln(s.e.stderr)
-		plan.WriteText(s.e.stdout, *p, plan.TextOptions{
+		opts := plan.TextOptions{
 			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true, SharedGroup: s.backend.SharedGroup,
 			Subject: fmt.Sprintf("Live %s state matches %s.", s.backend.System, s.e.configDir),
-		})
+		}
+		var missing *pfdn.HookMissingError
+		switch {
+		case out.liveUnread:
+			fmt.Fprintf(s.e.stdout, "Note: %s\n\n", liveUnreadNote)
+			opts.NoChanges = fmt.Sprintf("No policy matches the network now, so macake would own nothing in %s.", s.backend.System)
+		case errors.As(hookErr, &missing):
+			// Everything is in place, but pf never evaluates it: that
+			// is no "No changes ... matches".
+			opts.NoChanges = fmt.Sprintf("macake's objects are in place, but pf does not evaluate them: its main ruleset lacks the line %s (see below).", missing.Line)
+		}
+		plan.WriteText(s.e.stdout, *p, opts)
 	}
 	if hookErr != nil {
 		// Nothing is applied without the hook: the rules would never be
@@ -387,7 +437,11 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 			fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs), then stopped.\n", c, u, r, took.Seconds())
 		}
 		code := s.fail(err)
-		fmt.Fprintf(s.e.stderr, "The steps before it were applied. Fix the cause and run 'macake apply' again: it continues from the live state.\n")
+		before := "The steps before it were applied."
+		if len(applied.Ops) == 0 {
+			before = "Nothing was applied: it failed at the first step."
+		}
+		fmt.Fprintf(s.e.stderr, "%s Fix the cause and run 'macake apply' again: it continues from the live state.\n", before)
 		return stop(code, err)
 	}
 	// Level-triggered check: right after an apply, the live state must

@@ -110,8 +110,12 @@ func (r *rig) run(args ...string) (int, string, string) {
 	return r.runAs(0, args...)
 }
 
+// runAs runs macake as if the effective uid were euid. The emulated Mac
+// answers as a real one does: pfctl and dnctl refuse a caller who is not
+// root (reference/pf-dummynet.md items 12 and 30).
 func (r *rig) runAs(euid int, args ...string) (int, string, string) {
 	r.t.Helper()
+	r.emu.SetPrivileged(euid == 0)
 	var out, errb bytes.Buffer
 	e := &env{ctx: context.Background(), stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv: os.Getenv, euid: func() int { return euid }}
@@ -215,13 +219,60 @@ func TestApplyNeedsRootUnlessDryRun(t *testing.T) {
 			t.Errorf("%v as a user: exit %d, stderr %q", args, code, stderr)
 		}
 	}
-	for _, args := range [][]string{{"apply", "--dry-run"}, {"plan"}, {"down", "--dry-run"}, {"links"}} {
+	for _, args := range [][]string{{"apply", "--dry-run"}, {"plan"}, {"links"}} {
 		if code, _, stderr := r.runAs(501, args...); code != exitOK {
 			t.Errorf("%v as a user: exit %d, stderr %q", args, code, stderr)
 		}
 	}
+	// Which of macake's objects are live cannot be known without root on
+	// a Mac, so there is no removal to show either.
+	if code, _, stderr := r.runAs(501, "down", "--dry-run"); code != exitUnavailable || !strings.Contains(stderr, "needs root, even for a dry run") {
+		t.Errorf("down --dry-run as a user: exit %d, stderr %q", code, stderr)
+	}
 	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
 		t.Fatalf("a user's dry run changed the system: %q", calls[0].Argv)
+	}
+}
+
+// TestDryRunWithoutRoot: pf and dummynet refuse to be read by a user, so a
+// dry run says that it cannot see the live state and shows everything
+// macake would own, whatever is live; as root it shows only the
+// differences.
+func TestDryRunWithoutRoot(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	code, stdout, stderr := r.runAs(501, "plan")
+	if code != exitOK {
+		t.Fatalf("plan as a user: exit %d\n%s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, "Note: The live state cannot be read without root") || !strings.Contains(stdout, "Run it with sudo to see only the differences.") ||
+		!strings.Contains(stdout, `+ pipe 48002 "starlink/download"`) || !strings.Contains(stdout, "Plan: 4 to create, 0 to update, 0 to remove.") {
+		t.Errorf("plan as a user: stdout:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "… not read: it needs root\n") || strings.Contains(stderr, "failed") {
+		t.Errorf("plan as a user: stderr:\n%s", stderr)
+	}
+	if code, _, _ := r.runAs(501, "plan", "--detailed-exitcode"); code != exitChanges {
+		t.Errorf("plan --detailed-exitcode as a user: exit %d, want %d", code, exitChanges)
+	}
+	code, stdout, _ = r.runAs(501, "plan", "--json")
+	var doc plan.JSONDocument
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || !doc.LiveStateNotRead || doc.Note == "" || doc.Summary.Create != 4 || !doc.DryRun {
+		t.Errorf("plan --json as a user: exit %d, %v, %s", code, err, stdout)
+	}
+	// Root sees the truth: nothing to do.
+	if stdout, _ := r.mustRun(exitOK, "plan"); !strings.HasPrefix(stdout, "No changes.") {
+		t.Errorf("plan as root after apply:\n%s", stdout)
+	}
+	code, stdout, _ = r.run("plan", "--json")
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || strings.Contains(stdout, "live_state_not_read") {
+		t.Errorf("plan --json as root: exit %d, %v, %s", code, err, stdout)
+	}
+	// No active link: nothing macake would own, and no claim about what
+	// is live.
+	r.setFacts(`{"interfaces":[]}`)
+	if code, stdout, _ := r.runAs(501, "plan"); code != exitOK || !strings.Contains(stdout, "No policy matches the network now, so macake would own nothing in pf/dummynet.") || strings.Contains(stdout, "matches "+r.configDir) {
+		t.Errorf("plan as a user with no active link: exit %d\n%s", code, stdout)
 	}
 }
 
@@ -281,6 +332,25 @@ func TestApplyHookMissing(t *testing.T) {
 	}
 }
 
+// TestApplyHookLostAfterApply: everything of macake's is live but pf's
+// main ruleset lost the hook line, so nothing is shaped: apply must not
+// say that all matches.
+func TestApplyHookLostAfterApply(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	r.emu.DropHook()
+	for _, args := range [][]string{{"apply"}, {"plan"}} {
+		code, stdout, stderr := r.run(args...)
+		want := `macake's objects are in place, but pf does not evaluate them: its main ruleset lacks the line dummynet-anchor "com.apple/*"`
+		if code != exitFailure || !strings.Contains(stdout, want) || strings.Contains(stdout, "No changes") || strings.Contains(stdout, "matches") {
+			t.Errorf("%v: exit %d, stdout lacks %q:\n%s", args, code, want, stdout)
+		}
+		if !strings.Contains(stderr, "\n    dummynet-anchor \"com.apple/*\"\n") {
+			t.Errorf("%v: stderr must give the line to add:\n%s", args, stderr)
+		}
+	}
+}
+
 func TestApplyBackendUnavailable(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	backendRunner = nil
@@ -295,10 +365,9 @@ func TestApplyBackendUnavailable(t *testing.T) {
 	if code != exitUnavailable || !strings.Contains(stderr, "no-tc does not exist") || !strings.Contains(stderr, "apt-get install iproute2") {
 		t.Errorf("tc missing: exit %d, stderr %s", code, stderr)
 	}
-	r.emu.SetPrivileged(false)
 	backendRunner = r.emu
 	t.Setenv(reconcile.EnvBackend, "pf")
-	code, _, stderr = r.runAs(501, "plan")
+	code, _, stderr = r.runAs(501, "down", "--dry-run")
 	if code != exitUnavailable || !strings.Contains(stderr, "Run with sudo") {
 		t.Errorf("pfctl without root: exit %d, stderr %s", code, stderr)
 	}
@@ -375,6 +444,10 @@ func TestApplyFaultAtEveryStep(t *testing.T) {
 				if code != exitFailure || !strings.Contains(stderr, "injected failure") || !regexpMatch(`step \d+ of \d+ \(`, stderr) ||
 					!strings.Contains(stderr, "run 'macake apply' again") {
 					t.Fatalf("%s: exit %d, stderr:\n%s", name, code, stderr)
+				}
+				if first := strings.Contains(stderr, "Nothing was applied: it failed at the first step."); first != (i == 0) ||
+					strings.Contains(stderr, "The steps before it were applied.") == (i == 0) {
+					t.Fatalf("%s: what was applied before the failure is misreported:\n%s", name, stderr)
 				}
 				r.emu.ClearFaults()
 				r.mustRun(exitOK, "apply")

@@ -34,8 +34,9 @@ fine: the second run finds nothing to do. Afterwards the state file keeps the
 measured profiles but no slots and no token.
 
 Exit status: 0 success; 1 failure (run it again); 64 usage; 69 pfctl/dnctl
-(Linux: tc/ip) missing or unusable; 77 not root (a dry run needs no root); 78 the daemon
-settings are invalid.`,
+(Linux: tc/ip) missing or unusable, or on macOS a dry run without root
+(reading pf and dummynet needs root); 77 not root (except a dry run); 78 the
+daemon settings are invalid.`,
 }
 
 func init() { downCmd.run = runDown }
@@ -43,7 +44,7 @@ func init() { downCmd.run = runDown }
 func runDown(e *env, args []string) int {
 	fs := downCmd.flags()
 	f := applyFlags{color: "auto"}
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be removed; change nothing (needs no root)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be removed; change nothing (on macOS reading pf and dummynet still needs root)")
 	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
 	fs.Var(&f.color, "color", "colour the output: auto, always or never")

@@ -39,7 +39,9 @@ Without a daemon it shows the static picture instead and says that watch is
 not running: the policies and which one matches the network now, the rates a
 start would use (the state file's known-good rates, else the policies'), the
 live pipes if they can be read (that needs root), and the state file's
-profiles.
+profiles. A user who may not ask the daemon gets the same static picture,
+with watch said to be running when it holds the state lock (daemon.running
+and daemon.permission_denied in --json).
 
 --follow redraws the table once a second (one JSON document per line with
 --json) until interrupted. --json prints the whole status in base units
@@ -54,6 +56,14 @@ func init() { statusCmd.run = runStatus }
 
 // statusRefresh is --follow's refresh interval.
 var statusRefresh = time.Second
+
+// fetchStatus asks the daemon (tests replace it to play a socket this
+// user may not open, which root never meets).
+var fetchStatus = statusapi.Fetch
+
+// hostGOOS picks advice that names the service manager: launchd on macOS,
+// systemd on Linux.
+var hostGOOS = runtime.GOOS
 
 func runStatus(e *env, args []string) int {
 	fs := statusCmd.flags()
@@ -142,15 +152,36 @@ func gatherStatus(e *env) (statusapi.Status, error) {
 	s.e = &quiet
 	stateDir := stateDirOf(e)
 	socket := statusapi.SocketPath(stateDir)
-	st, err := statusapi.Fetch(e.ctx, socket)
+	st, err := fetchStatus(e.ctx, socket)
 	if err == nil {
 		return st, nil
 	}
 	note := err.Error()
-	if errors.Is(err, statusapi.ErrNotRunning) {
+	denied := errors.Is(err, statusapi.ErrPermission)
+	switch {
+	case errors.Is(err, statusapi.ErrNotRunning):
 		note = "nothing answers on " + socket
+	case denied:
+		note = fmt.Sprintf("its socket answers %s only; run with sudo for its view", statusapi.SocketReaders)
 	}
-	return staticStatus(s, stateDir, socket, note)
+	st, err = staticStatus(s, stateDir, socket, note)
+	if err != nil || !denied {
+		return st, err
+	}
+	// The socket exists but may not be opened: whether watch runs is in
+	// the state lock it holds, which anyone may probe.
+	st.Daemon.PermissionDenied = true
+	pid, holder, held, herr := reconcile.Holder(stateDir)
+	switch {
+	case herr != nil:
+		// The socket is there and watch removes it when it stops.
+		st.Daemon.Running = true
+	case held && holder == reconcile.HolderWatch:
+		st.Daemon.Running, st.Daemon.PID = true, pid
+	default:
+		st.Daemon.Note = "nothing holds the state lock, so " + socket + " is left over from a watch that did not stop cleanly"
+	}
+	return st, nil
 }
 
 // staticStatus is the picture without a daemon: policies, matching, the
@@ -256,14 +287,20 @@ func linkOfFile(file string) string {
 // writeStatusHeader prints who answered and the last reconcile.
 func writeStatusHeader(w io.Writer, st statusapi.Status, now time.Time) {
 	d := st.Daemon
-	if d.Running {
+	if d.Running && d.PermissionDenied {
+		pid := ""
+		if d.PID > 0 {
+			pid = fmt.Sprintf(", pid %d", d.PID)
+		}
+		fmt.Fprintf(w, "macake watch: running%s (%s).\nThis is the static picture, without its live rates and controllers.\n", pid, d.Note)
+	} else if d.Running {
 		fmt.Fprintf(w, "macake watch: running, pid %d, up %s", d.PID, humanAge(time.Duration(d.UptimeSeconds*float64(time.Second))))
 		if d.Version != "" {
 			fmt.Fprintf(w, ", version %s", d.Version)
 		}
 		fmt.Fprintln(w)
 	} else {
-		fmt.Fprintf(w, "macake watch: not running (%s).\nThis is the static picture; start the daemon with 'sudo macake install-daemon'.\n", d.Note)
+		fmt.Fprintf(w, "macake watch: not running (%s).\nThis is the static picture; %s.\n", d.Note, startAdvice(hostGOOS))
 	}
 	if a := st.LastApply; a != nil {
 		fmt.Fprintf(w, "Last reconcile: %s ago (%s): %s", humanAge(now.Sub(a.At)), a.Trigger, reconcileOutcome(a))
@@ -272,6 +309,15 @@ func writeStatusHeader(w io.Writer, st statusapi.Status, now time.Time) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// startAdvice says how to start the daemon: install-daemon loads the
+// launchd job on macOS; on Linux it only prints a systemd unit.
+func startAdvice(goos string) string {
+	if goos == "darwin" {
+		return "start the daemon with 'sudo macake install-daemon'"
+	}
+	return "run the daemon under systemd: see 'macake install-daemon --systemd-unit'"
 }
 
 func reconcileOutcome(a *statusapi.Apply) string {
@@ -302,7 +348,7 @@ func writeLinkTable(w io.Writer, st statusapi.Status) {
 				up = humanRate(float64(sh.RateBits))
 			}
 		}
-		state, base, delay, load, bloat := linkState(l), "-", "-", "-", "-"
+		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != ""), "-", "-", "-", "-"
 		if c := l.Controller; c != nil && c.Responses > 0 {
 			base = humanDuration(seconds(c.IdleRTTSeconds))
 			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + signedDuration(seconds(c.Upload.DelayDeltaSeconds))
@@ -317,14 +363,17 @@ func writeLinkTable(w io.Writer, st statusapi.Status) {
 }
 
 // linkState is the STATE column: the controller's status, with balanced
-// mode's engaged/released; what a link without a controller does.
-func linkState(l statusapi.Link) string {
+// mode's engaged/released; what a link without a controller does, or
+// "unknown" when the live state could not be read (liveUnread).
+func linkState(l statusapi.Link, liveUnread bool) string {
 	c := l.Controller
 	switch {
 	case c == nil && l.Mode == string(config.ModeOff):
 		return "off"
 	case c == nil && l.Shaped:
 		return "static"
+	case c == nil && liveUnread:
+		return "unknown"
 	case c == nil:
 		return "not shaped"
 	case l.Mode == string(config.ModeBalanced) && c.Engaged:
@@ -376,8 +425,15 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 		if c.Note != "" {
 			fmt.Fprintf(w, "  controller: %s\n", c.Note)
 		}
-		fmt.Fprintf(w, "  controller: %s; %d replies, %d cuts, %d increases; last reply %s ago\n",
-			c.Status, c.Responses, c.Cuts, c.Increases, humanDuration(seconds(c.SinceResponseSeconds)))
+		// Before the first reply the baselines and ages are the
+		// controller's starting values, not measurements: never shown.
+		measured := c.Responses > 0
+		lastReply := "no reply yet"
+		if measured {
+			lastReply = "last reply " + humanDuration(seconds(c.SinceResponseSeconds)) + " ago"
+		}
+		fmt.Fprintf(w, "  controller: %s; %d replies, %d cuts, %d increases; %s\n",
+			c.Status, c.Responses, c.Cuts, c.Increases, lastReply)
 		for _, d := range []struct {
 			name string
 			d    statusapi.Direction
@@ -386,16 +442,21 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 			if d.d.Bufferbloat {
 				bloat = ", BUFFERBLOAT"
 			}
+			baseline, delay := "-", "-"
+			if measured {
+				baseline, delay = humanDuration(seconds(d.d.BaselineSeconds)), signedDuration(seconds(d.d.DelayDeltaSeconds))
+			}
 			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
-				d.name, humanRate(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, humanDuration(seconds(d.d.BaselineSeconds)),
-				signedDuration(seconds(d.d.DelayDeltaSeconds)), humanDuration(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
+				d.name, humanRate(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
+				delay, humanDuration(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
 		}
 		for _, r := range c.Reflectors {
+			if r.Responses == 0 {
+				fmt.Fprintf(w, "  reflector %-15s baseline -, 0 replies, no reply yet\n", r.Address)
+				continue
+			}
 			health := "ok"
-			switch {
-			case r.Responses == 0:
-				health = "no reply yet"
-			case r.Offences > 0:
+			if r.Offences > 0 {
 				health = fmt.Sprintf("%d missed checks", r.Offences)
 			}
 			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.Address,

@@ -6,14 +6,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/reconcile/statusapi"
 )
 
@@ -21,6 +25,7 @@ import (
 // static picture: the matching policy, the live pipes, the known networks.
 func TestStatusWithoutDaemon(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
+	setHostGOOS(t, "darwin")
 	r.mustRun(exitOK, "apply")
 	stdout, _ := r.mustRun(exitOK, "status")
 	for _, want := range []string{
@@ -43,12 +48,87 @@ func TestStatusWithoutDaemon(t *testing.T) {
 		t.Fatalf("status --json: %+v", st)
 	}
 
-	// Without root the live pipes cannot be read; status says so and
-	// shows what a start would install.
-	r.emu.SetPrivileged(false)
+	// Without root the live pipes cannot be read; status says so, shows
+	// what a start would install, and does not call the link unshaped.
+	code, stdout, _ := r.runAs(501, "status")
+	if code != exitOK || !strings.Contains(stdout, "Live state: not read:") || !strings.Contains(stdout, "policy (not read live)") ||
+		!strings.Contains(stdout, "starlink  en0        autorate  unknown") || strings.Contains(stdout, "not shaped") {
+		t.Errorf("status without root: exit %d\n%s", code, stdout)
+	}
+
+	// On Linux install-daemon only prints a systemd unit.
+	setHostGOOS(t, "linux")
 	stdout, _ = r.mustRun(exitOK, "status")
-	if !strings.Contains(stdout, "Live state: not read:") || !strings.Contains(stdout, "policy (not read live)") {
-		t.Errorf("status without root:\n%s", stdout)
+	if !strings.Contains(stdout, "run the daemon under systemd: see 'macake install-daemon --systemd-unit'") || strings.Contains(stdout, "sudo macake install-daemon") {
+		t.Errorf("status on Linux without a daemon:\n%s", stdout)
+	}
+}
+
+func setHostGOOS(t *testing.T, goos string) {
+	old := hostGOOS
+	hostGOOS = goos
+	t.Cleanup(func() { hostGOOS = old })
+}
+
+// TestStatusSocketDenied: a user who may not open the socket of a running
+// watch is told that it runs, by whom, and to use sudo for its view; a
+// socket nobody holds the lock behind is a leftover, not a daemon.
+func TestStatusSocketDenied(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	socket := statusapi.SocketPath(r.stateDir)
+	old := fetchStatus
+	fetchStatus = func(context.Context, string) (statusapi.Status, error) {
+		return statusapi.Status{}, fmt.Errorf("%w: %s answers root only; run with sudo", statusapi.ErrPermission, socket)
+	}
+	defer func() { fetchStatus = old }()
+	l, err := reconcile.AcquireLockAs(context.Background(), r.stateDir, time.Second, reconcile.HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ := r.runAs(501, "status")
+	want := fmt.Sprintf("macake watch: running, pid %d (its socket answers %s only; run with sudo for its view).", os.Getpid(), statusapi.SocketReaders)
+	if code != exitOK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") ||
+		!strings.Contains(stdout, "autorate  unknown") || strings.Contains(stdout, "not shaped") {
+		t.Errorf("status as a user with watch running: exit %d, want %q:\n%s", code, want, stdout)
+	}
+	_, stdout, _ = r.runAs(501, "status", "--json")
+	var st statusapi.Status
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || !st.Daemon.Running || !st.Daemon.PermissionDenied || st.Daemon.PID != os.Getpid() {
+		t.Errorf("status --json as a user with watch running: %v %+v", err, st.Daemon)
+	}
+	l.Release()
+	_, stdout, _ = r.runAs(501, "status", "--json")
+	st = statusapi.Status{}
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || st.Daemon.Running || !st.Daemon.PermissionDenied || !strings.Contains(st.Daemon.Note, "left over") {
+		t.Errorf("status --json with a stale socket: %v %+v", err, st.Daemon)
+	}
+}
+
+// TestStatusBeforeTheFirstReply: a controller that has no reply yet shows
+// no baseline, delay or reply age: its starting values were never measured.
+func TestStatusBeforeTheFirstReply(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	st := sampleStatus(r.stateDir)
+	c := st.Links[0].Controller
+	c.Status, c.Responses, c.SinceResponseSeconds, c.IdleRTTSeconds = "stalled", 0, 9, 0.1
+	c.Download.BaselineSeconds, c.Upload.BaselineSeconds = 0.1, 0.1
+	c.Reflectors = []statusapi.Reflector{{Address: "1.1.1.1", BaselineDownSeconds: 0.1, BaselineUpSeconds: 0.1, SinceResponseSeconds: 2}}
+	serveStatus(t, r.stateDir, st)
+	stdout, _ := r.mustRun(exitOK, "status")
+	for _, want := range []string{
+		"controller: stalled; 0 replies, 31 cuts, 402 increases; no reply yet",
+		"reflector 1.1.1.1         baseline -, 0 replies, no reply yet",
+		"baseline -, delay -",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, never := range []string{"100.0ms", "9.00s", "2.00s"} {
+		if strings.Contains(stdout, never) {
+			t.Errorf("status shows the unmeasured %q:\n%s", never, stdout)
+		}
 	}
 }
 
@@ -164,6 +244,34 @@ func TestWatchRefusals(t *testing.T) {
 	}
 	if code, _, stderr := r.run("watch"); code != exitConfig || !strings.Contains(stderr, "log_format") {
 		t.Errorf("watch with invalid settings: exit %d, %s", code, stderr)
+	}
+}
+
+// TestSecondWatchSaysSo: a watch that finds another one holding the lock
+// says that a watch runs, not the advice meant for apply and down.
+func TestSecondWatchSaysSo(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	t.Setenv("GOMAXPROCS", strconv.Itoa(runtime.GOMAXPROCS(0))) // keep watch from changing the test's
+	old := watchLockWait
+	watchLockWait = 100 * time.Millisecond
+	defer func() { watchLockWait = old }()
+	l, err := reconcile.AcquireLockAs(context.Background(), r.stateDir, time.Second, reconcile.HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	code, _, stderr := r.run("watch")
+	want := fmt.Sprintf("another macake watch (pid %d) is running", os.Getpid())
+	if code != exitFailure || !strings.Contains(stderr, want) || !strings.Contains(stderr, "only one watch runs at a time") {
+		t.Errorf("second watch: exit %d, stderr lacks %q:\n%s", code, want, stderr)
+	}
+	if strings.Contains(stderr, "To apply or take shaping down by hand") {
+		t.Errorf("second watch got apply's advice:\n%s", stderr)
+	}
+	for goos, restart := range map[string]string{"darwin": "launchctl kickstart -k system/org.macake.watch", "linux": "systemctl restart macake-watch"} {
+		if msg := anotherWatch(7, goos).Error(); !strings.Contains(msg, restart) {
+			t.Errorf("%s: %q lacks %q", goos, msg, restart)
+		}
 	}
 }
 

@@ -152,6 +152,12 @@ func runWatch(e *env, args []string) int {
 		if errors.Is(err, e.ctx.Err()) && e.ctx.Err() != nil {
 			return exitOK
 		}
+		var locked *reconcile.LockedError
+		if errors.As(err, &locked) && locked.Holder == reconcile.HolderWatch {
+			// Another daemon, not an apply: its advice (stop it to
+			// apply by hand) is not what a second watch needs.
+			err = anotherWatch(locked.PID, runtime.GOOS)
+		}
 		log.Error("cannot take the state lock", logging.KeyError, err)
 		return s.fail(err)
 	}
@@ -224,6 +230,22 @@ func runWatch(e *env, args []string) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// anotherWatch is the error of a watch that finds another one running:
+// only one may run, and the way to restart it depends on the service
+// manager.
+func anotherWatch(pid int, goos string) error {
+	who := "another macake watch"
+	if pid > 0 {
+		who += fmt.Sprintf(" (pid %d)", pid)
+	}
+	restart := "sudo launchctl kickstart -k system/org.macake.watch"
+	if goos != "darwin" {
+		restart = "sudo systemctl restart macake-watch"
+	}
+	return fmt.Errorf("%s is running and holds the state lock; only one watch runs at a time. "+
+		"See 'macake status'; to restart it with new settings: %s", who, restart)
 }
 
 // maxStderrFile caps the file launchd sends the daemon's stderr to

@@ -168,6 +168,9 @@ func TestBinariesShareAStateFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries")
 	}
+	if os.Geteuid() != 0 {
+		t.Skip("the binaries refuse a user as pfctl and dnctl do on a Mac; run the tests as root, as CI does")
+	}
 	dir := t.TempDir()
 	bins := BuildBinaries(t, dir)
 	stateFile := filepath.Join(dir, "state.json")
@@ -242,6 +245,43 @@ func TestBinariesShareAStateFile(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		if _, err := os.Stat(stateFile + ".lock"); err != nil {
 			t.Errorf("lock file: %v", err)
+		}
+	}
+}
+
+// TestBinariesRefuseUsers: the emulator binaries answer a caller who is
+// not root as pfctl and dnctl do on a Mac, and the refusal is not saved
+// into the shared state.
+func TestBinariesRefuseUsers(t *testing.T) {
+	stateFile := filepath.Join(t.TempDir(), "state.json")
+	getenv := func(k string) string {
+		if k == EnvState {
+			return stateFile
+		}
+		return ""
+	}
+	run := func(uid int, args ...string) (int, string) {
+		t.Helper()
+		old := geteuid
+		geteuid = func() int { return uid }
+		defer func() { geteuid = old }()
+		var out, errb strings.Builder
+		code := Main(args, nil, &out, &errb, getenv)
+		return code, errb.String()
+	}
+	for _, tt := range []struct {
+		args   []string
+		code   int
+		stderr string
+	}{
+		{[]string{"/sbin/pfctl", "-s", "info"}, 1, "pfctl: /dev/pf: Permission denied\n"},
+		{[]string{"/usr/sbin/dnctl", "list"}, 69, "dnctl: socket: Operation not permitted\n"},
+	} {
+		if code, stderr := run(501, tt.args...); code != tt.code || stderr != tt.stderr {
+			t.Errorf("%v as a user: exit %d, stderr %q; want %d, %q", tt.args, code, stderr, tt.code, tt.stderr)
+		}
+		if code, stderr := run(0, tt.args...); code != 0 {
+			t.Errorf("%v as root after a user's call: exit %d, stderr %q", tt.args, code, stderr)
 		}
 	}
 }

@@ -99,9 +99,15 @@ func UpdateFile(path string, f func(e *Emulator) error) error {
 	return e.SaveFile(path)
 }
 
+// geteuid is the caller's effective uid (tests replace it).
+var geteuid = os.Geteuid
+
 // Main is the body of the emulator binaries: it runs args (args[0] names
 // the tool, pfctl or dnctl) against the state file named by
-// PFDN_EMU_STATE, under an exclusive lock, and returns the exit code.
+// PFDN_EMU_STATE, under an exclusive lock, and returns the exit code. As
+// on a Mac, a caller who is not root may not open /dev/pf or dnctl's
+// socket (reference/pf-dummynet.md items 12 and 30), whatever the state
+// file says; that refusal is not saved in it.
 func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(string) string) int {
 	path := getenv(EnvState)
 	if path == "" {
@@ -129,7 +135,12 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(s
 		return in
 	}
 	tty := stdin != nil && isTerminal(int(stdin.Fd()))
+	unprivileged := e.m.Unprivileged
+	if geteuid() != 0 {
+		e.m.Unprivileged = true
+	}
 	res, hang, runErr := e.runLocked(plan.Command{Argv: args}, os.Getpid(), readStdin, tty)
+	e.m.Unprivileged = unprivileged
 	if read && len(e.calls) > 0 {
 		e.calls[len(e.calls)-1].Stdin = string(in)
 	}

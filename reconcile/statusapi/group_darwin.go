@@ -7,6 +7,10 @@ import (
 	"strconv"
 )
 
+// SocketReaders says who may ask the daemon over its socket, for the
+// message that tells everyone else to use sudo.
+const SocketReaders = "root and the admin group"
+
 // adminGID is the admin group's id on every macOS release, for when the
 // group database cannot be read.
 const adminGID = 80

@@ -236,7 +236,7 @@ func exchange(ctx context.Context, path string, req Request) (Response, error) {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
 		return Response{}, fmt.Errorf("%w (nothing answers on %s)", ErrNotRunning, path)
 	case errors.Is(err, fs.ErrPermission):
-		return Response{}, fmt.Errorf("%w: %s is readable by root and the admin group only; run with sudo", ErrPermission, path)
+		return Response{}, fmt.Errorf("%w: %s answers %s only; run with sudo", ErrPermission, path, SocketReaders)
 	case err != nil:
 		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}

@@ -20,8 +20,9 @@ import (
 )
 
 // FormatVersion is the version of the Status document and of the request.
-// A client accepts any 1.x document; new fields arrive as minor versions.
-const FormatVersion = "1.1"
+// A client accepts any 1.x document; new fields arrive as minor versions
+// (1.2: daemon.permission_denied).
+const FormatVersion = "1.2"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -55,7 +56,13 @@ type Status struct {
 
 // Daemon describes the running `macake watch`, or why there is none.
 type Daemon struct {
+	// Running is whether watch runs: it answered, or (PermissionDenied)
+	// it holds the state lock although this user may not ask it.
 	Running bool `json:"running"`
+	// PermissionDenied: the socket exists but this user may not connect
+	// (it answers root, and on macOS the admin group, only), so the rest
+	// of the document is the static picture, not the daemon's view.
+	PermissionDenied bool `json:"permission_denied,omitempty"`
 	// Socket is the status socket's path.
 	Socket        string    `json:"socket"`
 	PID           int       `json:"pid,omitempty"`
