@@ -21,7 +21,7 @@ import (
 
 // FormatVersion is the version of the Status document and of the request.
 // A client accepts any 1.x document; new fields arrive as minor versions.
-const FormatVersion = "1.1"
+const FormatVersion = "1.2"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -123,6 +123,10 @@ type Shaper struct {
 	// Source says where the rate came from: controller, known-good,
 	// policy, or live (read from the system by a status without daemon).
 	Source string `json:"source,omitempty"`
+	// NotShaped, when set, says why this direction is not shaped even
+	// though the policy wants it (e.g. another tool's root qdisc is in
+	// the way); RateBits is then only what macake would set.
+	NotShaped string `json:"not_shaped,omitempty"`
 }
 
 // Controller is a link controller's state.
