@@ -12,6 +12,7 @@ import (
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/tc"
 )
 
 // driftFacts is the plan a one-shot apply would make now: what differs
@@ -59,6 +60,8 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 		b, err := reconcile.OpenBackend(reconcile.BackendConfig{
 			Settings: cfg.policies.Settings, Tokens: tokens, Runner: in.sys.Runner, Getenv: in.sys.Getenv,
 			GOOS: in.sys.GOOS, KnownLinks: func() map[string]int { return maps.Clone(st.Slots) },
+			// A copy: doctor never writes the state file.
+			Ownership: tc.NewMemoryOwnership(st.TCOwnedRoots),
 		})
 		if err != nil {
 			d.blocked = "the backend cannot be opened (see System)"
@@ -128,17 +131,39 @@ func judgeDrift(p plan.Plan, watchRunning bool) Result {
 		}
 		changes = append(changes, line)
 	}
+	unshaped := p.Unshaped()
 	if len(changes) > 0 {
 		fix := "sudo macake apply makes it match (macake plan shows the changes first)"
 		if watchRunning {
 			fix = "macake watch should repair this within a drift tick; if it stays, see its log and `macake status`"
 		}
-		return warn(fix, "the live shaping differs from the policy files: %s pending", plural(len(changes), "change")).with(append(changes, steered...)...)
+		for _, w := range unshaped {
+			changes = append(changes, unshapedLine(w))
+		}
+		return warn(fix, "the live shaping differs from the policy files: %s pending", plural(len(changes)-len(unshaped), "change")).with(append(changes, steered...)...)
+	}
+	if len(unshaped) > 0 {
+		// Nothing for apply to do, yet a direction is not shaped: another
+		// tool's object is in the way, or the kernel or interface lacks
+		// something. Only a person can fix that.
+		lines := make([]string, 0, len(unshaped))
+		for _, w := range unshaped {
+			lines = append(lines, unshapedLine(w))
+		}
+		return warn("each line says what to remove or fix; `macake plan` shows the same warnings",
+			"the live shaping does not match the policy files: %s not shaped", plan.UnshapedSummary(unshaped)).with(lines...)
 	}
 	if len(steered) > 0 {
 		return ok("the live shaping matches the policy files (%s steered by macake watch's controller)", plural(len(steered), "rate")).with(steered...)
 	}
 	return ok("the live shaping matches the policy files")
+}
+
+func unshapedLine(w plan.Warning) string {
+	if w.Link == "" {
+		return "! " + w.Message
+	}
+	return fmt.Sprintf("! link %q: %s", w.Link, w.Message)
 }
 
 // rateOnly reports whether op only changes rates or queue sizes of an

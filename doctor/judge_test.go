@@ -80,21 +80,30 @@ func TestJudgeDrift(t *testing.T) {
 	rate := plan.Op{Link: "wan", Kind: "pipe", Label: `pipe 48002 "wan/download"`, Action: plan.Update, Reason: "bandwidth differs",
 		Fields: []plan.Field{{Key: "bandwidth_bits_per_second"}, {Key: "queue_bytes"}}}
 	anchor := plan.Op{Link: "wan", Kind: "rules", Label: `anchor "com.apple/macake"`, Action: plan.Create, Reason: "not present"}
+	foreign := plan.Warning{Link: "wan", Unshaped: []string{"upload"},
+		Message: "wan0 has a root qdisc macake does not own (pfifo 1:), so upload is not shaped; macake never replaces another tool's qdisc"}
+	harmless := plan.Warning{Link: "wan", Message: "wan0's ingress hook has other filters that run before macake's redirect"}
 	tests := []struct {
-		name  string
-		ops   []plan.Op
-		watch bool
-		want  Status
-		says  []string
+		name     string
+		ops      []plan.Op
+		warnings []plan.Warning
+		watch    bool
+		want     Status
+		says     []string
 	}{
-		{"nothing to do", nil, false, OK, []string{"matches the policy files"}},
-		{"changes without watch", []plan.Op{anchor, rate}, false, Warning, []string{"2 changes pending", `+ anchor "com.apple/macake" (link "wan"): not present`, "sudo macake apply"}},
-		{"rates steered by watch", []plan.Op{rate}, true, OK, []string{"1 rate steered by macake watch", `~ pipe 48002 "wan/download"`}},
-		{"drift while watch runs", []plan.Op{anchor, rate}, true, Warning, []string{"1 change pending", "macake watch should repair this"}},
+		{"nothing to do", nil, nil, false, OK, []string{"matches the policy files"}},
+		{"a warning that leaves shaping in effect", nil, []plan.Warning{harmless}, false, OK, []string{"matches the policy files"}},
+		{"changes without watch", []plan.Op{anchor, rate}, nil, false, Warning, []string{"2 changes pending", `+ anchor "com.apple/macake" (link "wan"): not present`, "sudo macake apply"}},
+		{"rates steered by watch", []plan.Op{rate}, nil, true, OK, []string{"1 rate steered by macake watch", `~ pipe 48002 "wan/download"`}},
+		{"drift while watch runs", []plan.Op{anchor, rate}, nil, true, Warning, []string{"1 change pending", "macake watch should repair this"}},
+		{"a foreign qdisc in the way, nothing to apply", nil, []plan.Warning{foreign, harmless}, true, Warning,
+			[]string{`does not match the policy files: link "wan" upload not shaped`, `! link "wan": wan0 has a root qdisc macake does not own (pfifo 1:)`}},
+		{"a foreign qdisc in the way and a change", []plan.Op{anchor}, []plan.Warning{foreign}, false, Warning,
+			[]string{"1 change pending", `! link "wan": wan0 has a root qdisc`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expect(t, judgeDrift(plan.Plan{Ops: tt.ops}, tt.watch), tt.want, tt.says...)
+			expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch), tt.want, tt.says...)
 		})
 	}
 }

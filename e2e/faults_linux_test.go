@@ -96,9 +96,11 @@ func TestRouterExampleOnThisKernel(t *testing.T) {
 	}
 }
 
-// TestApplyRepairsDriftAndLeavesForeignQdiscs: a rate changed by hand and
-// a deleted IFB are put back by the next apply; a root qdisc another tool
-// put in place of macake's is reported, never replaced, and survives down.
+// TestApplyRepairsDriftAndLeavesForeignQdiscs: a rate changed by hand, a
+// deleted IFB and a root qdisc someone put in place of macake's are put
+// back by the next apply. A root qdisc another tool put there before
+// macake ever shaped the interface is reported (plan does not claim the
+// live state matches), never replaced, and survives down.
 func TestApplyRepairsDriftAndLeavesForeignQdiscs(t *testing.T) {
 	cli, m := faultLab(t)
 	m.SetPolicy(t, "wan", fixedWAN)
@@ -113,9 +115,27 @@ func TestApplyRepairsDriftAndLeavesForeignQdiscs(t *testing.T) {
 	mustContain(t, "a third apply", m.MustRun(t, 0, "apply").Stdout, "No changes.")
 
 	cli.Exec("tc", "qdisc", "replace", "dev", ClientDev, "root", "handle", "1:", "pfifo", "limit", "100")
+	restored := m.MustRun(t, 0, "apply")
+	mustContain(t, "apply over macake's replaced root", restored.Stdout,
+		"~ shaper on wan0", "root qdisc on wan0 replaced by someone else (pfifo 1:); restoring macake's shaper", "Applied:")
+	if q := cli.Exec("tc", "qdisc", "show", "dev", ClientDev); strings.Contains(q, "pfifo 1:") || !strings.Contains(q, "htb 4d4b: root") {
+		t.Errorf("wan0's root after the repair:\n%s", q)
+	}
+	mustContain(t, "the upload class after the root was restored", cli.Exec("tc", "-d", "class", "show", "dev", ClientDev), "rate 8Mbit overhead 18")
+	mustContain(t, "an apply after the restore", m.MustRun(t, 0, "apply").Stdout, "No changes.")
+
+	// Another tool's root, there before macake shaped wan0: left alone.
+	m.MustRun(t, 0, "down")
+	cli.Exec("tc", "qdisc", "replace", "dev", ClientDev, "root", "handle", "1:", "pfifo", "limit", "100")
 	foreign := m.MustRun(t, 0, "apply")
 	mustContain(t, "apply over a foreign root", foreign.Stdout+foreign.Stderr,
 		"wan0 has a root qdisc macake does not own (pfifo 1:), so upload is not shaped", "tc qdisc del dev wan0 root")
+	planned := m.MustRun(t, 0, "plan")
+	mustContain(t, "plan over a foreign root", planned.Stdout, `No changes macake can make, but the live shaping does not match the policy: link "wan" upload not shaped`)
+	if strings.Contains(planned.Stdout, "matches") {
+		t.Errorf("plan claims the live state matches while upload is not shaped:\n%s", planned.Stdout)
+	}
+	mustContain(t, "the foreign root after apply", cli.Exec("tc", "qdisc", "show", "dev", ClientDev), "pfifo 1: root")
 	m.MustRun(t, 0, "down")
 	mustContain(t, "the foreign root after down", cli.Exec("tc", "qdisc", "show", "dev", ClientDev), "pfifo 1: root")
 }
@@ -175,7 +195,9 @@ exec '`+tc.DefaultTools().IP+`' "$@"
 	if links := cli.Exec("ip", "link", "show"); strings.Contains(links, tc.IFBPrefix) {
 		t.Errorf("an IFB was created:\n%s", links)
 	}
-	mustContain(t, "the plan after apply", m.MustRun(t, 0, "apply", "--dry-run").Stdout, "No changes.")
+	// Nothing is left to do, and the plan does not call that a match.
+	mustContain(t, "the plan after apply", m.MustRun(t, 0, "apply", "--dry-run").Stdout,
+		`No changes macake can make, but the live shaping does not match the policy: link "wan" download not shaped`)
 }
 
 // TestApplyInterfaceRenamed: the link's interface is renamed under macake

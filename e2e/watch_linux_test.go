@@ -89,6 +89,15 @@ exec '`+tc.DefaultTools().TC+`' "$@"
 			strings.Contains(tcShow("filter", "show", "dev", ClientDev, "parent", "4d4b:"), "pref 19785")
 	})
 
+	// Someone replaces macake's root qdisc: it was macake's, so the drift
+	// tick restores it, with its probe exemptions.
+	cli.Exec("tc", "qdisc", "replace", "dev", ClientDev, "root", "handle", "1:", "pfifo", "limit", "100")
+	eventually(t, 15*time.Second, "the root qdisc someone put in place of macake's was not replaced back", func() bool {
+		q := tcShow("qdisc", "show", "dev", ClientDev)
+		return !strings.Contains(q, "pfifo 1:") && strings.Contains(uploadRate(), "rate 8Mbit") &&
+			strings.Contains(tcShow("filter", "show", "dev", ClientDev, "parent", "4d4b:"), "pref 19785")
+	})
+
 	// The interface is renamed: what macake built there goes; with its
 	// name back, the link is shaped again.
 	cli.Exec("ip", "link", "set", "dev", ClientDev, "down")
@@ -109,4 +118,6 @@ exec '`+tc.DefaultTools().TC+`' "$@"
 	if q := tcShow("qdisc", "show", "dev", ClientDev); strings.Contains(q, "4d4b:") {
 		t.Errorf("down after watch left macake's root:\n%s", q)
 	}
+	out := w.Output()
+	mustContain(t, "the watch log", out.Stdout+out.Stderr, "drift repaired", "root qdisc on wan0 replaced by someone else (pfifo 1:)")
 }

@@ -71,6 +71,7 @@ const (
 	DriftShaperChanged DriftKind = "shaper_changed" // a pipe or qdisc was reconfigured
 	DriftPFDisabled    DriftKind = "pf_disabled"    // pf was disabled; a fresh enable reference taken
 	DriftHookMissing   DriftKind = "hook_missing"   // pf.conf no longer evaluates the anchor (never repaired)
+	DriftNotShaped     DriftKind = "not_shaped"     // a direction cannot be shaped: another tool's object is in the way, or the interface or kernel lacks something (never repaired)
 )
 
 // Kept says what stays in force for a link whose policy file has an error.

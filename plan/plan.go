@@ -84,6 +84,24 @@ type Op struct {
 type Warning struct {
 	Link    string `json:"link,omitempty"`
 	Message string `json:"message"`
+	// Unshaped names the directions ("upload", "download") of Link that
+	// the finding leaves unshaped, e.g. because another tool's qdisc is in
+	// the way; empty when shaping is in effect regardless. A plan with such
+	// a warning does not make the live state match the policy even when it
+	// has no ops.
+	Unshaped []string `json:"unshaped,omitempty"`
+}
+
+// Unshaped returns the warnings that leave a direction of a link
+// unshaped.
+func (p Plan) Unshaped() []Warning {
+	var out []Warning
+	for _, w := range p.Warnings {
+		if len(w.Unshaped) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Plan is an ordered list of operations. The order is safe to execute:

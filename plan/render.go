@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -84,6 +85,38 @@ func (p Plan) groups() []group {
 	return gs
 }
 
+// UnshapedSummary names what unshaped warnings leave unshaped, e.g.
+// `link "wan" upload` or `link "wan" upload and download, link "lte"
+// download`.
+func UnshapedSummary(ws []Warning) string {
+	var order []string
+	dirs := map[string][]string{}
+	for _, w := range ws {
+		if _, seen := dirs[w.Link]; !seen {
+			order = append(order, w.Link)
+			dirs[w.Link] = nil
+		}
+		for _, d := range w.Unshaped {
+			if !slices.Contains(dirs[w.Link], d) {
+				dirs[w.Link] = append(dirs[w.Link], d)
+			}
+		}
+	}
+	parts := make([]string, 0, len(order))
+	for _, l := range order {
+		ds := dirs[l]
+		slices.Sort(ds)
+		slices.Reverse(ds) // upload before download
+		what := strings.Join(ds, " and ")
+		if l == "" {
+			parts = append(parts, what)
+		} else {
+			parts = append(parts, fmt.Sprintf("link %q %s", l, what))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // WriteText renders p for people: a legend, one block per link, hidden
 // unchanged fields counted, and the summary line; exactly "No changes."
 // (followed by opts.Subject) when there is nothing to do.
@@ -100,9 +133,14 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 		b.WriteByte('\n')
 	}
 	if p.Empty() {
+		un := p.Unshaped()
 		switch {
 		case opts.NoChanges != "":
 			b.WriteString(opts.NoChanges)
+		case len(un) > 0:
+			// "matches" would be false: the live state is all macake can
+			// make it, and still not what the policy asks for.
+			fmt.Fprintf(&b, "No changes macake can make, but the live shaping does not match the policy: %s not shaped (see the warnings above).", UnshapedSummary(un))
 		case opts.Subject != "":
 			b.WriteString("No changes. " + opts.Subject)
 		default:
@@ -126,6 +164,9 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 		b.WriteString("  " + opts.paint(ansiBold, g.header(opts.SharedGroup)) + "\n")
 		for _, op := range g.ops {
 			fmt.Fprintf(&b, "  %s %s\n", opts.symbol(op.Action), op.Label)
+			if op.explainsItself() {
+				fmt.Fprintf(&b, "      # %s\n", op.Reason)
+			}
 			for _, f := range op.Fields {
 				switch op.Action {
 				case Update:
@@ -153,6 +194,18 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 	fmt.Fprintf(&b, "Plan: %d to create, %d to update, %d to remove.\n", c, u, r)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// explainsItself reports whether op's reason is shown under its label:
+// when the op runs nothing (it only updates macake's records), and when an object
+// replaces one of another kind (a qdisc someone else put in macake's
+// place), where the reason says what was found. Elsewhere the fields say
+// it and the reason would repeat them.
+func (op Op) explainsItself() bool {
+	if op.Reason == "" {
+		return false
+	}
+	return len(op.Commands) == 0 || (op.Action == Update && len(op.Fields) > 0 && op.Fields[0].Key == "qdisc")
 }
 
 func commandPrefix(dryRun bool) string {

@@ -91,6 +91,11 @@ type BackendConfig struct {
 	KnownLinks func() map[string]int
 	// GOOS picks the default backend; "" is runtime.GOOS.
 	GOOS string
+	// Ownership is the tc backend's record of the root qdiscs it created
+	// (tc.Ownership). nil uses Tokens when it keeps one (StateTokens: the
+	// state file), else a record in memory. A read-only inspection
+	// (doctor) passes a tc.MemoryOwnership seeded from the state file.
+	Ownership tc.Ownership
 }
 
 func (c BackendConfig) getenv(k string) string {
@@ -381,7 +386,10 @@ func openTC(cfg BackendConfig) (*OpenedBackend, error) {
 		}
 		run = execrun.Runner{Timeout: tcTimeout}
 	}
-	b := &tc.Backend{Runner: run, Tools: tools}
+	b := &tc.Backend{Runner: run, Tools: tools, Owners: cfg.Ownership}
+	if o, ok := cfg.Tokens.(tc.Ownership); ok && b.Owners == nil {
+		b.Owners = o
+	}
 	return &OpenedBackend{
 		Backend: b,
 		Name:    "tc",

@@ -5,6 +5,7 @@ package reconcile
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/macake/macake/state"
@@ -87,6 +88,43 @@ func (t *StateTokens) ReleaseSlots(names []string) error {
 	}
 	if err := state.Save(t.Dir, t.State); err != nil {
 		return fmt.Errorf("releasing the slots of removed links: %w", err)
+	}
+	return nil
+}
+
+// OwnedRoots returns the interfaces whose root qdisc the tc backend
+// created (State.TCOwnedRoots); it makes StateTokens a tc.Ownership.
+func (t *StateTokens) OwnedRoots() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]bool, len(t.State.TCOwnedRoots))
+	for _, dev := range t.State.TCOwnedRoots {
+		out[dev] = true
+	}
+	return out
+}
+
+// SetRootOwned records (owned) or forgets that the tc backend's root
+// qdisc is on dev, and saves the state file when that changes anything.
+func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.State.TCOwnedRoots
+	next := slices.Clone(old)
+	slices.Sort(next)
+	i, found := slices.BinarySearch(next, dev)
+	if found == owned {
+		return nil
+	}
+	if owned {
+		next = slices.Insert(next, i, dev)
+	} else {
+		next = slices.Delete(next, i, i+1)
+	}
+	t.State.TCOwnedRoots = next
+	if err := state.Save(t.Dir, t.State); err != nil {
+		t.State.TCOwnedRoots = old
+		return fmt.Errorf("recording macake's root qdisc on %s in the state file: %w", dev, err)
 	}
 	return nil
 }

@@ -115,10 +115,14 @@ type Daemon struct {
 	rebaseline     bool
 	gen            uint64
 	driftCounts    map[string]int
-	lastApply      *applyRecord
-	lastChange     time.Time
-	retry          *time.Timer
-	backoff        time.Duration
+	// unshaped holds, per link and direction, why the last plan could not
+	// shape it (plan.Warning.Unshaped); status shows it instead of the
+	// believed rate.
+	unshaped   map[string]map[string]string
+	lastApply  *applyRecord
+	lastChange time.Time
+	retry      *time.Timer
+	backoff    time.Duration
 
 	rateReqs   chan rateRequest
 	switchReqs chan switchRequest

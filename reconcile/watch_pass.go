@@ -132,6 +132,7 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		d.liveOK = false
 		return
 	}
+	d.noteUnshaped(ctx, p)
 	if d.liveOK && reflect.DeepEqual(desired, d.live) && !p.Empty() {
 		// Nothing macake decided changed, yet the live state differs:
 		// someone else changed what macake owns.
@@ -205,6 +206,33 @@ func warningText(w plan.Warning) string {
 		return w.Link + ": " + w.Message
 	}
 	return w.Message
+}
+
+// noteUnshaped records which directions the plan cannot shape, for
+// status, and logs each finding once, when it first appears: nothing in a
+// plan repairs it, so only a person can.
+func (d *Daemon) noteUnshaped(ctx context.Context, p plan.Plan) {
+	next := map[string]map[string]string{}
+	for _, w := range p.Unshaped() {
+		seen := false
+		for _, dir := range w.Unshaped {
+			if next[w.Link] == nil {
+				next[w.Link] = map[string]string{}
+			}
+			if old := next[w.Link][dir]; old != "" {
+				next[w.Link][dir] = old + "; " + w.Message
+			} else {
+				next[w.Link][dir] = w.Message
+			}
+			seen = seen || strings.Contains(d.unshaped[w.Link][dir], w.Message)
+		}
+		if !seen {
+			d.ev.DriftUnrepaired(ctx, logging.Drift{Link: w.Link, Kind: logging.DriftNotShaped,
+				Detail: strings.Join(w.Unshaped, " and ") + " not shaped: " + w.Message},
+				"see the detail; `macake plan` shows the same warning")
+		}
+	}
+	d.unshaped = next
 }
 
 // driftKind names what an op repairs, in the log's drift vocabulary.

@@ -3,6 +3,7 @@
 package reconcile
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -26,6 +27,8 @@ type publishedLink struct {
 	active ActiveLink
 	err    string
 	runner *linkRunner
+	// unshaped maps a direction to why it is not shaped.
+	unshaped map[string]string
 }
 
 // publish stores a copy of what status shows; it runs on the owner
@@ -106,7 +109,7 @@ func (d *Daemon) publish() {
 				a = x
 			}
 		}
-		pls = append(pls, publishedLink{active: a, err: d.linkErrs[l.Name], runner: d.runners[l.Name]})
+		pls = append(pls, publishedLink{active: a, err: d.linkErrs[l.Name], runner: d.runners[l.Name], unshaped: maps.Clone(d.unshaped[l.Name])})
 	}
 	d.pub.Store(&published{status: st, links: pls})
 }
@@ -146,7 +149,7 @@ func (d *Daemon) Status() statusapi.Status {
 			sl.Controller = ControllerStatus(s, pl.runner.note)
 		}
 		if l, ok := live.Link(a.Policy.Name); ok {
-			sl.Shaped = true
+			sl.Shaped = len(pl.unshaped) < len(shape.Directions)
 			for _, dir := range shape.Directions {
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: l.Pipe(dir).RateBits, QueueBytes: l.Pipe(dir).QueueBytes,
 					Source: string(a.Direction(dir).Source)}
@@ -156,6 +159,9 @@ func (d *Daemon) Status() statusapi.Status {
 				if d.cfg.Backend.ShaperName != nil {
 					sh.Name = d.cfg.Backend.ShaperName(l, dir)
 				}
+				// The believed rate is what macake asked for; it says
+				// nothing when the shaper is not in place.
+				sh.NotShaped = pl.unshaped[dir.String()]
 				sl.Shapers = append(sl.Shapers, sh)
 			}
 		}

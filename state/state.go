@@ -44,6 +44,11 @@ type State struct {
 	// Profiles maps a link identity key (see ProfileKey) to what was
 	// measured or learned on that network.
 	Profiles map[string]Profile `json:"profiles,omitempty"`
+	// TCOwnedRoots lists the interfaces whose root qdisc the Linux backend
+	// put there and has not removed since, sorted. It is what lets macake
+	// tell "someone replaced macake's shaper" (repaired) from "another
+	// tool's qdisc was there first" (never touched).
+	TCOwnedRoots []string `json:"tc_owned_roots,omitempty"`
 }
 
 // Profile is what macake knows about one network: measured capacity, idle

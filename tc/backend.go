@@ -24,9 +24,22 @@ type Backend struct {
 	// Tools names tc, ip and unshare, and optionally a network namespace.
 	Tools Tools
 
+	// Owners records on which interfaces macake put its root qdisc; nil
+	// keeps the record in memory for the life of the Backend.
+	Owners Ownership
+
 	mu sync.Mutex
 	// caps is probed once, on first use, unless set with SetCapabilities.
 	caps *Capabilities
+	// memOwners is the record when Owners is nil.
+	memOwners MemoryOwnership
+}
+
+func (b *Backend) owners() Ownership {
+	if b.Owners != nil {
+		return b.Owners
+	}
+	return &b.memOwners
 }
 
 // New returns a Backend that runs r with DefaultTools.
@@ -62,7 +75,36 @@ func (b *Backend) Observe(ctx context.Context) (Live, error) {
 		return live, fmt.Errorf("tc: %w", err)
 	}
 	live.Caps = b.Capabilities(ctx)
+	o := b.owners()
+	recorded := o.OwnedRoots()
+	live.OwnedRoots = OwnedRoots(live, recorded)
+	for name := range live.OwnedRoots {
+		if !recorded[name] {
+			// Learnt from the live handle: keep it, so a shaper set up
+			// before the record existed (or while the state file was
+			// lost) is repaired too once someone replaces it. Best
+			// effort: a read-only run (plan as a user) cannot save, and
+			// the live handle counts this time regardless.
+			o.SetRootOwned(name, true)
+		}
+	}
 	return live, nil
+}
+
+// OwnedRoots returns the interfaces whose root is macake's to restore: the
+// recorded ones, plus every interface (not an IFB, macake's by name) where
+// macake's root handle is live, since 4d4b: is macake's by definition.
+func OwnedRoots(live Live, recorded map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(recorded))
+	for name := range recorded {
+		out[name] = true
+	}
+	for name, dev := range live.Devices {
+		if _, ifb := IFBSlot(name); !ifb && dev.ownsRoot() {
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // Plan observes the live system and returns the ordered operations that
@@ -91,6 +133,9 @@ func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
 		if _, err = execrun.Check(cmd, res, err); err != nil {
 			return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, hint(err))
 		}
+	}
+	if err := recordOwnership(b.owners(), op); err != nil {
+		return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, err)
 	}
 	return nil
 }

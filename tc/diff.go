@@ -28,25 +28,26 @@ import (
 // macake (a foreign root qdisc, a foreign filter at macake's priority), the
 // plan carries a warning instead.
 func Diff(desired shape.State, live Live) plan.Plan {
-	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}}
+	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}}
 	d.p.Ops, d.p.Warnings = []plan.Op{}, []plan.Warning{}
 	links := slices.Clone(desired.Links)
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
 	ifaces, slots := map[string]string{}, map[int]string{}
 	for _, l := range links {
 		if err := checkLink(l); err != nil {
-			d.warn(l.Name, err.Error()+"; link skipped")
+			d.unshaped(l.Name, err.Error()+"; link skipped", bothDirections...)
 			continue
 		}
 		if other, dup := ifaces[l.Interface]; dup {
-			d.warn(l.Name, fmt.Sprintf("interface %s is already shaped by link %q; link skipped", l.Interface, other))
+			d.unshaped(l.Name, fmt.Sprintf("interface %s is already shaped by link %q; link skipped", l.Interface, other), bothDirections...)
 			continue
 		}
 		if other, dup := slots[l.Slot]; dup {
-			d.warn(l.Name, fmt.Sprintf("slot %d is already used by link %q; link skipped", l.Slot, other))
+			d.unshaped(l.Name, fmt.Sprintf("slot %d is already used by link %q; link skipped", l.Slot, other), bothDirections...)
 			continue
 		}
 		ifaces[l.Interface], slots[l.Slot] = l.Name, l.Name
+		d.wanted[l.Interface] = true
 		d.link(l)
 	}
 	d.removals()
@@ -60,10 +61,24 @@ type differ struct {
 	// claimed holds the owned objects the desired state keeps, as
 	// "kind/device"; everything owned and unclaimed is removed.
 	claimed map[string]bool
+	// wanted holds the interfaces a desired link shapes, present or not:
+	// their ownership record is kept.
+	wanted map[string]bool
 }
+
+var bothDirections = []shape.Direction{shape.Upload, shape.Download}
 
 func (d *differ) warn(link, msg string) {
 	d.p.Warnings = append(d.p.Warnings, plan.Warning{Link: link, Message: msg})
+}
+
+// unshaped warns about a finding that leaves dirs of the link unshaped.
+func (d *differ) unshaped(link, msg string, dirs ...shape.Direction) {
+	w := plan.Warning{Link: link, Message: msg}
+	for _, dir := range dirs {
+		w.Unshaped = append(w.Unshaped, dir.String())
+	}
+	d.p.Warnings = append(d.p.Warnings, w)
 }
 
 func (d *differ) add(op plan.Op) {
@@ -76,11 +91,11 @@ func (d *differ) link(l shape.Link) {
 	caps := d.live.Caps
 	dev := d.live.Devices[l.Interface]
 	if dev == nil {
-		d.warn(l.Name, fmt.Sprintf("interface %s not found; the link is shaped once it appears", l.Interface))
+		d.unshaped(l.Name, fmt.Sprintf("interface %s not found; the link is shaped once it appears", l.Interface), bothDirections...)
 		return
 	}
 	if caps.Shaper() == "" {
-		d.warn(l.Name, "the kernel has neither sch_cake nor sch_htb with bfifo; nothing can be shaped (see `macake doctor`)")
+		d.unshaped(l.Name, "the kernel has neither sch_cake nor sch_htb with bfifo; nothing can be shaped (see `macake doctor`)", bothDirections...)
 		return
 	}
 	if lost := cakeOnlyOptions(l.Cake); !caps.Cake && len(lost) > 0 {
@@ -89,13 +104,13 @@ func (d *differ) link(l shape.Link) {
 	d.shaper(l, specFor(l, shape.Upload, caps.Cake), dev, false)
 
 	if !caps.CanShapeDownload() {
-		d.warn(l.Name, "download is not shaped: the kernel lacks "+missingForDownload(caps)+" (see `macake doctor`)")
+		d.unshaped(l.Name, "download is not shaped: the kernel lacks "+missingForDownload(caps)+" (see `macake doctor`)", shape.Download)
 		return
 	}
 	name := IFBName(l.Slot)
 	ifb := d.live.Devices[name]
 	if ifb != nil && ifb.Kind != "ifb" {
-		d.warn(l.Name, fmt.Sprintf("a %s device named %s exists that macake did not create; download is not shaped until it is removed or renamed", orUnknown(ifb.Kind), name))
+		d.unshaped(l.Name, fmt.Sprintf("a %s device named %s exists that macake did not create; download is not shaped until it is removed or renamed", orUnknown(ifb.Kind), name), shape.Download)
 		return
 	}
 	d.ifb(l, ifb)
@@ -141,7 +156,7 @@ func liveKind(q *Qdisc) string {
 // created earlier in this plan). ownDevice is true for macake's IFB, where
 // whatever is attached is macake's to replace.
 func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice bool) {
-	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "shaper", ID: s.dev,
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: KindShaper, ID: s.dev,
 		Label: fmt.Sprintf("shaper on %s %s", s.dev, pipeLabel(l, s.dir))}
 	root := dev.Root()
 	rebuilt := true
@@ -170,9 +185,19 @@ func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice 
 		op.Fields = createFields(s)
 		op.Fields[0].Before, op.Fields[0].BeforeValue = root.Kind, root.Kind
 		op.Commands = d.t.createShaper("replace", s)
+	case d.live.OwnedRoots[s.dev]:
+		// macake put its shaper here and never removed it: whoever put
+		// this qdisc in its place replaced macake's, which is drift.
+		// `replace` swaps it in one step, so the interface is never left
+		// without a qdisc.
+		op.Action = plan.Update
+		op.Reason = fmt.Sprintf("root qdisc on %s replaced by someone else (%s %s); restoring macake's shaper", s.dev, root.Kind, FormatHandle(root.Handle))
+		op.Fields = createFields(s)
+		op.Fields[0].Before, op.Fields[0].BeforeValue = root.Kind+" "+FormatHandle(root.Handle), root.Kind
+		op.Commands = d.t.createShaper("replace", s)
 	default:
-		d.warn(l.Name, fmt.Sprintf("%s has a root qdisc macake does not own (%s %s), so %s is not shaped; macake never replaces another tool's qdisc. To let macake shape %s, remove it: tc qdisc del dev %s root",
-			s.dev, root.Kind, FormatHandle(root.Handle), s.dir, s.dev, s.dev))
+		d.unshaped(l.Name, fmt.Sprintf("%s has a root qdisc macake does not own (%s %s), so %s is not shaped; macake never replaces another tool's qdisc. To let macake shape %s, remove it: tc qdisc del dev %s root",
+			s.dev, root.Kind, FormatHandle(root.Handle), s.dir, s.dev, s.dev), s.dir)
 		return
 	}
 	d.claimed["root/"+s.dev] = true
@@ -551,8 +576,8 @@ func (d *differ) redirect(l shape.Link, dev *DeviceState, ifb string) {
 		case f.Pref == RedirectPref && isOurRedirect(f):
 			ours = append(ours, f)
 		case f.Pref == RedirectPref:
-			d.warn(l.Name, fmt.Sprintf("%s's ingress hook has a filter at pref %d that macake did not write, so download is not shaped. Remove it: tc filter del dev %s ingress pref %d",
-				dev.Name, RedirectPref, dev.Name, RedirectPref))
+			d.unshaped(l.Name, fmt.Sprintf("%s's ingress hook has a filter at pref %d that macake did not write, so download is not shaped. Remove it: tc filter del dev %s ingress pref %d",
+				dev.Name, RedirectPref, dev.Name, RedirectPref), shape.Download)
 			return
 		case f.Pref < RedirectPref:
 			ahead[fmt.Sprintf("pref %d %s", f.Pref, f.Kind)] = true
@@ -673,13 +698,49 @@ func (d *differ) removals() {
 		if !dev.ownsRoot() || d.claimed["root/"+n] || removedIFB[n] {
 			continue
 		}
-		d.add(plan.Op{Interface: n, Kind: "shaper", ID: n, Action: plan.Remove,
+		d.add(plan.Op{Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
 			Label:    "shaper on " + n,
 			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev.Root()), BeforeValue: liveKind(dev.Root())}},
 			Reason:   removedReason,
 			Commands: []plan.Command{d.t.deleteRoot(n)},
 		})
 	}
+	// 4. Ownership records of interfaces no link shapes any more where
+	// macake's root is not live (someone replaced it, or the interface is
+	// gone): nothing runs, the record goes, and whatever qdisc is there
+	// stays. Without this, shaping the interface again one day would
+	// replace a qdisc someone put there after macake let go.
+	for _, n := range sortedKeys(d.live.OwnedRoots) {
+		dev := d.live.Devices[n]
+		if d.wanted[n] || dev.ownsRoot() {
+			continue
+		}
+		if _, ifb := IFBSlot(n); ifb {
+			continue
+		}
+		op := plan.Op{Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
+			Label:    "shaper on " + n,
+			Commands: []plan.Command{},
+		}
+		if root := dev.Root(); root != nil && root.Handle != 0 {
+			op.Reason = fmt.Sprintf("%s is no longer shaped and its root qdisc was replaced by someone else (%s %s); macake forgets it and leaves that qdisc alone",
+				n, root.Kind, FormatHandle(root.Handle))
+		} else if dev == nil {
+			op.Reason = fmt.Sprintf("%s is gone and no longer shaped; macake forgets its root qdisc there", n)
+		} else {
+			op.Reason = fmt.Sprintf("%s is no longer shaped and macake's root qdisc is already gone; macake forgets it", n)
+		}
+		d.add(op)
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // joinAnd joins a list as English: "a", "a and b", "a, b and c".

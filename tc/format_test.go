@@ -45,7 +45,11 @@ func formatPlan(p plan.Plan) string {
 		}
 	}
 	for _, w := range p.Warnings {
-		fmt.Fprintf(&b, "warning: link=%s: %s\n", w.Link, w.Message)
+		fmt.Fprintf(&b, "warning: link=%s", w.Link)
+		if len(w.Unshaped) > 0 {
+			fmt.Fprintf(&b, " unshaped=%s", strings.Join(w.Unshaped, ","))
+		}
+		fmt.Fprintf(&b, ": %s\n", w.Message)
 	}
 	if p.Empty() && len(p.Warnings) == 0 {
 		b.WriteString("No changes.\n")

@@ -5,7 +5,9 @@ package tc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -83,6 +85,29 @@ func readDesired(t *testing.T, path string) shape.State {
 	return s
 }
 
+// readOwned reads a case's ownership record (the interfaces whose root
+// qdisc macake created, as the state file keeps them); none when the case
+// has no owned.json.
+func readOwned(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var devs []string
+	if err := json.Unmarshal(b, &devs); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	out := map[string]bool{}
+	for _, d := range devs {
+		out[d] = true
+	}
+	return out
+}
+
 // TestDiffGolden plans each testdata/diff case: desired.json against the
 // recorded live.txtar (replayed through Observe, so the exact observation
 // commands are checked too), and compares ops, commands and warnings with
@@ -111,6 +136,7 @@ func TestDiffGolden(t *testing.T) {
 				t.Fatalf("observe: %v", err)
 			}
 			live.Caps = rec.caps
+			live.OwnedRoots = OwnedRoots(live, readOwned(t, filepath.Join(dir, "owned.json")))
 			p := Diff(desired, live)
 			got := formatPlan(p)
 			wantPath := filepath.Join(dir, "want.txt")

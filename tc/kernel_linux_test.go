@@ -123,8 +123,16 @@ func observe(t *testing.T, b *Backend) Live {
 	return live
 }
 
-// assertNothingOwned checks that no object macake owns is left in ns.
+// assertNothingOwned checks that no object macake owns is left in ns, and
+// that the backend keeps no ownership record either.
 func assertNothingOwned(t *testing.T, b *Backend) {
+	t.Helper()
+	assertNoLiveObjects(t, b)
+	mustConverge(t, b, shape.State{})
+}
+
+// assertNoLiveObjects checks that no object macake owns is left in ns.
+func assertNoLiveObjects(t *testing.T, b *Backend) {
 	t.Helper()
 	live := observe(t, b)
 	for name, d := range live.Devices {
@@ -140,7 +148,6 @@ func assertNothingOwned(t *testing.T, b *Backend) {
 			}
 		}
 	}
-	mustConverge(t, b, shape.State{})
 }
 
 func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
@@ -295,6 +302,43 @@ func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
 	}
 }
 
+// TestKernelReplacedRootIsRestored: someone replaces macake's root on
+// an interface it shaped; the next plan restores it in one replace (with
+// its probe exemptions), converges, and the foreign qdisc is gone. A
+// backend that never recorded the root (the state file lost, as if the
+// pfifo had been there first) leaves the same pfifo alone.
+func TestKernelReplacedRootIsRestored(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	b := kernelBackend(t, ns, execrun.Runner{})
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
+	apply(t, b, desired)
+	mustConverge(t, b, desired)
+
+	sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "1:", "pfifo", "limit", "100")
+	forgetful := kernelBackend(t, ns, execrun.Runner{})
+	p, err := forgetful.Plan(context.Background(), desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Empty() || !hasWarning(p, "root qdisc macake does not own (pfifo 1:)") {
+		t.Errorf("a backend without the record plans:\n%s\nwant no ops and the foreign-root warning", formatPlan(p))
+	}
+
+	p = apply(t, b, desired)
+	if len(p.Ops) == 0 || p.Ops[0].ID != "wan0" || !strings.Contains(p.Ops[0].Reason, "replaced by someone else (pfifo 1:)") {
+		t.Errorf("the repair does not start by restoring wan0's root:\n%s", formatPlan(p))
+	}
+	mustConverge(t, b, desired)
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); strings.Contains(out, "pfifo 1:") || !strings.Contains(out, "htb 4d4b: root") {
+		t.Errorf("wan0 after the repair:\n%s", out)
+	}
+	if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "wan0", "parent", "4d4b:"); !strings.Contains(out, "pref 19785") {
+		t.Errorf("the egress probe exemptions were not restored:\n%s", out)
+	}
+}
+
 func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
@@ -348,8 +392,12 @@ func TestKernelInterfaceRenamedOrMissing(t *testing.T) {
 	if !hasWarning(p, "interface wan0 not found") {
 		t.Errorf("no warning about the missing interface:\n%s", formatPlan(p))
 	}
-	// What macake left on the renamed device is no longer any link's: gone.
-	assertNothingOwned(t, b)
+	// What macake left on the renamed device is no longer any link's:
+	// gone. wan0 stays recorded as macake's, since the link still wants it.
+	assertNoLiveObjects(t, b)
+	if !b.owners().OwnedRoots()["wan0"] {
+		t.Errorf("the record of wan0 was dropped while its link still wants it")
+	}
 
 	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan9", "name", "wan0")
 	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "up")

@@ -23,6 +23,11 @@ type Live struct {
 	Caps Capabilities
 	// Devices maps device name to its state.
 	Devices map[string]*DeviceState
+	// OwnedRoots are the interfaces whose root qdisc macake created (the
+	// Ownership record, plus every interface where macake's root is live).
+	// A foreign root on one of them replaced macake's shaper: Diff
+	// restores it. A foreign root elsewhere is never touched.
+	OwnedRoots map[string]bool
 }
 
 // DeviceState is one device and the tc objects on it.

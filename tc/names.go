@@ -32,6 +32,10 @@ const (
 	// RedirectPref is the priority of the ingress redirect to the IFB.
 	RedirectPref = 0x4d4b
 
+	// KindShaper is the plan.Op kind of a root qdisc that shapes one
+	// direction.
+	KindShaper = "shaper"
+
 	// IFBPrefix starts the name of every IFB device macake creates.
 	IFBPrefix = "ifb-macake"
 	// maxIfName is IFNAMSIZ-1, the longest Linux interface name.

@@ -85,7 +85,7 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 	caps.Method = "recorded"
 	b.SetCapabilities(caps)
 	desired := goldenDesired()
-	save := func(name string, d shape.State) {
+	save := func(name string, d shape.State, owned ...string) {
 		t.Helper()
 		rr.reset(caps)
 		if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
@@ -101,6 +101,12 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 		js, _ := json.MarshalIndent(d, "", "  ")
 		if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if len(owned) > 0 {
+			js, _ = json.Marshal(owned)
+			if err := os.WriteFile(filepath.Join(dir, "owned.json"), append(js, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	save("htb-fresh", desired)
@@ -120,6 +126,16 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 
 	sh(t, "ip", "-n", ns, "link", "del", "dev", "ifb-macake3")
 	save("htb-ifb-deleted", desired)
+	apply(t, b, desired)
+
+	// Someone replaces macake's root on wan0. With the ownership record
+	// (macake created it) that is drift to restore; without one (a lost
+	// state file, as if the pfifo had been there first) it is left alone;
+	// with wan0 no longer wanted the record is dropped, the pfifo kept.
+	sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "1:", "pfifo", "limit", "100")
+	save("htb-root-replaced", desired, "wan0")
+	save("htb-root-replaced-unrecorded", desired)
+	save("htb-root-replaced-teardown", shape.State{}, "wan0")
 	apply(t, b, desired)
 
 	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "down")

@@ -342,10 +342,14 @@ func writeLinkTable(w io.Writer, st statusapi.Status) {
 	for _, l := range st.Links {
 		down, up := "-", "-"
 		for _, sh := range l.Shapers {
+			rate := humanRate(float64(sh.RateBits))
+			if sh.NotShaped != "" {
+				rate = "not shaped"
+			}
 			if sh.Direction == shape.Download.String() {
-				down = humanRate(float64(sh.RateBits))
+				down = rate
 			} else if sh.Direction == shape.Upload.String() {
-				up = humanRate(float64(sh.RateBits))
+				up = rate
 			}
 		}
 		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != ""), "-", "-", "-", "-"
@@ -405,6 +409,10 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 			name := sh.Name
 			if name == "" {
 				name = "shaper"
+			}
+			if sh.NotShaped != "" {
+				fmt.Fprintf(w, "  %-11s %-8s NOT SHAPED: %s\n", name, sh.Direction, sh.NotShaped)
+				continue
 			}
 			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, humanRate(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
 			if c != nil {

@@ -21,7 +21,7 @@ import (
 
 // FormatVersion is the version of the Status document and of the request.
 // A client accepts any 1.x document; new fields arrive as minor versions
-// (1.2: daemon.permission_denied).
+// (1.2: daemon.permission_denied and shapers[].not_shaped).
 const FormatVersion = "1.2"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
@@ -130,6 +130,10 @@ type Shaper struct {
 	// Source says where the rate came from: controller, known-good,
 	// policy, or live (read from the system by a status without daemon).
 	Source string `json:"source,omitempty"`
+	// NotShaped, when set, says why this direction is not shaped even
+	// though the policy wants it (e.g. another tool's root qdisc is in
+	// the way); RateBits is then only what macake would set.
+	NotShaped string `json:"not_shaped,omitempty"`
 }
 
 // Controller is a link controller's state.
