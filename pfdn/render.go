@@ -5,6 +5,7 @@ package pfdn
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -157,6 +158,12 @@ func Render(s shape.State, opts Options) (Desired, error) {
 // ipv6-icmp), so the text loaded is exactly the text `pfctl -s dummynet`
 // shows, and comparing the two needs no guesswork about list expansion.
 // The shaping rules name no family, so IPv6 is shaped too.
+//
+// The addresses are sorted, so the rules are a function of the reflector
+// set, not its order: watch (whose controllers shuffle their reflectors)
+// and a one-shot plan from the policy's list render the same anchor, and
+// neither sees the other's rules as a change. The exemptions are `quick`
+// and never overlap, so their order does not change what pf does.
 func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
 	var v4, v6 []netip.Addr
 	seen := map[netip.Addr]bool{}
@@ -179,6 +186,9 @@ func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
 			v6 = append(v6, a)
 		}
 	}
+	byAddr := func(a, b netip.Addr) int { return a.Compare(b) }
+	slices.SortFunc(v4, byAddr)
+	slices.SortFunc(v6, byAddr)
 	exempt := func(af, proto string, addrs []netip.Addr) {
 		for _, a := range addrs {
 			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s proto %s from any to %s", l.Interface, af, proto, a))
