@@ -67,9 +67,15 @@ func (d *differ) warn(link, msg string) {
 }
 
 func (d *differ) add(op plan.Op) {
-	if op.Action != "" {
-		d.p.Ops = append(d.p.Ops, op)
+	if op.Action == "" {
+		return
 	}
+	if op.Action == plan.Create && op.Reason == "" {
+		// As pfdn says it: logs and doctor print "LABEL: REASON", and an
+		// empty reason leaves a dangling colon.
+		op.Reason = "not present"
+	}
+	d.p.Ops = append(d.p.Ops, op)
 }
 
 func (d *differ) link(l shape.Link) {

@@ -132,6 +132,12 @@ func TestDiffGolden(t *testing.T) {
 					t.Errorf("observation ran a command that is not read-only: %v", c.Argv)
 				}
 			}
+			// Logs and doctor print "LABEL: REASON" for every op.
+			for _, op := range p.Ops {
+				if op.Reason == "" {
+					t.Errorf("%s %s has no reason", op.Action, op.Label)
+				}
+			}
 			// A plan's JSON is what `apply --json` prints: it must encode.
 			if _, err := json.Marshal(p); err != nil {
 				t.Errorf("plan does not encode as JSON: %v", err)
