@@ -144,9 +144,13 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			if (lp.Number-o.Pipes.First)%2 == 1 {
 				dir = shape.Download
 			}
-			label, reason = pipeLabel(lp.Number, link, dir), "link removed from config"
-			if len(d.Links) == 0 {
-				reason = "nothing left to shape"
+			label = pipeLabel(lp.Number, link, dir)
+			var why bool
+			if reason, why = d.unshapedReason(link); !why {
+				reason = noLongerDesired
+				if len(d.Links) == 0 {
+					reason = "nothing left to shape"
+				}
 			}
 		case named && iface != "":
 			label += fmt.Sprintf(" (%s on %s)", directionOf(r.Direction), iface)
@@ -223,8 +227,14 @@ func anchorOp(d Desired, live Live) (plan.Op, bool) {
 		return plan.Op{}, false
 	}
 	op.Fields, op.Unchanged, op.Link, op.Interface = ruleFields(d, live.Anchor.Rules, have)
-	if op.Action == plan.Update && op.Link != "" && !d.desires(op.Link) {
-		op.Reason = "link removed from config"
+	if op.Link != "" && !d.desires(op.Link) {
+		// The only rules that change are those of a link that is gone:
+		// say why it is gone.
+		if why, ok := d.unshapedReason(op.Link); ok {
+			op.Reason = why
+		} else if op.Action == plan.Update {
+			op.Reason = noLongerDesired
+		}
 	}
 	return op, true
 }

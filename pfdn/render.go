@@ -26,6 +26,25 @@ type Desired struct {
 	// shaped before (see Options.KnownLinks); Diff uses it to name the
 	// leftovers of removed links. Optional.
 	KnownLinks map[string]int
+	// Unshaped are the links that hold a slot but install nothing, with
+	// why (shape.State.Unshaped); Diff names and explains the removal of
+	// their leftovers with them. Optional.
+	Unshaped []shape.Unshaped
+}
+
+// noLongerDesired is the reason for removing a known link's leftovers when
+// the desired state does not say why the link is not shaped.
+const noLongerDesired = "no longer in the desired state"
+
+// unshapedReason returns why the link named name installs nothing, when
+// the desired state says.
+func (d Desired) unshapedReason(name string) (string, bool) {
+	for _, u := range d.Unshaped {
+		if u.Name == name && u.Reason != "" && !d.desires(name) {
+			return u.Reason, true
+		}
+	}
+	return "", false
 }
 
 // desires reports whether link name is among the desired links.
@@ -39,13 +58,19 @@ func (d Desired) desires(name string) bool {
 }
 
 // linkOfPipe names the link that owned pipe n in an earlier
-// configuration, if KnownLinks knows it and it is no longer desired.
+// configuration, if Unshaped or KnownLinks knows it and it is no longer
+// desired.
 func (d Desired) linkOfPipe(n int) (string, bool) {
 	r := d.Options.Pipes
-	if !r.Contains(n) || len(d.KnownLinks) == 0 {
+	if !r.Contains(n) || len(d.KnownLinks) == 0 && len(d.Unshaped) == 0 {
 		return "", false
 	}
 	slot := (n - r.First) / 2
+	for _, u := range d.Unshaped {
+		if u.Slot == slot && !d.desires(u.Name) {
+			return u.Name, true
+		}
+	}
 	for name, s := range d.KnownLinks {
 		if s == slot && !d.desires(name) {
 			return name, true
@@ -109,7 +134,7 @@ func Render(s shape.State, opts Options) (Desired, error) {
 	if err := opts.Validate(); err != nil {
 		return Desired{}, err
 	}
-	d := Desired{Options: opts}
+	d := Desired{Options: opts, Unshaped: s.Unshaped}
 	links := append([]shape.Link(nil), s.Links...)
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
 	byIface := map[string]string{}

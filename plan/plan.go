@@ -73,7 +73,7 @@ type Op struct {
 	Fields []Field `json:"fields,omitempty"`
 	// Unchanged counts the attributes that stay as they are (hidden).
 	Unchanged int `json:"unchanged,omitempty"`
-	// Reason says why, e.g. "bandwidth differs" or "link removed from config".
+	// Reason says why, e.g. "bandwidth differs" or "interface en0 is down".
 	Reason string `json:"reason,omitempty"`
 	// Commands are the exact child invocations, in order.
 	Commands []Command `json:"commands"`
