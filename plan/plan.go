@@ -51,6 +51,11 @@ type Field struct {
 	// BeforeValue and AfterValue are the JSON values, in base units.
 	BeforeValue any `json:"before,omitempty"`
 	AfterValue  any `json:"after,omitempty"`
+	// Lines, for an attribute that is a list of lines (an anchor's rules),
+	// are the lines that go ("- " and the line) and come ("+ " and the
+	// line), in order, so the text plan shows what changed and not only
+	// "14 rules -> 14 rules". The JSON form has the whole lists already.
+	Lines []string `json:"-"`
 }
 
 // Op is one operation on one owned object.
