@@ -183,12 +183,21 @@ func (r Result) with(details ...string) Result {
 	return r
 }
 
-// plural renders "1 problem", "2 problems".
+// plural renders "1 problem", "2 problems", "4 policies".
 func plural(n int, noun string) string {
 	if n == 1 {
 		return fmt.Sprintf("1 %s", noun)
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return fmt.Sprintf("%d %s", n, pluralNoun(noun))
+}
+
+// pluralNoun is the plural of the last word of noun: a consonant and "y"
+// become "ies" (policy, not "policys"); every other noun takes "s".
+func pluralNoun(noun string) string {
+	if n := len(noun); n >= 2 && noun[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(noun[n-2])) {
+		return noun[:n-1] + "ies"
+	}
+	return noun + "s"
 }
 
 // joinInts renders a list of numbers, at most max of them, e.g.

@@ -408,6 +408,10 @@ func TestConfigChecks(t *testing.T) {
 	m = newFakeMac(t, map[string]string{"wan": strings.Replace(wanPolicy, `cut_refractory = "1s"`, "", 1)})
 	expect(t, result(t, run(m), "config.policies"), Warning, "1 policy valid (wan), with 1 warning", "cut_refractory")
 
+	// Several valid policies are counted in plain English.
+	m = newFakeMac(t, map[string]string{"wan": wanPolicy, "wan2": strings.Replace(wanPolicy, `"en0"`, `"en7"`, 1)})
+	expect(t, result(t, run(m), "config.policies"), OK, "2 policies valid: wan, wan2")
+
 	m = newFakeMac(t, map[string]string{"wan": wanPolicy})
 	settings := filepath.Join(filepath.Dir(m.configDir), "macake.toml")
 	if err := os.WriteFile(settings, []byte("anchor = \"com.apple/shaper\"\npipe_range = { first = 50001, last = 50100 }\n"), 0o644); err != nil {
@@ -429,6 +433,20 @@ func TestJudgeDaemonStatus(t *testing.T) {
 		"its last reconcile (config, 26h ago): 1 created, 2 updated, 0 removed", "1 problem keep shaping", "hook line", "macake status")
 	st.ConfigErrors = []statusapi.ConfigError{{File: "a.toml", Line: 1, Column: 2, Message: "bad"}}
 	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning, "a.toml:1:2: bad (nothing of it is in force)", "macake validate")
+}
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n          int
+		noun, want string
+	}{
+		{1, "policy", "1 policy"}, {4, "policy", "4 policies"}, {0, "policy file", "0 policy files"},
+		{2, "problem", "2 problems"}, {3, "dummynet rule", "3 dummynet rules"}, {2, "key", "2 keys"},
+	} {
+		if got := plural(c.n, c.noun); got != c.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		}
+	}
 }
 
 func TestRoundAge(t *testing.T) {

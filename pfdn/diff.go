@@ -173,9 +173,13 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			if (lp.Number-o.Pipes.First)%2 == 1 {
 				dir = shape.Download
 			}
-			label, reason = pipeLabel(lp.Number, link, dir), "link removed from config"
-			if len(d.Links) == 0 {
-				reason = "nothing left to shape"
+			label = pipeLabel(lp.Number, link, dir)
+			var why bool
+			if reason, why = d.unshapedReason(link); !why {
+				reason = noLongerDesired
+				if len(d.Links) == 0 {
+					reason = "nothing left to shape"
+				}
 			}
 		case named && iface != "":
 			label += fmt.Sprintf(" (%s on %s)", directionOf(r.Direction), iface)
@@ -252,8 +256,14 @@ func anchorOp(d Desired, live Live) (plan.Op, bool) {
 		return plan.Op{}, false
 	}
 	op.Fields, op.Unchanged, op.Link, op.Interface = ruleFields(d, live.Anchor.Rules, have)
-	if op.Action == plan.Update && op.Link != "" && !d.desires(op.Link) {
-		op.Reason = "link removed from config"
+	if op.Link != "" && !d.desires(op.Link) {
+		// The only rules that change are those of a link that is gone:
+		// say why it is gone.
+		if why, ok := d.unshapedReason(op.Link); ok {
+			op.Reason = why
+		} else if op.Action == plan.Update {
+			op.Reason = noLongerDesired
+		}
 	}
 	return op, true
 }
@@ -310,15 +320,65 @@ func ruleFields(d Desired, liveRules []Rule, have []string) (fields []plan.Field
 		if g.inInterface == "" {
 			key = "rules_without_interface"
 		}
-		fields = append(fields, plan.Field{
+		f := plan.Field{
 			Name: name, Before: countRules(g.have), After: countRules(g.want),
 			Key: key, BeforeValue: nilIfEmpty(g.have), AfterValue: nilIfEmpty(g.want),
-		})
+		}
+		if len(g.have) > 0 && len(g.want) > 0 {
+			// Rules that all go or all come say it with the count.
+			f.Lines = lineDiff(g.have, g.want, maxShownRuleLines)
+		}
+		fields = append(fields, f)
 	}
 	if len(changed) == 1 && changed[0].link != "" {
 		link, iface = changed[0].link, changed[0].inInterface
 	}
 	return fields, unchanged, link, iface
+}
+
+// maxShownRuleLines caps the changed rule lines a plan shows per
+// interface: enough for a link's reflector swap or pipe renumbering,
+// short enough to read; the full text is in the command and in the JSON.
+const maxShownRuleLines = 12
+
+// lineDiff lists what turns have into want, in order: "- LINE" for a line
+// that goes, "+ LINE" for one that comes, lines both keep left out (a
+// longest common subsequence, so a moved rule shows as gone and come:
+// pf's rule order matters). At most limit lines, then "… N more".
+func lineDiff(have, want []string, limit int) []string {
+	// lcs[i][j] is the LCS length of have[i:] and want[j:]; anchors hold
+	// tens of rules, so the quadratic table is small.
+	lcs := make([][]int, len(have)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(want)+1)
+	}
+	for i := len(have) - 1; i >= 0; i-- {
+		for j := len(want) - 1; j >= 0; j-- {
+			if have[i] == want[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	var out []string
+	i, j := 0, 0
+	for i < len(have) || j < len(want) {
+		switch {
+		case i < len(have) && j < len(want) && have[i] == want[j]:
+			i, j = i+1, j+1
+		case j == len(want) || i < len(have) && lcs[i+1][j] >= lcs[i][j+1]:
+			out = append(out, "- "+have[i])
+			i++
+		default:
+			out = append(out, "+ "+want[j])
+			j++
+		}
+	}
+	if len(out) > limit {
+		out = append(out[:limit:limit], fmt.Sprintf("… %d more", len(out)-limit))
+	}
+	return out
 }
 
 func countRules(rules []string) string {

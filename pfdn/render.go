@@ -5,6 +5,7 @@ package pfdn
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,6 +29,25 @@ type Desired struct {
 	// removed links after them. nil means no state file: then only the
 	// pipes named by rules in macake's anchor are macake's.
 	KnownLinks map[string]int
+	// Unshaped are the links that hold a slot but install nothing, with
+	// why (shape.State.Unshaped); Diff names and explains the removal of
+	// their leftovers with them. Optional.
+	Unshaped []shape.Unshaped
+}
+
+// noLongerDesired is the reason for removing a known link's leftovers when
+// the desired state does not say why the link is not shaped.
+const noLongerDesired = "no longer in the desired state"
+
+// unshapedReason returns why the link named name installs nothing, when
+// the desired state says.
+func (d Desired) unshapedReason(name string) (string, bool) {
+	for _, u := range d.Unshaped {
+		if u.Name == name && u.Reason != "" && !d.desires(name) {
+			return u.Reason, true
+		}
+	}
+	return "", false
 }
 
 // knownPipe reports whether pipe n belongs to a slot in KnownLinks.
@@ -56,13 +76,19 @@ func (d Desired) desires(name string) bool {
 }
 
 // linkOfPipe names the link that owned pipe n in an earlier
-// configuration, if KnownLinks knows it and it is no longer desired.
+// configuration, if Unshaped or KnownLinks knows it and it is no longer
+// desired.
 func (d Desired) linkOfPipe(n int) (string, bool) {
 	r := d.Options.Pipes
-	if !r.Contains(n) || len(d.KnownLinks) == 0 {
+	if !r.Contains(n) || len(d.KnownLinks) == 0 && len(d.Unshaped) == 0 {
 		return "", false
 	}
 	slot := (n - r.First) / 2
+	for _, u := range d.Unshaped {
+		if u.Slot == slot && !d.desires(u.Name) {
+			return u.Name, true
+		}
+	}
 	for name, s := range d.KnownLinks {
 		if s == slot && !d.desires(name) {
 			return name, true
@@ -126,7 +152,7 @@ func Render(s shape.State, opts Options) (Desired, error) {
 	if err := opts.Validate(); err != nil {
 		return Desired{}, err
 	}
-	d := Desired{Options: opts}
+	d := Desired{Options: opts, Unshaped: s.Unshaped}
 	links := append([]shape.Link(nil), s.Links...)
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
 	byIface := map[string]string{}
@@ -175,6 +201,12 @@ func Render(s shape.State, opts Options) (Desired, error) {
 // ipv6-icmp), so the text loaded is exactly the text `pfctl -s dummynet`
 // shows, and comparing the two needs no guesswork about list expansion.
 // The shaping rules name no family, so IPv6 is shaped too.
+//
+// The addresses are sorted, so the rules are a function of the reflector
+// set, not its order: watch (whose controllers shuffle their reflectors)
+// and a one-shot plan from the policy's list render the same anchor, and
+// neither sees the other's rules as a change. The exemptions are `quick`
+// and never overlap, so their order does not change what pf does.
 func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
 	var v4, v6 []netip.Addr
 	seen := map[netip.Addr]bool{}
@@ -197,6 +229,9 @@ func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
 			v6 = append(v6, a)
 		}
 	}
+	byAddr := func(a, b netip.Addr) int { return a.Compare(b) }
+	slices.SortFunc(v4, byAddr)
+	slices.SortFunc(v6, byAddr)
 	exempt := func(af, proto string, addrs []netip.Addr) {
 		for _, a := range addrs {
 			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s proto %s from any to %s", l.Interface, af, proto, a))

@@ -79,6 +79,30 @@ dummynet in on en0 all pipe 48008
 	}
 }
 
+// TestRenderRulesIgnoreReflectorOrder: the exemptions depend on the
+// reflector set only, so watch's (sorted, shuffled) sets and a one-shot
+// apply's (the policy's order) never see each other's anchor as changed.
+func TestRenderRulesIgnoreReflectorOrder(t *testing.T) {
+	a, b, c := netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("8.8.8.8")
+	var first string
+	for i, order := range [][]netip.Addr{{a, b, c, cloudflare6}, {cloudflare6, c, b, a}, {b, cloudflare6, a, c}} {
+		d, err := pfdn.Render(state(link("wan", "en0", 0, 20, 250, 64<<10, order...)), pfdn.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = d.AnchorText()
+			if !strings.HasPrefix(first, "no dummynet quick on en0 inet proto icmp from any to 1.1.1.1\n") {
+				t.Errorf("exemptions are not in address order:\n%s", first)
+			}
+			continue
+		}
+		if got := d.AnchorText(); got != first {
+			t.Errorf("reflectors %v render\n%s\nbut %v render\n%s", order, got, [][]netip.Addr{{a, b, c, cloudflare6}}, first)
+		}
+	}
+}
+
 func TestRenderRefusesWhatCannotBeExpressed(t *testing.T) {
 	small := pfdn.DefaultOptions()
 	small.Pipes = pfdn.PipeRange{First: 100, Last: 103}

@@ -51,6 +51,11 @@ type Field struct {
 	// BeforeValue and AfterValue are the JSON values, in base units.
 	BeforeValue any `json:"before,omitempty"`
 	AfterValue  any `json:"after,omitempty"`
+	// Lines, for an attribute that is a list of lines (an anchor's rules),
+	// are the lines that go ("- " and the line) and come ("+ " and the
+	// line), in order, so the text plan shows what changed and not only
+	// "14 rules -> 14 rules". The JSON form has the whole lists already.
+	Lines []string `json:"-"`
 }
 
 // Op is one operation on one owned object.
@@ -73,7 +78,7 @@ type Op struct {
 	Fields []Field `json:"fields,omitempty"`
 	// Unchanged counts the attributes that stay as they are (hidden).
 	Unchanged int `json:"unchanged,omitempty"`
-	// Reason says why, e.g. "bandwidth differs" or "link removed from config".
+	// Reason says why, e.g. "bandwidth differs" or "interface en0 is down".
 	Reason string `json:"reason,omitempty"`
 	// Commands are the exact child invocations, in order.
 	Commands []Command `json:"commands"`

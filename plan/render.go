@@ -59,6 +59,17 @@ func (o TextOptions) symbol(a Action) string {
 	return "?"
 }
 
+// line paints one of a field's changed lines by its leading - or +.
+func (o TextOptions) line(l string) string {
+	switch {
+	case strings.HasPrefix(l, "- "):
+		return o.paint(ansiRed, l)
+	case strings.HasPrefix(l, "+ "):
+		return o.paint(ansiGreen, l)
+	}
+	return l
+}
+
 // group is a run of consecutive ops of one link, in plan order.
 type group struct {
 	link, iface string
@@ -171,6 +182,9 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 				switch op.Action {
 				case Update:
 					fmt.Fprintf(&b, "      %s %-*s  %s -> %s\n", opts.symbol(Update), labelWidth, f.Name, f.Before, f.After)
+					for _, line := range f.Lines {
+						b.WriteString("          " + opts.line(line) + "\n")
+					}
 				case Create:
 					fmt.Fprintf(&b, "      %s %-*s  %s\n", opts.symbol(Create), labelWidth, f.Name, f.After)
 				}

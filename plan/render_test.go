@@ -23,6 +23,13 @@ func samplePlan() Plan {
 				Fields:    []Field{{Name: "bandwidth", Before: "480 Mbit/s", After: "500 Mbit/s", Key: "bandwidth_bits_per_second", BeforeValue: int64(480000000), AfterValue: int64(500000000)}},
 				Unchanged: 3, Reason: "bandwidth differs",
 				Commands: []Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "500000Kbit/s", "queue", "256KBytes"}}}},
+			{Link: "wan", Interface: "en0", Kind: "rules", ID: "com.apple/macake", Label: `anchor "com.apple/macake"`, Action: Update, Reason: "rules differ",
+				Fields: []Field{{Name: "rules for wan", Before: "4 rules", After: "4 rules", Key: "rules_on_en0",
+					BeforeValue: []string{"no dummynet quick on en0 inet proto icmp from any to 9.9.9.9", "no dummynet quick on en0 inet proto icmp from 9.9.9.9 to any", "dummynet out on en0 all pipe 48001", "dummynet in on en0 all pipe 48002"},
+					AfterValue:  []string{"no dummynet quick on en0 inet proto icmp from any to 8.8.8.8", "no dummynet quick on en0 inet proto icmp from 8.8.8.8 to any", "dummynet out on en0 all pipe 48001", "dummynet in on en0 all pipe 48002"},
+					Lines: []string{"- no dummynet quick on en0 inet proto icmp from any to 9.9.9.9", "- no dummynet quick on en0 inet proto icmp from 9.9.9.9 to any",
+						"+ no dummynet quick on en0 inet proto icmp from any to 8.8.8.8", "+ no dummynet quick on en0 inet proto icmp from 8.8.8.8 to any"}}},
+				Commands: []Command{{Argv: []string{"/sbin/pfctl", "-a", "com.apple/macake", "-f", "-"}, Stdin: "no dummynet quick on en0 inet proto icmp from any to 8.8.8.8\nno dummynet quick on en0 inet proto icmp from 8.8.8.8 to any\ndummynet out on en0 all pipe 48001\ndummynet in on en0 all pipe 48002\n"}}},
 			{Link: "lte", Interface: "en5", Kind: "rules", ID: "com.apple/macake", Label: `4 rules for en5 in anchor "com.apple/macake"`, Action: Remove, Reason: "removed from config",
 				Commands: []Command{{Argv: []string{"/sbin/pfctl", "-a", "com.apple/macake", "-f", "-"}, Stdin: "dummynet out on en0 all pipe 48001\ndummynet in on en0 all pipe 48002\n"}}},
 			{Link: "lte", Interface: "en5", Kind: "pipe", ID: "48011", Label: `pipe 48011 "lte/upload"`, Action: Remove, Reason: "removed from config",
@@ -82,7 +89,7 @@ func TestWriteTextNoChanges(t *testing.T) {
 func TestWriteTextSummaryCounts(t *testing.T) {
 	var b bytes.Buffer
 	WriteText(&b, samplePlan(), TextOptions{})
-	if !strings.HasSuffix(b.String(), "Plan: 1 to create, 1 to update, 2 to remove.\n") {
+	if !strings.HasSuffix(b.String(), "Plan: 1 to create, 2 to update, 2 to remove.\n") {
 		t.Fatalf("summary line wrong:\n%s", b.String())
 	}
 	if strings.Contains(b.String(), "\x1b[") {

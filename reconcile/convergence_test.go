@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -256,5 +257,55 @@ func TestForeignPipeInRangeIsNeverTouched(t *testing.T) {
 	}
 	if after := emu.Snapshot().String(); after != before.String() {
 		t.Fatalf("after down:\n%s--- want\n%s", after, before)
+	}
+}
+
+// TestReflectorOrderNeverMatters checks that the anchor's exemption rules
+// depend on a link's reflector set, not its order: what one-shot apply
+// installs from the policy's list (in the file's order) is what watch,
+// whose controllers hand over their reflectors sorted, wants too, and the
+// other way round. Otherwise `plan` and `doctor` show a perpetual "rules
+// differ" while watch runs, and watch reloads the anchor at every start.
+func TestReflectorOrderNeverMatters(t *testing.T) {
+	dir := t.TempDir()
+	links := filepath.Join(dir, "links.d")
+	if err := os.MkdirAll(links, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	policy := `[match]
+interface = "en0"
+[shaper]
+mode     = "autorate"
+download = "150mbit"
+upload   = "15mbit"
+[autorate]
+reflectors = ["9.9.9.9", "2606:4700:4700::1111", "1.1.1.1", "2001:4860:4860::8888", "8.8.8.8"]
+`
+	if err := os.WriteFile(filepath.Join(links, "wan.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	facts := "testdata/golden/empty-mac/facts.json"
+	sorted := reconcile.Inputs{Reflectors: map[string][]netip.Addr{"wan": {
+		netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("9.9.9.9"),
+		netip.MustParseAddr("2001:4860:4860::8888"), netip.MustParseAddr("2606:4700:4700::1111"),
+	}}}
+	for _, c := range []struct {
+		name        string
+		first, then reconcile.Inputs
+	}{
+		{"one-shot apply, then watch", reconcile.Inputs{}, sorted},
+		{"watch, then one-shot plan", sorted, reconcile.Inputs{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := newMac(t, pfdntest.New())
+			m.converge(m.mustDesire(links, facts, c.first))
+			p, err := m.backend.Plan(context.Background(), m.mustDesire(links, facts, c.then).State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Empty() {
+				t.Fatalf("the same reflectors in another order should change nothing, got:\n%s", planText(p))
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/macake/macake/config"
@@ -243,6 +245,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 	adoptLiveSlots(&slots, sel.Active, in, maxSlots)
 	d := Desire{Selection: sel, State: shape.State{Links: []shape.Link{}}}
 	var errs []error
+	broken := map[string]bool{}
 	for _, l := range sel.Active {
 		f, _ := facts.Interface(l.Match.Interface)
 		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String())}
@@ -269,6 +272,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 			if err != nil {
 				errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: err})
 				failed = true
+				broken[l.Name] = true
 				break
 			}
 			if dir == shape.Upload {
@@ -291,6 +295,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 			}
 			errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: fmt.Errorf(
 				"%s; remove policies or widen the pipe range", msg)})
+			broken[l.Name] = true
 			continue
 		}
 		a.Shaped = true
@@ -303,12 +308,55 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 		})
 	}
 	d.State.Sort()
+	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken)
 	d.Slots = slots.Slots
 	if d.Slots == nil {
 		d.Slots = map[string]int{}
 	}
 	d.Released = released
 	return d, errors.Join(errs...)
+}
+
+// unshapedLinks lists every link that held a slot in the state file but
+// installs nothing now, with the reason a plan shows for removing what it
+// left live. Links that failed (broken) are left out: watch keeps their
+// previous shaping, and one-shot apply refuses to run.
+func unshapedLinks(links []config.Link, sel config.Selection, held map[string]int, s shape.State, broken map[string]bool) []shape.Unshaped {
+	var out []shape.Unshaped
+	for _, name := range slices.Sorted(maps.Keys(held)) {
+		if _, shaped := s.Link(name); shaped || broken[name] {
+			continue
+		}
+		u := shape.Unshaped{Name: name, Slot: held[name], Reason: "policy file removed"}
+		for i, l := range links {
+			if l.Name == name {
+				u.Interface = l.Match.Interface
+				u.Reason = unshapedReason(l, sel.Verdicts[i])
+				break
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// unshapedReason says why a link still in the config installs nothing.
+func unshapedReason(l config.Link, v config.Verdict) string {
+	iface := l.Match.Interface
+	switch {
+	case v.Active && l.Shaper.Mode == config.ModeOff:
+		return `mode = "off"`
+	case v.Active && l.Shaper.Mode == config.ModeBalanced:
+		return `mode = "balanced", and the shaper is not engaged`
+	case v.Active:
+		return "active, but not shaped"
+	case v.Matches:
+		// "matches, but outranked by X (priority 10 > 0)"
+		return strings.TrimPrefix(v.Reason, "matches, but ")
+	case v.Reason == "interface "+iface+" is down" || v.Reason == "interface "+iface+" not present":
+		return v.Reason
+	}
+	return "no longer matches the network (" + v.Reason + ")"
 }
 
 // adoptLiveSlots gives each shaped active link without a slot the slot

@@ -320,3 +320,51 @@ func TestDesiredSkipsForeignSlots(t *testing.T) {
 		t.Fatalf("err %v, want no free slot because of foreign pipes", err)
 	}
 }
+
+// TestDesiredSaysWhyALinkIsNotShaped: every link that held a slot and
+// installs nothing now is listed with the true reason, which the plan then
+// shows for removing what it left live (not "removed from config" when its
+// file is still there).
+func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
+	mac := func(s string) config.HardwareAddr {
+		var m config.HardwareAddr
+		if err := m.UnmarshalText([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	links := []config.Link{
+		simple(t, "shaped", "en0", ""),
+		simple(t, "down", "en1", ""),
+		simple(t, "absent", "en9", ""),
+		policy(t, "elsewhere", "[match]\ninterface = \"en2\"\ngateway_mac = \"74:24:9f:00:00:01\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		simple(t, "off", "en3", "mode = \"off\"\n"),
+		simple(t, "idle", "en4", "mode = \"balanced\"\n"),
+		policy(t, "winner", "[match]\ninterface = \"en5\"\npriority = 10\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		simple(t, "loser", "en5", ""),
+		simple(t, "new", "en6", "mode = \"off\"\n"),
+	}
+	facts := up("en0", "en3", "en4", "en5", "en6")
+	facts.Interfaces = append(facts.Interfaces,
+		config.InterfaceFacts{Name: "en1"},
+		config.InterfaceFacts{Name: "en2", Up: true, GatewayMAC: mac("a4:91:b1:00:00:02")})
+	st := &state.State{Slots: map[string]int{
+		"shaped": 0, "down": 1, "absent": 2, "elsewhere": 3, "off": 4, "idle": 5, "winner": 6, "loser": 7, "deleted": 8,
+	}}
+	d, err := Desired(links, facts, Inputs{State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []shape.Unshaped{
+		{Name: "absent", Interface: "en9", Slot: 2, Reason: "interface en9 not present"},
+		{Name: "deleted", Slot: 8, Reason: "policy file removed"},
+		{Name: "down", Interface: "en1", Slot: 1, Reason: "interface en1 is down"},
+		{Name: "elsewhere", Interface: "en2", Slot: 3, Reason: "no longer matches the network (gateway_mac is a4:91:b1:00:00:02, not 74:24:9f:00:00:01)"},
+		{Name: "idle", Interface: "en4", Slot: 5, Reason: `mode = "balanced", and the shaper is not engaged`},
+		{Name: "loser", Interface: "en5", Slot: 7, Reason: "outranked by winner (priority 10 > 0)"},
+		{Name: "off", Interface: "en3", Slot: 4, Reason: `mode = "off"`},
+	}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
+	}
+}

@@ -168,9 +168,10 @@ func (d *Daemon) newRunner(a ActiveLink, mtu int, from *carried) (*linkRunner, R
 	return r, pipes, nil
 }
 
-// sortedAddrs returns a sorted copy: the exemption rules list a link's
-// reflectors in this order, so a controller restarted with the same set
-// in another order (the start-up shuffle) leaves the rules as they are.
+// sortedAddrs returns a sorted copy, so that the same reflector set in
+// another order (the start-up shuffle) compares equal and triggers no
+// reconcile. The backends render exemptions canonically whatever the
+// order, so this is about not waking the reconciler, not about the rules.
 func sortedAddrs(addrs []netip.Addr) []netip.Addr {
 	out := slices.Clone(addrs)
 	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })

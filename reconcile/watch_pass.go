@@ -133,7 +133,7 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		return
 	}
 	d.noteUnshaped(ctx, p)
-	if d.liveOK && reflect.DeepEqual(desired, d.live) && !p.Empty() {
+	if d.liveOK && reflect.DeepEqual(desired.Links, d.live.Links) && !p.Empty() {
 		// Nothing macake decided changed, yet the live state differs:
 		// someone else changed what macake owns.
 		rec.trigger = "drift"
@@ -276,7 +276,7 @@ func (d *Daemon) noteHook(ctx context.Context, err error) bool {
 // but could not be worked out this time (e.g. an "auto" rate that needs a
 // measurement): a problem never tears working shaping down.
 func (d *Daemon) keepFailed(desired shape.State) shape.State {
-	out := shape.State{Links: slices.Clone(desired.Links)}
+	out := shape.State{Links: slices.Clone(desired.Links), Unshaped: desired.Unshaped}
 	for name := range d.linkErrs {
 		if _, ok := desired.Link(name); ok {
 			continue
@@ -299,7 +299,7 @@ func (d *Daemon) isActive(name string) bool {
 }
 
 func cloneState(s shape.State) shape.State {
-	out := shape.State{Links: make([]shape.Link, len(s.Links))}
+	out := shape.State{Links: make([]shape.Link, len(s.Links)), Unshaped: slices.Clone(s.Unshaped)}
 	for i, l := range s.Links {
 		l.Reflectors = slices.Clone(l.Reflectors)
 		out.Links[i] = l

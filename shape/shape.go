@@ -91,6 +91,50 @@ type Cake struct {
 // interface, sorted by name.
 type State struct {
 	Links []Link
+	// Unshaped lists the links that hold a slot (so may have been shaped
+	// before) but are not in Links, each with why. It installs nothing:
+	// backends use it to name the link whose leftovers they remove and to
+	// give the true reason (its network changed, its interface is down,
+	// its mode is "off", its policy file is gone). Optional; sorted by
+	// name.
+	Unshaped []Unshaped `json:",omitempty"`
+}
+
+// Unshaped is a link that installs nothing now, and why.
+type Unshaped struct {
+	// Name is the policy name.
+	Name string
+	// Interface is the policy's interface; "" when the policy is gone.
+	Interface string
+	// Slot is the slot the link held, so a backend can tell which of its
+	// objects were the link's.
+	Slot int
+	// Reason says why in one phrase, e.g. "interface en0 is down".
+	Reason string
+}
+
+// UnshapedLink returns why the link named name is not shaped, if State
+// records it and the link is not in Links.
+func (s State) UnshapedLink(name string) (Unshaped, bool) {
+	if _, shaped := s.Link(name); shaped {
+		return Unshaped{}, false
+	}
+	for _, u := range s.Unshaped {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return Unshaped{}, false
+}
+
+// UnshapedSlot returns the unshaped link that held slot n, if any.
+func (s State) UnshapedSlot(n int) (Unshaped, bool) {
+	for _, u := range s.Unshaped {
+		if _, shaped := s.Link(u.Name); u.Slot == n && !shaped {
+			return u, true
+		}
+	}
+	return Unshaped{}, false
 }
 
 // Sort orders the links by name, the order plans and listings use.

@@ -28,7 +28,7 @@ import (
 // macake (a foreign root qdisc, a foreign filter at macake's priority), the
 // plan carries a warning instead.
 func Diff(desired shape.State, live Live) plan.Plan {
-	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}}
+	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}, desired: desired}
 	d.p.Ops, d.p.Warnings = []plan.Op{}, []plan.Warning{}
 	links := slices.Clone(desired.Links)
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
@@ -64,6 +64,9 @@ type differ struct {
 	// wanted holds the interfaces a desired link shapes, present or not:
 	// their ownership record is kept.
 	wanted map[string]bool
+	// desired is the whole desired state; its Unshaped links explain
+	// removals.
+	desired shape.State
 }
 
 var bothDirections = []shape.Direction{shape.Upload, shape.Download}
@@ -82,9 +85,15 @@ func (d *differ) unshaped(link, msg string, dirs ...shape.Direction) {
 }
 
 func (d *differ) add(op plan.Op) {
-	if op.Action != "" {
-		d.p.Ops = append(d.p.Ops, op)
+	if op.Action == "" {
+		return
 	}
+	if op.Action == plan.Create && op.Reason == "" {
+		// As pfdn says it: logs and doctor print "LABEL: REASON", and an
+		// empty reason leaves a dangling colon.
+		op.Reason = "not present"
+	}
+	d.p.Ops = append(d.p.Ops, op)
 }
 
 func (d *differ) link(l shape.Link) {
@@ -614,6 +623,44 @@ func (d *differ) redirect(l shape.Link, dev *DeviceState, ifb string) {
 
 const removedReason = "no longer in the desired state"
 
+// unshapedOnDevice names the unshaped link whose leftovers are on device n
+// (its interface, or its IFB) and says why it is not shaped, when the
+// desired state tells. On an interface several unshaped policies may
+// name, the one whose IFB the live redirect feeds is the one that was
+// shaped.
+func (d *differ) unshapedOnDevice(n string) (link, reason string) {
+	if slot, ours := IFBSlot(n); ours {
+		if u, ok := d.desired.UnshapedSlot(slot); ok {
+			return u.Name, u.Reason
+		}
+		return "", removedReason
+	}
+	fed := -1
+	if dev := d.live.Devices[n]; dev != nil {
+		for _, f := range dev.IngressFilters {
+			if isOurRedirect(f) {
+				fed, _ = IFBSlot(f.Actions[0].ToDev)
+			}
+		}
+	}
+	var found *shape.Unshaped
+	for i, u := range d.desired.Unshaped {
+		if u.Interface != n {
+			continue
+		}
+		if _, shaped := d.desired.Link(u.Name); shaped {
+			continue
+		}
+		if found == nil || u.Slot == fed {
+			found = &d.desired.Unshaped[i]
+		}
+	}
+	if found == nil {
+		return "", removedReason
+	}
+	return found.Name, found.Reason
+}
+
 // removals plans the removal of every owned object nothing claimed.
 func (d *differ) removals() {
 	names := make([]string, 0, len(d.live.Devices))
@@ -650,25 +697,30 @@ func (d *differ) removals() {
 			continue
 		}
 		keepsOurs := (redirect && !dropRedirect) || (len(exempt) > 0 && !dropExempt)
+		link, reason := d.unshapedOnDevice(n)
 		if hookQ.Kind == "ingress" && foreign == 0 && !keepsOurs && !d.claimed["hook/"+n] {
 			// Only macake's filters use it: deleting the qdisc removes them
 			// all in one step.
-			d.add(plan.Op{Interface: n, Kind: "ingress", ID: n, Action: plan.Remove,
+			why := "it holds only macake's filters, which are " + removedReason
+			if link != "" {
+				why = reason
+			}
+			d.add(plan.Op{Link: link, Interface: n, Kind: "ingress", ID: n, Action: plan.Remove,
 				Label:    "ingress qdisc on " + n,
-				Reason:   "it holds only macake's filters, which are " + removedReason,
+				Reason:   why,
 				Commands: []plan.Command{d.t.tcCmd("qdisc", "del", "dev", n, "handle", "ffff:", "ingress")},
 			})
 			continue
 		}
 		if dropRedirect {
-			d.add(plan.Op{Interface: n, Kind: "redirect", ID: n, Action: plan.Remove,
-				Label: "redirect " + n + " ingress", Reason: removedReason,
+			d.add(plan.Op{Link: link, Interface: n, Kind: "redirect", ID: n, Action: plan.Remove,
+				Label: "redirect " + n + " ingress", Reason: reason,
 				Commands: []plan.Command{d.t.deleteRedirect(n)},
 			})
 		}
 		if dropExempt {
-			op := plan.Op{Interface: n, Kind: "exemptions", ID: n + "/ingress", Action: plan.Remove,
-				Label: "probe exemptions on " + n + " ingress", Reason: removedReason}
+			op := plan.Op{Link: link, Interface: n, Kind: "exemptions", ID: n + "/ingress", Action: plan.Remove,
+				Label: "probe exemptions on " + n + " ingress", Reason: reason}
 			for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
 				if exempt[pref] {
 					op.Commands = append(op.Commands, d.t.deletePref(n, ingressHook, pref, protoOf(pref)))
@@ -685,9 +737,14 @@ func (d *differ) removals() {
 			continue
 		}
 		removedIFB[n] = true
-		d.add(plan.Op{Interface: n, Kind: "ifb", ID: n, Action: plan.Remove,
+		why := fmt.Sprintf("no active link has slot %d", slot)
+		link, reason := d.unshapedOnDevice(n)
+		if link != "" {
+			why = reason
+		}
+		d.add(plan.Op{Link: link, Interface: n, Kind: "ifb", ID: n, Action: plan.Remove,
 			Label:    "ifb " + n,
-			Reason:   fmt.Sprintf("no active link has slot %d", slot),
+			Reason:   why,
 			Commands: []plan.Command{d.t.ipCmd("link", "del", "dev", n)},
 		})
 	}
@@ -698,10 +755,11 @@ func (d *differ) removals() {
 		if !dev.ownsRoot() || d.claimed["root/"+n] || removedIFB[n] {
 			continue
 		}
-		d.add(plan.Op{Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
+		link, reason := d.unshapedOnDevice(n)
+		d.add(plan.Op{Link: link, Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
 			Label:    "shaper on " + n,
 			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev.Root()), BeforeValue: liveKind(dev.Root())}},
-			Reason:   removedReason,
+			Reason:   reason,
 			Commands: []plan.Command{d.t.deleteRoot(n)},
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -157,10 +158,49 @@ func TestDiffGolden(t *testing.T) {
 					t.Errorf("observation ran a command that is not read-only: %v", c.Argv)
 				}
 			}
+			// Logs and doctor print "LABEL: REASON" for every op.
+			for _, op := range p.Ops {
+				if op.Reason == "" {
+					t.Errorf("%s %s has no reason", op.Action, op.Label)
+				}
+			}
 			// A plan's JSON is what `apply --json` prints: it must encode.
 			if _, err := json.Marshal(p); err != nil {
 				t.Errorf("plan does not encode as JSON: %v", err)
 			}
 		})
+	}
+}
+
+// TestReflectorOrderChangesNothing replans every converged case with each
+// link's reflectors reversed: the exemptions depend on the set, not the
+// order, so watch (sorted) and a one-shot apply (the policy's order) agree.
+func TestReflectorOrderChangesNothing(t *testing.T) {
+	dirs, _ := filepath.Glob("testdata/diff/*-converged/desired.json")
+	if len(dirs) == 0 {
+		t.Fatal("no converged cases")
+	}
+	for _, desiredPath := range dirs {
+		dir := filepath.Dir(desiredPath)
+		data, err := os.ReadFile(filepath.Join(dir, "live.txtar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := parseRecording(string(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, err := Observe(context.Background(), rec.runner(), goldenTools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live.Caps = rec.caps
+		desired := readDesired(t, desiredPath)
+		for i := range desired.Links {
+			slices.Reverse(desired.Links[i].Reflectors)
+		}
+		if p := Diff(desired, live); !p.Empty() {
+			t.Errorf("%s: reversed reflectors give a plan:\n%s", filepath.Base(dir), formatPlan(p))
+		}
 	}
 }
