@@ -66,6 +66,8 @@ func TestParseRules(t *testing.T) {
 		{name: "typo gets a suggestion", text: minimal + "intreface = \"en0\"\n", problems: []string{`3:1: unknown key "intreface" in [match] (did you mean "interface"?)`}},
 		{name: "upper-case key", text: "[match]\nInterface = \"en0\"\n", problems: []string{`2:1: key "Interface" must be lower-case: write "interface"`}},
 		{name: "upper-case table", text: minimal + "[Shaper]\nmode = \"off\"\n", problems: []string{`3:2: table "Shaper" must be lower-case: write "shaper"`}},
+		{name: "upper-case match table", text: "[Match]\ninterface = \"en0\"\n", problems: []string{`1:2: table "Match" must be lower-case: write "match"`}},
+		{name: "upper-case inline match table", text: "MATCH = { interface = \"en0\" }\n", problems: []string{`1:1: table "MATCH" must be lower-case: write "match"`}},
 		{name: "unknown table", text: minimal + "[shapper]\n", problems: []string{`3:2: unknown table [shapper] (did you mean [shaper]?)`}},
 		{name: "misplaced key", text: "interface = \"en0\"\n" + minimal, problems: []string{`1:1: key "interface" does not belong in the top level; it goes in [match]`}},
 		{name: "unknown key lists known keys", text: minimal + "[shaper]\nmode = \"balanced\"\n[balanced]\nwhatever = 1\n", problems: []string{`6:1: unknown key "whatever" in [balanced]; known keys: engage_after, release_after`}},
