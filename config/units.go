@@ -184,7 +184,9 @@ func (z *Size) Set(s string) error { return z.UnmarshalText([]byte(s)) }
 
 // Duration is a non-negative time.Duration whose text form must carry a
 // unit ("300ms", "1.5s", "1m"). A bare number is refused: BurntSushi/toml
-// would silently read `interval = 30` into a time.Duration as 30 ns. It
+// would silently read `interval = 30` into a time.Duration as 30 ns. Only
+// "0" may go without one, as in Go's own syntax: zero is zero in every
+// unit, and flags such as `monitor --duration 0` give it a meaning. It
 // implements encoding.TextUnmarshaler and flag.Value.
 type Duration time.Duration
 
@@ -198,6 +200,10 @@ func ParseDuration(s string) (Duration, error) {
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(text []byte) error {
 	s := strings.TrimSpace(string(text))
+	if s == "0" {
+		*d = 0
+		return nil
+	}
 	if _, err := strconv.ParseFloat(s, 64); err == nil {
 		return fmt.Errorf("duration %q needs a unit, e.g. %q or %q", string(text), s+"ms", s+"s")
 	}
