@@ -63,7 +63,7 @@ func (r *Rate) UnmarshalText(text []byte) error {
 	if !ok {
 		for _, p := range []string{"", "k", "m", "g"} {
 			if lunit == p+"bps" {
-				return fmt.Errorf("rate %q: %q is ambiguous (tc reads it as bytes per second); did you mean %q?", s, unit, num+p+"bit")
+				return &unitHint{what: "rate", text: s, reason: fmt.Sprintf("%q is ambiguous (tc reads it as bytes per second)", unit), fix: num + p + "bit"}
 			}
 		}
 		return fmt.Errorf("rate %q: unknown unit %q; use bit, kbit, mbit or gbit (SI, per second), e.g. %q", s, unit, num+"mbit")
@@ -316,6 +316,18 @@ func (z SizeOrAuto) String() string {
 
 // Set implements flag.Value.
 func (z *SizeOrAuto) Set(s string) error { return z.UnmarshalText([]byte(s)) }
+
+// unitHint is a parse error that knows the value the user most likely
+// meant, so that other messages (an unquoted value's) can offer it too.
+type unitHint struct {
+	what, text string // "rate", and the text as written
+	reason     string // what is wrong with it
+	fix        string // the likely intended text
+}
+
+func (h *unitHint) Error() string {
+	return fmt.Sprintf("%s %q: %s; did you mean %q?", h.what, h.text, h.reason, h.fix)
+}
 
 // splitNumber splits "1.5 Mbit/s" into "1.5" and "Mbit/s". The number is
 // unsigned decimal digits with an optional fraction; anything else is an
