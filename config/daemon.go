@@ -89,13 +89,14 @@ func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
 func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
 	var probs problemList
 	s := DaemonDefaults
-	d := &decoder{file: name, probs: &probs, homes: schemaHomes(reflect.TypeFor[Daemon]())}
+	d := newDecoder(name, &probs, reflect.TypeFor[Daemon]())
 	if len(data) > maxFileSize {
 		probs.add(name, pos{}, "is %d bytes; a settings file is at most %d", len(data), maxFileSize)
 	} else if d.parseTOML(string(data)) {
 		d.decodeStruct(reflect.ValueOf(&s).Elem(), d.root)
 		d.validateDaemon(&s)
 	}
+	d.finish()
 	if err := probs.err(nil); err != nil {
 		return DaemonDefaults, probs.sortedWarnings(nil), err
 	}

@@ -76,6 +76,8 @@ Anchor = "x"
 		"metrics_listen = \"127.0.0.1:http\"\n":    "is not a port",
 		"interface = \"en0\"\n":                    `unknown key "interface" in the top level`,
 		"state_dir = \n":                           "TOML syntax",
+		"pipe_range = 5k\nlog_format = \"xml\"\n":  `pipe_range: write the value in quotes: pipe_range = "5k"`,
+		"log_format = \"xml\"\npipe_range = 5k\n":  `unknown log format "xml"`,
 	} {
 		if _, _, err := ParseDaemon("m.toml", []byte(text)); err == nil || !strings.Contains(err.Error(), part) {
 			t.Errorf("%q: %v, want %q", text, err, part)

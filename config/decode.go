@@ -40,9 +40,41 @@ type decoder struct {
 	// checks relating them to other keys stay quiet instead of reporting
 	// consequences of the same mistake.
 	failed map[string]bool
+	// schema is the struct type the file decodes into.
+	schema reflect.Type
 	// homes maps each schema key to the tables it exists in, to say where
 	// a misplaced key belongs.
 	homes map[string][]string
+	// unquoted holds the problems of values written without their quotes
+	// (download = 100mbit), reported by finish; see parseTOML.
+	unquoted []*Problem
+	// muted holds the lines whose other problems finish drops: those
+	// values were quoted so the rest of the file could be checked, and
+	// their unquoted problem says all there is to fix first.
+	muted map[int]bool
+	// mark is where this file's problems start in probs.
+	mark int
+}
+
+// newDecoder returns a decoder of one file into a struct of type schema.
+func newDecoder(file string, probs *problemList, schema reflect.Type) *decoder {
+	return &decoder{file: file, probs: probs, schema: schema, homes: schemaHomes(schema), mark: len(probs.problems)}
+}
+
+// finish completes the file's problems: it drops the muted lines' and adds
+// the unquoted values'. Call it once the file is decoded and validated.
+func (d *decoder) finish() {
+	if len(d.muted) > 0 {
+		kept := d.probs.problems[:d.mark]
+		for _, p := range d.probs.problems[d.mark:] {
+			if p.File != d.file || !d.muted[p.Line] {
+				kept = append(kept, p)
+			}
+		}
+		d.probs.problems = kept
+	}
+	d.probs.problems = append(d.probs.problems, d.unquoted...)
+	d.unquoted, d.muted = nil, nil
 }
 
 // entry is one key of the file.
@@ -65,40 +97,69 @@ type positionProbe struct{}
 
 func (positionProbe) UnmarshalTOML(any) error { return errProbe }
 
-// parseTOML parses text, returning the root entry or a syntax problem.
+// parseTOML parses text, returning whether it is TOML; problems go to
+// d.probs (syntax) or wait for finish (unquoted values).
+//
+// The parser stops at the first syntax error, and the commonest one,
+// `download = 100mbit` without quotes, would hide every other problem of
+// the file behind a message about TOML's grammar. So on a syntax error the
+// lines holding a bare value with a unit are each reported with how to
+// write them, then quoted in a copy of the text and the copy parsed again,
+// to check everything else in the same run.
 func (d *decoder) parseTOML(text string) (ok bool) {
 	d.src = newSource(text)
-	d.index = map[string]*entry{}
-	var top map[string]toml.Primitive
-	var err error
-	func() {
-		// The library is fuzzed upstream; this keeps a library bug in a
-		// corner of the grammar from taking the daemon down.
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("TOML parser failed: %v", r)
-			}
-		}()
-		d.md, err = toml.Decode(text, &top)
-	}()
+	top, err := decodeTOML(text, &d.md)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			at := d.hintPos(pe.Position.Line, pe.Position.Start)
-			if pe.Position.Start > 0 && pe.Position.Start <= len(text) {
-				// The offset is exact; the lexer's line may already be
-				// past the newline the error is about.
-				at = d.src.at(pe.Position.Start)
-			}
-			d.probs.add(d.file, at, "TOML syntax: %s", pe.Message)
-		} else {
-			d.probs.add(d.file, pos{1, 1}, "TOML: %s", strings.TrimPrefix(err.Error(), "toml: "))
+		unquoted := findUnquoted(text)
+		if len(unquoted) == 0 {
+			d.syntaxProblem(err)
+			return false
 		}
-		return false
+		d.muted = map[int]bool{}
+		for _, u := range unquoted {
+			d.unquoted = append(d.unquoted, d.unquotedProblem(u))
+			d.muted[u.line] = true
+		}
+		fixed := quoteValues(text, unquoted)
+		d.src = newSource(fixed)
+		if top, err = decodeTOML(fixed, &d.md); err != nil {
+			d.syntaxProblem(err)
+			return false
+		}
 	}
+	d.index = map[string]*entry{}
 	d.root = &entry{}
 	d.root.children = d.buildChildren(nil, top)
 	return true
+}
+
+// decodeTOML parses text into its top-level keys, setting *md.
+func decodeTOML(text string, md *toml.MetaData) (top map[string]toml.Primitive, err error) {
+	// The library is fuzzed upstream; this keeps a library bug in a corner
+	// of the grammar from taking the daemon down.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("TOML parser failed: %v", r)
+		}
+	}()
+	*md, err = toml.Decode(text, &top)
+	return top, err
+}
+
+// syntaxProblem reports the parser's error at its position in d.src.
+func (d *decoder) syntaxProblem(err error) {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		at := d.hintPos(pe.Position.Line, pe.Position.Start)
+		if pe.Position.Start > 0 && pe.Position.Start <= len(d.src.text) {
+			// The offset is exact; the lexer's line may already be past
+			// the newline the error is about.
+			at = d.src.at(pe.Position.Start)
+		}
+		d.probs.add(d.file, at, "TOML syntax: %s", pe.Message)
+		return
+	}
+	d.probs.add(d.file, pos{1, 1}, "TOML: %s", strings.TrimPrefix(err.Error(), "toml: "))
 }
 
 func (d *decoder) buildChildren(path toml.Key, m map[string]toml.Primitive) []*entry {

@@ -28,6 +28,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("[match]\ninterface = \"en0\"\n[autorate]\nreflectors = [\"1.1.1.1\", [\"x\"], {a=1}, 5]\n"))
 	f.Add([]byte("a.b.c = 1\n[x.y]\n[[z]]\nq = '''\n\n'''\n"))
+	f.Add([]byte("[match]\ninterface = en0\n[shaper]\ndownload = 1.5 Mbit/s # x\nqueue = [\n5KB]\nupload = 5mbit\r\n[autorate\nx.y = 0x1fz\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, _, err := Parse("fuzz.toml", data, LoadOptions{})
 		if err == nil {

@@ -72,7 +72,8 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 		probs.add(name, pos{}, "is %d bytes; a policy file is at most %d", len(data), maxFileSize)
 		return link, nil
 	}
-	d := &decoder{file: name, probs: probs, homes: schemaHomes(reflect.TypeFor[Policy]())}
+	d := newDecoder(name, probs, reflect.TypeFor[Policy]())
+	defer d.finish()
 	if !d.parseTOML(string(data)) {
 		return link, nil
 	}

@@ -66,6 +66,8 @@ func TestParseRules(t *testing.T) {
 		{name: "typo gets a suggestion", text: minimal + "intreface = \"en0\"\n", problems: []string{`3:1: unknown key "intreface" in [match] (did you mean "interface"?)`}},
 		{name: "upper-case key", text: "[match]\nInterface = \"en0\"\n", problems: []string{`2:1: key "Interface" must be lower-case: write "interface"`}},
 		{name: "upper-case table", text: minimal + "[Shaper]\nmode = \"off\"\n", problems: []string{`3:2: table "Shaper" must be lower-case: write "shaper"`}},
+		{name: "upper-case match table", text: "[Match]\ninterface = \"en0\"\n", problems: []string{`1:2: table "Match" must be lower-case: write "match"`}},
+		{name: "upper-case inline match table", text: "MATCH = { interface = \"en0\" }\n", problems: []string{`1:1: table "MATCH" must be lower-case: write "match"`}},
 		{name: "unknown table", text: minimal + "[shapper]\n", problems: []string{`3:2: unknown table [shapper] (did you mean [shaper]?)`}},
 		{name: "misplaced key", text: "interface = \"en0\"\n" + minimal, problems: []string{`1:1: key "interface" does not belong in the top level; it goes in [match]`}},
 		{name: "unknown key lists known keys", text: minimal + "[shaper]\nmode = \"balanced\"\n[balanced]\nwhatever = 1\n", problems: []string{`6:1: unknown key "whatever" in [balanced]; known keys: engage_after, release_after`}},
@@ -102,6 +104,30 @@ func TestParseRules(t *testing.T) {
 		{name: "queue too small", text: minimal + "[shaper]\nqueue = \"1KB\"\n", problems: []string{"4:9: shaper.queue: 1KB cannot hold one full-size packet"}},
 		{name: "queue too big", text: minimal + "[shaper]\nqueue = \"1MB\"\n", problems: []string{"4:9: shaper.queue: 1MB is above 1023KB"}},
 		{name: "queue at limit", text: minimal + "[shaper]\nqueue = \"1023KB\"\n"},
+
+		// Values with a unit written without quotes: a TOML syntax error
+		// that must say how to write them, every one of them.
+		{name: "unquoted rate", text: minimal + "[shaper]\nupload = 20mbit\n", problems: []string{`4:10: shaper.upload: write the value in quotes: upload = "20mbit"`}},
+		{name: "unquoted mbps", text: minimal + "[shaper]\ndownload = 100mbps # from the ISP\n", problems: []string{`4:12: shaper.download: write the value in quotes: download = "100mbit"; "mbps" is ambiguous (tc reads it as bytes per second)`}},
+		{name: "unquoted bad unit", text: minimal + "[autorate]\nsleep_after = 3hours\n", problems: []string{`4:15: autorate.sleep_after: write the value in quotes: sleep_after = "3hours"; also, duration "3hours": not a duration`}},
+		{name: "unquoted size with space", text: minimal + "[shaper]\nqueue = 1.5 KB\n", problems: []string{`4:9: shaper.queue: write the value in quotes: queue = "1.5 KB"`}},
+		{name: "unquoted dotted key", text: minimal + "[autorate]\ndownload.min = 5mbit\n", problems: []string{`4:16: autorate.download.min: write the value in quotes: download.min = "5mbit"`}},
+		{name: "unquoted top-level dotted key", text: "shaper.upload = 50mbit\n" + minimal, problems: []string{`1:17: shaper.upload: write the value in quotes: shaper.upload = "50mbit"`}},
+		{name: "unit on a number", text: minimal + "[shaper]\noverhead = 18b\n", problems: []string{`4:12: shaper.overhead: is a plain number, without a unit or quotes: overhead = 18`}},
+		{name: "unquoted unknown key", text: minimal + "[shaper]\nrate = 5mbit\n", problems: []string{`4:8: shaper.rate: write the value in quotes: rate = "5mbit"`}},
+		{name: "unquoted after unreadable table", text: minimal + "[\"shaper\"]\nupload = 50mbit\n", problems: []string{`4:10: upload: write the value in quotes: upload = "50mbit"`}},
+		{name: "unquoted and other problems", text: minimal + "priority = 5000\n[shaper]\ndownload = 100mbit\nupload = 20mbit\noverhead = 300\n[autorate]\nprobe_interval = 30\n", problems: []string{
+			"3:12: match.priority: 5000 is outside -1000..1000",
+			`5:12: shaper.download: write the value in quotes`,
+			`6:10: shaper.upload: write the value in quotes`,
+			"7:12: shaper.overhead: 300 bytes is outside 0..256",
+			`9:18: autorate.probe_interval: duration "30" needs a unit`,
+		}},
+		{name: "unquoted and another syntax error", text: minimal + "[shaper]\nupload = 20mbit\nmode = = 1\n", problems: []string{`4:10: shaper.upload: write the value in quotes`, "5:8: TOML syntax"}},
+		{name: "unquoted value's own problem is not repeated", text: minimal + "[shaper]\nupload = 2.5gbit\n", problems: []string{`4:10: shaper.upload: write the value in quotes: upload = "2.5gbit"; also, rate "2.5gbit" is above 2147mbit`}},
+		{name: "unquoted value takes part in relations", text: minimal + "[shaper]\ndownload = 10mbit\n[autorate]\ndownload = { min = \"20mbit\" }\n", problems: []string{`4:12: shaper.download: write the value in quotes`, "6:20: autorate.download.min: 20mbit is above the base rate shaper.download 10mbit"}},
+		{name: "hex integer is TOML", text: minimal + "priority = 0x1f\n"},
+		{name: "unit inside a multi-line string is not a value", text: "description = \"\"\"\nx = 5mbit\n\"\"\"\n[match\n", problems: []string{"4:7: TOML syntax"}},
 
 		// Ranges and relations.
 		{name: "overhead and mpu", text: minimal + "[shaper]\noverhead = 257\nmpu = -1\n", problems: []string{"4:12: shaper.overhead: 257 bytes is outside 0..256", "5:7: shaper.mpu: -1 bytes is outside 0..256"}},
@@ -321,5 +347,67 @@ func TestProblemsOfPlainError(t *testing.T) {
 	}
 	if Problems(nil) != nil {
 		t.Error("Problems(nil) != nil")
+	}
+}
+
+// TestUnquotedValuesAllReported is the audit's case: three values written
+// without quotes gave one message about TOML's grammar, at the first, and
+// hid the other two. Each now says how to write it.
+func TestUnquotedValuesAllReported(t *testing.T) {
+	text := `[match]
+interface = "en0"
+[shaper]
+download = 100mbps
+upload = 20mbit
+[autorate]
+probe_interval = 300ms
+`
+	_, _, err := Parse("bare.toml", []byte(text), LoadOptions{})
+	want := `bare.toml:4:12: shaper.download: write the value in quotes: download = "100mbit"; "mbps" is ambiguous (tc reads it as bytes per second)
+bare.toml:5:10: shaper.upload: write the value in quotes: upload = "20mbit"
+bare.toml:7:18: autorate.probe_interval: write the value in quotes: probe_interval = "300ms"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error text:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestFindUnquoted checks which lines count as a bare value with a unit:
+// never one inside a string or a value that spans lines.
+func TestFindUnquoted(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       []string // "LINE TABLE KEY VALUE"
+	}{
+		{"plain", "a = 5mbit\n[t]\nb = 1.5 Mbit/s # c\n", []string{"1  a 5mbit", "3 t b 1.5 Mbit/s"}},
+		{"array of tables", "[[t.u]]\nb = 5s\n", []string{"2 t.u b 5s"}},
+		{"dotted key", "[t]\na . b = 5s\n", []string{"2 t a . b 5s"}},
+		{"CRLF", "a = 5s\r\nb = 6s\r\n", []string{"1  a 5s", "2  b 6s"}},
+		{"quoted is fine", "a = \"5mbit\"\nb = '5s'\n", nil},
+		{"numbers are fine", "a = 5\nb = 1.5e3\nc = 0x1f\nd = 0o17\ne = 0b101\nf = 1979-05-27\n", nil},
+		{"multi-line basic string", "a = \"\"\"\nb = 5s\n\\\"\"\"\nc = 1s\n\"\"\"\nd = 2s\n", []string{"6  d 2s"}},
+		{"multi-line literal string", "a = '''x\nb = 5s\n'''\nc = 1s\n", []string{"4  c 1s"}},
+		{"multi-line array", "a = [\n  \"]\\\", # ]\n  5s,\n]\nb = 1s\n", []string{"5  b 1s"}},
+		{"inline table", "a = { b = 5s }\n", nil},
+		{"unterminated string ends with its line", "a = \"x\nb = 5s\n", []string{"2  b 5s"}},
+		{"broken table header", "[t\nb = 5s\n", []string{"2 ? b 5s"}},
+		{"comment", "# a = 5s\n", nil},
+		{"value then text", "a = 5s x\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, u := range findUnquoted(tc.text) {
+				table := u.table.String()
+				if !u.tableKnown {
+					table = "?"
+				}
+				got = append(got, fmt.Sprintf("%d %s %s %s", u.line, table, u.key, u.value))
+				if tc.text[u.start:u.end] != u.value {
+					t.Errorf("offsets %d..%d hold %q, not %q", u.start, u.end, tc.text[u.start:u.end], u.value)
+				}
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

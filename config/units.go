@@ -63,7 +63,7 @@ func (r *Rate) UnmarshalText(text []byte) error {
 	if !ok {
 		for _, p := range []string{"", "k", "m", "g"} {
 			if lunit == p+"bps" {
-				return fmt.Errorf("rate %q: %q is ambiguous (tc reads it as bytes per second); did you mean %q?", s, unit, num+p+"bit")
+				return &unitHint{what: "rate", text: s, reason: fmt.Sprintf("%q is ambiguous (tc reads it as bytes per second)", unit), fix: num + p + "bit"}
 			}
 		}
 		return fmt.Errorf("rate %q: unknown unit %q; use bit, kbit, mbit or gbit (SI, per second), e.g. %q", s, unit, num+"mbit")
@@ -184,7 +184,9 @@ func (z *Size) Set(s string) error { return z.UnmarshalText([]byte(s)) }
 
 // Duration is a non-negative time.Duration whose text form must carry a
 // unit ("300ms", "1.5s", "1m"). A bare number is refused: BurntSushi/toml
-// would silently read `interval = 30` into a time.Duration as 30 ns. It
+// would silently read `interval = 30` into a time.Duration as 30 ns. Only
+// "0" may go without one, as in Go's own syntax: zero is zero in every
+// unit, and flags such as `monitor --duration 0` give it a meaning. It
 // implements encoding.TextUnmarshaler and flag.Value.
 type Duration time.Duration
 
@@ -198,6 +200,10 @@ func ParseDuration(s string) (Duration, error) {
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Duration) UnmarshalText(text []byte) error {
 	s := strings.TrimSpace(string(text))
+	if s == "0" {
+		*d = 0
+		return nil
+	}
 	if _, err := strconv.ParseFloat(s, 64); err == nil {
 		return fmt.Errorf("duration %q needs a unit, e.g. %q or %q", string(text), s+"ms", s+"s")
 	}
@@ -310,6 +316,18 @@ func (z SizeOrAuto) String() string {
 
 // Set implements flag.Value.
 func (z *SizeOrAuto) Set(s string) error { return z.UnmarshalText([]byte(s)) }
+
+// unitHint is a parse error that knows the value the user most likely
+// meant, so that other messages (an unquoted value's) can offer it too.
+type unitHint struct {
+	what, text string // "rate", and the text as written
+	reason     string // what is wrong with it
+	fix        string // the likely intended text
+}
+
+func (h *unitHint) Error() string {
+	return fmt.Sprintf("%s %q: %s; did you mean %q?", h.what, h.text, h.reason, h.fix)
+}
 
 // splitNumber splits "1.5 Mbit/s" into "1.5" and "Mbit/s". The number is
 // unsigned decimal digits with an optional fraction; anything else is an

@@ -127,7 +127,7 @@ func TestParseSize(t *testing.T) {
 
 func TestParseDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
-		"300ms": 300 * time.Millisecond, "1.5s": 1500 * time.Millisecond, "2m": 2 * time.Minute, "0s": 0,
+		"300ms": 300 * time.Millisecond, "1.5s": 1500 * time.Millisecond, "2m": 2 * time.Minute, "0s": 0, "0": 0,
 	} {
 		got, err := ParseDuration(in)
 		if err != nil || got.Std() != want {
@@ -137,6 +137,7 @@ func TestParseDuration(t *testing.T) {
 	for in, want := range map[string]string{
 		"30":     `duration "30" needs a unit, e.g. "30ms" or "30s"`,
 		"0.3":    "needs a unit",
+		"0.0":    "needs a unit",
 		"-1s":    "must not be negative",
 		"soon":   "not a duration",
 		"30 sec": "not a duration",

@@ -75,7 +75,9 @@ func (d *decoder) checkDescription(p *Policy) {
 
 func (d *decoder) checkMatch(m *MatchKeys) {
 	if !d.given("match.interface") {
-		if d.decoded("match.interface") { // not written "Interface"
+		// Not written "Interface", nor in a table written "[Match]": the
+		// lower-case error already says what to fix.
+		if d.decoded("match", "match.interface") {
 			d.probs.add(d.file, d.keyPosOf("match"), `[match] needs interface, the interface this policy shapes, e.g. interface = "en0"`)
 		}
 	} else if m.Interface != "" && !interfaceRE.MatchString(m.Interface) {

@@ -46,8 +46,9 @@ func runBench(e *env, args []string) int {
 	fs := benchCmd.flags()
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
 	server := fs.String("server", "", "speed-test server `URL` (started with macake measure --serve); default: speed.cloudflare.com")
-	duration := fs.Duration("duration", 10*time.Second, "length of the download and of the upload phase")
-	idle := fs.Duration("idle", 3*time.Second, "length of the idle phase")
+	var duration, idle time.Duration
+	durationVar(fs, &duration, "duration", 10*time.Second, "length of the download and of the upload phase")
+	durationVar(fs, &idle, "idle", 3*time.Second, "length of the idle phase")
 	streams := fs.Int("streams", 8, "parallel connections per direction")
 	var extra addrList
 	fs.Var(&extra, "reflector", "also measure latency to `ADDR` (repeatable)")
@@ -57,7 +58,7 @@ func runBench(e *env, args []string) int {
 	if done, code := benchCmd.noArgs(e, fs); done {
 		return code
 	}
-	if *duration < 2*time.Second || *idle < time.Second || *streams < 1 || *streams > 64 {
+	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 {
 		fmt.Fprintln(e.stderr, "macake bench: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
 		return exitUsage
 	}
@@ -82,7 +83,7 @@ func runBench(e *env, args []string) int {
 		return exitFailure
 	}
 	lt := loadTest{
-		Endpoint: ep, Streams: *streams, Idle: *idle, Duration: *duration, Targets: targets,
+		Endpoint: ep, Streams: *streams, Idle: idle, Duration: duration, Targets: targets,
 		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "bench",
 	}
 	res, err := lt.run(e.ctx)

@@ -11,6 +11,9 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
+
+	"github.com/macake/macake/config"
 )
 
 // Default locations; --config-dir and --state-dir override them.
@@ -161,12 +164,15 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 		fs.SetOutput(&b)
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
+			if name == "value" {
+				name = flagTypeName(f.Value)
+			}
 			fmt.Fprintf(&b, "  --%s", f.Name)
 			if name != "" {
 				fmt.Fprintf(&b, " %s", name)
 			}
 			fmt.Fprintf(&b, "\n        %s", usage)
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 				fmt.Fprintf(&b, " (default %s)", f.DefValue)
 			}
 			b.WriteByte('\n')
@@ -175,6 +181,29 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
 		}
 	}
+}
+
+// durationVar defines a duration flag read as policy files read durations
+// (config.Duration): one grammar and one error text for files and flags,
+// so `--drift-interval 5` says it needs a unit as `probe_interval = 5`
+// does, where Go's own duration flag said only "parse error".
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*config.Duration)(p), name, usage)
+}
+
+// flagTypeName names a flag's value in --help where flag.UnquoteUsage
+// cannot (it knows only the standard library's flag types).
+func flagTypeName(v flag.Value) string {
+	switch v.(type) {
+	case *config.Duration:
+		return "duration"
+	case *config.Rate, *config.RateOrAuto:
+		return "rate"
+	case *config.Size, *config.SizeOrAuto:
+		return "size"
+	}
+	return "value"
 }
 
 // flags returns a FlagSet for c whose errors the caller maps to exitUsage.

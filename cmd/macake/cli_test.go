@@ -7,6 +7,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/config"
 )
 
 // runCLI runs the CLI in-process and returns exit code, stdout and stderr.
@@ -61,5 +63,62 @@ func TestCLIVersion(t *testing.T) {
 	code, stdout, _ = runCLI(t, "version", "--json")
 	if code != exitOK || !strings.Contains(stdout, `"go_version"`) {
 		t.Fatalf("version --json: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// TestCLIDurationFlagsShareTheConfigGrammar checks that every duration flag
+// reads its value as policy files do, with the same error text, and keeps
+// accepting 0 where 0 means something.
+func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
+	tests := []struct {
+		cmd, flag string
+		zeroOK    bool // 0 has a meaning ("the default", "no delay", "until interrupted")
+	}{
+		{"watch", "drift-interval", false},
+		{"monitor", "interval", true},
+		{"monitor", "every", false},
+		{"monitor", "duration", true},
+		{"bench", "duration", false},
+		{"bench", "idle", false},
+		{"measure", "duration", false},
+		{"measure", "idle", false},
+		{"sim", "duration", false},
+		{"sim", "buffer", true},
+		{"sim", "base-rtt", true},
+		{"sim", "offset", true},
+		{"sim", "actuation-delay", true},
+		{"sim", "warmup", true},
+		{"sim", "rebin", true},
+	}
+	_, fileErr := config.ParseDuration("5")
+	listed := map[string]bool{}
+	for _, tc := range tests {
+		listed[tc.cmd+" --"+tc.flag] = true
+		code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "5")
+		if code != exitUsage || !strings.Contains(stderr, fileErr.Error()) {
+			t.Errorf("macake %s --%s 5: exit %d, stderr %q; want %d and %q", tc.cmd, tc.flag, code, stderr, exitUsage, fileErr)
+		}
+		if code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "-1s"); code != exitUsage || !strings.Contains(stderr, "must not be negative") {
+			t.Errorf("macake %s --%s -1s: exit %d, stderr %q", tc.cmd, tc.flag, code, stderr)
+		}
+		// --help after the flag stops before the command runs, once the
+		// flag has been read.
+		if code, stdout, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "250ms", "--help"); code != exitOK || !strings.Contains(stdout, "--"+tc.flag) {
+			t.Errorf("macake %s --%s 250ms: exit %d, stderr %q", tc.cmd, tc.flag, code, stderr)
+		}
+		if tc.zeroOK {
+			if code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "0", "--help"); code != exitOK {
+				t.Errorf("macake %s --%s 0: exit %d, stderr %q", tc.cmd, tc.flag, code, stderr)
+			}
+		}
+	}
+	// Every flag --help calls a duration is in the table above.
+	for _, c := range commands {
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		for _, line := range strings.Split(stdout, "\n") {
+			if name, ok := strings.CutSuffix(strings.TrimSpace(line), " duration"); ok && strings.HasPrefix(name, "--") && !listed[c.name+" "+name] {
+				t.Errorf("macake %s %s is a duration flag the test does not check", c.name, name)
+			}
+		}
 	}
 }

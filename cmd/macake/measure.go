@@ -60,8 +60,9 @@ func runMeasure(e *env, args []string) int {
 	server := fs.String("server", "", "speed-test server `URL` (started with macake measure --serve); default: speed.cloudflare.com")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
-	duration := fs.Duration("duration", 10*time.Second, "length of the download and of the upload phase")
-	idle := fs.Duration("idle", 5*time.Second, "length of the idle phase")
+	var duration, idle time.Duration
+	durationVar(fs, &duration, "duration", 10*time.Second, "length of the download and of the upload phase")
+	durationVar(fs, &idle, "idle", 5*time.Second, "length of the idle phase")
 	streams := fs.Int("streams", 8, "parallel connections per direction")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")
 	noNQ := fs.Bool("no-networkquality", false, "skip the networkQuality cross-check (macOS)")
@@ -76,7 +77,7 @@ func runMeasure(e *env, args []string) int {
 	if *serve != "" {
 		return serveSpeedtest(e, *serve)
 	}
-	if *duration < 2*time.Second || *idle < time.Second || *streams < 1 || *streams > 64 {
+	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 {
 		fmt.Fprintln(e.stderr, "macake measure: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
 		return exitUsage
 	}
@@ -97,7 +98,7 @@ func runMeasure(e *env, args []string) int {
 		return fail("%v", err)
 	}
 	lt := loadTest{
-		Endpoint: endpoint, Streams: *streams, Idle: *idle, Duration: *duration,
+		Endpoint: endpoint, Streams: *streams, Idle: idle, Duration: duration,
 		Targets: latencyTargets, Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
 		Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
 	}

@@ -43,9 +43,10 @@ func init() { monitorCmd.run = runMonitor }
 func runMonitor(e *env, args []string) int {
 	fs := monitorCmd.flags()
 	asJSON := fs.Bool("json", false, "print one JSON object per line")
-	interval := fs.Duration("interval", 0, "probe interval per reflector; 0 means the policy's probe_interval (300ms by default)")
-	every := fs.Duration("every", time.Second, "print a line this often")
-	duration := fs.Duration("duration", 0, "stop after this long; 0 runs until interrupted")
+	var interval, every, duration time.Duration
+	durationVar(fs, &interval, "interval", 0, "probe interval per reflector; 0 means the policy's probe_interval (300ms by default)")
+	durationVar(fs, &every, "every", time.Second, "print a line this often")
+	durationVar(fs, &duration, "duration", 0, "stop after this long; 0 runs until interrupted")
 	logFile := fs.String("log-file", "", "write the lines and the summary to `PATH`, rotated, instead of standard output")
 	var reflectors addrList
 	fs.Var(&reflectors, "reflector", "reflector `ADDR` to probe instead of the policy's or the defaults (repeatable)")
@@ -55,8 +56,9 @@ func runMonitor(e *env, args []string) int {
 	if done, code := monitorCmd.noArgs(e, fs); done {
 		return code
 	}
-	if *interval < 0 || (*interval > 0 && *interval < 10*time.Millisecond) || *every < 100*time.Millisecond || *duration < 0 {
-		fmt.Fprintln(e.stderr, "macake monitor: --interval must be at least 10ms, --every at least 100ms, --duration positive")
+	// The flags' grammar refuses negative durations.
+	if (interval > 0 && interval < 10*time.Millisecond) || every < 100*time.Millisecond {
+		fmt.Fprintln(e.stderr, "macake monitor: --interval must be at least 10ms, --every at least 100ms")
 		return exitUsage
 	}
 	var out io.Writer = e.stdout
@@ -74,8 +76,8 @@ func runMonitor(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake monitor: %v\n", err)
 		return exitFailure
 	}
-	if *interval > 0 {
-		target.ProbeInterval = *interval
+	if interval > 0 {
+		target.ProbeInterval = interval
 	}
 	p, err := newProber(target.Reflectors, target.ProbeInterval, probe.DefaultTimeout)
 	if err != nil {
@@ -83,9 +85,9 @@ func runMonitor(e *env, args []string) int {
 		return exitFailure
 	}
 	ctx := e.ctx
-	if *duration > 0 {
+	if duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, duration)
 		defer cancel()
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -112,7 +114,7 @@ func runMonitor(e *env, args []string) int {
 		}
 	}
 	m := newMonitorState(time.Now(), target.Interface)
-	tick := time.NewTicker(*every)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	samples, loads := p.Samples(), sampler.Samples()
 	for samples != nil || loads != nil {
