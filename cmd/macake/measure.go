@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -117,7 +118,7 @@ func runMeasure(e *env, args []string) int {
 	code := exitOK
 	if !*noSave {
 		if viaWatch, err := saveProfile(e, target, rep); err != nil {
-			fmt.Fprintf(e.stderr, "macake measure: measured, but not saved: %v (run with sudo to save, or pass --no-save)\n", err)
+			fmt.Fprintf(e.stderr, "macake measure: %s\n", notSavedMessage(err))
 			code = exitFailure
 		} else {
 			rep.Saved, rep.SavedByWatch = true, viaWatch
@@ -130,6 +131,16 @@ func runMeasure(e *env, args []string) int {
 		rep.writeText(e.stdout, stateDirOf(e))
 	}
 	return code
+}
+
+// notSavedMessage explains a failed save; only a permission error earns
+// the hint to use sudo (root gets it for other reasons too).
+func notSavedMessage(err error) string {
+	msg := fmt.Sprintf("measured, but not saved: %v", err)
+	if errors.Is(err, iofs.ErrPermission) {
+		msg += " (run with sudo to save, or pass --no-save)"
+	}
+	return msg
 }
 
 // chooseEndpoint picks the speed-test endpoint and checks that it answers.

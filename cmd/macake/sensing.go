@@ -190,7 +190,8 @@ type loadTest struct {
 	Targets       []netip.Addr
 	Gateway       netip.Addr
 	ProbeInterval time.Duration
-	// Stall fails a phase after this long without progress (default 5 s).
+	// Stall fails a phase after this long without progress (default
+	// stallTimeout(Duration)).
 	Stall time.Duration
 	// Progress receives human progress lines (stderr); nil for none.
 	Progress io.Writer
@@ -224,7 +225,7 @@ const probeTimeout = 5 * time.Second
 func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 	var res loadTestResult
 	if lt.Stall <= 0 {
-		lt.Stall = 5 * time.Second
+		lt.Stall = stallTimeout(lt.Duration)
 	}
 	targets := append([]netip.Addr(nil), lt.Targets...)
 	if lt.Gateway.IsValid() && !contains(targets, lt.Gateway) {
@@ -292,6 +293,12 @@ func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 			}
 			return res, fmt.Errorf("%s test failed: %w", dir, err)
 		}
+		if r.BitsPerSecond <= 0 {
+			// The load ended before the stall timeout ran out, but nothing
+			// moved once the streams were up: a capacity of 0 is not a
+			// measurement.
+			return res, fmt.Errorf("%s test failed: no data moved after the first %v of the %v phase (%d bytes in all): %s stalled", dir, r.SteadyFrom.Sub(r.Start).Round(100*time.Millisecond), lt.Duration, r.Bytes, lt.Endpoint.Name)
+		}
 		if dir == "download" {
 			res.Download = r
 		} else {
@@ -319,6 +326,13 @@ func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 	res.Stats = p.Stats()
 	res.Congestion = dialer.Congestion()
 	return res, nil
+}
+
+// stallTimeout is how long a phase of duration d may move no data before
+// it fails: 5 s, but at most half the phase, so that a short phase cannot
+// end before its stall is noticed and report a capacity of zero.
+func stallTimeout(d time.Duration) time.Duration {
+	return min(5*time.Second, d/2)
 }
 
 func contains(list []netip.Addr, a netip.Addr) bool {

@@ -225,7 +225,11 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 		want string
 	}{
 		{"server errors", []string{"measure", "--server", l.failURL, "--reflector", labServer, "--idle", "1s", "--duration", "2s"}, "500 Internal Server Error"},
-		{"server stalls mid-transfer", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "8s"}, "stalled"},
+		{"server stalls mid-transfer", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "8s"}, "download test failed: no data moved"},
+		// A phase shorter than the default 5 s stall timeout must still
+		// notice the stall rather than report a capacity of zero.
+		{"server stalls in a short phase", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "4s"}, "download test failed: no data moved"},
+		{"server stalls in the shortest phase", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "2s", "--json"}, "download test failed: no data moved"},
 		{"no server and no internet", []string{"measure", "--reflector", labServer}, "not reachable"},
 		{"unreachable server", []string{"bench", "--server", "http://10.81.9.9:8080"}, "cannot reach"},
 		{"only unreachable reflectors", []string{"monitor", "--reflector", "10.81.9.9", "--duration", "2s"}, "no reflector answered"},
@@ -238,6 +242,10 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 			r := runCLIIn(t, ctx, l.client, append([]string{"--config-dir", filepath.Join(dir, "none"), "--state-dir", dir}, tc.args...)...)
 			if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, tc.want)
+			}
+			// Root runs these: a failure is never a missing sudo.
+			if strings.Contains(r.Stderr, "sudo") || strings.Contains(r.Stdout, "Capacity") || strings.Contains(r.Stdout, "bits_per_second") {
+				t.Errorf("a failed phase printed a result or a sudo hint:\nstdout %s\nstderr %s", r.Stdout, r.Stderr)
 			}
 			if _, err := os.Stat(state.Path(dir)); err == nil {
 				t.Error("a failed measurement wrote the state file")

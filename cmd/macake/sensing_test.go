@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -304,5 +306,28 @@ probe_interval    = "100ms"
 	}
 	if got.Link != "" || got.Interface != "en0" || len(got.Reflectors) != 6 || got.Note == "" || got.ProfileKey() != "en0@74:24:9f:00:00:01" {
 		t.Errorf("fallback %+v", got)
+	}
+}
+
+func TestNotSavedHintsSudoOnlyOnPermissionErrors(t *testing.T) {
+	denied := &os.PathError{Op: "open", Path: "/var/db/macake/state.json", Err: os.ErrPermission}
+	if m := notSavedMessage(fmt.Errorf("writing state: %w", denied)); !strings.Contains(m, "sudo") {
+		t.Errorf("permission denied: %q, want the sudo hint", m)
+	}
+	if m := notSavedMessage(errors.New("a direction measured no throughput")); strings.Contains(m, "sudo") {
+		t.Errorf("not a permission problem: %q, want no sudo hint", m)
+	}
+}
+
+func TestStallTimeoutFitsInsideThePhase(t *testing.T) {
+	for _, tc := range []struct{ phase, want time.Duration }{
+		{2 * time.Second, time.Second},
+		{4 * time.Second, 2 * time.Second},
+		{10 * time.Second, 5 * time.Second},
+		{60 * time.Second, 5 * time.Second},
+	} {
+		if got := stallTimeout(tc.phase); got != tc.want {
+			t.Errorf("stallTimeout(%v) = %v, want %v", tc.phase, got, tc.want)
+		}
 	}
 }
