@@ -40,7 +40,11 @@ latency with the reflectors' to tell whether the queue builds on the LAN
 (this Mac, Wi-Fi) or beyond the gateway (the ISP). On macOS, Apple's
 networkQuality is run as a cross-check when measuring against the default
 endpoint. The result is saved as the link's profile in the state file, keyed
-by the link and its gateway's MAC address; nothing is saved if a phase fails.
+by the link and its gateway's MAC address (the key macake watch looks up);
+nothing is saved if a phase fails or stalls. --link names the policy to
+measure; it must match the current network on the interface that carries
+the default route (the one the test's traffic crosses), else measure
+refuses rather than measure another interface under its name.
 It is written under the state lock; while 'macake watch' runs (and holds the
 lock), measure hands the profile to the daemon, which saves it and uses it at
 once.
@@ -57,7 +61,7 @@ func init() { measureCmd.run = runMeasure }
 
 func runMeasure(e *env, args []string) int {
 	fs := measureCmd.flags()
-	linkName := fs.String("link", "", "the policy (links.d/NAME.toml) to measure and save the profile for; default: the one matching this network")
+	linkName := fs.String("link", "", "the policy (links.d/NAME.toml) to measure and save the profile for; it must match this network on the default route's interface; default: the one matching this network")
 	server := fs.String("server", "", "speed-test server `URL` (started with macake measure --serve); default: speed.cloudflare.com")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
