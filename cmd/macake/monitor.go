@@ -30,8 +30,8 @@ baseline (p50 and p90 over the reflectors' samples of that second), the
 losses, and the throughput each way (shown as - while no interface
 carries the default route; --reflector still probes then). With ICMP
 timestamps the one-way delay deltas of each direction are shown too.
---json prints one JSON object per line instead. Interrupt it (Ctrl-C) for a summary: samples, loss,
-baselines, and p50/p90 of the delay. --log-file writes the lines to a file
+--json prints one JSON object per line instead. Interrupt it (Ctrl-C)
+for a summary: samples, loss, baselines, and p50/p90 of the delay. --log-file writes the lines to a file
 instead, rotated at 10 MiB with 5 old files kept (the LaunchAgent passes
 ~/Library/Logs/macake/monitor.log): a line a second is about 10 MB a day.
 
