@@ -14,10 +14,14 @@ import (
 var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has not been measured yet; run "macake measure"`)
 
 // Rates resolves one direction's controller floor, base (start) rate and
-// ceiling. capacity is that direction's measured capacity, 0 when unknown.
+// ceiling. capacity is that direction's latest measured capacity and peak
+// the highest measured (state.Profile.Peaks), each 0 when unknown; a peak
+// below capacity counts as capacity.
 //
-//   - base: [shaper] download/upload; "auto" is AutoRateFraction of capacity.
-//   - max: [autorate] max; "auto" is the capacity (the highest measured);
+//   - base: [shaper] download/upload; "auto" is AutoRateFraction of the
+//     latest capacity (the network as it is now).
+//   - max: [autorate] max; "auto" is the highest capacity measured (one
+//     poor measurement must not cap the controller);
 //     not given, it keeps upstream's default proportion to the base
 //     (download 80/20, upload 35/20 of base), capped at MaxRate. An "auto"
 //     max without a measurement falls back to that proportion too.
@@ -29,7 +33,7 @@ var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has
 // disagree with explicit bounds, so the result is made consistent: max is
 // raised to min if below it, and base is clamped into [min, max]. In modes
 // fixed and off, min, base and max are all the configured rate.
-func (l Link) Rates(d shape.Direction, capacity Rate) (lo, base, hi Rate, err error) {
+func (l Link) Rates(d shape.Direction, capacity, peak Rate) (lo, base, hi Rate, err error) {
 	setting, bounds := l.Shaper.Download, l.Autorate.Download
 	defBounds := Defaults.Autorate.Download
 	defBase := Defaults.Shaper.Download.Rate
@@ -53,7 +57,7 @@ func (l Link) Rates(d shape.Direction, capacity Rate) (lo, base, hi Rate, err er
 	}
 	switch {
 	case bounds.Max.Auto && capacity > 0:
-		hi = min(MaxRate, capacity)
+		hi = min(MaxRate, max(capacity, peak))
 	case bounds.Max.Rate > 0:
 		hi = bounds.Max.Rate
 	default:

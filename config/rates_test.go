@@ -92,6 +92,7 @@ func TestRates(t *testing.T) {
 		text     string
 		dir      shape.Direction
 		capacity Rate
+		peak     Rate
 		want     want
 		err      error
 	}{
@@ -103,6 +104,8 @@ func TestRates(t *testing.T) {
 		{name: "auto base needs a measurement", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, err: ErrNeedsMeasurement},
 		{name: "auto base from capacity", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, capacity: 100 * Mbit, want: want{23750 * Kbit, 95 * Mbit, 380 * Mbit}},
 		{name: "auto max is the capacity", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 200 * Mbit, want: want{10 * Mbit, 190 * Mbit, 200 * Mbit}},
+		{name: "auto max is the highest measured, base the latest", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 100 * Mbit, peak: 200 * Mbit, want: want{10 * Mbit, 95 * Mbit, 200 * Mbit}},
+		{name: "a peak below the latest counts as the latest", text: "[autorate]\nupload = { max = \"auto\" }\n", dir: shape.Upload, capacity: 30 * Mbit, peak: 10 * Mbit, want: want{5 * Mbit, 20 * Mbit, 30 * Mbit}},
 		{name: "auto max without capacity keeps the proportion", text: "[shaper]\ndownload = \"40mbit\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, want: want{10 * Mbit, 40 * Mbit, 160 * Mbit}},
 		{name: "measured base clamped into explicit bounds", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"50mbit\" }\n", dir: shape.Download, capacity: 400 * Mbit, want: want{10 * Mbit, 50 * Mbit, 50 * Mbit}},
 		{name: "measured max below explicit min", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 5 * Mbit, want: want{10 * Mbit, 10 * Mbit, 10 * Mbit}},
@@ -113,7 +116,7 @@ func TestRates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lo, base, hi, err := l.Rates(tc.dir, tc.capacity)
+			lo, base, hi, err := l.Rates(tc.dir, tc.capacity, tc.peak)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err %v, want %v", err, tc.err)
 			}

@@ -247,7 +247,7 @@ func (d *decoder) checkActiveThreshold(p *Policy) {
 		if setting.Auto {
 			continue
 		}
-		lo, _, _, err := l.Rates(dir, 0)
+		lo, _, _, err := l.Rates(dir, 0, 0)
 		if err != nil || a.ActiveThreshold <= lo {
 			continue
 		}

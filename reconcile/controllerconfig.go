@@ -103,15 +103,15 @@ func ControllerConfig(l config.Link, p state.Profile, mtu int) (controller.Confi
 	}
 	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
 	for _, d := range shape.Directions {
-		capacity, good := p.DownloadCapacity, p.GoodDownload
+		capacity, peak, good := profileCapacity(p, d)
 		dc := &c.Download
 		if d == shape.Upload {
-			capacity, good, dc = p.UploadCapacity, p.GoodUpload, &c.Upload
+			dc = &c.Upload
 		}
-		lo, base, hi, err := l.Rates(d, config.Rate(capacity))
+		lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak))
 		if errors.Is(err, config.ErrNeedsMeasurement) && l.Shaper.Mode == config.ModeOff {
 			// Nothing is shaped, so the rate only scales the load classes.
-			lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0)
+			lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0)
 		}
 		if err != nil {
 			return controller.Config{}, fmt.Errorf("link %q: shaper.%s: %w", l.Name, d, err)

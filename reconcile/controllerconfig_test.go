@@ -160,6 +160,22 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	if err != nil || c.Download.Base != 190_000_000 {
 		t.Errorf("auto = 95 %% of the measured capacity: base %d, err %v", c.Download.Base, err)
 	}
+	// max = "auto" follows the highest capacity measured, base the latest:
+	// a second, poor measurement (40 Mbit/s after 200) lowers the start
+	// rate but does not cap the controller. The daemon and one-shot
+	// commands alike read the profile state.RecordMeasurement leaves.
+	var st state.State
+	st.RecordMeasurement("sat", state.Profile{DownloadCapacity: 200_000_000, UploadCapacity: 20_000_000})
+	st.RecordMeasurement("sat", state.Profile{DownloadCapacity: 40_000_000, UploadCapacity: 20_000_000})
+	autoMax := strings.Replace(auto, "%s", "autorate", 1) + "[autorate]\ndownload = { min = \"5mbit\", max = \"auto\" }\n"
+	c, err = ControllerConfig(parsePolicy(t, "sat", autoMax), st.Profiles["sat"], 1500)
+	if err != nil || c.Download.Base != 38_000_000 || c.Download.Max != 200_000_000 {
+		t.Errorf("max = \"auto\" after 200 then 40 Mbit/s: base %d max %d, err %v; want base 38 Mbit/s (95 %% of the latest), max 200 Mbit/s (the highest)", c.Download.Base, c.Download.Max, err)
+	}
+	d, err := Desired([]config.Link{parsePolicy(t, "sat", autoMax)}, config.Facts{Interfaces: []config.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st})
+	if err != nil || len(d.Active) != 1 || d.Active[0].Download.Max != 200_000_000 || d.Active[0].Download.Base != 38_000_000 {
+		t.Errorf("Desired with max = \"auto\": %+v, err %v", d.Active, err)
+	}
 	if c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500); err != nil || c.Mode != controller.ModeOff {
 		t.Errorf("off with an unmeasured auto rate observes anyway: %v", err)
 	}

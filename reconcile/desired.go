@@ -398,13 +398,20 @@ func shaped(l config.Link, in Inputs) bool {
 	return true
 }
 
+// profileCapacity returns one direction's latest and peak measured
+// capacity and its last known-good rate from the network's profile.
+func profileCapacity(p state.Profile, dir shape.Direction) (latest, peak, good int64) {
+	peakDown, peakUp := p.Peaks()
+	if dir == shape.Upload {
+		return p.UploadCapacity, peakUp, p.GoodUpload
+	}
+	return p.DownloadCapacity, peakDown, p.GoodDownload
+}
+
 // directionRate resolves one direction's desired pipe.
 func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, kernelOverhead bool) (DirectionRate, error) {
-	capacity, good := p.DownloadCapacity, p.GoodDownload
-	if dir == shape.Upload {
-		capacity, good = p.UploadCapacity, p.GoodUpload
-	}
-	lo, base, hi, err := l.Rates(dir, config.Rate(capacity))
+	capacity, peak, good := profileCapacity(p, dir)
+	lo, base, hi, err := l.Rates(dir, config.Rate(capacity), config.Rate(peak))
 	if errors.Is(err, config.ErrNeedsMeasurement) {
 		return DirectionRate{}, &measurementError{fmt.Sprintf(
 			"shaper.%s is \"auto\" (95 %% of the measured capacity), but this network has not been measured yet; "+

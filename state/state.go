@@ -54,14 +54,27 @@ type State struct {
 // Profile is what macake knows about one network: measured capacity, idle
 // baseline and the last rates that were known good (no bufferbloat).
 type Profile struct {
-	Link             string        `json:"link"`
-	DownloadCapacity int64         `json:"download_capacity_bits_per_second,omitempty"`
-	UploadCapacity   int64         `json:"upload_capacity_bits_per_second,omitempty"`
-	IdleRTT          time.Duration `json:"idle_rtt_ns,omitempty"`
-	GoodDownload     int64         `json:"good_download_bits_per_second,omitempty"`
-	GoodUpload       int64         `json:"good_upload_bits_per_second,omitempty"`
-	MeasuredAt       time.Time     `json:"measured_at,omitzero"`
-	UpdatedAt        time.Time     `json:"updated_at,omitzero"`
+	Link             string `json:"link"`
+	DownloadCapacity int64  `json:"download_capacity_bits_per_second,omitempty"`
+	UploadCapacity   int64  `json:"upload_capacity_bits_per_second,omitempty"`
+	// PeakDownload and PeakUpload are the highest capacities measured on
+	// this network, which max = "auto" follows (the capacities above are
+	// the latest measurement, which "auto" base rates follow). Files
+	// written before they existed lack them: see Peaks.
+	PeakDownload int64         `json:"peak_download_capacity_bits_per_second,omitempty"`
+	PeakUpload   int64         `json:"peak_upload_capacity_bits_per_second,omitempty"`
+	IdleRTT      time.Duration `json:"idle_rtt_ns,omitempty"`
+	GoodDownload int64         `json:"good_download_bits_per_second,omitempty"`
+	GoodUpload   int64         `json:"good_upload_bits_per_second,omitempty"`
+	MeasuredAt   time.Time     `json:"measured_at,omitzero"`
+	UpdatedAt    time.Time     `json:"updated_at,omitzero"`
+}
+
+// Peaks returns the highest download and upload capacities measured on
+// the network. A profile written before peaks were kept has its latest
+// measurement as its peak.
+func (p Profile) Peaks() (download, upload int64) {
+	return max(p.PeakDownload, p.DownloadCapacity), max(p.PeakUpload, p.UploadCapacity)
 }
 
 // ProfileKey is the identity of a network: the link's name plus, when
@@ -290,8 +303,11 @@ func (s *State) LinkNames() []string {
 }
 
 // RecordMeasurement stores what `macake measure` found on the network key:
-// both capacities, the idle RTT when one was measured, and when. What the
-// controller learned there (the known-good rates) stays. The daemon and
+// both capacities, the idle RTT when one was measured, and when. The peak
+// capacities rise to the measurement when it is higher and never fall: a
+// measurement taken while the link was busy or poor must not cap a
+// max = "auto". What the controller learned there (the known-good rates)
+// stays; peaks in m are ignored. The daemon and
 // measure itself both record through it, so a measurement means the same
 // whoever writes it.
 func (s *State) RecordMeasurement(key string, m Profile) {
@@ -302,6 +318,8 @@ func (s *State) RecordMeasurement(key string, m Profile) {
 	if m.Link != "" {
 		p.Link = m.Link
 	}
+	down, up := p.Peaks()
+	p.PeakDownload, p.PeakUpload = max(down, m.DownloadCapacity), max(up, m.UploadCapacity)
 	p.DownloadCapacity, p.UploadCapacity = m.DownloadCapacity, m.UploadCapacity
 	if m.IdleRTT > 0 {
 		p.IdleRTT = m.IdleRTT

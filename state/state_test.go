@@ -187,6 +187,7 @@ func TestRecordMeasurementKeepsWhatTheControllerLearned(t *testing.T) {
 	s.RecordMeasurement("home@74:24:9f:00:00:01", Profile{DownloadCapacity: 95_000_000, UploadCapacity: 21_000_000, MeasuredAt: at})
 	got := s.Profiles["home@74:24:9f:00:00:01"]
 	want := Profile{Link: "home", DownloadCapacity: 95_000_000, UploadCapacity: 21_000_000, IdleRTT: 30 * time.Millisecond,
+		PeakDownload: 95_000_000, PeakUpload: 21_000_000,
 		GoodDownload: 80_000_000, GoodUpload: 18_000_000, MeasuredAt: at, UpdatedAt: at}
 	if got != want {
 		t.Errorf("got %+v\nwant %+v", got, want)
@@ -195,5 +196,51 @@ func TestRecordMeasurementKeepsWhatTheControllerLearned(t *testing.T) {
 	empty.RecordMeasurement("cafe", Profile{Link: "cafe", DownloadCapacity: 5, UploadCapacity: 1, IdleRTT: time.Millisecond, MeasuredAt: at})
 	if p := empty.Profiles["cafe"]; p.Link != "cafe" || p.IdleRTT != time.Millisecond || p.DownloadCapacity != 5 {
 		t.Errorf("a first measurement: %+v", p)
+	}
+}
+
+// TestRecordMeasurementKeepsThePeak: the latest measurement replaces the
+// capacities (for "auto" base rates) while the peaks only rise (for
+// max = "auto"), so one poor measurement does not cap the controller.
+func TestRecordMeasurementKeepsThePeak(t *testing.T) {
+	var s State
+	key := "home@74:24:9f:00:00:01"
+	for _, m := range []struct{ down, up int64 }{{95_000_000, 20_000_000}, {40_000_000, 22_000_000}, {90_000_000, 5_000_000}} {
+		s.RecordMeasurement(key, Profile{Link: "home", DownloadCapacity: m.down, UploadCapacity: m.up})
+	}
+	p := s.Profiles[key]
+	down, up := p.Peaks()
+	if p.DownloadCapacity != 90_000_000 || p.UploadCapacity != 5_000_000 || down != 95_000_000 || up != 22_000_000 {
+		t.Errorf("latest %d/%d, peaks %d/%d; want latest 90M/5M and peaks 95M/22M", p.DownloadCapacity, p.UploadCapacity, down, up)
+	}
+}
+
+// TestStateWithoutPeaksReadsTheLatestAsPeak: a state file written before
+// peaks were kept still loads, its capacity serves as the peak, and the
+// next measurement keeps the higher of the two.
+func TestStateWithoutPeaksReadsTheLatestAsPeak(t *testing.T) {
+	dir := t.TempDir()
+	old := `{"version":1,"profiles":{"home@74:24:9f:00:00:01":{"link":"home",` +
+		`"download_capacity_bits_per_second":95000000,"upload_capacity_bits_per_second":21000000,"idle_rtt_ns":31000000}}}`
+	if err := os.WriteFile(Path(dir), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "home@74:24:9f:00:00:01"
+	if down, up := s.Profiles[key].Peaks(); down != 95_000_000 || up != 21_000_000 {
+		t.Errorf("peaks of an old file %d/%d, want its capacities", down, up)
+	}
+	s.RecordMeasurement(key, Profile{DownloadCapacity: 50_000_000, UploadCapacity: 30_000_000})
+	if err := Save(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(Path(dir))
+	for _, want := range []string{`"peak_download_capacity_bits_per_second": 95000000`, `"peak_upload_capacity_bits_per_second": 30000000`, `"download_capacity_bits_per_second": 50000000`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("saved state lacks %s:\n%s", want, b)
+		}
 	}
 }

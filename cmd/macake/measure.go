@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -39,7 +40,11 @@ latency with the reflectors' to tell whether the queue builds on the LAN
 (this Mac, Wi-Fi) or beyond the gateway (the ISP). On macOS, Apple's
 networkQuality is run as a cross-check when measuring against the default
 endpoint. The result is saved as the link's profile in the state file, keyed
-by the link and its gateway's MAC address; nothing is saved if a phase fails.
+by the link and its gateway's MAC address (the key macake watch looks up);
+nothing is saved if a phase fails or stalls. --link names the policy to
+measure; it must match the current network on the interface that carries
+the default route (the one the test's traffic crosses), else measure
+refuses rather than measure another interface under its name.
 It is written under the state lock; while 'macake watch' runs (and holds the
 lock), measure hands the profile to the daemon, which saves it and uses it at
 once.
@@ -56,7 +61,7 @@ func init() { measureCmd.run = runMeasure }
 
 func runMeasure(e *env, args []string) int {
 	fs := measureCmd.flags()
-	linkName := fs.String("link", "", "the policy (links.d/NAME.toml) to measure and save the profile for; default: the one matching this network")
+	linkName := fs.String("link", "", "the policy (links.d/NAME.toml) to measure and save the profile for; it must match this network on the default route's interface; default: the one matching this network")
 	server := fs.String("server", "", "speed-test server `URL` (started with macake measure --serve); default: speed.cloudflare.com")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
@@ -118,7 +123,7 @@ func runMeasure(e *env, args []string) int {
 	code := exitOK
 	if !*noSave {
 		if viaWatch, err := saveProfile(e, target, rep); err != nil {
-			fmt.Fprintf(e.stderr, "macake measure: measured, but not saved: %v (run with sudo to save, or pass --no-save)\n", err)
+			fmt.Fprintf(e.stderr, "macake measure: %s\n", notSavedMessage(err))
 			code = exitFailure
 		} else {
 			rep.Saved, rep.SavedByWatch = true, viaWatch
@@ -131,6 +136,16 @@ func runMeasure(e *env, args []string) int {
 		rep.writeText(e.stdout, stateDirOf(e))
 	}
 	return code
+}
+
+// notSavedMessage explains a failed save; only a permission error earns
+// the hint to use sudo (root gets it for other reasons too).
+func notSavedMessage(err error) string {
+	msg := fmt.Sprintf("measured, but not saved: %v", err)
+	if errors.Is(err, iofs.ErrPermission) {
+		msg += " (run with sudo to save, or pass --no-save)"
+	}
+	return msg
 }
 
 // chooseEndpoint picks the speed-test endpoint and checks that it answers.

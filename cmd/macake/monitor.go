@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -26,10 +27,11 @@ var monitorCmd = &command{
 and reads the default-route interface's byte counters, and prints one line
 per second: the round-trip time, the delay above each reflector's rolling
 baseline (p50 and p90 over the reflectors' samples of that second), the
-losses, and the throughput each way. With ICMP timestamps the one-way delay
-deltas of each direction are shown too. --json prints one JSON object per
-line instead. Interrupt it (Ctrl-C) for a summary: samples, loss,
-baselines, and p50/p90 of the delay. --log-file writes the lines to a file
+losses, and the throughput each way (shown as - while no interface
+carries the default route; --reflector still probes then). With ICMP
+timestamps the one-way delay deltas of each direction are shown too.
+--json prints one JSON object per line instead. Interrupt it (Ctrl-C)
+for a summary: samples, loss, baselines, and p50/p90 of the delay. --log-file writes the lines to a file
 instead, rotated at 10 MiB with 5 old files kept (the LaunchAgent passes
 ~/Library/Logs/macake/monitor.log): a line a second is about 10 MB a day.
 
@@ -72,7 +74,15 @@ func runMonitor(e *env, args []string) int {
 		out = f
 	}
 	target, err := resolveTarget(e, "", reflectors)
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoDefaultRoute) && len(reflectors) > 0:
+		// The given reflectors may well be reachable (on the LAN, in a
+		// lab): probe them; throughput waits for a default route.
+		fmt.Fprintf(e.stderr, "note: %v; probing only, throughput is not shown until a default route appears\n", err)
+	case errors.Is(err, errNoDefaultRoute):
+		fmt.Fprintf(e.stderr, "macake monitor: %v (or pass --reflector ADDR to probe a reachable host without throughput)\n", err)
+		return exitFailure
+	case err != nil:
 		fmt.Fprintf(e.stderr, "macake monitor: %v\n", err)
 		return exitFailure
 	}
@@ -95,8 +105,19 @@ func runMonitor(e *env, args []string) int {
 
 	sampler := ifstat.NewSampler(ifstat.Config{Interface: target.Interface})
 	done := make(chan struct{}, 2)
+	running := 1
 	go func() { p.Run(ctx); done <- struct{}{} }()
-	go func() { sampler.Run(ctx); done <- struct{}{} }()
+	// The byte counters need an interface: without a default route the
+	// sampler starts when one appears.
+	var loads <-chan ifstat.LoadSample
+	startSampler := func() {
+		running++
+		loads = sampler.Samples()
+		go func() { sampler.Run(ctx); done <- struct{}{} }()
+	}
+	if target.Interface != "" {
+		startSampler()
+	}
 	var facts <-chan linkfacts.Event
 	if src, err := linkfacts.FromEnv(e.getenv, linkfacts.SystemOptions{}); err == nil {
 		facts = linkfacts.Watch(ctx, src, linkfacts.WatchConfig{})
@@ -106,7 +127,11 @@ func runMonitor(e *env, args []string) int {
 	}
 
 	if !*asJSON {
-		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", target.Interface, len(target.Reflectors), target.ProbeInterval, describeTargets(target.Reflectors))
+		iface := target.Interface
+		if iface == "" {
+			iface = "(no default route)"
+		}
+		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", iface, len(target.Reflectors), target.ProbeInterval, describeTargets(target.Reflectors))
 		fmt.Fprint(e.stderr, header)
 		if *logFile != "" {
 			// The log says when each run began and what it probes.
@@ -116,7 +141,7 @@ func runMonitor(e *env, args []string) int {
 	m := newMonitorState(time.Now(), target.Interface)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	samples, loads := p.Samples(), sampler.Samples()
+	samples := p.Samples()
 	for samples != nil || loads != nil {
 		select {
 		case s, ok := <-samples:
@@ -139,6 +164,9 @@ func runMonitor(e *env, args []string) int {
 			if def, found := linkfacts.DefaultInterface(ev.Facts); found && def.Name != m.iface && ev.Err == nil {
 				m.iface = def.Name
 				sampler.SetInterface(def.Name)
+				if loads == nil && samples != nil {
+					startSampler()
+				}
 			}
 			if ev.Woke {
 				sampler.Rebaseline()
@@ -157,8 +185,9 @@ func runMonitor(e *env, args []string) int {
 			}
 		}
 	}
-	<-done
-	<-done
+	for range running {
+		<-done
+	}
 	sum := m.summary(time.Now(), p.Stats())
 	if *asJSON {
 		b, _ := json.Marshal(map[string]any{"summary": sum})
@@ -317,6 +346,9 @@ func optMicros(d time.Duration, ok bool) *int64 {
 
 func (m *monitorState) period(now time.Time, stalled bool) monitorLine {
 	l := monitorLine{Time: now.Round(time.Millisecond), Interface: m.iface, Stalled: stalled, LoadProblem: m.loadProblem, Reflectors: []monitorRefLine{}}
+	if m.iface == "" {
+		l.LoadProblem = "no default route"
+	}
 	var bases []time.Duration
 	for _, a := range m.order {
 		r := m.reflectors[a]

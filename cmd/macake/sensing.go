@@ -74,10 +74,19 @@ func (t sensingTarget) ProfileKey() string {
 	return state.ProfileKey(name, t.Facts.GatewayMAC.String())
 }
 
+// errNoDefaultRoute is resolveTarget's error when nothing carries the
+// default route; each command adds the hint that fits it.
+var errNoDefaultRoute = errors.New("no default route: not connected to a network?")
+
 // resolveTarget finds what to measure. With linkName it must be a valid
-// policy in the config directory; without, the policy matching the current
-// network on the default-route interface is used when there is one.
-// Explicit reflectors replace the configured ones.
+// policy in the config directory that matches the current network on the
+// interface carrying the default route (the one the load and the probes
+// leave by), so that what is measured is that link and the profile lands
+// under the key macake watch looks up; without, the policy matching the
+// current network on the default-route interface is used when there is
+// one. Explicit reflectors replace the configured ones. Without a default
+// route the error wraps errNoDefaultRoute, and the target still carries
+// the reflectors and the default probe interval.
 func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTarget, error) {
 	t := sensingTarget{ProbeInterval: probe.DefaultInterval}
 	facts, err := linkfacts.Read(e.ctx, e.getenv)
@@ -96,14 +105,20 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTar
 			}
 		}
 	}
+	def, haveDefault := linkfacts.DefaultInterface(facts)
 	var link *config.Link
 	if linkName != "" {
 		l, ok := findLink(links, linkName)
 		if !ok {
 			return t, fmt.Errorf("--link %s: no such policy in %s (see macake links)", linkName, e.configDir)
 		}
+		note, err := namedLinkHere(l, links, facts)
+		if err != nil {
+			return t, fmt.Errorf("--link %s: %w", linkName, err)
+		}
+		t.Note = note
 		link = &l
-	} else if def, ok := linkfacts.DefaultInterface(facts); ok {
+	} else if haveDefault {
 		for _, l := range config.Match(links, facts).Active {
 			if l.Match.Interface == def.Name {
 				link = &l
@@ -119,14 +134,16 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTar
 			t.ProbeInterval = d
 		}
 	} else {
-		def, ok := linkfacts.DefaultInterface(facts)
-		if !ok {
-			return t, errors.New("no default route: not connected to a network? (or pass --link NAME)")
-		}
-		t.Interface = def.Name
 		d := config.Defaults.Autorate
 		t.Reflectors = d.Reflectors[:min(d.ActiveReflectors, len(d.Reflectors))]
 		t.ProbeInterval = d.ProbeInterval.Std()
+		if len(reflectors) > 0 {
+			t.Reflectors = reflectors
+		}
+		if !haveDefault {
+			return t, errNoDefaultRoute
+		}
+		t.Interface = def.Name
 		t.Note = fmt.Sprintf("no policy matches this network; measuring the default route's interface %s", def.Name)
 	}
 	t.Facts, _ = facts.Interface(t.Interface)
@@ -134,6 +151,51 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTar
 		t.Reflectors = reflectors
 	}
 	return t, nil
+}
+
+// namedLinkHere checks that the policy l, named with --link, is what a
+// measurement here would measure: its interface exists, carries the
+// default route (the speed test's traffic and the probes follow it, so
+// any other interface would be measured under l's name), and l matches
+// the current network (else the profile's key, l plus this gateway's MAC,
+// is one macake watch never looks up for l). A policy that matches but is
+// outranked on its interface is measured, with a note.
+func namedLinkHere(l config.Link, links []config.Link, facts config.Facts) (note string, err error) {
+	iface := l.Match.Interface
+	if _, ok := facts.Interface(iface); !ok {
+		return "", fmt.Errorf("its interface %s does not exist on this machine now (%s); measure while connected through it", iface, describeInterfaces(facts))
+	}
+	def, ok := linkfacts.DefaultInterface(facts)
+	if !ok {
+		return "", fmt.Errorf("%w (%s carries no default route, so the speed test cannot run over it)", errNoDefaultRoute, iface)
+	}
+	if def.Name != iface {
+		return "", fmt.Errorf("its interface %s does not carry the default route (%s does), so the speed test's traffic would not cross it; measure while %s is the primary connection", iface, def.Name, iface)
+	}
+	for _, v := range config.Match(links, facts).Verdicts {
+		if v.Name != l.Name {
+			continue
+		}
+		if !v.Matches {
+			return "", fmt.Errorf("the policy does not match the current network: %s (see macake links)", v.Reason)
+		}
+		if !v.Active {
+			return fmt.Sprintf("%s is not the active policy on %s: %s", l.Name, iface, v.Reason), nil
+		}
+	}
+	return "", nil
+}
+
+// describeInterfaces lists the interfaces the facts know, for an error.
+func describeInterfaces(f config.Facts) string {
+	if len(f.Interfaces) == 0 {
+		return "no interfaces known"
+	}
+	var names []string
+	for _, i := range f.Interfaces {
+		names = append(names, i.Name)
+	}
+	return "interfaces: " + strings.Join(names, ", ")
 }
 
 func findLink(links []config.Link, name string) (config.Link, bool) {
@@ -190,7 +252,8 @@ type loadTest struct {
 	Targets       []netip.Addr
 	Gateway       netip.Addr
 	ProbeInterval time.Duration
-	// Stall fails a phase after this long without progress (default 5 s).
+	// Stall fails a phase after this long without progress (default
+	// stallTimeout(Duration)).
 	Stall time.Duration
 	// Progress receives human progress lines (stderr); nil for none.
 	Progress io.Writer
@@ -224,7 +287,7 @@ const probeTimeout = 5 * time.Second
 func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 	var res loadTestResult
 	if lt.Stall <= 0 {
-		lt.Stall = 5 * time.Second
+		lt.Stall = stallTimeout(lt.Duration)
 	}
 	targets := append([]netip.Addr(nil), lt.Targets...)
 	if lt.Gateway.IsValid() && !contains(targets, lt.Gateway) {
@@ -292,6 +355,12 @@ func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 			}
 			return res, fmt.Errorf("%s test failed: %w", dir, err)
 		}
+		if r.BitsPerSecond <= 0 {
+			// The load ended before the stall timeout ran out, but nothing
+			// moved once the streams were up: a capacity of 0 is not a
+			// measurement.
+			return res, fmt.Errorf("%s test failed: no data moved after the first %v of the %v phase (%d bytes in all): %s stalled", dir, r.SteadyFrom.Sub(r.Start).Round(100*time.Millisecond), lt.Duration, r.Bytes, lt.Endpoint.Name)
+		}
 		if dir == "download" {
 			res.Download = r
 		} else {
@@ -319,6 +388,13 @@ func (lt *loadTest) run(ctx context.Context) (loadTestResult, error) {
 	res.Stats = p.Stats()
 	res.Congestion = dialer.Congestion()
 	return res, nil
+}
+
+// stallTimeout is how long a phase of duration d may move no data before
+// it fails: 5 s, but at most half the phase, so that a short phase cannot
+// end before its stall is noticed and report a capacity of zero.
+func stallTimeout(d time.Duration) time.Duration {
+	return min(5*time.Second, d/2)
 }
 
 func contains(list []netip.Addr, a netip.Addr) bool {

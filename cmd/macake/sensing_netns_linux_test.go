@@ -225,7 +225,11 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 		want string
 	}{
 		{"server errors", []string{"measure", "--server", l.failURL, "--reflector", labServer, "--idle", "1s", "--duration", "2s"}, "500 Internal Server Error"},
-		{"server stalls mid-transfer", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "8s"}, "stalled"},
+		{"server stalls mid-transfer", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "8s"}, "download test failed: no data moved"},
+		// A phase shorter than the default 5 s stall timeout must still
+		// notice the stall rather than report a capacity of zero.
+		{"server stalls in a short phase", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "4s"}, "download test failed: no data moved"},
+		{"server stalls in the shortest phase", []string{"measure", "--server", l.stallURL, "--reflector", labServer, "--idle", "1s", "--duration", "2s", "--json"}, "download test failed: no data moved"},
 		{"no server and no internet", []string{"measure", "--reflector", labServer}, "not reachable"},
 		{"unreachable server", []string{"bench", "--server", "http://10.81.9.9:8080"}, "cannot reach"},
 		{"only unreachable reflectors", []string{"monitor", "--reflector", "10.81.9.9", "--duration", "2s"}, "no reflector answered"},
@@ -238,6 +242,10 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 			r := runCLIIn(t, ctx, l.client, append([]string{"--config-dir", filepath.Join(dir, "none"), "--state-dir", dir}, tc.args...)...)
 			if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, tc.want)
+			}
+			// Root runs these: a failure is never a missing sudo.
+			if strings.Contains(r.Stderr, "sudo") || strings.Contains(r.Stdout, "Capacity") || strings.Contains(r.Stdout, "bits_per_second") {
+				t.Errorf("a failed phase printed a result or a sudo hint:\nstdout %s\nstderr %s", r.Stdout, r.Stderr)
 			}
 			if _, err := os.Stat(state.Path(dir)); err == nil {
 				t.Error("a failed measurement wrote the state file")
@@ -387,5 +395,96 @@ func TestNetnsBench(t *testing.T) {
 	}
 	if rep.Download.Added.P50 == nil || *rep.Download.Added.P50 < 30_000 {
 		t.Errorf("download added latency %v µs, want the bloat", rep.Download.Added.P50)
+	}
+}
+
+// TestNetnsMeasureLinkIsTheLinkMeasured: --link measures only a policy
+// whose interface carries the traffic and whose match holds here, and
+// saves the profile under the key macake watch looks up (link@gatewayMAC).
+func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	t.Parallel()
+	l := newSensingLab(t)
+	links := filepath.Join(t.TempDir(), "links.d")
+	os.Mkdir(links, 0o755)
+	policy := func(name, match string) {
+		b := "[match]\n" + match + "\n[shaper]\ndownload = \"20mbit\"\nupload = \"8mbit\"\n"
+		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy("starlink", `interface = "en0"`)
+	policy("office", "interface = \"vc\"\ngateway_mac = \"00:11:22:33:44:55\"")
+	policy("lab", "interface = \"vc\"\ngateway_mac = \""+l.gwMAC.String()+"\"")
+	measure := func(link string) (childResult, string) {
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		return runCLIIn(t, ctx, l.client, "--config-dir", links, "--state-dir", dir, "measure", "--link", link,
+			"--server", l.url, "--reflector", labServer, "--idle", "1s", "--duration", "2s", "--json"), dir
+	}
+	for _, tc := range []struct{ link, want string }{
+		{"starlink", "--link starlink: its interface en0 does not exist"},
+		{"office", "--link office: the policy does not match the current network: gateway_mac is " + l.gwMAC.String()},
+	} {
+		r, dir := measure(tc.link)
+		if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+			t.Errorf("--link %s: exit %d\nstdout %s\nstderr %s\nwant exit 1 and %q", tc.link, r.Code, r.Stdout, r.Stderr, tc.want)
+		}
+		if _, err := os.Stat(state.Path(dir)); err == nil {
+			t.Errorf("--link %s: measured the wrong interface and wrote the state file", tc.link)
+		}
+	}
+	r, dir := measure("lab")
+	if r.Code != exitOK {
+		t.Fatalf("--link lab: exit %d: %s", r.Code, r.Stderr)
+	}
+	var rep measureReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	key := state.ProfileKey("lab", l.gwMAC.String())
+	st, err := state.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Link != "lab" || rep.Interface != "vc" || rep.ProfileKey != key || st.Profiles[key].DownloadCapacity <= 0 {
+		t.Errorf("--link lab: report link %q on %q key %q; saved %+v; want lab on vc under %s", rep.Link, rep.Interface, rep.ProfileKey, st.Profiles, key)
+	}
+}
+
+// TestNetnsMonitorWithoutDefaultRoute: with no default route, monitor
+// still probes the reflectors it is given, and shows no throughput.
+func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	t.Parallel()
+	lab := netns.New(t, "cln")
+	lonely := lab.Namespace("lonely") // loopback only: no default route
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	r := runCLIIn(t, ctx, lonely, "--config-dir", "/nonexistent", "monitor", "--reflector", "127.0.0.1", "--interval", "100ms", "--duration", "2s", "--json")
+	if r.Code != exitOK {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "no default route") || strings.Contains(r.Stderr, "--link") {
+		t.Errorf("stderr %q, want a note about the missing default route", r.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	var first monitorLine
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || len(lines) < 2 {
+		t.Fatalf("%v\n%s", err, r.Stdout)
+	}
+	if first.Replies == 0 || first.RTTP50 == nil || first.RxBits != nil || first.TxBits != nil || first.LoadProblem != "no default route" {
+		t.Errorf("line %s; want replies from 127.0.0.1 and no throughput", lines[0])
+	}
+	// Without reflectors there is nothing reachable to probe: the hint
+	// names monitor's own flag.
+	r = runCLIIn(t, ctx, lonely, "--config-dir", "/nonexistent", "monitor", "--duration", "1s")
+	if r.Code != exitFailure || !strings.Contains(r.Stderr, "--reflector ADDR") || strings.Contains(r.Stderr, "--link") {
+		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

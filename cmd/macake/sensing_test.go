@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -272,7 +274,13 @@ reflectors        = ["192.0.2.1", "192.0.2.2", "192.0.2.3"]
 active_reflectors = 2
 probe_interval    = "100ms"
 `), 0o644)
-	os.WriteFile(filepath.Join(links, "dock.toml"), []byte("[match]\ninterface = \"en5\"\n[shaper]\ndownload = \"900mbit\"\nupload = \"40mbit\"\n"), 0o644)
+	policy := func(name, match string) {
+		os.WriteFile(filepath.Join(links, name+".toml"), []byte("[match]\n"+match+"\n[shaper]\ndownload = \"900mbit\"\nupload = \"40mbit\"\n"), 0o644)
+	}
+	policy("dock", `interface = "en5"`)
+	policy("starlink", `interface = "en7"`)
+	policy("office", "interface = \"en0\"\ngateway_mac = \"00:11:22:33:44:55\"")
+	policy("anyen0", `interface = "en0"`)
 
 	e := testEnv(t, map[string]string{"MACAKE_LINK_FACTS": facts})
 	e.configDir = links
@@ -284,13 +292,34 @@ probe_interval    = "100ms"
 	if got.Link != "home" || got.Interface != "en0" || got.ProbeInterval != 100*time.Millisecond || len(got.Reflectors) != 2 || got.ProfileKey() != "home@74:24:9f:00:00:01" {
 		t.Errorf("matched target %+v (key %s)", got, got.ProfileKey())
 	}
-	// --link picks another policy and its interface's facts.
-	got, err = resolveTarget(e, "dock", []netip.Addr{netip.MustParseAddr("198.51.100.1")})
+	// --link names the active policy: the same target, with the given
+	// reflectors.
+	got, err = resolveTarget(e, "home", []netip.Addr{netip.MustParseAddr("198.51.100.1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Link != "dock" || got.Interface != "en5" || got.Facts.GatewayIP != netip.MustParseAddr("10.0.0.1") || len(got.Reflectors) != 1 || got.ProfileKey() != "dock" {
-		t.Errorf("--link dock: %+v", got)
+	if got.Link != "home" || got.Interface != "en0" || len(got.Reflectors) != 1 || got.ProfileKey() != "home@74:24:9f:00:00:01" || got.Note != "" {
+		t.Errorf("--link home: %+v", got)
+	}
+	// A policy that matches but is outranked is measured, with a note,
+	// under the key watch would use for it.
+	got, err = resolveTarget(e, "anyen0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Link != "anyen0" || got.Interface != "en0" || got.ProfileKey() != "anyen0@74:24:9f:00:00:01" || !strings.Contains(got.Note, "outranked by home") {
+		t.Errorf("--link anyen0: %+v", got)
+	}
+	// --link of a policy that is not what the speed test would cross is
+	// refused rather than measured under the wrong name.
+	for _, tc := range []struct{ link, want string }{
+		{"dock", "its interface en5 does not carry the default route (en0 does)"},
+		{"starlink", "its interface en7 does not exist on this machine now (interfaces: en0, en5)"},
+		{"office", "the policy does not match the current network: gateway_mac is 74:24:9f:00:00:01, not 00:11:22:33:44:55"},
+	} {
+		if got, err := resolveTarget(e, tc.link, nil); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "--link "+tc.link+": ") {
+			t.Errorf("--link %s: %+v, %v; want the error %q", tc.link, got, err, tc.want)
+		}
 	}
 	if _, err := resolveTarget(e, "nope", nil); err == nil || !strings.Contains(err.Error(), "no such policy") {
 		t.Errorf("unknown link: %v", err)
@@ -304,5 +333,61 @@ probe_interval    = "100ms"
 	}
 	if got.Link != "" || got.Interface != "en0" || len(got.Reflectors) != 6 || got.Note == "" || got.ProfileKey() != "en0@74:24:9f:00:00:01" {
 		t.Errorf("fallback %+v", got)
+	}
+	// No default route: an error the commands recognise, with the
+	// reflectors still resolved (monitor probes them anyway).
+	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
+	given := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	got, err = resolveTarget(e, "", given)
+	if !errors.Is(err, errNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
+		t.Errorf("no default route: %+v, %v", got, err)
+	}
+	e.configDir = links
+	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, errNoDefaultRoute) {
+		t.Errorf("--link without a default route: %v", err)
+	}
+}
+
+// TestNoDefaultRouteHintFitsTheCommand: each command's hint names only
+// flags it has.
+func TestNoDefaultRouteHintFitsTheCommand(t *testing.T) {
+	facts := filepath.Join(t.TempDir(), "facts.json")
+	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
+	for _, tc := range []struct {
+		args      []string
+		want, not string
+	}{
+		{[]string{"monitor", "--duration", "1s"}, "pass --reflector ADDR", "--link"},
+		{[]string{"measure", "--no-save"}, "no default route", "--reflector"},
+	} {
+		e := testEnv(t, map[string]string{"MACAKE_LINK_FACTS": facts})
+		code := lookup(tc.args[0]).run(e, tc.args[1:])
+		stderr := e.stderr.(*strings.Builder).String()
+		if code != exitFailure || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, tc.not) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 1, %q and no %q", tc.args, code, stderr, tc.want, tc.not)
+		}
+	}
+}
+
+func TestNotSavedHintsSudoOnlyOnPermissionErrors(t *testing.T) {
+	denied := &os.PathError{Op: "open", Path: "/var/db/macake/state.json", Err: os.ErrPermission}
+	if m := notSavedMessage(fmt.Errorf("writing state: %w", denied)); !strings.Contains(m, "sudo") {
+		t.Errorf("permission denied: %q, want the sudo hint", m)
+	}
+	if m := notSavedMessage(errors.New("a direction measured no throughput")); strings.Contains(m, "sudo") {
+		t.Errorf("not a permission problem: %q, want no sudo hint", m)
+	}
+}
+
+func TestStallTimeoutFitsInsideThePhase(t *testing.T) {
+	for _, tc := range []struct{ phase, want time.Duration }{
+		{2 * time.Second, time.Second},
+		{4 * time.Second, 2 * time.Second},
+		{10 * time.Second, 5 * time.Second},
+		{60 * time.Second, 5 * time.Second},
+	} {
+		if got := stallTimeout(tc.phase); got != tc.want {
+			t.Errorf("stallTimeout(%v) = %v, want %v", tc.phase, got, tc.want)
+		}
 	}
 }

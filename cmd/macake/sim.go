@@ -273,7 +273,7 @@ func (f *simFlags) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, 
 		return nil, err
 	}
 	for _, d := range shape.Directions {
-		lo, base, hi, err := pol.Rates(d, config.Rate(link.Mean(d)))
+		lo, base, hi, err := pol.Rates(d, config.Rate(link.Mean(d)), 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", f.policy, d, err)
 		}

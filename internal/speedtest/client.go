@@ -90,7 +90,8 @@ type Config struct {
 	// queues fill (default a quarter of Duration).
 	Warmup time.Duration
 	// StallTimeout fails the phase when no stream makes progress for
-	// this long (default 5 s).
+	// this long (default 5 s, but at most half of Duration: a phase that
+	// ends before its stall is noticed would report a rate of zero).
 	StallTimeout time.Duration
 	// Progress, if set, is called about every 250 ms with the bytes moved
 	// so far and the rate over the last second (bits/s).
@@ -111,7 +112,7 @@ func (c *Config) defaults() {
 		c.Warmup = c.Duration / 4
 	}
 	if c.StallTimeout <= 0 {
-		c.StallTimeout = 5 * time.Second
+		c.StallTimeout = min(5*time.Second, c.Duration/2)
 	}
 }
 

@@ -73,77 +73,27 @@ func (s *System) read() (config.Facts, error) {
 	if err != nil {
 		return config.Facts{}, fmt.Errorf("link facts: route dump: %w", err)
 	}
-	var routes []osRoute
-	for _, m := range msgs {
-		rm, ok := m.(*route.RouteMessage)
-		if !ok || rm.Flags&unix.RTF_GATEWAY == 0 || len(rm.Addrs) <= unix.RTAX_NETMASK {
-			continue
-		}
-		if !isZero(rm.Addrs[unix.RTAX_DST]) || (rm.Addrs[unix.RTAX_NETMASK] != nil && !isZero(rm.Addrs[unix.RTAX_NETMASK])) {
-			continue
-		}
-		gw, ok := ipOf(rm.Addrs[unix.RTAX_GATEWAY])
-		if !ok {
-			continue
-		}
-		routes = append(routes, osRoute{Index: rm.Index, Gateway: gw, Scoped: rm.Flags&unix.RTF_IFSCOPE != 0})
-	}
+	routes := defaultRoutes(msgs)
 	var neigh []osNeighbor
 	for _, af := range []int{unix.AF_INET, unix.AF_INET6} {
 		msgs, err := rib(af, unix.NET_RT_FLAGS, unix.RTF_LLINFO)
 		if err != nil {
 			continue // an empty cache is not an error worth failing on
 		}
-		for _, m := range msgs {
-			rm, ok := m.(*route.RouteMessage)
-			if !ok || len(rm.Addrs) <= unix.RTAX_GATEWAY {
-				continue
-			}
-			ip, ok := ipOf(rm.Addrs[unix.RTAX_DST])
-			la, isLink := rm.Addrs[unix.RTAX_GATEWAY].(*route.LinkAddr)
-			if !ok || !isLink || len(la.Addr) != 6 {
-				continue
-			}
-			neigh = append(neigh, osNeighbor{Index: rm.Index, IP: ip, MAC: net.HardwareAddr(la.Addr)})
-		}
+		neigh = append(neigh, neighbors(msgs)...)
 	}
 	return assemble(ifaces, routes, neigh, nil), nil
 }
 
-// rib fetches and parses a routing sysctl. ParseRIB has panicked on
-// unexpected kernel messages before (tailscale#14201), so a panic becomes
-// an error.
-func rib(af int, typ route.RIBType, arg int) (msgs []route.Message, err error) {
+// rib fetches a routing sysctl and parses it with parseRIB (portable, so
+// tested on Linux from recorded bytes; it never panics on odd messages,
+// which x/net/route's parser has done: tailscale#14201).
+func rib(af int, typ route.RIBType, arg int) ([]ribMessage, error) {
 	b, err := route.FetchRIB(af, typ, arg)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("parsing routing messages: %v", r)
-		}
-	}()
-	return route.ParseRIB(typ, b)
-}
-
-func isZero(a route.Addr) bool {
-	switch a := a.(type) {
-	case *route.Inet4Addr:
-		return a.IP == [4]byte{}
-	case *route.Inet6Addr:
-		return a.IP == [16]byte{}
-	}
-	return false
-}
-
-func ipOf(a route.Addr) (netip.Addr, bool) {
-	switch a := a.(type) {
-	case *route.Inet4Addr:
-		return netip.AddrFrom4(a.IP), true
-	case *route.Inet6Addr:
-		return netip.AddrFrom16(a.IP), true
-	}
-	return netip.Addr{}, false
+	return parseRIB(b)
 }
 
 func nudge(gw netip.Addr) {
