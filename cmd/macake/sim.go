@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller"
 	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/controller/sim/bench"
 	"github.com/macake/macake/controller/sim/linkmodel"
 	"github.com/macake/macake/controller/sim/report"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
 )
 
 var simCmd = &command{
@@ -60,7 +63,12 @@ type simFlags struct {
 	seeds, offsets, workers            int
 	json                               bool
 	rebin                              time.Duration
+	lossProb                           [2]float64 // --loss, parsed, by shape.Direction
 }
+
+// usageError marks an error found only after a trace is loaded that is still
+// the user's flag, not the file (e.g. --rebin longer than the trace).
+type usageError struct{ error }
 
 func runSim(e *env, args []string) int {
 	c := simCmd
@@ -69,12 +77,12 @@ func runSim(e *env, args []string) int {
 	fs.StringVar(&f.link, "link", "", "built-in link model: "+strings.Join(linkmodel.Names, ", "))
 	fs.StringVar(&f.traceSpec, "trace", "", "capacity trace `FILE[:COLUMN]` (mahimahi or a rate-series CSV)")
 	fs.StringVar(&f.tracesDir, "traces", "", "run every trace in `DIR` (e.g. ../shared/traces) and print one table")
-	fs.StringVar(&f.policy, "policy", "", "links.d policy `FILE` whose rates and autorate bounds the controllers use")
+	fs.StringVar(&f.policy, "policy", "", "links.d policy `FILE`: adds the controller `macake watch` builds from it (arm \"policy\"); upstream and ours take its rate bounds")
 	durationVar(fs, &f.duration, "duration", 60*time.Second, "simulated time per run")
 	fs.IntVar(&f.flows, "flows", 4, "bulk TCP flows per loaded direction")
 	fs.StringVar(&f.direction, "direction", "", "loaded directions: both, download or upload (default: both for --link, the trace's own for a trace)")
 	fs.StringVar(&f.cc, "cc", "cubic", "congestion control of the flows: cubic or reno")
-	durationVar(fs, &f.buffer, "buffer", 0, "bottleneck buffer, in seconds of mean capacity (default: 1 s; the starlink model 250 ms)")
+	durationVar(fs, &f.buffer, "buffer", 0, "bottleneck buffer, in time at mean capacity, 10ms–1m (default: 1 s; the starlink model 250 ms)")
 	durationVar(fs, &f.baseRTT, "base-rtt", 0, "base RTT of the path (default: the model's or the trace class's)")
 	fs.Uint64Var(&f.seed, "seed", 1, "random seed (link model, jitter, losses, flow starts)")
 	durationVar(fs, &f.offset, "offset", 0, "where in the trace to start")
@@ -109,6 +117,10 @@ func runSim(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 		return exitUsage
 	}
+	if hasArm(arms, policyArm) && (f.policy == "" || f.tracesDir != "") {
+		fmt.Fprintf(e.stderr, "macake sim: --controllers %s: needs --policy FILE (and one link)\n", policyArm)
+		return exitUsage
+	}
 	opt, err := f.options()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
@@ -124,13 +136,27 @@ func runSim(e *env, args []string) int {
 	link, loaded, err := f.buildLink()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
+		if errors.As(err, new(usageError)) {
+			return exitUsage
+		}
 		return exitFailure
 	}
-	var pol *config.Link
+	var (
+		pol    *config.Link
+		polCfg controller.Config
+	)
 	if f.policy != "" {
-		if pol, err = f.applyPolicy(&opt, link); err != nil {
+		if pol, polCfg, err = f.applyPolicy(&opt, link); err != nil {
 			fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 			return exitConfig
+		}
+		if !hasArm(arms, policyArm) {
+			arms = append(arms, sim.Arm{})
+		}
+		for i := range arms {
+			if arms[i].Name == policyArm || arms[i].Name == "" {
+				arms[i] = sim.Arm{Name: policyArm, Factory: autorate.ConfigFactory(polCfg)}
+			}
 		}
 	}
 	if f.direction == "" {
@@ -147,14 +173,27 @@ func runSim(e *env, args []string) int {
 		return exitUsage
 	}
 
+	armOptions := func(a sim.Arm) sim.Options {
+		o := opt
+		if a.Name == policyArm {
+			// The policy's prober: its active reflectors, each probed
+			// every probe_interval.
+			o.Reflectors, o.ProbeInterval = polCfg.Pingers, polCfg.PingInterval
+		}
+		return o
+	}
 	jobs := make([]sim.Job, len(arms))
 	for i, a := range arms {
-		jobs[i] = sim.Job{Link: link, Options: opt, Arm: a}
+		jobs[i] = sim.Job{Link: link, Options: armOptions(a), Arm: a}
+		if err := jobs[i].Options.Validate(); err != nil {
+			fmt.Fprintf(e.stderr, "macake sim: %s: %v\n", a.Name, err)
+			return exitConfig
+		}
 	}
 	var phaseArm *sim.Arm
 	if pa, ok := phasesArm(f.phases, arms); ok {
 		phaseArm = &pa
-		popt := opt
+		popt := armOptions(pa)
 		popt.Series = false
 		// Phases of at least 30 s, so that the switch's transient (the
 		// link's queue draining) does not dominate a phase.
@@ -179,7 +218,7 @@ func runSim(e *env, args []string) int {
 
 	title := f.describe(link, opt)
 	if pol != nil {
-		title += fmt.Sprintf(" · policy %s (%s)", pol.Name, pol.Shaper.Mode)
+		title += fmt.Sprintf(" · policy %s (%s, %s law)", pol.Name, pol.Shaper.Mode, pol.Autorate.Controller)
 	}
 	if f.svg != "" {
 		if err := writeSVG(f.svg, f.svgTitle(link, opt), results); err != nil {
@@ -191,6 +230,9 @@ func runSim(e *env, args []string) int {
 		return printSimJSON(e, title, opt, results, phased)
 	}
 	fmt.Fprintf(e.stdout, "macake sim: %s\n\n", title)
+	if pol != nil {
+		fmt.Fprintf(e.stdout, "%s\n\n", policyLimits)
+	}
 	report.Comparison(e.stdout, results)
 	if phased != nil {
 		fmt.Fprintln(e.stdout)
@@ -216,14 +258,51 @@ func (f *simFlags) check(fs *flag.FlagSet) error {
 	if set == 0 {
 		f.link = "starlink"
 	}
-	if f.flows < 0 || f.flows > 256 {
-		return fmt.Errorf("--flows %d: want 0–256", f.flows)
+	if f.flows < 1 || f.flows > 256 {
+		return fmt.Errorf("--flows %d: want 1–256 bulk TCP flows (the metrics are taken under load)", f.flows)
+	}
+	if f.duration <= 0 || f.duration > 24*time.Hour {
+		return fmt.Errorf("--duration %v: want more than 0 and at most a day", f.duration)
+	}
+	if f.warmup < 0 {
+		return fmt.Errorf("--warmup %v: want 0 or more", f.warmup)
 	}
 	if f.duration <= f.warmup {
 		return fmt.Errorf("--duration %v must be longer than the warm-up (%v)", f.duration, f.warmup)
 	}
+	if f.duration-f.warmup < sim.MinMeasured {
+		return fmt.Errorf("--duration %v with --warmup %v measures only %v; want at least %v after the warm-up", f.duration, f.warmup, f.duration-f.warmup, sim.MinMeasured)
+	}
+	if f.offset < 0 {
+		return fmt.Errorf("--offset %v: want 0 or more (the start, from the beginning of the trace)", f.offset)
+	}
+	if f.buffer != 0 && (f.buffer < sim.MinBuffer || f.buffer > time.Minute) {
+		return fmt.Errorf("--buffer %v: want %v–1m of the mean capacity (cellular buffers hold seconds)", f.buffer, sim.MinBuffer)
+	}
+	if f.actuation < 0 || f.actuation > 10*time.Second {
+		return fmt.Errorf("--actuation-delay %v: want 0 (none) to 10s", f.actuation)
+	}
+	if f.baseRTT < 0 || f.baseRTT > 10*time.Second {
+		return fmt.Errorf("--base-rtt %v: want a positive RTT up to 10s (0: the link's own)", f.baseRTT)
+	}
 	if f.rebin < 0 || (f.rebin > 0 && f.traceSpec == "") {
 		return errors.New("--rebin needs --trace and a positive step")
+	}
+	if f.rebin > 0 && f.rebin%time.Millisecond != 0 {
+		return fmt.Errorf("--rebin %v: want whole milliseconds", f.rebin)
+	}
+	if f.loss != "" {
+		parts := strings.Split(f.loss, ",")
+		if len(parts) != 2 {
+			return fmt.Errorf("--loss %q: want DOWN,UP, e.g. 0.0001,0.002", f.loss)
+		}
+		for i, d := range []shape.Direction{shape.Download, shape.Upload} {
+			p, err := strconv.ParseFloat(strings.TrimSpace(parts[i]), 64)
+			if err != nil || !(p >= 0 && p < 1) {
+				return fmt.Errorf("--loss %q: %q is not a probability from 0 to below 1", f.loss, parts[i])
+			}
+			f.lossProb[d] = p
+		}
 	}
 	if f.seeds < 1 || f.offsets < 1 {
 		return errors.New("--seeds and --offsets must be at least 1")
@@ -264,25 +343,56 @@ func (f *simFlags) options() (sim.Options, error) {
 	return opt, nil
 }
 
-// applyPolicy loads --policy and puts its rate bounds (and a fixed queue
-// size) into opt; "auto" rates resolve against the link's mean capacity, as
-// if `macake measure` had found it.
-func (f *simFlags) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, error) {
+// policyArm is the name of the arm --policy adds.
+const policyArm = "policy"
+
+// policyLimits says which parts of a policy the simulator cannot honour.
+const policyLimits = `policy: every [shaper], [autorate] and [balanced] key applies to the "policy" arm as in
+macake watch; [match] and [cake] do not (no network to match, no CAKE in a dummynet pipe), the
+reflector addresses only name the simulator's modelled reflectors, and shaper.overhead/mpu lower
+the pipe rate as the daemon does while the simulated link itself carries no framing overhead.`
+
+func hasArm(arms []sim.Arm, name string) bool {
+	for _, a := range arms {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// applyPolicy loads --policy, builds the controller configuration the
+// daemon would run (reconcile.ControllerConfig, on a network measured at the
+// link's mean capacity, MTU 1500) and puts the policy's rate bounds (and a
+// fixed queue size) into opt for the other autorate arms.
+func (f *simFlags) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, controller.Config, error) {
 	pol, _, err := config.LoadFile(f.policy, config.LoadOptions{SkipOwnershipCheck: true})
 	if err != nil {
-		return nil, err
+		return nil, controller.Config{}, err
+	}
+	profile := state.Profile{
+		Link:             pol.Name,
+		DownloadCapacity: int64(link.Mean(shape.Download)),
+		UploadCapacity:   int64(link.Mean(shape.Upload)),
+		PeakDownload:     int64(link.Mean(shape.Download)),
+		PeakUpload:       int64(link.Mean(shape.Upload)),
+		IdleRTT:          link.MinRTT(),
+	}
+	cfg, err := reconcile.ControllerConfig(pol, profile, 1500)
+	if err != nil {
+		return nil, controller.Config{}, fmt.Errorf("%s: %w", f.policy, err)
 	}
 	for _, d := range shape.Directions {
-		lo, base, hi, err := pol.Rates(d, config.Rate(link.Mean(d)), 0)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", f.policy, d, err)
+		dc := cfg.Download
+		if d == shape.Upload {
+			dc = cfg.Upload
 		}
-		opt.Bounds[d] = sim.Bounds{Min: int64(lo), Base: int64(base), Max: int64(hi)}
+		opt.Bounds[d] = sim.Bounds{Min: dc.Min, Base: dc.Base, Max: dc.Max}
 	}
 	if q := pol.Shaper.Queue; !q.Auto && q.Size > 0 && f.queue == "auto" {
 		opt.Queue = sim.QueueRule{Bytes: min(int64(q.Size), sim.MaxQueueBytes)}
 	}
-	return &pol, nil
+	return &pol, cfg, nil
 }
 
 // buildLink makes the link of a single run and says which directions carry
@@ -300,6 +410,10 @@ func (f *simFlags) buildLink() (*sim.Link, [2]bool, error) {
 		}
 		if f.rebin > 0 {
 			for _, d := range shape.Directions {
+				if p := l.Capacity[d].Period(); loaded[d] && f.rebin > p/10 {
+					return nil, loaded, usageError{fmt.Errorf("--rebin %v: the %s trace lasts %v; want a step of at most a tenth of it (%v), or the rebinned trace is a few flat steps with a different mean",
+						f.rebin, d, p, (p / 10).Truncate(time.Millisecond))}
+				}
 				if len(l.Capacity[d].Opportunities) > 0 || l.Capacity[d].Step%f.rebin != 0 {
 					l.Capacity[d] = l.Capacity[d].Rebin(f.rebin)
 				}
@@ -320,9 +434,6 @@ func (f *simFlags) buildLink() (*sim.Link, [2]bool, error) {
 
 // applyPath applies --base-rtt and --loss to a link.
 func (f *simFlags) applyPath(l *sim.Link) error {
-	if f.baseRTT < 0 {
-		return fmt.Errorf("--base-rtt %v must be positive", f.baseRTT)
-	}
 	if f.baseRTT > 0 {
 		shift := f.baseRTT - l.MinRTT()
 		l.BaseRTT = f.baseRTT
@@ -331,17 +442,7 @@ func (f *simFlags) applyPath(l *sim.Link) error {
 		}
 	}
 	if f.loss != "" {
-		parts := strings.Split(f.loss, ",")
-		if len(parts) != 2 {
-			return fmt.Errorf("--loss %q: want DOWN,UP, e.g. 0.0001,0.002", f.loss)
-		}
-		for i, d := range []shape.Direction{shape.Download, shape.Upload} {
-			p, err := strconv.ParseFloat(strings.TrimSpace(parts[i]), 64)
-			if err != nil || p < 0 || p >= 1 {
-				return fmt.Errorf("--loss %q: %q is not a probability below 1", f.loss, parts[i])
-			}
-			l.Loss[d] = p
-		}
+		l.Loss = f.lossProb
 	}
 	return l.Validate()
 }
@@ -429,7 +530,7 @@ func phasesArm(name string, arms []sim.Arm) (sim.Arm, bool) {
 	case "none":
 		return sim.Arm{}, false
 	case "auto":
-		for _, pref := range []string{"ours", "upstream", "oracle-lag0.5", "oracle"} {
+		for _, pref := range []string{policyArm, "ours", "upstream", "oracle-lag0.5", "oracle"} {
 			for _, a := range arms {
 				if a.Name == pref {
 					return a, true
@@ -487,6 +588,9 @@ func controllerFactory(name string) (sim.Factory, error) {
 	}
 	if f, ok := autorateArms[name]; ok {
 		return f, nil
+	}
+	if name == policyArm { // built by --policy
+		return nil, nil
 	}
 	if strings.HasPrefix(name, "upstream") || strings.HasPrefix(name, "ours") {
 		f, err := autorate.Variant(name)
@@ -552,11 +656,12 @@ func runTraceBench(e *env, f simFlags, opt sim.Options, arms []sim.Arm) int {
 
 func printTraceBenchJSON(e *env, res *bench.Result) int {
 	type armJSON struct {
-		Controller string  `json:"controller"`
-		U          float64 `json:"u"`
-		D95        float64 `json:"d95_ms"`
-		D99        float64 `json:"d99_ms"`
-		Score      float64 `json:"score"`
+		Controller string   `json:"controller"`
+		U          float64  `json:"u"`
+		D95        *float64 `json:"d95_ms"` // null: no run measured any delay
+		D99        *float64 `json:"d99_ms"`
+		Score      *float64 `json:"score"`
+		ProbeLoss  float64  `json:"probe_loss"`
 	}
 	type caseJSON struct {
 		Trace       string    `json:"trace"`
@@ -577,7 +682,11 @@ func printTraceBenchJSON(e *env, res *bench.Result) int {
 		cj := caseJSON{Trace: c.Name, Class: c.Class, Direction: c.Dir.String(), Development: c.Dev}
 		for _, o := range row {
 			s := o.Summary()
-			cj.Controllers = append(cj.Controllers, armJSON{o.Arm, s.U, s.D95, s.D99, s.Score})
+			a := armJSON{Controller: o.Arm, U: s.U, ProbeLoss: s.ProbeLoss}
+			if s.Measured > 0 {
+				a.D95, a.D99, a.Score = &s.D95, &s.D99, &s.Score
+			}
+			cj.Controllers = append(cj.Controllers, a)
 		}
 		if ai >= 0 && bi >= 0 {
 			cj.Verdict = bench.Compare(row[ai], row[bi]).String()

@@ -122,8 +122,92 @@ func TestSimPolicyBounds(t *testing.T) {
 		t.Errorf("mean download pipe rate %.1f Mbit/s with the policy (base 150), %.1f without; want the policy's bounds to steer it", withPolicy, without)
 	}
 	code, out, _ := runCLI(t, "sim", quick, "--controllers", "none", "--policy", "../../examples/links.d/starlink.toml")
-	if code != exitOK || !strings.Contains(out, "policy starlink (autorate)") {
+	if code != exitOK || !strings.Contains(out, "policy starlink (autorate, macake law)") {
 		t.Errorf("exit %d, header lacks the policy:\n%s", code, out)
+	}
+}
+
+// TestSimTraceErrorNamesThePath: a file that is no trace is named as given,
+// leading slash and all.
+func TestSimTraceErrorNamesThePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(path, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errb := runCLI(t, "sim", "--trace", path, quick)
+	if code != exitFailure || !strings.Contains(errb, "macake sim: "+path+":1: ") {
+		t.Errorf("exit %d, stderr %q; want exit 1 naming %s:1", code, errb, path)
+	}
+}
+
+// TestSimPolicyBuildsTheDaemonsController: --policy runs the controller
+// macake watch builds from the file, every key of it: two policies that
+// differ only in delay_threshold steer differently, balanced mode shapes
+// only once it engages, fixed pins the pipe at the base rate and off
+// installs nothing.
+func TestSimPolicyBuildsTheDaemonsController(t *testing.T) {
+	src, err := os.ReadFile("../../examples/links.d/starlink.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, from, to string) string {
+		t.Helper()
+		text := strings.Replace(string(src), from, to, 1)
+		if text == string(src) && from != "" {
+			t.Fatalf("%s: %q not in the example policy", name, from)
+		}
+		p := filepath.Join(dir, name+".toml")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	type dirJSON struct {
+		U           float64 `json:"u"`
+		MeanRate    float64 `json:"mean_rate_mbit"`
+		D95         float64 `json:"d95_ms"`
+		RateChanges float64 `json:"rate_changes_per_min"`
+	}
+	policyArm := func(path string) dirJSON {
+		t.Helper()
+		code, out, errb := runCLI(t, "sim", "--duration=12s", "--direction", "download", "--controllers", "none", "--phases", "none", "--json", "--policy", path)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d, stderr %q", path, code, errb)
+		}
+		var doc struct {
+			Results []struct {
+				Controller string  `json:"controller"`
+				Download   dirJSON `json:"download"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range doc.Results {
+			if r.Controller == "policy" {
+				return r.Download
+			}
+		}
+		t.Fatalf("%s: no policy arm in %s", path, out)
+		return dirJSON{}
+	}
+	at30 := policyArm(write("thr30", "", ""))
+	at10 := policyArm(write("thr10", `delay_threshold = "30ms"`, `delay_threshold = "10ms"`))
+	if at10 == at30 {
+		t.Errorf("delay_threshold 10 ms and 30 ms gave identical results %+v; the policy's threshold does not reach the controller", at10)
+	}
+	balanced := policyArm(write("bal", `mode = "autorate"`, `mode = "balanced"`))
+	if balanced.RateChanges == 0 || balanced.MeanRate <= 0 || balanced.MeanRate >= at30.MeanRate {
+		t.Errorf("balanced: %+v (autorate %+v); want it to engage after a standing queue, unshaped (rate 0) before", balanced, at30)
+	}
+	fixed := policyArm(write("fixed", `mode = "autorate"`, `mode = "fixed"`))
+	if fixed.MeanRate < 149 || fixed.MeanRate > 150.1 {
+		t.Errorf("fixed: mean pipe rate %.1f Mbit/s; want the policy's 150 Mbit/s, unchanged", fixed.MeanRate)
+	}
+	off := policyArm(write("off", `mode = "autorate"`, `mode = "off"`))
+	if off.MeanRate != 0 || off.RateChanges != 0 {
+		t.Errorf("off: %+v; want no pipe at all", off)
 	}
 }
 
@@ -140,7 +224,18 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--cc", "bbr", quick}, exitUsage, "unknown congestion control"},
 		{[]string{"--duration", "1s"}, exitUsage, "longer than the warm-up"},
 		{[]string{"--trace", "/no/such/file", quick}, exitFailure, "no such file"},
-		{[]string{"--loss", "0.5", quick}, exitFailure, "want DOWN,UP"},
+		{[]string{"--loss", "0.5", quick}, exitUsage, "want DOWN,UP"},
+		{[]string{"--loss", "2,0", quick}, exitUsage, "not a probability"},
+		{[]string{"--offset", "-5s", quick}, exitUsage, "--offset -5s: want 0 or more"},
+		{[]string{"--warmup", "-1s", quick}, exitUsage, "--warmup -1s"},
+		{[]string{"--flows", "0", quick}, exitUsage, "--flows 0: want 1–256"},
+		{[]string{"--buffer", "-1s", quick}, exitUsage, "--buffer -1s"},
+		{[]string{"--buffer", "1ns", quick}, exitUsage, "--buffer 1ns"},
+		{[]string{"--actuation-delay", "-5ms", quick}, exitUsage, "--actuation-delay -5ms"},
+		{[]string{"--base-rtt", "-10ms", quick}, exitUsage, "--base-rtt -10ms"},
+		{[]string{"--duration", "2001ms"}, exitUsage, "measures only 1ms"},
+		{[]string{"--trace", "../../controller/sim/trace/testdata/step.down", "--rebin", "1h", quick}, exitUsage, "--rebin 1h0m0s"},
+		{[]string{"--controllers", "none,policy", quick}, exitUsage, "needs --policy"},
 		{[]string{"--policy", "x.toml", quick}, exitConfig, "x.toml"},
 		{[]string{"--policy", "../../examples/links.d/starlink.toml", "--traces", "."}, exitUsage, "every trace takes its own"},
 		{[]string{"--phases", "ours", "--controllers", "none", quick}, exitUsage, "not among the controllers"},

@@ -144,6 +144,9 @@ const opportunityBitNS = trace.OpportunityBits * int64(time.Second)
 func newSchedule(tr *trace.Trace, offset time.Duration) *schedule {
 	s := &schedule{tr: tr, period: int64(tr.Period())}
 	off := int64(offset) % s.period
+	if off < 0 { // Options.Validate rejects it; a direct caller wraps
+		off += s.period
+	}
 	if len(tr.Opportunities) > 0 {
 		s.base = -off
 		s.idx = sort.Search(len(tr.Opportunities), func(i int) bool {

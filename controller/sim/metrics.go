@@ -3,6 +3,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"sort"
 	"time"
 
@@ -29,15 +30,20 @@ type Result struct {
 	Seed       uint64        `json:"seed"`
 	Offset     time.Duration `json:"offset_ns"`
 	Duration   time.Duration `json:"duration_ns"`
+	// Measured is the stretch the metrics cover: the whole 100 ms bins
+	// after the warm-up.
+	Measured time.Duration `json:"measured_ns"`
 	// Dir holds the per-direction metrics, indexed by shape.Direction.
 	Dir [2]DirResult `json:"-"`
 	// Upload and Download repeat Dir for JSON.
 	Upload   *DirResult `json:"upload"`
 	Download *DirResult `json:"download"`
 	// RTT50 and RTT90 are the added round-trip delay (both legs, as a
-	// ping sees it) over the loaded intervals, ms.
-	RTT50 float64 `json:"rtt_added_p50_ms"`
-	RTT90 float64 `json:"rtt_added_p90_ms"`
+	// ping sees it) over the loaded intervals, ms; meaningless (null in
+	// JSON) when RTTSamples is 0.
+	RTT50      float64 `json:"rtt_added_p50_ms"`
+	RTT90      float64 `json:"rtt_added_p90_ms"`
+	RTTSamples int     `json:"rtt_samples"`
 	// Phases, for off/on/off runs, has one entry per phase.
 	Phases []Phase `json:"phases,omitempty"`
 	// Series is the per-100-ms time series, when asked for.
@@ -47,11 +53,16 @@ type Result struct {
 // DirResult are the metrics of one direction (benchmark.md §4.1). Delays
 // are added one-way delays from the measurement probe against the model's
 // true base delay, in ms, over the loaded intervals (after the warm-up).
+// The percentiles are over the probes that came back: benchmark.md does
+// not say how a lost probe counts, so ProbeLoss reports them beside D95
+// rather than inside it. With no probe back (DelaySamples 0) the delays and
+// the score mean nothing: they are 0 here, null in JSON and "—" in tables.
 type DirResult struct {
 	// Loaded is set when the direction carried bulk flows; U, Score and
 	// the recovery times only mean something then.
 	Loaded bool `json:"loaded"`
-	// U is delivered bits / capacity bits over the loaded intervals.
+	// U is the bits the bottleneck delivered / its capacity bits over the
+	// loaded intervals (whole 100 ms bins after the warm-up), so U ≤ 1.
 	U float64 `json:"u"`
 	// Goodput is the flows' unique payload delivered, Mbit/s.
 	Goodput float64 `json:"goodput_mbit"`
@@ -63,6 +74,8 @@ type DirResult struct {
 	D95      float64 `json:"d95_ms"`
 	D99      float64 `json:"d99_ms"`
 	Score    float64 `json:"score"`
+	// DelaySamples is how many measurement probes the delays are over.
+	DelaySamples int `json:"delay_samples"`
 	// RecoverDrop is the time until added delay is back below 20 ms after
 	// each ≥ 30 % capacity drop within 1 s; RecoverRise the time until the
 	// pipe rate reaches 0.8·C after each ≥ 30 % rise. Median and p90 in s;
@@ -76,11 +89,48 @@ type DirResult struct {
 	// BottleneckLoss and PipeLoss are the shares of packets dropped there.
 	BottleneckLoss float64 `json:"bottleneck_loss"`
 	PipeLoss       float64 `json:"pipe_loss"`
-	// ProbeLoss is the share of measurement probes that never came back.
+	// ProbeLoss is the share of the measurement probes on this
+	// direction's leg, after the warm-up, that a queue or the link dropped
+	// (probes still in flight when the run ends are left out).
 	ProbeLoss float64 `json:"probe_loss"`
 	// Retransmits and Timeouts of the direction's flows.
 	Retransmits int64 `json:"retransmits"`
 	Timeouts    int64 `json:"timeouts"`
+}
+
+// MarshalJSON writes the delays and the score as null when no probe
+// measured them.
+func (d DirResult) MarshalJSON() ([]byte, error) {
+	type plain DirResult
+	out := struct {
+		plain
+		D50   *float64 `json:"d50_ms"`
+		D95   *float64 `json:"d95_ms"`
+		D99   *float64 `json:"d99_ms"`
+		Score *float64 `json:"score"`
+	}{plain: plain(d)}
+	if d.DelaySamples > 0 {
+		out.D50, out.D95, out.D99 = &d.D50, &d.D95, &d.D99
+		if d.Loaded {
+			out.Score = &d.Score
+		}
+	}
+	return json.Marshal(out)
+}
+
+// MarshalJSON writes the added round-trip percentiles as null when no probe
+// measured them.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		RTT50 *float64 `json:"rtt_added_p50_ms"`
+		RTT90 *float64 `json:"rtt_added_p90_ms"`
+	}{plain: plain(r)}
+	if r.RTTSamples > 0 {
+		out.RTT50, out.RTT90 = &r.RTT50, &r.RTT90
+	}
+	return json.Marshal(out)
 }
 
 // Recovery summarises recovery times over events.
@@ -96,9 +146,11 @@ type Phase struct {
 	Name string `json:"name"`
 	// Goodput is the loaded directions' payload throughput, Mbit/s.
 	Goodput [2]float64 `json:"goodput_mbit"`
-	// RTT50 and RTT90 are the added round-trip delay percentiles, ms.
-	RTT50 float64 `json:"rtt_added_p50_ms"`
-	RTT90 float64 `json:"rtt_added_p90_ms"`
+	// RTT50 and RTT90 are the added round-trip delay percentiles, ms,
+	// over Samples probes (0: no probe came back; the percentiles are 0).
+	RTT50   float64 `json:"rtt_added_p50_ms"`
+	RTT90   float64 `json:"rtt_added_p90_ms"`
+	Samples int     `json:"rtt_samples"`
 }
 
 // Series is a run's time series in 100 ms bins, for plots. Rates in bit/s,
@@ -121,6 +173,7 @@ type probeSample struct {
 type recorder struct {
 	nbins     int
 	capBits   [2][]int64
+	linkBits  [2][]int64 // bits the bottleneck served, by the bin of service
 	delivered [2][]int64
 	goodSegs  [2][]int64
 	rate      [2][]int64
@@ -131,7 +184,10 @@ type recorder struct {
 	samples  [2][]probeSample
 	rtt      []probeSample
 	measures int32
-	upBack   int
+	// lost holds the times (as samples key them: sent for the upward leg,
+	// at the far end for the downward) of measurement probes dropped on
+	// each direction's leg.
+	lost [2][]int64
 }
 
 func newRecorder(e *engine) *recorder {
@@ -140,6 +196,7 @@ func newRecorder(e *engine) *recorder {
 	for _, d := range shape.Directions {
 		r.capBits[d] = capacityBins(e.link.Capacity[d], e.opt.Offset, e.opt.Duration, binWidth)
 		r.delivered[d] = make([]int64, r.nbins)
+		r.linkBits[d] = make([]int64, r.nbins)
 		r.goodSegs[d] = make([]int64, r.nbins)
 		r.rate[d] = make([]int64, r.nbins)
 	}
@@ -157,6 +214,27 @@ func (r *recorder) deliver(d shape.Direction, now int64, size int32) {
 	}
 }
 
+// served counts bytes a delivery opportunity of the bottleneck carried.
+func (r *recorder) served(d shape.Direction, now int64, bytes int32) {
+	b := int(now / int64(binWidth))
+	if b < r.nbins {
+		r.linkBits[d][b] += int64(bytes) * 8
+	}
+}
+
+// dropped notes a packet lost on direction d's leg; only measurement
+// probes matter.
+func (r *recorder) dropped(d shape.Direction, p packet) {
+	if p.kind != kindMeasure {
+		return
+	}
+	t := p.sent
+	if d == shape.Download {
+		t = p.echo
+	}
+	r.lost[d] = append(r.lost[d], t)
+}
+
 func (r *recorder) measureSent() int32 {
 	r.measures++
 	return r.measures
@@ -170,7 +248,6 @@ func (r *recorder) measureDown(p packet, now int64) {
 	down := now - p.echo - p.base
 	r.samples[shape.Download] = append(r.samples[shape.Download], probeSample{p.echo, down})
 	r.rtt = append(r.rtt, probeSample{p.sent, p.aux + down})
-	r.upBack++
 }
 
 func (r *recorder) rateChanged(d shape.Direction, rate int64) {
@@ -207,22 +284,26 @@ func (r *recorder) result(e *engine) *Result {
 		Offset: e.opt.Offset, Duration: e.opt.Duration,
 	}
 	warm := int64(e.opt.Warmup)
-	firstBin := int(warm / int64(binWidth))
+	// Whole bins only: the first that starts after the warm-up, the last
+	// that ends by the end of the run.
+	firstBin := int((warm + int64(binWidth) - 1) / int64(binWidth))
+	lastBin := int(e.opt.Duration / binWidth)
+	res.Measured = time.Duration(lastBin-firstBin) * binWidth
 	for _, d := range shape.Directions {
 		dr := &res.Dir[d]
 		dr.Loaded = e.opt.Flows[d] > 0
-		var capBits, delBits, good, rateSum float64
+		var capBits, linkBits, good, rateSum float64
 		bins := 0
-		for b := firstBin; b < r.nbins; b++ {
+		for b := firstBin; b < lastBin; b++ {
 			capBits += float64(r.capBits[d][b])
-			delBits += float64(r.delivered[d][b])
+			linkBits += float64(r.linkBits[d][b])
 			good += float64(r.goodSegs[d][b])
 			rateSum += float64(r.rate[d][b])
 			bins++
 		}
 		secs := float64(bins) * binWidth.Seconds()
 		if capBits > 0 {
-			dr.U = delBits / capBits
+			dr.U = linkBits / capBits
 		}
 		if secs > 0 {
 			dr.Goodput = float64(good*mssBytes*8) / secs / 1e6
@@ -230,11 +311,14 @@ func (r *recorder) result(e *engine) *Result {
 			dr.MeanRate = rateSum / float64(bins) / 1e6
 		}
 		added := loadedDelays(r.samples[d], warm)
-		dr.D50 = trace.Percentile(added, 50)
-		dr.D95 = trace.Percentile(added, 95)
-		dr.D99 = trace.Percentile(added, 99)
-		if dr.Loaded {
-			dr.Score = Score(dr.U, time.Duration(dr.D95*float64(time.Millisecond)))
+		dr.DelaySamples = len(added)
+		if len(added) > 0 {
+			dr.D50 = trace.Percentile(added, 50)
+			dr.D95 = trace.Percentile(added, 95)
+			dr.D99 = trace.Percentile(added, 99)
+			if dr.Loaded {
+				dr.Score = Score(dr.U, time.Duration(dr.D95*float64(time.Millisecond)))
+			}
 		}
 		var over float64
 		for _, a := range added {
@@ -244,6 +328,15 @@ func (r *recorder) result(e *engine) *Result {
 		}
 		if len(added) > 0 {
 			dr.B100 = over / float64(len(added)) * 60
+		}
+		lost := 0
+		for _, t := range r.lost[d] {
+			if t >= warm {
+				lost++
+			}
+		}
+		if n := lost + len(added); n > 0 {
+			dr.ProbeLoss = float64(lost) / float64(n)
 		}
 		minutes := e.opt.Duration.Minutes()
 		dr.RateChanges = float64(r.changes[d]) / minutes
@@ -260,23 +353,16 @@ func (r *recorder) result(e *engine) *Result {
 			dr.BottleneckLoss = float64(e.bns[d].drops+e.bns[d].lost) / float64(sent)
 			dr.PipeLoss = float64(e.pipes[d].drops) / float64(sent)
 		}
-		if r.measures > 0 {
-			got := len(r.samples[d])
-			if d == shape.Download {
-				got = r.upBack
-			}
-			dr.ProbeLoss = 1 - float64(got)/float64(r.measures)
-			if dr.ProbeLoss < 0 {
-				dr.ProbeLoss = 0
-			}
-		}
 		if dr.Loaded {
 			dr.RecoverDrop, dr.RecoverRise = r.recoveries(e, d)
 		}
 	}
 	rtt := loadedDelays(r.rtt, warm)
-	res.RTT50 = trace.Percentile(rtt, 50)
-	res.RTT90 = trace.Percentile(rtt, 90)
+	res.RTTSamples = len(rtt)
+	if len(rtt) > 0 {
+		res.RTT50 = trace.Percentile(rtt, 50)
+		res.RTT90 = trace.Percentile(rtt, 90)
+	}
 	res.Upload, res.Download = &res.Dir[shape.Upload], &res.Dir[shape.Download]
 	if ph := e.opt.Phases; ph[1] != 0 {
 		res.Phases = r.phases(e)
@@ -393,8 +479,11 @@ func (r *recorder) phases(e *engine) []Phase {
 			}
 		}
 		sort.Float64s(rtt)
-		out[i].RTT50 = trace.Percentile(rtt, 50)
-		out[i].RTT90 = trace.Percentile(rtt, 90)
+		out[i].Samples = len(rtt)
+		if len(rtt) > 0 {
+			out[i].RTT50 = trace.Percentile(rtt, 50)
+			out[i].RTT90 = trace.Percentile(rtt, 90)
+		}
 		for _, d := range shape.Directions {
 			var segs int64
 			b0, b1 := int(from/int64(binWidth)), int(to/int64(binWidth))

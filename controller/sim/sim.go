@@ -137,26 +137,84 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Validate reports options no run can use.
+// MinMeasured is the shortest stretch a run may measure after its
+// warm-up: 200 samples of the 100 Hz probe and 20 bins of capacity, below
+// which the percentiles and U describe noise (and a bin cut short by the
+// end of the run would weigh as much as the rest).
+const MinMeasured = 2 * time.Second
+
+// MinBuffer is the smallest bottleneck buffer a run accepts, in time at the
+// mean capacity: below it the FIFO holds a packet or two at most rates and
+// measures the buffer, not the controllers.
+const MinBuffer = 10 * time.Millisecond
+
+// Validate reports options no run can use. Negative durations are
+// rejected, except ActuationDelay, whose negative value means "none".
 func (o Options) Validate() error {
-	o = o.withDefaults()
 	var errs []error
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"duration", o.Duration}, {"buffer", o.Buffer}, {"offset", o.Offset}, {"warm-up", o.Warmup},
+		{"probe interval", o.ProbeInterval}, {"reflector spread", o.ReflectorSpread},
+		{"reflector jitter", o.ReflectorJitter}, {"measure interval", o.MeasureInterval},
+		{"load interval", o.LoadInterval}, {"tick interval", o.TickInterval},
+	} {
+		if v.d < 0 {
+			errs = append(errs, fmt.Errorf("%s %v: want zero (the default) or more", v.name, v.d))
+		}
+	}
+	if o.Reflectors < 0 || o.Reflectors > 64 {
+		errs = append(errs, fmt.Errorf("reflectors %d: want 1–64 (0: the default 6)", o.Reflectors))
+	}
+	if o.RwndBytes < 0 {
+		errs = append(errs, fmt.Errorf("receive window %d bytes: want zero (the default) or more", o.RwndBytes))
+	}
+	if errs != nil {
+		return errors.Join(errs...)
+	}
+	o = o.withDefaults()
 	if o.Duration > 24*time.Hour {
 		errs = append(errs, fmt.Errorf("duration %v is longer than a day", o.Duration))
+	}
+	if o.Offset > 7*24*time.Hour {
+		errs = append(errs, fmt.Errorf("offset %v is more than a week into the trace", o.Offset))
 	}
 	for _, d := range shape.Directions {
 		if o.Flows[d] < 0 || o.Flows[d] > 256 {
 			errs = append(errs, fmt.Errorf("%s flows %d: want 0–256", d, o.Flows[d]))
 		}
 	}
-	if o.Buffer > time.Minute {
-		errs = append(errs, fmt.Errorf("buffer %v: want at most a minute of capacity", o.Buffer))
+	if o.Flows == [2]int{} {
+		errs = append(errs, errors.New("no bulk flow in either direction: U and the score are measured under load; want at least one"))
+	}
+	if o.Buffer > time.Minute || o.Buffer < MinBuffer {
+		errs = append(errs, fmt.Errorf("buffer %v: want %v to a minute of mean capacity", o.Buffer, MinBuffer))
+	}
+	// The engine steps in 1 ms ticks; a shorter period would fire more
+	// than once per tick (a probe period below a tick, forever).
+	for _, v := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"probe spacing (probe interval / reflectors)", o.ProbeInterval / time.Duration(o.Reflectors)},
+		{"measure interval", o.MeasureInterval}, {"load interval", o.LoadInterval}, {"tick interval", o.TickInterval},
+	} {
+		if v.d < time.Millisecond {
+			errs = append(errs, fmt.Errorf("%s %v: want at least 1ms, the simulator's tick", v.name, v.d))
+		}
+	}
+	if o.ActuationDelay > 10*time.Second {
+		errs = append(errs, fmt.Errorf("actuation delay %v: want at most 10 s", o.ActuationDelay))
 	}
 	if o.ProbeLoss < 0 || o.ProbeLoss >= 1 {
 		errs = append(errs, fmt.Errorf("probe loss %v: want a probability below 1", o.ProbeLoss))
 	}
 	if o.Warmup >= o.Duration {
 		errs = append(errs, fmt.Errorf("warm-up %v is not shorter than the run (%v)", o.Warmup, o.Duration))
+	} else if o.Duration-o.Warmup < MinMeasured {
+		errs = append(errs, fmt.Errorf("run %v with a warm-up of %v measures only %v; want at least %v after the warm-up", o.Duration, o.Warmup, o.Duration-o.Warmup, MinMeasured))
 	}
 	for _, d := range shape.Directions {
 		if b := o.Bounds[d]; b.Max > 0 && (b.Min <= 0 || b.Min > b.Base || b.Base > b.Max) {
@@ -466,7 +524,9 @@ func (e *engine) fromClient(p packet) {
 		e.toUploadBottleneck(p)
 		return
 	}
-	pp.enqueue(p)
+	if !pp.enqueue(p) {
+		e.rec.dropped(shape.Upload, p)
+	}
 }
 
 func (e *engine) toUploadBottleneck(p packet) {
@@ -479,11 +539,13 @@ func (e *engine) enqueueBottleneck(d shape.Direction, p packet) {
 	b := &e.bns[d]
 	if b.loss > 0 && b.rng.Float64() < b.loss {
 		b.lost++
+		e.rec.dropped(d, p)
 		return
 	}
 	if b.bytes+int64(p.size) > b.limit {
 		b.drops++
 		b.dropBytes += int64(p.size)
+		e.rec.dropped(d, p)
 		return
 	}
 	p.left = p.size
@@ -511,6 +573,7 @@ func (e *engine) serveBottleneck(d shape.Direction) {
 		b.bytes -= int64(p.size)
 		e.afterBottleneck(d, p)
 	}
+	e.rec.served(d, e.now, 1500-budget)
 	b.sched.advance()
 	if b.q.len() > 0 {
 		b.next = b.sched.next
@@ -535,7 +598,9 @@ func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 		e.atClient(p)
 		return
 	}
-	pp.enqueue(p)
+	if !pp.enqueue(p) {
+		e.rec.dropped(shape.Download, p)
+	}
 }
 
 // fromFar sends a packet from the far end (servers, reflectors, the

@@ -72,7 +72,24 @@ func Factory(build func(env *sim.Env) controller.Config) sim.Factory {
 		if err != nil {
 			return nil, err
 		}
-		return &adapter{c: c}, nil
+		return &adapter{c: c, mode: cfg.Mode}, nil
+	}
+}
+
+// ConfigFactory runs the production controller with one fixed
+// configuration, whatever the link: what `macake watch` builds from a
+// policy (reconcile.ControllerConfig). Its mode is honoured as the daemon
+// honours it: autorate steers the pipes; fixed installs them at the base
+// rates and only observes; off installs nothing; balanced installs them
+// when the controller engages and removes them when it releases.
+func ConfigFactory(cfg controller.Config) sim.Factory {
+	return func(env *sim.Env) (sim.Controller, error) {
+		rng := rand.New(rand.NewPCG(env.Seed, 0x6175746f72617465))
+		c, err := controller.New(cfg, rng)
+		if err != nil {
+			return nil, err
+		}
+		return &adapter{c: c, mode: cfg.Mode}, nil
 	}
 }
 
@@ -150,6 +167,10 @@ type adapter struct {
 	c    *controller.Controller
 	act  sim.Actuator
 	refl []netip.Addr
+	// mode is the controller's mode; engaged tracks balanced mode's
+	// shaper as the daemon's ShaperSwitch does.
+	mode    controller.Mode
+	engaged bool
 }
 
 func at(t time.Duration) time.Time { return Epoch.Add(t) }
@@ -157,6 +178,14 @@ func at(t time.Duration) time.Time { return Epoch.Add(t) }
 func (a *adapter) Start(now time.Duration, act sim.Actuator) {
 	a.act = act
 	out := a.c.Start(at(now))
+	if a.mode == controller.ModeFixed {
+		// `macake apply` installs the pipes at the base rates; the
+		// controller never changes them.
+		st := a.c.State()
+		for _, d := range shape.Directions {
+			a.act.SetRate(d, st.Direction(d).PipeRate)
+		}
+	}
 	a.do(&out)
 }
 
@@ -191,6 +220,16 @@ func (a *adapter) Tick(now time.Duration) {
 
 // do applies the decisions; the simulated dnctl never fails.
 func (a *adapter) do(out *controller.Output) {
+	if a.mode == controller.ModeBalanced {
+		if now := a.c.Engaged(); now != a.engaged {
+			a.engaged = now
+			if !now { // release: the daemon removes the pipes
+				for _, d := range shape.Directions {
+					a.act.SetRate(d, 0)
+				}
+			}
+		}
+	}
 	for _, d := range out.Decisions() {
 		a.act.SetRate(d.Direction, d.Rate)
 		a.c.ReportApply(d.Direction, nil)

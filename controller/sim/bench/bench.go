@@ -131,21 +131,30 @@ type Outcome struct {
 }
 
 // Summary is the median of an outcome's runs in the case's direction.
+// D95, D99 and Score are over the Measured runs in which some measurement
+// probe came back (0 when none did); ProbeLoss is the median share of
+// probes lost, which D95 does not include.
 type Summary struct {
 	U, D95, D99, Score float64
+	ProbeLoss          float64
+	Measured           int
 }
 
 // Summary returns the medians of the loaded direction's metrics.
 func (o *Outcome) Summary() Summary {
-	var u, d95, d99, sc []float64
+	var u, d95, d99, sc, loss []float64
 	for _, r := range o.Runs {
 		x := r.Dir[o.Case.Dir]
 		u = append(u, x.U)
+		loss = append(loss, x.ProbeLoss)
+		if x.DelaySamples == 0 {
+			continue
+		}
 		d95 = append(d95, x.D95)
 		d99 = append(d99, x.D99)
 		sc = append(sc, x.Score)
 	}
-	return Summary{median(u), median(d95), median(d99), median(sc)}
+	return Summary{U: median(u), D95: median(d95), D99: median(d99), Score: median(sc), ProbeLoss: median(loss), Measured: len(d95)}
 }
 
 // Result is a whole benchmark: Outcomes[case][arm].
@@ -234,11 +243,18 @@ func Compare(a, b *Outcome) Verdict {
 	dD95 := make([]float64, n)
 	dU := make([]float64, n)
 	dS := make([]float64, n)
+	dD95, dU, dS = dD95[:0], dU[:0], dS[:0]
 	for i := range n {
 		x, y := a.Runs[i].Dir[d], b.Runs[i].Dir[d]
-		dD95[i] = x.D95 - y.D95
-		dU[i] = x.U - y.U
-		dS[i] = x.Score - y.Score
+		if x.DelaySamples == 0 || y.DelaySamples == 0 {
+			continue // no delay measured in one of the pair: nothing to compare
+		}
+		dD95 = append(dD95, x.D95-y.D95)
+		dU = append(dU, x.U-y.U)
+		dS = append(dS, x.Score-y.Score)
+	}
+	if len(dD95) == 0 {
+		return Tie
 	}
 	sa, sb := a.Summary(), b.Summary()
 	d95Lo, d95Hi := bootstrapMedianCI(dD95)
@@ -287,7 +303,8 @@ func median(v []float64) float64 {
 
 // GeoMean is the geometric mean of the median scores of arm over the cases
 // that pass keep (scores floored at 0.001 so that one zero does not erase a
-// controller).
+// controller; a case where no run of the arm measured any delay has no
+// score and is left out).
 func (r *Result) GeoMean(arm int, keep func(*Case) bool) float64 {
 	var sum float64
 	n := 0
@@ -295,7 +312,11 @@ func (r *Result) GeoMean(arm int, keep func(*Case) bool) float64 {
 		if keep != nil && !keep(&r.Cases[ci]) {
 			continue
 		}
-		sum += math.Log(math.Max(row[arm].Summary().Score, 0.001))
+		s := row[arm].Summary()
+		if s.Measured == 0 {
+			continue
+		}
+		sum += math.Log(math.Max(s.Score, 0.001))
 		n++
 	}
 	if n == 0 {

@@ -24,9 +24,10 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string) {
 	}
 	fmt.Fprintf(w, "Trace benchmark: %d traces × %d seeds × %d start offsets, %v per run, %d %s flows in the trace's direction, buffer %v of mean capacity, pipe queue %s.\n",
 		len(r.Cases), cfg.Seeds, cfg.Offsets, cfg.Options.Duration, cfg.Flows, strings.ToUpper(cfg.Options.CC.String()), cfg.Options.Buffer, cfg.Options.Queue)
-	fmt.Fprintln(w, "Medians over the runs; D95/D99: added one-way delay in ms; * marks held-out traces (not used for tuning).")
+	fmt.Fprintln(w, "Medians over the runs; D95/D99: added one-way delay in ms of the probes that came back; lost: probes")
+	fmt.Fprintln(w, "dropped (not in D95/D99); * marks held-out traces (not used for tuning).")
 	fmt.Fprintln(w)
-	head := []string{"trace", "class", "dir", "controller", "U", "D95", "D99", "score"}
+	head := []string{"trace", "class", "dir", "controller", "U", "D95", "D99", "lost", "score"}
 	if ai >= 0 && bi >= 0 {
 		head = append(head, cand+" vs "+ref)
 	}
@@ -39,7 +40,11 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string) {
 		}
 		for k, o := range row {
 			s := o.Summary()
-			cells := []string{"", "", "", o.Arm, fmt.Sprintf("%.3f", s.U), ms(s.D95), ms(s.D99), fmt.Sprintf("%.3f", s.Score)}
+			d95, d99, score := "—", "—", "—"
+			if s.Measured > 0 {
+				d95, d99, score = ms(s.D95), ms(s.D99), fmt.Sprintf("%.3f", s.Score)
+			}
+			cells := []string{"", "", "", o.Arm, fmt.Sprintf("%.3f", s.U), d95, d99, percent(s.ProbeLoss), score}
 			if k == 0 {
 				cells[0], cells[1], cells[2] = name, c.Class, dirShort(c.Dir)
 			}

@@ -74,7 +74,7 @@ func Comparison(w io.Writer, results []*sim.Result) {
 		}
 		fmt.Fprintf(w, "%s (mean capacity %s over the measured %s):\n", d, mbit(results[0].Dir[d].Capacity),
 			measured(results[0]))
-		t := Table{Header: []string{"controller", "U", "goodput", "rate", "D50", "D95", "D99", ">100ms", "recover", "changes", "score"}}
+		t := Table{Header: []string{"controller", "U", "goodput", "rate", "D50", "D95", "D99", "lost", ">100ms", "recover", "changes", "score"}}
 		for _, r := range results {
 			x := r.Dir[d]
 			rate := "—"
@@ -91,21 +91,39 @@ func Comparison(w io.Writer, results []*sim.Result) {
 					rec += fmt.Sprintf(" (%d✗)", rd.Unrecovered)
 				}
 			}
+			d50, d95, d99, b100, score := "—", "—", "—", "—", "—"
+			if x.DelaySamples > 0 {
+				d50, d95, d99 = ms(x.D50), ms(x.D95), ms(x.D99)
+				b100, score = fmt.Sprintf("%.1fs", x.B100), fmt.Sprintf("%.3f", x.Score)
+			}
 			t.Add(r.Controller, fmt.Sprintf("%.3f", x.U), fmt.Sprintf("%.1f", x.Goodput), rate,
-				ms(x.D50), ms(x.D95), ms(x.D99), fmt.Sprintf("%.1fs", x.B100), rec,
-				fmt.Sprintf("%.0f", x.RateChanges), fmt.Sprintf("%.3f", x.Score))
+				d50, d95, d99, percent(x.ProbeLoss), b100, rec,
+				fmt.Sprintf("%.0f", x.RateChanges), score)
 		}
 		t.Write(w)
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way")
-	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms; >100ms: seconds per")
-	fmt.Fprintln(w, "minute above 100 ms; recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops")
-	fmt.Fprintln(w, "not recovered before the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms).")
+	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms, over the probes that came")
+	fmt.Fprintln(w, "back; lost: probes dropped on the way (not in D50–D99); >100ms: seconds per minute above 100 ms;")
+	fmt.Fprintln(w, "recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops not recovered before")
+	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms); —: no probe came back.")
 }
 
 func measured(r *sim.Result) string {
-	return fmt.Sprintf("%.0f s", r.Duration.Seconds())
+	return fmt.Sprintf("%g s", r.Measured.Seconds())
+}
+
+// percent prints a share; shares that round to zero but are not print as
+// "<0.1%".
+func percent(v float64) string {
+	switch {
+	case v == 0:
+		return "0%"
+	case v < 0.001:
+		return "<0.1%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*v)
 }
 
 // Phases prints the drift-controlled off/on/off table of one run, as MaCake
@@ -118,8 +136,11 @@ func Phases(w io.Writer, controller string, r *sim.Result) {
 		controller, (r.Duration / 3).Seconds(), r.Duration.Seconds())
 	t := Table{Header: []string{"phase", "download", "upload", "added median", "added p90"}}
 	for _, p := range r.Phases {
-		t.Add(p.Name, mbit(p.Goodput[shape.Download]), mbit(p.Goodput[shape.Upload]),
-			fmt.Sprintf("+%.1f ms", p.RTT50), fmt.Sprintf("+%.1f ms", p.RTT90))
+		p50, p90 := "—", "—"
+		if p.Samples > 0 {
+			p50, p90 = fmt.Sprintf("+%.1f ms", p.RTT50), fmt.Sprintf("+%.1f ms", p.RTT90)
+		}
+		t.Add(p.Name, mbit(p.Goodput[shape.Download]), mbit(p.Goodput[shape.Upload]), p50, p90)
 	}
 	t.Write(w)
 	off1, on, off2 := r.Phases[0], r.Phases[1], r.Phases[2]
@@ -134,8 +155,11 @@ func Phases(w io.Writer, controller string, r *sim.Result) {
 	if offUp > 0 {
 		parts = append(parts, fmt.Sprintf("%.1f %% of the upload", 100*on.Goodput[shape.Upload]/offUp))
 	}
-	fmt.Fprintf(w, "on vs the mean of the off phases: %s kept; added median %s, p90 %s.\n",
-		strings.Join(parts, ", "), change(on.RTT50, off50), change(on.RTT90, off90))
+	delay := fmt.Sprintf("added median %s, p90 %s", change(on.RTT50, off50), change(on.RTT90, off90))
+	if off1.Samples == 0 || on.Samples == 0 || off2.Samples == 0 {
+		delay = "added delay n/a (a phase has no probe back)"
+	}
+	fmt.Fprintf(w, "on vs the mean of the off phases: %s kept; %s.\n", strings.Join(parts, ", "), delay)
 	fmt.Fprintf(w, "Drift between the off phases: %+.1f Mbit/s download, %+.1f ms median.\n",
 		off2.Goodput[shape.Download]-off1.Goodput[shape.Download], off2.RTT50-off1.RTT50)
 	fmt.Fprintln(w, "Added delay here is round-trip (as a ping sees it), against the path's true base RTT.")

@@ -61,13 +61,18 @@ func Load(path string) ([]*Trace, error) {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
 	defer f.Close()
-	name := displayName(path)
-	traces, err := Parse(name, f)
+	// Errors name the file as given, so that the user can open it; the
+	// traces take the short "set/file" name tables show.
+	traces, err := Parse(path, f)
 	if err != nil {
 		return nil, err
 	}
-	class := classOf(path)
+	name, class := displayName(path), classOf(path)
 	for _, t := range traces {
+		if t.Name == path { // a whole-file trace: its direction comes from its name, not from a far-up directory
+			t.Direction = directionOf(name)
+		}
+		t.Name = name + strings.TrimPrefix(t.Name, path)
 		t.Class = class
 	}
 	return traces, nil

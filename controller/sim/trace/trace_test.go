@@ -200,3 +200,20 @@ func TestPublishedStatistics(t *testing.T) {
 		t.Errorf("starlink download: %d runs, want 1174", len(tr[0].SegmentStarts)+1)
 	}
 }
+
+// TestLoadErrorsNameTheFullPath: a parse error names the file as given
+// (an absolute path keeps its leading slash), so the user can open it.
+func TestLoadErrorsNameTheFullPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(path, []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+":1:") {
+		t.Fatalf("error %v; want it to start with %q", err, path+":1:")
+	}
+	tr, err := Load("testdata/step.down")
+	if err != nil || tr[0].Name != "testdata/step.down" {
+		t.Fatalf("trace name %q (%v); tables keep the short set/file name", tr[0].Name, err)
+	}
+}
