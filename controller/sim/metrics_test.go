@@ -168,4 +168,3 @@ func TestProbeLossCountsDropsOnly(t *testing.T) {
 		t.Errorf("probe loss up %.3f, down %.3f; want about the 20 %% random loss on the upward leg only", up, down)
 	}
 }
-
