@@ -61,8 +61,10 @@ type DirResult struct {
 	// Loaded is set when the direction carried bulk flows; U, Score and
 	// the recovery times only mean something then.
 	Loaded bool `json:"loaded"`
-	// U is the bits the bottleneck delivered / its capacity bits over the
-	// loaded intervals (whole 100 ms bins after the warm-up), so U ≤ 1.
+	// U is the bits the bottleneck served / its capacity bits over the
+	// loaded intervals (whole 100 ms bins after the warm-up), each counted
+	// in the bin it was served, so U ≤ 1; bits the download pipe drops
+	// after the bottleneck do not count (they never reach the user).
 	U float64 `json:"u"`
 	// Goodput is the flows' unique payload delivered, Mbit/s.
 	Goodput float64 `json:"goodput_mbit"`
@@ -173,7 +175,7 @@ type probeSample struct {
 type recorder struct {
 	nbins     int
 	capBits   [2][]int64
-	linkBits  [2][]int64 // bits the bottleneck served, by the bin of service
+	linkBits  [2][]int64 // bits the bottleneck served, by bin, less those a pipe then dropped
 	delivered [2][]int64
 	goodSegs  [2][]int64
 	rate      [2][]int64
@@ -214,11 +216,19 @@ func (r *recorder) deliver(d shape.Direction, now int64, size int32) {
 	}
 }
 
-// served counts bytes a delivery opportunity of the bottleneck carried.
+// served counts the bytes one delivery opportunity of the bottleneck
+// carried, in its bin: never more than the bin's capacity.
 func (r *recorder) served(d shape.Direction, now int64, bytes int32) {
-	b := int(now / int64(binWidth))
-	if b < r.nbins {
+	if b := int(now / int64(binWidth)); b < r.nbins {
 		r.linkBits[d][b] += int64(bytes) * 8
+	}
+}
+
+// unserved takes back a packet the bottleneck carried that a pipe after it
+// dropped (the download pipe): it never reached the user.
+func (r *recorder) unserved(d shape.Direction, p packet) {
+	if b := int(p.served / int64(binWidth)); b < r.nbins {
+		r.linkBits[d][b] -= int64(p.size) * 8
 	}
 }
 

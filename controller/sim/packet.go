@@ -35,4 +35,8 @@ type packet struct {
 	base int64 // measurement probe: sum of the propagation delays it met (true base delay)
 	aux  int64 // measurement probe: added delay of the upward leg
 	left int32 // bytes still to be served at the bottleneck (partial service)
+	// served is when the bottleneck finished serving the packet: U counts
+	// a delivered packet in that bin, so that the bits a window counts are
+	// bits its capacity carried.
+	served int64
 }

@@ -571,6 +571,7 @@ func (e *engine) serveBottleneck(d shape.Direction) {
 		}
 		p := b.q.pop()
 		b.bytes -= int64(p.size)
+		p.served = e.now
 		e.afterBottleneck(d, p)
 	}
 	e.rec.served(d, e.now, 1500-budget)
@@ -600,6 +601,7 @@ func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 	}
 	if !pp.enqueue(p) {
 		e.rec.dropped(shape.Download, p)
+		e.rec.unserved(shape.Download, p)
 	}
 }
 

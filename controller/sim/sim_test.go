@@ -173,7 +173,8 @@ func TestControllerSeesOnlyTheDaemonsInputs(t *testing.T) {
 func TestOWDProbes(t *testing.T) {
 	l := linkmodel.Constant("c20", 20e6, 20e6, 40*time.Millisecond)
 	spy := &controllerSpy{rate: 0}
-	opt := download(0, 3*time.Second)
+	opt := download(1, 4*time.Second)
+	opt.RwndBytes = 8 << 10 // a flow the metrics need, too small to queue
 	opt.ProbeOWD = true
 	if _, err := sim.Run(l, opt, func(*sim.Env) (sim.Controller, error) { return spy, nil }); err != nil {
 		t.Fatal(err)

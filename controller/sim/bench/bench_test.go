@@ -16,7 +16,7 @@ func outcome(c *Case, name string, u, d95 []float64) *Outcome {
 	o := &Outcome{Case: c, Arm: name}
 	for i := range u {
 		r := &sim.Result{}
-		r.Dir[c.Dir] = sim.DirResult{Loaded: true, U: u[i], D95: d95[i], Score: sim.Score(u[i], time.Duration(d95[i]*float64(time.Millisecond)))}
+		r.Dir[c.Dir] = sim.DirResult{Loaded: true, DelaySamples: 1000, U: u[i], D95: d95[i], Score: sim.Score(u[i], time.Duration(d95[i]*float64(time.Millisecond)))}
 		o.Runs = append(o.Runs, r)
 	}
 	return o

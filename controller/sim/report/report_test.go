@@ -79,9 +79,9 @@ func TestComparisonAndPhases(t *testing.T) {
 	}
 	r := res[1]
 	r.Phases = []sim.Phase{
-		{Name: "off", Goodput: [2]float64{shape.Download: 200}, RTT50: 40, RTT90: 60},
-		{Name: "on", Goodput: [2]float64{shape.Download: 124}, RTT50: 10, RTT90: 15},
-		{Name: "off again", Goodput: [2]float64{shape.Download: 200}, RTT50: 40, RTT90: 60},
+		{Name: "off", Goodput: [2]float64{shape.Download: 200}, RTT50: 40, RTT90: 60, Samples: 100},
+		{Name: "on", Goodput: [2]float64{shape.Download: 124}, RTT50: 10, RTT90: 15, Samples: 100},
+		{Name: "off again", Goodput: [2]float64{shape.Download: 200}, RTT50: 40, RTT90: 60, Samples: 100},
 	}
 	b.Reset()
 	Phases(&b, "fixed", r)
