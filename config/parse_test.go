@@ -113,7 +113,7 @@ func TestParseRules(t *testing.T) {
 		{name: "unquoted size with space", text: minimal + "[shaper]\nqueue = 1.5 KB\n", problems: []string{`4:9: shaper.queue: write the value in quotes: queue = "1.5 KB"`}},
 		{name: "unquoted dotted key", text: minimal + "[autorate]\ndownload.min = 5mbit\n", problems: []string{`4:16: autorate.download.min: write the value in quotes: download.min = "5mbit"`}},
 		{name: "unquoted top-level dotted key", text: "shaper.upload = 50mbit\n" + minimal, problems: []string{`1:17: shaper.upload: write the value in quotes: shaper.upload = "50mbit"`}},
-		{name: "unit on a number", text: minimal + "[shaper]\noverhead = 18b\n", problems: []string{`4:12: shaper.overhead: is a plain number, without a unit or quotes: overhead = 18`}},
+		{name: "unit on a number", text: minimal + "[shaper]\noverhead = 18b\n", problems: []string{`4:12: shaper.overhead: takes a plain number, without a unit or quotes: overhead = 18`}},
 		{name: "unquoted unknown key", text: minimal + "[shaper]\nrate = 5mbit\n", problems: []string{`4:8: shaper.rate: write the value in quotes: rate = "5mbit"`}},
 		{name: "unquoted after unreadable table", text: minimal + "[\"shaper\"]\nupload = 50mbit\n", problems: []string{`4:10: upload: write the value in quotes: upload = "50mbit"`}},
 		{name: "unquoted and other problems", text: minimal + "priority = 5000\n[shaper]\ndownload = 100mbit\nupload = 20mbit\noverhead = 300\n[autorate]\nprobe_interval = 30\n", problems: []string{

@@ -203,7 +203,7 @@ func (d *decoder) unquotedProblem(u unquotedValue) *Problem {
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Float64:
 		num, _, _ := splitNumber(u.value)
-		msg = fmt.Sprintf("is a plain number, without a unit or quotes: %s = %s", u.key, num)
+		msg = fmt.Sprintf("takes a plain number, without a unit or quotes: %s = %s", u.key, num)
 	}
 	return &Problem{File: d.file, Line: at.line, Col: at.col, Message: name + ": " + msg}
 }

@@ -72,7 +72,7 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 		for _, l := range links {
 			ifaces = append(ifaces, l.Match.Interface)
 		}
-		inputs := reconcile.Inputs{State: st, MaxSlots: b.MaxSlots, MTU: reconcile.InterfaceMTUs(ifaces)}
+		inputs := reconcile.Inputs{State: st, MaxSlots: b.MaxSlots, MTU: reconcile.InterfaceMTUs(ifaces), KernelOverhead: b.KernelOverhead}
 		desire, err := reconcile.Desired(links, facts.facts, inputs)
 		if err == nil && desire.AllocatesSlots(st) && b.LiveSlots != nil {
 			// As apply does: a link without a slot takes the one live on

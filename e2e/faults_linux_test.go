@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/tc"
@@ -87,6 +88,15 @@ func TestRouterExampleOnThisKernel(t *testing.T) {
 	}
 	again := m.MustRun(t, 0, "apply")
 	mustContain(t, "a second apply", again.Stdout, "No changes.")
+	// doctor plans as apply does, overhead counted by the kernel included:
+	// right after an apply it must see no drift.
+	doc, err := m.Run(t.Context(), 30*time.Second, "doctor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(doc.Stdout, "differs") {
+		t.Errorf("doctor sees drift right after an apply:\n%s", doc.Stdout)
+	}
 	m.MustRun(t, 0, "down")
 	if q := cli.Exec("tc", "qdisc", "show", "dev", ClientDev); strings.Contains(q, "4d4b:") {
 		t.Errorf("down left macake's root:\n%s", q)
