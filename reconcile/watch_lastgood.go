@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/macake/macake/config"
@@ -232,4 +233,37 @@ func (d *Daemon) keepLastGood(good map[string]config.Link, fromDir map[string]bo
 	if err := s.forgetAllBut(good); err != nil {
 		d.log.Warn("cannot remove the saved copy of a removed policy", logging.KeyError, err)
 	}
+}
+
+// KeepLastGood adds to p, for every policy file with a problem, the copy
+// watch saved in stateDir when it last accepted that file: what watch keeps
+// in force, so that a picture drawn without it (status with no daemon,
+// links) shows the same policies. It returns the names of the links it
+// added. problems are the ones LoadPolicies reported.
+func KeepLastGood(p *Policies, problems []*config.Problem, stateDir string, opts config.LoadOptions) map[string]bool {
+	kept := map[string]bool{}
+	store := newLastGoodStore(stateDir)
+	have := map[string]bool{}
+	for _, l := range p.Links {
+		have[l.Name] = true
+	}
+	files := map[string]bool{}
+	for _, pr := range problems {
+		if pr.File == "" || filepath.Dir(filepath.Clean(pr.File)) != filepath.Clean(p.Dir) || !strings.HasSuffix(pr.File, ".toml") {
+			continue // the directory's or the settings file's problem
+		}
+		files[pr.File] = true
+	}
+	for file := range files {
+		name := linkNameOf(file)
+		if have[name] {
+			continue
+		}
+		if l, ok := store.load(name, file, opts); ok {
+			p.Links = append(p.Links, l)
+			have[name], kept[name] = true, true
+		}
+	}
+	slices.SortFunc(p.Links, func(a, b config.Link) int { return strings.Compare(a.Name, b.Name) })
+	return kept
 }

@@ -198,8 +198,18 @@ func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, 
 		s.backendName = name
 	}
 	pol, perr := reconcile.LoadPolicies(e.configDir, s.loadOptions())
+	// What watch keeps in force for a broken file, it would keep at a
+	// start too: the picture shows the same policies.
+	kept := reconcile.KeepLastGood(&pol, config.Problems(perr), stateDir, s.loadOptions())
 	for _, p := range config.Problems(perr) {
-		st.ConfigErrors = append(st.ConfigErrors, statusapi.ConfigError{File: p.File, Line: p.Line, Column: p.Col, Message: p.Message, Link: linkOfFile(p.File)})
+		ce := statusapi.ConfigError{File: p.File, Line: p.Line, Column: p.Col, Message: p.Message, Link: linkOfFile(p.File)}
+		if ce.Link != "" {
+			ce.Kept = "nothing"
+			if kept[ce.Link] {
+				ce.Kept = "last_good"
+			}
+		}
+		st.ConfigErrors = append(st.ConfigErrors, ce)
 	}
 	stFile, err := state.Load(stateDir)
 	if err != nil {

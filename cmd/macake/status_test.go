@@ -64,6 +64,41 @@ func TestStatusWithoutDaemon(t *testing.T) {
 	}
 }
 
+// TestStatusWithoutDaemonKeepsTheLastGoodPolicy: a file broken while
+// watch is not running still counts with the copy watch saved when it
+// last accepted it (that is what watch keeps in force at its next start),
+// not as gone, which would show another policy as the one in force.
+func TestStatusWithoutDaemonKeepsTheLastGoodPolicy(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
+	setHostGOOS(t, "darwin")
+	r.mustRun(exitOK, "apply")
+	saved := reconcile.LastGoodDir(r.stateDir)
+	if err := os.MkdirAll(saved, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(saved, "starlink.toml"), []byte(starlinkPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(starlinkPolicy, `"150mbit"`, `"150mbps"`, 1)
+	if broken == starlinkPolicy {
+		t.Fatal("the starlink policy no longer has a 150mbit rate to break")
+	}
+	if err := os.WriteFile(filepath.Join(r.configDir, "starlink.toml"), []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := r.mustRun(exitOK, "status", "--json")
+	var st statusapi.Status
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Links) != 1 || st.Links[0].Name != "starlink" {
+		t.Fatalf("links in force: %+v; want starlink's last good policy", st.Links)
+	}
+	if len(st.ConfigErrors) == 0 || st.ConfigErrors[0].Kept != "last_good" {
+		t.Fatalf("config errors: %+v", st.ConfigErrors)
+	}
+}
+
 func setHostGOOS(t *testing.T, goos string) {
 	old := hostGOOS
 	hostGOOS = goos
