@@ -106,6 +106,28 @@ func TestRouterExampleOnThisKernel(t *testing.T) {
 	}
 }
 
+// TestDryRunNeverWritesTheStateFile: a dry run holds no lock, so it must
+// not write the state file, not even to record a root qdisc of macake's it
+// learns about while looking (a state file from before that record, or a
+// corrupt one, which a person should still find as it was).
+func TestDryRunNeverWritesTheStateFile(t *testing.T) {
+	_, m := faultLab(t)
+	m.SetPolicy(t, "wan", fixedWAN)
+	m.MustRun(t, 0, "apply")
+	path := filepath.Join(m.StateDir, "state.json")
+	for _, old := range []string{`{"version":1,"slots":{"wan":0}}`, `{"version":1,"slots":{"wan":0},"profiles":{"wan`} {
+		if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m.MustRun(t, 0, "plan")
+		m.MustRun(t, 0, "down", "--dry-run")
+		if b, err := os.ReadFile(path); err != nil || string(b) != old {
+			t.Errorf("a dry run changed the state file from %s to %s (%v)", old, b, err)
+		}
+	}
+	m.MustRun(t, 0, "down")
+}
+
 // TestApplyRepairsDriftAndLeavesForeignQdiscs: a rate changed by hand, a
 // deleted IFB and a root qdisc someone put in place of macake's are put
 // back by the next apply. A root qdisc another tool put there before

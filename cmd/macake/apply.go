@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/state"
+	"github.com/macake/macake/tc"
 )
 
 var applyCmd = &command{
@@ -243,10 +244,18 @@ func (s *session) openState() (int, bool) {
 
 // openBackend opens the chosen backend.
 func (s *session) openBackend() (int, bool) {
-	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
+	cfg := reconcile.BackendConfig{
 		Settings: s.policies.Settings, Tokens: s.tokens, Runner: backendRunner, Getenv: s.e.getenv,
 		KnownLinks: s.tokens.Slots,
-	})
+	}
+	if s.dryRun {
+		// A dry run holds no lock and changes nothing: what tc learns
+		// about its own roots while looking stays in memory, or it would
+		// write the state file (over what watch or measure saved since,
+		// or over a corrupt one a person should see).
+		cfg.Ownership = tc.NewMemoryOwnership(s.tokens.State.TCOwnedRoots)
+	}
+	b, err := reconcile.OpenBackend(cfg)
 	if err != nil {
 		return s.fail(err), false
 	}
