@@ -95,8 +95,12 @@ type osInterface struct {
 }
 
 type osRoute struct {
-	Index   int // outgoing interface
+	Index int // outgoing interface
+	// Gateway is the next hop; it is not valid for a device-only default
+	// (PPPoE, WireGuard, a tun device): the link itself is the way out.
 	Gateway netip.Addr
+	// IPv4 marks the route's family, which Gateway tells too when valid.
+	IPv4 bool
 	// Scoped marks a darwin interface-scoped default (RTF_IFSCOPE): the
 	// default of a non-primary service, never the system's default.
 	Scoped bool
@@ -116,9 +120,10 @@ type osNeighbor struct {
 // neighbour table has it; Default set on the interface of the best
 // unscoped default route.
 func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid map[string]string) config.Facts {
+	is4 := func(r osRoute) bool { return r.Gateway.Is4() || (!r.Gateway.IsValid() && r.IPv4) }
 	better := func(a, b osRoute) bool { // a is a better default than b
-		if a.Gateway.Is4() != b.Gateway.Is4() {
-			return a.Gateway.Is4()
+		if is4(a) != is4(b) {
+			return is4(a)
 		}
 		if a.Scoped != b.Scoped {
 			return !a.Scoped
@@ -128,10 +133,9 @@ func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid m
 	perIface := map[int]osRoute{}
 	var primary *osRoute
 	for i, r := range routes {
-		if !r.Gateway.IsValid() {
-			continue
-		}
-		if cur, ok := perIface[r.Index]; !ok || better(r, cur) {
+		if cur, ok := perIface[r.Index]; !ok || cur.Gateway.IsValid() != r.Gateway.IsValid() && r.Gateway.IsValid() || cur.Gateway.IsValid() == r.Gateway.IsValid() && better(r, cur) {
+			// On one interface, a route with a next hop names the gateway
+			// a policy can match, so it wins over a device-only one.
 			perIface[r.Index] = r
 		}
 		if !r.Scoped && (primary == nil || better(r, *primary)) {
@@ -145,8 +149,10 @@ func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid m
 		}
 		fi := config.InterfaceFacts{Name: ifi.Name, Up: ifi.Up, SSID: ssid[ifi.Name]}
 		if r, ok := perIface[ifi.Index]; ok {
-			fi.GatewayIP = r.Gateway.WithZone("")
-			fi.GatewayMAC = lookupMAC(neigh, ifi.Index, r.Gateway)
+			if r.Gateway.IsValid() {
+				fi.GatewayIP = r.Gateway.WithZone("")
+				fi.GatewayMAC = lookupMAC(neigh, ifi.Index, r.Gateway)
+			}
 			fi.Default = primary != nil && primary.Index == ifi.Index
 		}
 		f.Interfaces = append(f.Interfaces, fi)

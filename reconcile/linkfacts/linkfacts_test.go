@@ -78,6 +78,18 @@ func TestAssemble(t *testing.T) {
 			want:  "en0 up gw 192.168.1.1 default; en1 up gw fe80::2 (02:00:00:00:00:02); en5 down; utun3 up",
 		},
 		{
+			// PPPoE or WireGuard: the default goes out of a device with
+			// no next hop. It is the default all the same (measure --link
+			// and the default-route checks depend on it); a gateway route
+			// elsewhere with a worse metric does not win.
+			name: "device-only default",
+			routes: []osRoute{
+				{Index: 9, IPv4: true, Metric: 50},
+				{Index: 4, Gateway: ip("192.168.1.1"), Metric: 600},
+			},
+			want: "en0 up gw 192.168.1.1; en1 up; en5 down; utun3 up default",
+		},
+		{
 			name: "no default route",
 			want: "en0 up; en1 up; en5 down; utun3 up",
 		},
@@ -479,5 +491,17 @@ func TestWatchSendKeepsAWake(t *testing.T) {
 	send(out, Event{Reason: "poll"})
 	if ev := <-out; ev.Woke {
 		t.Fatalf("got %+v; a wake that was delivered is not repeated", ev)
+	}
+}
+
+// TestParseRouteDeviceOnlyDefault: `default dev ppp0` (no gateway) is a
+// default route of that interface; a subnet route is none.
+func TestParseRouteDeviceOnlyDefault(t *testing.T) {
+	r, ok, err := parseRoute(routeMsg(2, 0, rtTableMain, nil, 7, 50))
+	if err != nil || !ok || r.Index != 7 || r.Gateway.IsValid() || !r.IPv4 || r.Metric != 50 {
+		t.Fatalf("device-only default: %+v %v %v", r, ok, err)
+	}
+	if _, ok, _ := parseRoute(routeMsg(2, 24, rtTableMain, nil, 7, 0)); ok {
+		t.Fatal("a subnet route was taken for a default")
 	}
 }

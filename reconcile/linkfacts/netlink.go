@@ -118,8 +118,8 @@ func parseLink(data []byte) (osInterface, error) {
 }
 
 // parseRoute reads an RTM_NEWROUTE message (struct rtmsg, 12 bytes) and
-// returns it when it is a unicast default route of the main table with a
-// gateway.
+// returns it when it is a unicast default route of the main table through
+// one interface, with a gateway or device-only (PPPoE, WireGuard).
 func parseRoute(data []byte) (osRoute, bool, error) {
 	if len(data) < 12 {
 		return osRoute{}, false, errNetlinkTruncated
@@ -135,12 +135,12 @@ func parseRoute(data []byte) (osRoute, bool, error) {
 	if dstLen != 0 || table != rtTableMain || typ != rtnUnicast {
 		return osRoute{}, false, nil
 	}
-	gw, ok := ipAttr(family, a[rtaGateway])
+	gw, _ := ipAttr(family, a[rtaGateway])
 	oif := a[rtaOif]
-	if !ok || len(oif) < 4 {
-		return osRoute{}, false, nil // e.g. a multipath or device-only default
+	if len(oif) < 4 {
+		return osRoute{}, false, nil // e.g. a multipath default
 	}
-	r := osRoute{Index: int(int32(binary.NativeEndian.Uint32(oif))), Gateway: gw}
+	r := osRoute{Index: int(int32(binary.NativeEndian.Uint32(oif))), Gateway: gw, IPv4: family == 2}
 	if p := a[rtaPriority]; len(p) >= 4 {
 		r.Metric = int(binary.NativeEndian.Uint32(p))
 	}
