@@ -146,14 +146,21 @@ func salvaged(s *State) string {
 // CorruptSuffix is appended to a corrupt state file's name by SetAside.
 const CorruptSuffix = ".corrupt"
 
-// SetAside renames a corrupt state file to FileName+CorruptSuffix in the
-// same directory (replacing an older one), so that writing the rebuilt
-// state does not destroy what a person may want to look at. It returns the
-// new path.
+// SetAside copies a corrupt state file to FileName+CorruptSuffix in the
+// same directory (replacing an older copy), so that writing the rebuilt
+// state does not destroy what a person may want to look at. It copies
+// rather than moves: until the rebuilt state is written, the corrupt file
+// stays where every run finds it, and what Load salvages from it (the pf
+// token) is salvaged again by a run that stops before it saves. It returns
+// the copy's path.
 func SetAside(dir string) (string, error) {
 	to := Path(dir) + CorruptSuffix
-	if err := os.Rename(Path(dir), to); err != nil {
-		return "", fmt.Errorf("moving the corrupt state file aside: %w", err)
+	b, err := os.ReadFile(Path(dir))
+	if err != nil {
+		return "", fmt.Errorf("copying the corrupt state file aside: %w", err)
+	}
+	if err := WriteFileAtomic(to, b, 0o644); err != nil {
+		return "", fmt.Errorf("copying the corrupt state file aside: %w", err)
 	}
 	return to, nil
 }
@@ -188,6 +195,11 @@ func CheckOwnership(dir string) error {
 		info, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err == nil && path == dir && info.Mode().Type() == fs.ModeSymlink {
+			// A state_dir that is a link (as /var is on macOS, one
+			// level up) is judged by the directory it leads to.
+			info, err = os.Stat(path)
 		}
 		if err != nil {
 			return fmt.Errorf("checking the state %s: %w", path, err)

@@ -4,7 +4,6 @@ package state
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +59,7 @@ func TestLoadCorruptIsReportedNotFatal(t *testing.T) {
 
 // TestLoadCorruptRecoversTheToken: a torn or hand-broken file whose
 // pf_token still reads gives that token back, so down can release the
-// reference; SetAside keeps the broken file for a person to look at.
+// reference; SetAside keeps a copy of the broken file for a person to look at.
 func TestLoadCorruptRecoversTheToken(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(Path(dir), []byte(`{"version": 1, "pf_token": "1844674407370955161", "slots": {"wan": 0,`), 0o644)
@@ -75,8 +74,10 @@ func TestLoadCorruptRecoversTheToken(t *testing.T) {
 	if err != nil || aside != Path(dir)+CorruptSuffix {
 		t.Fatalf("SetAside = %q, %v", aside, err)
 	}
-	if _, err := os.Stat(Path(dir)); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("the corrupt file is still in place: %v", err)
+	// The original stays until the rebuilt state replaces it, so a run
+	// that stops before saving loses nothing (the token is salvaged again).
+	if s, err := Load(dir); !errors.Is(err, ErrCorrupt) || s.PFToken != "1844674407370955161" {
+		t.Fatalf("after SetAside the file no longer gives the token: %+v, %v", s, err)
 	}
 	if b, _ := os.ReadFile(aside); !strings.Contains(string(b), "1844674407370955161") {
 		t.Fatalf("the set-aside file lost its content: %q", b)
@@ -242,5 +243,31 @@ func TestStateWithoutPeaksReadsTheLatestAsPeak(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("saved state lacks %s:\n%s", want, b)
 		}
+	}
+}
+
+// TestCheckOwnershipFollowsALinkedDirectory: a state_dir that is a
+// symbolic link is judged by the directory it leads to.
+func TestCheckOwnershipFollowsALinkedDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the check wants files owned by uid 0 (CI runs as root)")
+	}
+	base := t.TempDir()
+	real := filepath.Join(base, "real")
+	if err := Save(real, &State{}); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOwnership(link); err != nil {
+		t.Fatalf("a link to a safe directory: %v", err)
+	}
+	if err := os.Chmod(real, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckOwnership(link); err == nil {
+		t.Fatal("a link to a world-writable directory was accepted")
 	}
 }

@@ -228,7 +228,7 @@ func (s *session) openState() (int, bool) {
 			// Keep the broken file for a person; the rebuilt state is
 			// written in its place.
 			if aside, err := state.SetAside(s.stateDir); err == nil {
-				fmt.Fprintf(s.e.stderr, "warning: the corrupt state file was moved to %s\n", aside)
+				fmt.Fprintf(s.e.stderr, "warning: a copy of the corrupt state file is kept in %s\n", aside)
 			} else {
 				fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
 			}

@@ -573,7 +573,7 @@ func TestCorruptStateKeepsThePFToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr := r.mustRun(exitOK, "down")
-	if !strings.Contains(stderr, "pf token "+st.PFToken+" was recovered") || !strings.Contains(stderr, "moved to "+state.Path(r.stateDir)+state.CorruptSuffix) {
+	if !strings.Contains(stderr, "pf token "+st.PFToken+" was recovered") || !strings.Contains(stderr, "kept in "+state.Path(r.stateDir)+state.CorruptSuffix) {
 		t.Errorf("down must report the recovered token and where the file went:\n%s", stderr)
 	}
 	if after := r.emu.Snapshot().String(); after != pristine {
@@ -581,6 +581,30 @@ func TestCorruptStateKeepsThePFToken(t *testing.T) {
 	}
 	if b, err := os.ReadFile(state.Path(r.stateDir) + state.CorruptSuffix); err != nil || string(b) != torn {
 		t.Errorf("the corrupt file was not kept: %q, %v", b, err)
+	}
+}
+
+// TestCorruptStateTokenSurvivesAFailedRun: a run that stops before it
+// writes the rebuilt state (here apply, on a Mac whose hook line went)
+// must not lose the pf token it salvaged: the next down still gives the
+// reference back.
+func TestCorruptStateTokenSurvivesAFailedRun(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.emu.TakeReference(300, "socketfilterfw")
+	r.mustRun(exitOK, "apply")
+	st, _ := state.Load(r.stateDir)
+	torn := fmt.Sprintf(`{"version": 1, "pf_token": %q, "slots": {"starl`, st.PFToken)
+	if err := os.WriteFile(state.Path(r.stateDir), []byte(torn), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.emu.DropHook()
+	withoutHook := r.emu.Snapshot()
+	if code, _, _ := r.run("apply"); code == exitOK {
+		t.Fatal("apply without the hook line succeeded")
+	}
+	r.mustRun(exitOK, "down")
+	if after := r.emu.Snapshot(); after.RefCount != withoutHook.RefCount-1 {
+		t.Errorf("down after a failed run left %d pf references, want %d (macake's given back):\n%s", after.RefCount, withoutHook.RefCount-1, after)
 	}
 }
 

@@ -441,7 +441,7 @@ func recordMeasurement(ctx context.Context, stateDir, key string, m state.Profil
 				}
 				fmt.Fprintf(warn, "warning: %v\n", err)
 				if aside, err := state.SetAside(stateDir); err == nil {
-					fmt.Fprintf(warn, "warning: the corrupt state file was moved to %s\n", aside)
+					fmt.Fprintf(warn, "warning: a copy of the corrupt state file is kept in %s\n", aside)
 				}
 			}
 			st.RecordMeasurement(key, m)

@@ -170,7 +170,7 @@ func runWatch(e *env, args []string) int {
 		}
 		log.Warn("the state file is corrupt; starting from an empty one (it is rebuilt from the live state)", logging.KeyError, err)
 		if aside, err := state.SetAside(s.stateDir); err == nil {
-			log.Warn("the corrupt state file was moved aside", "path", aside)
+			log.Warn("a copy of the corrupt state file is kept for you to look at", "path", aside)
 		}
 	}
 	s.tokens = &reconcile.StateTokens{Dir: s.stateDir, State: st}
