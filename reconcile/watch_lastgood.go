@@ -15,6 +15,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/logging"
+	"github.com/macake/macake/state"
 )
 
 // LastGoodDir is where watch keeps a copy of every policy file as it last
@@ -104,7 +105,10 @@ func (s *lastGoodStore) save(l config.Link, opts config.LoadOptions) error {
 		s.saved[l.Name] = &savedPolicy{link: l, src: src}
 		return nil
 	}
-	if err := writeFileAtomic(s.dir, s.path(l.Name), src); err != nil {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", s.dir, err)
+	}
+	if err := state.WriteFileAtomic(s.path(l.Name), src, 0o644); err != nil {
 		return err
 	}
 	s.saved[l.Name] = &savedPolicy{link: l, src: src}
@@ -157,38 +161,6 @@ func (s *lastGoodStore) names() []string {
 		}
 	}
 	return out
-}
-
-// writeFileAtomic writes data to path through a temporary file in dir, so
-// a crash leaves the old copy or the new one, never half of one.
-func writeFileAtomic(dir, path string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("saving %s: %w", path, err)
-	}
-	return nil
 }
 
 // keepLastGood brings the saved copies in where memory has no last good
@@ -266,4 +238,27 @@ func KeepLastGood(p *Policies, problems []*config.Problem, stateDir string, opts
 	}
 	slices.SortFunc(p.Links, func(a, b config.Link) int { return strings.Compare(a.Name, b.Name) })
 	return kept
+}
+
+// PruneLastGood removes the saved copies of policies whose file is gone
+// from configDir. watch prunes them itself while it runs; apply and down
+// (which run when watch does not, holding the same lock) prune too, so a
+// file deleted while watch was stopped cannot come back through its copy
+// when a new, broken file of the same name appears before watch starts.
+// An unreadable configDir prunes nothing.
+func PruneLastGood(stateDir, configDir string) error {
+	if info, err := os.Stat(configDir); err != nil || !info.IsDir() {
+		return nil
+	}
+	s := newLastGoodStore(stateDir)
+	var errs []error
+	for _, name := range s.names() {
+		if _, err := os.Lstat(filepath.Join(configDir, name+".toml")); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

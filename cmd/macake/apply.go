@@ -219,6 +219,9 @@ func (s *session) openState() (int, bool) {
 			return s.fail(err), false
 		}
 		s.lock = l
+		if err := reconcile.PruneLastGood(s.stateDir, s.e.configDir); err != nil {
+			fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
+		}
 	}
 	st, err := state.Load(s.stateDir)
 	switch {

@@ -99,6 +99,34 @@ func TestStatusWithoutDaemonKeepsTheLastGoodPolicy(t *testing.T) {
 	}
 }
 
+// TestApplyPrunesCopiesOfDeletedPolicies: apply runs while watch does
+// not; a policy file deleted meanwhile loses its saved copy then, so a new
+// broken file of that name cannot bring the old policy back at watch's
+// next start. Copies of files that still exist stay.
+func TestApplyPrunesCopiesOfDeletedPolicies(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	saved := reconcile.LastGoodDir(r.stateDir)
+	if err := os.MkdirAll(saved, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"starlink", "cable"} {
+		if err := os.WriteFile(filepath.Join(saved, name+".toml"), []byte(starlinkPolicy), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mustRun(exitOK, "apply", "--dry-run")
+	if _, err := os.Stat(filepath.Join(saved, "cable.toml")); err != nil {
+		t.Fatal("a dry run pruned a copy; it changes nothing")
+	}
+	r.mustRun(exitOK, "apply")
+	if _, err := os.Stat(filepath.Join(saved, "cable.toml")); err == nil {
+		t.Error("the copy of a deleted policy survived apply")
+	}
+	if _, err := os.Stat(filepath.Join(saved, "starlink.toml")); err != nil {
+		t.Error("the copy of a policy that exists was removed")
+	}
+}
+
 func setHostGOOS(t *testing.T, goos string) {
 	old := hostGOOS
 	hostGOOS = goos
