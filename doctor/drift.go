@@ -73,6 +73,11 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 			ifaces = append(ifaces, l.Match.Interface)
 		}
 		inputs := reconcile.Inputs{State: st, MaxSlots: b.MaxSlots, MTU: reconcile.InterfaceMTUs(ifaces), KernelOverhead: b.KernelOverhead}
+		if w := in.watch(ctx); w.status != nil {
+			// watch exempts its controllers' current reflectors, which
+			// are not the policy's first ones once it has rotated any.
+			inputs.Reflectors = w.status.ActiveReflectors()
+		}
 		desire, err := reconcile.Desired(links, facts.facts, inputs)
 		if err == nil && desire.AllocatesSlots(st) && b.LiveSlots != nil {
 			// As apply does: a link without a slot takes the one live on

@@ -3,9 +3,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 	"github.com/macake/macake/tc"
 )
@@ -347,7 +350,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	}
 	in := reconcile.Inputs{
 		State: s.tokens.State, MaxSlots: s.backend.MaxSlots, MTU: reconcile.InterfaceMTUs(policyInterfaces(s.policies.Links)),
-		KernelOverhead: s.backend.KernelOverhead,
+		KernelOverhead: s.backend.KernelOverhead, Reflectors: watchReflectors(s),
 	}
 	desire, err := reconcile.Desired(s.policies.Links, facts, in)
 	if err == nil && desire.AllocatesSlots(s.tokens.State) && s.backend.LiveSlots != nil {
@@ -493,4 +496,22 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// watchReflectors returns the reflectors a running watch probes (and so
+// exempts) per link, for a dry run made while it runs: the exemptions
+// follow its controllers' current reflectors, not the policy's first
+// ones, and a plan against the policy's would show them as drift. A real
+// apply cannot run beside watch (the lock), so it needs none.
+func watchReflectors(s *session) map[string][]netip.Addr {
+	if !s.dryRun {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(s.e.ctx, time.Second)
+	defer cancel()
+	st, err := statusapi.Fetch(ctx, statusapi.SocketPath(s.stateDir))
+	if err != nil {
+		return nil
+	}
+	return st.ActiveReflectors()
 }

@@ -127,6 +127,26 @@ func TestApplyPrunesCopiesOfDeletedPolicies(t *testing.T) {
 	}
 }
 
+// TestPlanBesideWatchUsesItsReflectors: while watch runs, the anchor
+// exempts its controllers' current reflectors; a dry run and doctor plan
+// with those (asked over watch.sock), not with the policy's list, or they
+// would show watch's own exemptions as drift.
+func TestPlanBesideWatchUsesItsReflectors(t *testing.T) {
+	rotated := strings.Replace(starlinkPolicy, `["1.1.1.1", "9.9.9.9"]`, `["8.8.8.8"]`, 1)
+	r := newRig(t, map[string]string{"starlink": rotated}, starlinkFacts)
+	r.mustRun(exitOK, "apply") // the live exemptions: watch's 8.8.8.8
+	if err := os.WriteFile(filepath.Join(r.configDir, "starlink.toml"), []byte(starlinkPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := sampleStatus(r.stateDir)
+	st.Links[0].Controller.Reflectors = []statusapi.Reflector{{Address: "8.8.8.8"}}
+	serveStatus(t, r.stateDir, st)
+	stdout, _ := r.mustRun(exitOK, "plan")
+	if !strings.Contains(stdout, "No changes.") {
+		t.Errorf("plan beside watch shows watch's exemptions as drift:\n%s", stdout)
+	}
+}
+
 func setHostGOOS(t *testing.T, goos string) {
 	old := hostGOOS
 	hostGOOS = goos

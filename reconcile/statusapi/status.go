@@ -14,6 +14,7 @@
 package statusapi
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/macake/macake/config"
@@ -234,3 +235,24 @@ type Profile struct {
 // Seconds is a duration in seconds with microsecond resolution, so 42.3 ms
 // is 0.0423, not 0.042300000000000004.
 func Seconds(d time.Duration) float64 { return float64(d/time.Microsecond) / 1e6 }
+
+// ActiveReflectors returns each link's active probe targets as the daemon
+// reports them: the set it exempts from shaping, which one-shot planning
+// must use too while watch runs, or it sees the exemptions watch keeps for
+// its controllers' current reflectors as drift.
+func (s Status) ActiveReflectors() map[string][]netip.Addr {
+	out := map[string][]netip.Addr{}
+	for _, l := range s.Links {
+		if l.Controller == nil || len(l.Controller.Reflectors) == 0 {
+			continue
+		}
+		addrs := make([]netip.Addr, 0, len(l.Controller.Reflectors))
+		for _, r := range l.Controller.Reflectors {
+			if a, err := netip.ParseAddr(r.Address); err == nil {
+				addrs = append(addrs, a)
+			}
+		}
+		out[l.Name] = addrs
+	}
+	return out
+}
