@@ -389,6 +389,10 @@ func TestJudgeLinks(t *testing.T) {
 	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Verdicts: []config.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
 		"no policy matches this network", "lte (en5): interface en5 is down")
 	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), Info, "no policy files")
+	// The example's eth0 copied to a machine whose port has another name.
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, facts: config.Facts{Interfaces: []config.InterfaceFacts{def}},
+		selection: config.Selection{Verdicts: []config.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), Warning,
+		"router names eth9, which this machine does not have")
 	expect(t, judgeLinks(linkFacts{}, 1), Warning, "no default route: not connected")
 }
 

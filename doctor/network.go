@@ -53,6 +53,27 @@ func judgeLinks(f linkFacts, policies int) Result {
 			details = append(details, fmt.Sprintf("%s (%s): %s", v.Name, v.Interface, v.Reason))
 		}
 	}
+	// A policy for an interface this machine does not have is a typo (the
+	// example's eth0 on a machine whose port is enp3s0) more often than
+	// a dock that is unplugged: say so, with the names there are.
+	present := map[string]bool{}
+	var names []string
+	for _, i := range f.facts.Interfaces {
+		present[i.Name] = true
+		names = append(names, i.Name)
+	}
+	var missing []string
+	for _, v := range f.selection.Verdicts {
+		if !present[v.Interface] && len(f.facts.Interfaces) > 0 {
+			missing = append(missing, fmt.Sprintf("%s names %s", v.Name, v.Interface))
+		}
+	}
+	// Only when no policy's interface exists: a dock or dongle that is
+	// unplugged takes one interface away, not all of them.
+	if len(missing) > 0 && len(missing) == len(f.selection.Verdicts) && len(active) == 0 {
+		return warn("fix the interface in the policy file (this machine has "+strings.Join(names, ", ")+"), or ignore this while that interface is unplugged",
+			"%s; no policy matches, and %s, which this machine does not have", route, strings.Join(missing, "; ")).with(details...)
+	}
 	switch {
 	case !f.hasDefault && len(active) == 0:
 		return warn("connect to a network and run doctor again", "%s: not connected to a network?", route).with(details...)

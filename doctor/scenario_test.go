@@ -400,7 +400,7 @@ func TestScenarios(t *testing.T) {
 			name: "no policy matches this network",
 			setup: func(m *fakeMac) {
 				healthy(m)
-				m.setFacts(`{"interfaces":[{"name":"en1","up":true,"gateway_ip":"10.0.0.1","default":true}]}`)
+				m.setFacts(`{"interfaces":[{"name":"en0","up":false},{"name":"en1","up":true,"gateway_ip":"10.0.0.1","default":true}]}`)
 			},
 			want: map[string]Status{"pf.drift": Warning},
 			says: map[string][]string{
