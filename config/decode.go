@@ -539,6 +539,9 @@ func (d *decoder) decodeValue(fv reflect.Value, raw any, e *entry, elem int) {
 		case !ok:
 			bad("must be a string, not %s", describe(raw))
 			return
+		case strings.TrimSpace(s) == "" && name == "match.interface":
+			bad(`is empty; name the interface this policy shapes, e.g. interface = "en0"`)
+			return
 		case strings.TrimSpace(s) == "":
 			bad("is empty; remove the line to use the default")
 			return

@@ -90,7 +90,7 @@ func TestParseRules(t *testing.T) {
 		{name: "string for array", text: minimal + "[autorate]\nreflectors = \"1.1.1.1\"\n", problems: []string{"4:14: autorate.reflectors: must be an array"}},
 		{name: "string for table", text: minimal + "[autorate]\ndownload = \"10mbit\"\n", problems: []string{`4:12: autorate.download: must be a table, e.g. { min = "25mbit", max = "400mbit" }, not a string`}},
 		{name: "table for value", text: minimal + "[shaper.mode]\n", problems: []string{`3:9: shaper.mode: must be a string, e.g. "autorate", not a table`}},
-		{name: "empty interface", text: "[match]\ninterface = \"\"\n", problems: []string{"2:13: match.interface: is empty"}},
+		{name: "empty interface", text: "[match]\ninterface = \"\"\n", problems: []string{"2:13: match.interface: is empty; name the interface this policy shapes"}},
 		{name: "empty string", text: minimal + "gateway_ip = \"\"\n", problems: []string{"3:14: match.gateway_ip: is empty"}},
 		{name: "date for duration", text: minimal + "[balanced]\nengage_after = 2024-01-01\n", problems: []string{"4:16: balanced.engage_after: must be a string"}, warnings: []string{"3:2: [balanced] is ignored"}},
 

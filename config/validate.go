@@ -13,7 +13,7 @@ import (
 )
 
 var (
-	linkNameRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+	linkNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 	// interfaceRE takes macOS's names (en0, utun3, pdp_ip0) and the Linux
 	// ones people shape (pppoe-wan and br-lan on OpenWrt, VLANs such as
 	// eth0.2); it still refuses a macOS service name such as "Wi-Fi".

@@ -108,7 +108,7 @@ func (s *lastGoodStore) save(l config.Link, opts config.LoadOptions) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", s.dir, err)
 	}
-	if err := state.WriteFileAtomic(s.path(l.Name), src, 0o644); err != nil {
+	if err := state.WriteFileAtomic(s.path(l.Name), src, 0o600); err != nil {
 		return err
 	}
 	s.saved[l.Name] = &savedPolicy{link: l, src: src}

@@ -91,7 +91,11 @@ func runApply(e *env, args []string) int {
 			return code
 		}
 	}
-	s := &session{e: e, cmd: "apply", dryRun: f.dryRun, unreadablePlan: f.dryRun}
+	name := "apply"
+	if e.invokedAs != "" {
+		name = e.invokedAs
+	}
+	s := &session{e: e, cmd: name, dryRun: f.dryRun, unreadablePlan: f.dryRun}
 	defer s.close()
 	return s.apply(f)
 }

@@ -584,6 +584,16 @@ func TestCorruptStateKeepsThePFToken(t *testing.T) {
 	}
 }
 
+// TestPlanNamesItself: `plan` is apply --dry-run, and its messages say
+// plan, the command that was run.
+func TestPlanNamesItself(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": strings.Replace(starlinkPolicy, `"150mbit"`, `"150mbps"`, 1)}, starlinkFacts)
+	code, _, stderr := r.run("plan")
+	if code != exitConfig || !strings.Contains(stderr, "macake plan: ") || strings.Contains(stderr, "macake apply:") {
+		t.Errorf("plan with a broken file: exit %d\n%s", code, stderr)
+	}
+}
+
 // TestCorruptStateTokenSurvivesAFailedRun: a run that stops before it
 // writes the rebuilt state (here apply, on a Mac whose hook line went)
 // must not lose the pf token it salvaged: the next down still gives the

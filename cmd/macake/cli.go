@@ -36,6 +36,9 @@ type env struct {
 	configDirSet bool
 	// euid reports the effective user id; tests replace it.
 	euid func() int
+	// invokedAs is the command name the user typed when it is an alias
+	// ("plan" for apply --dry-run), so messages name what was run.
+	invokedAs string
 }
 
 // command is one subcommand: its help texts and the function that runs it.
@@ -119,6 +122,7 @@ func (e *env) main(args []string) int {
 		return exitOK
 	}
 	if name == "plan" { // terraform habit: `plan` is `apply --dry-run`
+		e.invokedAs = "plan"
 		return applyCmd.run(e, append([]string{"--dry-run"}, rest[1:]...))
 	}
 	c := lookup(name)
