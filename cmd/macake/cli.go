@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile"
 )
 
 // Default locations; --config-dir and --state-dir override them.
@@ -260,6 +261,10 @@ func (e *env) requireRoot(name string) (ok bool, code int) {
 	if e.euid() == 0 {
 		return true, exitOK
 	}
-	fmt.Fprintf(e.stderr, "macake %s: needs root to change pf/dummynet. Run with sudo.\n", name)
+	what := "pf/dummynet"
+	if backend, err := reconcile.ChooseBackend(hostGOOS, e.getenv); err == nil && backend == "tc" {
+		what = "the interfaces' qdiscs (tc)"
+	}
+	fmt.Fprintf(e.stderr, "macake %s: needs root to change %s. Run with sudo.\n", name, what)
 	return false, exitNoPerm
 }

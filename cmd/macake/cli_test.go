@@ -122,3 +122,19 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		}
 	}
 }
+
+// TestRequireRootNamesTheBackend: the refusal says what needs root on this
+// system: pf/dummynet on a Mac, the qdiscs on Linux.
+func TestRequireRootNamesTheBackend(t *testing.T) {
+	for goos, want := range map[string]string{"darwin": "pf/dummynet", "linux": "the interfaces' qdiscs (tc)"} {
+		old := hostGOOS
+		hostGOOS = goos
+		var errb bytes.Buffer
+		e := &env{stderr: &errb, getenv: func(string) string { return "" }, euid: func() int { return 501 }}
+		ok, code := e.requireRoot("apply")
+		hostGOOS = old
+		if ok || code != exitNoPerm || !strings.Contains(errb.String(), "needs root to change "+want) {
+			t.Errorf("%s: %v %d %q", goos, ok, code, errb.String())
+		}
+	}
+}
