@@ -351,6 +351,10 @@ func TestSecondWatchSaysSo(t *testing.T) {
 	if strings.Contains(stderr, "To apply or take shaping down by hand") {
 		t.Errorf("second watch got apply's advice:\n%s", stderr)
 	}
+	// It says at once that it waits, and for whom, rather than sit silent.
+	if !strings.Contains(stderr, "the state lock is held; waiting for it") || !strings.Contains(stderr, fmt.Sprintf("pid=%d", os.Getpid())) {
+		t.Errorf("second watch did not say it waits for the lock:\n%s", stderr)
+	}
 	for goos, restart := range map[string]string{"darwin": "launchctl kickstart -k system/org.macake.watch", "linux": "systemctl restart macake-watch"} {
 		if msg := anotherWatch(7, goos).Error(); !strings.Contains(msg, restart) {
 			t.Errorf("%s: %q lacks %q", goos, msg, restart)

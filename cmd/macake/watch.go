@@ -145,6 +145,11 @@ func runWatch(e *env, args []string) int {
 	if s.stateDir == defaultStateDir && settings.StateDir != "" {
 		s.stateDir = settings.StateDir
 	}
+	if pid, holder, held, err := reconcile.Holder(s.stateDir); err == nil && held {
+		// Say at once why nothing happens for a while: a restart waits
+		// for the old watch to let go, anything else is refused after.
+		log.Info("the state lock is held; waiting for it", "holder", holder, "pid", pid, "wait", watchLockWait.String())
+	}
 	lock, err := reconcile.AcquireLockWith(e.ctx, s.stateDir, reconcile.LockOptions{
 		Wait: watchLockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: e.euid() != 0,
 	})
