@@ -203,16 +203,3 @@ func TestLinkFactsWatch(t *testing.T) {
 		}
 	})
 }
-
-// TestSendFactsKeepsAWake: an event that replaces one nobody took yet
-// keeps its wake, since samples from before the sleep are stale whatever
-// happened since.
-func TestSendFactsKeepsAWake(t *testing.T) {
-	out := make(chan FactsEvent, 1)
-	sendFacts(out, FactsEvent{Reason: "wake", Woke: true, Slept: time.Hour})
-	sendFacts(out, FactsEvent{Reason: "change", Facts: factsOn("en0", hotelMAC)})
-	ev := <-out
-	if ev.Reason != "change" || !ev.Woke || ev.Slept != time.Hour || !ev.Facts.Interfaces[0].GatewayMAC.Equal(factsOn("en0", hotelMAC).Interfaces[0].GatewayMAC) {
-		t.Fatalf("got %+v; want the change, still marked as a wake after 1h", ev)
-	}
-}

@@ -16,15 +16,8 @@ type LinkFacts struct {
 	Config linkfacts.WatchConfig
 }
 
-// Watch implements FactsWatcher.
+// Watch implements FactsWatcher. linkfacts.Watch's channel already holds
+// only the latest event and carries a replaced event's wake over.
 func (l LinkFacts) Watch(ctx context.Context) <-chan FactsEvent {
-	out := make(chan FactsEvent, 1)
-	in := linkfacts.Watch(ctx, l.Source, l.Config)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			sendFacts(out, FactsEvent{Facts: ev.Facts, Reason: ev.Reason, Woke: ev.Woke, Slept: ev.Slept, Err: ev.Err})
-		}
-	}()
-	return out
+	return linkfacts.Watch(ctx, l.Source, l.Config)
 }

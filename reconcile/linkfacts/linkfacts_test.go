@@ -483,10 +483,11 @@ func FuzzParseFacts(f *testing.F) {
 // before the sleep are stale whatever happened since.
 func TestWatchSendKeepsAWake(t *testing.T) {
 	out := make(chan Event, 1)
+	changed := config.Facts{Interfaces: []config.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: ip("192.168.1.1"), GatewayMAC: config.HardwareAddr(mac("02:00:00:00:00:02"))}}}
 	send(out, Event{Reason: "wake", Woke: true, Slept: time.Hour})
-	send(out, Event{Reason: "change"})
-	if ev := <-out; ev.Reason != "change" || !ev.Woke || ev.Slept != time.Hour {
-		t.Fatalf("got %+v; want the change, still marked as a wake after 1h", ev)
+	send(out, Event{Reason: "change", Facts: changed})
+	if ev := <-out; ev.Reason != "change" || !ev.Woke || ev.Slept != time.Hour || Describe(ev.Facts) != Describe(changed) {
+		t.Fatalf("got %+v; want the change with its facts, still marked as a wake after 1h", ev)
 	}
 	send(out, Event{Reason: "poll"})
 	if ev := <-out; ev.Woke {
