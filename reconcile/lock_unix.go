@@ -16,26 +16,17 @@ const noFollow = unix.O_NOFOLLOW
 
 // tryLock takes an exclusive flock on f without blocking; ok is false when
 // another open file description holds it.
-func tryLock(f *os.File) (ok bool, err error) {
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.EWOULDBLOCK):
-			return false, nil
-		}
-		return false, err
-	}
-}
+func tryLock(f *os.File) (ok bool, err error) { return flockNB(f, unix.LOCK_EX) }
 
 // tryLockShared takes a shared flock on f without blocking, which works on
 // a file opened read-only; ok is false when someone holds it exclusively.
-func tryLockShared(f *os.File) (ok bool, err error) {
+func tryLockShared(f *os.File) (ok bool, err error) { return flockNB(f, unix.LOCK_SH) }
+
+// flockNB takes the flock how (LOCK_EX or LOCK_SH) without blocking,
+// retrying when a signal interrupts it.
+func flockNB(f *os.File, how int) (ok bool, err error) {
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		switch {
 		case err == nil:
 			return true, nil
