@@ -120,47 +120,48 @@ func (s *lastGoodStore) save(l config.Link, opts config.LoadOptions) error {
 // they go, and a later broken file of the same name must not bring an old
 // policy back.
 func (s *lastGoodStore) forgetAllBut(keep map[string]config.Link) error {
-	if s == nil {
-		return nil
-	}
-	entries, err := os.ReadDir(s.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	names, err := s.names()
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", s.dir, err)
+		return err
 	}
 	var errs []error
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".toml")
-		if !ok || e.IsDir() {
-			continue
+	for _, name := range names {
+		if _, kept := keep[name]; !kept {
+			errs = append(errs, s.remove(name))
 		}
-		if _, kept := keep[name]; kept {
-			continue
-		}
-		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-			continue
-		}
-		s.saved[name] = nil
 	}
 	return errors.Join(errs...)
 }
 
-// names lists the links that have a saved copy.
-func (s *lastGoodStore) names() []string {
-	if s == nil {
-		return nil
+// remove deletes the named link's copy, if any.
+func (s *lastGoodStore) remove(name string) error {
+	if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
-	entries, _ := os.ReadDir(s.dir)
+	s.saved[name] = nil
+	return nil
+}
+
+// names lists the links that have a saved copy; none when the directory
+// does not exist yet.
+func (s *lastGoodStore) names() ([]string, error) {
+	if s == nil {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", s.dir, err)
+	}
 	var out []string
 	for _, e := range entries {
 		if name, ok := strings.CutSuffix(e.Name(), ".toml"); ok && !e.IsDir() {
 			out = append(out, name)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // keepLastGood brings the saved copies in where memory has no last good
@@ -175,7 +176,8 @@ func (d *Daemon) keepLastGood(good map[string]config.Link, fromDir map[string]bo
 	if dirTrouble {
 		// Nothing can be read: every saved copy stands in for its file
 		// until the directory is back.
-		for _, name := range s.names() {
+		names, _ := s.names() // unreadable: nothing to stand in
+		for _, name := range names {
 			if _, ok := good[name]; ok {
 				continue
 			}
@@ -251,13 +253,11 @@ func PruneLastGood(stateDir, configDir string) error {
 		return nil
 	}
 	s := newLastGoodStore(stateDir)
+	names, _ := s.names() // unreadable: nothing this run can prune
 	var errs []error
-	for _, name := range s.names() {
-		if _, err := os.Lstat(filepath.Join(configDir, name+".toml")); !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+	for _, name := range names {
+		if _, err := os.Lstat(filepath.Join(configDir, name+".toml")); errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, s.remove(name))
 		}
 	}
 	return errors.Join(errs...)
