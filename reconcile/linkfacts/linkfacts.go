@@ -130,12 +130,18 @@ func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid m
 		}
 		return a.Metric < b.Metric
 	}
+	// On one interface, a route with a next hop names the gateway a
+	// policy can match, so it wins over a device-only one.
+	betterOnIface := func(a, b osRoute) bool {
+		if a.Gateway.IsValid() != b.Gateway.IsValid() {
+			return a.Gateway.IsValid()
+		}
+		return better(a, b)
+	}
 	perIface := map[int]osRoute{}
 	var primary *osRoute
 	for i, r := range routes {
-		if cur, ok := perIface[r.Index]; !ok || cur.Gateway.IsValid() != r.Gateway.IsValid() && r.Gateway.IsValid() || cur.Gateway.IsValid() == r.Gateway.IsValid() && better(r, cur) {
-			// On one interface, a route with a next hop names the gateway
-			// a policy can match, so it wins over a device-only one.
+		if cur, ok := perIface[r.Index]; !ok || betterOnIface(r, cur) {
 			perIface[r.Index] = r
 		}
 		if !r.Scoped && (primary == nil || better(r, *primary)) {
