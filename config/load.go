@@ -13,6 +13,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/macake/macake/internal/fileowner"
 )
 
 // Target is the operating system whose backend will apply the policies.
@@ -253,7 +255,7 @@ func sameMatch(a, b MatchKeys) bool {
 // unsafeOwnership explains why a config file or directory must not be
 // trusted, or returns "".
 func unsafeOwnership(path string, info fs.FileInfo) string {
-	if uid, ok := fileOwner(info); ok && uid != 0 {
+	if uid, _, ok := fileowner.Of(info); ok && uid != 0 {
 		return fmt.Sprintf("refusing to use: owned by uid %d, not root; fix: sudo chown root %s", uid, path)
 	}
 	if perm := info.Mode().Perm(); perm&0o022 != 0 {

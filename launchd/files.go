@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/macake/macake/state"
+
+	"github.com/macake/macake/internal/fileowner"
 )
 
 // OSFiles is Files on the real file system.
@@ -19,7 +21,7 @@ func (OSFiles) Stat(path string) (FileInfo, error) {
 	if err != nil {
 		return FileInfo{}, err
 	}
-	uid, gid := fileOwner(fi)
+	uid, gid, _ := fileowner.Of(fi) // -1, -1 when the system does not tell
 	return FileInfo{Mode: fi.Mode(), UID: uid, GID: gid, IsDir: fi.IsDir()}, nil
 }
 

@@ -24,6 +24,8 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	"github.com/macake/macake/internal/fileowner"
 )
 
 // FileName is the state file's name inside the state directory.
@@ -211,7 +213,7 @@ func CheckOwnership(dir string) error {
 		} else if !info.Mode().IsRegular() {
 			return &OwnershipError{Path: path, Problem: "not a regular file (" + info.Mode().Type().String() + ")", Fix: "sudo rm " + path}
 		}
-		if uid, ok := fileOwner(info); ok && uid != 0 {
+		if uid, _, ok := fileowner.Of(info); ok && uid != 0 {
 			return &OwnershipError{Path: path, Problem: fmt.Sprintf("owned by uid %d, not root", uid), Fix: fmt.Sprintf("sudo chown %s %s && sudo chmod go-w %s", rootOwner(), path, path)}
 		}
 		if perm := info.Mode().Perm(); perm&0o022 != 0 {
