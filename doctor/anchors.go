@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn"
-	"github.com/macake/macake/plan"
 )
 
 // nlcAnchor is the top-level anchor of Network Link Conditioner; the kernel
@@ -107,11 +107,11 @@ func (in *Inspection) anchors(ctx context.Context) anchorFacts {
 
 // runPfctl runs one read-only pfctl call; show commands exit 0 even when
 // they fail, so a non-zero exit is an error.
-func runPfctl(ctx context.Context, r plan.Runner, pfctl string, args ...string) (plan.Result, error) {
+func runPfctl(ctx context.Context, r execrun.Runner, pfctl string, args ...string) (execrun.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, toolTimeout)
 	defer cancel()
 	argv := append([]string{pfctl}, args...)
-	res, err := r.Run(ctx, plan.Command{Argv: argv})
+	res, err := r.Run(ctx, execrun.Command{Argv: argv})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("`%s` exited %d: %s", strings.Join(argv, " "), res.ExitCode, bytes.TrimSpace(res.Stderr))
 	}

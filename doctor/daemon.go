@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile/statusapi"
 )
 
@@ -423,7 +423,7 @@ func checkDaemonRunning(ctx context.Context, in *Inspection) Result {
 		return problem("sudo launchctl bootstrap system "+launchd.DaemonPlistPath+" (or sudo macake install-daemon)",
 			"%s is installed but not loaded: launchd does not run it", launchd.DaemonLabel)
 	}
-	res, err := in.sys.Launchctl.Run(ctx, plan.Command{Argv: []string{launchd.Launchctl, "print", launchd.Daemon().ServiceTarget()}})
+	res, err := in.sys.Launchctl.Run(ctx, execrun.Command{Argv: []string{launchd.Launchctl, "print", launchd.Daemon().ServiceTarget()}})
 	if err != nil {
 		return warn("run `launchctl print "+launchd.Daemon().ServiceTarget()+"` by hand", "cannot ask launchd about %s: %v", launchd.DaemonLabel, err)
 	}

@@ -7,7 +7,7 @@
 // The checks are data (Checks): an ID, a section, a name, when they apply and
 // a function. Each function reads what it inspects through an Inspection,
 // which gathers every fact once, through the small seams of System (a
-// plan.Runner for pfctl/dnctl/tc/launchctl, a file system, the link facts,
+// execrun.Runner for pfctl/dnctl/tc/launchctl, a file system, the link facts,
 // an ICMP socket opener, a pinger, a counter reader, the state lock, the
 // daemon's status socket), so tests run every check against fakes or the
 // pf/dummynet emulator. The verdicts themselves are pure functions of those

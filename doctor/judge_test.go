@@ -17,6 +17,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/pfdn"
@@ -289,18 +290,18 @@ func TestJudgeTCKernel(t *testing.T) {
 
 // answer is what a fake command returns.
 type answer struct {
-	res plan.Result
+	res execrun.Result
 	err error
 }
 
 // fakeRunner answers commands by program name.
 type fakeRunner map[string]answer
 
-func (f fakeRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
+func (f fakeRunner) Run(_ context.Context, cmd execrun.Command) (execrun.Result, error) {
 	name := cmd.Argv[0][strings.LastIndexByte(cmd.Argv[0], '/')+1:]
 	a, known := f[name]
 	if !known {
-		return plan.Result{ExitCode: -1}, &fs.PathError{Op: "fork/exec", Path: cmd.Argv[0], Err: syscall.ENOENT}
+		return execrun.Result{ExitCode: -1}, &fs.PathError{Op: "fork/exec", Path: cmd.Argv[0], Err: syscall.ENOENT}
 	}
 	return a.res, a.err
 }
@@ -311,8 +312,8 @@ func TestToolResult(t *testing.T) {
 	}
 	expect(t, toolResult(run(fakeRunner{"dnctl": answer{}}), "install it"), OK, "/usr/sbin/dnctl runs")
 	expect(t, toolResult(run(fakeRunner{}), "install it"), Problem, "no such file or directory", "install it; MACAKE_DNCTL overrides the path")
-	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: plan.Result{ExitCode: 69, Stderr: []byte("dnctl: socket: Operation not permitted\n")}}}), "install it"), OK, "needs root")
-	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: plan.Result{ExitCode: 70, Stderr: []byte("dnctl: kaputt\n")}}}), "install it"), Problem, "exit status 70", "dnctl: kaputt")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: execrun.Result{ExitCode: 69, Stderr: []byte("dnctl: socket: Operation not permitted\n")}}}), "install it"), OK, "needs root")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: execrun.Result{ExitCode: 70, Stderr: []byte("dnctl: kaputt\n")}}}), "install it"), Problem, "exit status 70", "dnctl: kaputt")
 	expect(t, toolResult(run(fakeRunner{"dnctl": answer{err: errors.New("timed out after 10s")}}), "install it"), Problem, "timed out")
 }
 

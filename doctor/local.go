@@ -15,7 +15,6 @@ import (
 	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/tc"
@@ -33,7 +32,7 @@ type LocalOptions struct {
 	StateDirIsDefault bool
 	// Runner runs the backends' tools; nil means real processes. The CLI
 	// tests pass the pf/dummynet emulator.
-	Runner plan.Runner
+	Runner execrun.Runner
 }
 
 // Local returns the System of this machine and a function that releases
@@ -45,7 +44,7 @@ func Local(o LocalOptions) (System, func()) {
 	}
 	run := o.Runner
 	if run == nil {
-		run = execrun.Runner{Timeout: toolTimeout}
+		run = execrun.Exec{Timeout: toolTimeout}
 	}
 	groups, _ := os.Getgroups()
 	sys := System{
@@ -57,7 +56,7 @@ func Local(o LocalOptions) (System, func()) {
 		ICMP: SocketOpener{}, PingGroupRange: readPingGroupRange,
 		Pinger:         ProbePinger{},
 		TCCapabilities: func(ctx context.Context) tc.Capabilities { return tc.Probe(ctx, run, tc.DefaultTools()) },
-		Launchctl:      execrun.Runner{Timeout: toolTimeout},
+		Launchctl:      execrun.Exec{Timeout: toolTimeout},
 		Watch:          LockProbe{},
 		AskWatch: func(ctx context.Context, stateDir string) (statusapi.Status, error) {
 			return statusapi.Fetch(ctx, statusapi.SocketPath(stateDir))

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile/linkfacts"
 	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/tc"
@@ -39,7 +39,7 @@ type System struct {
 
 	// Runner runs every read-only command of the backends: pfctl, dnctl,
 	// tc, ip. It never changes anything through it.
-	Runner plan.Runner
+	Runner execrun.Runner
 	// FS answers ownership and mode questions and reads the service
 	// files (launchd.OSFiles, or launchdtest.Files in tests).
 	FS FS
@@ -62,7 +62,7 @@ type System struct {
 	// TCCapabilities probes the Linux kernel's qdiscs (tc.Probe).
 	TCCapabilities func(ctx context.Context) tc.Capabilities
 	// Launchctl runs `launchctl print` (macOS).
-	Launchctl plan.Runner
+	Launchctl execrun.Runner
 	// Watch tells whether `macake watch` runs, from the state lock.
 	Watch WatchProbe
 	// AskWatch asks the running `macake watch` for its status over its

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // toolTimeout bounds each read-only command doctor runs; they answer in
@@ -24,7 +23,7 @@ type toolState struct {
 	argv []string
 	// env is the variable that overrides the tool's path, "" for none.
 	env string
-	res plan.Result
+	res execrun.Result
 	// err is set when the tool could not be run to completion.
 	err error
 	// missing: the program does not exist or is not executable.
@@ -34,11 +33,11 @@ type toolState struct {
 }
 
 // runTool runs argv once through r and classifies the outcome.
-func runTool(ctx context.Context, r plan.Runner, name, env string, argv ...string) toolState {
+func runTool(ctx context.Context, r execrun.Runner, name, env string, argv ...string) toolState {
 	t := toolState{name: name, argv: argv, env: env}
 	ctx, cancel := context.WithTimeout(ctx, toolTimeout)
 	defer cancel()
-	t.res, t.err = r.Run(ctx, plan.Command{Argv: argv})
+	t.res, t.err = r.Run(ctx, execrun.Command{Argv: argv})
 	switch {
 	case t.err != nil:
 		t.missing = errors.Is(t.err, fs.ErrNotExist) || errors.Is(t.err, fs.ErrPermission)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/netns"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/tc"
 )
@@ -29,7 +28,7 @@ func BenchmarkSetRateKernel(b *testing.B) {
 	lab.Require("tc", "iproute2")
 	cli, peer := lab.Namespace("cli"), lab.Namespace("peer")
 	lab.Link(cli, ClientDev, peer, "lan0")
-	backend := tc.New(execrun.Runner{Timeout: 10 * time.Second})
+	backend := tc.New(execrun.Exec{Timeout: 10 * time.Second})
 	backend.Tools.Netns = cli.Name()
 	link := shape.Link{Name: "wan", Interface: ClientDev, Slot: 0,
 		Upload:     shape.Pipe{RateBits: 10_000_000, QueueBytes: 64 << 10},
@@ -46,7 +45,7 @@ func BenchmarkSetRateKernel(b *testing.B) {
 		}
 	}
 	ifb := tc.IFBName(0)
-	read := plan.Command{Argv: []string{backend.Tools.TC, "-n", cli.Name(), "-d", "-j", "class", "show", "dev", ifb}}
+	read := execrun.Command{Argv: []string{backend.Tools.TC, "-n", cli.Name(), "-d", "-j", "class", "show", "dev", ifb}}
 	var calls []time.Duration
 	rate := int64(50_000_000)
 	b.ResetTimer()
@@ -58,7 +57,7 @@ func BenchmarkSetRateKernel(b *testing.B) {
 		}
 		calls = append(calls, time.Since(start))
 		b.StopTimer()
-		res, err := execrun.Runner{}.Run(ctx, read)
+		res, err := execrun.Exec{}.Run(ctx, read)
 		if _, err = execrun.Check(read, res, err); err != nil {
 			b.Fatal(err)
 		}

@@ -19,7 +19,6 @@ import (
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/netns"
-	"github.com/macake/macake/plan"
 )
 
 // BuildMacake builds the macake binary into dir (go test puts the go tool
@@ -27,8 +26,8 @@ import (
 func BuildMacake(tb testing.TB, dir string) string {
 	tb.Helper()
 	bin := filepath.Join(dir, "macake")
-	cmd := plan.Command{Argv: []string{"go", "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
-	res, err := execrun.Runner{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
+	cmd := execrun.Command{Argv: []string{"go", "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
+	res, err := execrun.Exec{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
 	if _, err := execrun.Check(cmd, res, err); err != nil {
 		tb.Fatalf("building macake: %v", err)
 	}
@@ -101,7 +100,7 @@ func (r Result) String() string {
 // is an error; any exit status is a Result.
 func (m *Macake) Run(ctx context.Context, timeout time.Duration, args ...string) (Result, error) {
 	argv := append([]string{"ip", "netns", "exec", m.NS.Name(), m.Bin, "--config-dir", m.ConfigDir, "--state-dir", m.StateDir}, args...)
-	res, err := execrun.Runner{Timeout: timeout, Env: m.Env}.Run(ctx, plan.Command{Argv: argv})
+	res, err := execrun.Exec{Timeout: timeout, Env: m.Env}.Run(ctx, execrun.Command{Argv: argv})
 	return Result{Code: res.ExitCode, Stdout: string(res.Stdout), Stderr: string(res.Stderr)}, err
 }
 

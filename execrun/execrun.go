@@ -15,27 +15,49 @@ import (
 	"os/exec"
 	"strings"
 	"time"
-
-	"github.com/macake/macake/plan"
 )
 
 // DefaultTimeout bounds one child process. pfctl and dnctl answer in
 // milliseconds; a child that takes this long is hung.
 const DefaultTimeout = 10 * time.Second
 
-// Runner runs commands as real child processes. The zero value is ready to
+// Command is one child process invocation, exact to the byte.
+type Command struct {
+	// Argv is the program and its arguments; Argv[0] is the tool's path.
+	Argv []string `json:"argv"`
+	// Stdin is fed to the child (e.g. the anchor's rules for pfctl -f -).
+	Stdin string `json:"stdin,omitempty"`
+}
+
+// Result is what a child process produced. A non-zero ExitCode is not an
+// error by itself: the caller decides (dnctl's "already gone" exit 1 is
+// benign, pfctl's show commands exit 0 on error).
+type Result struct {
+	Stdout, Stderr []byte
+	ExitCode       int
+}
+
+// Runner runs one command. It returns an error only when the command could
+// not be run to completion (not found, timed out, killed); exit statuses are
+// in the Result. Implementations: Exec (real processes) and the pf/dummynet
+// emulator (in-process).
+type Runner interface {
+	Run(ctx context.Context, cmd Command) (Result, error)
+}
+
+// Exec runs commands as real child processes. The zero value is ready to
 // use with DefaultTimeout.
-type Runner struct {
+type Exec struct {
 	// Timeout bounds each command; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Env is added to the child's environment after LC_ALL=C.
 	Env []string
 }
 
-// Run implements plan.Runner.
-func (r Runner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+// Run implements execrun.Runner.
+func (r Exec) Run(ctx context.Context, cmd Command) (Result, error) {
 	if len(cmd.Argv) == 0 {
-		return plan.Result{}, errors.New("execrun: empty command")
+		return Result{}, errors.New("execrun: empty command")
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -52,7 +74,7 @@ func (r Runner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) 
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	err := c.Run()
-	res := plan.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
+	res := Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	if err == nil {
 		return res, nil
 	}
@@ -96,7 +118,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Check turns a non-zero exit into an *Error, so callers that treat every
 // non-zero exit as failure can write `res, err = execrun.Check(cmd, r.Run(ctx, cmd))`.
-func Check(cmd plan.Command, res plan.Result, err error) (plan.Result, error) {
+func Check(cmd Command, res Result, err error) (Result, error) {
 	if err != nil {
 		return res, err
 	}
@@ -104,4 +126,25 @@ func Check(cmd plan.Command, res plan.Result, err error) (plan.Result, error) {
 		return res, &Error{Argv: cmd.Argv, ExitCode: res.ExitCode, Stderr: res.Stderr}
 	}
 	return res, nil
+}
+
+// String returns the command as a shell-like line.
+func (c Command) String() string {
+	parts := make([]string, len(c.Argv))
+	for i, a := range c.Argv {
+		parts[i] = shellQuote(a)
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	if strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -13,13 +13,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/macake/macake/plan"
 )
 
 func TestRunCapturesOutputAndExitCode(t *testing.T) {
-	cmd := plan.Command{Argv: []string{"/bin/sh", "-c", `cat; echo "$LC_ALL" >&2; exit 3`}, Stdin: "hello"}
-	res, err := Runner{}.Run(context.Background(), cmd)
+	cmd := Command{Argv: []string{"/bin/sh", "-c", `cat; echo "$LC_ALL" >&2; exit 3`}, Stdin: "hello"}
+	res, err := Exec{}.Run(context.Background(), cmd)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -37,14 +35,14 @@ func TestRunCapturesOutputAndExitCode(t *testing.T) {
 }
 
 func TestRunTimeout(t *testing.T) {
-	_, err := Runner{Timeout: 100 * time.Millisecond}.Run(context.Background(), plan.Command{Argv: []string{"/bin/sleep", "5"}})
+	_, err := Exec{Timeout: 100 * time.Millisecond}.Run(context.Background(), Command{Argv: []string{"/bin/sleep", "5"}})
 	if err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("got %v, want a timeout error", err)
 	}
 }
 
 func TestRunMissingProgram(t *testing.T) {
-	_, err := Runner{}.Run(context.Background(), plan.Command{Argv: []string{"/nonexistent/pfctl", "-s", "info"}})
+	_, err := Exec{}.Run(context.Background(), Command{Argv: []string{"/nonexistent/pfctl", "-s", "info"}})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/pfctl") {
 		t.Fatalf("got %v, want an error naming the program", err)
 	}
@@ -72,12 +70,20 @@ func TestOnlyExecrunImportsOsExec(t *testing.T) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if p == "os/exec" && filepath.Dir(path) != filepath.Join("..", "execrun") {
-				t.Errorf("%s imports os/exec; run children through execrun.Runner instead", path)
+				t.Errorf("%s imports os/exec; run children through Exec instead", path)
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"pipe": "pipe", "48001": "48001", "": "''", "a b": "'a b'", "it's": `'it'\''s'`, "com.apple/*": "'com.apple/*'"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // FileInfo is what the installer needs to know about a path.
@@ -181,8 +180,8 @@ func PlanUninstall(j Job, obs Observation) []Step {
 type Installer struct {
 	// Files is the file system; OSFiles{} for real.
 	Files Files
-	// Runner runs launchctl; execrun.Runner{} for real.
-	Runner plan.Runner
+	// Runner runs launchctl; execrun.Exec{} for real.
+	Runner execrun.Runner
 	// Sleep waits between polls of a job that is still going away; nil means time.Sleep.
 	Sleep func(time.Duration)
 }
@@ -214,8 +213,8 @@ func (in *Installer) sleep(d time.Duration) {
 	time.Sleep(d)
 }
 
-func (in *Installer) launchctl(ctx context.Context, args ...string) (plan.Command, plan.Result, error) {
-	cmd := plan.Command{Argv: append([]string{Launchctl}, args...)}
+func (in *Installer) launchctl(ctx context.Context, args ...string) (execrun.Command, execrun.Result, error) {
+	cmd := execrun.Command{Argv: append([]string{Launchctl}, args...)}
 	res, err := in.Runner.Run(ctx, cmd)
 	if err != nil {
 		return cmd, res, fmt.Errorf("running launchctl: %w", err)
@@ -223,14 +222,14 @@ func (in *Installer) launchctl(ctx context.Context, args ...string) (plan.Comman
 	return cmd, res, nil
 }
 
-func output(res plan.Result) string { return string(res.Stdout) + string(res.Stderr) }
+func output(res execrun.Result) string { return string(res.Stdout) + string(res.Stderr) }
 
-func isNotFound(res plan.Result) bool {
+func isNotFound(res execrun.Result) bool {
 	return res.ExitCode == lcNotFound || res.ExitCode == lcNoSuchProcess ||
 		strings.Contains(output(res), "Could not find service") || strings.Contains(output(res), "No such process")
 }
 
-func isNoDomain(res plan.Result) bool {
+func isNoDomain(res execrun.Result) bool {
 	return res.ExitCode == lcDomainNoSupport || strings.Contains(output(res), "Could not find domain")
 }
 
@@ -252,7 +251,7 @@ func (in *Installer) loaded(ctx context.Context, j Job) (loaded, noDomain bool, 
 	return false, false, fmt.Errorf("asking launchd whether %s is loaded: %w", j.Label, failure(cmd, res))
 }
 
-func failure(cmd plan.Command, res plan.Result) error {
+func failure(cmd execrun.Command, res execrun.Result) error {
 	return &execrun.Error{Argv: cmd.Argv, ExitCode: res.ExitCode, Stderr: bytes.TrimSpace(append(res.Stderr, res.Stdout...))}
 }
 
@@ -394,8 +393,8 @@ func (in *Installer) bootstrap(ctx context.Context, j Job, afterBootout bool) (n
 	if afterBootout {
 		attempts = 5
 	}
-	var cmd plan.Command
-	var res plan.Result
+	var cmd execrun.Command
+	var res execrun.Result
 	for i := range attempts {
 		if i > 0 {
 			in.sleep(time.Second)

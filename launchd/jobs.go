@@ -4,7 +4,7 @@
 // LaunchDaemon plist for `macake watch` and the user LaunchAgent plist for
 // `macake monitor`, and installs or removes them with launchctl, idempotently.
 // Rendering and planning are pure; the file system and launchctl are behind
-// the Files and plan.Runner interfaces, so everything is tested on Linux with
+// the Files and execrun.Runner interfaces, so everything is tested on Linux with
 // fakes. It also renders the equivalent systemd units for Linux.
 package launchd
 

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite examples/launchd and examples/systemd from the renderers")
@@ -256,8 +255,8 @@ func TestExamplesPassPlutil(t *testing.T) {
 	}
 	for _, name := range []string{DaemonLabel, AgentLabel} {
 		path, _ := filepath.Abs("../examples/launchd/" + name + ".plist")
-		cmd := plan.Command{Argv: []string{plutil, "-lint", path}}
-		res, err := execrun.Runner{}.Run(context.Background(), cmd)
+		cmd := execrun.Command{Argv: []string{plutil, "-lint", path}}
+		res, err := execrun.Exec{}.Run(context.Background(), cmd)
 		if _, err := execrun.Check(cmd, res, err); err != nil {
 			t.Errorf("plutil -lint: %v", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
@@ -46,7 +47,7 @@ func samplePlan() plan.Plan {
 					{Name: "queue", Before: "256 KB", After: "300 KB", Key: "queue_bytes", BeforeValue: int64(262144), AfterValue: int64(307200)},
 				},
 				Unchanged: 1, Reason: "bandwidth differs",
-				Commands: []plan.Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "500000Kbit/s", "queue", "300KBytes"}}}},
+				Commands: []execrun.Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "500000Kbit/s", "queue", "300KBytes"}}}},
 			{Link: "lte", Interface: "en5", Kind: "pipe", ID: "48003", Action: plan.Create,
 				Fields: []plan.Field{{Name: "bandwidth", After: "20 Mbit/s", Key: "bandwidth_bits_per_second", AfterValue: int64(20_000_000)}},
 				Reason: "new link"},

@@ -19,7 +19,6 @@ import (
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/plan"
 )
 
 // readLog returns the lines of the current file and its old files, oldest
@@ -356,8 +355,8 @@ func TestCrashHelper(t *testing.T) {
 
 func TestCrashOutputFollowsRotation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "watch.log")
-	res, err := execrun.Runner{Env: []string{crashHelperEnv + "=" + path}}.Run(context.Background(),
-		plan.Command{Argv: []string{os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1"}})
+	res, err := execrun.Exec{Env: []string{crashHelperEnv + "=" + path}}.Run(context.Background(),
+		execrun.Command{Argv: []string{os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,13 +54,13 @@ func (m *MemoryTokens) SetPFToken(token string) error {
 // safe to call concurrently if the Runner and TokenStore are.
 type Backend struct {
 	opts   Options
-	run    plan.Runner
+	run    execrun.Runner
 	tokens TokenStore
 }
 
-// New returns a Backend that runs commands through run (execrun.Runner on a
+// New returns a Backend that runs commands through run (execrun.Exec on a
 // Mac, the pfdntest emulator in tests) and keeps the pf token in tokens.
-func New(run plan.Runner, tokens TokenStore, opts Options) (*Backend, error) {
+func New(run execrun.Runner, tokens TokenStore, opts Options) (*Backend, error) {
 	if run == nil || tokens == nil {
 		return nil, errors.New("pfdn: New needs a runner and a token store")
 	}
@@ -167,7 +167,7 @@ func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
 	return nil
 }
 
-func (b *Backend) interpret(op plan.Op, cmd plan.Command, res plan.Result) error {
+func (b *Backend) interpret(op plan.Op, cmd execrun.Command, res execrun.Result) error {
 	fail := func() error { return &execrun.Error{Argv: cmd.Argv, ExitCode: res.ExitCode, Stderr: res.Stderr} }
 	switch {
 	case op.Kind == KindPipe && op.Action == plan.Remove:
@@ -189,7 +189,7 @@ func (b *Backend) interpret(op plan.Op, cmd plan.Command, res plan.Result) error
 		if err := b.tokens.SetPFToken(tok); err != nil {
 			// Give the reference back rather than leak one pf can never
 			// release (nobody would know the token).
-			release := plan.Command{Argv: []string{b.opts.Pfctl, "-X", tok}}
+			release := execrun.Command{Argv: []string{b.opts.Pfctl, "-X", tok}}
 			if res, rerr := b.runOne(context.WithoutCancel(context.Background()), release); rerr == nil && res.ExitCode == 0 {
 				return fmt.Errorf("saving the pf token (the reference was released again): %w", err)
 			}
@@ -267,8 +267,8 @@ func (b *Backend) Teardown(ctx context.Context) (plan.Plan, error) {
 }
 
 // read runs a read-only command; a non-zero exit is an error.
-func (b *Backend) read(ctx context.Context, argv ...string) (plan.Result, error) {
-	cmd := plan.Command{Argv: argv}
+func (b *Backend) read(ctx context.Context, argv ...string) (execrun.Result, error) {
+	cmd := execrun.Command{Argv: argv}
 	res, err := b.runOne(ctx, cmd)
 	if err != nil {
 		return res, err
@@ -285,7 +285,7 @@ func (b *Backend) read(ctx context.Context, argv ...string) (plan.Result, error)
 
 // runOne runs one command with the per-command timeout. A program that is
 // missing or not executable means pf/dummynet is unavailable.
-func (b *Backend) runOne(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+func (b *Backend) runOne(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.timeout())
 	defer cancel()
 	res, err := b.run.Run(ctx, cmd)
@@ -300,7 +300,7 @@ func (b *Backend) runOne(ctx context.Context, cmd plan.Command) (plan.Result, er
 
 // unavailable recognises the non-root answers: pfctl cannot open /dev/pf
 // (exit 1), dnctl cannot open its raw socket (exit 69).
-func unavailable(res plan.Result) bool {
+func unavailable(res execrun.Result) bool {
 	s := string(res.Stderr)
 	return res.ExitCode == 69 && strings.Contains(s, msgSocketDenied) ||
 		strings.Contains(s, "/dev/pf: "+msgPermission)

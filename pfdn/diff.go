@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
@@ -119,7 +120,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			op := plan.Op{
 				Link: l.Name, Interface: l.Interface, Kind: KindPipe,
 				ID: strconv.Itoa(dp.Number), Label: pipeLabel(dp.Number, l.Name, dp.Direction),
-				Commands: []plan.Command{PipeCommand(o.Dnctl, dp.Number, dp.Pipe)},
+				Commands: []execrun.Command{PipeCommand(o.Dnctl, dp.Number, dp.Pipe)},
 			}
 			if !exists {
 				op.Action = plan.Create
@@ -188,7 +189,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			Link: link, Interface: iface, Kind: KindPipe, ID: strconv.Itoa(lp.Number), Label: label,
 			Action: plan.Remove, Reason: reason,
 			Fields:   []plan.Field{rateField(lp.Config, PipeConfig{}, true), queueField(lp.Config, PipeConfig{}, true)},
-			Commands: []plan.Command{{Argv: []string{o.Dnctl, "pipe", "delete", strconv.Itoa(lp.Number)}}},
+			Commands: []execrun.Command{{Argv: []string{o.Dnctl, "pipe", "delete", strconv.Itoa(lp.Number)}}},
 		})
 	}
 
@@ -210,7 +211,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		p.Ops = append(p.Ops, plan.Op{
 			Kind: KindPFReference, ID: "pf", Label: "pf enable reference", Action: plan.Create, Reason: reason,
 			Fields:   []plan.Field{{Name: "pf", Before: before, After: "enabled, with macake's reference", Key: "pf_enabled", BeforeValue: live.Info.Enabled, AfterValue: true}},
-			Commands: []plan.Command{{Argv: []string{o.Pfctl, "-E"}}},
+			Commands: []execrun.Command{{Argv: []string{o.Pfctl, "-E"}}},
 		})
 	case len(d.Links) == 0 && held:
 		after := "enabled by others"
@@ -220,7 +221,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		p.Ops = append(p.Ops, plan.Op{
 			Kind: KindPFReference, ID: "pf", Label: "pf enable reference", Action: plan.Remove, Reason: "nothing left to shape",
 			Fields:   []plan.Field{{Name: "pf", Before: "enabled, with macake's reference", After: after, Key: "pf_reference_held", BeforeValue: true, AfterValue: false}},
-			Commands: []plan.Command{{Argv: []string{o.Pfctl, "-X", heldToken}}},
+			Commands: []execrun.Command{{Argv: []string{o.Pfctl, "-X", heldToken}}},
 		})
 	}
 	return p
@@ -247,11 +248,11 @@ func anchorOp(d Desired, live Live) (plan.Op, bool) {
 			op.Action = plan.Create
 			op.Reason = "not present"
 		}
-		op.Commands = []plan.Command{{Argv: []string{o.Pfctl, "-a", o.Anchor, "-f", "-"}, Stdin: d.AnchorText()}}
+		op.Commands = []execrun.Command{{Argv: []string{o.Pfctl, "-a", o.Anchor, "-f", "-"}, Stdin: d.AnchorText()}}
 	case len(have) > 0:
 		op.Action = plan.Remove
 		op.Reason = "nothing left to shape"
-		op.Commands = []plan.Command{{Argv: []string{o.Pfctl, "-a", o.Anchor, "-F", "all"}}}
+		op.Commands = []execrun.Command{{Argv: []string{o.Pfctl, "-a", o.Anchor, "-F", "all"}}}
 	default:
 		return plan.Op{}, false
 	}

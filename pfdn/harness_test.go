@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
@@ -270,4 +271,4 @@ func randomPipe(rng *rand.Rand) shape.Pipe {
 	return shape.Pipe{RateBits: logUniform(3e9), QueueBytes: logUniform(2 << 20)}
 }
 
-var pipeList = plan.Command{Argv: []string{"/usr/sbin/dnctl", "list"}}
+var pipeList = execrun.Command{Argv: []string{"/usr/sbin/dnctl", "list"}}

@@ -5,7 +5,7 @@
 // (shape.State) into the pf anchor com.apple/macake and a set of dummynet
 // pipes, reads the live state back from pfctl/dnctl output, computes the
 // ordered plan that makes the two match (Diff, pure), and executes that plan
-// through a plan.Runner (execrun.Runner on a Mac, the pfdntest emulator in
+// through a execrun.Runner (execrun.Exec on a Mac, the pfdntest emulator in
 // tests).
 //
 // What macake owns on a Mac, and nothing else: the anchor, the pipes in a

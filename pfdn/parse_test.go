@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/plan"
 )
 
 const altq = "No ALTQ support in kernel\nALTQ related functions disabled\n"
@@ -71,8 +71,8 @@ func TestParseRules(t *testing.T) {
 func TestParseInfo(t *testing.T) {
 	e := pfdntest.New()
 	e.SetClock(func() time.Time { return time.Unix(1_000_000, 0) })
-	show := func() (plan.Result, error) {
-		return e.Run(context.Background(), plan.Command{Argv: []string{"/sbin/pfctl", "-s", "info"}})
+	show := func() (execrun.Result, error) {
+		return e.Run(context.Background(), execrun.Command{Argv: []string{"/sbin/pfctl", "-s", "info"}})
 	}
 	res, _ := show()
 	info, err := pfdn.ParseInfo(res.Stdout, res.Stderr)
@@ -237,7 +237,7 @@ func TestParseDummynetRoundTrip(t *testing.T) {
 		}
 		want[n] = pfdn.Quantize(p).Config()
 	}
-	res, _ := e.Run(context.Background(), plan.Command{Argv: []string{"/usr/sbin/dnctl", "list"}})
+	res, _ := e.Run(context.Background(), execrun.Command{Argv: []string{"/usr/sbin/dnctl", "list"}})
 	d, err := pfdn.ParseDummynet(res.Stdout)
 	if err != nil {
 		t.Fatal(err)

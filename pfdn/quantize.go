@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/shape"
 )
 
@@ -109,9 +109,9 @@ func (q Quantized) Args() []string {
 }
 
 // PipeCommand returns the one dnctl call that configures pipe n with p.
-func PipeCommand(dnctl string, n int, p shape.Pipe) plan.Command {
+func PipeCommand(dnctl string, n int, p shape.Pipe) execrun.Command {
 	argv := append([]string{dnctl, "pipe", strconv.Itoa(n), "config"}, Quantize(p).Args()...)
-	return plan.Command{Argv: argv}
+	return execrun.Command{Argv: argv}
 }
 
 // FormatRate renders bit/s for people: "500 Mbit/s", "1.5 Mbit/s",

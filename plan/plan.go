@@ -6,7 +6,7 @@
 // commands. Text and JSON renderings are what `macake apply` prints.
 package plan
 
-import "context"
+import "github.com/macake/macake/execrun"
 
 // Action is what an operation does to its object.
 type Action string
@@ -29,14 +29,6 @@ func (a Action) Symbol() string {
 		return "-"
 	}
 	return "?"
-}
-
-// Command is one child process invocation, exact to the byte.
-type Command struct {
-	// Argv is the program and its arguments; Argv[0] is the tool's path.
-	Argv []string `json:"argv"`
-	// Stdin is fed to the child (e.g. the anchor's rules for pfctl -f -).
-	Stdin string `json:"stdin,omitempty"`
 }
 
 // Field is one changed attribute of an object.
@@ -81,7 +73,7 @@ type Op struct {
 	// Reason says why, e.g. "bandwidth differs" or "interface en0 is down".
 	Reason string `json:"reason,omitempty"`
 	// Commands are the exact child invocations, in order.
-	Commands []Command `json:"commands"`
+	Commands []execrun.Command `json:"commands"`
 }
 
 // Warning is a finding that does not stop the plan, e.g. a dummynet
@@ -133,20 +125,4 @@ func (p Plan) Count() (create, update, remove int) {
 		}
 	}
 	return
-}
-
-// Result is what a child process produced. A non-zero ExitCode is not an
-// error by itself: the caller decides (dnctl's "already gone" exit 1 is
-// benign, pfctl's show commands exit 0 on error).
-type Result struct {
-	Stdout, Stderr []byte
-	ExitCode       int
-}
-
-// Runner runs one command. It returns an error only when the command could
-// not be run to completion (not found, timed out, killed); exit statuses are
-// in the Result. Implementations: execrun.Runner (real processes) and the
-// pfdn emulator (in-process).
-type Runner interface {
-	Run(ctx context.Context, cmd Command) (Result, error)
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/macake/macake/execrun"
 )
 
 // TextOptions controls the human rendering of a plan.
@@ -198,7 +200,7 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 			}
 			if opts.ShowCommands {
 				for _, c := range op.Commands {
-					b.WriteString(c.display("      "+commandPrefix(opts.DryRun)) + "\n")
+					b.WriteString(display(c, "      "+commandPrefix(opts.DryRun)) + "\n")
 				}
 			}
 		}
@@ -274,18 +276,9 @@ func (g group) header(shared string) string {
 	return fmt.Sprintf("# %s: %d %s", name, n, noun)
 }
 
-// String returns the command as a shell-like line.
-func (c Command) String() string {
-	parts := make([]string, len(c.Argv))
-	for i, a := range c.Argv {
-		parts[i] = shellQuote(a)
-	}
-	return strings.Join(parts, " ")
-}
-
 // display renders the command with prefix; a command with stdin is shown as
 // a here-document, so the exact input is visible.
-func (c Command) display(prefix string) string {
+func display(c execrun.Command, prefix string) string {
 	if c.Stdin == "" {
 		return prefix + c.String()
 	}
@@ -297,18 +290,6 @@ func (c Command) display(prefix string) string {
 	}
 	b.WriteString(indent + "  EOF")
 	return b.String()
-}
-
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // JSONFormatVersion is the plan document's format version. Consumers
@@ -343,14 +324,14 @@ type JSONSummary struct {
 
 // JSONChange is one op with its before/after values in base units.
 type JSONChange struct {
-	Link     string         `json:"link,omitempty"`
-	Kind     string         `json:"kind"`
-	ID       string         `json:"id"`
-	Action   Action         `json:"action"`
-	Before   map[string]any `json:"before,omitempty"`
-	After    map[string]any `json:"after,omitempty"`
-	Reason   string         `json:"reason,omitempty"`
-	Commands []Command      `json:"commands"`
+	Link     string            `json:"link,omitempty"`
+	Kind     string            `json:"kind"`
+	ID       string            `json:"id"`
+	Action   Action            `json:"action"`
+	Before   map[string]any    `json:"before,omitempty"`
+	After    map[string]any    `json:"after,omitempty"`
+	Reason   string            `json:"reason,omitempty"`
+	Commands []execrun.Command `json:"commands"`
 }
 
 // Document builds the JSON form of p. errs are errors met while applying.
@@ -366,7 +347,7 @@ func Document(p Plan, dryRun, applied bool, errs []error) JSONDocument {
 	for _, op := range p.Ops {
 		ch := JSONChange{Link: op.Link, Kind: op.Kind, ID: op.ID, Action: op.Action, Reason: op.Reason, Commands: op.Commands}
 		if ch.Commands == nil {
-			ch.Commands = []Command{}
+			ch.Commands = []execrun.Command{}
 		}
 		for _, f := range op.Fields {
 			if f.Key == "" {

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/execrun"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -22,21 +24,21 @@ func samplePlan() Plan {
 			{Link: "wan", Interface: "en0", Kind: "pipe", ID: "48001", Label: `pipe 48001 "wan/upload"`, Action: Update,
 				Fields:    []Field{{Name: "bandwidth", Before: "480 Mbit/s", After: "500 Mbit/s", Key: "bandwidth_bits_per_second", BeforeValue: int64(480000000), AfterValue: int64(500000000)}},
 				Unchanged: 3, Reason: "bandwidth differs",
-				Commands: []Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "500000Kbit/s", "queue", "256KBytes"}}}},
+				Commands: []execrun.Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "48001", "config", "bw", "500000Kbit/s", "queue", "256KBytes"}}}},
 			{Link: "wan", Interface: "en0", Kind: "rules", ID: "com.apple/macake", Label: `anchor "com.apple/macake"`, Action: Update, Reason: "rules differ",
 				Fields: []Field{{Name: "rules for wan", Before: "4 rules", After: "4 rules", Key: "rules_on_en0",
 					BeforeValue: []string{"no dummynet quick on en0 inet proto icmp from any to 9.9.9.9", "no dummynet quick on en0 inet proto icmp from 9.9.9.9 to any", "dummynet out on en0 all pipe 48001", "dummynet in on en0 all pipe 48002"},
 					AfterValue:  []string{"no dummynet quick on en0 inet proto icmp from any to 8.8.8.8", "no dummynet quick on en0 inet proto icmp from 8.8.8.8 to any", "dummynet out on en0 all pipe 48001", "dummynet in on en0 all pipe 48002"},
 					Lines: []string{"- no dummynet quick on en0 inet proto icmp from any to 9.9.9.9", "- no dummynet quick on en0 inet proto icmp from 9.9.9.9 to any",
 						"+ no dummynet quick on en0 inet proto icmp from any to 8.8.8.8", "+ no dummynet quick on en0 inet proto icmp from 8.8.8.8 to any"}}},
-				Commands: []Command{{Argv: []string{"/sbin/pfctl", "-a", "com.apple/macake", "-f", "-"}, Stdin: "no dummynet quick on en0 inet proto icmp from any to 8.8.8.8\nno dummynet quick on en0 inet proto icmp from 8.8.8.8 to any\ndummynet out on en0 all pipe 48001\ndummynet in on en0 all pipe 48002\n"}}},
+				Commands: []execrun.Command{{Argv: []string{"/sbin/pfctl", "-a", "com.apple/macake", "-f", "-"}, Stdin: "no dummynet quick on en0 inet proto icmp from any to 8.8.8.8\nno dummynet quick on en0 inet proto icmp from 8.8.8.8 to any\ndummynet out on en0 all pipe 48001\ndummynet in on en0 all pipe 48002\n"}}},
 			{Link: "lte", Interface: "en5", Kind: "rules", ID: "com.apple/macake", Label: `4 rules for en5 in anchor "com.apple/macake"`, Action: Remove, Reason: "removed from config",
-				Commands: []Command{{Argv: []string{"/sbin/pfctl", "-a", "com.apple/macake", "-f", "-"}, Stdin: "dummynet out on en0 all pipe 48001\ndummynet in on en0 all pipe 48002\n"}}},
+				Commands: []execrun.Command{{Argv: []string{"/sbin/pfctl", "-a", "com.apple/macake", "-f", "-"}, Stdin: "dummynet out on en0 all pipe 48001\ndummynet in on en0 all pipe 48002\n"}}},
 			{Link: "lte", Interface: "en5", Kind: "pipe", ID: "48011", Label: `pipe 48011 "lte/upload"`, Action: Remove, Reason: "removed from config",
-				Commands: []Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "delete", "48011"}}}},
+				Commands: []execrun.Command{{Argv: []string{"/usr/sbin/dnctl", "pipe", "delete", "48011"}}}},
 			{Kind: "pf-reference", ID: "pf", Label: "pf enable reference", Action: Create, Reason: "pf is disabled",
 				Fields:   []Field{{Name: "enabled", After: "yes", Key: "pf_enabled", AfterValue: true}},
-				Commands: []Command{{Argv: []string{"/sbin/pfctl", "-E"}}}},
+				Commands: []execrun.Command{{Argv: []string{"/sbin/pfctl", "-E"}}}},
 		},
 	}
 }
@@ -119,13 +121,5 @@ func TestWriteJSON(t *testing.T) {
 	WriteJSON(&empty, Plan{}, true, false, nil)
 	if !strings.Contains(empty.String(), `"changes": []`) || !strings.Contains(empty.String(), `"errors": []`) {
 		t.Fatalf("empty plan must have empty arrays, not null:\n%s", empty.String())
-	}
-}
-
-func TestShellQuote(t *testing.T) {
-	for in, want := range map[string]string{"pipe": "pipe", "48001": "48001", "": "''", "a b": "'a b'", "it's": `'it'\''s'`, "com.apple/*": "'com.apple/*'"} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
-		}
 	}
 }

@@ -80,9 +80,9 @@ type BackendConfig struct {
 	// production).
 	Tokens TokenStore
 	// Runner runs the backend's commands. nil means real processes
-	// (execrun.Runner), after checking that the tools exist; tests pass the
+	// (execrun.Exec), after checking that the tools exist; tests pass the
 	// in-process emulator.
-	Runner plan.Runner
+	Runner execrun.Runner
 	// Getenv reads the environment (tool path overrides); nil is os.Getenv.
 	Getenv func(string) string
 	// KnownLinks, when set, returns every link name that holds a slot in
@@ -254,7 +254,7 @@ func openPF(cfg BackendConfig) (*OpenedBackend, error) {
 				return nil, fmt.Errorf("%w: %s: %v (macake needs macOS's %s; %s overrides the path)", ErrUnavailable, tool.name, err, tool.name, tool.env)
 			}
 		}
-		run = execrun.Runner{Timeout: opts.CommandTimeout}
+		run = execrun.Exec{Timeout: opts.CommandTimeout}
 	}
 	tokens := cfg.Tokens
 	if tokens == nil {
@@ -384,7 +384,7 @@ func openTC(cfg BackendConfig) (*OpenedBackend, error) {
 					ErrUnavailable, tool.name, err, tool.name, tool.env)
 			}
 		}
-		run = execrun.Runner{Timeout: tcTimeout}
+		run = execrun.Exec{Timeout: tcTimeout}
 	}
 	b := &tc.Backend{Runner: run, Tools: tools, Owners: cfg.Ownership}
 	if o, ok := cfg.Tokens.(tc.Ownership); ok && b.Owners == nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -23,12 +24,12 @@ type executingRecorded struct {
 	ran []string
 }
 
-func (r *executingRecorded) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+func (r *executingRecorded) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
 	if strings.Contains(strings.Join(cmd.Argv, " "), " show") {
 		return r.recordedRunner.Run(ctx, cmd)
 	}
 	r.ran = append(r.ran, strings.Join(cmd.Argv[1:], " "))
-	return plan.Result{}, nil
+	return execrun.Result{}, nil
 }
 
 // TestTCRestoresReplacedRootFromStateFile drives the tc backend as apply

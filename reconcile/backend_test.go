@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/tc"
 )
@@ -114,13 +114,13 @@ func readRecorded(t *testing.T, path string) recordedRunner {
 	return r
 }
 
-func (r recordedRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
+func (r recordedRunner) Run(_ context.Context, cmd execrun.Command) (execrun.Result, error) {
 	key := strings.Join(append([]string{filepath.Base(cmd.Argv[0])}, cmd.Argv[1:]...), " ")
 	out, ok := r[key]
 	if !ok {
-		return plan.Result{ExitCode: 1, Stderr: []byte("not recorded: " + key)}, nil
+		return execrun.Result{ExitCode: 1, Stderr: []byte("not recorded: " + key)}, nil
 	}
-	return plan.Result{Stdout: []byte(out)}, nil
+	return execrun.Result{Stdout: []byte(out)}, nil
 }
 
 func TestOpenBackendTC(t *testing.T) {

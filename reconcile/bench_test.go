@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )
@@ -48,15 +48,15 @@ reflectors = ["1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4", "9.9.9.9", "2606:4700:
 // so the benchmark measures macake's planning (parsing, rendering,
 // diffing), not the emulator.
 type replay struct {
-	answers map[string]plan.Result
+	answers map[string]execrun.Result
 	calls   atomic.Int64
 }
 
-func (r *replay) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
+func (r *replay) Run(_ context.Context, cmd execrun.Command) (execrun.Result, error) {
 	r.calls.Add(1)
 	res, ok := r.answers[strings.Join(cmd.Argv, " ")]
 	if !ok {
-		return plan.Result{}, fmt.Errorf("replay: no answer recorded for %q", cmd.Argv)
+		return execrun.Result{}, fmt.Errorf("replay: no answer recorded for %q", cmd.Argv)
 	}
 	return res, nil
 }
@@ -84,7 +84,7 @@ func shapedMac(b *testing.B) (*pfdntest.Emulator, *state.State) {
 // "all-rates-changed" updates all 50 download pipes.
 func BenchmarkPlan50Links(b *testing.B) {
 	emu, st := shapedMac(b)
-	rep := &replay{answers: map[string]plan.Result{}}
+	rep := &replay{answers: map[string]execrun.Result{}}
 	for _, c := range emu.Calls() {
 		if !c.Mutating {
 			rep.answers[strings.Join(c.Argv, " ")] = c.Result

@@ -21,10 +21,10 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller/ifstat"
 	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -212,7 +212,7 @@ type slowRunner struct {
 	delay *atomic.Int64
 }
 
-func (s slowRunner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+func (s slowRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
 	if d := time.Duration(s.delay.Load()); d > 0 && strings.Contains(strings.Join(cmd.Argv, " "), " config bw ") {
 		time.Sleep(d)
 	}

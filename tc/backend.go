@@ -19,8 +19,8 @@ import (
 // for concurrent use: the controllers call SetRate while the reconciler
 // plans and executes.
 type Backend struct {
-	// Runner runs every command (execrun.Runner in production).
-	Runner plan.Runner
+	// Runner runs every command (execrun.Exec in production).
+	Runner execrun.Runner
 	// Tools names tc, ip and unshare, and optionally a network namespace.
 	Tools Tools
 
@@ -43,7 +43,7 @@ func (b *Backend) owners() Ownership {
 }
 
 // New returns a Backend that runs r with DefaultTools.
-func New(r plan.Runner) *Backend {
+func New(r execrun.Runner) *Backend {
 	return &Backend{Runner: r, Tools: DefaultTools()}
 }
 

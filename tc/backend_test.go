@@ -25,7 +25,7 @@ var _ interface {
 
 var htbCaps = Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"}
 
-func fakeBackend(r plan.Runner, caps Capabilities) *Backend {
+func fakeBackend(r execrun.Runner, caps Capabilities) *Backend {
 	b := &Backend{Runner: r, Tools: goldenTools}
 	b.SetCapabilities(caps)
 	return b
@@ -92,7 +92,7 @@ func TestSetRateRejectsBadInputWithoutRunning(t *testing.T) {
 }
 
 func TestSetRateFailureSaysWhatAndWhy(t *testing.T) {
-	r := &replayRunner{answers: map[string]plan.Result{"tc -batch -": {ExitCode: 1, Stderr: []byte("Cannot find device \"eth0\"\nCommand failed -:1\n")}}}
+	r := &replayRunner{answers: map[string]execrun.Result{"tc -batch -": {ExitCode: 1, Stderr: []byte("Cannot find device \"eth0\"\nCommand failed -:1\n")}}}
 	b := fakeBackend(r, htbCaps)
 	err := b.SetRate(context.Background(), testLink(), shape.Upload, shape.Pipe{RateBits: 1e6, QueueBytes: 1000})
 	if err == nil || !IsNotFound(err) {
@@ -106,11 +106,11 @@ func TestSetRateFailureSaysWhatAndWhy(t *testing.T) {
 }
 
 func TestExecuteIFBModuleAbsent(t *testing.T) {
-	r := &replayRunner{okByDefault: true, answers: map[string]plan.Result{
+	r := &replayRunner{okByDefault: true, answers: map[string]execrun.Result{
 		"ip link add name ifb-macake2 type ifb": {ExitCode: 2, Stderr: []byte("Error: Unknown device type.\n")},
 	}}
 	b := fakeBackend(r, htbCaps)
-	op := plan.Op{Kind: "ifb", Action: plan.Create, Label: `ifb ifb-macake2 "wan/download"`, Commands: []plan.Command{
+	op := plan.Op{Kind: "ifb", Action: plan.Create, Label: `ifb ifb-macake2 "wan/download"`, Commands: []execrun.Command{
 		{Argv: []string{"ip", "link", "add", "name", "ifb-macake2", "type", "ifb"}},
 		{Argv: []string{"ip", "link", "set", "dev", "ifb-macake2", "up"}},
 	}}
@@ -169,12 +169,12 @@ func TestObserveFailuresAreClear(t *testing.T) {
 	missing := &execrun.Error{Argv: []string{"ip"}, ExitCode: -1, Err: errors.New(`exec: "ip": executable file not found in $PATH`)}
 	for _, c := range []struct {
 		name   string
-		runner plan.Runner
+		runner execrun.Runner
 		want   []string
 	}{
-		{"iproute2 missing", runnerFunc(func(plan.Command) (plan.Result, error) { return plan.Result{}, missing }), []string{"tc: observing", "install iproute2"}},
-		{"garbage output", &replayRunner{answers: map[string]plan.Result{"ip -d -j link show": {Stdout: []byte("Segmentation fault\n")}}}, []string{"ip -j link show output", "not JSON"}},
-		{"tc fails", &replayRunner{answers: map[string]plan.Result{
+		{"iproute2 missing", runnerFunc(func(execrun.Command) (execrun.Result, error) { return execrun.Result{}, missing }), []string{"tc: observing", "install iproute2"}},
+		{"garbage output", &replayRunner{answers: map[string]execrun.Result{"ip -d -j link show": {Stdout: []byte("Segmentation fault\n")}}}, []string{"ip -j link show output", "not JSON"}},
+		{"tc fails", &replayRunner{answers: map[string]execrun.Result{
 			"ip -d -j link show": {Stdout: []byte("[]")},
 			"tc -j qdisc show":   {ExitCode: 1, Stderr: []byte("RTNETLINK answers: Operation not permitted\n")},
 		}}, []string{"tc -j qdisc show", "exit status 1", "Operation not permitted"}},
@@ -193,9 +193,9 @@ func TestObserveFailuresAreClear(t *testing.T) {
 	}
 }
 
-type runnerFunc func(plan.Command) (plan.Result, error)
+type runnerFunc func(execrun.Command) (execrun.Result, error)
 
-func (f runnerFunc) Run(_ context.Context, c plan.Command) (plan.Result, error) { return f(c) }
+func (f runnerFunc) Run(_ context.Context, c execrun.Command) (execrun.Result, error) { return f(c) }
 
 func loadRecording(t *testing.T, name string) recording {
 	t.Helper()
@@ -214,7 +214,7 @@ func TestTeardownStopsAtTheFirstFailure(t *testing.T) {
 	rec := loadRecording(t, "htb-converged")
 	r := rec.runner()
 	r.okByDefault = true
-	r.answers["ip link del dev ifb-macake3"] = plan.Result{ExitCode: 2, Stderr: []byte("RTNETLINK answers: Device or resource busy\n")}
+	r.answers["ip link del dev ifb-macake3"] = execrun.Result{ExitCode: 2, Stderr: []byte("RTNETLINK answers: Device or resource busy\n")}
 	b := fakeBackend(r, rec.caps)
 	done, err := b.Teardown(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "ifb-macake3") {

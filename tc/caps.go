@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 )
 
 // Capabilities says which of the kernel pieces the backend uses exist.
@@ -101,18 +101,18 @@ var batchFailRE = regexp.MustCompile(`Command failed [^:\s]*:(\d+)`)
 // Probe finds out what the kernel supports. As root it tries each feature
 // in a throwaway network namespace (unshare --net), which is definitive and
 // leaves nothing behind; otherwise it reads the kernel configuration.
-func Probe(ctx context.Context, r plan.Runner, t Tools) Capabilities {
+func Probe(ctx context.Context, r execrun.Runner, t Tools) Capabilities {
 	if c, ok := probeByTrying(ctx, r, t); ok {
 		return c
 	}
 	return probeFromConfig()
 }
 
-func probeByTrying(ctx context.Context, r plan.Runner, t Tools) (Capabilities, bool) {
+func probeByTrying(ctx context.Context, r execrun.Runner, t Tools) (Capabilities, bool) {
 	if runtime.GOOS != "linux" {
 		return Capabilities{}, false
 	}
-	res, err := r.Run(ctx, plan.Command{Argv: []string{t.Unshare, "--net", t.TC, "-force", "-batch", "-"}, Stdin: probeBatch})
+	res, err := r.Run(ctx, execrun.Command{Argv: []string{t.Unshare, "--net", t.TC, "-force", "-batch", "-"}, Stdin: probeBatch})
 	if err != nil {
 		return Capabilities{}, false
 	}
@@ -127,7 +127,7 @@ func probeByTrying(ctx context.Context, r plan.Runner, t Tools) (Capabilities, b
 	c.Ingress = !failed[5]
 	c.U32 = c.Ingress && !failed[6]
 	c.Mirred = c.U32 && !failed[7]
-	res, err = r.Run(ctx, plan.Command{Argv: []string{t.Unshare, "--net", t.IP, "link", "add", "name", "mcprobe0", "type", "ifb"}})
+	res, err = r.Run(ctx, execrun.Command{Argv: []string{t.Unshare, "--net", t.IP, "link", "add", "name", "mcprobe0", "type", "ifb"}})
 	if err != nil {
 		return Capabilities{}, false
 	}
@@ -137,7 +137,7 @@ func probeByTrying(ctx context.Context, r plan.Runner, t Tools) (Capabilities, b
 
 // probeFailures maps a probe batch's result to the failed line numbers. ok
 // is false when the batch did not run at all (unshare refused: not root).
-func probeFailures(res plan.Result) (failed map[int]bool, ok bool) {
+func probeFailures(res execrun.Result) (failed map[int]bool, ok bool) {
 	failed = map[int]bool{}
 	for _, m := range batchFailRE.FindAllStringSubmatch(string(res.Stderr), -1) {
 		n, _ := strconv.Atoi(m[1])
@@ -242,6 +242,6 @@ func CapabilitiesFromConfig(cfg map[string]string) Capabilities {
 // Doctor probes the kernel with DefaultTools and returns the lines `macake
 // doctor` prints for the tc backend, e.g. "sch_cake not available: falling
 // back to htb+bfifo (…)".
-func Doctor(ctx context.Context, r plan.Runner) []string {
+func Doctor(ctx context.Context, r execrun.Runner) []string {
 	return Probe(ctx, r, DefaultTools()).Report()
 }

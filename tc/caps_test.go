@@ -8,26 +8,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 )
 
 const probeTCKey = "unshare --net tc -force -batch -"
 const probeIFBKey = "unshare --net ip link add name mcprobe0 type ifb"
 
-func probeWith(t *testing.T, tcRes, ifbRes plan.Result) Capabilities {
+func probeWith(t *testing.T, tcRes, ifbRes execrun.Result) Capabilities {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("skipping: the probe only tries features on Linux")
 	}
-	r := &replayRunner{answers: map[string]plan.Result{probeTCKey: tcRes, probeIFBKey: ifbRes}}
+	r := &replayRunner{answers: map[string]execrun.Result{probeTCKey: tcRes, probeIFBKey: ifbRes}}
 	return Probe(context.Background(), r, goldenTools)
 }
 
 func TestProbeKernelWithoutCake(t *testing.T) {
 	// What this kernel answers: cake is unknown, everything else works.
 	c := probeWith(t,
-		plan.Result{ExitCode: 1, Stderr: []byte("Error: Specified qdisc kind is unknown.\nCommand failed -:1\n")},
-		plan.Result{})
+		execrun.Result{ExitCode: 1, Stderr: []byte("Error: Specified qdisc kind is unknown.\nCommand failed -:1\n")},
+		execrun.Result{})
 	if c.Cake || !c.HTB || !c.BFIFO || !c.Ingress || !c.U32 || !c.Mirred || !c.IFB || !c.Tried {
 		t.Errorf("caps = %+v", c)
 	}
@@ -43,7 +43,7 @@ func TestProbeKernelWithoutCake(t *testing.T) {
 }
 
 func TestProbeIFBModuleAbsent(t *testing.T) {
-	c := probeWith(t, plan.Result{}, plan.Result{ExitCode: 2, Stderr: []byte("Error: Unknown device type.\n")})
+	c := probeWith(t, execrun.Result{}, execrun.Result{ExitCode: 2, Stderr: []byte("Error: Unknown device type.\n")})
 	if !c.Cake || c.IFB || c.CanShapeDownload() {
 		t.Errorf("caps = %+v", c)
 	}
@@ -56,14 +56,14 @@ func TestProbeIFBModuleAbsent(t *testing.T) {
 }
 
 func TestProbeMirredMissingMeansNoDownload(t *testing.T) {
-	c := probeWith(t, plan.Result{ExitCode: 1, Stderr: []byte("Command failed -:1\nCommand failed -:7\n")}, plan.Result{})
+	c := probeWith(t, execrun.Result{ExitCode: 1, Stderr: []byte("Command failed -:1\nCommand failed -:7\n")}, execrun.Result{})
 	if c.Mirred || !c.U32 || c.CanShapeDownload() {
 		t.Errorf("caps = %+v", c)
 	}
 }
 
 func TestProbeNotRootFallsBackToConfig(t *testing.T) {
-	c := probeWith(t, plan.Result{ExitCode: 1, Stderr: []byte("unshare: unshare failed: Operation not permitted\n")}, plan.Result{})
+	c := probeWith(t, execrun.Result{ExitCode: 1, Stderr: []byte("unshare: unshare failed: Operation not permitted\n")}, execrun.Result{})
 	if c.Tried || strings.Contains(c.Method, "throwaway") {
 		t.Errorf("a refused unshare was taken as a probe: %+v", c)
 	}

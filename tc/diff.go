@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
@@ -183,7 +184,7 @@ func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice 
 		op.Action, op.Reason = plan.Update, fmt.Sprintf("qdisc is %s, want %s", liveKind(root), s.kindName())
 		op.Fields = createFields(s)
 		op.Fields[0].Before, op.Fields[0].BeforeValue = liveKind(root), liveKind(root)
-		op.Commands = append([]plan.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
+		op.Commands = append([]execrun.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
 	case root == nil || root.Handle == 0:
 		// Handle 0: is the kernel's own default (noqueue, pfifo_fast, mq,
 		// fq_codel, fq): tc cannot create a qdisc with that handle.
@@ -261,7 +262,7 @@ func (fs *fieldSet) compare(same bool, f plan.Field) {
 	fs.changed = append(fs.changed, f)
 }
 
-func (fs *fieldSet) apply(op *plan.Op, cmds []plan.Command) {
+func (fs *fieldSet) apply(op *plan.Op, cmds []execrun.Command) {
 	op.Unchanged = fs.unchanged
 	if len(fs.changed) == 0 {
 		return
@@ -302,7 +303,7 @@ func intField(name, key string, want, live int) plan.Field {
 
 func (d *differ) updateHTB(op *plan.Op, s shaperSpec, dev *DeviceState, root *Qdisc) {
 	var fs fieldSet
-	var cmds []plan.Command
+	var cmds []execrun.Command
 	fs.unchanged++ // the qdisc kind
 	if root.HTBDefault != 1 {
 		fs.compare(false, plan.Field{Name: "default class", Key: "default_class", Before: FormatHandle(root.HTBDefault), After: ":1", BeforeValue: root.HTBDefault, AfterValue: 1})
@@ -369,13 +370,13 @@ func (d *differ) updateCake(op *plan.Op, s shaperSpec, c *CakeOptions) {
 	wantRaw := s.overhead == 0 && s.mpu == 0
 	fs.compare(wantRaw == c.Raw && s.overhead == c.Overhead, intField("overhead", "overhead_bytes", s.overhead, c.Overhead))
 	fs.compare(s.mpu == c.MPU, intField("mpu", "mpu_bytes", s.mpu, c.MPU))
-	var cmds []plan.Command
+	var cmds []execrun.Command
 	if c.MPU != 0 && s.mpu == 0 {
 		// tc only sends mpu when it is non-zero, so `change` cannot clear
 		// it: rebuild the qdisc.
-		cmds = append([]plan.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
+		cmds = append([]execrun.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
 	} else {
-		cmds = []plan.Command{d.t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)}
+		cmds = []execrun.Command{d.t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)}
 	}
 	fs.apply(op, cmds)
 }
@@ -397,14 +398,14 @@ func (d *differ) ifb(l shape.Link, dev *DeviceState) {
 	case dev == nil:
 		op.Action = plan.Create
 		op.Fields = []plan.Field{{Name: "type", Key: "type", After: "ifb", AfterValue: "ifb"}, up}
-		op.Commands = []plan.Command{
+		op.Commands = []execrun.Command{
 			d.t.ipCmd("link", "add", "name", name, "type", "ifb"),
 			d.t.ipCmd("link", "set", "dev", name, "up"),
 		}
 	case !dev.Up:
 		up.Before, up.BeforeValue = "down", "down"
 		op.Action, op.Reason, op.Fields, op.Unchanged = plan.Update, "state differs", []plan.Field{up}, 1
-		op.Commands = []plan.Command{d.t.ipCmd("link", "set", "dev", name, "up")}
+		op.Commands = []execrun.Command{d.t.ipCmd("link", "set", "dev", name, "up")}
 	}
 	d.add(op)
 }
@@ -419,7 +420,7 @@ func (d *differ) hook(l shape.Link, dev *DeviceState) {
 	d.add(plan.Op{Link: l.Name, Interface: dev.Name, Kind: "ingress", ID: dev.Name, Action: plan.Create,
 		Label:    "ingress qdisc on " + dev.Name,
 		Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", After: "ingress", AfterValue: "ingress"}},
-		Commands: []plan.Command{d.t.tcCmd("qdisc", "add", "dev", dev.Name, "handle", "ffff:", "ingress")},
+		Commands: []execrun.Command{d.t.tcCmd("qdisc", "add", "dev", dev.Name, "handle", "ffff:", "ingress")},
 	})
 }
 
@@ -487,7 +488,7 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 	d.claimed["exempt-"+h.String()+"/"+dev.Name] = true
 	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "exemptions", ID: dev.Name + "/" + h.String(),
 		Label: fmt.Sprintf("probe exemptions on %s %s %s", dev.Name, h, pipeLabel(l, hookDirection(h)))}
-	var cmds []plan.Command
+	var cmds []execrun.Command
 	for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
 		hv, wv := sortedAddrs(have[pref]), sortedAddrs(want[pref])
 		if slices.Equal(hv, wv) {
@@ -611,11 +612,11 @@ func (d *differ) redirect(l shape.Link, dev *DeviceState, ifb string) {
 		Label: fmt.Sprintf("redirect %s ingress → %s %s", dev.Name, ifb, pipeLabel(l, shape.Download))}
 	target := plan.Field{Name: "target", Key: "redirect_to", After: ifb, AfterValue: ifb}
 	if len(ours) == 0 {
-		op.Action, op.Commands = plan.Create, []plan.Command{d.t.addRedirect(dev.Name, ifb)}
+		op.Action, op.Commands = plan.Create, []execrun.Command{d.t.addRedirect(dev.Name, ifb)}
 	} else {
 		target.Before, target.BeforeValue = ours[0].Actions[0].ToDev, ours[0].Actions[0].ToDev
 		op.Action, op.Reason = plan.Update, "target differs"
-		op.Commands = []plan.Command{d.t.deleteRedirect(dev.Name), d.t.addRedirect(dev.Name, ifb)}
+		op.Commands = []execrun.Command{d.t.deleteRedirect(dev.Name), d.t.addRedirect(dev.Name, ifb)}
 	}
 	op.Fields = []plan.Field{target}
 	d.add(op)
@@ -708,14 +709,14 @@ func (d *differ) removals() {
 			d.add(plan.Op{Link: link, Interface: n, Kind: "ingress", ID: n, Action: plan.Remove,
 				Label:    "ingress qdisc on " + n,
 				Reason:   why,
-				Commands: []plan.Command{d.t.tcCmd("qdisc", "del", "dev", n, "handle", "ffff:", "ingress")},
+				Commands: []execrun.Command{d.t.tcCmd("qdisc", "del", "dev", n, "handle", "ffff:", "ingress")},
 			})
 			continue
 		}
 		if dropRedirect {
 			d.add(plan.Op{Link: link, Interface: n, Kind: "redirect", ID: n, Action: plan.Remove,
 				Label: "redirect " + n + " ingress", Reason: reason,
-				Commands: []plan.Command{d.t.deleteRedirect(n)},
+				Commands: []execrun.Command{d.t.deleteRedirect(n)},
 			})
 		}
 		if dropExempt {
@@ -745,7 +746,7 @@ func (d *differ) removals() {
 		d.add(plan.Op{Link: link, Interface: n, Kind: "ifb", ID: n, Action: plan.Remove,
 			Label:    "ifb " + n,
 			Reason:   why,
-			Commands: []plan.Command{d.t.ipCmd("link", "del", "dev", n)},
+			Commands: []execrun.Command{d.t.ipCmd("link", "del", "dev", n)},
 		})
 	}
 	// 3. Root qdiscs; the kernel puts its default back, and the egress
@@ -760,7 +761,7 @@ func (d *differ) removals() {
 			Label:    "shaper on " + n,
 			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev.Root()), BeforeValue: liveKind(dev.Root())}},
 			Reason:   reason,
-			Commands: []plan.Command{d.t.deleteRoot(n)},
+			Commands: []execrun.Command{d.t.deleteRoot(n)},
 		})
 	}
 	// 4. Ownership records of interfaces no link shapes any more where
@@ -778,7 +779,7 @@ func (d *differ) removals() {
 		}
 		op := plan.Op{Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
 			Label:    "shaper on " + n,
-			Commands: []plan.Command{},
+			Commands: []execrun.Command{},
 		}
 		if root := dev.Root(); root != nil && root.Handle != 0 {
 			op.Reason = fmt.Sprintf("%s is no longer shaped and its root qdisc was replaced by someone else (%s %s); macake forgets it and leaves that qdisc alone",

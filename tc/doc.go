@@ -2,7 +2,7 @@
 
 // Package tc is macake's Linux backend: it renders a shape.State as tc
 // objects, reads the live ones back from `tc -j` and `ip -j`, diffs the two
-// into a plan.Plan and runs the plan's commands through a plan.Runner.
+// into a plan.Plan and runs the plan's commands through a execrun.Runner.
 //
 // Per active link it owns (and touches nothing else):
 //
@@ -24,5 +24,5 @@
 // Planning is pure: Diff(desired, live) never runs anything, so it is
 // golden-tested on recorded tc output. Only Backend.Execute,
 // Backend.SetRate and the probes run commands, always through the
-// plan.Runner (execrun.Runner in production).
+// execrun.Runner (execrun.Exec in production).
 package tc

@@ -137,7 +137,7 @@ func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
 	}
 	sh(t, "ip", "-n", server, "neigh", "replace", "10.77.0.1", "lladdr", clientMAC, "nud", "permanent", "dev", "peer0")
 
-	b := kernelBackend(t, client, execrun.Runner{})
+	b := kernelBackend(t, client, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 5)}} // reflector 10.77.0.2
 	apply(t, b, desired)
 

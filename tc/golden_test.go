@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/shape"
 )
 
@@ -66,9 +66,9 @@ func parseRecording(data string) (recording, error) {
 }
 
 func (r recording) runner() *replayRunner {
-	rr := &replayRunner{answers: map[string]plan.Result{}}
+	rr := &replayRunner{answers: map[string]execrun.Result{}}
 	for k, v := range r.outputs {
-		rr.answers[k] = plan.Result{Stdout: []byte(v)}
+		rr.answers[k] = execrun.Result{Stdout: []byte(v)}
 	}
 	return rr
 }

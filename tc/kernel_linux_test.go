@@ -39,8 +39,8 @@ func requireRoot(t *testing.T) {
 // sh runs a command the test needs to succeed and returns its stdout.
 func sh(t *testing.T, argv ...string) string {
 	t.Helper()
-	cmd := plan.Command{Argv: argv}
-	res, err := execrun.Runner{}.Run(context.Background(), cmd)
+	cmd := execrun.Command{Argv: argv}
+	res, err := execrun.Exec{}.Run(context.Background(), cmd)
 	if _, err = execrun.Check(cmd, res, err); err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -53,8 +53,8 @@ func newNetns(t *testing.T) string {
 	name := fmt.Sprintf("mctc-%d-%d", os.Getpid(), netnsSeq.Add(1))
 	sh(t, "ip", "netns", "add", name)
 	t.Cleanup(func() {
-		cmd := plan.Command{Argv: []string{"ip", "netns", "del", name}}
-		if res, err := (execrun.Runner{}).Run(context.Background(), cmd); err != nil || res.ExitCode != 0 {
+		cmd := execrun.Command{Argv: []string{"ip", "netns", "del", name}}
+		if res, err := (execrun.Exec{}).Run(context.Background(), cmd); err != nil || res.ExitCode != 0 {
 			t.Errorf("removing namespace %s: %v %s", name, err, res.Stderr)
 		}
 	})
@@ -71,7 +71,7 @@ func vethPair(t *testing.T, ns, a, b string) {
 }
 
 // kernelBackend returns a backend acting in ns, with the real probe.
-func kernelBackend(t *testing.T, ns string, r plan.Runner) *Backend {
+func kernelBackend(t *testing.T, ns string, r execrun.Runner) *Backend {
 	t.Helper()
 	b := &Backend{Runner: r, Tools: DefaultTools()}
 	b.Tools.Netns = ns
@@ -163,7 +163,7 @@ func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
 	sh(t, "tc", "-n", ns, "filter", "add", "dev", "lan0", "ingress", "protocol", "ip", "pref", "10", "u32",
 		"match", "ip", "src", "10.99.0.0/16", "flowid", "ffff:1")
 
-	b := kernelBackend(t, ns, execrun.Runner{})
+	b := kernelBackend(t, ns, execrun.Exec{})
 	caps := b.Capabilities(context.Background())
 	if !caps.Tried || !caps.HTB || !caps.BFIFO || !caps.IFB || !caps.Mirred {
 		t.Fatalf("probe on this kernel = %+v, want htb, bfifo, ifb and mirred found by trying", caps)
@@ -190,7 +190,7 @@ func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
 	}
 
 	// SetRate: one process per call, and the kernel shows the new values.
-	counting := &faultyRunner{inner: execrun.Runner{}}
+	counting := &faultyRunner{inner: execrun.Exec{}}
 	b.Runner = counting
 	ctx := context.Background()
 	if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}); err != nil {
@@ -202,7 +202,7 @@ func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
 	if n := counting.count(); n != 2 {
 		t.Errorf("two SetRate calls ran %d commands, want exactly 2", n)
 	}
-	b.Runner = execrun.Runner{}
+	b.Runner = execrun.Exec{}
 	live := observe(t, b)
 	up, down := live.Devices["wan0"], live.Devices["ifb-macake3"]
 	if c := up.Class(ClassHandle); c == nil || !sameRate(25_000_000, c.RateBits, c.Exact) {
@@ -244,7 +244,7 @@ func TestKernelDriftIsRepaired(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Runner{})
+	b := kernelBackend(t, ns, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 	apply(t, b, desired)
 
@@ -281,7 +281,7 @@ func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "root", "handle", "8001:", "pfifo", "limit", "77")
-	b := kernelBackend(t, ns, execrun.Runner{})
+	b := kernelBackend(t, ns, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 	p := apply(t, b, desired)
 	if !hasWarning(p, "root qdisc macake does not own (pfifo 8001:)") {
@@ -311,13 +311,13 @@ func TestKernelReplacedRootIsRestored(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Runner{})
+	b := kernelBackend(t, ns, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 	apply(t, b, desired)
 	mustConverge(t, b, desired)
 
 	sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "1:", "pfifo", "limit", "100")
-	forgetful := kernelBackend(t, ns, execrun.Runner{})
+	forgetful := kernelBackend(t, ns, execrun.Exec{})
 	p, err := forgetful.Plan(context.Background(), desired)
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Runner{})
+	b := kernelBackend(t, ns, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
 	ctx := context.Background()
 	p, err := b.Plan(ctx, desired)
@@ -352,7 +352,7 @@ func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 	}
 	// Fail the htb class command of the download shaper: the IFB and its
 	// root qdisc exist, its class does not.
-	faulty := &faultyRunner{inner: execrun.Runner{}, fail: func(_ int, cmd plan.Command) bool {
+	faulty := &faultyRunner{inner: execrun.Exec{}, fail: func(_ int, cmd execrun.Command) bool {
 		a := strings.Join(cmd.Argv, " ")
 		return strings.Contains(a, "class replace dev ifb-macake1")
 	}}
@@ -370,7 +370,7 @@ func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 	if !failed {
 		t.Fatal("the injected failure did not surface")
 	}
-	b.Runner = execrun.Runner{}
+	b.Runner = execrun.Exec{}
 	p = apply(t, b, desired)
 	if len(p.Ops) == 0 {
 		t.Fatal("the plan after a failed apply has nothing to do")
@@ -382,7 +382,7 @@ func TestKernelInterfaceRenamedOrMissing(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Runner{})
+	b := kernelBackend(t, ns, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 2)}}
 	apply(t, b, desired)
 
@@ -424,21 +424,21 @@ func hasWarning(p plan.Plan, sub string) bool {
 // faultyRunner passes commands to an inner runner, except the ones fail
 // selects, which fail the way tc does (exit 2, an error on stderr).
 type faultyRunner struct {
-	inner plan.Runner
+	inner execrun.Runner
 	mu    sync.Mutex
 	n     int
-	fail  func(n int, cmd plan.Command) bool
-	calls []plan.Command
+	fail  func(n int, cmd execrun.Command) bool
+	calls []execrun.Command
 }
 
-func (r *faultyRunner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+func (r *faultyRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
 	r.mu.Lock()
 	r.n++
 	n := r.n
 	r.calls = append(r.calls, cmd)
 	r.mu.Unlock()
 	if r.fail != nil && r.fail(n, cmd) {
-		return plan.Result{ExitCode: 2, Stderr: []byte("Error: injected failure.\n")}, nil
+		return execrun.Result{ExitCode: 2, Stderr: []byte("Error: injected failure.\n")}, nil
 	}
 	return r.inner.Run(ctx, cmd)
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // Live is the observed system: every device with its qdiscs and, where
@@ -99,7 +98,7 @@ func (d *DeviceState) ownsRoot() bool {
 // Observe reads the live state through r: `ip -d -j link show`, `tc -j
 // qdisc show`, then classes and filters only where macake may own some.
 // Caps is left zero; the Backend fills it in.
-func Observe(ctx context.Context, r plan.Runner, t Tools) (Live, error) {
+func Observe(ctx context.Context, r execrun.Runner, t Tools) (Live, error) {
 	live := Live{Tools: t, Devices: map[string]*DeviceState{}}
 	out, err := runOutput(ctx, r, t.ipCmd("-d", "-j", "link", "show"))
 	if err != nil {
@@ -161,7 +160,7 @@ func Observe(ctx context.Context, r plan.Runner, t Tools) (Live, error) {
 
 // runOutput runs a read-only command and returns its stdout; a non-zero
 // exit is an error carrying the child's stderr.
-func runOutput(ctx context.Context, r plan.Runner, cmd plan.Command) ([]byte, error) {
+func runOutput(ctx context.Context, r execrun.Runner, cmd execrun.Command) ([]byte, error) {
 	res, err := r.Run(ctx, cmd)
 	res, err = execrun.Check(cmd, res, err)
 	if err != nil {

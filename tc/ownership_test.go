@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 )
 
@@ -85,16 +86,16 @@ func TestBackendLearnsAndRestoresItsRoot(t *testing.T) {
 func TestExecuteKeepsTheOwnershipRecord(t *testing.T) {
 	ctx := context.Background()
 	fail := false
-	r := runnerFunc(func(c plan.Command) (plan.Result, error) {
+	r := runnerFunc(func(c execrun.Command) (execrun.Result, error) {
 		if fail {
-			return plan.Result{ExitCode: 2, Stderr: []byte("RTNETLINK answers: Invalid argument\n")}, nil
+			return execrun.Result{ExitCode: 2, Stderr: []byte("RTNETLINK answers: Invalid argument\n")}, nil
 		}
-		return plan.Result{}, nil
+		return execrun.Result{}, nil
 	})
 	owners := &MemoryOwnership{}
 	b := fakeBackend(r, htbCaps)
 	b.Owners = owners
-	cmd := []plan.Command{{Argv: []string{"tc", "qdisc", "add"}}}
+	cmd := []execrun.Command{{Argv: []string{"tc", "qdisc", "add"}}}
 	shaper := func(dev string, a plan.Action) plan.Op {
 		return plan.Op{Kind: KindShaper, ID: dev, Action: a, Label: "shaper on " + dev, Commands: cmd}
 	}
@@ -112,7 +113,7 @@ func TestExecuteKeepsTheOwnershipRecord(t *testing.T) {
 	if got := owners.OwnedRoots(); !got["eth0"] || len(got) != 1 {
 		t.Fatalf("record = %v, want only eth0", got)
 	}
-	if err := b.Execute(ctx, plan.Op{Kind: KindShaper, ID: "eth0", Action: plan.Remove, Label: "shaper on eth0", Commands: []plan.Command{}}); err != nil {
+	if err := b.Execute(ctx, plan.Op{Kind: KindShaper, ID: "eth0", Action: plan.Remove, Label: "shaper on eth0", Commands: []execrun.Command{}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := owners.OwnedRoots(); len(got) != 0 {

@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
 
@@ -30,8 +29,8 @@ type recordingRunner struct {
 	rec recording
 }
 
-func (r *recordingRunner) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
-	res, err := execrun.Runner{}.Run(ctx, cmd)
+func (r *recordingRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
+	res, err := execrun.Exec{}.Run(ctx, cmd)
 	argv := append([]string{filepath.Base(cmd.Argv[0])}, cmd.Argv[1:]...)
 	if len(argv) > 2 && argv[1] == "-n" && argv[2] == r.ns {
 		argv = append(argv[:1], argv[3:]...)

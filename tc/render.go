@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/shape"
 )
 
@@ -132,15 +132,15 @@ func rootArgs(rootVerb string, s shaperSpec) []string {
 }
 
 // createShaper renders a whole shaper from nothing.
-func (t Tools) createShaper(rootVerb string, s shaperSpec) []plan.Command {
-	cmds := []plan.Command{t.tcCmd(rootArgs(rootVerb, s)...)}
+func (t Tools) createShaper(rootVerb string, s shaperSpec) []execrun.Command {
+	cmds := []execrun.Command{t.tcCmd(rootArgs(rootVerb, s)...)}
 	if !s.cake {
 		cmds = append(cmds, t.tcCmd(htbClassArgs("replace", s)...), t.tcCmd(leafArgs("replace", s)...))
 	}
 	return cmds
 }
 
-func (t Tools) deleteRoot(dev string) plan.Command {
+func (t Tools) deleteRoot(dev string) execrun.Command {
 	// Naming the handle makes the kernel refuse ("Invalid handle") if the
 	// root is no longer macake's.
 	return t.tcCmd("qdisc", "del", "dev", dev, "root", "handle", rootHandleArg)
@@ -149,7 +149,7 @@ func (t Tools) deleteRoot(dev string) plan.Command {
 // setRateCommand is the controller's hot path: one child process. For htb
 // the class rate and the bfifo limit go together through `tc -batch -`,
 // because DESIGN §2 resizes the queue with every rate change.
-func (t Tools) setRateCommand(s shaperSpec) plan.Command {
+func (t Tools) setRateCommand(s shaperSpec) execrun.Command {
 	if s.cake {
 		return t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)
 	}
@@ -200,7 +200,7 @@ func (t Tools) hookArgs(verb, dev string, h hook) []string {
 	return []string{"filter", verb, "dev", dev, "ingress"}
 }
 
-func (t Tools) addExemption(dev string, h hook, a netip.Addr) plan.Command {
+func (t Tools) addExemption(dev string, h hook, a netip.Addr) execrun.Command {
 	pref, proto := exemptPref(a)
 	side := "dst"
 	if h == ingressHook {
@@ -215,7 +215,7 @@ func (t Tools) addExemption(dev string, h hook, a netip.Addr) plan.Command {
 	return t.tcCmd(append(args, "flowid", exemptFlowID(h))...)
 }
 
-func (t Tools) deletePref(dev string, h hook, pref int, proto string) plan.Command {
+func (t Tools) deletePref(dev string, h hook, pref int, proto string) execrun.Command {
 	return t.tcCmd(append(t.hookArgs("del", dev, h), "protocol", proto, "pref", strconv.Itoa(pref), "u32")...)
 }
 
@@ -300,11 +300,11 @@ func sameKeys(a, b []U32Key) bool {
 	return true
 }
 
-func (t Tools) addRedirect(dev, ifb string) plan.Command {
+func (t Tools) addRedirect(dev, ifb string) execrun.Command {
 	return t.tcCmd("filter", "add", "dev", dev, "ingress", "protocol", "all", "pref", strconv.Itoa(RedirectPref),
 		"u32", "match", "u32", "0", "0", "action", "mirred", "egress", "redirect", "dev", ifb)
 }
 
-func (t Tools) deleteRedirect(dev string) plan.Command {
+func (t Tools) deleteRedirect(dev string) execrun.Command {
 	return t.tcCmd("filter", "del", "dev", dev, "ingress", "protocol", "all", "pref", strconv.Itoa(RedirectPref), "u32")
 }

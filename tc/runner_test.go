@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 )
 
 // replayRunner answers commands from recorded output, keyed by argv joined
@@ -17,14 +17,14 @@ import (
 type replayRunner struct {
 	mu sync.Mutex
 	// answers maps "argv joined by spaces" to the recorded result.
-	answers map[string]plan.Result
+	answers map[string]execrun.Result
 	// okByDefault makes unknown commands succeed with no output (for
 	// Execute tests that only record).
 	okByDefault bool
-	calls       []plan.Command
+	calls       []execrun.Command
 }
 
-func (r *replayRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, error) {
+func (r *replayRunner) Run(_ context.Context, cmd execrun.Command) (execrun.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, cmd)
@@ -33,9 +33,9 @@ func (r *replayRunner) Run(_ context.Context, cmd plan.Command) (plan.Result, er
 		return res, nil
 	}
 	if r.okByDefault {
-		return plan.Result{}, nil
+		return execrun.Result{}, nil
 	}
-	return plan.Result{}, fmt.Errorf("replayRunner: unexpected command %q", key)
+	return execrun.Result{}, fmt.Errorf("replayRunner: unexpected command %q", key)
 }
 
 func (r *replayRunner) commands() []string {

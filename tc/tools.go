@@ -5,7 +5,7 @@ package tc
 import (
 	"os"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 )
 
 // Tools names the programs the backend runs and, optionally, the network
@@ -46,18 +46,18 @@ func toolPath(env, name string) string {
 	return name
 }
 
-func (t Tools) tcCmd(args ...string) plan.Command {
+func (t Tools) tcCmd(args ...string) execrun.Command {
 	argv := []string{t.TC}
 	if t.Netns != "" {
 		argv = append(argv, "-n", t.Netns)
 	}
-	return plan.Command{Argv: append(argv, args...)}
+	return execrun.Command{Argv: append(argv, args...)}
 }
 
-func (t Tools) ipCmd(args ...string) plan.Command {
+func (t Tools) ipCmd(args ...string) execrun.Command {
 	argv := []string{t.IP}
 	if t.Netns != "" {
 		argv = append(argv, "-n", t.Netns)
 	}
-	return plan.Command{Argv: append(argv, args...)}
+	return execrun.Command{Argv: append(argv, args...)}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
@@ -61,7 +62,7 @@ func init() { applyCmd.run = runApply }
 
 // backendRunner, when not nil, runs the backend's commands instead of real
 // processes: the CLI tests set it to the in-process pf/dummynet emulator.
-var backendRunner plan.Runner
+var backendRunner execrun.Runner
 
 // lockWait is how long a mutating command waits for another one.
 var lockWait = reconcile.DefaultLockWait

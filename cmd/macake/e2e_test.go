@@ -15,7 +15,6 @@ import (
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/reconcile/linkfacts"
 )
@@ -25,8 +24,8 @@ func buildMacake(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "macake")
 	// go test puts the go tool's directory first on PATH.
-	cmd := plan.Command{Argv: []string{"go", "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
-	res, err := execrun.Runner{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
+	cmd := execrun.Command{Argv: []string{"go", "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
+	res, err := execrun.Exec{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
 	if _, err := execrun.Check(cmd, res, err); err != nil {
 		t.Fatalf("building macake: %v", err)
 	}
@@ -77,11 +76,11 @@ func TestEndToEndWithBinaries(t *testing.T) {
 	facts := filepath.Join(t.TempDir(), "facts.json")
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01"}]}`), 0o644)
 	configDir := copyExamples(t)
-	runner := execrun.Runner{Timeout: time.Minute, Env: append(emu.Env(emuState), linkfacts.EnvFile+"="+facts, "NO_COLOR=1")}
+	runner := execrun.Exec{Timeout: time.Minute, Env: append(emu.Env(emuState), linkfacts.EnvFile+"="+facts, "NO_COLOR=1")}
 	run := func(args ...string) (int, string, string) {
 		t.Helper()
 		argv := append([]string{macake, "--config-dir", configDir, "--state-dir", stateDir}, args...)
-		res, err := runner.Run(context.Background(), plan.Command{Argv: argv})
+		res, err := runner.Run(context.Background(), execrun.Command{Argv: argv})
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/plan"
 )
 
 var installDaemonCmd = &command{
@@ -74,13 +73,13 @@ func init() {
 type launchdHost struct {
 	goos       string
 	files      launchd.Files
-	runner     plan.Runner
+	runner     execrun.Runner
 	executable func() (string, error)
 	sleep      func(time.Duration)
 }
 
 var newLaunchdHost = func() launchdHost {
-	return launchdHost{goos: runtime.GOOS, files: launchd.OSFiles{}, runner: execrun.Runner{}, executable: os.Executable}
+	return launchdHost{goos: runtime.GOOS, files: launchd.OSFiles{}, runner: execrun.Exec{}, executable: os.Executable}
 }
 
 func (h launchdHost) installer() *launchd.Installer {

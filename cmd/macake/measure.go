@@ -21,7 +21,6 @@ import (
 	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
@@ -493,8 +492,8 @@ func runNetworkQuality(ctx context.Context, iface string) (*networkQuality, erro
 	if iface != "" {
 		argv = append(argv, "-I", iface)
 	}
-	cmd := plan.Command{Argv: argv}
-	res, err := execrun.Runner{Timeout: 90 * time.Second}.Run(ctx, cmd)
+	cmd := execrun.Command{Argv: argv}
+	res, err := execrun.Exec{Timeout: 90 * time.Second}.Run(ctx, cmd)
 	if res, err = execrun.Check(cmd, res, err); err != nil {
 		return nil, err
 	}

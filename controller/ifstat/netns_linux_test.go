@@ -12,7 +12,6 @@ import (
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/netns"
-	"github.com/macake/macake/plan"
 )
 
 const (
@@ -99,8 +98,8 @@ func TestNetnsCountersChild(t *testing.T) {
 
 	// The interface disappears mid-run, then a new one takes its name.
 	run := func(argv ...string) {
-		cmd := plan.Command{Argv: argv}
-		res, err := execrun.Runner{}.Run(context.Background(), cmd)
+		cmd := execrun.Command{Argv: argv}
+		res, err := execrun.Exec{}.Run(context.Background(), cmd)
 		if _, err := execrun.Check(cmd, res, err); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // ChildEnv is set (to the namespace name) in the environment of a test
@@ -35,7 +34,7 @@ func InChild() bool { return os.Getenv(ChildEnv) != "" }
 type Lab struct {
 	tb     testing.TB
 	prefix string
-	run    execrun.Runner
+	run    execrun.Exec
 	mu     sync.Mutex
 	n      int
 }
@@ -53,7 +52,7 @@ func New(tb testing.TB, prefix string) *Lab {
 	if _, err := lookPath("ip"); err != nil {
 		tb.Skip("skipping: ip(8) not found (apt-get install iproute2)")
 	}
-	l := &Lab{tb: tb, prefix: fmt.Sprintf("macake-%s-%d-%d", prefix, os.Getpid(), labCount.Add(1)), run: execrun.Runner{Timeout: 30 * time.Second}}
+	l := &Lab{tb: tb, prefix: fmt.Sprintf("macake-%s-%d-%d", prefix, os.Getpid(), labCount.Add(1)), run: execrun.Exec{Timeout: 30 * time.Second}}
 	return l
 }
 
@@ -90,7 +89,7 @@ func (l *Lab) Run(argv ...string) string {
 }
 
 func (l *Lab) exec(ctx context.Context, stdin string, argv ...string) (string, error) {
-	cmd := plan.Command{Argv: argv, Stdin: stdin}
+	cmd := execrun.Command{Argv: argv, Stdin: stdin}
 	res, err := l.run.Run(ctx, cmd)
 	res, err = execrun.Check(cmd, res, err)
 	return string(res.Stdout), err
@@ -264,7 +263,7 @@ func (ns *Namespace) ExecContext(ctx context.Context, env []string, argv ...stri
 	if dl, ok := ctx.Deadline(); ok {
 		r.Timeout = time.Until(dl)
 	}
-	cmd := plan.Command{Argv: append([]string{"ip", "netns", "exec", ns.name}, argv...)}
+	cmd := execrun.Command{Argv: append([]string{"ip", "netns", "exec", ns.name}, argv...)}
 	res, err := r.Run(ctx, cmd)
 	res, err = execrun.Check(cmd, res, err)
 	out := string(res.Stdout)

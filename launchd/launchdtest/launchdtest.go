@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/plan"
 )
 
 // fakeFile is one entry of Files.
@@ -119,7 +119,7 @@ func (f *Files) Remove(path string) error {
 	return nil
 }
 
-// Launchd is a plan.Runner that answers launchctl the way
+// Launchd is a execrun.Runner that answers launchctl the way
 // reference/darwin-and-linux.md §8 and field reports describe it: print
 // exits 113 for an unknown service; bootstrap of a loaded job or of a plist
 // it cannot read exits 5 (EIO); bootout of an unknown job exits 113; a
@@ -139,7 +139,7 @@ type Launchd struct {
 }
 
 type overrideResult struct {
-	res plan.Result
+	res execrun.Result
 	n   int
 }
 
@@ -151,18 +151,18 @@ func NewLaunchd(files *Files) *Launchd {
 // Fail makes the next n calls of launchctl subcommand sub (all of them when
 // n is -1) exit with code and print msg on stderr.
 func (l *Launchd) Fail(sub string, code int, msg string, n int) {
-	l.override[sub] = overrideResult{res: plan.Result{ExitCode: code, Stderr: []byte(msg + "\n")}, n: n}
+	l.override[sub] = overrideResult{res: execrun.Result{ExitCode: code, Stderr: []byte(msg + "\n")}, n: n}
 }
 
-func exit(code int, stderr string) (plan.Result, error) {
-	return plan.Result{ExitCode: code, Stderr: []byte(stderr)}, nil
+func exit(code int, stderr string) (execrun.Result, error) {
+	return execrun.Result{ExitCode: code, Stderr: []byte(stderr)}, nil
 }
 
-// Run implements plan.Runner.
-func (l *Launchd) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+// Run implements execrun.Runner.
+func (l *Launchd) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
 	l.Calls = append(l.Calls, strings.Join(cmd.Argv, " "))
 	if cmd.Argv[0] != launchd.Launchctl || len(cmd.Argv) < 3 {
-		return plan.Result{}, fmt.Errorf("fake launchd: unexpected command %q", cmd.Argv)
+		return execrun.Result{}, fmt.Errorf("fake launchd: unexpected command %q", cmd.Argv)
 	}
 	sub, arg := cmd.Argv[1], cmd.Argv[len(cmd.Argv)-1]
 	if o, ok := l.override[sub]; ok && o.n != 0 {
@@ -183,11 +183,11 @@ func (l *Launchd) Run(ctx context.Context, cmd plan.Command) (plan.Result, error
 			if l.lingering == arg && l.LingerPrints > 0 {
 				l.LingerPrints--
 			}
-			return plan.Result{Stdout: []byte(arg + " = {\n\tstate = running\n}\n")}, nil
+			return execrun.Result{Stdout: []byte(arg + " = {\n\tstate = running\n}\n")}, nil
 		}
 		return exit(113, fmt.Sprintf("Bad request.\nCould not find service %q in domain for %s\n", arg[strings.LastIndex(arg, "/")+1:], domainOf(arg)))
 	case "enable":
-		return plan.Result{}, nil
+		return execrun.Result{}, nil
 	case "bootstrap":
 		domain := cmd.Argv[2]
 		data, err := l.files.ReadFile(arg)
@@ -205,7 +205,7 @@ func (l *Launchd) Run(ctx context.Context, cmd plan.Command) (plan.Result, error
 			return exit(5, "Bootstrap failed: 5: Input/output error\n")
 		}
 		l.Loaded[target] = data
-		return plan.Result{}, nil
+		return execrun.Result{}, nil
 	case "bootout":
 		if _, ok := l.Loaded[arg]; !ok {
 			return exit(113, "Boot-out failed: 113: Could not find specified service\n")
@@ -214,12 +214,12 @@ func (l *Launchd) Run(ctx context.Context, cmd plan.Command) (plan.Result, error
 		if l.LingerPrints > 0 {
 			l.lingering = arg
 		}
-		return plan.Result{}, nil
+		return execrun.Result{}, nil
 	case "kickstart":
 		if _, ok := l.Loaded[arg]; !ok {
 			return exit(113, fmt.Sprintf("Could not find service %q in domain for %s\n", arg, domainOf(arg)))
 		}
-		return plan.Result{}, nil
+		return execrun.Result{}, nil
 	}
 	return exit(64, "Unrecognized subcommand: "+sub)
 }

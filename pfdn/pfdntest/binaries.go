@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // Binaries are the paths of the built emulator programs.
@@ -28,10 +27,10 @@ func (b Binaries) Env(stateFile string) []string {
 func BuildBinaries(tb testing.TB, dir string) Binaries {
 	tb.Helper()
 	// go test puts the go tool's directory first on PATH.
-	cmd := plan.Command{Argv: []string{"go", "build", "-o", dir,
+	cmd := execrun.Command{Argv: []string{"go", "build", "-o", dir,
 		"github.com/macake/macake/pfdn/pfdntest/cmd/pfctl",
 		"github.com/macake/macake/pfdn/pfdntest/cmd/dnctl"}}
-	res, err := execrun.Runner{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
+	res, err := execrun.Exec{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
 	if _, err = execrun.Check(cmd, res, err); err != nil {
 		tb.Fatalf("building the emulator binaries: %v\n%s", err, res.Stderr)
 	}

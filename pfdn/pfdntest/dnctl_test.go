@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // firstLine returns the listing line of the only pipe.
@@ -236,7 +235,7 @@ func TestDnctlTestOnlyAndPrivileges(t *testing.T) {
 	if o := run(t, e, "", dnctlPath, "-q", "flush"); o.stdout != "" || mustRun(t, e, "", dnctlPath, "list").stdout != "" {
 		t.Errorf("-q flush must flush silently: %+v", o)
 	}
-	res, err := e.Run(context.Background(), plan.Command{Argv: []string{dnctlPath, "-s", "list"}})
+	res, err := e.Run(context.Background(), execrun.Command{Argv: []string{dnctlPath, "-s", "list"}})
 	var ee *execrun.Error
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "segmentation fault") || len(res.Stdout) != 0 {
 		t.Errorf("dnctl -s should crash: %v", err)

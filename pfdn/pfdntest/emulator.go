@@ -7,7 +7,7 @@
 // config, bare `delete N` deleting a queue, hash-ordered listings, anchors
 // vanishing when emptied, missing pipes blackholing traffic).
 //
-// It is usable in-process, as a plan.Runner, and as two binaries
+// It is usable in-process, as a execrun.Runner, and as two binaries
 // (./cmd/pfctl and ./cmd/dnctl) that share their state through the file
 // named by PFDN_EMU_STATE, so the real macake binary can run end to end on
 // Linux with MACAKE_PFCTL and MACAKE_DNCTL pointing at them.
@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // Emulator is one emulated Mac. Its methods are safe for concurrent use.
@@ -58,45 +57,45 @@ func FromMachine(m *Machine) *Emulator {
 
 // Call is one recorded invocation.
 type Call struct {
-	Argv     []string    `json:"argv"`
-	Stdin    string      `json:"stdin,omitempty"`
-	Result   plan.Result `json:"result"`
-	Mutating bool        `json:"mutating,omitempty"`
+	Argv     []string       `json:"argv"`
+	Stdin    string         `json:"stdin,omitempty"`
+	Result   execrun.Result `json:"result"`
+	Mutating bool           `json:"mutating,omitempty"`
 	// Fault names the injected fault that shaped the answer, if any.
 	Fault string `json:"fault,omitempty"`
 }
 
-// Run implements plan.Runner: it runs one pfctl or dnctl invocation against
+// Run implements execrun.Runner: it runs one pfctl or dnctl invocation against
 // the emulated Mac. Injected faults apply. A hung call returns when ctx is
 // done, with an *execrun.Error as a real timeout would.
-func (e *Emulator) Run(ctx context.Context, cmd plan.Command) (plan.Result, error) {
+func (e *Emulator) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
 	e.mu.Lock()
 	res, hang, err := e.runLocked(cmd, e.m.NextPID, nil, false)
 	e.m.NextPID++
 	e.mu.Unlock()
 	if hang {
 		<-ctx.Done()
-		return plan.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("timed out: %w", ctx.Err())}
+		return execrun.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("timed out: %w", ctx.Err())}
 	}
 	return res, err
 }
 
 // runLocked runs cmd with faults and records it; e.mu must be held.
-func (e *Emulator) runLocked(cmd plan.Command, pid int, stdin func() []byte, tty bool) (res plan.Result, hang bool, err error) {
+func (e *Emulator) runLocked(cmd execrun.Command, pid int, stdin func() []byte, tty bool) (res execrun.Result, hang bool, err error) {
 	call := Call{Argv: append([]string(nil), cmd.Argv...), Stdin: cmd.Stdin, Mutating: IsMutating(cmd.Argv)}
 	defer func() {
 		call.Result = res
 		e.calls = append(e.calls, call)
 	}()
 	if len(cmd.Argv) == 0 {
-		return plan.Result{}, false, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("empty command")}
+		return execrun.Result{}, false, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("empty command")}
 	}
 	f := e.matchFault(cmd.Argv, call.Mutating)
 	if f != nil {
 		call.Fault = f.Kind.String()
 		switch f.Kind {
 		case Hang:
-			return plan.Result{ExitCode: -1}, true, nil
+			return execrun.Result{ExitCode: -1}, true, nil
 		case Fail:
 			if f.AfterEffect {
 				// The command did its work and printed its output, then
@@ -106,7 +105,7 @@ func (e *Emulator) runLocked(cmd plan.Command, pid int, stdin func() []byte, tty
 				r.Stderr = append(r.Stderr, f.stderr(cmd.Argv)...)
 				return r, false, err
 			}
-			return plan.Result{ExitCode: f.exitCode(), Stderr: []byte(f.stderr(cmd.Argv))}, false, nil
+			return execrun.Result{ExitCode: f.exitCode(), Stderr: []byte(f.stderr(cmd.Argv))}, false, nil
 		case Garbage:
 			r, err := e.exec(cmd, pid, stdin, tty)
 			r.Stdout = []byte(garbage)
@@ -121,10 +120,10 @@ func (e *Emulator) runLocked(cmd plan.Command, pid int, stdin func() []byte, tty
 const garbage = "\x1b[31m#%!garbage: 0xDEADBEEF \x00\x01\x02\nmacake? pipe?? (truncated\n"
 
 // exec runs one invocation without faults.
-func (e *Emulator) exec(cmd plan.Command, pid int, stdin func() []byte, tty bool) (plan.Result, error) {
+func (e *Emulator) exec(cmd execrun.Command, pid int, stdin func() []byte, tty bool) (execrun.Result, error) {
 	tool := toolOf(cmd.Argv[0])
 	if tool == "" || e.m.MissingTools {
-		return plan.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1,
+		return execrun.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1,
 			Err: &fs.PathError{Op: "fork/exec", Path: cmd.Argv[0], Err: syscall.ENOENT}}
 	}
 	if stdin == nil {
@@ -139,9 +138,9 @@ func (e *Emulator) exec(cmd plan.Command, pid int, stdin func() []byte, tty bool
 		code = runDnctl(p)
 	}
 	if p.crashed {
-		return plan.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("signal: segmentation fault")}
+		return execrun.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("signal: segmentation fault")}
 	}
-	return plan.Result{Stdout: p.stdout.Bytes(), Stderr: p.stderr.Bytes(), ExitCode: code}, nil
+	return execrun.Result{Stdout: p.stdout.Bytes(), Stderr: p.stderr.Bytes(), ExitCode: code}, nil
 }
 
 // toolOf maps a program path to "pfctl" or "dnctl".
@@ -302,11 +301,11 @@ func (m *Machine) clone() *Machine {
 
 // Foreign runs a command as another tool would, without faults and
 // without recording it, e.g. Foreign(ctx, "", "pfctl", "-d").
-func (e *Emulator) Foreign(ctx context.Context, stdin string, argv ...string) (plan.Result, error) {
+func (e *Emulator) Foreign(ctx context.Context, stdin string, argv ...string) (execrun.Result, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pid := 90000 + len(e.m.PF.Tokens)
-	return e.exec(plan.Command{Argv: argv, Stdin: stdin}, pid, nil, false)
+	return e.exec(execrun.Command{Argv: argv, Stdin: stdin}, pid, nil, false)
 }
 
 // TakeReference makes a daemon (pid, process name) take a pf enable

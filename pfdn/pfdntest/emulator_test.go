@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 func TestFaultFailsTheNthMatchingCall(t *testing.T) {
@@ -67,7 +66,7 @@ func TestFaultHangReturnsAtTheDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		start := time.Now()
-		_, err := e.Run(ctx, plan.Command{Argv: []string{pfctlPath, "-s", "info"}})
+		_, err := e.Run(ctx, execrun.Command{Argv: []string{pfctlPath, "-s", "info"}})
 		var ee *execrun.Error
 		if !errors.As(err, &ee) || ee.ExitCode != -1 || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("hang: %v", err)
@@ -81,11 +80,11 @@ func TestFaultHangReturnsAtTheDeadline(t *testing.T) {
 func TestMissingToolsLookLikeMissingBinaries(t *testing.T) {
 	e := newTestEmulator()
 	e.SetToolsMissing(true)
-	_, err := e.Run(context.Background(), plan.Command{Argv: []string{pfctlPath, "-s", "info"}})
+	_, err := e.Run(context.Background(), execrun.Command{Argv: []string{pfctlPath, "-s", "info"}})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("got %v, want a not-exist error", err)
 	}
-	if _, err := e.Run(context.Background(), plan.Command{Argv: []string{"/bin/true"}}); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := e.Run(context.Background(), execrun.Command{Argv: []string{"/bin/true"}}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("unknown program: %v", err)
 	}
 }
@@ -152,8 +151,8 @@ func TestConcurrentCallsAreSerialised(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e.Run(context.Background(), plan.Command{Argv: []string{dnctlPath, "pipe", strconv.Itoa(i), "config"}})
-			e.Run(context.Background(), plan.Command{Argv: []string{dnctlPath, "list"}})
+			e.Run(context.Background(), execrun.Command{Argv: []string{dnctlPath, "pipe", strconv.Itoa(i), "config"}})
+			e.Run(context.Background(), execrun.Command{Argv: []string{dnctlPath, "list"}})
 		}()
 	}
 	wg.Wait()
@@ -174,11 +173,11 @@ func TestBinariesShareAStateFile(t *testing.T) {
 	dir := t.TempDir()
 	bins := BuildBinaries(t, dir)
 	stateFile := filepath.Join(dir, "state.json")
-	r := execrun.Runner{Env: []string{EnvState + "=" + stateFile}, Timeout: time.Minute}
+	r := execrun.Exec{Env: []string{EnvState + "=" + stateFile}, Timeout: time.Minute}
 	ctx := context.Background()
-	runBin := func(stdin string, argv ...string) plan.Result {
+	runBin := func(stdin string, argv ...string) execrun.Result {
 		t.Helper()
-		res, err := r.Run(ctx, plan.Command{Argv: argv, Stdin: stdin})
+		res, err := r.Run(ctx, execrun.Command{Argv: argv, Stdin: stdin})
 		if err != nil {
 			t.Fatalf("%v: %v", argv, err)
 		}
@@ -189,7 +188,7 @@ func TestBinariesShareAStateFile(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := r.Run(ctx, plan.Command{Argv: []string{bins.Dnctl, "pipe", strconv.Itoa(48000 + i), "config", "bw", "1000Kbit/s"}})
+			res, err := r.Run(ctx, execrun.Command{Argv: []string{bins.Dnctl, "pipe", strconv.Itoa(48000 + i), "config", "bw", "1000Kbit/s"}})
 			if err != nil || res.ExitCode != 0 {
 				t.Errorf("concurrent config %d: %v %+v", i, err, res)
 			}
@@ -230,16 +229,16 @@ func TestBinariesShareAStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hang := execrun.Runner{Env: r.Env, Timeout: 300 * time.Millisecond}
-	if _, err := hang.Run(ctx, plan.Command{Argv: []string{bins.Pfctl, "-s", "info"}}); err == nil || !strings.Contains(err.Error(), "timed out") {
+	hang := execrun.Exec{Env: r.Env, Timeout: 300 * time.Millisecond}
+	if _, err := hang.Run(ctx, execrun.Command{Argv: []string{bins.Pfctl, "-s", "info"}}); err == nil || !strings.Contains(err.Error(), "timed out") {
 		t.Errorf("hang fault: %v", err)
 	}
 	// The hung process released the lock before hanging.
 	if res = runBin("", bins.Dnctl, "pipe", "48001", "show"); res.ExitCode != 0 {
 		t.Errorf("after a hang: %+v", res)
 	}
-	bad := execrun.Runner{Env: []string{EnvState + "="}}
-	if res, err := bad.Run(ctx, plan.Command{Argv: []string{bins.Dnctl, "list"}}); err != nil || res.ExitCode != 70 || !strings.Contains(string(res.Stderr), EnvState) {
+	bad := execrun.Exec{Env: []string{EnvState + "="}}
+	if res, err := bad.Run(ctx, execrun.Command{Argv: []string{bins.Dnctl, "list"}}); err != nil || res.ExitCode != 70 || !strings.Contains(string(res.Stderr), EnvState) {
 		t.Errorf("without %s: %+v %v", EnvState, res, err)
 	}
 	if runtime.GOOS == "linux" {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 )
 
 // FuzzPfConf feeds arbitrary rule files to pfctl's emulated parser: it must
@@ -66,12 +66,12 @@ func FuzzCommands(f *testing.F) {
 		e := New()
 		e.SetReadFile(func(string) ([]byte, error) { return []byte(stdin), nil })
 		for i := 0; i < 2; i++ {
-			res, err := e.Run(context.Background(), plan.Command{Argv: argv, Stdin: stdin})
+			res, err := e.Run(context.Background(), execrun.Command{Argv: argv, Stdin: stdin})
 			if err == nil && res.ExitCode < 0 {
 				t.Fatalf("%q: negative exit %d without an error", line, res.ExitCode)
 			}
 		}
 		e.Snapshot()
-		e.Run(context.Background(), plan.Command{Argv: []string{"dnctl", "list"}})
+		e.Run(context.Background(), execrun.Command{Argv: []string{"dnctl", "list"}})
 	})
 }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 )
 
 // These tests pin the emulator's output to the reference's samples, byte
@@ -32,7 +32,7 @@ type out struct {
 
 func run(t *testing.T, e *Emulator, stdin string, argv ...string) out {
 	t.Helper()
-	res, err := e.Run(context.Background(), plan.Command{Argv: argv, Stdin: stdin})
+	res, err := e.Run(context.Background(), execrun.Command{Argv: argv, Stdin: stdin})
 	if err != nil {
 		t.Fatalf("%v: %v", argv, err)
 	}

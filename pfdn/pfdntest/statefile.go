@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/macake/macake/plan"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/state"
 )
 
@@ -139,7 +139,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(s
 	if geteuid() != 0 {
 		e.m.Unprivileged = true
 	}
-	res, hang, runErr := e.runLocked(plan.Command{Argv: args}, os.Getpid(), readStdin, tty)
+	res, hang, runErr := e.runLocked(execrun.Command{Argv: args}, os.Getpid(), readStdin, tty)
 	e.m.Unprivileged = unprivileged
 	if read && len(e.calls) > 0 {
 		e.calls[len(e.calls)-1].Stdin = string(in)
@@ -172,8 +172,8 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(s
 
 // RunFile is a helper for tests that drive a state file directly: it runs one
 // command like the binaries would, under the lock.
-func RunFile(ctx context.Context, path string, cmd plan.Command) (plan.Result, error) {
-	var res plan.Result
+func RunFile(ctx context.Context, path string, cmd execrun.Command) (execrun.Result, error) {
+	var res execrun.Result
 	var runErr error
 	err := UpdateFile(path, func(e *Emulator) error {
 		var hang bool

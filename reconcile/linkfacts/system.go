@@ -9,7 +9,6 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 )
 
 // SystemOptions configures the OS detector.
@@ -20,7 +19,7 @@ type SystemOptions struct {
 	// is the gateway MAC.
 	SSID bool
 	// Runner runs those tools (default: execrun with a 3 s timeout).
-	Runner plan.Runner
+	Runner execrun.Runner
 	// ResolveGatewayMAC sends one UDP datagram to the gateway's discard
 	// port when its MAC is not in the neighbour table yet, so the kernel
 	// resolves it, and reads the table again.
@@ -33,7 +32,7 @@ type SystemOptions struct {
 
 func (o *SystemOptions) defaults() {
 	if o.Runner == nil {
-		o.Runner = execrun.Runner{Timeout: 3 * time.Second}
+		o.Runner = execrun.Exec{Timeout: 3 * time.Second}
 	}
 	if o.Do == nil {
 		o.Do = func(fn func() error) error { return fn() }
@@ -83,8 +82,8 @@ func withSSIDs(f config.Facts, ssids map[string]string) config.Facts {
 
 // output runs argv and returns stdout, or "" on any failure: every SSID
 // source is best effort.
-func output(ctx context.Context, r plan.Runner, argv ...string) string {
-	res, err := r.Run(ctx, plan.Command{Argv: argv})
+func output(ctx context.Context, r execrun.Runner, argv ...string) string {
+	res, err := r.Run(ctx, execrun.Command{Argv: argv})
 	if err != nil || res.ExitCode != 0 {
 		return ""
 	}
