@@ -10,8 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn"
 )
 
 // nlcAnchor is the top-level anchor of Network Link Conditioner; the kernel

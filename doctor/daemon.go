@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // HolderWatch is what `macake watch` writes beside its pid in the state

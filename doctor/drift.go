@@ -9,10 +9,10 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/tc"
 )
 
 // driftFacts is the plan a one-shot apply would make now: what differs

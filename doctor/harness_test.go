@@ -14,14 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
 

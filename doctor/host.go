@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/reconcile"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/net/icmp"
 
-	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/sense/probe"
 )
 
 // SocketOpener is the real ICMPOpener: it opens a socket with x/net/icmp,

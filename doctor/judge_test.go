@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
-	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile/statusapi"
-	"github.com/macake/macake/tc"
+	"github.com/macake/macake/sense/ifstat"
 )
 
 // expect checks a result's status and that its message, fix and details

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // TestLockProbe finds watch through the real state lock: nobody, a

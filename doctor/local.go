@@ -11,13 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/reconcile/linkfacts"
-	"github.com/macake/macake/reconcile/statusapi"
-	"github.com/macake/macake/tc"
+	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // DefaultCounterWait is how long doctor waits between two readings of the

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/sense/ifstat"
 )
 
 func checkLinks(ctx context.Context, in *Inspection) Result {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
 )

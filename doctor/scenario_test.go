@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/state"
 )
 

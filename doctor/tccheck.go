@@ -5,7 +5,7 @@ package doctor
 import (
 	"context"
 
-	"github.com/macake/macake/tc"
+	"github.com/macake/macake/backend/tc"
 )
 
 // tcFacts is whether tc and ip run, and what the kernel supports.

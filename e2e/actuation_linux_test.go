@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/tc"
 )
 
 // BenchmarkSetRateKernel measures the controller's actuation on a real

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/internal/netns"
-	"github.com/macake/macake/tc"
 )
 
 // faultLab is a client namespace whose wan0 is a veth to a peer, with

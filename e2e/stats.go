@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/sense/probe"
 )
 
 // Latency summarises one window of probe round-trip times.

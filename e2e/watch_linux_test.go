@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/tc"
+	"github.com/macake/macake/backend/tc"
 )
 
 // eventually polls cond every 100 ms until it holds or within passes,

@@ -15,12 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/tc"
 )
 
 // Backend turns a backend-neutral desired state into the system's own

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
-	"github.com/macake/macake/tc"
 )
 
 // executingRecorded is recordedRunner that also accepts every command
@@ -43,7 +43,7 @@ func (r *executingRecorded) Run(ctx context.Context, cmd execrun.Command) (execr
 func TestTCRestoresReplacedRootFromStateFile(t *testing.T) {
 	ctx := context.Background()
 	var desired shape.State
-	js, err := os.ReadFile("../tc/testdata/diff/htb-root-replaced/desired.json")
+	js, err := os.ReadFile("../backend/tc/testdata/diff/htb-root-replaced/desired.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestTCRestoresReplacedRootFromStateFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		tokens := &StateTokens{Dir: dir, State: st}
-		run := &executingRecorded{recordedRunner: readRecorded(t, "../tc/testdata/diff/htb-root-replaced/live.txtar")}
+		run := &executingRecorded{recordedRunner: readRecorded(t, "../backend/tc/testdata/diff/htb-root-replaced/live.txtar")}
 		b, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf(), Runner: run, Tokens: tokens})
 		if err != nil {
 			t.Fatal(err)

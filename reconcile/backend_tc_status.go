@@ -6,8 +6,8 @@ import (
 	"context"
 	"sort"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/tc"
 )
 
 // tcShaperName names a link's shaper of one direction for status: the

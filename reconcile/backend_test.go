@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/tc"
 )
 
 func envOf(kv ...string) func(string) string {
@@ -124,7 +124,7 @@ func (r recordedRunner) Run(_ context.Context, cmd execrun.Command) (execrun.Res
 }
 
 func TestOpenBackendTC(t *testing.T) {
-	run := readRecorded(t, "../tc/testdata/diff/htb-converged/live.txtar")
+	run := readRecorded(t, "../backend/tc/testdata/diff/htb-converged/live.txtar")
 	b, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf(), Runner: run})
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"

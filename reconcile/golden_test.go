@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/macake/macake/pfdn"
-	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 )
 

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/tc"
 )
 
 // TestDesiredCountsOverheadOnce: a policy's overhead and mpu are counted

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/state"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // TestDebounce: a burst becomes one signal, quiet after its last event,

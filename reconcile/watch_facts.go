@@ -5,7 +5,7 @@ package reconcile
 import (
 	"context"
 
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // FactsEvent is one state of the network as a FactsWatcher saw it: the

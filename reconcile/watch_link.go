@@ -16,9 +16,9 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )

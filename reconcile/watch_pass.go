@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"

@@ -5,7 +5,7 @@ package reconcile
 import (
 	"context"
 
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // LinkFacts is the FactsWatcher of the sensing code: linkfacts.Watch on a

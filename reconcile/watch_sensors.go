@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/ifstat"
-	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/probe"
 )
 
 // Sensors measure one active link for its controller: delays to the
@@ -69,8 +69,8 @@ func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 	return controller.LoadSample{At: ls.At, RxBytes: k.RxBytes, TxBytes: k.TxBytes, RxPackets: k.RxPackets, TxPackets: k.TxPackets}, true
 }
 
-// SystemSensors are the real sensors: ICMP probes (controller/probe) and
-// the interface byte counters (controller/ifstat).
+// SystemSensors are the real sensors: ICMP probes (sense/probe) and
+// the interface byte counters (sense/ifstat).
 type SystemSensors struct {
 	// Timeout is how long a probe waits for its reply; 0 is
 	// probe.DefaultTimeout.

@@ -10,8 +10,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )

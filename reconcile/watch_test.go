@@ -18,13 +18,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/ifstat"
-	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
-	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )

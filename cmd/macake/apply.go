@@ -11,15 +11,15 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
-	"github.com/macake/macake/tc"
 )
 
 var applyCmd = &command{

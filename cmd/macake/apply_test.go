@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
 

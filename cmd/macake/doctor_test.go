@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/ifstat"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/ifstat"
 )
 
 // doctorPolicy probes documentation addresses: the fake pinger answers for

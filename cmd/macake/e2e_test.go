@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // buildMacake builds the macake binary into dir.

@@ -11,16 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/netns"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // TestNetnsEveryCommandMatchesOnTheGatewayMAC: with real detection (no
 // MACAKE_LINK_FACTS), a policy keyed on the gateway's MAC matches in
 // links, status and apply alike, as it does in watch: they all read the
-// network through reconcile/linkfacts. (apply and links once read only
+// network through sense/linkfacts. (apply and links once read only
 // which interfaces were up, so such a policy matched in watch and nowhere
 // else.)
 func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 var linksCmd = &command{

@@ -18,11 +18,11 @@ import (
 	"slices"
 	"time"
 
-	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/state"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/statusapi"
 	"github.com/macake/macake/state"
 )
 

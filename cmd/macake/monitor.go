@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/ifstat"
-	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/probe"
 )
 
 var monitorCmd = &command{

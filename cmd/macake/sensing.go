@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/reconcile/linkfacts"
+	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/state"
 )
 

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/ifstat"
-	"github.com/macake/macake/controller/probe"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/probe"
 )
 
 func TestSensingCommandsRejectBadFlags(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )

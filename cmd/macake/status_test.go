@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/statusapi"
 )
 
 // TestStatusWithoutDaemon: with no daemon, status says so and shows the

@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/reconcile/linkfacts"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
 

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/pfdn/pfdntest"
-	"github.com/macake/macake/reconcile/linkfacts"
-	"github.com/macake/macake/reconcile/statusapi"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
 

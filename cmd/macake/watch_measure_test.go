@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/probe"
+	"github.com/macake/macake/sense/probe"
 )
 
 // TestWatchCost measures what docs/MEASUREMENTS.md reports for watch (it

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )

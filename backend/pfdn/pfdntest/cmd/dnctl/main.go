@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 )
 
 func main() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/shape"
 )
 

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn"
-	"github.com/macake/macake/pfdn/pfdntest"
 )
 
 const altq = "No ALTQ support in kernel\nALTQ related functions disabled\n"

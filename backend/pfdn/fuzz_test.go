@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/backend/pfdn"
 )
 
 // The parsers read whatever pfctl and dnctl print, including garbage from

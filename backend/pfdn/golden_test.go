@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/pfdn"
-	"github.com/macake/macake/pfdn/pfdntest"
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/shape"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/pfdn"
-	"github.com/macake/macake/pfdn/pfdntest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )

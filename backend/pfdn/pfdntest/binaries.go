@@ -28,8 +28,8 @@ func BuildBinaries(tb testing.TB, dir string) Binaries {
 	tb.Helper()
 	// go test puts the go tool's directory first on PATH.
 	cmd := execrun.Command{Argv: []string{"go", "build", "-o", dir,
-		"github.com/macake/macake/pfdn/pfdntest/cmd/pfctl",
-		"github.com/macake/macake/pfdn/pfdntest/cmd/dnctl"}}
+		"github.com/macake/macake/backend/pfdn/pfdntest/cmd/pfctl",
+		"github.com/macake/macake/backend/pfdn/pfdntest/cmd/dnctl"}}
 	res, err := execrun.Exec{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
 	if _, err = execrun.Check(cmd, res, err); err != nil {
 		tb.Fatalf("building the emulator binaries: %v\n%s", err, res.Stderr)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/macake/macake/pfdn"
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/shape"
 )
 
