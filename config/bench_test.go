@@ -31,16 +31,3 @@ func BenchmarkLoad(b *testing.B) {
 		}
 	}
 }
-
-// BenchmarkMatch measures choosing among the example policies.
-func BenchmarkMatch(b *testing.B) {
-	links, _, err := Load("../examples/links.d", LoadOptions{SkipOwnershipCheck: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	facts := Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true}}}
-	b.ReportAllocs()
-	for b.Loop() {
-		Match(links, facts)
-	}
-}

@@ -162,10 +162,10 @@ func (in *Inspection) state() stateFacts {
 // linkFacts is the network the machine is on and the policies that match
 // it.
 type linkFacts struct {
-	facts      config.Facts
+	facts      linkfacts.Facts
 	err        error
-	selection  config.Selection
-	def        config.InterfaceFacts
+	selection  reconcile.Selection
+	def        linkfacts.InterfaceFacts
 	hasDefault bool
 }
 
@@ -180,7 +180,7 @@ func (in *Inspection) facts(ctx context.Context) linkFacts {
 		if f.err != nil {
 			return f
 		}
-		f.selection = config.Match(in.config().policies.Links, f.facts)
+		f.selection = reconcile.Match(in.config().policies.Links, f.facts)
 		f.def, f.hasDefault = linkfacts.DefaultInterface(f.facts)
 		return f
 	})

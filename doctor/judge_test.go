@@ -23,7 +23,9 @@ import (
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // expect checks a result's status and that its message, fix and details
@@ -384,15 +386,15 @@ func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 func TestJudgeLinks(t *testing.T) {
 	wan := config.Link{Name: "wan", Policy: config.Policy{Match: config.MatchKeys{Interface: "en0"}}}
-	def := config.InterfaceFacts{Name: "en0", Up: true, GatewayIP: mustAddr("192.168.1.1"), Default: true}
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Active: []config.Link{wan}}}, 1), OK,
+	def := linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: mustAddr("192.168.1.1"), Default: true}
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: reconcile.Selection{Active: []config.Link{wan}}}, 1), OK,
 		"default route via en0 (gateway 192.168.1.1); active: wan on en0")
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: config.Selection{Verdicts: []config.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: reconcile.Selection{Verdicts: []reconcile.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
 		"no policy matches this network", "lte (en5): interface en5 is down")
 	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), Info, "no policy files")
 	// The example's eth0 copied to a machine whose port has another name.
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, facts: config.Facts{Interfaces: []config.InterfaceFacts{def}},
-		selection: config.Selection{Verdicts: []config.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), Warning,
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, facts: linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{def}},
+		selection: reconcile.Selection{Verdicts: []reconcile.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), Warning,
 		"router names eth9, which this machine does not have")
 	expect(t, judgeLinks(linkFacts{}, 1), Warning, "no default route: not connected")
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/tc"
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
@@ -88,6 +87,6 @@ func readPingGroupRange() (string, error) {
 // failingFacts is a link-facts source that could not be opened.
 type failingFacts struct{ err error }
 
-func (f failingFacts) Facts(context.Context) (config.Facts, error) {
-	return config.Facts{}, fmt.Errorf("opening the link-facts source: %w", f.err)
+func (f failingFacts) Facts(context.Context) (linkfacts.Facts, error) {
+	return linkfacts.Facts{}, fmt.Errorf("opening the link-facts source: %w", f.err)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 )
 
@@ -86,7 +87,7 @@ func judgeLinks(f linkFacts, policies int) Result {
 }
 
 // probedLinks are the active links whose controller probes reflectors.
-func probedLinks(sel config.Selection) []config.Link {
+func probedLinks(sel reconcile.Selection) []config.Link {
 	var out []config.Link
 	for _, l := range sel.Active {
 		if l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced {

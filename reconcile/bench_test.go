@@ -14,15 +14,16 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
 
 // fiftyLinks returns 50 autorate policies on en0…en49 and facts with all
 // of them up, each on its own gateway.
-func fiftyLinks(b *testing.B, download string) ([]config.Link, config.Facts) {
+func fiftyLinks(b *testing.B, download string) ([]config.Link, linkfacts.Facts) {
 	b.Helper()
 	var links []config.Link
-	var facts config.Facts
+	var facts linkfacts.Facts
 	for i := range 50 {
 		mac := net.HardwareAddr{0x02, 0, 0, 0, 0, byte(i)}
 		text := fmt.Sprintf(`[match]
@@ -39,7 +40,7 @@ reflectors = ["1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4", "9.9.9.9", "2606:4700:
 			b.Fatal(err)
 		}
 		links = append(links, l)
-		facts.Interfaces = append(facts.Interfaces, config.InterfaceFacts{Name: fmt.Sprintf("en%d", i), Up: true, GatewayMAC: config.HardwareAddr(mac)})
+		facts.Interfaces = append(facts.Interfaces, linkfacts.InterfaceFacts{Name: fmt.Sprintf("en%d", i), Up: true, GatewayMAC: config.HardwareAddr(mac)})
 	}
 	return links, facts
 }

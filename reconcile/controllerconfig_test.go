@@ -11,6 +11,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
 
@@ -172,7 +173,7 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	if err != nil || c.Download.Base != 38_000_000 || c.Download.Max != 200_000_000 {
 		t.Errorf("max = \"auto\" after 200 then 40 Mbit/s: base %d max %d, err %v; want base 38 Mbit/s (95 %% of the latest), max 200 Mbit/s (the highest)", c.Download.Base, c.Download.Max, err)
 	}
-	d, err := Desired([]config.Link{parsePolicy(t, "sat", autoMax)}, config.Facts{Interfaces: []config.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st})
+	d, err := Desired([]config.Link{parsePolicy(t, "sat", autoMax)}, linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st})
 	if err != nil || len(d.Active) != 1 || d.Active[0].Download.Max != 200_000_000 || d.Active[0].Download.Base != 38_000_000 {
 		t.Errorf("Desired with max = \"auto\": %+v, err %v", d.Active, err)
 	}

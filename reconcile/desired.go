@@ -14,6 +14,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -115,12 +116,12 @@ type DirectionRate struct {
 	Min, Base, Max int64
 }
 
-// ActiveLink is one policy chosen for its interface by config.Match.
+// ActiveLink is one policy chosen for its interface by Match.
 type ActiveLink struct {
 	// Policy is the matched policy.
 	Policy config.Link
 	// Facts are its interface's facts.
-	Facts config.InterfaceFacts
+	Facts linkfacts.InterfaceFacts
 	// ProfileKey is the state-file profile of this network
 	// (state.ProfileKey of the link and the gateway's MAC).
 	ProfileKey string
@@ -144,8 +145,8 @@ type Desire struct {
 	// State is the backend-neutral desired state: one shape.Link per
 	// shaped active link, sorted by name.
 	State shape.State
-	// Selection is config.Match's verdict on every policy.
-	Selection config.Selection
+	// Selection is Match's verdict on every policy.
+	Selection Selection
 	// Active lists every active link (shaped or not), sorted by name.
 	Active []ActiveLink
 	// Slots is the slot allocation to save in the state file before
@@ -200,7 +201,7 @@ func (e *LinkError) Unwrap() error { return e.Err }
 // Desired works out what should be shaped right now. It is pure: it reads
 // only its arguments and changes none of them.
 //
-// Matching is config.Match's. For each active link and direction the rate
+// Matching is Match's. For each active link and direction the rate
 // is the controller's current rate when in.Rates has one (so a drift check
 // never fights the controller), else the profile's last known-good rate
 // (autorate and balanced only; clamped to the policy's bounds), else the
@@ -220,7 +221,7 @@ func (e *LinkError) Unwrap() error { return e.Err }
 // callers refuse to apply on any error; watch keeps the failed link's
 // previous desired state so that a problem never tears working shaping
 // down.
-func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error) {
+func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, error) {
 	st := in.State
 	if st == nil {
 		st = &state.State{}
@@ -241,7 +242,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 		maxSlots = 1 << 20
 	}
 
-	sel := config.Match(links, facts)
+	sel := Match(links, facts)
 	adoptLiveSlots(&slots, sel.Active, in, maxSlots)
 	d := Desire{Selection: sel, State: shape.State{Links: []shape.Link{}}}
 	var errs []error
@@ -321,7 +322,7 @@ func Desired(links []config.Link, facts config.Facts, in Inputs) (Desire, error)
 // installs nothing now, with the reason a plan shows for removing what it
 // left live. Links that failed (broken) are left out: watch keeps their
 // previous shaping, and one-shot apply refuses to run.
-func unshapedLinks(links []config.Link, sel config.Selection, held map[string]int, s shape.State, broken map[string]bool) []shape.Unshaped {
+func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool) []shape.Unshaped {
 	var out []shape.Unshaped
 	for _, name := range slices.Sorted(maps.Keys(held)) {
 		if _, shaped := s.Link(name); shaped || broken[name] {
@@ -341,7 +342,7 @@ func unshapedLinks(links []config.Link, sel config.Selection, held map[string]in
 }
 
 // unshapedReason says why a link still in the config installs nothing.
-func unshapedReason(l config.Link, v config.Verdict) string {
+func unshapedReason(l config.Link, v Verdict) string {
 	iface := l.Match.Interface
 	switch {
 	case v.Active && l.Shaper.Mode == config.ModeOff:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -32,10 +33,10 @@ func simple(t *testing.T, name, iface, extra string) config.Link {
 	return policy(t, name, "[match]\ninterface = \""+iface+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"+extra)
 }
 
-func up(names ...string) config.Facts {
-	var f config.Facts
+func up(names ...string) linkfacts.Facts {
+	var f linkfacts.Facts
 	for _, n := range names {
-		f.Interfaces = append(f.Interfaces, config.InterfaceFacts{Name: n, Up: true})
+		f.Interfaces = append(f.Interfaces, linkfacts.InterfaceFacts{Name: n, Up: true})
 	}
 	return f
 }
@@ -116,7 +117,7 @@ func TestDesiredRunsOutOfSlots(t *testing.T) {
 // known-good rate (adaptive modes only, within bounds), then the policy.
 func TestDesiredRateSources(t *testing.T) {
 	mac := config.HardwareAddr{0x74, 0x24, 0x9f, 0, 0, 1}
-	facts := config.Facts{Interfaces: []config.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac}}}
+	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac}}}
 	key := state.ProfileKey("wan", mac.String())
 	good := &state.State{Profiles: map[string]state.Profile{key: {GoodDownload: 80_000_000, GoodUpload: 500_000_000}}}
 	auto := policy(t, "wan", `[match]
@@ -346,8 +347,8 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 	}
 	facts := up("en0", "en3", "en4", "en5", "en6")
 	facts.Interfaces = append(facts.Interfaces,
-		config.InterfaceFacts{Name: "en1"},
-		config.InterfaceFacts{Name: "en2", Up: true, GatewayMAC: mac("a4:91:b1:00:00:02")})
+		linkfacts.InterfaceFacts{Name: "en1"},
+		linkfacts.InterfaceFacts{Name: "en2", Up: true, GatewayMAC: mac("a4:91:b1:00:00:02")})
 	st := &state.State{Slots: map[string]int{
 		"shaped": 0, "down": 1, "absent": 2, "elsewhere": 3, "off": 4, "idle": 5, "winner": 6, "loser": 7, "deleted": 8,
 	}}

@@ -8,7 +8,7 @@
 // and `macake watch` runs it on every trigger:
 //
 //	LoadPolicies  policy files and daemon settings  → Policies
-//	Source.Facts  which interfaces are up, gateways → config.Facts
+//	Source.Facts  which interfaces are up, gateways → linkfacts.Facts
 //	Desired       policies + facts + state file (+ controller rates) → Desire (pure)
 //	Backend.Plan  desired vs. live (observes, never changes) → plan.Plan
 //	Apply         executes the plan's ops in order, stopping at the first failure

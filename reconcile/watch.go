@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -95,7 +96,7 @@ type Daemon struct {
 	lastGoodCopies *lastGoodStore
 	inForce        map[string][]*config.Problem
 	warnings       string
-	facts          config.Facts
+	facts          linkfacts.Facts
 	haveFacts      bool
 	factsErr       string
 	mtu            map[string]int
@@ -109,7 +110,7 @@ type Daemon struct {
 	desire         Desire
 	linkErrs       map[string]string
 	activeIfaces   map[string]string // interface → active link
-	matchedFacts   config.Facts      // the facts the last reconcile matched
+	matchedFacts   linkfacts.Facts   // the facts the last reconcile matched
 	matchedOnce    bool
 	hookErr        string
 	rebaseline     bool

@@ -15,7 +15,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
@@ -148,10 +147,10 @@ func drain(ch <-chan struct{}) {
 // scriptedFacts returns the facts (or errors) of a script, one per call.
 type scriptedFacts struct {
 	mu    sync.Mutex
-	steps []func() (config.Facts, error)
+	steps []func() (linkfacts.Facts, error)
 }
 
-func (s *scriptedFacts) Facts(context.Context) (config.Facts, error) {
+func (s *scriptedFacts) Facts(context.Context) (linkfacts.Facts, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	step := s.steps[0]
@@ -168,12 +167,12 @@ func (s *scriptedFacts) Facts(context.Context) (config.Facts, error) {
 func TestLinkFactsWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		home, hotel := factsOn("en0", homeMAC), factsOn("en0", hotelMAC)
-		ok := func(f config.Facts) func() (config.Facts, error) {
-			return func() (config.Facts, error) { return f, nil }
+		ok := func(f linkfacts.Facts) func() (linkfacts.Facts, error) {
+			return func() (linkfacts.Facts, error) { return f, nil }
 		}
-		src := &scriptedFacts{steps: []func() (config.Facts, error){
+		src := &scriptedFacts{steps: []func() (linkfacts.Facts, error){
 			ok(home), ok(home), ok(hotel), ok(hotel),
-			func() (config.Facts, error) { return config.Facts{}, errors.New("facts file is gone") },
+			func() (linkfacts.Facts, error) { return linkfacts.Facts{}, errors.New("facts file is gone") },
 			ok(hotel),
 		}}
 		ch := LinkFacts{Source: src, Config: linkfacts.WatchConfig{Poll: time.Second}}.Watch(t.Context())

@@ -319,7 +319,7 @@ func unjoinErrors(err error) []error {
 
 // noteLinkChanges logs every interface whose active link changed since the
 // last reconcile, with what changed in its facts.
-func (d *Daemon) noteLinkChanges(ctx context.Context, sel config.Selection) {
+func (d *Daemon) noteLinkChanges(ctx context.Context, sel Selection) {
 	now := map[string]string{}
 	for _, l := range sel.Active {
 		now[l.Match.Interface] = l.Name

@@ -8,10 +8,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/logging"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -54,7 +54,7 @@ func (d *Daemon) publish() {
 		st.DriftRepairs[k] = v
 	}
 	if st.Interfaces == nil {
-		st.Interfaces = []config.InterfaceFacts{}
+		st.Interfaces = []linkfacts.InterfaceFacts{}
 	}
 	links := d.links()
 	for i, l := range links {

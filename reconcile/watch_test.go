@@ -24,6 +24,7 @@ import (
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -219,8 +220,8 @@ func (s slowRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Resul
 	return s.emu.Run(ctx, cmd)
 }
 
-func factsOn(iface, mac string) config.Facts {
-	f := config.InterfaceFacts{Name: iface, Up: true, GatewayIP: netip.MustParseAddr("192.168.1.1"), Default: true}
+func factsOn(iface, mac string) linkfacts.Facts {
+	f := linkfacts.InterfaceFacts{Name: iface, Up: true, GatewayIP: netip.MustParseAddr("192.168.1.1"), Default: true}
 	if mac != "" {
 		var hw config.HardwareAddr
 		if err := hw.UnmarshalText([]byte(mac)); err != nil {
@@ -228,12 +229,12 @@ func factsOn(iface, mac string) config.Facts {
 		}
 		f.GatewayMAC = hw
 	}
-	return config.Facts{Interfaces: []config.InterfaceFacts{f}}
+	return linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{f}}
 }
 
 // newRig writes the policies and the state file, then starts the daemon
 // with facts as the network. It must run inside a synctest bubble.
-func newRig(t *testing.T, policies map[string]string, st *state.State, facts config.Facts) *rig {
+func newRig(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts) *rig {
 	t.Helper()
 	r := &rig{
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
@@ -261,7 +262,7 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts con
 // start starts a daemon on the rig's emulated Mac, directories and state
 // file, with facts as the network: at first, and again after stop (a
 // restart of macake watch).
-func (r *rig) start(facts config.Facts) {
+func (r *rig) start(facts linkfacts.Facts) {
 	t := r.t
 	t.Helper()
 	loaded, err := state.Load(r.stateDir)

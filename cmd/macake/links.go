@@ -38,13 +38,13 @@ func init() { linksCmd.run = runLinks }
 const linksFormatVersion = "1.0"
 
 type linksReport struct {
-	FormatVersion string                  `json:"format_version"`
-	ConfigDir     string                  `json:"config_dir"`
-	FactsSource   string                  `json:"facts_source"`
-	Interfaces    []config.InterfaceFacts `json:"interfaces"`
-	Policies      []linksPolicy           `json:"policies"`
-	Active        []linksActive           `json:"active"`
-	Errors        []*config.Problem       `json:"errors"`
+	FormatVersion string                     `json:"format_version"`
+	ConfigDir     string                     `json:"config_dir"`
+	FactsSource   string                     `json:"facts_source"`
+	Interfaces    []linkfacts.InterfaceFacts `json:"interfaces"`
+	Policies      []linksPolicy              `json:"policies"`
+	Active        []linksActive              `json:"active"`
+	Errors        []*config.Problem          `json:"errors"`
 }
 
 type linksPolicy struct {
@@ -100,7 +100,7 @@ func runLinks(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake links: %v\n", ferr)
 		return exitFailure
 	}
-	sel := config.Match(pol.Links, facts)
+	sel := reconcile.Match(pol.Links, facts)
 
 	rep := linksReport{
 		FormatVersion: linksFormatVersion, ConfigDir: e.configDir, FactsSource: source,
@@ -147,12 +147,12 @@ func runLinks(e *env, args []string) int {
 
 // relevantInterfaces keeps the interfaces a policy names or that have a
 // gateway: a Mac lists many (awdl0, utun3, bridge0) nobody shapes.
-func relevantInterfaces(f config.Facts, links []config.Link) []config.InterfaceFacts {
+func relevantInterfaces(f linkfacts.Facts, links []config.Link) []linkfacts.InterfaceFacts {
 	named := map[string]bool{}
 	for _, l := range links {
 		named[l.Match.Interface] = true
 	}
-	out := []config.InterfaceFacts{}
+	out := []linkfacts.InterfaceFacts{}
 	for _, i := range f.Interfaces {
 		if named[i.Name] || i.GatewayIP.IsValid() || i.Default {
 			out = append(out, i)

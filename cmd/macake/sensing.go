@@ -20,6 +20,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/state"
@@ -55,7 +56,7 @@ type sensingTarget struct {
 	// Interface carries the traffic (the link's, else the default route's).
 	Interface string
 	// Facts are the interface's facts (gateway IP and MAC, when known).
-	Facts config.InterfaceFacts
+	Facts linkfacts.InterfaceFacts
 	// Reflectors are the ICMP targets; ProbeInterval the per-reflector
 	// interval.
 	Reflectors    []netip.Addr
@@ -119,7 +120,7 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTar
 		t.Note = note
 		link = &l
 	} else if haveDefault {
-		for _, l := range config.Match(links, facts).Active {
+		for _, l := range reconcile.Match(links, facts).Active {
 			if l.Match.Interface == def.Name {
 				link = &l
 				break
@@ -160,7 +161,7 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTar
 // the current network (else the profile's key, l plus this gateway's MAC,
 // is one macake watch never looks up for l). A policy that matches but is
 // outranked on its interface is measured, with a note.
-func namedLinkHere(l config.Link, links []config.Link, facts config.Facts) (note string, err error) {
+func namedLinkHere(l config.Link, links []config.Link, facts linkfacts.Facts) (note string, err error) {
 	iface := l.Match.Interface
 	if _, ok := facts.Interface(iface); !ok {
 		return "", fmt.Errorf("its interface %s does not exist on this machine now (%s); measure while connected through it", iface, describeInterfaces(facts))
@@ -172,7 +173,7 @@ func namedLinkHere(l config.Link, links []config.Link, facts config.Facts) (note
 	if def.Name != iface {
 		return "", fmt.Errorf("its interface %s does not carry the default route (%s does), so the speed test's traffic would not cross it; measure while %s is the primary connection", iface, def.Name, iface)
 	}
-	for _, v := range config.Match(links, facts).Verdicts {
+	for _, v := range reconcile.Match(links, facts).Verdicts {
 		if v.Name != l.Name {
 			continue
 		}
@@ -187,7 +188,7 @@ func namedLinkHere(l config.Link, links []config.Link, facts config.Facts) (note
 }
 
 // describeInterfaces lists the interfaces the facts know, for an error.
-func describeInterfaces(f config.Facts) string {
+func describeInterfaces(f linkfacts.Facts) string {
 	if len(f.Interfaces) == 0 {
 		return "no interfaces known"
 	}

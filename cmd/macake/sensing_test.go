@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
 )
 
@@ -216,7 +217,7 @@ func sampleResult() (sensingTarget, loadTest, loadTestResult) {
 	res.Download.BitsPerSecond, res.Download.Streams, res.Download.Bytes = 47_812_000, 8, 59_765_000
 	res.Upload.BitsPerSecond, res.Upload.Streams, res.Upload.Bytes = 9_563_000, 8, 11_953_000
 	mac, _ := net.ParseMAC("74:24:9f:00:00:01")
-	t := sensingTarget{Link: "home", Interface: "en0", Facts: config.InterfaceFacts{Name: "en0", Up: true, GatewayIP: gw, GatewayMAC: config.HardwareAddr(mac)}}
+	t := sensingTarget{Link: "home", Interface: "en0", Facts: linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: gw, GatewayMAC: config.HardwareAddr(mac)}}
 	lt := loadTest{Targets: []netip.Addr{r1, r2}, Gateway: gw}
 	return t, lt, res
 }

@@ -191,7 +191,7 @@ func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, 
 	st := statusapi.Status{
 		FormatVersion: statusapi.FormatVersion,
 		Daemon:        statusapi.Daemon{Socket: socket, Note: note, ConfigDir: e.configDir, StateDir: stateDir},
-		Interfaces:    []config.InterfaceFacts{}, Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
+		Interfaces:    []linkfacts.InterfaceFacts{}, Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
 		ConfigErrors: []statusapi.ConfigError{}, Problems: []string{},
 	}
 	if name, err := reconcile.ChooseBackend(runtime.GOOS, e.getenv); err == nil {

@@ -17,7 +17,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/macake/macake/config"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // FormatVersion is the version of the Status document and of the request.
@@ -35,7 +35,7 @@ type Status struct {
 	// Backend names the shaping backend and what it owns.
 	Backend Backend `json:"backend"`
 	// Interfaces are the network's facts as matching saw them.
-	Interfaces []config.InterfaceFacts `json:"interfaces"`
+	Interfaces []linkfacts.InterfaceFacts `json:"interfaces"`
 	// Policies are every policy in force (the last good version of a
 	// broken file) with matching's verdict.
 	Policies []Policy `json:"policies"`

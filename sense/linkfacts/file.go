@@ -13,11 +13,9 @@ import (
 	"path/filepath"
 
 	"github.com/fsnotify/fsnotify"
-
-	"github.com/macake/macake/config"
 )
 
-// FileSource reads the facts from a JSON file in the config.Facts shape
+// FileSource reads the facts from a JSON file in the Facts shape
 // (the MACAKE_LINK_FACTS file), for tests, demos and the emulator:
 //
 //	{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1",
@@ -31,42 +29,42 @@ type FileSource struct {
 }
 
 // Facts reads and validates the file.
-func (f *FileSource) Facts(ctx context.Context) (config.Facts, error) {
+func (f *FileSource) Facts(ctx context.Context) (Facts, error) {
 	b, err := os.ReadFile(f.Path)
 	if err != nil {
-		return config.Facts{}, fmt.Errorf("%s=%s: %w", EnvFile, f.Path, err)
+		return Facts{}, fmt.Errorf("%s=%s: %w", EnvFile, f.Path, err)
 	}
 	facts, err := ParseFacts(b)
 	if err != nil {
-		return config.Facts{}, fmt.Errorf("%s=%s: %w", EnvFile, f.Path, err)
+		return Facts{}, fmt.Errorf("%s=%s: %w", EnvFile, f.Path, err)
 	}
 	return facts, nil
 }
 
 // ParseFacts decodes and validates facts JSON.
-func ParseFacts(b []byte) (config.Facts, error) {
+func ParseFacts(b []byte) (Facts, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var facts config.Facts
+	var facts Facts
 	if err := dec.Decode(&facts); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			line, col := position(b, se.Offset-1) // Offset is just past the bad byte
-			return config.Facts{}, fmt.Errorf("%d:%d: %v", line, col, err)
+			return Facts{}, fmt.Errorf("%d:%d: %v", line, col, err)
 		}
-		return config.Facts{}, err
+		return Facts{}, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return config.Facts{}, errors.New("unexpected data after the JSON object")
+		return Facts{}, errors.New("unexpected data after the JSON object")
 	}
 	seen := map[string]bool{}
 	haveDefault := false
 	for i, ifi := range facts.Interfaces {
 		if ifi.Name == "" {
-			return config.Facts{}, fmt.Errorf("interfaces[%d]: name is empty", i)
+			return Facts{}, fmt.Errorf("interfaces[%d]: name is empty", i)
 		}
 		if seen[ifi.Name] {
-			return config.Facts{}, fmt.Errorf("interfaces[%d]: interface %q listed twice", i, ifi.Name)
+			return Facts{}, fmt.Errorf("interfaces[%d]: interface %q listed twice", i, ifi.Name)
 		}
 		seen[ifi.Name] = true
 		haveDefault = haveDefault || ifi.Default

@@ -4,15 +4,15 @@
 // that are up, the gateway IP and gateway MAC of each (the MAC is the
 // stable identity of a network; SSIDs are mostly hidden on modern macOS),
 // which interface carries the default route, and the SSID as an optional
-// label where the OS still discloses it. It produces [config.Facts], the
-// input of config.Match.
+// label where the OS still discloses it. It produces [Facts], the
+// input of reconcile.Match.
 //
 // Sources: macOS routing sysctls through golang.org/x/net/route (the route
 // dump for gateways, the RTF_LLINFO dump for MACs, like arp -an) and a
 // PF_ROUTE socket for change events; Linux rtnetlink (link, route and
 // neighbour dumps, and multicast groups for change events). Setting
 // MACAKE_LINK_FACTS=FILE replaces detection with a JSON file in the
-// config.Facts shape; rewriting the file is noticed like a network change.
+// Facts shape; rewriting the file is noticed like a network change.
 //
 // [Watch] turns change events into a level-triggered stream: after any
 // event (debounced) or poll tick it re-reads everything and emits the facts
@@ -39,7 +39,7 @@ const EnvFile = "MACAKE_LINK_FACTS"
 // Source produces the current link facts.
 type Source interface {
 	// Facts reads the facts now. It may be called repeatedly.
-	Facts(ctx context.Context) (config.Facts, error)
+	Facts(ctx context.Context) (Facts, error)
 }
 
 // Notifier is implemented by sources that can tell when their facts may
@@ -73,10 +73,10 @@ func PolicyOptions() SystemOptions {
 
 // Read reads the facts once, from the source FromEnv chooses with
 // PolicyOptions, and closes that source.
-func Read(ctx context.Context, getenv func(string) string) (config.Facts, error) {
+func Read(ctx context.Context, getenv func(string) string) (Facts, error) {
 	src, err := FromEnv(getenv, PolicyOptions())
 	if err != nil {
-		return config.Facts{}, err
+		return Facts{}, err
 	}
 	if c, ok := src.(io.Closer); ok {
 		defer c.Close()
@@ -119,7 +119,7 @@ type osNeighbor struct {
 // best default route (IPv4 preferred) and that gateway's MAC when the
 // neighbour table has it; Default set on the interface of the best
 // unscoped default route.
-func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid map[string]string) config.Facts {
+func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid map[string]string) Facts {
 	is4 := func(r osRoute) bool { return r.Gateway.Is4() || (!r.Gateway.IsValid() && r.IPv4) }
 	better := func(a, b osRoute) bool { // a is a better default than b
 		if is4(a) != is4(b) {
@@ -148,12 +148,12 @@ func assemble(ifaces []osInterface, routes []osRoute, neigh []osNeighbor, ssid m
 			primary = &routes[i]
 		}
 	}
-	var f config.Facts
+	var f Facts
 	for _, ifi := range ifaces {
 		if ifi.Loopback || ifi.Name == "" {
 			continue
 		}
-		fi := config.InterfaceFacts{Name: ifi.Name, Up: ifi.Up, SSID: ssid[ifi.Name]}
+		fi := InterfaceFacts{Name: ifi.Name, Up: ifi.Up, SSID: ssid[ifi.Name]}
 		if r, ok := perIface[ifi.Index]; ok {
 			if r.Gateway.IsValid() {
 				fi.GatewayIP = r.Gateway.WithZone("")
@@ -187,17 +187,17 @@ func allZero(b []byte) bool {
 
 // DefaultInterface returns the facts of the interface carrying the default
 // route.
-func DefaultInterface(f config.Facts) (config.InterfaceFacts, bool) {
+func DefaultInterface(f Facts) (InterfaceFacts, bool) {
 	for _, i := range f.Interfaces {
 		if i.Default {
 			return i, true
 		}
 	}
-	return config.InterfaceFacts{}, false
+	return InterfaceFacts{}, false
 }
 
 // Equal reports whether two sets of facts describe the same network state.
-func Equal(a, b config.Facts) bool {
+func Equal(a, b Facts) bool {
 	if len(a.Interfaces) != len(b.Interfaces) {
 		return false
 	}
@@ -212,7 +212,7 @@ func Equal(a, b config.Facts) bool {
 
 // Describe renders facts on one line for logs, e.g.
 // "en0 up gw 192.168.1.1 (74:24:9f:00:00:01) default; en1 down".
-func Describe(f config.Facts) string {
+func Describe(f Facts) string {
 	var parts []string
 	for _, i := range f.Interfaces {
 		var b strings.Builder

@@ -291,13 +291,13 @@ func TestFromEnvPrefersTheFile(t *testing.T) {
 // fakeSource is a Source and Notifier under the test's control.
 type fakeSource struct {
 	mu     sync.Mutex
-	facts  config.Facts
+	facts  Facts
 	err    error
 	reads  int
 	events chan struct{}
 }
 
-func (f *fakeSource) Facts(context.Context) (config.Facts, error) {
+func (f *fakeSource) Facts(context.Context) (Facts, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++
@@ -310,7 +310,7 @@ func (f *fakeSource) set(desc string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.err = err
-	f.facts = config.Facts{Interfaces: []config.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: ip(desc), Default: true}}}
+	f.facts = Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayIP: ip(desc), Default: true}}}
 }
 
 func (f *fakeSource) readCount() int {
@@ -483,7 +483,7 @@ func FuzzParseFacts(f *testing.F) {
 // before the sleep are stale whatever happened since.
 func TestWatchSendKeepsAWake(t *testing.T) {
 	out := make(chan Event, 1)
-	changed := config.Facts{Interfaces: []config.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: ip("192.168.1.1"), GatewayMAC: config.HardwareAddr(mac("02:00:00:00:00:02"))}}}
+	changed := Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayIP: ip("192.168.1.1"), GatewayMAC: config.HardwareAddr(mac("02:00:00:00:00:02"))}}}
 	send(out, Event{Reason: "wake", Woke: true, Slept: time.Hour})
 	send(out, Event{Reason: "change", Facts: changed})
 	if ev := <-out; ev.Reason != "change" || !ev.Woke || ev.Slept != time.Hour || Describe(ev.Facts) != Describe(changed) {

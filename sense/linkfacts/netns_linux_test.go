@@ -54,7 +54,7 @@ func TestNetnsFactsAndChanges(t *testing.T) {
 	if ev := <-ch; ev.Reason != "start" || ev.Err != nil {
 		t.Fatalf("start %+v", ev)
 	}
-	waitFor := func(what string, ok func(config.Facts) bool) config.Facts {
+	waitFor := func(what string, ok func(Facts) bool) Facts {
 		t.Helper()
 		for {
 			select {
@@ -72,7 +72,7 @@ func TestNetnsFactsAndChanges(t *testing.T) {
 	}
 
 	client.Route("default", "via", "10.80.2.1", "dev", "vb")
-	f = waitFor("moving the default route", func(f config.Facts) bool {
+	f = waitFor("moving the default route", func(f Facts) bool {
 		d, ok := DefaultInterface(f)
 		return ok && d.Name == "vb" && len(d.GatewayMAC) > 0
 	})
@@ -81,7 +81,7 @@ func TestNetnsFactsAndChanges(t *testing.T) {
 	}
 
 	client.IP("link", "set", "va", "down")
-	waitFor("taking va down", func(f config.Facts) bool {
+	waitFor("taking va down", func(f Facts) bool {
 		va, ok := f.Interface("va")
 		return ok && !va.Up
 	})

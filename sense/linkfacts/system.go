@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
 )
 
@@ -47,7 +46,7 @@ type ssidCache struct {
 	m  map[string]string
 }
 
-func (c *ssidCache) lookup(ctx context.Context, f config.Facts, get func(ctx context.Context, iface string) string) map[string]string {
+func (c *ssidCache) lookup(ctx context.Context, f Facts, get func(ctx context.Context, iface string) string) map[string]string {
 	out := map[string]string{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -71,7 +70,7 @@ func (c *ssidCache) lookup(ctx context.Context, f config.Facts, get func(ctx con
 	return out
 }
 
-func withSSIDs(f config.Facts, ssids map[string]string) config.Facts {
+func withSSIDs(f Facts, ssids map[string]string) Facts {
 	for i := range f.Interfaces {
 		if s := ssids[f.Interfaces[i].Name]; s != "" {
 			f.Interfaces[i].SSID = s

@@ -13,8 +13,6 @@ import (
 
 	"golang.org/x/net/route"
 	"golang.org/x/sys/unix"
-
-	"github.com/macake/macake/config"
 )
 
 // System detects the facts on macOS from the routing tables, read with
@@ -40,10 +38,10 @@ func NewSystem(opts SystemOptions) (*System, error) {
 func (s *System) Close() error { return nil }
 
 // Facts reads interfaces, default routes and the ARP/NDP caches.
-func (s *System) Facts(ctx context.Context) (config.Facts, error) {
+func (s *System) Facts(ctx context.Context) (Facts, error) {
 	f, err := s.read()
 	if err != nil {
-		return config.Facts{}, err
+		return Facts{}, err
 	}
 	if s.opts.ResolveGatewayMAC {
 		if gw, ok := DefaultInterface(f); ok && gw.GatewayIP.IsValid() && len(gw.GatewayMAC) == 0 {
@@ -60,10 +58,10 @@ func (s *System) Facts(ctx context.Context) (config.Facts, error) {
 	return f, nil
 }
 
-func (s *System) read() (config.Facts, error) {
+func (s *System) read() (Facts, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return config.Facts{}, fmt.Errorf("link facts: listing interfaces: %w", err)
+		return Facts{}, fmt.Errorf("link facts: listing interfaces: %w", err)
 	}
 	var ifaces []osInterface
 	for _, i := range ifs {
@@ -71,7 +69,7 @@ func (s *System) read() (config.Facts, error) {
 	}
 	msgs, err := rib(unix.AF_UNSPEC, route.RIBTypeRoute, 0)
 	if err != nil {
-		return config.Facts{}, fmt.Errorf("link facts: route dump: %w", err)
+		return Facts{}, fmt.Errorf("link facts: route dump: %w", err)
 	}
 	routes := defaultRoutes(msgs)
 	var neigh []osNeighbor

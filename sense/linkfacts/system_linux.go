@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/macake/macake/config"
 )
 
 // System detects the facts on Linux with rtnetlink: one dump each of
@@ -67,10 +65,10 @@ func (s *System) Close() error {
 }
 
 // Facts reads links, default routes and neighbours.
-func (s *System) Facts(ctx context.Context) (config.Facts, error) {
+func (s *System) Facts(ctx context.Context) (Facts, error) {
 	d, err := s.dumpAll()
 	if err != nil {
-		return config.Facts{}, err
+		return Facts{}, err
 	}
 	f := assemble(d.ifaces, d.routes, d.neigh, nil)
 	if s.opts.ResolveGatewayMAC {

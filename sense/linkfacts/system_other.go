@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"runtime"
-
-	"github.com/macake/macake/config"
 )
 
 // System is the detector; on this OS it only reports that detection is
@@ -22,8 +20,8 @@ func NewSystem(SystemOptions) (*System, error) {
 }
 
 // Facts fails.
-func (*System) Facts(context.Context) (config.Facts, error) {
-	return config.Facts{}, errors.New("link facts: not supported on " + runtime.GOOS)
+func (*System) Facts(context.Context) (Facts, error) {
+	return Facts{}, errors.New("link facts: not supported on " + runtime.GOOS)
 }
 
 // Close does nothing.

@@ -5,8 +5,6 @@ package linkfacts
 import (
 	"context"
 	"time"
-
-	"github.com/macake/macake/config"
 )
 
 // Defaults for [WatchConfig].
@@ -40,7 +38,7 @@ type WatchConfig struct {
 // Event is one state of the network, delivered by Watch.
 type Event struct {
 	// Facts are the current facts (the last good ones when Err is set).
-	Facts config.Facts
+	Facts Facts
 	// Reason says what prompted the event: "start", "change", "poll",
 	// "wake" or "error".
 	Reason string
@@ -132,7 +130,7 @@ func slept(a, b clockMark) time.Duration {
 
 func watchLoop(ctx context.Context, src Source, cfg WatchConfig, changes <-chan struct{}, out chan Event) {
 	defer close(out)
-	var last config.Facts
+	var last Facts
 	var lastErr string
 	have := false
 	prev := mark(cfg)

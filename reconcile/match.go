@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package reconcile
 
 import (
 	"cmp"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
 // Selection is the outcome of Match: which links are active, and for every
 // link, why it is or is not.
 type Selection struct {
 	// Active holds at most one link per interface, sorted by name.
-	Active []Link
+	Active []config.Link
 	// Verdicts has one entry per link given to Match, in the same order.
 	Verdicts []Verdict
 }
@@ -42,7 +45,7 @@ type Verdict struct {
 // then the one whose name sorts first. An interface without a winner is
 // not shaped. A link in mode "off" can win: it then keeps its interface
 // unshaped on purpose.
-func Match(links []Link, facts Facts) Selection {
+func Match(links []config.Link, facts linkfacts.Facts) Selection {
 	var sel Selection
 	sel.Verdicts = make([]Verdict, len(links))
 	best := map[string]int{} // interface → index of the current winner
@@ -71,12 +74,12 @@ func Match(links []Link, facts Facts) Selection {
 		}
 		v.Reason = "matches, but outranked by " + links[w].Name + " (" + whyOutranks(links[w], l) + ")"
 	}
-	slices.SortFunc(sel.Active, func(a, b Link) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(sel.Active, func(a, b config.Link) int { return cmp.Compare(a.Name, b.Name) })
 	return sel
 }
 
 // outranks reports whether a wins over b on the same interface.
-func outranks(a, b Link) bool {
+func outranks(a, b config.Link) bool {
 	if a.Match.Priority != b.Match.Priority {
 		return a.Match.Priority > b.Match.Priority
 	}
@@ -86,7 +89,7 @@ func outranks(a, b Link) bool {
 	return a.Name < b.Name
 }
 
-func whyOutranks(w, l Link) string {
+func whyOutranks(w, l config.Link) string {
 	if w.Match.Priority != l.Match.Priority {
 		return fmt.Sprintf("priority %d > %d", w.Match.Priority, l.Match.Priority)
 	}
@@ -97,7 +100,7 @@ func whyOutranks(w, l Link) string {
 }
 
 // matches checks one link's match keys against the facts.
-func matches(m MatchKeys, facts Facts) (bool, string) {
+func matches(m config.MatchKeys, facts linkfacts.Facts) (bool, string) {
 	f, ok := facts.Interface(m.Interface)
 	switch {
 	case !ok:

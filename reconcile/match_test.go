@@ -1,25 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package reconcile
 
 import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/sense/linkfacts"
 )
 
-func link(t *testing.T, name, match string) Link {
+func link(t *testing.T, name, match string) config.Link {
 	t.Helper()
-	l, _, err := Parse(name+".toml", []byte("[match]\n"+match), LoadOptions{Target: TargetLinux})
+	l, _, err := config.Parse(name+".toml", []byte("[match]\n"+match), config.LoadOptions{Target: config.TargetLinux})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func mac(t *testing.T, s string) HardwareAddr {
+func mac(t *testing.T, s string) config.HardwareAddr {
 	t.Helper()
-	var h HardwareAddr
+	var h config.HardwareAddr
 	if err := h.UnmarshalText([]byte(s)); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +30,7 @@ func mac(t *testing.T, s string) HardwareAddr {
 }
 
 func TestMatch(t *testing.T) {
-	links := []Link{
+	links := []config.Link{
 		link(t, "travel", "interface = \"en0\"\npriority = -10\n"),
 		link(t, "starlink", "interface = \"en0\"\ngateway_mac = \"74:24:9f:00:00:01\"\n"),
 		link(t, "hotspot", "interface = \"en0\"\ngateway_ip = \"172.20.10.1\"\nssid = \"Phone\"\n"),
@@ -40,19 +43,19 @@ func TestMatch(t *testing.T) {
 	starlinkMAC := mac(t, "74:24:9f:00:00:01")
 	for _, tc := range []struct {
 		name   string
-		facts  Facts
+		facts  linkfacts.Facts
 		active string            // active link names, sorted
 		why    map[string]string // link → part of its reason
 	}{
 		{
 			name:   "nothing up",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0"}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0"}}},
 			active: "",
 			why:    map[string]string{"travel": "interface en0 is down", "usb": "interface en8 not present"},
 		},
 		{
 			name:   "unknown network falls back to the catch-all",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac(t, "00:11:22:33:44:55"), GatewayIP: netip.MustParseAddr("192.168.7.1")}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac(t, "00:11:22:33:44:55"), GatewayIP: netip.MustParseAddr("192.168.7.1")}}},
 			active: "travel",
 			why: map[string]string{
 				"travel":   "active: interface en0 is up",
@@ -62,37 +65,37 @@ func TestMatch(t *testing.T) {
 		},
 		{
 			name:   "more match keys beat fewer at the same priority",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: starlinkMAC}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: starlinkMAC}}},
 			active: "starlink",
 			why:    map[string]string{"starlink": "active: interface en0 is up and gateway_mac match", "travel": "matches, but outranked by starlink (priority 0 > -10)"},
 		},
 		{
 			name:   "specificity, then the SSID",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr("172.20.10.1"), SSID: "Phone"}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr("172.20.10.1"), SSID: "Phone"}}},
 			active: "hotspot",
 			why:    map[string]string{"hotspot-any": "outranked by hotspot (2 match keys > 1)", "hotspot": "gateway_ip, ssid match"},
 		},
 		{
 			name:   "hidden SSID does not match",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr("172.20.10.1")}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr("172.20.10.1")}}},
 			active: "hotspot-any",
 			why:    map[string]string{"hotspot": "SSID on en0 is unknown"},
 		},
 		{
 			name:   "priority beats specificity",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr("10.0.0.1"), GatewayMAC: starlinkMAC}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr("10.0.0.1"), GatewayMAC: starlinkMAC}}},
 			active: "office",
 			why:    map[string]string{"starlink": "outranked by office (priority 5 > 0)"},
 		},
 		{
 			name:   "name breaks the last tie, one link per interface",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en7", Up: true}, {Name: "en8", Up: true}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en7", Up: true}, {Name: "en8", Up: true}}},
 			active: "dock-a,usb",
 			why:    map[string]string{"dock-b": "outranked by dock-a (same priority and number of match keys; its name sorts first)", "starlink": "interface en0 not present"},
 		},
 		{
 			name:   "unknown gateway",
-			facts:  Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true}}},
+			facts:  linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}},
 			active: "travel",
 			why:    map[string]string{"starlink": "gateway's MAC on en0 is unknown", "office": "en0 has no known gateway"},
 		},
@@ -124,10 +127,31 @@ func TestMatch(t *testing.T) {
 func TestMatchIgnoresLinkOrder(t *testing.T) {
 	a := link(t, "a", "interface = \"en0\"\n")
 	b := link(t, "b", "interface = \"en0\"\n")
-	facts := Facts{Interfaces: []InterfaceFacts{{Name: "en0", Up: true}}}
-	for _, ls := range [][]Link{{a, b}, {b, a}} {
+	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}
+	for _, ls := range [][]config.Link{{a, b}, {b, a}} {
 		if got := Match(ls, facts).Active; len(got) != 1 || got[0].Name != "a" {
 			t.Errorf("order %s: active %v", names(ls), names(got))
 		}
 	}
+}
+
+// BenchmarkMatch measures choosing among the example policies.
+func BenchmarkMatch(b *testing.B) {
+	links, _, err := config.Load("../examples/links.d", config.LoadOptions{SkipOwnershipCheck: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		Match(links, facts)
+	}
+}
+
+func names(links []config.Link) []string {
+	var out []string
+	for _, l := range links {
+		out = append(out, l.Name)
+	}
+	return out
 }
