@@ -66,7 +66,7 @@ func Parse(name string, data []byte, opts LoadOptions) (Link, []Warning, error) 
 // the decoder, which knows the file's positions; that is nil when the file
 // is not TOML at all.
 func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (Link, *decoder) {
-	link := Link{Name: linkName(name), File: name}
+	link := Link{Name: LinkName(name), File: name}
 	if !linkNameRE.MatchString(link.Name) {
 		probs.add(name, pos{1, 1}, "link name %q (from the file name) must be lower-case letters, digits, - and _, starting with a letter or digit, at most 32 characters; rename the file", link.Name)
 	}
@@ -85,8 +85,9 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	return link, d
 }
 
-// linkName is the file stem: "links.d/starlink.toml" → "starlink".
-func linkName(path string) string {
+// LinkName is a policy file's link name, its stem:
+// "links.d/starlink.toml" → "starlink".
+func LinkName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".toml")
 }
 

@@ -4,11 +4,11 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/plan"
@@ -68,38 +68,28 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 			return d
 		}
 		links := cfg.policies.Links
-		ifaces := make([]string, 0, len(links))
-		for _, l := range links {
-			ifaces = append(ifaces, l.Match.Interface)
-		}
-		inputs := reconcile.Inputs{State: st, MaxSlots: b.MaxSlots, MTU: reconcile.InterfaceMTUs(ifaces), KernelOverhead: b.KernelOverhead}
+		inputs := reconcile.Inputs{State: st, MTU: reconcile.PolicyMTUs(links)}
 		if w := in.watch(ctx); w.status != nil {
 			// watch exempts its controllers' current reflectors, which
 			// are not the policy's first ones once it has rotated any.
 			inputs.Reflectors = w.status.ActiveReflectors()
 		}
-		desire, err := reconcile.Desired(links, facts.facts, inputs)
-		if err == nil && desire.AllocatesSlots(st) && b.LiveSlots != nil {
-			// As apply does: a link without a slot takes the one live on
-			// its interface, so a lost state file shows no phantom change.
-			var use reconcile.SlotUse
-			if use, err = b.LiveSlots(ctx); err == nil {
-				inputs.LiveSlots, inputs.ForeignSlots = use.Interfaces, use.Foreign
-				desire, err = reconcile.Desired(links, facts.facts, inputs)
+		// As a dry run plans: a link without a slot takes the one live on
+		// its interface, so a lost state file shows no phantom change.
+		out := reconcile.Pass(ctx, reconcile.PassInput{Links: links, Facts: facts.facts, Inputs: inputs, Backend: b})
+		d.plan = out.Plan
+		switch out.Step {
+		case reconcile.StepDone, reconcile.StepBlocked:
+			// A blocked plan is the hook check's to say; the plan is still
+			// worth showing.
+		case reconcile.StepObserve:
+			if backend.Unavailable(out.Err) && in.sys.EUID != 0 {
+				d.needsRoot = true
+			} else {
+				d.err = out.Err
 			}
-		}
-		if err != nil {
-			d.err = err
-			return d
-		}
-		d.plan, err = b.Plan(ctx, desire.State)
-		switch {
-		case errors.Is(err, pfdn.ErrHookMissing):
-			// The hook check says it; the plan is still worth showing.
-		case reconcile.Unavailable(err) && in.sys.EUID != 0:
-			d.needsRoot = true
-		case err != nil:
-			d.err = err
+		default:
+			d.err = out.Err
 		}
 		return d
 	})

@@ -150,19 +150,9 @@ func (m *fakeMac) apply() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	desire, err := reconcile.Desired(pol.Links, facts, reconcile.Inputs{State: st, MaxSlots: b.MaxSlots})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	if err := tokens.Update(func(s *state.State) { s.Slots = desire.Slots }); err != nil {
-		m.t.Fatal(err)
-	}
-	p, err := b.Plan(ctx, desire.State)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	if _, err := reconcile.Apply(ctx, b, p, nil); err != nil {
-		m.t.Fatal(err)
+	out := reconcile.Pass(ctx, reconcile.PassInput{Links: pol.Links, Facts: facts, Inputs: reconcile.Inputs{State: st}, Backend: b, Tokens: tokens, Do: reconcile.ApplyPlan})
+	if out.Err != nil {
+		m.t.Fatal(out.Err)
 	}
 }
 

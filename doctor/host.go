@@ -47,5 +47,5 @@ func checkBackend(_ context.Context, in *Inspection) Result {
 	if err != nil {
 		return problem("see the checks below, or run macake on macOS", "%s backend (%s) cannot be used: %v", b.name, b.why, err)
 	}
-	return ok("%s, %s; it owns %s", b.name, b.why, opened.Scope)
+	return ok("%s, %s; it owns %s", b.name, b.why, opened.Info().Scope)
 }

@@ -31,6 +31,20 @@ func (a Action) Symbol() string {
 	return "?"
 }
 
+// Role is what an op's object does for shaping.
+type Role string
+
+// The roles of owned objects.
+const (
+	// RoleShaper is an object that shapes (a pipe, a qdisc); the zero Role.
+	RoleShaper Role = ""
+	// RoleRules is the rules that send traffic to the shapers.
+	RoleRules Role = "rules"
+	// RoleEnable is what keeps the packet filter enabled for macake (pf's
+	// enable reference).
+	RoleEnable Role = "enable"
+)
+
 // Field is one changed attribute of an object.
 type Field struct {
 	// Name is the human label, e.g. "bandwidth".
@@ -66,6 +80,9 @@ type Op struct {
 	Label string `json:"label"`
 	// Action is create, update or remove.
 	Action Action `json:"action"`
+	// Role is what the object does, whatever the backend calls it; watch
+	// names the drift it repairs by it. "" is a shaper.
+	Role Role `json:"-"`
 	// Fields lists the changed attributes (all of them on create).
 	Fields []Field `json:"fields,omitempty"`
 	// Unchanged counts the attributes that stay as they are (hidden).

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/plan"
 )
 
@@ -45,7 +46,7 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 // that failed to appear). progress, when not nil, is called after each op
 // with its outcome. It returns what was applied, and an *ApplyError when an
 // op failed or ctx ended before the plan was done.
-func Apply(ctx context.Context, b Backend, p plan.Plan, progress func(op plan.Op, err error)) (Applied, error) {
+func Apply(ctx context.Context, b backend.Backend, p plan.Plan, progress func(op plan.Op, err error)) (Applied, error) {
 	var a Applied
 	for i := range p.Ops {
 		op := p.Ops[i]

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
@@ -50,7 +51,7 @@ func TestTCRestoresReplacedRootFromStateFile(t *testing.T) {
 	if err := json.Unmarshal(js, &desired); err != nil {
 		t.Fatal(err)
 	}
-	open := func(recorded []string) (*OpenedBackend, *StateTokens, *executingRecorded) {
+	open := func(recorded []string) (backend.Backend, *StateTokens, *executingRecorded) {
 		t.Helper()
 		dir := t.TempDir()
 		if err := state.Save(dir, &state.State{TCOwnedRoots: recorded}); err != nil {
@@ -66,7 +67,7 @@ func TestTCRestoresReplacedRootFromStateFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b.Backend.(*tc.Backend).SetCapabilities(tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"})
+		b.(*tc.Backend).SetCapabilities(tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"})
 		return b, tokens, run
 	}
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
@@ -58,21 +59,21 @@ func TestChooseBackend(t *testing.T) {
 func TestOpenBackendUnavailable(t *testing.T) {
 	noTC := filepath.Join(t.TempDir(), "tc")
 	_, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf("MACAKE_TC", noTC)})
-	if !Unavailable(err) || !strings.Contains(err.Error(), noTC+" does not exist") || !strings.Contains(err.Error(), "apt-get install iproute2") || !strings.Contains(err.Error(), "MACAKE_TC") {
+	if !backend.Unavailable(err) || !strings.Contains(err.Error(), noTC+" does not exist") || !strings.Contains(err.Error(), "apt-get install iproute2") || !strings.Contains(err.Error(), "MACAKE_TC") {
 		t.Errorf("linux without tc: %v", err)
 	}
 	self, _ := os.Executable() // an executable file that stands in for tc
 	_, err = OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf("MACAKE_TC", self, "MACAKE_IP", "no-such-ip-tool")})
-	if !Unavailable(err) || !strings.Contains(err.Error(), "no-such-ip-tool is not in /usr/sbin") || !strings.Contains(err.Error(), "MACAKE_IP") {
+	if !backend.Unavailable(err) || !strings.Contains(err.Error(), "no-such-ip-tool is not in /usr/sbin") || !strings.Contains(err.Error(), "MACAKE_IP") {
 		t.Errorf("linux without ip: %v", err)
 	}
 	missing := filepath.Join(t.TempDir(), "pfctl")
 	_, err = OpenBackend(BackendConfig{GOOS: "darwin", Getenv: envOf("MACAKE_PFCTL", missing)})
-	if !Unavailable(err) || !strings.Contains(err.Error(), missing+" does not exist") || !strings.Contains(err.Error(), "MACAKE_PFCTL") {
+	if !backend.Unavailable(err) || !strings.Contains(err.Error(), missing+" does not exist") || !strings.Contains(err.Error(), "MACAKE_PFCTL") {
 		t.Errorf("missing pfctl: %v", err)
 	}
 	_, err = OpenBackend(BackendConfig{GOOS: "darwin", Getenv: envOf("MACAKE_PFCTL", t.TempDir())})
-	if !Unavailable(err) || !strings.Contains(err.Error(), "not an executable file") {
+	if !backend.Unavailable(err) || !strings.Contains(err.Error(), "not an executable file") {
 		t.Errorf("pfctl is a directory: %v", err)
 	}
 }
@@ -85,8 +86,8 @@ func TestOpenBackendUsesSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Name != "pf" || b.MaxSlots != 5 || b.Scope != `pf anchor "com.apple/shaper", dummynet pipes 51001-51010` {
-		t.Errorf("opened %q, %d slots, scope %q", b.Name, b.MaxSlots, b.Scope)
+	if i := b.Info(); i.Name != "pf" || i.MaxSlots != 5 || i.Scope != `pf anchor "com.apple/shaper", dummynet pipes 51001-51010` {
+		t.Errorf("opened %q, %d slots, scope %q", i.Name, i.MaxSlots, i.Scope)
 	}
 }
 
@@ -129,15 +130,16 @@ func TestOpenBackendTC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Name != "tc" || !b.KernelOverhead || b.MaxSlots != tc.MaxSlot+1 || b.System != "tc" {
-		t.Errorf("opened %q, kernel overhead %v, %d slots, system %q", b.Name, b.KernelOverhead, b.MaxSlots, b.System)
+	i := b.Info()
+	if i.Name != "tc" || !i.KernelOverhead || i.MaxSlots != tc.MaxSlot+1 || i.System != "tc" {
+		t.Errorf("opened %q, kernel overhead %v, %d slots, system %q", i.Name, i.KernelOverhead, i.MaxSlots, i.System)
 	}
-	if !strings.Contains(b.Scope, "4d4b:") || !strings.Contains(b.Scope, "ifb-macake*") {
-		t.Errorf("scope %q must name the root handle and the IFB names", b.Scope)
+	if !strings.Contains(i.Scope, "4d4b:") || !strings.Contains(i.Scope, "ifb-macake*") {
+		t.Errorf("scope %q must name the root handle and the IFB names", i.Scope)
 	}
 	// The recorded system has wan0 redirected to ifb-macake3 and lan0 to
 	// ifb-macake4: a lost state file gives the links those slots again.
-	use, err := b.LiveSlots(context.Background())
+	use, err := b.(backend.SlotReader).LiveSlots(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,11 +150,12 @@ func TestOpenBackendTC(t *testing.T) {
 	// attributed to the interface redirected to it (lan0's root is
 	// foreign, so it has no upload shaper). The recorded iproute2 prints
 	// htb rates as text, to whole kbit/s.
-	shapers, err := b.LiveShapers(context.Background())
+	sr := b.(backend.ShaperReader)
+	shapers, err := sr.LiveShapers(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []LiveShaper{
+	want := []backend.LiveShaper{
 		{Name: "qdisc 4d4b: on ifb-macake3", Interface: "wan0", Direction: "download", RateBits: 30123000, QueueBytes: 131072},
 		{Name: "qdisc 4d4b: on ifb-macake4", Interface: "lan0", Direction: "download", RateBits: 8000000, QueueBytes: 30000},
 		{Name: "qdisc 4d4b: on wan0", Interface: "wan0", Direction: "upload", RateBits: 20000000, QueueBytes: 65536},
@@ -160,10 +163,10 @@ func TestOpenBackendTC(t *testing.T) {
 	if !reflect.DeepEqual(shapers, want) {
 		t.Errorf("live shapers\n%+v\nwant\n%+v", shapers, want)
 	}
-	if got := b.ShaperName(shape.Link{Interface: "wan0", Slot: 3}, shape.Download); got != "qdisc 4d4b: on ifb-macake3" {
+	if got := sr.ShaperName(shape.Link{Interface: "wan0", Slot: 3}, shape.Download); got != "qdisc 4d4b: on ifb-macake3" {
 		t.Errorf("download shaper name %q", got)
 	}
-	if got := b.ShaperName(shape.Link{Interface: "wan0", Slot: 3}, shape.Upload); got != "qdisc 4d4b: on wan0" {
+	if got := sr.ShaperName(shape.Link{Interface: "wan0", Slot: 3}, shape.Upload); got != "qdisc 4d4b: on wan0" {
 		t.Errorf("upload shaper name %q", got)
 	}
 }

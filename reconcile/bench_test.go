@@ -70,7 +70,7 @@ func shapedMac(b *testing.B) (*pfdntest.Emulator, *state.State) {
 	withForeignState(b, emu)
 	m := newMac(b, emu)
 	links, facts := fiftyLinks(b, "100mbit")
-	d, err := reconcile.Desired(links, facts, reconcile.Inputs{State: m.tokens.State, MaxSlots: m.backend.MaxSlots})
+	d, err := reconcile.Desired(links, facts, reconcile.Inputs{State: m.tokens.State, MaxSlots: m.backend.Info().MaxSlots})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -79,8 +79,9 @@ func shapedMac(b *testing.B) (*pfdntest.Emulator, *state.State) {
 }
 
 // BenchmarkPlan50Links is one planning pass for 50 links against a full
-// live state (100 owned pipes, 450 anchor rules, foreign objects): Desired,
-// then the backend's Plan, which parses the five reads and diffs. The
+// live state (100 owned pipes, 450 anchor rules, foreign objects):
+// reconcile.Pass as a dry run runs it, whose plan parses the five reads and
+// diffs. The
 // reads are replayed from memory. "unchanged" finds nothing to do;
 // "all-rates-changed" updates all 50 download pipes.
 func BenchmarkPlan50Links(b *testing.B) {
@@ -104,14 +105,11 @@ func BenchmarkPlan50Links(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				d, err := reconcile.Desired(links, facts, reconcile.Inputs{State: st, MaxSlots: backend.MaxSlots})
-				if err != nil {
-					b.Fatal(err)
+				out := reconcile.Pass(ctx, reconcile.PassInput{Links: links, Facts: facts, Inputs: reconcile.Inputs{State: st}, Backend: backend})
+				if out.Err != nil {
+					b.Fatal(out.Err)
 				}
-				p, err := backend.Plan(ctx, d.State)
-				if err != nil {
-					b.Fatal(err)
-				}
+				p := out.Plan
 				if len(p.Ops) != tc.wantOps {
 					b.Fatalf("%d ops, want %d", len(p.Ops), tc.wantOps)
 				}
@@ -121,8 +119,8 @@ func BenchmarkPlan50Links(b *testing.B) {
 }
 
 // BenchmarkApplyNoop is a whole `apply` pass on an already shaped Mac (50
-// links) through the in-process emulator: Desired, Plan, Apply of the
-// empty plan. It reports the commands each pass runs (commands/op, all
+// links) through the in-process emulator: reconcile.Pass as apply runs it,
+// which finds nothing to apply. It reports the commands each pass runs (commands/op, all
 // reads) and the mutating ones (mutating/op, which must be 0).
 func BenchmarkApplyNoop(b *testing.B) {
 	emu, st := shapedMac(b)
@@ -134,17 +132,14 @@ func BenchmarkApplyNoop(b *testing.B) {
 	ctx := context.Background()
 	emu.ResetCalls()
 	b.ReportAllocs()
+	tokens := &reconcile.StateTokens{State: st}
 	for b.Loop() {
-		d, err := reconcile.Desired(links, facts, reconcile.Inputs{State: st, MaxSlots: backend.MaxSlots})
-		if err != nil {
-			b.Fatal(err)
-		}
-		p, err := backend.Plan(ctx, d.State)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := reconcile.Apply(ctx, backend, p, nil); err != nil {
-			b.Fatal(err)
+		out := reconcile.Pass(ctx, reconcile.PassInput{
+			Links: links, Facts: facts, Inputs: reconcile.Inputs{State: st}, Backend: backend,
+			Tokens: tokens, Do: reconcile.ApplyPlan, Verify: true,
+		})
+		if out.Err != nil {
+			b.Fatal(out.Err)
 		}
 	}
 	b.StopTimer()

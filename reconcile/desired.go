@@ -34,6 +34,16 @@ type Rates struct {
 	Download int64 `json:"download_bits_per_second"`
 }
 
+// With returns r with direction d's rate replaced.
+func (r Rates) With(d shape.Direction, bits int64) Rates {
+	if d == shape.Upload {
+		r.Upload = bits
+	} else {
+		r.Download = bits
+	}
+	return r
+}
+
 // Of returns the rate of direction d.
 func (r Rates) Of(d shape.Direction) int64 {
 	if d == shape.Upload {
@@ -69,20 +79,20 @@ type Inputs struct {
 	// pipe range's Slots()); 0 means no limit.
 	MaxSlots int
 	// KernelOverhead says that the backend's shaper adds the policy's
-	// per-packet overhead and mpu itself (OpenedBackend.KernelOverhead:
+	// per-packet overhead and mpu itself (backend.Info.KernelOverhead:
 	// tc's htb and cake): policy rates are then passed on as wire rates,
 	// unchanged, and shape.Link.Cake carries the overhead and mpu. When
 	// false (dummynet), policy rates are lowered by PipeRate instead. Never
 	// both: that would count the overhead twice.
 	KernelOverhead bool
 	// LiveSlots maps an interface to the slot its shaping uses live
-	// (OpenedBackend.LiveSlots). A link that has no slot in the state file
+	// (backend.SlotReader). A link that has no slot in the state file
 	// (first run, or the file was lost or corrupt) takes the slot live on
 	// its interface when that one is free, so losing the state file does
 	// not renumber pipes that work.
 	LiveSlots map[string]int
 	// ForeignSlots are slots whose backend objects exist live but are not
-	// provably macake's (OpenedBackend.LiveSlots: a pipe in macake's range
+	// provably macake's (backend.SlotReader: a pipe in macake's range
 	// that neither the state file nor macake's anchor accounts for). A new
 	// link never takes one: that would overwrite another tool's pipe and,
 	// once the slot is in the state file, make it look like macake's.
@@ -114,6 +124,30 @@ type DirectionRate struct {
 	// bit/s (controller rates, before overhead compensation), from
 	// config.Link.Rates with the measured capacity.
 	Min, Base, Max int64
+	// Queue sizes the pipe's queue at any rate: watch's hot path gives
+	// each controller decision its queue with it, without working the
+	// policy out again.
+	Queue QueueSizer
+}
+
+// QueueSizer sizes one direction's pipe queue at a rate: the policy's
+// fixed size, or for queue = "auto" controller.AutoQueueBytes at the
+// network's idle RTT and the interface's MTU.
+type QueueSizer struct {
+	// Auto is queue = "auto"; Fixed is the size in bytes otherwise.
+	Auto  bool
+	Fixed int64
+	// IdleRTT and MTU are what an auto queue is sized from.
+	IdleRTT time.Duration
+	MTU     int
+}
+
+// Pipe returns the pipe at rateBits with its queue.
+func (q QueueSizer) Pipe(rateBits int64) shape.Pipe {
+	if !q.Auto {
+		return shape.Pipe{RateBits: rateBits, QueueBytes: q.Fixed}
+	}
+	return shape.Pipe{RateBits: rateBits, QueueBytes: controller.AutoQueueBytes(rateBits, q.IdleRTT, q.MTU)}
 }
 
 // ActiveLink is one policy chosen for its interface by Match.
@@ -421,35 +455,38 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	if err != nil {
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
 	}
-	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy}
+	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy, Queue: queueSizer(l, p, mtu)}
 	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
-	pipeRate := func(rate int64) int64 { return shaperRate(l, rate, mtu, kernelOverhead) }
+	pipeRate := func(rate int64) int64 { return ShaperRate(l, rate, mtu, kernelOverhead) }
+	rate := pipeRate(r.Base)
 	switch {
 	case current > 0:
-		r.Source = FromController
-		r.Pipe.RateBits = current
+		r.Source, rate = FromController, current
 	case adaptive && good > 0:
-		r.Source = FromKnownGood
-		r.Pipe.RateBits = pipeRate(max(r.Min, min(r.Max, good)))
-	default:
-		r.Pipe.RateBits = pipeRate(r.Base)
+		r.Source, rate = FromKnownGood, pipeRate(max(r.Min, min(r.Max, good)))
 	}
-	if l.Shaper.Queue.Auto {
-		idle := p.IdleRTT
-		if idle <= 0 {
-			idle = DefaultIdleRTT
-		}
-		r.Pipe.QueueBytes = controller.AutoQueueBytes(r.Pipe.RateBits, idle, mtu)
-	} else {
-		r.Pipe.QueueBytes = int64(l.Shaper.Queue.Size)
-	}
+	r.Pipe = r.Queue.Pipe(rate)
 	return r, nil
 }
 
-// shaperRate is the rate the backend's shaper gets for controller rate
+// queueSizer is the queue rule of link l on the network whose profile is p
+// (its idle RTT; DefaultIdleRTT when unmeasured), on an interface of the
+// given MTU.
+func queueSizer(l config.Link, p state.Profile, mtu int) QueueSizer {
+	if !l.Shaper.Queue.Auto {
+		return QueueSizer{Fixed: int64(l.Shaper.Queue.Size)}
+	}
+	idle := p.IdleRTT
+	if idle <= 0 {
+		idle = DefaultIdleRTT
+	}
+	return QueueSizer{Auto: true, IdleRTT: idle, MTU: mtu}
+}
+
+// ShaperRate is the rate the backend's shaper gets for controller rate
 // rate: unchanged when the shaper counts the policy's overhead itself
 // (kernelOverhead), else lowered by PipeRate.
-func shaperRate(l config.Link, rate int64, mtu int, kernelOverhead bool) int64 {
+func ShaperRate(l config.Link, rate int64, mtu int, kernelOverhead bool) int64 {
 	if kernelOverhead {
 		return rate
 	}

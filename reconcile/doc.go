@@ -4,13 +4,15 @@
 // level-triggered: every pass recomputes everything from scratch and never
 // acts on what an event said.
 //
-// One pass is a chain of separate steps, so that `macake apply` runs it once
-// and `macake watch` runs it on every trigger:
+// Pass is the one reconcile pass, and every command that plans or changes
+// the live shaping runs it: `macake apply` and `plan` once, `down` as a
+// teardown, `doctor` to see the drift, and `macake watch` (package
+// daemon) on every trigger:
 //
-//	LoadPolicies  policy files and daemon settings  → Policies
-//	Source.Facts  which interfaces are up, gateways → linkfacts.Facts
-//	Desired       policies + facts + state file (+ controller rates) → Desire (pure)
-//	Backend.Plan  desired vs. live (observes, never changes) → plan.Plan
+//	LoadPolicies  policy files and daemon settings        → Policies
+//	Match         policies + link facts                    → Selection (pure)
+//	Desired       selection + state file (+ controller rates) → Desire (pure)
+//	Backend.Plan  desired vs. live (observes, never changes)  → plan.Plan
 //	Apply         executes the plan's ops in order, stopping at the first failure
 //
 // Desired is pure: the same inputs give the same desired state, and it never
@@ -19,8 +21,11 @@
 // converges from, because the next pass plans from what is live, not from
 // what the failed one meant to do.
 //
-// Backends are chosen by name from a table (OpenBackend): "pf" (pf +
-// dummynet, pfdn) on macOS, and on Linux when MACAKE_PFCTL/MACAKE_DNCTL point
-// at the emulator; MACAKE_BACKEND overrides the choice. Lock keeps two
-// mutating runs from interleaving.
+// Around the pass the package keeps what it works from: the state file
+// shared with the backend (StateTokens), the last good copies of the policy
+// files (LastGoodStore), the state lock (Lock), and the policy's controller
+// configuration (ControllerConfig). OpenBackend chooses the backend by name
+// from a table: "pf" (pf + dummynet) on macOS, and on Linux when
+// MACAKE_PFCTL/MACAKE_DNCTL point at the emulator; "tc" on Linux;
+// MACAKE_BACKEND overrides the choice.
 package reconcile

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/plan"
@@ -31,7 +32,7 @@ type mac struct {
 	t       testing.TB
 	emu     *pfdntest.Emulator
 	tokens  *reconcile.StateTokens
-	backend *reconcile.OpenedBackend
+	backend backend.Backend
 }
 
 func newMac(t testing.TB, emu *pfdntest.Emulator) *mac {
@@ -67,12 +68,12 @@ func (m *mac) desire(linksDir, factsFile string, in reconcile.Inputs) (reconcile
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	in.State, in.MaxSlots = m.tokens.State, m.backend.MaxSlots
+	in.State, in.MaxSlots = m.tokens.State, m.backend.Info().MaxSlots
 	d, err := reconcile.Desired(pol.Links, facts, in)
 	if err == nil && d.AllocatesSlots(in.State) && in.LiveSlots == nil && in.ForeignSlots == nil {
 		// As the commands do: new slots go to the interfaces' live ones
 		// and never to a slot another tool's pipes occupy.
-		use, err := m.backend.LiveSlots(context.Background())
+		use, err := m.backend.(backend.SlotReader).LiveSlots(context.Background())
 		if err != nil {
 			m.t.Fatal(err)
 		}

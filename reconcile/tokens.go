@@ -11,7 +11,7 @@ import (
 	"github.com/macake/macake/state"
 )
 
-// StateTokens is the TokenStore on the state file: the pf enable token
+// StateTokens is the pfdn.TokenStore on the state file: the pf enable token
 // lives in State.PFToken, and every change is written to Dir atomically
 // before SetPFToken returns, so a crash right after `pfctl -E` never leaks
 // a reference nobody knows about. It shares State with the rest of the

@@ -75,6 +75,16 @@ func (l Link) Pipe(d Direction) Pipe {
 	return l.Download
 }
 
+// WithPipe returns l with direction d's shaper replaced.
+func (l Link) WithPipe(d Direction, p Pipe) Link {
+	if d == Upload {
+		l.Upload = p
+	} else {
+		l.Download = p
+	}
+	return l
+}
+
 // Cake is the set of CAKE options a policy may ask for (Linux with sch_cake
 // only; dummynet cannot do any of them).
 type Cake struct {

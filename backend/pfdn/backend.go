@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
@@ -116,8 +117,8 @@ func (b *Backend) Observe(ctx context.Context) (Live, error) {
 // Plan observes the live system and returns the ordered ops that make it
 // match desired. Only owned objects appear; foreign ones produce warnings.
 // When desired shapes something but pf's main ruleset lacks the hook line,
-// Plan returns the plan together with a *HookMissingError (errors.Is
-// ErrHookMissing), so a dry run can still show it while apply refuses.
+// Plan returns the plan together with a *backend.BlockedError (see
+// CheckHook), so a dry run can still show it while apply refuses.
 // Plan may be called any number of times; it never changes the system.
 func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, error) {
 	d, err := Render(desired, b.opts)
@@ -137,7 +138,7 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 
 // PlanUnobserved is Plan against a system where macake owns nothing,
 // without reading anything: every object macake would own for desired,
-// for a dry run by a user who may not read pf and dummynet (ErrNotRoot).
+// for a dry run by a user who may not read pf and dummynet (backend.ErrNeedsRoot).
 // It knows nothing of the live state, so it cannot check the hook line
 // or warn about other tools.
 func (b *Backend) PlanUnobserved(desired shape.State) (plan.Plan, error) {
@@ -276,7 +277,7 @@ func (b *Backend) read(ctx context.Context, argv ...string) (execrun.Result, err
 	if res.ExitCode != 0 {
 		err := &execrun.Error{Argv: argv, ExitCode: res.ExitCode, Stderr: res.Stderr}
 		if unavailable(res) {
-			return res, fmt.Errorf("%w: %w: %w", ErrUnavailable, ErrNotRoot, err)
+			return res, fmt.Errorf("%w: %w: %w", ErrUnavailable, backend.ErrNeedsRoot, err)
 		}
 		return res, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
@@ -126,8 +127,8 @@ func TestPlanWithoutTheHookFailsButShowsThePlan(t *testing.T) {
 	h := newHarness(t, nil)
 	h.e.DropHook()
 	p, err := h.b.Plan(ctx, wanLTE)
-	var hm *pfdn.HookMissingError
-	if !errors.Is(err, pfdn.ErrHookMissing) || !errors.As(err, &hm) || hm.Line != `dummynet-anchor "com.apple/*"` {
+	hm, blocked := backend.Blocked(err)
+	if !blocked || hm.Kind != "hook_missing" || !strings.Contains(hm.Fix, "add the line dummynet-anchor \"com.apple/*\" to /etc/pf.conf") {
 		t.Fatalf("got %v", err)
 	}
 	if !strings.Contains(err.Error(), "/etc/pf.conf") || p.Empty() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
@@ -180,7 +181,7 @@ func TestConvergesThroughRandomDesiredStates(t *testing.T) {
 				for i := 0; i < 40; i++ {
 					desired := randomState(rng)
 					drift(ctx, t, rng, h, prev)
-					if _, err := h.apply(ctx, desired, prev); errors.Is(err, pfdn.ErrHookMissing) {
+					if _, err := h.apply(ctx, desired, prev); isBlocked(err) {
 						// The drift removed the hook; the person puts it back.
 						foreignRun(ctx, t, h.e, "", "/sbin/pfctl", "-f", "/etc/pf.conf")
 					} else if err != nil {
@@ -361,4 +362,9 @@ func TestPlanRefusesGarbageOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+func isBlocked(err error) bool {
+	_, ok := backend.Blocked(err)
+	return ok
 }

@@ -209,7 +209,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			before = "enabled by others"
 		}
 		p.Ops = append(p.Ops, plan.Op{
-			Kind: KindPFReference, ID: "pf", Label: "pf enable reference", Action: plan.Create, Reason: reason,
+			Kind: KindPFReference, Role: plan.RoleEnable, ID: "pf", Label: "pf enable reference", Action: plan.Create, Reason: reason,
 			Fields:   []plan.Field{{Name: "pf", Before: before, After: "enabled, with macake's reference", Key: "pf_enabled", BeforeValue: live.Info.Enabled, AfterValue: true}},
 			Commands: []execrun.Command{{Argv: []string{o.Pfctl, "-E"}}},
 		})
@@ -219,7 +219,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			after = "disabled, unless enabled without a reference (pfctl -e)"
 		}
 		p.Ops = append(p.Ops, plan.Op{
-			Kind: KindPFReference, ID: "pf", Label: "pf enable reference", Action: plan.Remove, Reason: "nothing left to shape",
+			Kind: KindPFReference, Role: plan.RoleEnable, ID: "pf", Label: "pf enable reference", Action: plan.Remove, Reason: "nothing left to shape",
 			Fields:   []plan.Field{{Name: "pf", Before: "enabled, with macake's reference", After: after, Key: "pf_reference_held", BeforeValue: true, AfterValue: false}},
 			Commands: []execrun.Command{{Argv: []string{o.Pfctl, "-X", heldToken}}},
 		})
@@ -237,7 +237,7 @@ func anchorOp(d Desired, live Live) (plan.Op, bool) {
 	if live.Anchor.Exists {
 		have = live.Anchor.Texts()
 	}
-	op := plan.Op{Kind: KindRules, ID: o.Anchor, Label: fmt.Sprintf("anchor %q", o.Anchor)}
+	op := plan.Op{Kind: KindRules, Role: plan.RoleRules, ID: o.Anchor, Label: fmt.Sprintf("anchor %q", o.Anchor)}
 	switch {
 	case len(want) > 0 && slices.Equal(want, have):
 		return plan.Op{}, false

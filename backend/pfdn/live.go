@@ -3,9 +3,10 @@
 package pfdn
 
 import (
-	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/macake/macake/backend"
 )
 
 // Live is the pf and dummynet state read from the system: everything Diff
@@ -55,35 +56,32 @@ func (l Live) HoldsToken(token string) bool {
 	return slices.ContainsFunc(l.References, func(r Reference) bool { return r.Token == token })
 }
 
-// ErrHookMissing is matched (errors.Is) by a HookMissingError.
-var ErrHookMissing = errors.New("pf main ruleset lacks the dummynet-anchor hook")
-
-// HookMissingError says that pf's main ruleset no longer evaluates macake's
-// anchor, usually because another tool loaded its own main ruleset. macake
-// never edits the main ruleset; the person must add the line.
-type HookMissingError struct {
-	Anchor string
-	// Line is the exact line to add to /etc/pf.conf.
-	Line string
+// hookMissing is the *backend.BlockedError of a main ruleset that no
+// longer evaluates macake's anchor, usually because another tool loaded its
+// own main ruleset. macake never edits the main ruleset; the person must
+// add the line.
+func hookMissing(anchor string) *backend.BlockedError {
+	line := HookLine(anchor)
+	return &backend.BlockedError{
+		Kind: "hook_missing",
+		Problem: fmt.Sprintf("pf's main ruleset lacks the line %s, so pf would never evaluate the anchor %q "+
+			"(another tool probably loaded its own main ruleset). macake never edits the main ruleset: "+
+			"add this line to /etc/pf.conf after the rdr-anchor line, then reload it with `sudo pfctl -f /etc/pf.conf`:\n\n    %s\n",
+			line, anchor, line),
+		Detail:     fmt.Sprintf("pf's main ruleset lacks %s, so the anchor %q is never evaluated", line, anchor),
+		Fix:        fmt.Sprintf("add the line %s to /etc/pf.conf after the rdr-anchor line and run: sudo pfctl -f /etc/pf.conf (macake never edits the main ruleset)", line),
+		Resolved:   "pf's main ruleset evaluates the anchor again (the dummynet-anchor line is back)",
+		NotApplied: "not applied: pf's main ruleset lacks the dummynet-anchor line (see 'macake status')",
+		InPlace:    fmt.Sprintf("macake's objects are in place, but pf does not evaluate them: its main ruleset lacks the line %s (see below).", line),
+	}
 }
 
-// Error names the missing line and how to restore it.
-func (e *HookMissingError) Error() string {
-	return fmt.Sprintf("pf's main ruleset lacks the line %s, so pf would never evaluate the anchor %q "+
-		"(another tool probably loaded its own main ruleset). macake never edits the main ruleset: "+
-		"add this line to /etc/pf.conf after the rdr-anchor line, then reload it with `sudo pfctl -f /etc/pf.conf`:\n\n    %s\n",
-		e.Line, e.Anchor, e.Line)
-}
-
-// Is makes errors.Is(err, ErrHookMissing) true.
-func (e *HookMissingError) Is(target error) bool { return target == ErrHookMissing }
-
-// CheckHook returns a *HookMissingError when d shapes something but the
+// CheckHook returns a *backend.BlockedError when d shapes something but the
 // main ruleset would never evaluate the anchor. Tearing down (an empty d)
 // needs no hook.
 func CheckHook(d Desired, live Live) error {
 	if len(d.Links) == 0 || live.Hooked(d.Options.Anchor) {
 		return nil
 	}
-	return &HookMissingError{Anchor: d.Options.Anchor, Line: HookLine(d.Options.Anchor)}
+	return hookMissing(d.Options.Anchor)
 }

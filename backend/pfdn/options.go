@@ -83,6 +83,16 @@ func (r PipeRange) Pipe(slot int, d shape.Direction) (int, error) {
 	return n, nil
 }
 
+// Slot returns the link slot that pipe n belongs to (Pipe's inverse), and
+// false for a pipe outside the range's slots.
+func (r PipeRange) Slot(n int) (int, bool) {
+	if !r.Contains(n) {
+		return 0, false
+	}
+	slot := (n - r.First) / 2
+	return slot, slot < r.Slots()
+}
+
 // String returns "48001-48998".
 func (r PipeRange) String() string { return fmt.Sprintf("%d-%d", r.First, r.Last) }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/backend"
 )
 
 // The stderr lines pfctl prints on every non-quiet call that opens
@@ -32,14 +34,16 @@ const (
 )
 
 // ErrUnavailable marks failures that mean pf or dummynet cannot be used at
-// all: the tool is missing, or the caller lacks the privileges. The CLI maps
-// it to exit code 69.
-var ErrUnavailable = errors.New("pf/dummynet unavailable")
+// all: the tool is missing, or the caller lacks the privileges. It matches
+// backend.ErrUnavailable, which the CLI maps to exit code 69. The refusals
+// of a caller who is not root (pfctl cannot open /dev/pf, dnctl its raw
+// socket; on macOS even reading needs root) match backend.ErrNeedsRoot too.
+var ErrUnavailable error = unavailableError{}
 
-// ErrNotRoot marks, besides ErrUnavailable, the refusals of a caller who is
-// not root: pfctl cannot open /dev/pf, dnctl its raw socket. On macOS even
-// reading needs root.
-var ErrNotRoot = errors.New("it needs root")
+type unavailableError struct{}
+
+func (unavailableError) Error() string        { return "pf/dummynet unavailable" }
+func (unavailableError) Is(target error) bool { return target == backend.ErrUnavailable }
 
 // stderrLines splits stderr into its non-empty lines, without the ALTQ
 // notices.

@@ -52,11 +52,10 @@ func (d Desired) unshapedReason(name string) (string, bool) {
 
 // knownPipe reports whether pipe n belongs to a slot in KnownLinks.
 func (d Desired) knownPipe(n int) bool {
-	r := d.Options.Pipes
-	if !r.Contains(n) {
+	slot, ok := d.Options.Pipes.Slot(n)
+	if !ok {
 		return false
 	}
-	slot := (n - r.First) / 2
 	for _, s := range d.KnownLinks {
 		if s == slot {
 			return true
@@ -79,11 +78,10 @@ func (d Desired) desires(name string) bool {
 // configuration, if Unshaped or KnownLinks knows it and it is no longer
 // desired.
 func (d Desired) linkOfPipe(n int) (string, bool) {
-	r := d.Options.Pipes
-	if !r.Contains(n) || len(d.KnownLinks) == 0 && len(d.Unshaped) == 0 {
+	slot, ok := d.Options.Pipes.Slot(n)
+	if !ok || len(d.KnownLinks) == 0 && len(d.Unshaped) == 0 {
 		return "", false
 	}
-	slot := (n - r.First) / 2
 	for _, u := range d.Unshaped {
 		if u.Slot == slot && !d.desires(u.Name) {
 			return u.Name, true

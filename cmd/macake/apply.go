@@ -6,12 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"runtime"
 	"time"
 
-	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
@@ -116,7 +115,8 @@ type session struct {
 	stateDir    string
 	lock        *reconcile.Lock
 	tokens      *reconcile.StateTokens
-	backend     *reconcile.OpenedBackend
+	backend     backend.Backend
+	info        backend.Info
 }
 
 func (s *session) close() {
@@ -134,8 +134,8 @@ func (s *session) errorf(format string, args ...any) {
 func (s *session) fail(err error) int {
 	s.errorf("%v", err)
 	switch {
-	case reconcile.Unavailable(err):
-		if s.e.euid() != 0 && errors.Is(err, pfdn.ErrUnavailable) && !errors.Is(err, reconcile.ErrUnavailable) {
+	case backend.Unavailable(err):
+		if s.e.euid() != 0 && errors.Is(err, backend.ErrNeedsRoot) {
 			fmt.Fprintf(s.e.stderr, "Reading pf and dummynet needs root, even for a dry run. Run with sudo.\n")
 		}
 		return exitUnavailable
@@ -149,7 +149,7 @@ func (s *session) fail(err error) int {
 func (s *session) chooseBackend() (int, bool) {
 	name, err := reconcile.ChooseBackend(runtime.GOOS, s.e.getenv)
 	if err != nil {
-		if reconcile.Unavailable(err) {
+		if backend.Unavailable(err) {
 			return s.fail(err), false
 		}
 		s.errorf("%v", err)
@@ -270,24 +270,21 @@ func (s *session) openBackend() (int, bool) {
 	if err != nil {
 		return s.fail(err), false
 	}
-	s.backend = b
+	s.backend, s.info = b, b.Info()
 	return exitOK, true
 }
 
-// readLive runs fn between the two halves of the progress line
-// `Reading live state (SCOPE) … ok`.
-func (s *session) readLive(fn func() error) error {
-	fmt.Fprintf(s.e.stderr, "Reading live state (%s) … ", s.backend.Scope)
-	err := fn()
+// readingLive prints the progress line `Reading live state (SCOPE) … ok`
+// for a pass that read (or tried to read) the live state.
+func (s *session) readingLive(out *reconcile.Outcome) {
+	result := "ok"
 	switch {
-	case err == nil, errors.Is(err, pfdn.ErrHookMissing):
-		fmt.Fprintln(s.e.stderr, "ok")
-	case s.mayPlanUnread(err):
-		fmt.Fprintln(s.e.stderr, "not read: it needs root")
-	default:
-		fmt.Fprintln(s.e.stderr, "failed")
+	case out.Blind:
+		result = "not read: it needs root"
+	case out.Step == reconcile.StepObserve:
+		result = "failed"
 	}
-	return err
+	fmt.Fprintf(s.e.stderr, "Reading live state (%s) … %s\n", s.info.Scope, result)
 }
 
 // applyOutcome is what apply reports: the plan, whether any of it was
@@ -317,11 +314,12 @@ func (s *session) apply(f applyFlags) int {
 	return out.code
 }
 
-// mayPlanUnread reports whether err, met reading the live state, leaves a
-// dry run to plan without it: the backend refused a caller who is not
-// root (pf and dummynet on macOS) and can plan from nothing.
-func (s *session) mayPlanUnread(err error) bool {
-	return s.unreadablePlan && s.e.euid() != 0 && s.backend != nil && s.backend.PlanUnread != nil && errors.Is(err, pfdn.ErrNotRoot)
+// planText are the plan's text options for this session.
+func (s *session) planText(f applyFlags, subject string) plan.TextOptions {
+	return plan.TextOptions{
+		Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true,
+		SharedGroup: s.info.SharedGroup, Subject: subject,
+	}
 }
 
 func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
@@ -353,146 +351,83 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	if err != nil {
 		return fail(fmt.Errorf("reading link facts: %w", err))
 	}
-	in := reconcile.Inputs{
-		State: s.tokens.State, MaxSlots: s.backend.MaxSlots, MTU: reconcile.InterfaceMTUs(policyInterfaces(s.policies.Links)),
-		KernelOverhead: s.backend.KernelOverhead, Reflectors: watchReflectors(s),
+	do := reconcile.ApplyPlan
+	if f.dryRun {
+		do = reconcile.PlanOnly
 	}
-	desire, err := reconcile.Desired(s.policies.Links, facts, in)
-	if err == nil && desire.AllocatesSlots(s.tokens.State) && s.backend.LiveSlots != nil {
-		// New slots: take the ones live on the same interfaces if free,
-		// so a lost state file does not renumber working pipes, and never
-		// one whose pipes are another tool's.
-		use, lerr := s.backend.LiveSlots(s.e.ctx)
-		switch {
-		case lerr != nil && s.mayPlanUnread(lerr):
-			out.liveUnread = true // the slots stay as the state file assigns them
-		case lerr != nil:
-			return fail(fmt.Errorf("reading the live state: %w", lerr))
-		default:
-			in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
-			desire, err = reconcile.Desired(s.policies.Links, facts, in)
-		}
-	}
-	if err != nil {
+	res := reconcile.Pass(s.e.ctx, reconcile.PassInput{
+		Links: s.policies.Links, Facts: facts, Backend: s.backend, Tokens: s.tokens,
+		Inputs: reconcile.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
+		Do:     do, Verify: true,
+		// A dry run that may not read the live state plans without it:
+		// the backend refused a caller who is not root (pf and dummynet
+		// on macOS).
+		Blind: s.unreadablePlan && s.e.euid() != 0,
+		Planned: func(o *reconcile.Outcome) {
+			s.readingLive(o)
+			out.plan, out.liveUnread = o.Plan, o.Blind
+			if f.json {
+				return
+			}
+			fmt.Fprintln(s.e.stderr)
+			opts := s.planText(f, fmt.Sprintf("Live %s state matches %s.", s.info.System, s.e.configDir))
+			if blocked, ok := o.Blocked(); ok {
+				// Everything is in place, but the backend never makes it
+				// take effect: that is no "No changes ... matches".
+				opts.NoChanges = blocked.InPlace
+			} else if o.Blind {
+				fmt.Fprintf(s.e.stdout, "Note: %s\n\n", liveUnreadNote)
+				opts.NoChanges = fmt.Sprintf("No policy matches the network now, so macake would own nothing in %s.", s.info.System)
+			}
+			plan.WriteText(s.e.stdout, o.Plan, opts)
+		},
+	})
+	switch res.Step {
+	case reconcile.StepDesire:
 		s.errorf("nothing was changed:")
-		errs := unjoin(err)
+		errs := unjoin(res.Err)
 		for _, e := range errs {
 			fmt.Fprintf(s.e.stderr, "  %v\n", e)
 		}
 		return stop(exitConfig, errs...)
-	}
-
-	if !out.liveUnread {
-		err = s.readLive(func() error {
-			var err error
-			out.plan, err = s.backend.Plan(s.e.ctx, desire.State)
-			return err
-		})
-		out.liveUnread = s.mayPlanUnread(err)
-	} else {
-		fmt.Fprintf(s.e.stderr, "Reading live state (%s) … not read: it needs root\n", s.backend.Scope)
-	}
-	if out.liveUnread {
-		out.plan, err = s.backend.PlanUnread(desire.State)
-	}
-	hookErr := err
-	if err != nil && !errors.Is(err, pfdn.ErrHookMissing) {
-		return fail(fmt.Errorf("reading the live state: %w", err))
-	}
-	p := &out.plan
-	p.Warnings = append(desire.Warnings, p.Warnings...)
-	if !f.json {
-		fmt.Fprintln(s.e.stderr)
-		opts := plan.TextOptions{
-			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true, SharedGroup: s.backend.SharedGroup,
-			Subject: fmt.Sprintf("Live %s state matches %s.", s.backend.System, s.e.configDir),
-		}
-		var missing *pfdn.HookMissingError
-		switch {
-		case out.liveUnread:
-			fmt.Fprintf(s.e.stdout, "Note: %s\n\n", liveUnreadNote)
-			opts.NoChanges = fmt.Sprintf("No policy matches the network now, so macake would own nothing in %s.", s.backend.System)
-		case errors.As(hookErr, &missing):
-			// Everything is in place, but pf never evaluates it: that
-			// is no "No changes ... matches".
-			opts.NoChanges = fmt.Sprintf("macake's objects are in place, but pf does not evaluate them: its main ruleset lacks the line %s (see below).", missing.Line)
-		}
-		plan.WriteText(s.e.stdout, *p, opts)
-	}
-	if hookErr != nil {
-		// Nothing is applied without the hook: the rules would never be
+	case reconcile.StepSlots:
+		return fail(fmt.Errorf("reading the live state: %w", res.Err))
+	case reconcile.StepObserve:
+		s.readingLive(&res)
+		return fail(fmt.Errorf("reading the live state: %w", res.Err))
+	case reconcile.StepBlocked:
+		// Nothing is applied when blocked: the rules would never be
 		// evaluated, and macake never edits the main ruleset itself.
-		s.errorf("%v", hookErr)
-		return stop(exitFailure, hookErr)
+		s.errorf("%v", res.Err)
+		return stop(exitFailure, res.Err)
+	case reconcile.StepSave, reconcile.StepRelease:
+		return fail(res.Err)
 	}
-	changes := exitOK
-	if f.detailed && !p.Empty() {
-		changes = exitChanges
-	}
-	if f.dryRun {
-		return stop(changes)
-	}
-	if !maps.Equal(s.tokens.State.Slots, desire.Slots) {
-		// Slots first, atomically: a pipe must never exist under a number
-		// the state file does not assign, or after a crash before the
-		// anchor names it nothing would prove it is macake's.
-		if err := s.tokens.Update(func(st *state.State) { st.Slots = desire.Slots }); err != nil {
-			return fail(err)
-		}
-	}
-	if p.Empty() {
-		if err := s.tokens.ReleaseSlots(desire.Released); err != nil {
-			return fail(err)
-		}
-		return stop(changes)
-	}
-
-	start := time.Now()
-	applied, err := reconcile.Apply(s.e.ctx, s.backend, *p, nil)
-	took := time.Since(start)
-	out.applied = len(applied.Ops) > 0
-	c, u, r := applied.Count()
-	if err != nil {
+	out.applied = len(res.Applied.Ops) > 0
+	c, u, r := res.Applied.Count()
+	switch res.Step {
+	case reconcile.StepApply:
 		if !f.json {
-			fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs), then stopped.\n", c, u, r, took.Seconds())
+			fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs), then stopped.\n", c, u, r, res.Took.Seconds())
 		}
-		code := s.fail(err)
+		code := s.fail(res.Err)
 		before := "The steps before it were applied."
-		if len(applied.Ops) == 0 {
+		if len(res.Applied.Ops) == 0 {
 			before = "Nothing was applied: it failed at the first step."
 		}
 		fmt.Fprintf(s.e.stderr, "%s Fix the cause and run 'macake apply' again: it continues from the live state.\n", before)
-		return stop(code, err)
+		return stop(code, res.Err)
+	case reconcile.StepVerify:
+		return fail(res.Err)
 	}
-	// Level-triggered check: right after an apply, the live state must
-	// match, or something else is changing it (or macake has a bug).
-	again, err := s.backend.Plan(s.e.ctx, desire.State)
-	if err == nil && !again.Empty() {
-		err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing %s at the same time; run 'macake apply' again", plural(len(again.Ops), "change"), s.backend.System)
+	changes := exitOK
+	if f.detailed && !res.Plan.Empty() {
+		changes = exitChanges
 	}
-	if err == nil {
-		// The removed links' pipes are gone: their numbers are free again.
-		err = s.tokens.ReleaseSlots(desire.Released)
+	if !f.dryRun && !res.Plan.Empty() && !f.json {
+		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, res.Took.Seconds())
 	}
-	if err != nil {
-		return fail(err)
-	}
-	if !f.json {
-		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, took.Seconds())
-	}
-	if f.detailed {
-		return stop(exitChanges)
-	}
-	return stop(exitOK)
-}
-
-// policyInterfaces lists the interfaces the policies name.
-func policyInterfaces(links []config.Link) []string {
-	var names []string
-	for _, l := range links {
-		names = append(names, l.Match.Interface)
-	}
-	return names
+	return stop(changes)
 }
 
 // unjoin splits an errors.Join result into its errors.

@@ -4,11 +4,9 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/shape"
-	"github.com/macake/macake/state"
+	"github.com/macake/macake/reconcile"
 )
 
 var downCmd = &command{
@@ -79,44 +77,40 @@ func (s *session) down(f applyFlags) (out applyOutcome) {
 			return stop(code)
 		}
 	}
-	// The plan is shown first, then Teardown plans again and executes:
-	// it also forgets a token pf no longer knows.
-	err := s.readLive(func() error {
-		var err error
-		out.plan, err = s.backend.Plan(s.e.ctx, shape.State{})
-		return err
-	})
-	if err != nil {
-		return stop(s.fail(fmt.Errorf("reading the live state: %w", err)), err)
+	do := reconcile.ApplyPlan
+	if f.dryRun {
+		do = reconcile.PlanOnly
 	}
-	if !f.json {
-		fmt.Fprintln(s.e.stderr)
-		plan.WriteText(s.e.stdout, out.plan, plan.TextOptions{
-			Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true, SharedGroup: s.backend.SharedGroup,
-			Subject: fmt.Sprintf("macake owns nothing in %s.", s.backend.System),
-		})
+	res := reconcile.Pass(s.e.ctx, reconcile.PassInput{
+		Backend: s.backend, Tokens: s.tokens, Teardown: true, Do: do,
+		Planned: func(o *reconcile.Outcome) {
+			s.readingLive(o)
+			out.plan = o.Plan
+			if !f.json {
+				fmt.Fprintln(s.e.stderr)
+				plan.WriteText(s.e.stdout, o.Plan, s.planText(f, fmt.Sprintf("macake owns nothing in %s.", s.info.System)))
+			}
+		},
+	})
+	switch res.Step {
+	case reconcile.StepObserve:
+		s.readingLive(&res)
+		err := res.Err
+		return stop(s.fail(fmt.Errorf("reading the live state: %w", err)), err)
+	case reconcile.StepApply:
+		code := s.fail(res.Err)
+		fmt.Fprintln(s.e.stderr, "Run 'macake down' again once the cause is fixed; it picks up where this one stopped.")
+		return stop(code, res.Err)
+	case reconcile.StepRelease:
+		return stop(s.fail(res.Err), res.Err)
 	}
 	if f.dryRun {
 		return stop(exitOK)
 	}
-	start := time.Now()
-	done, err := s.backend.Teardown(s.e.ctx)
-	took := time.Since(start)
-	if err != nil {
-		code := s.fail(err)
-		fmt.Fprintln(s.e.stderr, "Run 'macake down' again once the cause is fixed; it picks up where this one stopped.")
-		return stop(code, err)
-	}
-	out.plan, out.applied = done, !done.Empty()
-	st := s.tokens.State
-	if len(st.Slots) > 0 || st.PFToken != "" {
-		if err := s.tokens.Update(func(st *state.State) { st.Slots, st.PFToken = nil, "" }); err != nil {
-			return stop(s.fail(err), err)
-		}
-	}
-	if !f.json && !done.Empty() {
-		c, u, r := done.Count()
-		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, took.Seconds())
+	out.plan, out.applied = res.Plan, !res.Plan.Empty()
+	if !f.json && !res.Plan.Empty() {
+		c, u, r := res.Plan.Count()
+		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, res.Took.Seconds())
 	}
 	return stop(exitOK)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
@@ -184,114 +185,26 @@ func gatherStatus(e *env) (statusapi.Status, error) {
 	return st, nil
 }
 
-// staticStatus is the picture without a daemon: policies, matching, the
-// rates a start would use, live shapers if readable, profiles.
+// staticStatus is the picture without a daemon (daemon.Static), read now.
 func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, error) {
 	e := s.e
-	st := statusapi.Status{
-		FormatVersion: statusapi.FormatVersion,
-		Daemon:        statusapi.Daemon{Socket: socket, Note: note, ConfigDir: e.configDir, StateDir: stateDir},
-		Interfaces:    []linkfacts.InterfaceFacts{}, Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
-		ConfigErrors: []statusapi.ConfigError{}, Problems: []string{},
-	}
 	if name, err := reconcile.ChooseBackend(runtime.GOOS, e.getenv); err == nil {
 		s.backendName = name
 	}
+	in := daemon.StaticInput{
+		Daemon:  statusapi.Daemon{Socket: socket, Note: note, ConfigDir: e.configDir, StateDir: stateDir},
+		NotRoot: e.euid() != 0,
+	}
 	pol, perr := reconcile.LoadPolicies(e.configDir, s.loadOptions())
+	in.Problems = config.Problems(perr)
 	// What watch keeps in force for a broken file, it would keep at a
 	// start too: the picture shows the same policies.
-	kept := reconcile.KeepLastGood(&pol, config.Problems(perr), stateDir, s.loadOptions())
-	for _, p := range config.Problems(perr) {
-		ce := statusapi.ConfigError{File: p.File, Line: p.Line, Column: p.Col, Message: p.Message, Link: linkOfFile(p.File)}
-		if ce.Link != "" {
-			ce.Kept = "nothing"
-			if kept[ce.Link] {
-				ce.Kept = "last_good"
-			}
-		}
-		st.ConfigErrors = append(st.ConfigErrors, ce)
-	}
-	stFile, err := state.Load(stateDir)
-	if err != nil {
-		st.Problems = append(st.Problems, "state file: "+err.Error())
-	}
-	st.Profiles = reconcile.ProfilesStatus(stFile)
-
-	b, berr := reconcile.OpenBackend(reconcile.BackendConfig{Settings: pol.Settings, Runner: backendRunner, Getenv: e.getenv})
-	if b != nil {
-		st.Backend = statusapi.Backend{Name: b.Name, System: b.System, Scope: b.Scope}
-	} else if berr != nil {
-		st.Backend.LiveError = berr.Error()
-	}
-
-	facts, err := linkfacts.Read(e.ctx, e.getenv)
-	if err != nil {
-		st.Problems = append(st.Problems, "link facts: "+err.Error())
-	}
-	if facts.Interfaces != nil {
-		st.Interfaces = facts.Interfaces
-	}
-	in := reconcile.Inputs{State: stFile, MTU: reconcile.InterfaceMTUs(policyInterfaces(pol.Links))}
-	if b != nil {
-		in.MaxSlots, in.KernelOverhead = b.MaxSlots, b.KernelOverhead
-	}
-	desire, derr := reconcile.Desired(pol.Links, facts, in)
-	linkErrs := map[string]string{}
-	for _, e := range unjoin(derr) {
-		var le *reconcile.LinkError
-		if errors.As(e, &le) {
-			linkErrs[le.Link] = le.Err.Error()
-		} else if e != nil {
-			st.Problems = append(st.Problems, e.Error())
-		}
-	}
-	for i, l := range pol.Links {
-		v := desire.Selection.Verdicts[i]
-		st.Policies = append(st.Policies, statusapi.Policy{Name: l.Name, File: l.File, Interface: l.Match.Interface,
-			Mode: string(l.Shaper.Mode), Priority: l.Match.Priority, Active: v.Active, Reason: v.Reason})
-	}
-
-	var live []reconcile.LiveShaper
-	if b != nil && b.LiveShapers != nil {
-		if live, err = b.LiveShapers(e.ctx); err != nil {
-			st.Backend.LiveError = err.Error()
-			if e.euid() != 0 {
-				st.Backend.LiveError = "reading the live pipes needs root (run with sudo): " + err.Error()
-			}
-			live = nil
-		}
-	}
-	for _, a := range desire.Active {
-		l := statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
-			ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: linkErrs[a.Policy.Name]}
-		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != "" {
-			// The live state is unknown: show what a start would install.
-			for _, dir := range shape.Directions {
-				sh := statusapi.Shaper{Direction: dir.String(), RateBits: sl.Pipe(dir).RateBits, QueueBytes: sl.Pipe(dir).QueueBytes,
-					Source: string(a.Direction(dir).Source) + " (not read live)"}
-				if b != nil && b.ShaperName != nil {
-					sh.Name = b.ShaperName(sl, dir)
-				}
-				l.Shapers = append(l.Shapers, sh)
-			}
-		}
-		for _, ls := range live {
-			if ls.Interface == a.Policy.Match.Interface {
-				l.Shaped = true
-				l.Shapers = append(l.Shapers, statusapi.Shaper{Direction: ls.Direction, Name: ls.Name, RateBits: ls.RateBits, QueueBytes: ls.QueueBytes, Source: "live"})
-			}
-		}
-		st.Links = append(st.Links, l)
-	}
-	return st, nil
-}
-
-func linkOfFile(file string) string {
-	if !strings.HasSuffix(file, ".toml") {
-		return ""
-	}
-	base := file[strings.LastIndex(file, "/")+1:]
-	return strings.TrimSuffix(base, ".toml")
+	in.Kept = reconcile.KeepLastGood(&pol, in.Problems, stateDir, s.loadOptions())
+	in.Policies, in.MTU = pol.Links, reconcile.PolicyMTUs(pol.Links)
+	in.State, in.StateErr = state.Load(stateDir)
+	in.Backend, in.BackendErr = reconcile.OpenBackend(reconcile.BackendConfig{Settings: pol.Settings, Runner: backendRunner, Getenv: e.getenv})
+	in.Facts, in.FactsErr = linkfacts.Read(e.ctx, e.getenv)
+	return daemon.Static(e.ctx, in), nil
 }
 
 // writeStatusHeader prints who answered and the last reconcile.

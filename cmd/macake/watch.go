@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/macake/macake/backend"
+	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -77,7 +79,7 @@ var watchLockWait = 10 * time.Second
 
 // watchSensors, when not nil, replaces the real prober and counters
 // (tests).
-var watchSensors reconcile.Sensors
+var watchSensors daemon.Sensors
 
 func runWatch(e *env, args []string) int {
 	fs := watchCmd.flags()
@@ -85,7 +87,7 @@ func runWatch(e *env, args []string) int {
 	fs.BoolVar(&f.teardown, "teardown-on-exit", false, "remove everything macake owns when stopped (default: leave shaping in place)")
 	fs.StringVar(&f.logFile, "log-file", "", "write the log to `PATH`, rotated, unless macake.toml sets log_file (the launchd job passes /var/log/macake/watch.log)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
-	durationVar(fs, &f.drift, "drift-interval", reconcile.DefaultDriftInterval, "how often to re-read everything and repair drift")
+	durationVar(fs, &f.drift, "drift-interval", daemon.DefaultDriftInterval, "how often to re-read everything and repair drift")
 	if done, code := watchCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -187,7 +189,7 @@ func runWatch(e *env, args []string) int {
 	src, err := linkfacts.FromEnv(e.getenv, linkfacts.PolicyOptions())
 	if err != nil {
 		log.Error("cannot read the network's link facts", logging.KeyError, err)
-		return s.fail(fmt.Errorf("%w: reading the link facts: %v", reconcile.ErrUnavailable, err))
+		return s.fail(fmt.Errorf("%w: reading the link facts: %v", backend.ErrUnavailable, err))
 	}
 	if c, ok := src.(io.Closer); ok {
 		defer c.Close()
@@ -205,13 +207,13 @@ func runWatch(e *env, args []string) int {
 
 	sensors := watchSensors
 	if sensors == nil {
-		sensors = reconcile.SystemSensors{}
+		sensors = daemon.SystemSensors{}
 	}
-	d, err := reconcile.NewDaemon(reconcile.DaemonConfig{
+	d, err := daemon.New(daemon.Config{
 		ConfigDir: e.configDir, StateDir: s.stateDir, LoadOptions: s.loadOptions(), Settings: settings,
 		Backend: s.backend, Tokens: s.tokens,
-		Facts:         reconcile.LinkFacts{Source: src},
-		ConfigChanges: reconcile.Debounce(e.ctx, reconcile.WatchConfigDir(e.ctx, e.configDir, log), reconcile.DefaultDebounceQuiet, reconcile.DefaultDebounceMax),
+		Facts:         daemon.LinkFacts{Source: src},
+		ConfigChanges: daemon.Debounce(e.ctx, daemon.WatchConfigDir(e.ctx, e.configDir, log), daemon.DefaultDebounceQuiet, daemon.DefaultDebounceMax),
 		Sensors:       sensors, Log: log, Metrics: m,
 		DriftInterval: f.drift, TeardownOnExit: f.teardown, Version: version,
 	})

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/logging"
 	"github.com/macake/macake/state"
 )
 
@@ -27,16 +26,14 @@ import (
 // hold across restarts.
 func LastGoodDir(stateDir string) string { return filepath.Join(stateDir, "last-good") }
 
-// lastGoodStore reads and writes the saved copies. It is used only by the
+// LastGoodStore reads and writes the saved copies. It is used only by the
 // daemon's Run goroutine.
-type lastGoodStore struct {
+type LastGoodStore struct {
 	dir string
 	// saved is what each copy on disk holds, once read or written (a nil
 	// entry: known to be absent), so that a pass with nothing new does no
 	// I/O.
 	saved map[string]*savedPolicy
-	// failed is the last error of each link's save, logged once.
-	failed map[string]string
 }
 
 type savedPolicy struct {
@@ -44,18 +41,21 @@ type savedPolicy struct {
 	src  []byte
 }
 
-func newLastGoodStore(stateDir string) *lastGoodStore {
+// NewLastGoodStore returns the store in stateDir's LastGoodDir; nil (a
+// store that holds nothing) when stateDir is "".
+func NewLastGoodStore(stateDir string) *LastGoodStore {
 	if stateDir == "" {
 		return nil
 	}
-	return &lastGoodStore{dir: LastGoodDir(stateDir), saved: map[string]*savedPolicy{}, failed: map[string]string{}}
+	return &LastGoodStore{dir: LastGoodDir(stateDir), saved: map[string]*savedPolicy{}}
 }
 
-func (s *lastGoodStore) path(name string) string { return filepath.Join(s.dir, name+".toml") }
+// Path is where the named link's copy is kept.
+func (s *LastGoodStore) Path(name string) string { return filepath.Join(s.dir, name+".toml") }
 
-// load returns the saved copy of the named link's policy, parsed as if it
+// Load returns the saved copy of the named link's policy, parsed as if it
 // were file (so that its name and positions are the file's).
-func (s *lastGoodStore) load(name, file string, opts config.LoadOptions) (config.Link, bool) {
+func (s *LastGoodStore) Load(name, file string, opts config.LoadOptions) (config.Link, bool) {
 	if s == nil {
 		return config.Link{}, false
 	}
@@ -65,7 +65,7 @@ func (s *lastGoodStore) load(name, file string, opts config.LoadOptions) (config
 		}
 		return sp.link, true
 	}
-	src, err := os.ReadFile(s.path(name))
+	src, err := os.ReadFile(s.Path(name))
 	if err != nil {
 		s.saved[name] = nil
 		return config.Link{}, false
@@ -81,15 +81,15 @@ func (s *lastGoodStore) load(name, file string, opts config.LoadOptions) (config
 	return l, true
 }
 
-// save records l, just accepted from its file, unless the copy already
+// Save records l, just accepted from its file, unless the copy already
 // holds it. The file is read again and must parse to l: an editor may have
 // written it since Load read it, and only what was accepted is saved.
-func (s *lastGoodStore) save(l config.Link, opts config.LoadOptions) error {
+func (s *LastGoodStore) Save(l config.Link, opts config.LoadOptions) error {
 	if s == nil {
 		return nil
 	}
 	if _, known := s.saved[l.Name]; !known {
-		s.load(l.Name, l.File, opts)
+		s.Load(l.Name, l.File, opts)
 	}
 	if sp := s.saved[l.Name]; sp != nil && reflect.DeepEqual(sp.link, l) {
 		return nil
@@ -108,43 +108,43 @@ func (s *lastGoodStore) save(l config.Link, opts config.LoadOptions) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", s.dir, err)
 	}
-	if err := state.WriteFileAtomic(s.path(l.Name), src, 0o600); err != nil {
+	if err := state.WriteFileAtomic(s.Path(l.Name), src, 0o600); err != nil {
 		return err
 	}
 	s.saved[l.Name] = &savedPolicy{link: l, src: src}
 	return nil
 }
 
-// forgetAllBut removes the copies of links that are gone (their file was
+// ForgetAllBut removes the copies of links that are gone (their file was
 // deleted, or never parsed and has no copy): the user's intent is that
 // they go, and a later broken file of the same name must not bring an old
 // policy back.
-func (s *lastGoodStore) forgetAllBut(keep map[string]config.Link) error {
-	names, err := s.names()
+func (s *LastGoodStore) ForgetAllBut(keep map[string]config.Link) error {
+	names, err := s.Names()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, name := range names {
 		if _, kept := keep[name]; !kept {
-			errs = append(errs, s.remove(name))
+			errs = append(errs, s.Remove(name))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// remove deletes the named link's copy, if any.
-func (s *lastGoodStore) remove(name string) error {
-	if err := os.Remove(s.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// Remove deletes the named link's copy, if any.
+func (s *LastGoodStore) Remove(name string) error {
+	if err := os.Remove(s.Path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	s.saved[name] = nil
 	return nil
 }
 
-// names lists the links that have a saved copy; none when the directory
+// Names lists the links that have a saved copy; none when the directory
 // does not exist yet.
-func (s *lastGoodStore) names() ([]string, error) {
+func (s *LastGoodStore) Names() ([]string, error) {
 	if s == nil {
 		return nil, nil
 	}
@@ -164,51 +164,6 @@ func (s *lastGoodStore) names() ([]string, error) {
 	return out, nil
 }
 
-// keepLastGood brings the saved copies in where memory has no last good
-// policy (the first pass after a start), and saves or forgets copies as
-// the accepted policies change. fromDir says which links of good were
-// read from their files in this pass (the others are kept ones).
-func (d *Daemon) keepLastGood(good map[string]config.Link, fromDir map[string]bool, dirTrouble bool) {
-	s := d.lastGoodCopies
-	if s == nil {
-		return
-	}
-	if dirTrouble {
-		// Nothing can be read: every saved copy stands in for its file
-		// until the directory is back.
-		names, _ := s.names() // unreadable: nothing to stand in
-		for _, name := range names {
-			if _, ok := good[name]; ok {
-				continue
-			}
-			if l, ok := s.load(name, filepath.Join(d.cfg.ConfigDir, name+".toml"), d.cfg.LoadOptions); ok {
-				good[name] = l
-				d.log.Warn("the policy directory cannot be read; the saved copy of this link's last good policy stays in force", logging.KeyLink, name, "copy", s.path(name))
-			}
-		}
-		return
-	}
-	for _, name := range sortedKeys(good) {
-		if !fromDir[name] {
-			continue
-		}
-		err := s.save(good[name], d.cfg.LoadOptions)
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		}
-		if msg != s.failed[name] {
-			if err != nil {
-				d.log.Warn("cannot keep a copy of the policy; a restart with this file broken would not keep it in force", logging.KeyLink, name, logging.KeyError, err)
-			}
-			s.failed[name] = msg
-		}
-	}
-	if err := s.forgetAllBut(good); err != nil {
-		d.log.Warn("cannot remove the saved copy of a removed policy", logging.KeyError, err)
-	}
-}
-
 // KeepLastGood adds to p, for every policy file with a problem, the copy
 // watch saved in stateDir when it last accepted that file: what watch keeps
 // in force, so that a picture drawn without it (status with no daemon,
@@ -216,7 +171,7 @@ func (d *Daemon) keepLastGood(good map[string]config.Link, fromDir map[string]bo
 // added. problems are the ones LoadPolicies reported.
 func KeepLastGood(p *Policies, problems []*config.Problem, stateDir string, opts config.LoadOptions) map[string]bool {
 	kept := map[string]bool{}
-	store := newLastGoodStore(stateDir)
+	store := NewLastGoodStore(stateDir)
 	have := map[string]bool{}
 	for _, l := range p.Links {
 		have[l.Name] = true
@@ -229,11 +184,11 @@ func KeepLastGood(p *Policies, problems []*config.Problem, stateDir string, opts
 		files[pr.File] = true
 	}
 	for file := range files {
-		name := linkNameOf(file)
+		name := config.LinkName(file)
 		if have[name] {
 			continue
 		}
-		if l, ok := store.load(name, file, opts); ok {
+		if l, ok := store.Load(name, file, opts); ok {
 			p.Links = append(p.Links, l)
 			have[name], kept[name] = true, true
 		}
@@ -252,12 +207,12 @@ func PruneLastGood(stateDir, configDir string) error {
 	if info, err := os.Stat(configDir); err != nil || !info.IsDir() {
 		return nil
 	}
-	s := newLastGoodStore(stateDir)
-	names, _ := s.names() // unreadable: nothing this run can prune
+	s := NewLastGoodStore(stateDir)
+	names, _ := s.Names() // unreadable: nothing this run can prune
 	var errs []error
 	for _, name := range names {
 		if _, err := os.Lstat(filepath.Join(configDir, name+".toml")); errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, s.remove(name))
+			errs = append(errs, s.Remove(name))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package reconcile
+package daemon
 
 import (
 	"context"
@@ -21,4 +21,18 @@ type FactsWatcher interface {
 	// channel may hold only the latest event: states in between can be
 	// skipped, since every event is handled from scratch.
 	Watch(ctx context.Context) <-chan FactsEvent
+}
+
+// LinkFacts is the FactsWatcher of the sensing code: linkfacts.Watch on a
+// source (the routing socket or netlink, or the MACAKE_LINK_FACTS file,
+// whose rewrites count as network changes), with its sleep detection.
+type LinkFacts struct {
+	Source linkfacts.Source
+	Config linkfacts.WatchConfig
+}
+
+// Watch implements FactsWatcher. linkfacts.Watch's channel already holds
+// only the latest event and carries a replaced event's wake over.
+func (l LinkFacts) Watch(ctx context.Context) <-chan FactsEvent {
+	return linkfacts.Watch(ctx, l.Source, l.Config)
 }

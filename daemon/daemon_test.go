@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package reconcile
+package daemon
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
@@ -269,12 +270,12 @@ func (r *rig) start(facts linkfacts.Facts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := &StateTokens{Dir: r.stateDir, State: loaded}
-	b, err := OpenBackend(BackendConfig{Tokens: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	tokens := &reconcile.StateTokens{Dir: r.stateDir, State: loaded}
+	b, err := reconcile.OpenBackend(reconcile.BackendConfig{Tokens: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.d, err = NewDaemon(DaemonConfig{
+	r.d, err = New(Config{
 		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
 		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
 		Log: newTestLogger(r.log).Logger, MTU: func([]string) map[string]int { return nil },

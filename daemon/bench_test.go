@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package reconcile
+package daemon
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )
 
@@ -25,13 +26,13 @@ func benchDaemon(b *testing.B) (*Daemon, *pfdntest.Emulator) {
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "cable.toml"), []byte("[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"), 0o644)
 	stateDir := b.TempDir()
-	tokens := &StateTokens{Dir: stateDir, State: &state.State{}}
+	tokens := &reconcile.StateTokens{Dir: stateDir, State: &state.State{}}
 	emu := pfdntest.New()
-	backend, err := OpenBackend(BackendConfig{Tokens: tokens, Runner: emu, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	backend, err := reconcile.OpenBackend(reconcile.BackendConfig{Tokens: tokens, Runner: emu, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := NewDaemon(DaemonConfig{
+	d, err := New(Config{
 		ConfigDir: dir, StateDir: stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
 		Backend: backend, Tokens: tokens, Facts: make(fakeFacts), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		MTU: func([]string) map[string]int { return nil },
@@ -41,9 +42,9 @@ func benchDaemon(b *testing.B) (*Daemon, *pfdntest.Emulator) {
 	}
 	d.retry = time.NewTimer(time.Hour)
 	d.runCtx = context.Background()
-	d.facts, d.haveFacts = factsOn("en0", ""), true
+	d.net.facts, d.net.have = factsOn("en0", ""), true
 	d.pass(context.Background(), "start")
-	if !d.liveOK {
+	if !d.rec.liveOK {
 		b.Fatal("the first pass did not apply")
 	}
 	return d, emu

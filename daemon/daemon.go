@@ -1,6 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package reconcile
+// Package daemon is `macake watch`: the loop that keeps the live shaping
+// matching the policy files and the network, repairs drift and runs one
+// controller per active link.
+//
+// The loop (Daemon.Run) owns all state and is the only goroutine that
+// changes it. It is split along controller-runtime's lines: the loop
+// receives events and owns the timers; the policies in force (policySet)
+// and the network facts are its inputs; the reconciler runs one
+// reconcile.Pass per trigger and remembers what the passes learnt; the
+// controllers (one linkRunner per active link) only send the loop
+// requests. Every event means "recompute from scratch" (level-triggered),
+// except a rate decision, which is the controller's hot path: one pipe
+// update, carried out in order with the passes so that none can write a
+// stale rate back.
+package daemon
 
 import (
 	"context"
@@ -12,9 +26,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -36,9 +52,9 @@ const (
 	engageRetry = 5 * time.Second
 )
 
-// DaemonConfig is what a Daemon needs. ConfigDir, Settings, Backend,
-// Tokens, Facts and Log are required.
-type DaemonConfig struct {
+// Config is what a Daemon needs. ConfigDir, Backend, Tokens, Facts and
+// Log are required.
+type Config struct {
 	// ConfigDir is the policy directory; StateDir holds state.json.
 	ConfigDir, StateDir string
 	// LoadOptions are the policy files' load options (target, ownership).
@@ -46,8 +62,8 @@ type DaemonConfig struct {
 	// Settings are the daemon settings, read once at start.
 	Settings config.Daemon
 	// Backend shapes; Tokens is the state file it shares with the daemon.
-	Backend *OpenedBackend
-	Tokens  *StateTokens
+	Backend backend.Backend
+	Tokens  *reconcile.StateTokens
 	// Facts delivers the network's state.
 	Facts FactsWatcher
 	// ConfigChanges signals (debounced) that the policy files may have
@@ -66,64 +82,26 @@ type DaemonConfig struct {
 	// TeardownOnExit removes everything macake owns at shutdown instead of
 	// leaving shaping in place for the next start.
 	TeardownOnExit bool
-	// MTU returns the MTU of the named interfaces; nil is InterfaceMTUs.
+	// MTU returns the MTU of the named interfaces; nil is
+	// reconcile.InterfaceMTUs.
 	MTU func(names []string) map[string]int
 	// Version is reported by status.
 	Version string
 }
 
-// Daemon is `macake watch`: it keeps the live shaping state matching the
-// policy files and the network, repairs drift and runs one controller per
-// active link.
-//
-// One goroutine (Run's) owns all state: it reads the policies, chooses the
-// links, plans and applies, starts and stops the controllers, and carries
-// out every controller decision as one SetRate. Everything else (the
-// policy directory watch, the link facts watch, the timers, the
-// controllers) only sends it events, and every event means "recompute from
-// scratch" (level-triggered), except a rate decision, which is the
-// controller's hot path: one pipe update, executed in order with the
-// reconciles so that none can write a stale rate back.
+// Daemon is `macake watch` (see the package comment).
 type Daemon struct {
-	cfg     DaemonConfig
+	cfg     Config
 	log     *slog.Logger
 	ev      logging.Events
 	started time.Time
 
 	// Owned by the Run goroutine.
-	lastGood map[string]config.Link // policies in force, by link name
-	// lastGoodCopies keeps them on disk too, for the next start.
-	lastGoodCopies *lastGoodStore
-	inForce        map[string][]*config.Problem
-	warnings       string
-	facts          linkfacts.Facts
-	haveFacts      bool
-	factsErr       string
-	mtu            map[string]int
-	runners        map[string]*linkRunner
-	rates          map[string]Rates
-	engaged        map[string]bool
-	reflectors     map[string][]netip.Addr
-	switchFailed   map[string]time.Time
-	live           shape.State // what was last applied (and rates set since)
-	liveOK         bool        // live is known to be in place
-	desire         Desire
-	linkErrs       map[string]string
-	activeIfaces   map[string]string // interface → active link
-	matchedFacts   linkfacts.Facts   // the facts the last reconcile matched
-	matchedOnce    bool
-	hookErr        string
-	rebaseline     bool
-	gen            uint64
-	driftCounts    map[string]int
-	// unshaped holds, per link and direction, why the last plan could not
-	// shape it (plan.Warning.Unshaped); status shows it instead of the
-	// believed rate.
-	unshaped   map[string]map[string]string
-	lastApply  *applyRecord
-	lastChange time.Time
-	retry      *time.Timer
-	backoff    time.Duration
+	policies *policySet
+	net      network
+	ctls     *controllers
+	rec      *reconciler
+	retry    *time.Timer
 
 	rateReqs   chan rateRequest
 	switchReqs chan switchRequest
@@ -136,8 +114,16 @@ type Daemon struct {
 	pubLive atomic.Pointer[shape.State]
 }
 
-// NewDaemon checks cfg and returns a Daemon ready to Run.
-func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
+// network is the link facts as the loop last received them.
+type network struct {
+	facts linkfacts.Facts
+	have  bool
+	// err is the last error reading them, "" while they read.
+	err string
+}
+
+// New checks cfg and returns a Daemon ready to Run.
+func New(cfg Config) (*Daemon, error) {
 	switch {
 	case cfg.ConfigDir == "":
 		return nil, errors.New("watch: no policy directory")
@@ -155,23 +141,21 @@ func NewDaemon(cfg DaemonConfig) (*Daemon, error) {
 		cfg.SaveInterval = DefaultSaveInterval
 	}
 	if cfg.MTU == nil {
-		cfg.MTU = InterfaceMTUs
+		cfg.MTU = reconcile.InterfaceMTUs
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
-		lastGood: map[string]config.Link{}, lastGoodCopies: newLastGoodStore(cfg.StateDir),
-		inForce: map[string][]*config.Problem{},
-		runners: map[string]*linkRunner{}, rates: map[string]Rates{}, engaged: map[string]bool{},
-		reflectors: map[string][]netip.Addr{}, switchFailed: map[string]time.Time{},
-		linkErrs: map[string]string{}, activeIfaces: map[string]string{}, driftCounts: map[string]int{},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8),
 		measReqs: make(chan measurementRequest), stopped: make(chan struct{}),
 	}
+	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
+	d.ctls = newControllers(d)
+	d.rec = newReconciler(&d.cfg, d.log, d.ev)
 	d.publish()
 	return d, nil
 }
 
-// rateRequest is a controller decision on its way to the owner.
+// rateRequest is a controller decision on its way to the loop.
 type rateRequest struct {
 	link  string
 	gen   uint64
@@ -222,8 +206,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	runCtx, cancelRunners := context.WithCancel(step)
 	defer cancelRunners()
 	d.runCtx = runCtx
+	info := d.cfg.Backend.Info()
 	d.log.Info("watch started", "pid", os.Getpid(), "version", d.cfg.Version, "config_dir", d.cfg.ConfigDir,
-		"state_dir", d.cfg.StateDir, "backend", d.cfg.Backend.Name, "scope", d.cfg.Backend.Scope)
+		"state_dir", d.cfg.StateDir, "backend", info.Name, "scope", info.Scope)
 
 	facts := d.cfg.Facts.Watch(ctx)
 	drift := time.NewTicker(d.cfg.DriftInterval)
@@ -233,7 +218,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.retry = time.NewTimer(time.Hour)
 	d.retry.Stop()
 	configCh := d.cfg.ConfigChanges
-	d.loadConfig(step)
+	d.policies.load(step)
 	d.publish()
 
 	for {
@@ -259,7 +244,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-d.retry.C:
 			d.pass(step, "retry")
 		case <-save.C:
-			d.saveKnownGood()
+			d.ctls.saveKnownGood()
 		case req := <-d.rateReqs:
 			req.reply <- d.setRate(step, req)
 		case req := <-d.switchReqs:
@@ -267,12 +252,39 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case req := <-d.measReqs:
 			req.reply <- d.recordMeasurement(step, req)
 		case n := <-d.reflReqs:
-			if r := d.runners[n.link]; r != nil && r.gen == n.gen {
-				d.reflectors[n.link] = n.addrs
+			if d.ctls.current(n.link, n.gen) != nil {
+				d.ctls.reflectors[n.link] = n.addrs
 				d.pass(step, "reflectors")
 			}
 		}
 	}
+}
+
+// pass is one level-triggered reconcile: re-read the policy files, then
+// (once the network is known) let the reconciler match them, (re)start
+// the controllers and apply; whatever triggered it, it recomputes
+// everything. A failure schedules a retry.
+func (d *Daemon) pass(ctx context.Context, trigger string) {
+	d.policies.load(ctx)
+	if !d.net.have {
+		d.publish()
+		return
+	}
+	fresh, liveChanged := d.rec.pass(ctx, trigger, d.policies.links(), d.net.facts, d.ctls)
+	if liveChanged {
+		d.publishLive()
+	}
+	if delay := d.rec.retryAfter(); delay > 0 {
+		d.retry.Reset(delay)
+	}
+	for _, r := range fresh {
+		if r.started || d.ctls.runners[r.name] != r {
+			continue
+		}
+		l, _ := d.rec.live.Link(r.name)
+		r.start(d.runCtx, l)
+	}
+	d.publish()
 }
 
 // TakeMeasurement records a profile that `macake measure` measured on the
@@ -312,24 +324,24 @@ func (d *Daemon) onFacts(ctx context.Context, ev FactsEvent) string {
 		d.ev.SystemWake(ctx, ev.Slept)
 		// Baselines and counters from before the sleep mean nothing now:
 		// every controller starts afresh (at its current rates).
-		d.rebaseline = true
+		d.ctls.rebaseline = true
 	}
 	if ev.Err != nil {
-		if msg := ev.Err.Error(); msg != d.factsErr {
-			d.factsErr = msg
+		if msg := ev.Err.Error(); msg != d.net.err {
+			d.net.err = msg
 			d.log.Error("cannot read the link facts; keeping the links as they are", logging.KeyError, ev.Err)
 			d.publish()
 		}
-		if ev.Woke && d.haveFacts {
+		if ev.Woke && d.net.have {
 			return "wake"
 		}
 		return ""
 	}
-	if d.factsErr != "" {
+	if d.net.err != "" {
 		d.log.Info("link facts readable again")
-		d.factsErr = ""
+		d.net.err = ""
 	}
-	d.facts, d.haveFacts = ev.Facts, true
+	d.net.facts, d.net.have = ev.Facts, true
 	switch {
 	case ev.Woke:
 		return "wake"
@@ -343,65 +355,26 @@ func (d *Daemon) onFacts(ctx context.Context, ev FactsEvent) string {
 // TeardownOnExit, removes everything macake owns.
 func (d *Daemon) shutdown(ctx context.Context) error {
 	d.log.Info("watch stopping")
-	d.saveKnownGood()
-	for _, r := range d.runners {
-		d.stopRunner(r)
-	}
+	d.ctls.saveKnownGood()
+	d.ctls.stopAll()
 	if !d.cfg.TeardownOnExit {
 		d.log.Info("watch stopped; shaping left in place (macake down removes it)")
 		return nil
 	}
-	start := time.Now()
-	p, err := d.cfg.Backend.Teardown(ctx)
-	res := logging.ApplyResult{Trigger: "shutdown", Plan: p, Applied: len(p.Ops), Duration: time.Since(start), Err: err}
-	for _, op := range p.Ops {
+	out := reconcile.Pass(ctx, reconcile.PassInput{Backend: d.cfg.Backend, Tokens: d.cfg.Tokens, Teardown: true, Do: reconcile.ApplyPlan})
+	if out.Step == reconcile.StepRelease {
+		d.log.Error("saving the state file after teardown", logging.KeyError, out.Err)
+		out.Err = nil
+	}
+	for _, op := range out.Applied.Ops {
 		d.ev.Change(ctx, op, nil)
 	}
-	d.ev.Apply(ctx, res)
-	if err != nil {
-		d.log.Error("teardown at exit failed; run 'macake down'", logging.KeyError, err)
-		return fmt.Errorf("teardown at exit: %w", err)
-	}
-	if err := d.cfg.Tokens.Update(func(st *state.State) { st.Slots, st.PFToken = nil, "" }); err != nil {
-		d.log.Error("saving the state file after teardown", logging.KeyError, err)
+	d.ev.Apply(ctx, logging.ApplyResult{Trigger: "shutdown", Plan: out.Plan, Applied: len(out.Plan.Ops), Duration: out.Took, Err: out.Err})
+	if out.Err != nil {
+		d.log.Error("teardown at exit failed; run 'macake down'", logging.KeyError, out.Err)
+		return fmt.Errorf("teardown at exit: %w", out.Err)
 	}
 	d.log.Info("watch stopped; shaping removed (--teardown-on-exit)")
-	return nil
-}
-
-// setRate carries out one controller decision: the pipe of that direction
-// gets the controller's rate (with the queue that goes with it), by one
-// backend.SetRate. The rate becomes part of the desired state first, so
-// that the next reconcile keeps it even if this update fails.
-func (d *Daemon) setRate(ctx context.Context, req rateRequest) error {
-	r := d.runners[req.link]
-	if r == nil || r.gen != req.gen {
-		return errStaleController
-	}
-	rates := d.rates[req.link]
-	if req.dir == shape.Upload {
-		rates.Upload = req.rate
-	} else {
-		rates.Download = req.rate
-	}
-	d.rates[req.link] = rates
-	i := d.liveIndex(req.link)
-	if i < 0 || !d.liveOK {
-		return errNotInstalled
-	}
-	l := d.live.Links[i]
-	dr, err := directionRate(r.policy, req.dir, d.profile(r.profileKey), req.rate, d.mtuOf(l.Interface), d.cfg.Backend.KernelOverhead)
-	if err != nil {
-		return err
-	}
-	if l.Pipe(req.dir) == dr.Pipe {
-		return nil
-	}
-	if err := d.cfg.Backend.SetRate(ctx, l, req.dir, dr.Pipe); err != nil {
-		return err
-	}
-	d.live.Links[i] = withPipe(l, req.dir, dr.Pipe)
-	d.publishLive()
 	return nil
 }
 
@@ -410,69 +383,47 @@ var (
 	errNotInstalled    = errors.New("the link's shaper is not installed (yet)")
 )
 
-// switchShaper engages or releases a balanced link's shaper: the link's
-// desired state changes and a reconcile installs or removes it.
-func (d *Daemon) switchShaper(ctx context.Context, req switchRequest) error {
-	r := d.runners[req.link]
-	if r == nil || r.gen != req.gen {
+// setRate carries out one controller decision: the pipe of that direction
+// gets the controller's rate (with the queue that goes with it), by one
+// backend SetRate. The rate becomes part of the desired state first, so
+// that the next reconcile keeps it even if this update fails.
+func (d *Daemon) setRate(ctx context.Context, req rateRequest) error {
+	if d.ctls.current(req.link, req.gen) == nil {
 		return errStaleController
 	}
-	if t, ok := d.switchFailed[req.link]; ok && time.Since(t) < engageRetry && d.engaged[req.link] == req.engage {
-		return fmt.Errorf("the last attempt failed %s ago; retrying shortly", time.Since(t).Round(time.Second))
+	d.ctls.rates[req.link] = d.ctls.rates[req.link].With(req.dir, req.rate)
+	if err := d.rec.setRate(ctx, req.link, req.dir, req.rate); err != nil {
+		return err
 	}
-	d.engaged[req.link] = req.engage
-	trigger := "release"
-	if req.engage {
-		trigger = "engage"
-		d.rates[req.link] = Rates{Upload: req.upBits, Download: req.dnBits}
-	}
-	d.pass(ctx, trigger)
-	if d.lastApply != nil && d.lastApply.err != nil {
-		d.switchFailed[req.link] = time.Now()
-		return d.lastApply.err
-	}
-	if d.hookErr != "" && req.engage {
-		d.switchFailed[req.link] = time.Now()
-		return errors.New(d.hookErr)
-	}
-	delete(d.switchFailed, req.link)
+	d.publishLive()
 	return nil
 }
 
-func (d *Daemon) liveIndex(link string) int {
-	for i, l := range d.live.Links {
-		if l.Name == link {
-			return i
-		}
+// switchShaper engages or releases a balanced link's shaper: the link's
+// desired state changes and a reconcile installs or removes it.
+func (d *Daemon) switchShaper(ctx context.Context, req switchRequest) error {
+	c := d.ctls
+	if c.current(req.link, req.gen) == nil {
+		return errStaleController
 	}
-	return -1
-}
-
-// mtuOf is the interface's MTU as the last reconcile read it (0:
-// unknown, which Desired and the queue sizing take as the default).
-func (d *Daemon) mtuOf(iface string) int { return d.mtu[iface] }
-
-// with returns r with direction d's rate replaced.
-func (r Rates) with(d shape.Direction, bits int64) Rates {
-	if d == shape.Upload {
-		r.Upload = bits
-	} else {
-		r.Download = bits
+	if t, ok := c.switchFailed[req.link]; ok && time.Since(t) < engageRetry && c.engaged[req.link] == req.engage {
+		return fmt.Errorf("the last attempt failed %s ago; retrying shortly", time.Since(t).Round(time.Second))
 	}
-	return r
-}
-
-// withPipe returns l with direction dir's shaper replaced.
-func withPipe(l shape.Link, dir shape.Direction, p shape.Pipe) shape.Link {
-	if dir == shape.Upload {
-		l.Upload = p
-	} else {
-		l.Download = p
+	c.engaged[req.link] = req.engage
+	trigger := "release"
+	if req.engage {
+		trigger = "engage"
+		c.rates[req.link] = reconcile.Rates{Upload: req.upBits, Download: req.dnBits}
 	}
-	return l
-}
-
-// profile returns the state file's profile under key.
-func (d *Daemon) profile(key string) state.Profile {
-	return d.cfg.Tokens.State.Profiles[key]
+	d.pass(ctx, trigger)
+	if a := d.rec.lastApply; a != nil && a.err != nil {
+		c.switchFailed[req.link] = time.Now()
+		return a.err
+	}
+	if d.rec.hookErr != "" && req.engage {
+		c.switchFailed[req.link] = time.Now()
+		return errors.New(d.rec.hookErr)
+	}
+	delete(c.switchFailed, req.link)
+	return nil
 }

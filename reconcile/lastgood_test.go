@@ -33,9 +33,9 @@ func TestLastGoodCopyIsWhatWasAccepted(t *testing.T) {
 
 	// Accepted, then rewritten before the copy is made: no copy of
 	// either, the next pass deals with the new version.
-	s := newLastGoodStore(stateDir)
+	s := NewLastGoodStore(stateDir)
 	write(file, strings.Replace(good, "50mbit", "60mbit", 1))
-	if err := s.save(l, opts); err != nil {
+	if err := s.Save(l, opts); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(LastGoodDir(stateDir), "cable.toml")); err == nil {
@@ -44,24 +44,24 @@ func TestLastGoodCopyIsWhatWasAccepted(t *testing.T) {
 
 	// Accepted and unchanged: saved, and a new store (a restart) reads it.
 	write(file, good)
-	if err := s.save(l, opts); err != nil {
+	if err := s.Save(l, opts); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := newLastGoodStore(stateDir).load("cable", file, opts)
+	got, ok := NewLastGoodStore(stateDir).Load("cable", file, opts)
 	if !ok || got.Policy.Shaper.Download != l.Policy.Shaper.Download || got.File != file {
 		t.Fatalf("after a restart: %+v, %v", got, ok)
 	}
 
 	// A damaged copy is no fallback.
 	write(filepath.Join(LastGoodDir(stateDir), "cable.toml"), "[match\n")
-	if _, ok := newLastGoodStore(stateDir).load("cable", file, opts); ok {
+	if _, ok := NewLastGoodStore(stateDir).Load("cable", file, opts); ok {
 		t.Fatal("a copy that does not parse was used")
 	}
 
 	// Forgetting removes copies of links that are gone, keeps the rest.
 	write(filepath.Join(LastGoodDir(stateDir), "hotel.toml"), good)
-	s = newLastGoodStore(stateDir)
-	if err := s.forgetAllBut(map[string]config.Link{"cable": l}); err != nil {
+	s = NewLastGoodStore(stateDir)
+	if err := s.ForgetAllBut(map[string]config.Link{"cable": l}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(LastGoodDir(stateDir), "hotel.toml")); err == nil {

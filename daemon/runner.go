@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package reconcile
+package daemon
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -18,9 +16,9 @@ import (
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/state"
 )
 
 // linkRunner is one active link's controller with its sensors: a
@@ -61,111 +59,9 @@ type linkRunner struct {
 
 // sameSpec reports whether r runs the controller that a would get, so it
 // can keep running (with its baselines) across a reconcile.
-func (r *linkRunner) sameSpec(a ActiveLink, mtu int) bool {
+func (r *linkRunner) sameSpec(a reconcile.ActiveLink, mtu int) bool {
 	return r.profileKey == a.ProfileKey && r.iface == a.Policy.Match.Interface && r.mtu == mtu &&
 		reflect.DeepEqual(r.policy, a.Policy)
-}
-
-// carried is what a controller restarted on the same network takes over
-// from the one it replaces.
-type carried struct {
-	// rates are the old controller's rates (controller rates, bit/s).
-	rates Rates
-	cfg   controller.Config
-}
-
-// newRunner builds the controller of active link a (not started). With
-// from (a restart on the same network: another key was edited, or the
-// machine woke), a direction whose bounds and base rate are unchanged
-// starts at the old controller's rate, and one whose bounds or base the
-// user edited starts at its new base rate, not at the known-good rate.
-// The returned Rates are the pipe rates the desired state carries for the
-// new controller: the old pipe rate, the new base's, or 0 (Desired
-// decides: known-good or policy).
-func (d *Daemon) newRunner(a ActiveLink, mtu int, from *carried) (*linkRunner, Rates, error) {
-	var pipes Rates
-	cfg, err := ControllerConfig(a.Policy, d.profile(a.ProfileKey), mtu)
-	if err != nil {
-		return nil, pipes, err
-	}
-	kernelOverhead := d.cfg.Backend.KernelOverhead
-	if kernelOverhead {
-		// The backend's qdisc adds overhead and mpu to every packet, so
-		// the controller's rate goes to it unchanged (Inputs.KernelOverhead);
-		// compensating here too would count the overhead twice.
-		cfg.Overhead, cfg.MPU = 0, 0
-	}
-	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
-	if from != nil && adaptive {
-		old := d.rates[a.Policy.Name]
-		for _, dir := range shape.Directions {
-			dc, oc := &cfg.Download, from.cfg.Download
-			rate, pipe := from.rates.Download, old.Download
-			if dir == shape.Upload {
-				dc, oc = &cfg.Upload, from.cfg.Upload
-				rate, pipe = from.rates.Upload, old.Upload
-			}
-			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
-				dc.Start = rate
-			} else {
-				dc.Start, pipe = dc.Base, shaperRate(a.Policy, dc.Base, mtu, kernelOverhead)
-			}
-			pipes = pipes.with(dir, pipe)
-		}
-	}
-	ctl, err := controller.New(cfg, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(d.gen))))
-	if err != nil {
-		return nil, pipes, err
-	}
-	d.gen++
-	r := &linkRunner{
-		d: d, gen: d.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
-		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
-	}
-	var notes []string
-	if d.cfg.Sensors == nil {
-		notes = append(notes, d.cfg.SensorsNote)
-	} else {
-		if r.probe, err = d.cfg.Sensors.Probe(r.name, cfg.PingInterval); err != nil {
-			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
-			r.probe = nil
-		}
-		r.every = ctl.MonitorInterval()
-		if r.counters, err = d.cfg.Sensors.Counters(r.iface, r.every); err != nil {
-			notes = append(notes, fmt.Sprintf("no load measurements: %v", err))
-			r.counters = nil
-		}
-	}
-	for _, n := range notes {
-		if n != "" {
-			d.log.Warn("controller runs without a sensor", logging.KeyLink, r.name, logging.KeyError, n)
-			r.note = joinNote(r.note, n)
-		}
-	}
-	lc := controller.LoopConfig{
-		Controller: ctl, Setter: linkSetter{r},
-		OnEvent: r.onEvent, OnApply: r.onApply, OnError: r.onError,
-	}
-	if r.counters != nil {
-		// Every load sample runs the stall and wake tests, so the
-		// controller needs its own tick only as a fallback: a tick every
-		// stall timeout (250 ms) would be four more wake-ups a second.
-		lc.TickInterval = time.Second
-	}
-	if r.loop, err = controller.NewLoop(lc); err != nil {
-		return nil, pipes, err
-	}
-	if d.cfg.Metrics != nil {
-		r.metrics = d.cfg.Metrics.Link(r.name)
-		for _, dir := range shape.Directions {
-			dc := cfg.Download
-			if dir == shape.Upload {
-				dc = cfg.Upload
-			}
-			r.metrics.Direction(dir).SetRateBounds(dc.Min, dc.Max)
-		}
-	}
-	return r, pipes, nil
 }
 
 // sortedAddrs returns a sorted copy, so that the same reflector set in
@@ -176,13 +72,6 @@ func sortedAddrs(addrs []netip.Addr) []netip.Addr {
 	out := slices.Clone(addrs)
 	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
 	return out
-}
-
-func joinNote(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }
 
 // start runs the loop and the sensors until stop. live is the link's
@@ -448,158 +337,4 @@ func (s linkSetter) switchTo(ctx context.Context, engage bool, up, down int64) e
 			return false
 		}
 	})
-}
-
-// syncRunners starts and stops controllers so that every active link has
-// one built for its policy, network and MTU. A link whose policy or
-// network changed, or every link after the machine woke, gets a fresh
-// controller; on the same network it starts from the rates it had. It
-// returns whether the set changed, and the new runners (started by the
-// caller once their shapers are installed).
-func (d *Daemon) syncRunners(desire Desire) (fresh []*linkRunner, changed bool) {
-	want := map[string]ActiveLink{}
-	for _, a := range desire.Active {
-		want[a.Policy.Name] = a
-	}
-	for name := range d.rates {
-		if _, ok := want[name]; !ok {
-			delete(d.rates, name)
-		}
-	}
-	carry := map[string]*carried{}
-	for _, name := range sortedKeys(d.runners) {
-		r := d.runners[name]
-		a, active := want[name]
-		if active && !d.rebaseline && r.sameSpec(a, d.mtu[r.iface]) {
-			continue
-		}
-		d.saveKnownGoodOf(r)
-		if active && a.ProfileKey == r.profileKey {
-			st := r.loop.State()
-			carry[name] = &carried{rates: Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
-		}
-		d.stopRunner(r)
-		changed = true
-	}
-	d.rebaseline = false
-	for _, a := range desire.Active {
-		name := a.Policy.Name
-		if d.runners[name] != nil {
-			continue
-		}
-		r, pipes, err := d.newRunner(a, d.mtu[a.Policy.Match.Interface], carry[name])
-		d.rates[name] = pipes
-		if err != nil {
-			d.log.Error("cannot start the link's controller; its shaper keeps its rate", logging.KeyLink, name, logging.KeyError, err)
-			d.linkErrs[name] = joinNote(d.linkErrs[name], "controller: "+err.Error())
-			continue
-		}
-		d.runners[name] = r
-		d.reflectors[name] = r.initial
-		fresh = append(fresh, r)
-		changed = true
-	}
-	return fresh, changed
-}
-
-// stopRunner stops r and forgets it.
-func (d *Daemon) stopRunner(r *linkRunner) {
-	r.stop()
-	if d.runners[r.name] == r {
-		delete(d.runners, r.name)
-		delete(d.reflectors, r.name)
-		delete(d.engaged, r.name)
-		delete(d.switchFailed, r.name)
-	}
-	if d.cfg.Metrics != nil {
-		d.cfg.Metrics.RemoveLink(r.name)
-	}
-}
-
-// knownGood returns the rates of r's controller worth remembering for its
-// network: in an adaptive mode with the shaper in place, after replies
-// have arrived, for each direction that carries traffic without
-// bufferbloat now. An idle direction proves nothing (it rests at its
-// base rate), so it keeps what was known before.
-func knownGood(r *linkRunner) (down, up int64) {
-	if r.policy.Shaper.Mode != config.ModeAutorate && r.policy.Shaper.Mode != config.ModeBalanced {
-		return 0, 0
-	}
-	st := r.loop.State()
-	if !st.Shaping || st.Counters.Responses == 0 || st.Status == controller.StatusStalled {
-		return 0, 0
-	}
-	if !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
-		down = st.Download.Rate
-	}
-	if !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
-		up = st.Upload.Rate
-	}
-	return down, up
-}
-
-// saveKnownGoodOf records r's known-good rates in the state file.
-func (d *Daemon) saveKnownGoodOf(r *linkRunner) {
-	d.saveProfiles([]*linkRunner{r})
-}
-
-// saveKnownGood records every controller's known-good rates.
-func (d *Daemon) saveKnownGood() {
-	rs := make([]*linkRunner, 0, len(d.runners))
-	for _, name := range sortedKeys(d.runners) {
-		rs = append(rs, d.runners[name])
-	}
-	d.saveProfiles(rs)
-}
-
-func (d *Daemon) saveProfiles(rs []*linkRunner) {
-	type update struct {
-		key, link string
-		down, up  int64
-	}
-	var ups []update
-	for _, r := range rs {
-		down, up := knownGood(r)
-		if down == 0 && up == 0 {
-			continue
-		}
-		p := d.profile(r.profileKey)
-		if (down == 0 || down == p.GoodDownload) && (up == 0 || up == p.GoodUpload) {
-			continue
-		}
-		ups = append(ups, update{r.profileKey, r.name, down, up})
-	}
-	if len(ups) == 0 {
-		return
-	}
-	now := time.Now().UTC()
-	err := d.cfg.Tokens.Update(func(st *state.State) {
-		if st.Profiles == nil {
-			st.Profiles = map[string]state.Profile{}
-		}
-		for _, u := range ups {
-			p := st.Profiles[u.key]
-			p.Link = u.link
-			if u.down > 0 {
-				p.GoodDownload = u.down
-			}
-			if u.up > 0 {
-				p.GoodUpload = u.up
-			}
-			p.UpdatedAt = now
-			st.Profiles[u.key] = p
-		}
-	})
-	if err != nil {
-		d.log.Error("saving the known-good rates", logging.KeyError, err)
-	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

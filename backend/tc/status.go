@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/macake/macake/backend"
+	"github.com/macake/macake/shape"
+)
+
+// Info implements backend.Backend. htb and cake add each packet's overhead
+// and mpu themselves, so the tc backend takes wire rates.
+func (b *Backend) Info() backend.Info {
+	return backend.Info{
+		Name: "tc",
+		Scope: fmt.Sprintf("tc: root qdiscs %s, ingress filters at prefs %d-%d, IFB devices %s*",
+			FormatHandle(RootHandle), ExemptIPv4Pref, RedirectPref, IFBPrefix),
+		System:         "tc",
+		SharedGroup:    "tc",
+		MaxSlots:       MaxSlot + 1,
+		KernelOverhead: true,
+	}
+}
+
+// LiveSlots implements backend.SlotReader from the ingress redirects:
+// macake's redirect on IF to ifb-macake<N> names IF's slot N. tc has no
+// foreign slots: an IFB of macake's name is macake's.
+func (b *Backend) LiveSlots(ctx context.Context) (backend.SlotUse, error) {
+	live, err := b.Observe(ctx)
+	if err != nil {
+		return backend.SlotUse{}, err
+	}
+	slots := map[string]int{}
+	for name, dev := range live.Devices {
+		for _, f := range dev.IngressFilters {
+			if f.Header || f.Pref != RedirectPref {
+				continue
+			}
+			for _, a := range f.Actions {
+				if n, ok := IFBSlot(a.ToDev); ok && a.Kind == "mirred" {
+					slots[name] = n
+				}
+			}
+		}
+	}
+	return backend.SlotUse{Interfaces: slots}, nil
+}
+
+// ShaperName implements backend.ShaperReader: the device that carries
+// macake's root qdisc, "wan0" for upload and "ifb-macake0" for download.
+func (b *Backend) ShaperName(l shape.Link, d shape.Direction) string {
+	if d == shape.Download {
+		return "qdisc 4d4b: on " + IFBName(l.Slot)
+	}
+	return "qdisc 4d4b: on " + l.Interface
+}
+
+// LiveShapers implements backend.ShaperReader: macake's root qdiscs as
+// they are live, upload on an interface, download on an IFB (attributed to
+// the interface whose redirect feeds it), with the rate of the htb class
+// or of cake and the bfifo's limit (0 for cake, which sizes its own queue).
+func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error) {
+	live, err := b.Observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	feeds := map[string]string{} // IFB → the interface redirected to it
+	for name, dev := range live.Devices {
+		for _, f := range dev.IngressFilters {
+			for _, a := range f.Actions {
+				if _, ok := IFBSlot(a.ToDev); ok && f.Pref == RedirectPref {
+					feeds[a.ToDev] = name
+				}
+			}
+		}
+	}
+	var out []backend.LiveShaper
+	for name, dev := range live.Devices {
+		root := dev.Root()
+		if root == nil || root.Handle != RootHandle {
+			continue
+		}
+		s := backend.LiveShaper{Name: "qdisc 4d4b: on " + name, Interface: name, Direction: shape.Upload.String()}
+		if _, ifb := IFBSlot(name); ifb && dev.Kind == "ifb" {
+			s.Interface, s.Direction = feeds[name], shape.Download.String()
+		}
+		switch {
+		case root.Kind == "cake" && root.Cake != nil:
+			s.RateBits = int64(root.Cake.BandwidthBytes) * 8
+		case root.Kind == "htb":
+			if c := dev.Class(ClassHandle); c != nil {
+				s.RateBits = c.RateBits
+			}
+			if leaf := dev.Leaf(ClassHandle); leaf != nil && leaf.Kind == "bfifo" {
+				s.QueueBytes = leaf.Limit
+			}
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+var (
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.SlotReader   = (*Backend)(nil)
+	_ backend.ShaperReader = (*Backend)(nil)
+)

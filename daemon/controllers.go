@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package daemon
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller"
+	"github.com/macake/macake/logging"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
+)
+
+// controllers are the running controllers, one linkRunner per active link,
+// and what the desired state takes from them: their rates, whether a
+// balanced one has engaged, and the reflectors they probe. Owned by the
+// loop, like everything else.
+type controllers struct {
+	d            *Daemon
+	runners      map[string]*linkRunner
+	rates        map[string]reconcile.Rates
+	engaged      map[string]bool
+	reflectors   map[string][]netip.Addr
+	switchFailed map[string]time.Time
+	// gen numbers the runners, so a decision of a replaced one is refused.
+	gen uint64
+	// rebaseline: the machine woke, so every controller starts afresh.
+	rebaseline bool
+}
+
+func newControllers(d *Daemon) *controllers {
+	return &controllers{
+		d: d, runners: map[string]*linkRunner{}, rates: map[string]reconcile.Rates{}, engaged: map[string]bool{},
+		reflectors: map[string][]netip.Addr{}, switchFailed: map[string]time.Time{},
+	}
+}
+
+// current returns the runner of link when it is still generation gen.
+func (c *controllers) current(link string, gen uint64) *linkRunner {
+	if r := c.runners[link]; r != nil && r.gen == gen {
+		return r
+	}
+	return nil
+}
+
+// carried is what a controller restarted on the same network takes over
+// from the one it replaces.
+type carried struct {
+	// rates are the old controller's rates (controller rates, bit/s).
+	rates reconcile.Rates
+	cfg   controller.Config
+}
+
+// newRunner builds the controller of active link a (not started). With
+// from (a restart on the same network: another key was edited, or the
+// machine woke), a direction whose bounds and base rate are unchanged
+// starts at the old controller's rate, and one whose bounds or base the
+// user edited starts at its new base rate, not at the known-good rate.
+// The returned Rates are the pipe rates the desired state carries for the
+// new controller: the old pipe rate, the new base's, or 0 (Desired
+// decides: known-good or policy).
+func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) (*linkRunner, reconcile.Rates, error) {
+	d := c.d
+	var pipes reconcile.Rates
+	cfg, err := reconcile.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu)
+	if err != nil {
+		return nil, pipes, err
+	}
+	kernelOverhead := d.cfg.Backend.Info().KernelOverhead
+	if kernelOverhead {
+		// The backend's qdisc adds overhead and mpu to every packet, so
+		// the controller's rate goes to it unchanged (Inputs.KernelOverhead);
+		// compensating here too would count the overhead twice.
+		cfg.Overhead, cfg.MPU = 0, 0
+	}
+	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
+	if from != nil && adaptive {
+		old := c.rates[a.Policy.Name]
+		for _, dir := range shape.Directions {
+			dc, oc := &cfg.Download, from.cfg.Download
+			rate, pipe := from.rates.Download, old.Download
+			if dir == shape.Upload {
+				dc, oc = &cfg.Upload, from.cfg.Upload
+				rate, pipe = from.rates.Upload, old.Upload
+			}
+			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
+				dc.Start = rate
+			} else {
+				dc.Start, pipe = dc.Base, reconcile.ShaperRate(a.Policy, dc.Base, mtu, kernelOverhead)
+			}
+			pipes = pipes.With(dir, pipe)
+		}
+	}
+	ctl, err := controller.New(cfg, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen)))
+	if err != nil {
+		return nil, pipes, err
+	}
+	c.gen++
+	r := &linkRunner{
+		d: d, gen: c.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
+		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
+	}
+	var notes []string
+	if d.cfg.Sensors == nil {
+		notes = append(notes, d.cfg.SensorsNote)
+	} else {
+		if r.probe, err = d.cfg.Sensors.Probe(r.name, cfg.PingInterval); err != nil {
+			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
+			r.probe = nil
+		}
+		r.every = ctl.MonitorInterval()
+		if r.counters, err = d.cfg.Sensors.Counters(r.iface, r.every); err != nil {
+			notes = append(notes, fmt.Sprintf("no load measurements: %v", err))
+			r.counters = nil
+		}
+	}
+	for _, n := range notes {
+		if n != "" {
+			d.log.Warn("controller runs without a sensor", logging.KeyLink, r.name, logging.KeyError, n)
+			r.note = joinNote(r.note, n)
+		}
+	}
+	lc := controller.LoopConfig{
+		Controller: ctl, Setter: linkSetter{r},
+		OnEvent: r.onEvent, OnApply: r.onApply, OnError: r.onError,
+	}
+	if r.counters != nil {
+		// Every load sample runs the stall and wake tests, so the
+		// controller needs its own tick only as a fallback: a tick every
+		// stall timeout (250 ms) would be four more wake-ups a second.
+		lc.TickInterval = time.Second
+	}
+	if r.loop, err = controller.NewLoop(lc); err != nil {
+		return nil, pipes, err
+	}
+	if d.cfg.Metrics != nil {
+		r.metrics = d.cfg.Metrics.Link(r.name)
+		for _, dir := range shape.Directions {
+			dc := cfg.Download
+			if dir == shape.Upload {
+				dc = cfg.Upload
+			}
+			r.metrics.Direction(dir).SetRateBounds(dc.Min, dc.Max)
+		}
+	}
+	return r, pipes, nil
+}
+
+// sync starts and stops controllers so that every active link of desire
+// has one built for its policy, network and MTU. A link whose policy or
+// network changed, or every link after the machine woke, gets a fresh
+// controller; on the same network it starts from the rates it had. A
+// controller that cannot be built is noted in linkErrs. It returns the
+// new runners (started by the caller once their shapers are installed),
+// and whether the set changed.
+func (c *controllers) sync(desire reconcile.Desire, mtu map[string]int, linkErrs map[string]string) (fresh []*linkRunner, changed bool) {
+	want := map[string]reconcile.ActiveLink{}
+	for _, a := range desire.Active {
+		want[a.Policy.Name] = a
+	}
+	for name := range c.rates {
+		if _, ok := want[name]; !ok {
+			delete(c.rates, name)
+		}
+	}
+	carry := map[string]*carried{}
+	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
+		r := c.runners[name]
+		a, active := want[name]
+		if active && !c.rebaseline && r.sameSpec(a, mtu[r.iface]) {
+			continue
+		}
+		c.saveProfiles([]*linkRunner{r})
+		if active && a.ProfileKey == r.profileKey {
+			st := r.loop.State()
+			carry[name] = &carried{rates: reconcile.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
+		}
+		c.stop(r)
+		changed = true
+	}
+	c.rebaseline = false
+	for _, a := range desire.Active {
+		name := a.Policy.Name
+		if c.runners[name] != nil {
+			continue
+		}
+		r, pipes, err := c.newRunner(a, mtu[a.Policy.Match.Interface], carry[name])
+		c.rates[name] = pipes
+		if err != nil {
+			c.d.log.Error("cannot start the link's controller; its shaper keeps its rate", logging.KeyLink, name, logging.KeyError, err)
+			linkErrs[name] = joinNote(linkErrs[name], "controller: "+err.Error())
+			continue
+		}
+		c.runners[name] = r
+		c.reflectors[name] = r.initial
+		fresh = append(fresh, r)
+		changed = true
+	}
+	return fresh, changed
+}
+
+// stop stops r and forgets it.
+func (c *controllers) stop(r *linkRunner) {
+	r.stop()
+	if c.runners[r.name] == r {
+		delete(c.runners, r.name)
+		delete(c.reflectors, r.name)
+		delete(c.engaged, r.name)
+		delete(c.switchFailed, r.name)
+	}
+	if m := c.d.cfg.Metrics; m != nil {
+		m.RemoveLink(r.name)
+	}
+}
+
+// stopAll stops every controller (at shutdown).
+func (c *controllers) stopAll() {
+	for _, r := range c.runners {
+		c.stop(r)
+	}
+}
+
+// knownGood returns the rates of r's controller worth remembering for its
+// network: in an adaptive mode with the shaper in place, after replies
+// have arrived, for each direction that carries traffic without
+// bufferbloat now. An idle direction proves nothing (it rests at its
+// base rate), so it keeps what was known before.
+func knownGood(r *linkRunner) (down, up int64) {
+	if r.policy.Shaper.Mode != config.ModeAutorate && r.policy.Shaper.Mode != config.ModeBalanced {
+		return 0, 0
+	}
+	st := r.loop.State()
+	if !st.Shaping || st.Counters.Responses == 0 || st.Status == controller.StatusStalled {
+		return 0, 0
+	}
+	if !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
+		down = st.Download.Rate
+	}
+	if !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
+		up = st.Upload.Rate
+	}
+	return down, up
+}
+
+// saveKnownGood records every controller's known-good rates.
+func (c *controllers) saveKnownGood() {
+	rs := make([]*linkRunner, 0, len(c.runners))
+	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
+		rs = append(rs, c.runners[name])
+	}
+	c.saveProfiles(rs)
+}
+
+// saveProfiles records the known-good rates of rs in the state file, in
+// one write, when any of them is new.
+func (c *controllers) saveProfiles(rs []*linkRunner) {
+	type update struct {
+		key, link string
+		down, up  int64
+	}
+	var ups []update
+	for _, r := range rs {
+		down, up := knownGood(r)
+		if down == 0 && up == 0 {
+			continue
+		}
+		p := c.profile(r.profileKey)
+		if (down == 0 || down == p.GoodDownload) && (up == 0 || up == p.GoodUpload) {
+			continue
+		}
+		ups = append(ups, update{r.profileKey, r.name, down, up})
+	}
+	if len(ups) == 0 {
+		return
+	}
+	now := time.Now().UTC()
+	err := c.d.cfg.Tokens.Update(func(st *state.State) {
+		if st.Profiles == nil {
+			st.Profiles = map[string]state.Profile{}
+		}
+		for _, u := range ups {
+			p := st.Profiles[u.key]
+			p.Link = u.link
+			if u.down > 0 {
+				p.GoodDownload = u.down
+			}
+			if u.up > 0 {
+				p.GoodUpload = u.up
+			}
+			p.UpdatedAt = now
+			st.Profiles[u.key] = p
+		}
+	})
+	if err != nil {
+		c.d.log.Error("saving the known-good rates", logging.KeyError, err)
+	}
+}
+
+// profile returns the state file's profile under key.
+func (c *controllers) profile(key string) state.Profile {
+	return c.d.cfg.Tokens.State.Profiles[key]
+}
