@@ -83,7 +83,7 @@ type Config struct {
 	// leaving shaping in place for the next start.
 	TeardownOnExit bool
 	// MTU returns the MTU of the named interfaces; nil is
-	// reconcile.InterfaceMTUs.
+	// linkfacts.MTUs.
 	MTU func(names []string) map[string]int
 	// Version is reported by status.
 	Version string
@@ -141,7 +141,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg.SaveInterval = DefaultSaveInterval
 	}
 	if cfg.MTU == nil {
-		cfg.MTU = reconcile.InterfaceMTUs
+		cfg.MTU = linkfacts.MTUs
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/english"
 )
 
 // nlcAnchor is the top-level anchor of Network Link Conditioner; the kernel
@@ -222,7 +223,7 @@ func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped ma
 	}
 	if len(conflicts) > 0 {
 		return warn("those rules belong to another tool, which macake never touches: stop that tool, or remove its rules yourself (e.g. sudo pfctl -a ANCHOR -F all)",
-			"%s of other tools can take traffic from macake's anchor%s", plural(len(conflicts), "dummynet rule"), quietNote).with(details...)
+			"%s of other tools can take traffic from macake's anchor%s", english.Plural(len(conflicts), "dummynet rule"), quietNote).with(details...)
 	}
 	if len(harmless) > 0 {
 		return ok("other tools' dummynet rules do not overlap macake's%s", quietNote).with(details...)
@@ -285,5 +286,5 @@ func judgeNLC(f anchorFacts) Result {
 	}
 	return warn("turn it off (Network Link Conditioner in System Settings, or its preference pane) while macake shapes",
 		"on (%s%s): its quick rules shape the traffic as well, so macake's controller measures NLC's delay, not the link's",
-		plural(len(rules), "dummynet rule"), pipeNote).with(rules...)
+		english.Plural(len(rules), "dummynet rule"), pipeNote).with(rules...)
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/launchd"
 )
 
@@ -62,13 +63,13 @@ func judgePolicies(c configFacts, linux bool) Result {
 	switch {
 	case len(c.policyProblems) > 0:
 		return problem(fmt.Sprintf("`%s` lists every problem with its position; until they are fixed, apply changes nothing and watch keeps each broken file's last good version", validate),
-			"%s in %s; valid: %s", plural(len(c.policyProblems), "problem"), plural(len(files), "policy file"), listOrNone(names)).with(details...)
+			"%s in %s; valid: %s", english.Plural(len(c.policyProblems), "problem"), english.Plural(len(files), "policy file"), listOrNone(names)).with(details...)
 	case len(c.policies.Links) == 0:
 		return warn("add a policy file (see examples/links.d and docs/CONFIG.md)", "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
 	case warnings > 0:
-		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", plural(len(names), "policy"), strings.Join(names, ", "), plural(warnings, "warning")).with(details...)
+		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", english.Plural(len(names), "policy"), strings.Join(names, ", "), english.Plural(warnings, "warning")).with(details...)
 	}
-	return ok("%s valid: %s", plural(len(names), "policy"), strings.Join(names, ", "))
+	return ok("%s valid: %s", english.Plural(len(names), "policy"), strings.Join(names, ", "))
 }
 
 func listOrNone(names []string) string {
@@ -92,7 +93,7 @@ func judgeSettings(c configFacts, pf bool) Result {
 			details = append(details, p.Error())
 		}
 		return problem(fmt.Sprintf("fix %s (`macake validate` shows every problem); apply and watch refuse to run with it, since it names the anchor and pipe range macake owns", file),
-			"%s: %s", file, plural(len(c.settingsProblems), "problem")).with(details...)
+			"%s: %s", file, english.Plural(len(c.settingsProblems), "problem")).with(details...)
 	}
 	var warnings []string
 	for _, w := range c.policies.Warnings {
@@ -105,7 +106,7 @@ func judgeSettings(c configFacts, pf bool) Result {
 		owns = fmt.Sprintf("anchor %q, pipes %d-%d, state in %s", s.Anchor, s.PipeRange.First, s.PipeRange.Last, c.stateDir)
 	}
 	if len(warnings) > 0 {
-		return warn("see `macake validate`", "%s is valid with %s (%s)", file, plural(len(warnings), "warning"), owns).with(warnings...)
+		return warn("see `macake validate`", "%s is valid with %s (%s)", file, english.Plural(len(warnings), "warning"), owns).with(warnings...)
 	}
 	if !c.settingsPresent {
 		return ok("no %s: the defaults apply (%s)", file, owns)
@@ -156,7 +157,7 @@ func judgeOwnership(files FS, paths []string, stateDir string) Result {
 			bad = append(bad, stateNote)
 		}
 		return problem("sudo chown root FILE and sudo chmod go-w FILE for each (apply and watch refuse them until then)",
-			"%s can be changed by someone other than root", plural(len(bad), "configuration path")).with(bad...)
+			"%s can be changed by someone other than root", english.Plural(len(bad), "configuration path")).with(bad...)
 	}
 	if stateNote != "" {
 		return warn(fmt.Sprintf("sudo chown root %s && sudo chmod go-w %s", stateDir, stateDir),
@@ -165,7 +166,7 @@ func judgeOwnership(files FS, paths []string, stateDir string) Result {
 	if len(paths) == 0 {
 		return ok("no configuration files to check")
 	}
-	return ok("the configuration (%s) is owned by root and not writable by group or others", plural(len(paths), "path"))
+	return ok("the configuration (%s) is owned by root and not writable by group or others", english.Plural(len(paths), "path"))
 }
 
 // unsafe says why a path must not be trusted, or "".
@@ -228,5 +229,5 @@ func judgeState(s stateFacts, euid int) Result {
 	if st.PFToken != "" {
 		ref = "a pf reference"
 	}
-	return ok("%s is readable: %s, %s, %s", s.path, plural(len(links), "link slot"), plural(len(st.Profiles), "measured profile"), ref).with(details...)
+	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), ref).with(details...)
 }

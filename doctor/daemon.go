@@ -15,6 +15,7 @@ import (
 
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/launchd"
 )
 
@@ -143,7 +144,7 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 		res.Message += fmt.Sprintf("; its last reconcile (%s, %s ago): %s", la.Trigger, roundAge(now.Sub(la.At)), what)
 	}
 	if n := len(st.ConfigErrors); n > 0 {
-		res.Message += fmt.Sprintf("; %s in force", plural(n, "policy file error"))
+		res.Message += fmt.Sprintf("; %s in force", english.Plural(n, "policy file error"))
 		for _, ce := range st.ConfigErrors {
 			kept := "nothing of it is in force"
 			if ce.Kept == "last_good" {
@@ -165,7 +166,7 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 		others++
 	}
 	if others > 0 {
-		res.Message += fmt.Sprintf("; %s keep shaping from being what the files say", plural(others, "problem"))
+		res.Message += fmt.Sprintf("; %s keep shaping from being what the files say", english.Plural(others, "problem"))
 		raise(Warning, "see macake status")
 	}
 	return res

@@ -22,7 +22,8 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"strings"
+
+	"github.com/macake/macake/internal/english"
 )
 
 // Status is a check's outcome.
@@ -123,7 +124,7 @@ func (r Report) Verdict() string {
 	if n[Problem] == 0 && n[Warning] == 0 {
 		return "Everything looks fine."
 	}
-	return fmt.Sprintf("%s, %s.", plural(n[Problem], "problem"), plural(n[Warning], "warning"))
+	return fmt.Sprintf("%s, %s.", english.Plural(n[Problem], "problem"), english.Plural(n[Warning], "warning"))
 }
 
 // Failed reports whether the report fails: any problem, or with strict any
@@ -183,23 +184,6 @@ func (r Result) with(details ...string) Result {
 	return r
 }
 
-// plural renders "1 problem", "2 problems", "4 policies".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %s", n, pluralNoun(noun))
-}
-
-// pluralNoun is the plural of the last word of noun: a consonant and "y"
-// become "ies" (policy, not "policys"); every other noun takes "s".
-func pluralNoun(noun string) string {
-	if n := len(noun); n >= 2 && noun[n-1] == 'y' && !strings.ContainsRune("aeiou", rune(noun[n-2])) {
-		return noun[:n-1] + "ies"
-	}
-	return noun + "s"
-}
-
 // joinInts renders a list of numbers, at most max of them, e.g.
 // "40269, 40270" or "1, 2, 3 and 7 more".
 func joinInts(ns []int, max int) string {
@@ -207,13 +191,5 @@ func joinInts(ns []int, max int) string {
 	for i, n := range ns {
 		s[i] = fmt.Sprint(n)
 	}
-	return joinWords(s, max)
-}
-
-// joinWords renders a list, at most max of its items.
-func joinWords(items []string, max int) string {
-	if len(items) <= max {
-		return strings.Join(items, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(items[:max], ", "), len(items)-max)
+	return english.Join(s, max)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 )
@@ -135,7 +136,7 @@ func judgeDrift(p plan.Plan, watchRunning bool) Result {
 		for _, w := range unshaped {
 			changes = append(changes, unshapedLine(w))
 		}
-		return warn(fix, "the live shaping differs from the policy files: %s pending", plural(len(changes)-len(unshaped), "change")).with(append(changes, steered...)...)
+		return warn(fix, "the live shaping differs from the policy files: %s pending", english.Plural(len(changes)-len(unshaped), "change")).with(append(changes, steered...)...)
 	}
 	if len(unshaped) > 0 {
 		// Nothing for apply to do, yet a direction is not shaped: another
@@ -149,7 +150,7 @@ func judgeDrift(p plan.Plan, watchRunning bool) Result {
 			"the live shaping does not match the policy files: %s not shaped", plan.UnshapedSummary(unshaped)).with(lines...)
 	}
 	if len(steered) > 0 {
-		return ok("the live shaping matches the policy files (%s steered by macake watch's controller)", plural(len(steered), "rate")).with(steered...)
+		return ok("the live shaping matches the policy files (%s steered by macake watch's controller)", english.Plural(len(steered), "rate")).with(steered...)
 	}
 	return ok("the live shaping matches the policy files")
 }

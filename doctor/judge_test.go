@@ -20,6 +20,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/plan"
@@ -450,8 +451,8 @@ func TestPlural(t *testing.T) {
 		{1, "policy", "1 policy"}, {4, "policy", "4 policies"}, {0, "policy file", "0 policy files"},
 		{2, "problem", "2 problems"}, {3, "dummynet rule", "3 dummynet rules"}, {2, "key", "2 keys"},
 	} {
-		if got := plural(c.n, c.noun); got != c.want {
-			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
+		if got := english.Plural(c.n, c.noun); got != c.want {
+			t.Errorf("english.Plural(%d, %q) = %q, want %q", c.n, c.noun, got, c.want)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 )
@@ -273,12 +274,12 @@ func judgeEchoes(echoes []Echo) Result {
 		return info("no reflectors to probe")
 	case len(answered) == 0:
 		return problem("check the network, and that ICMP echo is not blocked on the way; choose reflectors that answer ping in [autorate] reflectors",
-			"none of the %s answers, so the controller cannot measure latency and holds its rates", plural(n, "reflector")).with(details...)
+			"none of the %s answers, so the controller cannot measure latency and holds its rates", english.Plural(n, "reflector")).with(details...)
 	case len(silent) > 0:
 		return warn("the controller replaces silent reflectors with spares; if the same ones stay silent, list others in [autorate] reflectors",
-			"%d of %s do not answer: %s", len(silent), plural(n, "reflector"), strings.Join(silent, ", ")).with(details...)
+			"%d of %s do not answer: %s", len(silent), english.Plural(n, "reflector"), strings.Join(silent, ", ")).with(details...)
 	}
-	return ok("%s answer: %s", plural(n, "reflector"), joinWords(answered, 6)).with(details...)
+	return ok("%s answer: %s", english.Plural(n, "reflector"), english.Join(answered, 6)).with(details...)
 }
 
 // counterFacts is two readings of the default route's interface counters.

@@ -5,11 +5,14 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
 )
@@ -136,9 +139,9 @@ func judgePFStatus(live pfdn.Live, heldToken string, shaping bool) Result {
 	case shaping:
 		return warn("sudo macake apply takes macake's own reference",
 			"pf is enabled%s by others only (%s); macake holds no reference of its own, so shaping stops when they release theirs%s",
-			since, plural(others, "reference"), stale)
+			since, english.Plural(others, "reference"), stale)
 	}
-	return ok("pf is enabled%s by others (%s); macake holds none, as it shapes nothing now", since, plural(others, "reference"))
+	return ok("pf is enabled%s by others (%s); macake holds none, as it shapes nothing now", since, english.Plural(others, "reference"))
 }
 
 // othersNote renders how many other pf references there are.
@@ -146,7 +149,7 @@ func othersNote(n int) string {
 	if n == 0 {
 		return ", and nobody else does"
 	}
-	return fmt.Sprintf(" (%s)", plural(n, "other reference"))
+	return fmt.Sprintf(" (%s)", english.Plural(n, "other reference"))
 }
 
 // formatUptime renders a duration as pfctl does: "2 days 03:04:05".
@@ -232,7 +235,7 @@ func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
 		ifaces[r.Interface] = append(ifaces[r.Interface], desc)
 	}
 	var details []string
-	for _, iface := range sortedKeys(ifaces) {
+	for _, iface := range slices.Sorted(maps.Keys(ifaces)) {
 		link := ""
 		for _, r := range live.Anchor.Rules {
 			if r.Interface == iface && r.Pipe != 0 {
@@ -266,30 +269,21 @@ func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
 		details = append(details, fmt.Sprintf("the state file does not know the slot of pipes %s (lost or rebuilt?); the next apply records them from the live rules", strings.Join(unknownSlots, ", ")))
 	}
 
-	rules := plural(len(live.Anchor.Rules), "rule")
+	rules := english.Plural(len(live.Anchor.Rules), "rule")
 	switch {
 	case len(missing) > 0:
 		return problem("sudo macake apply recreates the pipes (or sudo macake down removes the rules); another tool probably deleted them or ran `dnctl flush`",
-			"anchor %q names %s that do not exist: pf drops the traffic those rules send there", o.Anchor, joinWords(missing, 4)).with(details...)
+			"anchor %q names %s that do not exist: pf drops the traffic those rules send there", o.Anchor, english.Join(missing, 4)).with(details...)
 	case len(leftovers) > 0 && len(live.Anchor.Rules) == 0:
 		return warn("sudo macake apply restores the rules (or sudo macake down removes the pipes)",
-			"%s exist but anchor %q has no rules, so nothing is shaped (another tool flushed the anchor?)", joinWords(leftovers, 4), o.Anchor).with(details...)
+			"%s exist but anchor %q has no rules, so nothing is shaped (another tool flushed the anchor?)", english.Join(leftovers, 4), o.Anchor).with(details...)
 	case len(leftovers) > 0:
 		return warn("sudo macake apply removes them",
-			"anchor %q has %s; %s no rule uses (leftovers)", o.Anchor, rules, joinWords(leftovers, 4)).with(details...)
+			"anchor %q has %s; %s no rule uses (leftovers)", o.Anchor, rules, english.Join(leftovers, 4)).with(details...)
 	case !live.Anchor.Exists || len(live.Anchor.Rules) == 0:
 		return ok("nothing installed: anchor %q is absent and no pipe in %s is macake's", o.Anchor, o.Pipes).with(details...)
 	}
-	return ok("anchor %q has %s on %s, and every pipe they name exists", o.Anchor, rules, strings.Join(sortedKeys(ifaces), ", ")).with(details...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return ok("anchor %q has %s on %s, and every pipe they name exists", o.Anchor, rules, strings.Join(slices.Sorted(maps.Keys(ifaces)), ", ")).with(details...)
 }
 
 func checkForeignPipes(ctx context.Context, in *Inspection) Result {
@@ -335,12 +329,12 @@ func judgeForeignPipes(live pfdn.Live, o pfdn.Options, slots map[string]int) Res
 	sort.Strings(details)
 	outsideNote := ""
 	if len(outside) > 0 {
-		outsideNote = fmt.Sprintf("; %s outside it (%s) belong to other tools and are never touched", plural(len(outside), "pipe"), joinInts(outside, 6))
+		outsideNote = fmt.Sprintf("; %s outside it (%s) belong to other tools and are never touched", english.Plural(len(outside), "pipe"), joinInts(outside, 6))
 	}
 	if len(inside) > 0 {
 		return warn(fmt.Sprintf("if they are leftovers, remove them (sudo dnctl pipe delete N); if another tool uses them, give macake another range (pipe_range in %s)", "macake.toml"),
 			"%s inside macake's range %s %s not macake's: macake leaves %s alone, but a link that needs the number takes it over%s",
-			plural(len(inside), "pipe"), o.Pipes, isAre(len(inside)), itThem(len(inside)), outsideNote).with(details...)
+			english.Plural(len(inside), "pipe"), o.Pipes, isAre(len(inside)), itThem(len(inside)), outsideNote).with(details...)
 	}
 	return ok("no other tool's pipe in macake's range %s%s", o.Pipes, outsideNote).with(details...)
 }

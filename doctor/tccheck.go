@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/internal/english"
 )
 
 // tcFacts is whether tc and ip run, and what the kernel supports.
@@ -73,7 +74,7 @@ func judgeTCKernel(c tc.Capabilities, cakePolicies []string) Result {
 			"macake can shape upload only (with %s): download shaping needs ingress, u32, mirred and ifb", shaper).with(details...)
 	case !c.Cake && len(cakePolicies) > 0:
 		return warn("load sch_cake (modprobe sch_cake) or a kernel with CONFIG_NET_SCH_CAKE; otherwise the [cake] options are not applied",
-			"sch_cake is not available, so the [cake] options of %s are not applied (shaping with htb+bfifo)", joinWords(cakePolicies, 4)).with(details...)
+			"sch_cake is not available, so the [cake] options of %s are not applied (shaping with htb+bfifo)", english.Join(cakePolicies, 4)).with(details...)
 	}
 	if !c.Cake {
 		return ok("sch_cake not available: falling back to htb+bfifo, which shapes both directions like a dummynet pipe (kernel features %s)", c.Method).with(details...)

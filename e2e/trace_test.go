@@ -4,15 +4,14 @@ package e2e
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/traces/wobble.csv from StarlinkLike")
+	"github.com/macake/macake/internal/golden"
+)
 
 func TestParseTrace(t *testing.T) {
 	tr, err := ParseTrace("t.csv", strings.NewReader("# comment\nseconds,download_mbit,upload_mbit\n0,50,10\n\n10,15.5,10\n20, 50 ,10\n30,50,10\n"))
@@ -87,16 +86,7 @@ func TestShippedTraces(t *testing.T) {
 		"(go test ./e2e -run TestShippedTraces -update rewrites it): re-planned every",
 		"15 s from 7 s on, ±15 % wobble, 200 ms handover dips to a quarter.",
 		"The last row ends the trace; its rates are never in force.")
-	path := "testdata/traces/wobble.csv"
-	if *update {
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil || !bytes.Equal(want, buf.Bytes()) {
-		t.Errorf("%s differs from StarlinkLike(1, 60s) (%v); run with -update", path, err)
-	}
+	golden.Check(t, "testdata/traces/wobble.csv", buf.Bytes(), "it must be StarlinkLike(1, 60s)")
 	if lo, hi := gen.Min(true), gen.Max(true); lo < 5e6 || hi > 70e6 || gen.Mean(true) < 25e6 {
 		t.Errorf("wobble download range %d-%d, mean %d", lo, hi, gen.Mean(true))
 	}

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,9 +13,8 @@ import (
 	"testing"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite examples/launchd and examples/systemd from the renderers")
 
 // examplesProgram is what the shipped examples run: `make install`'s
 // default prefix and the CLI's default directories.
@@ -227,22 +225,7 @@ func TestExamplesMatchRenderer(t *testing.T) {
 		"../examples/systemd/macake-watch.service":      watchUnit,
 		"../examples/systemd/macake-monitor.service":    monitorUnit,
 	} {
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run `go test ./launchd -update` to create it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the renderer; run `go test ./launchd -update` and review the diff", path)
-		}
+		golden.Check(t, path, want, "the example must be what the renderer writes")
 	}
 }
 

@@ -7,10 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -18,12 +16,11 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // fixedTime stamps every record with one instant so the output is stable.
 type fixedTime struct{ slog.Handler }
@@ -99,30 +96,18 @@ func render(format logging.Format, level slog.Level) string {
 	return buf.String()
 }
 
-func golden(t *testing.T, name, got string) {
+func matchGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./logging -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s changed; the log format is an interface people grep. Got:\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", name), []byte(got), "the log format is an interface people grep")
 }
 
 // The text format is what people read and grep: it must not drift.
 func TestEventsTextGolden(t *testing.T) {
-	golden(t, "events.txt", render(logging.FormatText, slog.LevelDebug))
+	matchGolden(t, "events.txt", render(logging.FormatText, slog.LevelDebug))
 }
 
 func TestEventsJSONGolden(t *testing.T) {
-	golden(t, "events.jsonl", render(logging.FormatJSON, slog.LevelDebug))
+	matchGolden(t, "events.jsonl", render(logging.FormatJSON, slog.LevelDebug))
 }
 
 func TestEventsJSONLinesParse(t *testing.T) {

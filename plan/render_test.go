@@ -6,16 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func samplePlan() Plan {
 	return Plan{
@@ -43,22 +40,9 @@ func samplePlan() Plan {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
+func matchGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./plan -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test ./plan -update if the change is intended)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got, "")
 }
 
 func TestWriteTextGolden(t *testing.T) {
@@ -75,7 +59,7 @@ func TestWriteTextGolden(t *testing.T) {
 			if err := WriteText(&b, samplePlan(), tc.opts); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, tc.name, b.Bytes())
+			matchGolden(t, tc.name, b.Bytes())
 		})
 	}
 }
@@ -104,7 +88,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := WriteJSON(&b, samplePlan(), true, false, []error{errors.New("boom")}); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "plan.json", b.Bytes())
+	matchGolden(t, "plan.json", b.Bytes())
 	var doc map[string]any
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)

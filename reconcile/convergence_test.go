@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
@@ -51,9 +52,8 @@ type desiredConfig struct {
 // goldenConfigs returns every golden case whose Desired succeeds and whose
 // Mac keeps the hook: the set of desired states to cycle through.
 func goldenConfigs(t *testing.T) []desiredConfig {
-	dirs, _ := filepath.Glob("testdata/golden/*")
 	var out []desiredConfig
-	for _, dir := range dirs {
+	for _, dir := range golden.Glob(t, "testdata/golden/*") {
 		switch filepath.Base(dir) {
 		case "hook-missing", "auto-unmeasured", "measured-profile":
 			continue

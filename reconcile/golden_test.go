@@ -12,6 +12,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
 )
 
@@ -23,11 +24,7 @@ import (
 // is applied and must converge: a re-plan is empty and a second apply runs
 // no mutating command.
 func TestGoldenPlans(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/golden/*")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
-	for _, dir := range dirs {
+	for _, dir := range golden.Glob(t, "testdata/golden/*") {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			t.Parallel()
 			m := newMac(t, pfdntest.New())
@@ -58,8 +55,8 @@ func TestGoldenPlans(t *testing.T) {
 			if err := plan.WriteJSON(&js, p, true, false, errs); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join(dir, "plan.txt"), text.Bytes())
-			golden(t, filepath.Join(dir, "plan.json"), js.Bytes())
+			golden.Check(t, filepath.Join(dir, "plan.txt"), text.Bytes(), "")
+			golden.Check(t, filepath.Join(dir, "plan.json"), js.Bytes(), "")
 
 			switch {
 			case derr != nil:

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,8 +21,6 @@ import (
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // mac is an emulated Mac driven through the reconcile package exactly as
 // the commands drive a real one: policies and facts from files, Desired,
@@ -267,23 +264,5 @@ func (m *mac) loadCaseState(dir string) {
 	}
 	if err != nil {
 		m.t.Fatal(err)
-	}
-}
-
-// golden compares got with testdata file path, or rewrites it with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./reconcile -run %s -update to create it)", err, t.Name())
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
 	}
 }

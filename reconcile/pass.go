@@ -304,7 +304,7 @@ func blindPlanner(b backend.Backend) bool {
 // PolicyMTUs returns the MTU of every interface the policies name that
 // exists here (Inputs.MTU).
 func PolicyMTUs(links []config.Link) map[string]int {
-	return InterfaceMTUs(PolicyInterfaces(links))
+	return linkfacts.MTUs(PolicyInterfaces(links))
 }
 
 // PolicyInterfaces lists the interfaces the policies name, in their order.

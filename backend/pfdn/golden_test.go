@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"flag"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -17,10 +16,9 @@ import (
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/shape"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/diff")
 
 // TestDiffGolden runs every case in testdata/diff: desired.json (a
 // shape.State), optionally known.json (link name → slot, as the state file
@@ -39,11 +37,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/di
 //	@disable-pf  @reboot  @drop-hook  @delete-anchor PATH
 //	@probe IF in|out    one packet through pf
 func TestDiffGolden(t *testing.T) {
-	dirs, err := filepath.Glob(filepath.Join("testdata", "diff", "*"))
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
-	for _, dir := range dirs {
+	for _, dir := range golden.Glob(t, filepath.Join("testdata", "diff", "*")) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			desired := readState(t, filepath.Join(dir, "desired.json"))
 			h := newHarness(t, nil)
@@ -72,20 +66,7 @@ func TestDiffGolden(t *testing.T) {
 				got += "error: " + err.Error()
 			}
 			got = tokenRE.ReplaceAllString(got, "-X <token>")
-			wantFile := filepath.Join(dir, "want.txt")
-			if *update {
-				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(wantFile)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("plan differs from %s:\n--- got\n%s--- want\n%s", wantFile, got, want)
-			}
+			golden.Check(t, filepath.Join(dir, "want.txt"), []byte(got), "the plan")
 			// Pure: the same inputs give the same plan.
 			if again := pfdn.Diff(d, live, h.tokens.PFToken()); listing(again) != listing(p) {
 				t.Error("Diff is not deterministic")

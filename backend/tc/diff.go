@@ -4,6 +4,7 @@ package tc
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -769,7 +770,7 @@ func (d *differ) removals() {
 	// gone): nothing runs, the record goes, and whatever qdisc is there
 	// stays. Without this, shaping the interface again one day would
 	// replace a qdisc someone put there after macake let go.
-	for _, n := range sortedKeys(d.live.OwnedRoots) {
+	for _, n := range slices.Sorted(maps.Keys(d.live.OwnedRoots)) {
 		dev := d.live.Devices[n]
 		if d.wanted[n] || dev.ownsRoot() {
 			continue
@@ -791,15 +792,6 @@ func (d *differ) removals() {
 		}
 		d.add(op)
 	}
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // joinAnd joins a list as English: "a", "a and b", "a, b and c".

@@ -4,16 +4,16 @@ package tc
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/internal/golden"
 )
 
 // seedFromRecordings adds every recorded output whose command contains
 // kind ("qdisc show", ...) to the fuzz corpus, plus the given extras.
 func seedFromRecordings(f *testing.F, kind string, extra ...string) {
-	files, _ := filepath.Glob("testdata/diff/*/live.txtar")
-	for _, file := range files {
+	for _, file := range golden.Glob(f, "testdata/diff/*/live.txtar") {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)

@@ -6,20 +6,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/shape"
 )
-
-var update = flag.Bool("update", false, "rewrite the want.txt golden files from the current output")
 
 // goldenTools are the tool names recorded outputs are keyed by.
 var goldenTools = Tools{TC: "tc", IP: "ip", Unshare: "unshare"}
@@ -114,12 +111,7 @@ func readOwned(t *testing.T, path string) map[string]bool {
 // commands are checked too), and compares ops, commands and warnings with
 // want.txt. Run with -update to rewrite want.txt after an intended change.
 func TestDiffGolden(t *testing.T) {
-	dirs, err := filepath.Glob("testdata/diff/*/desired.json")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
-	sort.Strings(dirs)
-	for _, desiredPath := range dirs {
+	for _, desiredPath := range golden.Glob(t, "testdata/diff/*/desired.json") {
 		dir := filepath.Dir(desiredPath)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join(dir, "live.txtar"))
@@ -140,19 +132,7 @@ func TestDiffGolden(t *testing.T) {
 			live.OwnedRoots = OwnedRoots(live, readOwned(t, filepath.Join(dir, "owned.json")))
 			p := Diff(desired, live)
 			got := formatPlan(p)
-			wantPath := filepath.Join(dir, "want.txt")
-			if *update {
-				if err := os.WriteFile(wantPath, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(wantPath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("plan differs from %s (run with -update if intended)\n--- got ---\n%s--- want ---\n%s", wantPath, got, want)
-			}
+			golden.Check(t, filepath.Join(dir, "want.txt"), []byte(got), "the plan")
 			for _, c := range rr.calls {
 				if len(c.Argv) > 1 && (c.Argv[1] == "qdisc" || c.Argv[1] == "filter" || c.Argv[1] == "link") {
 					t.Errorf("observation ran a command that is not read-only: %v", c.Argv)
@@ -176,11 +156,7 @@ func TestDiffGolden(t *testing.T) {
 // link's reflectors reversed: the exemptions depend on the set, not the
 // order, so watch (sorted) and a one-shot apply (the policy's order) agree.
 func TestReflectorOrderChangesNothing(t *testing.T) {
-	dirs, _ := filepath.Glob("testdata/diff/*-converged/desired.json")
-	if len(dirs) == 0 {
-		t.Fatal("no converged cases")
-	}
-	for _, desiredPath := range dirs {
+	for _, desiredPath := range golden.Glob(t, "testdata/diff/*-converged/desired.json") {
 		dir := filepath.Dir(desiredPath)
 		data, err := os.ReadFile(filepath.Join(dir, "live.txtar"))
 		if err != nil {

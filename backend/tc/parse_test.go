@@ -5,9 +5,10 @@ package tc
 import (
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/internal/golden"
 )
 
 func TestParseClassesTextFromIproute2_6_1(t *testing.T) {
@@ -134,8 +135,7 @@ func TestParsersRejectGarbageClearly(t *testing.T) {
 }
 
 func TestParseRecordedOutputs(t *testing.T) {
-	files, _ := filepath.Glob("testdata/diff/*/live.txtar")
-	for _, f := range files {
+	for _, f := range golden.Glob(t, "testdata/diff/*/live.txtar") {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +15,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the recorded byte layouts in testdata/")
+	"github.com/macake/macake/internal/golden"
+)
 
 func TestDiff(t *testing.T) {
 	const g4 = 1 << 32
@@ -131,19 +130,7 @@ func recordedLayouts() map[string][]byte {
 
 func TestRecordedDarwinLayouts(t *testing.T) {
 	for name, want := range recordedLayouts() {
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(path, want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test -update to record it)", err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the layout built from the reference offsets; run go test -update if the layout changed on purpose", path)
-		}
+		golden.Check(t, filepath.Join("testdata", name), want, "the recording must be the layout built from the reference offsets")
 	}
 
 	b, _ := os.ReadFile("testdata/ifalldata.bin")

@@ -22,8 +22,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -426,7 +428,7 @@ func (e *Emulator) Snapshot() Snapshot {
 func (s Snapshot) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pf enabled: %v, references: %d %v\n", s.PFEnabled, s.RefCount, s.References)
-	for _, path := range sortedKeys(s.Rulesets) {
+	for _, path := range slices.Sorted(maps.Keys(s.Rulesets)) {
 		name := path
 		if name == "" {
 			name = "(main)"

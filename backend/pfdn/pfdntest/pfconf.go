@@ -5,7 +5,6 @@ package pfdntest
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -938,14 +937,4 @@ func expandRule(base Rule, ifaces []token, protos []string, from, to hostSpec) [
 		}
 	}
 	return out
-}
-
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

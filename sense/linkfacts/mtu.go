@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package reconcile
+package linkfacts
 
 import "net"
 
-// InterfaceMTUs returns the MTU of each named interface that exists here
-// (Inputs.MTU); interfaces it cannot find are left out.
-func InterfaceMTUs(names []string) map[string]int {
+// MTUs returns the MTU of each named interface that exists here (what
+// reconcile.Inputs.MTU wants); interfaces it cannot find are left out.
+func MTUs(names []string) map[string]int {
 	mtus := map[string]int{}
 	for _, n := range names {
 		if ifi, err := net.InterfaceByName(n); err == nil && ifi.MTU > 0 {
