@@ -110,10 +110,6 @@ func NewTestbed(tb testing.TB, prefix string, trace Trace) *Testbed {
 	return t
 }
 
-// Probe returns the independent latency probe (UDP echo to a server
-// address that is not a reflector, 20 per second).
-func (t *Testbed) Probe() *Probe { return t.probe }
-
 // SetCapacity sets both bottleneck rates.
 func (t *Testbed) SetCapacity(ctx context.Context, s Step) error {
 	return errors.Join(t.setDown(ctx, s.Download), t.setUp(ctx, s.Upload))

@@ -16,7 +16,7 @@ import (
 // Value is one node of a property list: String, Integer, Bool, Array or
 // Dict. Only the types launchd jobs need are modelled; real, date and data
 // are refused by Decode rather than silently dropped.
-type Value interface{ plistType() string }
+type Value interface{ element() string }
 
 // String is a <string>.
 type String string
@@ -41,11 +41,18 @@ type Entry struct {
 	Value Value
 }
 
-func (String) plistType() string  { return "string" }
-func (Integer) plistType() string { return "integer" }
-func (Bool) plistType() string    { return "bool" }
-func (Array) plistType() string   { return "array" }
-func (Dict) plistType() string    { return "dict" }
+// element is the XML element that holds the value in a plist: it makes a
+// Value of the five types only, and the encoder writes it.
+func (String) element() string  { return "string" }
+func (Integer) element() string { return "integer" }
+func (Array) element() string   { return "array" }
+func (Dict) element() string    { return "dict" }
+func (b Bool) element() string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
 
 // Get returns the value of key, or nil when d has no such key.
 func (d Dict) Get(key string) Value {
@@ -96,29 +103,29 @@ func encodeValue(b *bytes.Buffer, v Value, depth int, where string) error {
 		if err != nil {
 			return fmt.Errorf("plist %s: %w", where, err)
 		}
-		fmt.Fprintf(b, "%s<string>%s</string>\n", indent, text)
+		fmt.Fprintf(b, "%s<%s>%s</%[2]s>\n", indent, v.element(), text)
 	case Integer:
-		fmt.Fprintf(b, "%s<integer>%d</integer>\n", indent, int64(v))
+		fmt.Fprintf(b, "%s<%s>%d</%[2]s>\n", indent, v.element(), int64(v))
 	case Bool:
-		fmt.Fprintf(b, "%s<%t/>\n", indent, bool(v))
+		fmt.Fprintf(b, "%s<%s/>\n", indent, v.element())
 	case Array:
 		if len(v) == 0 {
-			fmt.Fprintf(b, "%s<array/>\n", indent)
+			fmt.Fprintf(b, "%s<%s/>\n", indent, v.element())
 			return nil
 		}
-		fmt.Fprintf(b, "%s<array>\n", indent)
+		fmt.Fprintf(b, "%s<%s>\n", indent, v.element())
 		for i, item := range v {
 			if err := encodeValue(b, item, depth+1, fmt.Sprintf("%s[%d]", where, i)); err != nil {
 				return err
 			}
 		}
-		fmt.Fprintf(b, "%s</array>\n", indent)
+		fmt.Fprintf(b, "%s</%s>\n", indent, v.element())
 	case Dict:
 		if len(v) == 0 {
-			fmt.Fprintf(b, "%s<dict/>\n", indent)
+			fmt.Fprintf(b, "%s<%s/>\n", indent, v.element())
 			return nil
 		}
-		fmt.Fprintf(b, "%s<dict>\n", indent)
+		fmt.Fprintf(b, "%s<%s>\n", indent, v.element())
 		seen := make(map[string]bool, len(v))
 		for _, e := range v {
 			if seen[e.Key] {
@@ -134,7 +141,7 @@ func encodeValue(b *bytes.Buffer, v Value, depth int, where string) error {
 				return err
 			}
 		}
-		fmt.Fprintf(b, "%s</dict>\n", indent)
+		fmt.Fprintf(b, "%s</%s>\n", indent, v.element())
 	case nil:
 		return fmt.Errorf("plist %s: missing value", where)
 	default:

@@ -238,10 +238,3 @@ func CapabilitiesFromConfig(cfg map[string]string) Capabilities {
 	}
 	return c
 }
-
-// Doctor probes the kernel with DefaultTools and returns the lines `macake
-// doctor` prints for the tc backend, e.g. "sch_cake not available: falling
-// back to htb+bfifo (…)".
-func Doctor(ctx context.Context, r execrun.Runner) []string {
-	return Probe(ctx, r, DefaultTools()).Report()
-}

@@ -33,13 +33,3 @@ func NewStream(seed, purpose uint64) *rand.Rand {
 func Uniform(r *rand.Rand, lo, hi float64) float64 {
 	return lo + float64(r.Float64()*(hi-lo))
 }
-
-// Bell returns an approximately standard-normal value (Irwin–Hall: the sum
-// of twelve uniforms, minus six), bounded to ±6, from arithmetic only.
-func Bell(r *rand.Rand) float64 {
-	var s float64
-	for range 12 {
-		s += r.Float64()
-	}
-	return s - 6
-}

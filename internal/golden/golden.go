@@ -18,10 +18,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
 
-// Updating reports whether the test run was asked to rewrite the golden
-// files (-update).
-func Updating() bool { return *update }
-
 // Check compares got with the file at path, or with -update writes got
 // there (creating its directory). why, when not empty, says what the file
 // is a contract of, for the failure message.

@@ -51,12 +51,6 @@ func New() *Emulator {
 	return &Emulator{m: NewMachine(), clock: time.Now}
 }
 
-// FromMachine wraps an existing machine state (e.g. one read from a
-// state file).
-func FromMachine(m *Machine) *Emulator {
-	return &Emulator{m: m, clock: time.Now}
-}
-
 // Call is one recorded invocation.
 type Call struct {
 	Argv     []string       `json:"argv"`

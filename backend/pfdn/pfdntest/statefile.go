@@ -3,7 +3,6 @@
 package pfdntest
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -168,23 +167,4 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(s
 	stdout.Write(res.Stdout)
 	stderr.Write(res.Stderr)
 	return res.ExitCode
-}
-
-// RunFile is a helper for tests that drive a state file directly: it runs one
-// command like the binaries would, under the lock.
-func RunFile(ctx context.Context, path string, cmd execrun.Command) (execrun.Result, error) {
-	var res execrun.Result
-	var runErr error
-	err := UpdateFile(path, func(e *Emulator) error {
-		var hang bool
-		res, hang, runErr = e.runLocked(cmd, os.Getpid(), nil, false)
-		if hang {
-			runErr = fmt.Errorf("hang fault: %w", context.DeadlineExceeded)
-		}
-		return nil
-	})
-	if err != nil {
-		return res, err
-	}
-	return res, runErr
 }
