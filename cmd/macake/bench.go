@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/netip"
 	"time"
+
+	"github.com/macake/macake/sense/measure"
 )
 
 var benchCmd = &command{
@@ -96,7 +98,7 @@ func runBench(e *env, args []string) int {
 	for _, t := range targets {
 		rep.LatencyTargets = append(rep.LatencyTargets, t.String())
 	}
-	full := newMeasureReport(sensingTarget{}, ep, lt, res)
+	full := newMeasureReport(measure.Target{}, ep, lt, res)
 	rep.Download, rep.Upload = full.Download, full.Upload
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")

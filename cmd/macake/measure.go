@@ -22,6 +22,7 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/state"
 )
@@ -246,7 +247,7 @@ type measureReport struct {
 
 	idleP50 time.Duration
 	res     loadTestResult
-	target  sensingTarget
+	target  measure.Target
 }
 
 func lat(s probe.Summary) latencyJSON { return latencyJSON{jsonMicros(s.P50), jsonMicros(s.P90)} }
@@ -265,7 +266,7 @@ func medianOf(m map[netip.Addr]probe.Summary, pick func(probe.Summary) time.Dura
 func p50(s probe.Summary) time.Duration { return s.P50 }
 func p90(s probe.Summary) time.Duration { return s.P90 }
 
-func newMeasureReport(t sensingTarget, ep speedtest.Endpoint, lt loadTest, res loadTestResult) *measureReport {
+func newMeasureReport(t measure.Target, ep speedtest.Endpoint, lt loadTest, res loadTestResult) *measureReport {
 	r := &measureReport{
 		FormatVersion: measureFormatVersion, Link: t.Link, Interface: t.Interface,
 		GatewayMAC: t.Facts.GatewayMAC.String(), Server: ep.Name, CongestionControl: res.Congestion,
@@ -394,7 +395,7 @@ func signedOrDash(d time.Duration) string {
 // saveProfile records the measurement under the link's identity (what the
 // controller learned there, the known-good rates, stays); see
 // recordMeasurement.
-func saveProfile(e *env, t sensingTarget, r *measureReport) (viaWatch bool, err error) {
+func saveProfile(e *env, t measure.Target, r *measureReport) (viaWatch bool, err error) {
 	if r.Download.BitsPerSecond <= 0 || r.Upload.BitsPerSecond <= 0 {
 		return false, errors.New("a direction measured no throughput")
 	}

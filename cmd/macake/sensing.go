@@ -14,16 +14,16 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
-	"github.com/macake/macake/state"
 )
 
 // addrList is a repeatable flag of IP addresses (--reflector).
@@ -48,164 +48,38 @@ func (a *addrList) Set(v string) error {
 	return nil
 }
 
-// sensingTarget is what a sensing command measures: the link (policy) if
-// one applies, its interface and gateway, and the reflectors.
-type sensingTarget struct {
-	// Link is the policy name, or "" when no policy applies.
-	Link string
-	// Interface carries the traffic (the link's, else the default route's).
-	Interface string
-	// Facts are the interface's facts (gateway IP and MAC, when known).
-	Facts linkfacts.InterfaceFacts
-	// Reflectors are the ICMP targets; ProbeInterval the per-reflector
-	// interval.
-	Reflectors    []netip.Addr
-	ProbeInterval time.Duration
-	// Note explains a fallback (printed on stderr).
-	Note string
-}
-
-// ProfileKey is the state key of the measured profile: the link name (or
-// the interface when no policy applies) plus the gateway MAC.
-func (t sensingTarget) ProfileKey() string {
-	name := t.Link
-	if name == "" {
-		name = t.Interface
-	}
-	return state.ProfileKey(name, t.Facts.GatewayMAC.String())
-}
-
-// errNoDefaultRoute is resolveTarget's error when nothing carries the
-// default route; each command adds the hint that fits it.
-var errNoDefaultRoute = errors.New("no default route: not connected to a network?")
-
-// resolveTarget finds what to measure. With linkName it must be a valid
-// policy in the config directory that matches the current network on the
-// interface carrying the default route (the one the load and the probes
-// leave by), so that what is measured is that link and the profile lands
-// under the key macake watch looks up; without, the policy matching the
-// current network on the default-route interface is used when there is
-// one. Explicit reflectors replace the configured ones. Without a default
-// route the error wraps errNoDefaultRoute, and the target still carries
-// the reflectors and the default probe interval.
-func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (sensingTarget, error) {
-	t := sensingTarget{ProbeInterval: probe.DefaultInterval}
+// resolveTarget finds what to measure (see measure.ResolveTarget) from the
+// network's facts and the policies in the config directory. With linkName
+// that policy must exist, and only then must the directory be valid; its
+// errors name the flag.
+func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (measure.Target, error) {
+	t := measure.Target{ProbeInterval: probe.DefaultInterval}
 	facts, err := linkfacts.Read(e.ctx, e.getenv)
 	if err != nil {
 		return t, fmt.Errorf("reading the network's facts: %w", err)
 	}
 	var links []config.Link
+	var lerr error
 	if linkName != "" || e.configDirSet || dirExists(e.configDir) {
 		opts := config.LoadOptions{SkipOwnershipCheck: e.euid() != 0}
-		var lerr error
 		links, _, lerr = config.Load(e.configDir, opts)
-		if lerr != nil && linkName != "" {
-			// Only a named link needs the directory to be valid.
-			if _, ok := findLink(links, linkName); !ok {
-				return t, fmt.Errorf("--link %s: %w", linkName, lerr)
-			}
-		}
 	}
-	def, haveDefault := linkfacts.DefaultInterface(facts)
-	var link *config.Link
+	var named *config.Link
 	if linkName != "" {
-		l, ok := findLink(links, linkName)
-		if !ok {
+		i := slices.IndexFunc(links, func(l config.Link) bool { return l.Name == linkName })
+		switch {
+		case i < 0 && lerr != nil:
+			return t, fmt.Errorf("--link %s: %w", linkName, lerr)
+		case i < 0:
 			return t, fmt.Errorf("--link %s: no such policy in %s (see macake links)", linkName, e.configDir)
 		}
-		note, err := namedLinkHere(l, links, facts)
-		if err != nil {
-			return t, fmt.Errorf("--link %s: %w", linkName, err)
-		}
-		t.Note = note
-		link = &l
-	} else if haveDefault {
-		for _, l := range reconcile.Match(links, facts).Active {
-			if l.Match.Interface == def.Name {
-				link = &l
-				break
-			}
-		}
+		named = &links[i]
 	}
-	if link != nil {
-		t.Link, t.Interface = link.Name, link.Match.Interface
-		n := min(max(link.Autorate.ActiveReflectors, 1), len(link.Autorate.Reflectors))
-		t.Reflectors = link.Autorate.Reflectors[:n]
-		if d := link.Autorate.ProbeInterval.Std(); d > 0 {
-			t.ProbeInterval = d
-		}
-	} else {
-		d := config.Defaults.Autorate
-		t.Reflectors = d.Reflectors[:min(d.ActiveReflectors, len(d.Reflectors))]
-		t.ProbeInterval = d.ProbeInterval.Std()
-		if len(reflectors) > 0 {
-			t.Reflectors = reflectors
-		}
-		if !haveDefault {
-			return t, errNoDefaultRoute
-		}
-		t.Interface = def.Name
-		t.Note = fmt.Sprintf("no policy matches this network; measuring the default route's interface %s", def.Name)
+	t, err = measure.ResolveTarget(facts, links, named, reflectors)
+	if err != nil && named != nil {
+		err = fmt.Errorf("--link %s: %w", linkName, err)
 	}
-	t.Facts, _ = facts.Interface(t.Interface)
-	if len(reflectors) > 0 {
-		t.Reflectors = reflectors
-	}
-	return t, nil
-}
-
-// namedLinkHere checks that the policy l, named with --link, is what a
-// measurement here would measure: its interface exists, carries the
-// default route (the speed test's traffic and the probes follow it, so
-// any other interface would be measured under l's name), and l matches
-// the current network (else the profile's key, l plus this gateway's MAC,
-// is one macake watch never looks up for l). A policy that matches but is
-// outranked on its interface is measured, with a note.
-func namedLinkHere(l config.Link, links []config.Link, facts linkfacts.Facts) (note string, err error) {
-	iface := l.Match.Interface
-	if _, ok := facts.Interface(iface); !ok {
-		return "", fmt.Errorf("its interface %s does not exist on this machine now (%s); measure while connected through it", iface, describeInterfaces(facts))
-	}
-	def, ok := linkfacts.DefaultInterface(facts)
-	if !ok {
-		return "", fmt.Errorf("%w (%s carries no default route, so the speed test cannot run over it)", errNoDefaultRoute, iface)
-	}
-	if def.Name != iface {
-		return "", fmt.Errorf("its interface %s does not carry the default route (%s does), so the speed test's traffic would not cross it; measure while %s is the primary connection", iface, def.Name, iface)
-	}
-	for _, v := range reconcile.Match(links, facts).Verdicts {
-		if v.Name != l.Name {
-			continue
-		}
-		if !v.Matches {
-			return "", fmt.Errorf("the policy does not match the current network: %s (see macake links)", v.Reason)
-		}
-		if !v.Active {
-			return fmt.Sprintf("%s is not the active policy on %s: %s", l.Name, iface, v.Reason), nil
-		}
-	}
-	return "", nil
-}
-
-// describeInterfaces lists the interfaces the facts know, for an error.
-func describeInterfaces(f linkfacts.Facts) string {
-	if len(f.Interfaces) == 0 {
-		return "no interfaces known"
-	}
-	var names []string
-	for _, i := range f.Interfaces {
-		names = append(names, i.Name)
-	}
-	return "interfaces: " + strings.Join(names, ", ")
-}
-
-func findLink(links []config.Link, name string) (config.Link, bool) {
-	for _, l := range links {
-		if l.Name == name {
-			return l, true
-		}
-	}
-	return config.Link{}, false
+	return t, err
 }
 
 func dirExists(dir string) bool {

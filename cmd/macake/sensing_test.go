@@ -18,6 +18,7 @@ import (
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
 )
 
@@ -199,7 +200,7 @@ func testEnv(t *testing.T, vars map[string]string) *env {
 }
 
 // sampleResult is a measurement of a 50/10 Mbit/s link with ISP bloat.
-func sampleResult() (sensingTarget, loadTest, loadTestResult) {
+func sampleResult() (measure.Target, loadTest, loadTestResult) {
 	r1, r2, gw := netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("192.168.1.1")
 	sum := func(p50, p90 float64) probe.Summary { return probe.Summary{Samples: 30, P50: ms(p50), P90: ms(p90)} }
 	idle := map[netip.Addr]probe.Summary{r1: sum(20, 23), r2: sum(30, 34)}
@@ -217,7 +218,7 @@ func sampleResult() (sensingTarget, loadTest, loadTestResult) {
 	res.Download.BitsPerSecond, res.Download.Streams, res.Download.Bytes = 47_812_000, 8, 59_765_000
 	res.Upload.BitsPerSecond, res.Upload.Streams, res.Upload.Bytes = 9_563_000, 8, 11_953_000
 	mac, _ := net.ParseMAC("74:24:9f:00:00:01")
-	t := sensingTarget{Link: "home", Interface: "en0", Facts: linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: gw, GatewayMAC: config.HardwareAddr(mac)}}
+	t := measure.Target{Link: "home", Interface: "en0", Facts: linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: gw, GatewayMAC: config.HardwareAddr(mac)}}
 	lt := loadTest{Targets: []netip.Addr{r1, r2}, Gateway: gw}
 	return t, lt, res
 }
@@ -340,11 +341,11 @@ probe_interval    = "100ms"
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
 	given := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	got, err = resolveTarget(e, "", given)
-	if !errors.Is(err, errNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
+	if !errors.Is(err, measure.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
 		t.Errorf("no default route: %+v, %v", got, err)
 	}
 	e.configDir = links
-	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, errNoDefaultRoute) {
+	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, measure.ErrNoDefaultRoute) {
 		t.Errorf("--link without a default route: %v", err)
 	}
 }
