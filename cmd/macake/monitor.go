@@ -132,7 +132,7 @@ func runMonitor(e *env, args []string) int {
 		if iface == "" {
 			iface = "(no default route)"
 		}
-		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", iface, len(target.Reflectors), target.ProbeInterval, describeTargets(target.Reflectors))
+		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", iface, len(target.Reflectors), target.ProbeInterval, measure.DescribeTargets(target.Reflectors))
 		fmt.Fprint(e.stderr, header)
 		if *logFile != "" {
 			// The log says when each run began and what it probes.
@@ -197,7 +197,7 @@ func runMonitor(e *env, args []string) int {
 		sum.writeText(out)
 	}
 	if sum.Replies == 0 {
-		fmt.Fprintf(e.stderr, "macake monitor: no reflector answered (%s): check the network, or pass --reflector ADDR\n", describeTargets(target.Reflectors))
+		fmt.Fprintf(e.stderr, "macake monitor: no reflector answered (%s): check the network, or pass --reflector ADDR\n", measure.DescribeTargets(target.Reflectors))
 		return exitFailure
 	}
 	return exitOK
@@ -388,16 +388,16 @@ func usOrDash(v *int64, signed bool) string {
 	}
 	d := time.Duration(*v) * time.Microsecond
 	if signed {
-		return signedDuration(d)
+		return measure.SignedDuration(d)
 	}
-	return humanDuration(d)
+	return measure.HumanDuration(d)
 }
 
 func rateOrDash(v *int64) string {
 	if v == nil {
 		return "-"
 	}
-	return humanRate(float64(*v))
+	return measure.HumanRate(float64(*v))
 }
 
 // text renders the line for people, e.g.
