@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
@@ -78,24 +77,4 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (measure.Ta
 func dirExists(dir string) bool {
 	fi, err := os.Stat(dir)
 	return err == nil && fi.IsDir()
-}
-
-// newProber opens the latency probe with a message that says what to do
-// when ICMP sockets are not allowed.
-func newProber(targets []netip.Addr, interval, timeout time.Duration) (*probe.Prober, error) {
-	p, err := probe.New(probe.Config{Reflectors: targets, Interval: interval, Timeout: timeout})
-	if err != nil {
-		return nil, fmt.Errorf("opening ICMP sockets: %w", err)
-	}
-	return p, nil
-}
-
-// jsonMicros converts for JSON: integer microseconds, null when missing
-// (the -1 of probe.Percentile).
-func jsonMicros(d time.Duration) *int64 {
-	if d == -1 {
-		return nil
-	}
-	v := d.Microseconds()
-	return &v
 }

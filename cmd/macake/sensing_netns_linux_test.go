@@ -315,10 +315,10 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 	if len(lines) < 5 {
 		t.Fatalf("%d lines:\n%s", len(lines), r.Stdout)
 	}
-	var first, last monitorLine
+	var first, last measure.MonitorLine
 	json.Unmarshal([]byte(lines[0]), &first)
 	json.Unmarshal([]byte(lines[len(lines)-2]), &last)
-	var sum struct{ Summary monitorSummary }
+	var sum struct{ Summary measure.MonitorSummary }
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Summary.Replies < 30 {
 		t.Errorf("summary %s (%v)", lines[len(lines)-1], err)
 	}
@@ -478,7 +478,7 @@ func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
 		t.Errorf("stderr %q, want a note about the missing default route", r.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
-	var first monitorLine
+	var first measure.MonitorLine
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || len(lines) < 2 {
 		t.Fatalf("%v\n%s", err, r.Stdout)
 	}
