@@ -7,18 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"net"
 	"net/http"
 	"runtime"
 	"time"
 
-	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/measure"
-	"github.com/macake/macake/state"
 )
 
 var measureCmd = &command{
@@ -168,72 +164,11 @@ func serveSpeedtest(e *env, addr string) int {
 
 // saveProfile records the measurement under the link's identity (what the
 // controller learned there, the known-good rates, stays); see
-// recordMeasurement.
+// measure.Record.
 func saveProfile(e *env, r *measure.Report) (viaWatch bool, err error) {
 	p, err := r.Profile(time.Now().UTC())
 	if err != nil {
 		return false, err
 	}
-	return recordMeasurement(e.ctx, stateDirOf(e), r.ProfileKey, p, e.stderr)
-}
-
-// measureLockTries bounds how often measure goes between the state lock
-// and the daemon's socket: a starting watch holds the lock before it
-// answers, a stopping one stops answering before it lets go.
-const measureLockTries = 3
-
-// measureLockWait is how long measure waits for a one-shot command's lock
-// (tests shorten it).
-var measureLockWait = reconcile.DefaultLockWait
-
-// recordMeasurement writes m to the state file in stateDir the way every
-// other writer does, under the state lock, so that no update is lost and
-// none interleaves (an apply that read the state before measure wrote
-// would otherwise save it back without the profile, and measure could
-// write back a pf token apply just replaced). The lock is held only for
-// the read-modify-write; an apply or down holding it is waited for, as
-// they wait for each other. macake watch holds the lock for its whole
-// life: then measure hands m to the daemon over STATE_DIR/watch.sock, and
-// the daemon saves it (and uses it at once). warn hears about a corrupt
-// state file, which is rebuilt.
-func recordMeasurement(ctx context.Context, stateDir, key string, m state.Profile, warn io.Writer) (viaWatch bool, err error) {
-	wait := time.Duration(0) // first find out at once whether watch holds it
-	for try := 1; ; try++ {
-		lock, err := reconcile.AcquireLock(ctx, stateDir, wait)
-		if err == nil {
-			defer lock.Release()
-			st, err := state.Load(stateDir)
-			if err != nil {
-				if !errors.Is(err, state.ErrCorrupt) {
-					return false, err
-				}
-				fmt.Fprintf(warn, "warning: %v\n", err)
-				if aside, err := state.SetAside(stateDir); err == nil {
-					fmt.Fprintf(warn, "warning: a copy of the corrupt state file is kept in %s\n", aside)
-				}
-			}
-			st.RecordMeasurement(key, m)
-			return false, state.Save(stateDir, st)
-		}
-		var locked *reconcile.LockedError
-		if !errors.As(err, &locked) || try >= measureLockTries && locked.Holder != reconcile.HolderWatch {
-			return false, err
-		}
-		wait = measureLockWait
-		if locked.Holder != reconcile.HolderWatch {
-			continue // an apply or down: wait for it as they wait for each other
-		}
-		err = statusapi.SendMeasurement(ctx, statusapi.SocketPath(stateDir), statusapi.Measurement{Key: key, Profile: m})
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, statusapi.ErrNotRunning) && try < measureLockTries:
-			continue // starting or stopping: try the lock again
-		}
-		pid := ""
-		if locked.PID > 0 {
-			pid = fmt.Sprintf(" (pid %d)", locked.PID)
-		}
-		return false, fmt.Errorf("macake watch%s holds the state lock, and handing it the measurement failed: %w", pid, err)
-	}
+	return measure.Record(e.ctx, stateDirOf(e), r.ProfileKey, p, e.stderr)
 }
