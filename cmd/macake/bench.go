@@ -5,9 +5,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/netip"
+	"slices"
 	"time"
+
+	"github.com/macake/macake/sense/measure"
 )
 
 var benchCmd = &command{
@@ -31,17 +32,6 @@ server started with "macake measure --serve ADDR".`,
 
 func init() { benchCmd.run = runBench }
 
-// benchReport is bench's JSON document.
-type benchReport struct {
-	FormatVersion     string      `json:"format_version"`
-	Server            string      `json:"server"`
-	LatencyTargets    []string    `json:"latency_targets"`
-	CongestionControl string      `json:"congestion_control,omitempty"`
-	Idle              latencyJSON `json:"idle"`
-	Download          phaseJSON   `json:"download"`
-	Upload            phaseJSON   `json:"upload"`
-}
-
 func runBench(e *env, args []string) int {
 	fs := benchCmd.flags()
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
@@ -62,19 +52,19 @@ func runBench(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "macake bench: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
 		return exitUsage
 	}
-	ep, targets, err := chooseEndpoint(e.ctx, *server, nil)
+	ep, targets, err := measure.ChooseEndpoint(e.ctx, *server, nil)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bench: %v\n", err)
 		return exitFailure
 	}
 	if *server == "" {
 		// The public endpoint's own address is the non-exempt target.
-		if host, err := resolveHost(e.ctx, ep.Host()); err == nil {
+		if host, err := measure.ResolveHost(e.ctx, ep.Host()); err == nil {
 			targets = append(targets, host)
 		}
 	}
 	for _, a := range extra {
-		if !contains(targets, a) {
+		if !slices.Contains(targets, a) {
 			targets = append(targets, a)
 		}
 	}
@@ -82,41 +72,21 @@ func runBench(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake bench: cannot resolve %s for latency; pass --reflector ADDR\n", ep.Host())
 		return exitFailure
 	}
-	lt := loadTest{
+	lt := measure.LoadTest{
 		Endpoint: ep, Streams: *streams, Idle: idle, Duration: duration, Targets: targets,
 		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "bench",
 	}
-	res, err := lt.run(e.ctx)
+	res, err := lt.Run(e.ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bench: %v\n", err)
 		return exitFailure
 	}
-	rep := benchReport{FormatVersion: measureFormatVersion, Server: ep.Name, CongestionControl: res.Congestion,
-		Idle: latencyJSON{jsonMicros(res.idle(p50)), jsonMicros(res.idle(p90))}}
-	for _, t := range targets {
-		rep.LatencyTargets = append(rep.LatencyTargets, t.String())
-	}
-	full := newMeasureReport(sensingTarget{}, ep, lt, res)
-	rep.Download, rep.Upload = full.Download, full.Upload
+	rep := measure.NewBenchReport(ep, lt, res)
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
 		return exitOK
 	}
-	writeBench(e.stdout, rep, res, targets)
+	rep.WriteText(e.stdout)
 	return exitOK
-}
-
-func writeBench(w io.Writer, rep benchReport, res loadTestResult, targets []netip.Addr) {
-	fmt.Fprintf(w, "bench against %s; latency to %s (not exempt from shaping)\n", rep.Server, describeTargets(targets))
-	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "", "throughput", "p50", "p90")
-	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "idle", "", humanDuration(res.idle(p50)), humanDuration(res.idle(p90)))
-	for _, ph := range []struct {
-		name string
-		bps  float64
-		pl   phaseLatency
-	}{{"download", res.Download.BitsPerSecond, res.DownLatency}, {"upload", res.Upload.BitsPerSecond, res.UpLatency}} {
-		fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", ph.name, humanRate(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90))
-	}
-	fmt.Fprintln(w, "(under load: the latency added, loaded minus idle at the same percentile)")
 }

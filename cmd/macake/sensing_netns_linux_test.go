@@ -18,6 +18,7 @@ import (
 
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/state"
 )
 
@@ -150,7 +151,7 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 	if r.Code != exitOK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
 	}
-	var rep measureReport
+	var rep measure.Report
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("%v\n%s", err, r.Stdout)
 	}
@@ -175,7 +176,7 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 	// used. The gateway is before the bottleneck and stays flat.
 	for _, ph := range []struct {
 		name string
-		p    phaseJSON
+		p    measure.PhaseReport
 	}{{"download", rep.Download}, {"upload", rep.Upload}} {
 		if a := us(ph.p.Added.P50); a < 30*time.Millisecond || a > 150*time.Millisecond {
 			t.Errorf("%s: added p50 %v, want the 100 ms buffer's queueing", ph.name, a)
@@ -314,10 +315,10 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 	if len(lines) < 5 {
 		t.Fatalf("%d lines:\n%s", len(lines), r.Stdout)
 	}
-	var first, last monitorLine
+	var first, last measure.MonitorLine
 	json.Unmarshal([]byte(lines[0]), &first)
 	json.Unmarshal([]byte(lines[len(lines)-2]), &last)
-	var sum struct{ Summary monitorSummary }
+	var sum struct{ Summary measure.MonitorSummary }
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum.Summary.Replies < 30 {
 		t.Errorf("summary %s (%v)", lines[len(lines)-1], err)
 	}
@@ -385,7 +386,7 @@ func TestNetnsBench(t *testing.T) {
 	if r.Code != exitOK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
-	var rep benchReport
+	var rep measure.BenchReport
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -421,7 +422,7 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 	policy("starlink", `interface = "en0"`)
 	policy("office", "interface = \"vc\"\ngateway_mac = \"00:11:22:33:44:55\"")
 	policy("lab", "interface = \"vc\"\ngateway_mac = \""+l.gwMAC.String()+"\"")
-	measure := func(link string) (childResult, string) {
+	measureLink := func(link string) (childResult, string) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
@@ -432,7 +433,7 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 		{"starlink", "--link starlink: its interface en0 does not exist"},
 		{"office", "--link office: the policy does not match the current network: gateway_mac is " + l.gwMAC.String()},
 	} {
-		r, dir := measure(tc.link)
+		r, dir := measureLink(tc.link)
 		if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
 			t.Errorf("--link %s: exit %d\nstdout %s\nstderr %s\nwant exit 1 and %q", tc.link, r.Code, r.Stdout, r.Stderr, tc.want)
 		}
@@ -440,11 +441,11 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 			t.Errorf("--link %s: measured the wrong interface and wrote the state file", tc.link)
 		}
 	}
-	r, dir := measure("lab")
+	r, dir := measureLink("lab")
 	if r.Code != exitOK {
 		t.Fatalf("--link lab: exit %d: %s", r.Code, r.Stderr)
 	}
-	var rep measureReport
+	var rep measure.Report
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
 		t.Errorf("stderr %q, want a note about the missing default route", r.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
-	var first monitorLine
+	var first measure.MonitorLine
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || len(lines) < 2 {
 		t.Fatalf("%v\n%s", err, r.Stdout)
 	}

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -14,11 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/config"
-	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/sense/ifstat"
-	"github.com/macake/macake/sense/linkfacts"
-	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/sense/measure"
 )
 
 func TestSensingCommandsRejectBadFlags(t *testing.T) {
@@ -50,209 +44,12 @@ func TestMeasureSaysWhenTheFactsFileIsBroken(t *testing.T) {
 	}
 }
 
-func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-
-func TestVerdictPlacesTheQueue(t *testing.T) {
-	pl := func(added, gw time.Duration) phaseLatency {
-		return phaseLatency{Added: probe.Added{P50: added, P90: added + ms(20), Targets: 3}, GatewayAdded: probe.Added{P50: gw, P90: gw, Targets: 1}}
-	}
-	for _, tc := range []struct {
-		name     string
-		down, up phaseLatency
-		gw       bool
-		want     string
-	}{
-		{"clean", pl(ms(2), 0), pl(ms(1), 0), true, "No significant bufferbloat: load adds at most +2.0ms"},
-		{"ISP bloat on download", pl(ms(400), ms(0.5)), pl(ms(30), 0), true, "a download adds +400.0ms at the median and +420.0ms at p90; the gateway stayed at +0.5ms, so the queue builds beyond the gateway"},
-		{"Wi-Fi bloat on upload", pl(ms(10), ms(8)), pl(ms(80), ms(70)), true, "an upload adds +80.0ms"},
-		{"gateway unknown", pl(ms(100), 0), pl(ms(10), 0), false, "where the queue builds is unknown"},
-		{"nothing answered", phaseLatency{Added: probe.Added{P50: -1, P90: -1}}, phaseLatency{Added: probe.Added{P50: -1, P90: -1}}, true, "unknown"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := verdict(tc.down, tc.up, tc.gw)
-			if !strings.Contains(got, tc.want) {
-				t.Errorf("got  %q\nwant %q", got, tc.want)
-			}
-			if tc.name == "Wi-Fi bloat on upload" && !strings.Contains(got, "at or before the gateway") {
-				t.Errorf("%q does not blame the LAN", got)
-			}
-		})
-	}
-}
-
-// networkQualityOutput is built from the fields the reference lists for
-// `networkQuality -c` (macOS 12+); Apple documents no schema.
-const networkQualityOutput = `{
-  "base_rtt": 21.5, "dl_flows": 12, "dl_throughput": 67181720, "ul_throughput": 9876543,
-  "responsiveness": 1072.4, "interface_name": "en0", "il_h2_req_resp": [20.1, 22.3],
-  "other": {"l4s_enablement": "disabled"}, "test_endpoint": "x.aaplimg.com", "some_future_key": true
-}`
-
-func TestParseNetworkQuality(t *testing.T) {
-	nq, err := parseNetworkQuality([]byte(networkQualityOutput))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if nq.DownloadBitsPerSecond != 67181720 || nq.UploadBitsPerSecond != 9876543 || nq.BaseRTTMs != 21.5 || nq.Responsiveness != 1072.4 || nq.Interface != "en0" {
-		t.Errorf("%+v", nq)
-	}
-	seq, err := parseNetworkQuality([]byte(`{"dl_throughput":1,"ul_throughput":2,"dl_responsiveness":800}`))
-	if err != nil || seq.Responsiveness != 800 {
-		t.Errorf("sequential mode: %+v %v", seq, err)
-	}
-	for _, bad := range []string{
-		`{"dl_throughput":0,"ul_throughput":0,"error_code":-1009,"error_domain":"NSURLErrorDomain"}`,
-		`{"base_rtt": 20}`,
-		`not json`,
-	} {
-		if _, err := parseNetworkQuality([]byte(bad)); err == nil {
-			t.Errorf("accepted %s", bad)
-		}
-	}
-}
-
-func FuzzParseNetworkQuality(f *testing.F) {
-	f.Add([]byte(networkQualityOutput))
-	f.Add([]byte(`{"error_code":"x"}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		parseNetworkQuality(b)
-	})
-}
-
-func TestMonitorStateAggregatesPeriods(t *testing.T) {
-	a, b := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
-	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	m := newMonitorState(start, "en0")
-	reply := func(r netip.Addr, rtt time.Duration) probe.Sample {
-		return probe.Sample{Reflector: r, Kind: probe.KindReply, Method: probe.MethodEcho, RTT: rtt}
-	}
-	// Period 1: idle, 20 ms and 30 ms reflectors; one loss.
-	for range 5 {
-		m.addSample(reply(a, ms(20)))
-		m.addSample(reply(b, ms(30)))
-	}
-	m.addSample(probe.Sample{Reflector: b, Kind: probe.KindLost})
-	m.addLoad(ifstat.LoadSample{Valid: false, Problem: "first reading (baseline)"})
-	m.addLoad(ifstat.LoadSample{Valid: true, Interval: 200 * time.Millisecond, RxBytes: 250_000, TxBytes: 25_000})
-	l := m.period(start.Add(time.Second), false)
-	if l.Replies != 10 || l.Lost != 1 || *l.DeltaP50 != 0 || *l.RTTP50 != 20_000 || *l.RxBits != 10_000_000 || *l.TxBits != 1_000_000 {
-		t.Errorf("period 1: %+v", l)
-	}
-	if got := l.text(); !strings.Contains(got, "loss 1/11") || !strings.Contains(got, "down 10.0 Mbit/s") || !strings.Contains(got, "delta +0.0ms") {
-		t.Errorf("text %q", got)
-	}
-	// Period 2: +100 ms of queue on both.
-	for range 5 {
-		m.addSample(reply(a, ms(120)))
-		m.addSample(reply(b, ms(130)))
-	}
-	l = m.period(start.Add(2*time.Second), false)
-	if l.DeltaP50 == nil || *l.DeltaP50 < 99_000 || *l.DeltaP50 > 100_000 || l.RxBits != nil {
-		t.Errorf("period 2: delta %v rx %v", l.DeltaP50, l.RxBits)
-	}
-	// Period 3: nothing answers.
-	m.addSample(probe.Sample{Reflector: a, Kind: probe.KindUnreachable})
-	l = m.period(start.Add(3*time.Second), true)
-	if !strings.Contains(l.text(), "stalled") || l.DeltaP50 != nil {
-		t.Errorf("stalled period %q", l.text())
-	}
-	s := m.summary(start.Add(3*time.Second), probe.Stats{})
-	if s.Replies != 20 || s.Lost != 2 || s.LossPercent < 9 || s.LossPercent > 10 || len(s.Reflectors) != 2 || *s.Reflectors[0].Baseline > 21_000 {
-		t.Errorf("summary %+v", s)
-	}
-	var out strings.Builder
-	s.writeText(&out)
-	if !strings.Contains(out.String(), "20 replies, 2 lost (9.1%)") {
-		t.Errorf("summary text %q", out.String())
-	}
-}
-
-func TestHumanUnits(t *testing.T) {
-	for _, tc := range []struct {
-		got, want string
-	}{
-		{humanRate(48_234_000), "48.2 Mbit/s"},
-		{humanRate(480_000_000), "480 Mbit/s"},
-		{humanRate(950_000), "950 kbit/s"},
-		{humanRate(1.5e9), "1.5 Gbit/s"},
-		{humanRate(0), "0 bit/s"},
-		{humanDuration(ms(12.34)), "12.3ms"},
-		{humanDuration(ms(0.04)), "0.0ms"},
-		{humanDuration(ms(1250)), "1.25s"},
-		{humanDuration(-1), "-"},
-		{signedDuration(ms(412)), "+412.0ms"},
-		{signedDuration(-ms(0.3)), "-0.3ms"},
-		{signedDuration(-ms(0.01)), "+0.0ms"},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("got %q, want %q", tc.got, tc.want)
-		}
-	}
-}
-
 // testEnv is an env whose environment variables come from vars, with
 // strings.Builder outputs.
 func testEnv(t *testing.T, vars map[string]string) *env {
 	return &env{ctx: t.Context(), stdin: strings.NewReader(""), stdout: &strings.Builder{}, stderr: &strings.Builder{},
 		getenv: func(k string) string { return vars[k] }, euid: func() int { return 1000 },
 		configDir: t.TempDir(), stateDir: t.TempDir()}
-}
-
-// sampleResult is a measurement of a 50/10 Mbit/s link with ISP bloat.
-func sampleResult() (sensingTarget, loadTest, loadTestResult) {
-	r1, r2, gw := netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("192.168.1.1")
-	sum := func(p50, p90 float64) probe.Summary { return probe.Summary{Samples: 30, P50: ms(p50), P90: ms(p90)} }
-	idle := map[netip.Addr]probe.Summary{r1: sum(20, 23), r2: sum(30, 34)}
-	down := map[netip.Addr]probe.Summary{r1: sum(420, 480), r2: sum(428, 492)}
-	up := map[netip.Addr]probe.Summary{r1: sum(60, 75), r2: sum(72, 90)}
-	gwIdle, gwDown, gwUp := sum(1.2, 2), sum(1.5, 2.6), sum(1.3, 2.2)
-	one := func(a, b probe.Summary) probe.Added {
-		return probe.LikeForLike(map[netip.Addr]probe.Summary{gw: a}, map[netip.Addr]probe.Summary{gw: b})
-	}
-	res := loadTestResult{
-		Idle: idle, GatewayIdle: gwIdle, Congestion: "cubic",
-		DownLatency: phaseLatency{Targets: down, Added: probe.LikeForLike(idle, down), Gateway: gwDown, GatewayAdded: one(gwIdle, gwDown)},
-		UpLatency:   phaseLatency{Targets: up, Added: probe.LikeForLike(idle, up), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
-	}
-	res.Download.BitsPerSecond, res.Download.Streams, res.Download.Bytes = 47_812_000, 8, 59_765_000
-	res.Upload.BitsPerSecond, res.Upload.Streams, res.Upload.Bytes = 9_563_000, 8, 11_953_000
-	mac, _ := net.ParseMAC("74:24:9f:00:00:01")
-	t := sensingTarget{Link: "home", Interface: "en0", Facts: linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: gw, GatewayMAC: config.HardwareAddr(mac)}}
-	lt := loadTest{Targets: []netip.Addr{r1, r2}, Gateway: gw}
-	return t, lt, res
-}
-
-func TestMeasureReportGolden(t *testing.T) {
-	target, lt, res := sampleResult()
-	ep, _ := speedtest.ServerEndpoint("http://198.51.100.10:8080")
-	rep := newMeasureReport(target, ep, lt, res)
-	rep.Saved = true
-	var text strings.Builder
-	rep.writeText(&text, "/var/db/macake")
-	js, _ := json.MarshalIndent(rep, "", "  ")
-	golden(t, "measure.txt", text.String())
-	golden(t, "measure.json", string(js)+"\n")
-	var bench strings.Builder
-	writeBench(&bench, benchReport{Server: ep.Name}, res, lt.Targets)
-	golden(t, "bench.txt", bench.String())
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "sensing", name)
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }
 
 func TestResolveTargetUsesThePolicyOrTheDefaultRoute(t *testing.T) {
@@ -340,11 +137,11 @@ probe_interval    = "100ms"
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
 	given := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	got, err = resolveTarget(e, "", given)
-	if !errors.Is(err, errNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
+	if !errors.Is(err, measure.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
 		t.Errorf("no default route: %+v, %v", got, err)
 	}
 	e.configDir = links
-	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, errNoDefaultRoute) {
+	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, measure.ErrNoDefaultRoute) {
 		t.Errorf("--link without a default route: %v", err)
 	}
 }
@@ -377,18 +174,5 @@ func TestNotSavedHintsSudoOnlyOnPermissionErrors(t *testing.T) {
 	}
 	if m := notSavedMessage(errors.New("a direction measured no throughput")); strings.Contains(m, "sudo") {
 		t.Errorf("not a permission problem: %q, want no sudo hint", m)
-	}
-}
-
-func TestStallTimeoutFitsInsideThePhase(t *testing.T) {
-	for _, tc := range []struct{ phase, want time.Duration }{
-		{2 * time.Second, time.Second},
-		{4 * time.Second, 2 * time.Second},
-		{10 * time.Second, 5 * time.Second},
-		{60 * time.Second, 5 * time.Second},
-	} {
-		if got := stallTimeout(tc.phase); got != tc.want {
-			t.Errorf("stallTimeout(%v) = %v, want %v", tc.phase, got, tc.want)
-		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -265,7 +266,7 @@ func writeLinkTable(w io.Writer, st statusapi.Status) {
 	for _, l := range st.Links {
 		down, up := "-", "-"
 		for _, sh := range l.Shapers {
-			rate := humanRate(float64(sh.RateBits))
+			rate := measure.HumanRate(float64(sh.RateBits))
 			if sh.NotShaped != "" {
 				rate = "not shaped"
 			}
@@ -277,8 +278,8 @@ func writeLinkTable(w io.Writer, st statusapi.Status) {
 		}
 		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != ""), "-", "-", "-", "-"
 		if c := l.Controller; c != nil && c.Responses > 0 {
-			base = humanDuration(seconds(c.IdleRTTSeconds))
-			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + signedDuration(seconds(c.Upload.DelayDeltaSeconds))
+			base = measure.HumanDuration(seconds(c.IdleRTTSeconds))
+			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + measure.SignedDuration(seconds(c.Upload.DelayDeltaSeconds))
 			bloat = fmt.Sprintf("%d/%d", c.Download.Delayed, c.Upload.Delayed)
 		}
 		if c := l.Controller; c != nil {
@@ -337,13 +338,13 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 				fmt.Fprintf(w, "  %-11s %-8s NOT SHAPED: %s\n", name, sh.Direction, sh.NotShaped)
 				continue
 			}
-			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, humanRate(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
+			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, measure.HumanRate(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
 			if c != nil {
 				d := c.Download
 				if sh.Direction == shape.Upload.String() {
 					d = c.Upload
 				}
-				fmt.Fprintf(w, "; range %s–%s, base %s", humanRate(float64(d.MinBits)), humanRate(float64(d.MaxBits)), humanRate(float64(d.BaseBits)))
+				fmt.Fprintf(w, "; range %s–%s, base %s", measure.HumanRate(float64(d.MinBits)), measure.HumanRate(float64(d.MaxBits)), measure.HumanRate(float64(d.BaseBits)))
 			}
 			fmt.Fprintln(w)
 		}
@@ -361,7 +362,7 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 		measured := c.Responses > 0
 		lastReply := "no reply yet"
 		if measured {
-			lastReply = "last reply " + humanDuration(seconds(c.SinceResponseSeconds)) + " ago"
+			lastReply = "last reply " + measure.HumanDuration(seconds(c.SinceResponseSeconds)) + " ago"
 		}
 		fmt.Fprintf(w, "  controller: %s; %d replies, %d cuts, %d increases; %s\n",
 			c.Status, c.Responses, c.Cuts, c.Increases, lastReply)
@@ -375,11 +376,11 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 			}
 			baseline, delay := "-", "-"
 			if measured {
-				baseline, delay = humanDuration(seconds(d.d.BaselineSeconds)), signedDuration(seconds(d.d.DelayDeltaSeconds))
+				baseline, delay = measure.HumanDuration(seconds(d.d.BaselineSeconds)), measure.SignedDuration(seconds(d.d.DelayDeltaSeconds))
 			}
 			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
-				d.name, humanRate(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
-				delay, humanDuration(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
+				d.name, measure.HumanRate(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
+				delay, measure.HumanDuration(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
 		}
 		for _, r := range c.Reflectors {
 			if r.Responses == 0 {
@@ -391,7 +392,7 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 				health = fmt.Sprintf("%d missed checks", r.Offences)
 			}
 			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.Address,
-				humanDuration(seconds(r.BaselineDownSeconds)), humanDuration(seconds(r.BaselineUpSeconds)), r.Responses, humanDuration(seconds(r.SinceResponseSeconds)), health)
+				measure.HumanDuration(seconds(r.BaselineDownSeconds)), measure.HumanDuration(seconds(r.BaselineUpSeconds)), r.Responses, measure.HumanDuration(seconds(r.SinceResponseSeconds)), health)
 		}
 	}
 	if len(st.ConfigErrors) > 0 {
@@ -452,7 +453,7 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 				parts = append(parts, fmt.Sprintf("measured %s / %s", bitsOrDash(p.DownloadCapacityBits), bitsOrDash(p.UploadCapacityBits)))
 			}
 			if p.IdleRTTSeconds > 0 {
-				parts = append(parts, "idle rtt "+humanDuration(seconds(p.IdleRTTSeconds)))
+				parts = append(parts, "idle rtt "+measure.HumanDuration(seconds(p.IdleRTTSeconds)))
 			}
 			fmt.Fprintf(w, "  %s: %s\n", p.Key, strings.Join(parts, ", "))
 		}
@@ -463,12 +464,12 @@ func bitsOrDash(bits int64) string {
 	if bits <= 0 {
 		return "-"
 	}
-	return humanRate(float64(bits))
+	return measure.HumanRate(float64(bits))
 }
 
-// signedShort is signedDuration without the unit, for "+3.2/+0.4ms".
+// signedShort is measure.SignedDuration without the unit, for "+3.2/+0.4ms".
 func signedShort(s float64) string {
-	return strings.TrimSuffix(signedDuration(seconds(s)), "ms")
+	return strings.TrimSuffix(measure.SignedDuration(seconds(s)), "ms")
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

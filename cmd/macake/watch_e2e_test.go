@@ -22,6 +22,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/state"
 )
 
@@ -515,7 +516,7 @@ func TestWatchE2EMeasureHandsTheProfileToWatch(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("measure: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	var rep measureReport
+	var rep measure.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || !rep.Saved || !rep.SavedByWatch {
 		t.Fatalf("measure report: %v\n%s", err, stdout)
 	}

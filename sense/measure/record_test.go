@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package measure
 
 import (
 	"context"
@@ -21,12 +21,12 @@ var measured = state.Profile{Link: "home", DownloadCapacity: 95_000_000, UploadC
 
 const measuredKey = "home@74:24:9f:00:00:01"
 
-// TestMeasureWaitsForTheStateLock: an apply holds the lock, has read the
+// TestRecordWaitsForTheStateLock: an apply holds the lock, has read the
 // state and is about to save it with a new pf token; a measurement that
 // finishes meanwhile waits for the lock and then adds its profile to what
 // apply saved. Without the lock, apply would save its older copy over the
 // profile.
-func TestMeasureWaitsForTheStateLock(t *testing.T) {
+func TestRecordWaitsForTheStateLock(t *testing.T) {
 	dir := t.TempDir()
 	if err := state.Save(dir, &state.State{Profiles: map[string]state.Profile{measuredKey: {Link: "home", GoodDownload: 80_000_000}}}); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestMeasureWaitsForTheStateLock(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := recordMeasurement(context.Background(), dir, measuredKey, measured, io.Discard)
+		v, err := Record(context.Background(), dir, measuredKey, measured, io.Discard)
 		done <- result{v, err}
 	}()
 	select {
@@ -72,13 +72,13 @@ func TestMeasureWaitsForTheStateLock(t *testing.T) {
 	}
 }
 
-// TestMeasureHandsTheProfileToWatch: while watch holds the lock, measure
+// TestRecordHandsTheProfileToWatch: while watch holds the lock, measure
 // does not write the state file; it hands the profile to the daemon over
 // its socket. With a lock held by watch and nothing answering, it says so
 // and saves nothing.
-func TestMeasureHandsTheProfileToWatch(t *testing.T) {
-	defer func(w time.Duration) { measureLockWait = w }(measureLockWait)
-	measureLockWait = 50 * time.Millisecond
+func TestRecordHandsTheProfileToWatch(t *testing.T) {
+	defer func(w time.Duration) { lockWait = w }(lockWait)
+	lockWait = 50 * time.Millisecond
 	dir := t.TempDir()
 	watch, err := reconcile.AcquireLockAs(t.Context(), dir, 0, reconcile.HolderWatch)
 	if err != nil {
@@ -86,7 +86,7 @@ func TestMeasureHandsTheProfileToWatch(t *testing.T) {
 	}
 	defer watch.Release()
 
-	_, err = recordMeasurement(t.Context(), dir, measuredKey, measured, io.Discard)
+	_, err = Record(t.Context(), dir, measuredKey, measured, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "macake watch (pid") || !errors.Is(err, statusapi.ErrNotRunning) {
 		t.Errorf("watch holds the lock but does not answer: %v", err)
 	}
@@ -106,7 +106,7 @@ func TestMeasureHandsTheProfileToWatch(t *testing.T) {
 			return nil
 		},
 	}, nil)
-	viaWatch, err := recordMeasurement(t.Context(), dir, measuredKey, measured, io.Discard)
+	viaWatch, err := Record(t.Context(), dir, measuredKey, measured, io.Discard)
 	if err != nil || !viaWatch {
 		t.Fatalf("measure with watch answering: via watch %v, %v", viaWatch, err)
 	}

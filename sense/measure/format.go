@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package measure
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// HumanRate formats bits per second with SI units and one decimal:
+// "48.2 Mbit/s", "950 kbit/s". It is the one rate format of the reports and
+// of status, so that a rate measured and the rate it is shaped at read
+// alike.
+func HumanRate(bps float64) string {
+	units := []struct {
+		div  float64
+		name string
+	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}}
+	for _, u := range units {
+		if bps >= u.div {
+			v := bps / u.div
+			if v >= 100 {
+				return fmt.Sprintf("%.0f %s", v, u.name)
+			}
+			return fmt.Sprintf("%.1f %s", v, u.name)
+		}
+	}
+	return fmt.Sprintf("%.0f bit/s", math.Max(bps, 0))
+}
+
+// HumanDuration formats a latency with 0.1 ms resolution: "12.3ms",
+// "0.1ms", "1.25s"; "-" for a missing value (-1, as probe.Percentile
+// reports it), so that no latency is ever shown as a made-up zero.
+func HumanDuration(d time.Duration) string {
+	if d == -1 {
+		return "-"
+	}
+	if d < 0 {
+		return "-" + HumanDuration(-d)
+	}
+	if d >= time.Second {
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
+
+// SignedDuration is HumanDuration with a sign, for latency added or
+// removed: "+412.0ms", "-0.3ms", and "+0.0ms" rather than "-0.0ms" for
+// what rounds to nothing.
+func SignedDuration(d time.Duration) string {
+	s := HumanDuration(d.Abs())
+	if d < 0 && s != "0.0ms" {
+		return "-" + s
+	}
+	return "+" + s
+}
+
+// jsonMicros converts for JSON: integer microseconds, null when missing
+// (the -1 of probe.Percentile).
+func jsonMicros(d time.Duration) *int64 {
+	if d == -1 {
+		return nil
+	}
+	v := d.Microseconds()
+	return &v
+}

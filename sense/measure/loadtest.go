@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package measure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/sense/probe"
+)
+
+// LoadTest is the shared engine of measure and bench: an idle phase, then
+// download, then upload, with latency probes running throughout, so that
+// the latency under load is compared with the same targets' idle latency.
+type LoadTest struct {
+	Endpoint speedtest.Endpoint
+	Streams  int
+	Idle     time.Duration
+	Duration time.Duration
+	// Targets are the latency targets compared like for like; Gateway
+	// (optional) is reported apart, to tell LAN from ISP queueing.
+	Targets       []netip.Addr
+	Gateway       netip.Addr
+	ProbeInterval time.Duration
+	// Stall fails a phase after this long without progress (default 5 s,
+	// at most half of Duration).
+	Stall time.Duration
+	// Progress receives human progress lines (stderr); nil for none.
+	Progress io.Writer
+	// TTY makes the progress one line rewritten in place; Command names
+	// the command in it.
+	TTY     bool
+	Command string
+}
+
+// PhaseLatency is one window's latency, like for like against idle.
+type PhaseLatency struct {
+	Targets map[netip.Addr]probe.Summary
+	Added   probe.Added
+	Gateway probe.Summary
+	// GatewayAdded is the gateway's own loaded-minus-idle, per percentile.
+	GatewayAdded probe.Added
+}
+
+// LoadResult is what a LoadTest measured: each direction's throughput,
+// and the latency of the idle phase and of each direction's steady part.
+type LoadResult struct {
+	Download, Upload speedtest.Result
+	Idle             map[netip.Addr]probe.Summary
+	GatewayIdle      probe.Summary
+	DownLatency      PhaseLatency
+	UpLatency        PhaseLatency
+	// Congestion is the load sockets' TCP congestion control.
+	Congestion string
+	Stats      probe.Stats
+}
+
+// probeTimeout is long: a bloated buffer can hold replies for seconds,
+// and a reply that arrives is worth more than a loss.
+const probeTimeout = 5 * time.Second
+
+// Run runs the test. Any failed or stalled phase fails it, so that a
+// partial measurement is never taken for a link's capacity.
+func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
+	var res LoadResult
+	if lt.Stall <= 0 {
+		lt.Stall = stallTimeout(lt.Duration)
+	}
+	targets := append([]netip.Addr(nil), lt.Targets...)
+	if lt.Gateway.IsValid() && !slices.Contains(targets, lt.Gateway) {
+		targets = append(targets, lt.Gateway)
+	}
+	p, err := newProber(targets, lt.ProbeInterval, probeTimeout)
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var rec probe.Recorder
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.Run(ctx)
+	}()
+	go func() {
+		for s := range p.Samples() {
+			rec.Add(s)
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+
+	prog := &progressLine{w: lt.Progress, tty: lt.TTY, cmd: lt.Command}
+	defer prog.done()
+
+	// Idle: the first half second is skipped (sockets and ARP warming up).
+	idleStart := time.Now()
+	if err := prog.wait(ctx, "idle", lt.Idle, func() string { return prog.rtt(&rec, lt.Targets) }); err != nil {
+		return res, err
+	}
+	idleFrom, idleTo := idleStart.Add(min(lt.Idle/4, 500*time.Millisecond)), time.Now()
+	res.Idle = rec.Windows(lt.Targets, idleFrom, idleTo)
+	answered := 0
+	for _, s := range res.Idle {
+		if s.Samples > 0 {
+			answered++
+		}
+	}
+	if answered == 0 {
+		return res, fmt.Errorf("no latency target answered during the %v idle phase (%s): without a latency baseline there is nothing to compare; check the network, or pass --reflector ADDR", lt.Idle, DescribeTargets(lt.Targets))
+	}
+	if lt.Gateway.IsValid() {
+		res.GatewayIdle = rec.Window(lt.Gateway, idleFrom, idleTo)
+	}
+
+	dialer := speedtest.NewDialer()
+	client := speedtest.NewClient(dialer.DialContext)
+	for _, dir := range []string{"download", "upload"} {
+		cfg := speedtest.Config{Endpoint: lt.Endpoint, Client: client, Streams: lt.Streams, Duration: lt.Duration, StallTimeout: lt.Stall,
+			Progress: func(el time.Duration, _ int64, bps float64) {
+				prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), HumanRate(bps), prog.rtt(&rec, lt.Targets)))
+			}}
+		run := speedtest.Download
+		if dir == "upload" {
+			run = speedtest.Upload
+		}
+		r, err := run(ctx, cfg)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, errors.New("interrupted")
+			}
+			return res, fmt.Errorf("%s test failed: %w", dir, err)
+		}
+		if r.BitsPerSecond <= 0 {
+			// The load ended before the stall timeout ran out, but nothing
+			// moved once the streams were up: a capacity of 0 is not a
+			// measurement.
+			return res, fmt.Errorf("%s test failed: no data moved after the first %v of the %v phase (%d bytes in all): %s stalled", dir, r.SteadyFrom.Sub(r.Start).Round(100*time.Millisecond), lt.Duration, r.Bytes, lt.Endpoint.Name)
+		}
+		if dir == "download" {
+			res.Download = r
+		} else {
+			res.Upload = r
+		}
+	}
+	// Replies to the probes sent at the end of a phase wait behind that
+	// phase's queue; give them time to land (the download's land during
+	// the upload) before summarising the windows by send time.
+	if err := prog.wait(ctx, "draining", time.Second, func() string { return prog.rtt(&rec, lt.Targets) }); err != nil {
+		return res, err
+	}
+	for _, ph := range []struct {
+		r  speedtest.Result
+		pl *PhaseLatency
+	}{{res.Download, &res.DownLatency}, {res.Upload, &res.UpLatency}} {
+		pl := PhaseLatency{Targets: rec.Windows(lt.Targets, ph.r.SteadyFrom, ph.r.SteadyTo)}
+		pl.Added = probe.LikeForLike(res.Idle, pl.Targets)
+		if lt.Gateway.IsValid() {
+			pl.Gateway = rec.Window(lt.Gateway, ph.r.SteadyFrom, ph.r.SteadyTo)
+			pl.GatewayAdded = probe.LikeForLike(map[netip.Addr]probe.Summary{lt.Gateway: res.GatewayIdle}, map[netip.Addr]probe.Summary{lt.Gateway: pl.Gateway})
+		}
+		*ph.pl = pl
+	}
+	res.Stats = p.Stats()
+	res.Congestion = dialer.Congestion()
+	return res, nil
+}
+
+// stallTimeout is how long a phase of duration d may move no data before
+// it fails: 5 s, but at most half the phase, so that a short phase cannot
+// end before its stall is noticed and report a capacity of zero.
+func stallTimeout(d time.Duration) time.Duration {
+	return min(5*time.Second, d/2)
+}
+
+// idle is the median over the targets of one idle statistic.
+func (r LoadResult) idle(pick func(probe.Summary) time.Duration) time.Duration {
+	return medianOf(r.Idle, pick)
+}
+
+// medianOf returns the median over targets with samples of one statistic.
+func medianOf(m map[netip.Addr]probe.Summary, pick func(probe.Summary) time.Duration) time.Duration {
+	var v []time.Duration
+	for _, s := range m {
+		if s.Samples > 0 {
+			v = append(v, pick(s))
+		}
+	}
+	return probe.Median(v)
+}
+
+func p50(s probe.Summary) time.Duration { return s.P50 }
+func p90(s probe.Summary) time.Duration { return s.P90 }
+
+// newProber opens the latency probe with a message that says what failed
+// when ICMP sockets are not allowed.
+func newProber(targets []netip.Addr, interval, timeout time.Duration) (*probe.Prober, error) {
+	p, err := probe.New(probe.Config{Reflectors: targets, Interval: interval, Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("opening ICMP sockets: %w", err)
+	}
+	return p, nil
+}
+
+// DescribeTargets lists latency targets for people, in their order: "1.1.1.1, 9.9.9.9".
+func DescribeTargets(ts []netip.Addr) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.String())
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/state"
+)
+
+// formatVersion versions the JSON reports.
+const formatVersion = "1.0"
+
+// LatencyReport is a latency in the JSON reports: microseconds, null when
+// nothing answered.
+type LatencyReport struct {
+	P50 *int64 `json:"p50_us"`
+	P90 *int64 `json:"p90_us"`
+}
+
+// PhaseReport is one direction of the load in the JSON reports.
+type PhaseReport struct {
+	BitsPerSecond int64 `json:"bits_per_second"`
+	// Added is loaded minus idle at each percentile (median over targets).
+	Added       LatencyReport `json:"added"`
+	Loaded      LatencyReport `json:"loaded"`
+	Targets     int           `json:"targets_compared"`
+	GatewayAdd  LatencyReport `json:"gateway_added"`
+	TotalBytes  int64         `json:"bytes"`
+	StreamCount int           `json:"streams"`
+}
+
+// TargetReport is one latency target's own numbers in a Report.
+type TargetReport struct {
+	Address  string        `json:"address"`
+	Idle     LatencyReport `json:"idle"`
+	Download LatencyReport `json:"download"`
+	Upload   LatencyReport `json:"upload"`
+}
+
+// Report is macake measure's result, as JSON and as text.
+type Report struct {
+	FormatVersion     string          `json:"format_version"`
+	Link              string          `json:"link,omitempty"`
+	Interface         string          `json:"interface"`
+	GatewayIP         string          `json:"gateway_ip,omitempty"`
+	GatewayMAC        string          `json:"gateway_mac,omitempty"`
+	Server            string          `json:"server"`
+	CongestionControl string          `json:"congestion_control,omitempty"`
+	Idle              LatencyReport   `json:"idle"`
+	GatewayIdle       LatencyReport   `json:"gateway_idle"`
+	Download          PhaseReport     `json:"download"`
+	Upload            PhaseReport     `json:"upload"`
+	Targets           []TargetReport  `json:"targets"`
+	Verdict           string          `json:"verdict"`
+	NetworkQuality    *NetworkQuality `json:"network_quality,omitempty"`
+	ProfileKey        string          `json:"profile_key"`
+	Saved             bool            `json:"saved"`
+	// SavedByWatch: macake watch held the state lock, so measure handed
+	// the profile to it, and the daemon saved it.
+	SavedByWatch bool `json:"saved_by_watch,omitempty"`
+
+	idleP50 time.Duration
+	res     LoadResult
+	target  Target
+}
+
+func lat(s probe.Summary) LatencyReport { return LatencyReport{jsonMicros(s.P50), jsonMicros(s.P90)} }
+
+// NewReport builds the report of the load test lt, run against ep on the
+// target t with the result res.
+func NewReport(t Target, ep speedtest.Endpoint, lt LoadTest, res LoadResult) *Report {
+	r := &Report{
+		FormatVersion: formatVersion, Link: t.Link, Interface: t.Interface,
+		GatewayMAC: t.Facts.GatewayMAC.String(), Server: ep.Name, CongestionControl: res.Congestion,
+		ProfileKey: t.ProfileKey(), res: res, target: t,
+	}
+	if t.Facts.GatewayIP.IsValid() {
+		r.GatewayIP = t.Facts.GatewayIP.String()
+		r.GatewayIdle = lat(res.GatewayIdle)
+	}
+	r.idleP50 = medianOf(res.Idle, p50)
+	r.Idle = LatencyReport{jsonMicros(r.idleP50), jsonMicros(medianOf(res.Idle, p90))}
+	r.Download = phaseReport(res.Download, res.DownLatency)
+	r.Upload = phaseReport(res.Upload, res.UpLatency)
+	for _, a := range lt.Targets {
+		r.Targets = append(r.Targets, TargetReport{Address: a.String(), Idle: lat(res.Idle[a]), Download: lat(res.DownLatency.Targets[a]), Upload: lat(res.UpLatency.Targets[a])})
+	}
+	r.Verdict = verdict(res.DownLatency, res.UpLatency, lt.Gateway.IsValid())
+	return r
+}
+
+func phaseReport(sp speedtest.Result, pl PhaseLatency) PhaseReport {
+	return PhaseReport{
+		BitsPerSecond: int64(sp.BitsPerSecond), TotalBytes: sp.Bytes, StreamCount: sp.Streams,
+		Added:      LatencyReport{jsonMicros(pl.Added.P50), jsonMicros(pl.Added.P90)},
+		Loaded:     LatencyReport{jsonMicros(medianOf(pl.Targets, p50)), jsonMicros(medianOf(pl.Targets, p90))},
+		Targets:    pl.Added.Targets,
+		GatewayAdd: LatencyReport{jsonMicros(pl.GatewayAdded.P50), jsonMicros(pl.GatewayAdded.P90)},
+	}
+}
+
+// bloatThreshold: added latency below this at the median is not worth
+// shaping for.
+const bloatThreshold = 5 * time.Millisecond
+
+// verdict says in one sentence whether the link is bloated and where the
+// queue builds: if the gateway's latency rises about as much as the
+// reflectors', the queue is at or before the gateway (this Mac, Wi-Fi,
+// the LAN); if not, it is beyond it (the ISP's link).
+func verdict(down, up PhaseLatency, haveGateway bool) string {
+	worst, dir := down, "download"
+	if up.Added.P50 > down.Added.P50 {
+		worst, dir = up, "upload"
+	}
+	if worst.Added.Targets == 0 {
+		return "No latency target answered under load: the latency added by the load is unknown."
+	}
+	if worst.Added.P50 < bloatThreshold {
+		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", SignedDuration(worst.Added.P50))
+	}
+	where := "the gateway's latency was not measured, so where the queue builds is unknown"
+	if haveGateway && worst.GatewayAdded.Targets > 0 {
+		if worst.GatewayAdded.P50 >= worst.Added.P50/2 {
+			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this Mac, Wi-Fi or the LAN", SignedDuration(worst.GatewayAdded.P50))
+		} else {
+			where = fmt.Sprintf("the gateway stayed at %s, so the queue builds beyond the gateway, on the ISP's link: shaping on this machine will help", SignedDuration(worst.GatewayAdded.P50))
+		}
+	}
+	article := "a"
+	if dir == "upload" {
+		article = "an"
+	}
+	return fmt.Sprintf("Bufferbloat: %s %s adds %s at the median and %s at p90; %s.", article, dir, SignedDuration(worst.Added.P50), SignedDuration(worst.Added.P90), where)
+}
+
+// WriteText writes the report for people; stateDir names the state file
+// the profile was saved to.
+func (r *Report) WriteText(w io.Writer, stateDir string) {
+	name := r.Interface
+	if r.Link != "" {
+		name = r.Link + " (" + r.Interface + ")"
+	}
+	fmt.Fprintf(w, "%-14s %s", "Link", name)
+	if r.GatewayIP != "" {
+		fmt.Fprintf(w, ", gateway %s", r.GatewayIP)
+		if r.GatewayMAC != "" {
+			fmt.Fprintf(w, " (%s)", r.GatewayMAC)
+		}
+	}
+	fmt.Fprintf(w, "\n%-14s %s, %d streams", "Server", r.Server, r.Download.StreamCount)
+	if r.CongestionControl != "" {
+		fmt.Fprintf(w, ", %s", r.CongestionControl)
+	}
+	fmt.Fprintf(w, "\n%-14s download %s, upload %s\n", "Capacity", HumanRate(float64(r.Download.BitsPerSecond)), HumanRate(float64(r.Upload.BitsPerSecond)))
+	gw := r.GatewayIP != ""
+	row := func(name, a, b, c, d string) {
+		fmt.Fprintf(w, "  %-12s %-10s %-10s", name, a, b)
+		if gw {
+			fmt.Fprintf(w, " %-12s %s", c, d)
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%-14s %-10s %-10s", "Latency", "p50", "p90")
+	if gw {
+		fmt.Fprintf(w, " %-12s %s", "gateway p50", "gateway p90")
+	}
+	fmt.Fprintln(w)
+	row("idle", HumanDuration(r.res.idle(p50)), HumanDuration(r.res.idle(p90)), HumanDuration(r.res.GatewayIdle.P50), HumanDuration(r.res.GatewayIdle.P90))
+	for _, ph := range []struct {
+		name string
+		pl   PhaseLatency
+	}{{"download", r.res.DownLatency}, {"upload", r.res.UpLatency}} {
+		row(ph.name, signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90), signedOrDash(ph.pl.GatewayAdded.P50), signedOrDash(ph.pl.GatewayAdded.P90))
+	}
+	fmt.Fprintf(w, "%-14s (under load: the latency added, loaded minus idle at the same percentile)\n", "")
+	if nq := r.NetworkQuality; nq != nil {
+		fmt.Fprintf(w, "%-14s download %s, upload %s, idle %s, responsiveness %.0f RPM\n", "networkQuality",
+			HumanRate(nq.DownloadBitsPerSecond), HumanRate(nq.UploadBitsPerSecond), HumanDuration(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
+	}
+	fmt.Fprintf(w, "\n%s\n", r.Verdict)
+	switch {
+	case r.SavedByWatch:
+		fmt.Fprintf(w, "Saved profile %s to %s (through macake watch, which uses it now)\n", r.ProfileKey, state.Path(stateDir))
+	case r.Saved:
+		fmt.Fprintf(w, "Saved profile %s to %s\n", r.ProfileKey, state.Path(stateDir))
+	}
+}
+
+func signedOrDash(d time.Duration) string {
+	if d == -1 {
+		return "-"
+	}
+	return SignedDuration(d)
+}
+
+// Profile is the measurement as the link's profile in the state file,
+// measured at at. Only the measured fields are set: merged by
+// state.State.RecordMeasurement, what the controller learned on the link
+// (the known-good rates) stays. A direction that moved nothing has no
+// capacity to save.
+func (r *Report) Profile(at time.Time) (state.Profile, error) {
+	if r.Download.BitsPerSecond <= 0 || r.Upload.BitsPerSecond <= 0 {
+		return state.Profile{}, errors.New("a direction measured no throughput")
+	}
+	p := state.Profile{
+		Link: r.target.Link, DownloadCapacity: r.Download.BitsPerSecond, UploadCapacity: r.Upload.BitsPerSecond,
+		IdleRTT: max(r.idleP50, 0), MeasuredAt: at,
+	}
+	if p.Link == "" {
+		p.Link = r.target.Interface
+	}
+	return p, nil
+}
