@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
 )
@@ -164,11 +165,11 @@ func serveSpeedtest(e *env, addr string) int {
 
 // saveProfile records the measurement under the link's identity (what the
 // controller learned there, the known-good rates, stays); see
-// measure.Record.
+// daemon.RecordMeasurement.
 func saveProfile(e *env, r *measure.Report) (viaWatch bool, err error) {
 	p, err := r.Profile(time.Now().UTC())
 	if err != nil {
 		return false, err
 	}
-	return measure.Record(e.ctx, stateDirOf(e), r.ProfileKey, p, e.stderr)
+	return daemon.RecordMeasurement(e.ctx, stateDirOf(e), r.ProfileKey, p, e.stderr)
 }

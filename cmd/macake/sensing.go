@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
@@ -40,7 +41,7 @@ func (a *addrList) Set(v string) error {
 	return nil
 }
 
-// resolveTarget finds what to measure (see measure.ResolveTarget) from the
+// resolveTarget finds what to measure (see reconcile.MeasureTarget) from the
 // network's facts and the policies in the config directory. With linkName
 // that policy must exist, and only then must the directory be valid; its
 // errors name the flag.
@@ -67,7 +68,7 @@ func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (measure.Ta
 		}
 		named = &links[i]
 	}
-	t, err = measure.ResolveTarget(facts, links, named, reflectors)
+	t, err = reconcile.MeasureTarget(facts, links, named, reflectors)
 	if err != nil && named != nil {
 		err = fmt.Errorf("--link %s: %w", linkName, err)
 	}

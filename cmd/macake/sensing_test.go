@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/sense/measure"
+	"github.com/macake/macake/reconcile"
 )
 
 func TestSensingCommandsRejectBadFlags(t *testing.T) {
@@ -137,11 +137,11 @@ probe_interval    = "100ms"
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
 	given := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	got, err = resolveTarget(e, "", given)
-	if !errors.Is(err, measure.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
+	if !errors.Is(err, reconcile.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
 		t.Errorf("no default route: %+v, %v", got, err)
 	}
 	e.configDir = links
-	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, measure.ErrNoDefaultRoute) {
+	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, reconcile.ErrNoDefaultRoute) {
 		t.Errorf("--link without a default route: %v", err)
 	}
 }
