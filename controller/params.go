@@ -5,6 +5,8 @@ package controller
 import (
 	"math"
 	"time"
+
+	"github.com/macake/macake/shape"
 )
 
 // params is Config converted once to the integer units of the control law
@@ -63,8 +65,8 @@ func newParams(c Config) params {
 		window:          c.BufferbloatWindow,
 		votes:           c.BufferbloatVotes,
 		highLoadPct:     int64(math.Round(c.HighLoad * 100)),
-		activeK:         kbit(c.ConnectionActive),
-		stallK:          kbit(c.ConnectionStall),
+		activeK:         shape.Kbit(c.ConnectionActive),
+		stallK:          shape.Kbit(c.ConnectionStall),
 		cutMin:          thousandths(c.MildestCut),
 		cutMax:          thousandths(c.StrongestCut),
 		upMin:           thousandths(c.SmallestIncrease),
@@ -110,9 +112,9 @@ func newParams(c Config) params {
 	fixed := c.Mode == ModeFixed
 	for i, dc := range [2]DirectionConfig{c.Upload, c.Download} { // shape.Upload = 0, shape.Download = 1
 		d := dirParams{
-			minK:        kbit(dc.Min),
-			baseK:       kbit(dc.Base),
-			maxK:        kbit(dc.Max),
+			minK:        shape.Kbit(dc.Min),
+			baseK:       shape.Kbit(dc.Base),
+			maxK:        shape.Kbit(dc.Max),
 			delay:       us(dc.DelayThreshold),
 			up:          us(dc.FullIncreaseThreshold),
 			down:        us(dc.FullCutThreshold),
@@ -125,7 +127,7 @@ func newParams(c Config) params {
 		}
 		d.startK = d.baseK
 		if dc.Start != 0 && !d.monitorOnly {
-			d.startK = clampRate(kbit(dc.Start), d.minK, d.maxK)
+			d.startK = clampRate(shape.Kbit(dc.Start), d.minK, d.maxK)
 		}
 		p.dir[i] = d
 	}
@@ -154,13 +156,6 @@ func compensation(packetBits, rateK int64) int64 {
 		return 0
 	}
 	return 1000 * packetBits / rateK
-}
-
-func kbit(bits int64) int64 {
-	if bits <= 0 {
-		return 0
-	}
-	return (bits + 500) / 1000
 }
 
 func us(d time.Duration) int64 {

@@ -510,8 +510,7 @@ func PipeRate(rateBits int64, overhead, mpu, mtu int) int64 {
 	}
 	wire := max(int64(mtu+overhead), int64(mpu))
 	ratio := max(1, int64(mtu)*1_000_000/wire)
-	kbit := (rateBits + 500) / 1000
-	return max(1, kbit*ratio/1_000_000) * 1000
+	return max(1, shape.Kbit(rateBits)*ratio/1_000_000) * 1000
 }
 
 // reflectors returns the link's probe targets to exempt: the controller's

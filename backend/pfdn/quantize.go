@@ -62,7 +62,7 @@ type Quantized struct {
 // dnctl's limits.
 func Quantize(p shape.Pipe) Quantized {
 	var q Quantized
-	q.RateKbit = (p.RateBits + 500) / 1000
+	q.RateKbit = shape.Kbit(p.RateBits)
 	switch {
 	case p.RateBits <= 0:
 		q.RateKbit = 1
