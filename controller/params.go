@@ -44,10 +44,9 @@ type params struct {
 	monitorNominal int64 // µs, as configured
 	monitorFloored int64 // µs, max(nominal, 10 × (comp_dl + comp_ul)) at the base rates
 
-	wirePacketBits int64 // P_bits: 8 · (MTU + overhead), ATM-framed; 0 when MTU = 0
-	overhead, mpu  int64 // bytes
-	atm            bool
-	compensate     bool // overhead/mpu/ATM compensation of the pipe rate is active
+	wirePacketBits int64         // P_bits: 8 · (MTU + overhead), ATM-framed; 0 when MTU = 0
+	framing        shape.Framing // overhead, MPU and ATM, for the pipe-rate compensation
+	compensate     bool          // framing.Compensates(): the pipe rate is below the wire rate
 
 	engageAfter, releaseAfter int64 // µs
 
@@ -92,9 +91,7 @@ func newParams(c Config) params {
 		globalTimeout:   us(c.GlobalPingTimeout),
 		stale:           us(c.StaleResponseAge),
 		monitorNominal:  us(c.MonitorInterval),
-		overhead:        int64(c.Overhead),
-		mpu:             int64(c.MPU),
-		atm:             c.ATM,
+		framing:         shape.Framing{Overhead: int64(c.Overhead), MPU: int64(c.MPU), ATM: c.ATM},
 		engageAfter:     us(c.EngageAfter),
 		releaseAfter:    us(c.ReleaseAfter),
 		achievedCut:     thousandths(c.AchievedCut),
@@ -103,10 +100,10 @@ func newParams(c Config) params {
 		p.spacing = p.pingInterval / int64(p.pingers)
 	}
 	p.stallTimeout = int64(c.StallDetection) * p.spacing
-	p.compensate = c.Overhead > 0 || c.MPU > 0 || c.ATM
+	p.compensate = p.framing.Compensates()
 
 	if c.MTU > 0 {
-		p.wirePacketBits = wirePacketBits(int64(c.MTU), p.overhead, p.atm)
+		p.wirePacketBits = wirePacketBits(int64(c.MTU), p.framing.Overhead, p.framing.ATM)
 	}
 
 	fixed := c.Mode == ModeFixed

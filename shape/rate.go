@@ -20,3 +20,70 @@ func Kbit(bits int64) int64 {
 	}
 	return (bits + 500) / 1000
 }
+
+// Framing is what the link adds to every packet that a shaper counting
+// packet bytes (dummynet) does not see: Overhead bytes of framing, a
+// minimum wire size MPU, and with ATM 53-byte cells of 48 payload bytes.
+// The controller's rate is a wire rate, like CAKE's bandwidth with
+// overhead, so the pipe must run below it by the share of the wire that
+// packet bytes take. The zero Framing compensates nothing.
+type Framing struct {
+	// Overhead is the framing added to every packet, in bytes.
+	Overhead int64
+	// MPU is the fewest bytes a packet takes on the wire.
+	MPU int64
+	// ATM counts the wire in 53-byte cells that carry 48 bytes each.
+	ATM bool
+}
+
+// Compensates reports whether f changes any rate: with no overhead, no
+// MPU and no ATM the pipe rate is the wire rate exactly.
+func (f Framing) Compensates() bool { return f.Overhead > 0 || f.MPU > 0 || f.ATM }
+
+// WireBytes is how many bytes pkts packets of bytes bytes in all take on
+// the wire: each packet's wire size is max(size + Overhead, MPU), rounded
+// up to whole 53-byte cells with ATM. With only totals known, every packet
+// is taken to have the mean size. Without packets, or when f compensates
+// nothing, it is bytes.
+func (f Framing) WireBytes(bytes, pkts int64) int64 {
+	if !f.Compensates() || pkts <= 0 || bytes <= 0 {
+		return bytes
+	}
+	if !f.ATM {
+		return max(bytes+pkts*f.Overhead, pkts*f.MPU)
+	}
+	perPacket := max((bytes+pkts*f.Overhead+pkts-1)/pkts, f.MPU)
+	cells := (perPacket + 47) / 48
+	return pkts * cells * 53
+}
+
+// ShareOne is a share of 1 in the parts per million that PacketShare
+// returns and PipeKbit takes: integer ppm keep the controller's law
+// exact and identical on every platform.
+const ShareOne = 1_000_000
+
+// PacketShare is the share of the wire, in ppm, that packet bytes take
+// when every packet is size bytes: size / WireBytes(size, 1), truncated,
+// at least 1. Before the controller has seen any traffic it assumes
+// MTU-sized packets, and a one-shot apply does the same.
+func (f Framing) PacketShare(size int64) int64 {
+	return max(1, size*ShareOne/f.WireBytes(size, 1))
+}
+
+// PipeKbit is the pipe rate, in kbit/s, for a wire rate of wireK kbit/s
+// when packet bytes take share ppm of the wire: wireK × share, truncated,
+// at least 1 kbit/s (0 would mean unlimited to dummynet).
+func PipeKbit(wireK, share int64) int64 {
+	return max(1, wireK*share/ShareOne)
+}
+
+// PipeRate converts a wire rate in bit/s to the pipe rate, in whole kbit/s
+// as bit/s, for packets of size bytes: Kbit, then PipeKbit at
+// PacketShare(size). A rate that is not positive, or a Framing that
+// compensates nothing, comes back unchanged.
+func (f Framing) PipeRate(wireBits, size int64) int64 {
+	if !f.Compensates() || wireBits <= 0 {
+		return wireBits
+	}
+	return PipeKbit(Kbit(wireBits), f.PacketShare(size)) * 1000
+}

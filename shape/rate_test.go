@@ -14,3 +14,54 @@ func TestKbit(t *testing.T) {
 		}
 	}
 }
+
+func TestFramingWireBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		f           Framing
+		bytes, pkts int64
+		want        int64
+	}{
+		{"nothing to compensate", Framing{}, 150_000, 100, 150_000},
+		{"overhead 40", Framing{Overhead: 40}, 150_000, 100, 154_000},
+		{"mpu lifts small packets", Framing{MPU: 84}, 6_400, 100, 8_400},
+		{"mpu below packets", Framing{MPU: 84}, 150_000, 100, 150_000},
+		{"overhead then mpu", Framing{Overhead: 18, MPU: 84}, 6_400, 100, 8_400},
+		// 1540 bytes per packet → ⌈1540/48⌉ = 33 cells × 53 = 1749.
+		{"ATM", Framing{Overhead: 40, ATM: true}, 150_000, 100, 174_900},
+		{"no packet counts", Framing{Overhead: 40}, 150_000, 0, 150_000},
+	} {
+		if got := tc.f.WireBytes(tc.bytes, tc.pkts); got != tc.want {
+			t.Errorf("%s: WireBytes(%d, %d) = %d, want %d", tc.name, tc.bytes, tc.pkts, got, tc.want)
+		}
+	}
+}
+
+func TestFramingPipeRate(t *testing.T) {
+	for _, tc := range []struct {
+		f          Framing
+		rate, size int64
+		share      int64
+		want       int64
+	}{
+		// 1500 / 1540 = 0.974025…: 20 Mbit/s on the wire is 19480 kbit/s of packets.
+		{Framing{Overhead: 40}, 20_000_000, 1500, 974_025, 19_480_000},
+		// 64-byte packets padded to an mpu of 84 take 76 % of the wire.
+		{Framing{MPU: 84}, 10_000_000, 64, 761_904, 7_619_000},
+		// The wire rate is rounded to whole kbit/s first: 20000.4 → 20000.
+		{Framing{Overhead: 40}, 20_000_400, 1500, 974_025, 19_480_000},
+		{Framing{}, 20_000_400, 1500, ShareOne, 20_000_400},
+		{Framing{Overhead: 40}, 0, 1500, 974_025, 0},
+		// Never 0, which dummynet reads as unlimited.
+		{Framing{Overhead: 40}, 1000, 1, 24_390, 1000},
+	} {
+		if tc.f.Compensates() {
+			if got := tc.f.PacketShare(tc.size); got != tc.share {
+				t.Errorf("%+v: PacketShare(%d) = %d, want %d", tc.f, tc.size, got, tc.share)
+			}
+		}
+		if got := tc.f.PipeRate(tc.rate, tc.size); got != tc.want {
+			t.Errorf("%+v: PipeRate(%d, %d) = %d, want %d", tc.f, tc.rate, tc.size, got, tc.want)
+		}
+	}
+}
