@@ -2,6 +2,13 @@
 
 package shape
 
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
 // Rate arithmetic that the controller, the reconciler and every backend
 // share. Rates are int64 bit/s, as in Pipe.RateBits. Each rule has one
 // home here, so a one-shot apply, a running controller and a re-plan
@@ -86,4 +93,68 @@ func (f Framing) PipeRate(wireBits, size int64) int64 {
 		return wireBits
 	}
 	return PipeKbit(Kbit(wireBits), f.PacketShare(size)) * 1000
+}
+
+// FormatRate renders a rate in bit/s for people, the one way every
+// command, plan and message prints a rate: "480 Mbit/s", "30.123456
+// Mbit/s", "950 kbit/s", "999 bit/s", "2147.483 Mbit/s", "10 Tbit/s".
+//
+// Units are SI with the SI spelling (a lower-case k, as in "kbit/s"), and
+// the number is exact, with no trailing zeros: a plan must never hide a
+// difference in the last kbit/s. Gbit/s and Tbit/s are used only for a
+// rate they show with at most two decimals; any other rate of a gigabit
+// or more stays in Mbit/s with kbit/s decimals, as dnctl lists it
+// ("2147.483 Mbit/s", not "2.147483 Gbit/s"). Rates that are not
+// positive print in bit/s. Noisy measurements go through RoundMeasured
+// first.
+func FormatRate(bits int64) string {
+	switch {
+	case bits < 1000:
+		return strconv.FormatInt(bits, 10) + " bit/s"
+	case bits >= 1e12 && bits%1e10 == 0:
+		return decimal(bits, 1e12) + " Tbit/s"
+	case bits >= 1e9 && bits%1e7 == 0:
+		return decimal(bits, 1e9) + " Gbit/s"
+	case bits >= 1e6:
+		return decimal(bits, 1e6) + " Mbit/s"
+	}
+	return decimal(bits, 1e3) + " kbit/s"
+}
+
+// decimal prints v/unit exactly (unit a power of ten, v ≥ 0), without
+// trailing zeros.
+func decimal(v, unit int64) string {
+	whole, frac := v/unit, v%unit
+	if frac == 0 {
+		return strconv.FormatInt(whole, 10)
+	}
+	digits := len(strconv.FormatInt(unit, 10)) - 1
+	return strings.TrimRight(fmt.Sprintf("%d.%0*d", whole, digits, frac), "0")
+}
+
+// RoundMeasured rounds a measured rate in bit/s (bytes over a time, so a
+// float with noise in its last digits) to the digits worth showing before
+// FormatRate prints it: a tenth of the unit it is shown in, or a whole
+// unit from 100 up, e.g. 12345678 → 12300000 ("12.3 Mbit/s") and 987654 →
+// 988000 ("988 kbit/s"). Below 1 kbit/s it rounds to whole bit/s. The
+// digit is rounded from the binary value as %.1f does, so an exact half
+// goes the way fmt would print it. NaN is 0.
+func RoundMeasured(bps float64) int64 {
+	if math.IsNaN(bps) {
+		return 0
+	}
+	v, unit := bps, 1.0
+	for v >= 1000 && unit < 1e12 {
+		v /= 1000
+		unit *= 1000
+	}
+	if unit == 1 {
+		return int64(math.Round(v))
+	}
+	prec := 1
+	if v >= 100 {
+		prec = 0
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', prec, 64), 64)
+	return int64(math.Round(r * unit))
 }

@@ -65,3 +65,32 @@ func TestFramingPipeRate(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatRate(t *testing.T) {
+	for bits, want := range map[int64]string{
+		-5: "-5 bit/s", 0: "0 bit/s", 1: "1 bit/s", 999: "999 bit/s",
+		1000: "1 kbit/s", 1500: "1.5 kbit/s", 950_000: "950 kbit/s",
+		480e6: "480 Mbit/s", 22_500_000: "22.5 Mbit/s", 1_234_567: "1.234567 Mbit/s", 30_123_456: "30.123456 Mbit/s",
+		2e9: "2 Gbit/s", 1_500_000_000: "1.5 Gbit/s", 3e9: "3 Gbit/s",
+		// Above a gigabit a rate that is not round stays as dnctl lists it.
+		2_147_483_000: "2147.483 Mbit/s", 1_234_567_000: "1234.567 Mbit/s",
+		1e13: "10 Tbit/s", 1_250_000_000_000: "1.25 Tbit/s", 1_234_560_000_000: "1234.56 Gbit/s",
+	} {
+		if got := FormatRate(bits); got != want {
+			t.Errorf("FormatRate(%d) = %q, want %q", bits, got, want)
+		}
+	}
+}
+
+func TestRoundMeasured(t *testing.T) {
+	for bps, want := range map[float64]string{
+		12e6: "12 Mbit/s", 120_000: "120 kbit/s", 12_345_678: "12.3 Mbit/s", 987_654: "988 kbit/s",
+		1_234_567_890: "1.2 Gbit/s", 999_960: "1 Mbit/s", 36.5: "37 bit/s", 0: "0 bit/s",
+		// 12.35 is 12.3499… in binary: the digit goes as fmt prints it.
+		12_350_000: "12.3 Mbit/s",
+	} {
+		if got := FormatRate(RoundMeasured(bps)); got != want {
+			t.Errorf("FormatRate(RoundMeasured(%v)) = %q, want %q", bps, got, want)
+		}
+	}
+}
