@@ -5,11 +5,12 @@ package config
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/shape"
 )
 
 // Rate is a bandwidth in bit/s. Its text form needs a unit and uses SI
@@ -102,25 +103,14 @@ func (r Rate) String() string {
 // Set implements flag.Value.
 func (r *Rate) Set(s string) error { return r.UnmarshalText([]byte(s)) }
 
-// Human returns the rate as people read it, in the style of dnctl and
-// OPNsense: "480 Mbit/s", "22.5 Mbit/s", "950 kbit/s".
-func (r Rate) Human() string {
-	switch {
-	case r >= Gbit:
-		return trimFloat(float64(r)/float64(Gbit)) + " Gbit/s"
-	case r >= Mbit:
-		return trimFloat(float64(r)/float64(Mbit)) + " Mbit/s"
-	case r >= Kbit:
-		return trimFloat(float64(r)/float64(Kbit)) + " kbit/s"
-	}
-	return strconv.FormatInt(int64(r), 10) + " bit/s"
-}
+// Human returns the rate as people read it: shape.FormatRate, the one
+// human form of a rate ("480 Mbit/s", "22.5 Mbit/s", "950 kbit/s").
+func (r Rate) Human() string { return shape.FormatRate(int64(r)) }
 
-// Kbit returns the rate in whole kbit/s, rounded down: the number dnctl's
-// `bw NKbit/s` takes (it silently truncates fractions itself).
+// Kbit returns the rate in whole kbit/s, rounded down: what dnctl itself
+// makes of a fraction in `bw NKbit/s`. macake never sends one: the rates
+// it shapes with are rounded to nearest by shape.Kbit, the one rounding.
 func (r Rate) Kbit() int64 { return int64(r / Kbit) }
-
-func trimFloat(f float64) string { return strconv.FormatFloat(math.Round(f*1000)/1000, 'f', -1, 64) }
 
 // Size is an amount of bytes. Its text form needs a unit, 1024-based,
 // case-insensitive: "1500B", "256KB", "1MB" (KiB and MiB are accepted too).

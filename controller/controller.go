@@ -202,14 +202,14 @@ func New(cfg Config, rng *rand.Rand) (*Controller, error) {
 		ds.delayed = make([]bool, c.p.window)
 		ds.deltas = make([]int64, c.p.window)
 		ds.rate = dp.startK
-		ds.ratio = 1_000_000
+		ds.ratio = shape.ShareOne
 		ds.highAt = -1
 		if c.p.compensate {
 			mtu := int64(cfg.MTU)
 			if mtu == 0 {
-				mtu = 1500
+				mtu = DefaultMTU
 			}
-			ds.ratio = max(1, mtu*1_000_000/c.wireBytes(mtu, 1))
+			ds.ratio = c.p.framing.PacketShare(mtu)
 		}
 		c.compensate(ds, dp)
 	}

@@ -41,5 +41,7 @@
 // wire(Δbytes, Δpackets) over recent counter samples, so the ratio follows
 // the observed mean packet size and is dominated by bulk traffic, which is
 // when the pipe limits. Before any packets are seen the ratio assumes
-// MTU-sized packets. With all three unset, pipe rate = S exactly.
+// MTU-sized packets. With all three unset, pipe rate = S exactly. wire and
+// the ratio-to-rate step are shape.Framing's and shape.PipeKbit, the same
+// functions a one-shot apply uses (reconcile.PipeRate).
 package controller

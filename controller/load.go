@@ -120,7 +120,7 @@ func (c *Controller) Load(now time.Time, s LoadSample) Output {
 		if reset[d] {
 			ds.achieved = 0 // upstream: a negative Δ gives 0
 		} else {
-			ds.achieved = achievedRate(c.wireBytes(bytes[d], pkts[d]), interval)
+			ds.achieved = achievedRate(c.p.framing.WireBytes(bytes[d], pkts[d]), interval)
 			c.observePackets(ds, bytes[d], pkts[d])
 		}
 		ds.fresh = true
@@ -159,24 +159,6 @@ func (c *Controller) classify(ds *dirState) LoadClass {
 	return LoadIdle
 }
 
-// wireBytes is how many bytes bytes of packets (pkts of them) take on the
-// wire with the configured overhead, MPU and ATM framing. Each packet's
-// wire size is max(size + overhead, MPU), in 53-byte cells of 48 payload
-// bytes with ATM; with only totals known, every packet is taken to have
-// the mean size. Without packet counts, or without any of the three
-// options, it is bytes.
-func (c *Controller) wireBytes(bytes, pkts int64) int64 {
-	if !c.p.compensate || pkts <= 0 || bytes <= 0 {
-		return bytes
-	}
-	if !c.p.atm {
-		return max(bytes+pkts*c.p.overhead, pkts*c.p.mpu)
-	}
-	perPacket := max((bytes+pkts*c.p.overhead+pkts-1)/pkts, c.p.mpu)
-	cells := (perPacket + 47) / 48
-	return pkts * cells * 53
-}
-
 // observePackets folds one sample into the decaying byte and wire-byte
 // sums (each sample's weight halves about every 5 samples, ~1 s at 200 ms)
 // and updates the pipe-rate ratio. Bulk traffic dominates the sums, which
@@ -186,10 +168,10 @@ func (c *Controller) observePackets(ds *dirState, bytes, pkts int64) {
 		return
 	}
 	ds.bytesSum += bytes - ds.bytesSum/8
-	ds.wireSum += c.wireBytes(bytes, pkts) - ds.wireSum/8
+	ds.wireSum += c.p.framing.WireBytes(bytes, pkts) - ds.wireSum/8
 	if ds.wireSum > 0 {
 		// A ratio of two integers; one division and one multiply, so the
 		// result is identical on every platform.
-		ds.ratio = max(1, min(1_000_000, int64(float64(ds.bytesSum)/float64(ds.wireSum)*1e6)))
+		ds.ratio = max(1, min(shape.ShareOne, int64(float64(ds.bytesSum)/float64(ds.wireSum)*shape.ShareOne)))
 	}
 }

@@ -29,7 +29,7 @@ func TestWireBytesFormula(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.wireBytes(tc.bytes, tc.pkts); got != tc.wantWB {
+		if got := c.p.framing.WireBytes(tc.bytes, tc.pkts); got != tc.wantWB {
 			t.Errorf("%s: wire bytes %d; want %d", tc.name, got, tc.wantWB)
 		}
 	}

@@ -5,6 +5,8 @@ package controller
 import (
 	"math"
 	"time"
+
+	"github.com/macake/macake/shape"
 )
 
 // params is Config converted once to the integer units of the control law
@@ -42,10 +44,9 @@ type params struct {
 	monitorNominal int64 // µs, as configured
 	monitorFloored int64 // µs, max(nominal, 10 × (comp_dl + comp_ul)) at the base rates
 
-	wirePacketBits int64 // P_bits: 8 · (MTU + overhead), ATM-framed; 0 when MTU = 0
-	overhead, mpu  int64 // bytes
-	atm            bool
-	compensate     bool // overhead/mpu/ATM compensation of the pipe rate is active
+	wirePacketBits int64         // P_bits: 8 · (MTU + overhead), ATM-framed; 0 when MTU = 0
+	framing        shape.Framing // overhead, MPU and ATM, for the pipe-rate compensation
+	compensate     bool          // framing.Compensates(): the pipe rate is below the wire rate
 
 	engageAfter, releaseAfter int64 // µs
 
@@ -63,8 +64,8 @@ func newParams(c Config) params {
 		window:          c.BufferbloatWindow,
 		votes:           c.BufferbloatVotes,
 		highLoadPct:     int64(math.Round(c.HighLoad * 100)),
-		activeK:         kbit(c.ConnectionActive),
-		stallK:          kbit(c.ConnectionStall),
+		activeK:         shape.Kbit(c.ConnectionActive),
+		stallK:          shape.Kbit(c.ConnectionStall),
 		cutMin:          thousandths(c.MildestCut),
 		cutMax:          thousandths(c.StrongestCut),
 		upMin:           thousandths(c.SmallestIncrease),
@@ -90,9 +91,7 @@ func newParams(c Config) params {
 		globalTimeout:   us(c.GlobalPingTimeout),
 		stale:           us(c.StaleResponseAge),
 		monitorNominal:  us(c.MonitorInterval),
-		overhead:        int64(c.Overhead),
-		mpu:             int64(c.MPU),
-		atm:             c.ATM,
+		framing:         shape.Framing{Overhead: int64(c.Overhead), MPU: int64(c.MPU), ATM: c.ATM},
 		engageAfter:     us(c.EngageAfter),
 		releaseAfter:    us(c.ReleaseAfter),
 		achievedCut:     thousandths(c.AchievedCut),
@@ -101,18 +100,18 @@ func newParams(c Config) params {
 		p.spacing = p.pingInterval / int64(p.pingers)
 	}
 	p.stallTimeout = int64(c.StallDetection) * p.spacing
-	p.compensate = c.Overhead > 0 || c.MPU > 0 || c.ATM
+	p.compensate = p.framing.Compensates()
 
 	if c.MTU > 0 {
-		p.wirePacketBits = wirePacketBits(int64(c.MTU), p.overhead, p.atm)
+		p.wirePacketBits = wirePacketBits(int64(c.MTU), p.framing.Overhead, p.framing.ATM)
 	}
 
 	fixed := c.Mode == ModeFixed
 	for i, dc := range [2]DirectionConfig{c.Upload, c.Download} { // shape.Upload = 0, shape.Download = 1
 		d := dirParams{
-			minK:        kbit(dc.Min),
-			baseK:       kbit(dc.Base),
-			maxK:        kbit(dc.Max),
+			minK:        shape.Kbit(dc.Min),
+			baseK:       shape.Kbit(dc.Base),
+			maxK:        shape.Kbit(dc.Max),
 			delay:       us(dc.DelayThreshold),
 			up:          us(dc.FullIncreaseThreshold),
 			down:        us(dc.FullCutThreshold),
@@ -125,7 +124,7 @@ func newParams(c Config) params {
 		}
 		d.startK = d.baseK
 		if dc.Start != 0 && !d.monitorOnly {
-			d.startK = clampRate(kbit(dc.Start), d.minK, d.maxK)
+			d.startK = clampRate(shape.Kbit(dc.Start), d.minK, d.maxK)
 		}
 		p.dir[i] = d
 	}
@@ -154,13 +153,6 @@ func compensation(packetBits, rateK int64) int64 {
 		return 0
 	}
 	return 1000 * packetBits / rateK
-}
-
-func kbit(bits int64) int64 {
-	if bits <= 0 {
-		return 0
-	}
-	return (bits + 500) / 1000
 }
 
 func us(d time.Duration) int64 {

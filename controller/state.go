@@ -225,5 +225,5 @@ func (c *Controller) pipeRateOf(ds *dirState, rate int64) int64 {
 	if !c.p.compensate || rate == 0 {
 		return rate
 	}
-	return max(1, rate*ds.ratio/1_000_000)
+	return shape.PipeKbit(rate, ds.ratio)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/shape"
 )
 
 func checkLinks(ctx context.Context, in *Inspection) Result {
@@ -368,25 +369,12 @@ func judgeCounters(c counterFacts) Result {
 		if secs <= 0 {
 			secs = 1
 		}
-		r = ok("%s's counters move: %s down, %s up over %s", c.iface,
-			formatBits(float64(d.RxBytes)*8/secs), formatBits(float64(d.TxBytes)*8/secs), c.wait)
+		down := shape.FormatRate(shape.RoundMeasured(float64(d.RxBytes) * 8 / secs))
+		up := shape.FormatRate(shape.RoundMeasured(float64(d.TxBytes) * 8 / secs))
+		r = ok("%s's counters move: %s down, %s up over %s", c.iface, down, up, c.wait)
 	}
 	if c.last.Rounded {
 		r = r.with("the counters come from NET_RT_IFLIST2, which rounds bytes to 1 KiB and wraps at 4 GiB: load readings are coarse")
 	}
 	return r
-}
-
-// formatBits renders bit/s with an SI prefix, e.g. "12.3 kbit/s".
-func formatBits(bps float64) string {
-	units := []string{"bit/s", "kbit/s", "Mbit/s", "Gbit/s"}
-	i := 0
-	for bps >= 1000 && i < len(units)-1 {
-		bps /= 1000
-		i++
-	}
-	if bps >= 100 || bps == float64(int64(bps)) {
-		return fmt.Sprintf("%.0f %s", bps, units[i])
-	}
-	return fmt.Sprintf("%.1f %s", bps, units[i])
 }

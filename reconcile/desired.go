@@ -496,22 +496,16 @@ func ShaperRate(l config.Link, rate int64, mtu int, kernelOverhead bool) int64 {
 // PipeRate converts a controller rate (bit/s on the wire) to the rate a
 // pipe must get when each packet carries overhead bytes of framing and
 // takes at least mpu bytes on the wire: the pipe counts packet bytes only,
-// so it runs at rate × mtu / max(mtu + overhead, mpu). This is the
-// controller's own conversion before it has seen any packets (it assumes
-// MTU-sized packets), to the same whole kbit/s, so a one-shot apply and a
-// freshly started controller agree. Without overhead and mpu it returns
-// rate unchanged.
+// so it runs at rate × mtu / max(mtu + overhead, mpu). The formula is
+// shape.Framing's, the controller's too: this is its conversion before it
+// has seen any packets (it assumes MTU-sized packets), to the same whole
+// kbit/s, so a one-shot apply and a freshly started controller agree.
+// Without overhead and mpu it returns rate unchanged.
 func PipeRate(rateBits int64, overhead, mpu, mtu int) int64 {
-	if overhead <= 0 && mpu <= 0 || rateBits <= 0 {
-		return rateBits
-	}
 	if mtu <= 0 {
 		mtu = controller.DefaultMTU
 	}
-	wire := max(int64(mtu+overhead), int64(mpu))
-	ratio := max(1, int64(mtu)*1_000_000/wire)
-	kbit := (rateBits + 500) / 1000
-	return max(1, kbit*ratio/1_000_000) * 1000
+	return shape.Framing{Overhead: int64(overhead), MPU: int64(mpu)}.PipeRate(rateBits, int64(mtu))
 }
 
 // reflectors returns the link's probe targets to exempt: the controller's

@@ -6,6 +6,10 @@
 // controllers' current rates; a backend (pfdn on macOS, tc on Linux) turns it
 // into its own objects, diffs them against the live system and applies the
 // difference.
+//
+// It is also the one home of the rate arithmetic all of them share
+// (rate.go): rounding to whole kbit/s, the overhead/MPU/ATM compensation
+// of a pipe rate, and the human form of a rate.
 package shape
 
 import (

@@ -170,10 +170,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 		link, known := d.linkOfPipe(lp.Number)
 		switch {
 		case known:
-			dir := shape.Upload
-			if (lp.Number-o.Pipes.First)%2 == 1 {
-				dir = shape.Download
-			}
+			dir, _ := o.Pipes.Direction(lp.Number) // known: the pipe is in a slot
 			label = pipeLabel(lp.Number, link, dir)
 			var why bool
 			if reason, why = d.unshapedReason(link); !why {

@@ -93,6 +93,19 @@ func (r PipeRange) Slot(n int) (int, bool) {
 	return slot, slot < r.Slots()
 }
 
+// Direction returns the direction pipe n shapes (with Slot, Pipe's
+// inverse), and false for a pipe outside the range's slots. Labels of
+// leftover pipes need it; the numbering stays in this one place.
+func (r PipeRange) Direction(n int) (shape.Direction, bool) {
+	if _, ok := r.Slot(n); !ok {
+		return shape.Upload, false
+	}
+	if (n-r.First)%2 == 1 {
+		return shape.Download, true
+	}
+	return shape.Upload, true
+}
+
 // String returns "48001-48998".
 func (r PipeRange) String() string { return fmt.Sprintf("%d-%d", r.First, r.Last) }
 

@@ -62,17 +62,17 @@ type Quantized struct {
 // dnctl's limits.
 func Quantize(p shape.Pipe) Quantized {
 	var q Quantized
-	q.RateKbit = (p.RateBits + 500) / 1000
+	q.RateKbit = shape.Kbit(p.RateBits)
 	switch {
 	case p.RateBits <= 0:
 		q.RateKbit = 1
-		q.Notes = append(q.Notes, fmt.Sprintf("rate %d bit/s is not positive; using 1 Kbit/s", p.RateBits))
+		q.Notes = append(q.Notes, fmt.Sprintf("rate %d bit/s is not positive; using 1 kbit/s", p.RateBits))
 	case q.RateKbit < 1:
 		q.RateKbit = 1
-		q.Notes = append(q.Notes, fmt.Sprintf("rate %s is below dummynet's 1 Kbit/s step; using 1 Kbit/s", FormatRate(p.RateBits)))
+		q.Notes = append(q.Notes, fmt.Sprintf("rate %s is below dummynet's 1 kbit/s step; using 1 kbit/s", shape.FormatRate(p.RateBits)))
 	case q.RateKbit > MaxRateKbit:
 		q.RateKbit = MaxRateKbit
-		q.Notes = append(q.Notes, fmt.Sprintf("rate %s is above dummynet's maximum; using %s", FormatRate(p.RateBits), FormatRate(MaxRateKbit*1000)))
+		q.Notes = append(q.Notes, fmt.Sprintf("rate %s is above dummynet's maximum; using %s", shape.FormatRate(p.RateBits), shape.FormatRate(MaxRateKbit*1000)))
 	}
 	q.QueueKB = (p.QueueBytes + 1023) / 1024
 	switch {
@@ -114,35 +114,6 @@ func PipeCommand(dnctl string, n int, p shape.Pipe) execrun.Command {
 	return execrun.Command{Argv: argv}
 }
 
-// FormatRate renders bit/s for people: "500 Mbit/s", "1.5 Mbit/s",
-// "800 Kbit/s", "999 bit/s", "unlimited" for 0.
-func FormatRate(bits int64) string {
-	switch {
-	case bits == 0:
-		return "unlimited"
-	case bits < 0:
-		return strconv.FormatInt(bits, 10) + " bit/s"
-	case bits >= 1_000_000_000 && bits%10_000_000 == 0:
-		return trimDecimal(bits, 1_000_000_000) + " Gbit/s"
-	case bits >= 1_000_000:
-		return trimDecimal(bits, 1_000_000) + " Mbit/s"
-	case bits >= 1000:
-		return trimDecimal(bits, 1000) + " Kbit/s"
-	}
-	return strconv.FormatInt(bits, 10) + " bit/s"
-}
-
-// trimDecimal prints v/unit with up to 6 decimals and no trailing zeros.
-func trimDecimal(v, unit int64) string {
-	whole, frac := v/unit, v%unit
-	if frac == 0 {
-		return strconv.FormatInt(whole, 10)
-	}
-	digits := len(strconv.FormatInt(unit, 10)) - 1
-	s := fmt.Sprintf("%d.%0*d", whole, digits, frac)
-	return strings.TrimRight(s, "0")
-}
-
 // FormatBytes renders a queue size: "1500 B", "256 KB", "1 MB".
 func FormatBytes(n int64) string {
 	switch {
@@ -157,11 +128,7 @@ func FormatBytes(n int64) string {
 // String renders the configuration for people, e.g. "500 Mbit/s, queue 256 KB".
 func (c PipeConfig) String() string {
 	var b strings.Builder
-	if c.ClockInterface != "" {
-		b.WriteString("clocked by " + c.ClockInterface)
-	} else {
-		b.WriteString(FormatRate(c.BandwidthBits))
-	}
+	b.WriteString(c.rateString())
 	b.WriteString(", queue " + c.queueString())
 	if c.DelayMS != 0 {
 		fmt.Fprintf(&b, ", delay %d ms", c.DelayMS)
@@ -185,9 +152,14 @@ func (c PipeConfig) queueString() string {
 	return FormatBytes(c.QueueBytes)
 }
 
+// rateString renders the bandwidth for people: shape.FormatRate, except
+// the two things a dummynet pipe can have instead of a rate.
 func (c PipeConfig) rateString() string {
-	if c.ClockInterface != "" {
+	switch {
+	case c.ClockInterface != "":
 		return "clocked by " + c.ClockInterface
+	case c.BandwidthBits == 0:
+		return "unlimited" // dnctl's `bw 0`
 	}
-	return FormatRate(c.BandwidthBits)
+	return shape.FormatRate(c.BandwidthBits)
 }

@@ -38,12 +38,16 @@ func TestQuantize(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	for bits, want := range map[int64]string{
-		0: "unlimited", 999: "999 bit/s", 1000: "1 Kbit/s", 1500: "1.5 Kbit/s", 480e6: "480 Mbit/s",
-		1_234_567: "1.234567 Mbit/s", 2e9: "2 Gbit/s", 2_147_483_000: "2147.483 Mbit/s",
+	// Rates print with shape.FormatRate (tested there), except what a pipe
+	// can have instead of a rate.
+	for c, want := range map[pfdn.PipeConfig]string{
+		{}:                                      "unlimited, queue 0 B",
+		{ClockInterface: "en0", QueueSlots: 50}: "clocked by en0, queue 50 slots",
+		{BandwidthBits: 1500, QueueBytes: 1024}: "1.5 kbit/s, queue 1 KB",
+		{BandwidthBits: 2_147_483_000, QueueBytes: 1 << 20, DelayMS: 20}: "2147.483 Mbit/s, queue 1 MB, delay 20 ms",
 	} {
-		if got := pfdn.FormatRate(bits); got != want {
-			t.Errorf("FormatRate(%d) = %q, want %q", bits, got, want)
+		if got := c.String(); got != want {
+			t.Errorf("%+v.String() = %q, want %q", c, got, want)
 		}
 	}
 	for n, want := range map[int64]string{1500: "1500 B", 1024: "1 KB", 256 << 10: "256 KB", 1 << 20: "1 MB"} {

@@ -162,7 +162,7 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 	cmd := b.Tools.setRateCommand(specFor(l, dir, b.Capabilities(ctx).Cake))
 	res, err := b.Runner.Run(ctx, cmd)
 	if _, err = execrun.Check(cmd, res, err); err != nil {
-		return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, humanRate(p.RateBits), hint(err))
+		return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, shape.FormatRate(p.RateBits), hint(err))
 	}
 	return nil
 }

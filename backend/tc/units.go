@@ -128,20 +128,6 @@ func parseTCSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// humanRate renders bits/s for plan output, e.g. "20 Mbit/s".
-func humanRate(bits int64) string {
-	units := []struct {
-		scale float64
-		name  string
-	}{{1e12, "Tbit/s"}, {1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}}
-	for _, u := range units {
-		if float64(bits) >= u.scale {
-			return strconv.FormatFloat(float64(bits)/u.scale, 'f', -1, 64) + " " + u.name
-		}
-	}
-	return strconv.FormatInt(bits, 10) + " bit/s"
-}
-
 // humanSize renders bytes for plan output, e.g. "64 KB" or "1500 B".
 func humanSize(n int64) string {
 	switch {

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package shape
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Rate arithmetic that the controller, the reconciler and every backend
+// share. Rates are int64 bit/s, as in Pipe.RateBits. Each rule has one
+// home here, so a one-shot apply, a running controller and a re-plan
+// arrive at the same number to the unit, and every command prints a rate
+// the same way.
+
+// Kbit rounds a rate in bit/s to the nearest whole kbit/s (halves up), and
+// returns 0 for a rate that is not positive. Whole kbit/s is the step
+// dummynet keeps (`bw NKbit/s`) and the unit the controller's law runs in,
+// so every place that rounds must round alike: otherwise a pipe set by
+// the controller and the same rate planned by apply differ by 1 kbit/s
+// and the drift check fights the controller.
+func Kbit(bits int64) int64 {
+	if bits <= 0 {
+		return 0
+	}
+	return (bits + 500) / 1000
+}
+
+// Framing is what the link adds to every packet that a shaper counting
+// packet bytes (dummynet) does not see: Overhead bytes of framing, a
+// minimum wire size MPU, and with ATM 53-byte cells of 48 payload bytes.
+// The controller's rate is a wire rate, like CAKE's bandwidth with
+// overhead, so the pipe must run below it by the share of the wire that
+// packet bytes take. The zero Framing compensates nothing.
+type Framing struct {
+	// Overhead is the framing added to every packet, in bytes.
+	Overhead int64
+	// MPU is the fewest bytes a packet takes on the wire.
+	MPU int64
+	// ATM counts the wire in 53-byte cells that carry 48 bytes each.
+	ATM bool
+}
+
+// Compensates reports whether f changes any rate: with no overhead, no
+// MPU and no ATM the pipe rate is the wire rate exactly.
+func (f Framing) Compensates() bool { return f.Overhead > 0 || f.MPU > 0 || f.ATM }
+
+// WireBytes is how many bytes pkts packets of bytes bytes in all take on
+// the wire: each packet's wire size is max(size + Overhead, MPU), rounded
+// up to whole 53-byte cells with ATM. With only totals known, every packet
+// is taken to have the mean size. Without packets, or when f compensates
+// nothing, it is bytes.
+func (f Framing) WireBytes(bytes, pkts int64) int64 {
+	if !f.Compensates() || pkts <= 0 || bytes <= 0 {
+		return bytes
+	}
+	if !f.ATM {
+		return max(bytes+pkts*f.Overhead, pkts*f.MPU)
+	}
+	perPacket := max((bytes+pkts*f.Overhead+pkts-1)/pkts, f.MPU)
+	cells := (perPacket + 47) / 48
+	return pkts * cells * 53
+}
+
+// ShareOne is a share of 1 in the parts per million that PacketShare
+// returns and PipeKbit takes: integer ppm keep the controller's law
+// exact and identical on every platform.
+const ShareOne = 1_000_000
+
+// PacketShare is the share of the wire, in ppm, that packet bytes take
+// when every packet is size bytes: size / WireBytes(size, 1), truncated,
+// at least 1. Before the controller has seen any traffic it assumes
+// MTU-sized packets, and a one-shot apply does the same.
+func (f Framing) PacketShare(size int64) int64 {
+	return max(1, size*ShareOne/f.WireBytes(size, 1))
+}
+
+// PipeKbit is the pipe rate, in kbit/s, for a wire rate of wireK kbit/s
+// when packet bytes take share ppm of the wire: wireK × share, truncated,
+// at least 1 kbit/s (0 would mean unlimited to dummynet).
+func PipeKbit(wireK, share int64) int64 {
+	return max(1, wireK*share/ShareOne)
+}
+
+// PipeRate converts a wire rate in bit/s to the pipe rate, in whole kbit/s
+// as bit/s, for packets of size bytes: Kbit, then PipeKbit at
+// PacketShare(size). A rate that is not positive, or a Framing that
+// compensates nothing, comes back unchanged.
+func (f Framing) PipeRate(wireBits, size int64) int64 {
+	if !f.Compensates() || wireBits <= 0 {
+		return wireBits
+	}
+	return PipeKbit(Kbit(wireBits), f.PacketShare(size)) * 1000
+}
+
+// FormatRate renders a rate in bit/s for people, the one way every
+// command, plan and message prints a rate: "480 Mbit/s", "30.123456
+// Mbit/s", "950 kbit/s", "999 bit/s", "2147.483 Mbit/s", "10 Tbit/s".
+//
+// Units are SI with the SI spelling (a lower-case k, as in "kbit/s"), and
+// the number is exact, with no trailing zeros: a plan must never hide a
+// difference in the last kbit/s. Gbit/s and Tbit/s are used only for a
+// rate they show with at most two decimals; any other rate of a gigabit
+// or more stays in Mbit/s with kbit/s decimals, as dnctl lists it
+// ("2147.483 Mbit/s", not "2.147483 Gbit/s"). Rates that are not
+// positive print in bit/s. Noisy measurements go through RoundMeasured
+// first.
+func FormatRate(bits int64) string {
+	switch {
+	case bits < 1000:
+		return strconv.FormatInt(bits, 10) + " bit/s"
+	case bits >= 1e12 && bits%1e10 == 0:
+		return decimal(bits, 1e12) + " Tbit/s"
+	case bits >= 1e9 && bits%1e7 == 0:
+		return decimal(bits, 1e9) + " Gbit/s"
+	case bits >= 1e6:
+		return decimal(bits, 1e6) + " Mbit/s"
+	}
+	return decimal(bits, 1e3) + " kbit/s"
+}
+
+// decimal prints v/unit exactly (unit a power of ten, v ≥ 0), without
+// trailing zeros.
+func decimal(v, unit int64) string {
+	whole, frac := v/unit, v%unit
+	if frac == 0 {
+		return strconv.FormatInt(whole, 10)
+	}
+	digits := len(strconv.FormatInt(unit, 10)) - 1
+	return strings.TrimRight(fmt.Sprintf("%d.%0*d", whole, digits, frac), "0")
+}
+
+// RoundMeasured rounds a measured rate in bit/s (bytes over a time, so a
+// float with noise in its last digits) to the digits worth showing before
+// FormatRate prints it: a tenth of the unit it is shown in, or a whole
+// unit from 100 up, e.g. 12345678 → 12300000 ("12.3 Mbit/s") and 987654 →
+// 988000 ("988 kbit/s"). Below 1 kbit/s it rounds to whole bit/s. The
+// digit is rounded from the binary value as %.1f does, so an exact half
+// goes the way fmt would print it. NaN is 0.
+func RoundMeasured(bps float64) int64 {
+	if math.IsNaN(bps) {
+		return 0
+	}
+	v, unit := bps, 1.0
+	for v >= 1000 && unit < 1e12 {
+		v /= 1000
+		unit *= 1000
+	}
+	if unit == 1 {
+		return int64(math.Round(v))
+	}
+	prec := 1
+	if v >= 100 {
+		prec = 0
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', prec, 64), 64)
+	return int64(math.Round(r * unit))
+}

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package shape
+
+import "testing"
+
+func TestKbit(t *testing.T) {
+	for bits, want := range map[int64]int64{
+		-1500: 0, 0: 0, 1: 0, 499: 0, 500: 1, 1499: 1, 1500: 2,
+		1_234_567: 1235, 177_510_999: 177_511, 2_147_483_647: 2_147_484,
+	} {
+		if got := Kbit(bits); got != want {
+			t.Errorf("Kbit(%d) = %d, want %d", bits, got, want)
+		}
+	}
+}
+
+func TestFramingWireBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		f           Framing
+		bytes, pkts int64
+		want        int64
+	}{
+		{"nothing to compensate", Framing{}, 150_000, 100, 150_000},
+		{"overhead 40", Framing{Overhead: 40}, 150_000, 100, 154_000},
+		{"mpu lifts small packets", Framing{MPU: 84}, 6_400, 100, 8_400},
+		{"mpu below packets", Framing{MPU: 84}, 150_000, 100, 150_000},
+		{"overhead then mpu", Framing{Overhead: 18, MPU: 84}, 6_400, 100, 8_400},
+		// 1540 bytes per packet → ⌈1540/48⌉ = 33 cells × 53 = 1749.
+		{"ATM", Framing{Overhead: 40, ATM: true}, 150_000, 100, 174_900},
+		{"no packet counts", Framing{Overhead: 40}, 150_000, 0, 150_000},
+	} {
+		if got := tc.f.WireBytes(tc.bytes, tc.pkts); got != tc.want {
+			t.Errorf("%s: WireBytes(%d, %d) = %d, want %d", tc.name, tc.bytes, tc.pkts, got, tc.want)
+		}
+	}
+}
+
+func TestFramingPipeRate(t *testing.T) {
+	for _, tc := range []struct {
+		f          Framing
+		rate, size int64
+		share      int64
+		want       int64
+	}{
+		// 1500 / 1540 = 0.974025…: 20 Mbit/s on the wire is 19480 kbit/s of packets.
+		{Framing{Overhead: 40}, 20_000_000, 1500, 974_025, 19_480_000},
+		// 64-byte packets padded to an mpu of 84 take 76 % of the wire.
+		{Framing{MPU: 84}, 10_000_000, 64, 761_904, 7_619_000},
+		// The wire rate is rounded to whole kbit/s first: 20000.4 → 20000.
+		{Framing{Overhead: 40}, 20_000_400, 1500, 974_025, 19_480_000},
+		{Framing{}, 20_000_400, 1500, ShareOne, 20_000_400},
+		{Framing{Overhead: 40}, 0, 1500, 974_025, 0},
+		// Never 0, which dummynet reads as unlimited.
+		{Framing{Overhead: 40}, 1000, 1, 24_390, 1000},
+	} {
+		if tc.f.Compensates() {
+			if got := tc.f.PacketShare(tc.size); got != tc.share {
+				t.Errorf("%+v: PacketShare(%d) = %d, want %d", tc.f, tc.size, got, tc.share)
+			}
+		}
+		if got := tc.f.PipeRate(tc.rate, tc.size); got != tc.want {
+			t.Errorf("%+v: PipeRate(%d, %d) = %d, want %d", tc.f, tc.rate, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestFormatRate(t *testing.T) {
+	for bits, want := range map[int64]string{
+		-5: "-5 bit/s", 0: "0 bit/s", 1: "1 bit/s", 999: "999 bit/s",
+		1000: "1 kbit/s", 1500: "1.5 kbit/s", 950_000: "950 kbit/s",
+		480e6: "480 Mbit/s", 22_500_000: "22.5 Mbit/s", 1_234_567: "1.234567 Mbit/s", 30_123_456: "30.123456 Mbit/s",
+		2e9: "2 Gbit/s", 1_500_000_000: "1.5 Gbit/s", 3e9: "3 Gbit/s",
+		// Above a gigabit a rate that is not round stays as dnctl lists it.
+		2_147_483_000: "2147.483 Mbit/s", 1_234_567_000: "1234.567 Mbit/s",
+		1e13: "10 Tbit/s", 1_250_000_000_000: "1.25 Tbit/s", 1_234_560_000_000: "1234.56 Gbit/s",
+	} {
+		if got := FormatRate(bits); got != want {
+			t.Errorf("FormatRate(%d) = %q, want %q", bits, got, want)
+		}
+	}
+}
+
+func TestRoundMeasured(t *testing.T) {
+	for bps, want := range map[float64]string{
+		12e6: "12 Mbit/s", 120_000: "120 kbit/s", 12_345_678: "12.3 Mbit/s", 987_654: "988 kbit/s",
+		1_234_567_890: "1.2 Gbit/s", 999_960: "1 Mbit/s", 36.5: "37 bit/s", 0: "0 bit/s",
+		// 12.35 is 12.3499… in binary: the digit goes as fmt prints it.
+		12_350_000: "12.3 Mbit/s",
+	} {
+		if got := FormatRate(RoundMeasured(bps)); got != want {
+			t.Errorf("FormatRate(RoundMeasured(%v)) = %q, want %q", bps, got, want)
+		}
+	}
+}
