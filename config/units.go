@@ -107,11 +107,6 @@ func (r *Rate) Set(s string) error { return r.UnmarshalText([]byte(s)) }
 // human form of a rate ("480 Mbit/s", "22.5 Mbit/s", "950 kbit/s").
 func (r Rate) Human() string { return shape.FormatRate(int64(r)) }
 
-// Kbit returns the rate in whole kbit/s, rounded down: what dnctl itself
-// makes of a fraction in `bw NKbit/s`. macake never sends one: the rates
-// it shapes with are rounded to nearest by shape.Kbit, the one rounding.
-func (r Rate) Kbit() int64 { return int64(r / Kbit) }
-
 // Size is an amount of bytes. Its text form needs a unit, 1024-based,
 // case-insensitive: "1500B", "256KB", "1MB" (KiB and MiB are accepted too).
 // It implements encoding.TextUnmarshaler and flag.Value.

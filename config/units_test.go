@@ -88,9 +88,6 @@ func TestRateHuman(t *testing.T) {
 			t.Errorf("%d.Human() = %q, want %q", r, got, want)
 		}
 	}
-	if got := Rate(177510999).Kbit(); got != 177510 {
-		t.Errorf("Kbit = %d, want 177510 (rounded down, as dnctl reads it)", got)
-	}
 }
 
 func TestParseSize(t *testing.T) {

@@ -171,7 +171,7 @@ func TestJudgeCounters(t *testing.T) {
 		says []string
 	}{
 		{"idle", counterFacts{iface: "en0", first: c(5000, 4000, 50, 40), last: c(5000, 4000, 50, 40), wait: time.Second}, OK, []string{"readable (no traffic during 1s)"}},
-		{"moving", counterFacts{iface: "en0", first: c(0, 0, 0, 0), last: c(1_500_000, 15_000, 1000, 100), wait: time.Second}, OK, []string{"12 Mbit/s down, 120 kbit/s up over 1s"}},
+		{"moving", counterFacts{iface: "en0", first: c(0, 0, 0, 0), last: c(1_500_000, 15_000, 1000, 100), wait: time.Second}, OK, []string{"12.0 Mbit/s down, 120 kbit/s up over 1s"}},
 		{"stuck now", counterFacts{iface: "en0", first: c(0, 900, 10, 9), last: c(0, 1800, 500, 18), wait: time.Second}, Problem, []string{"receive bytes stuck at 0 while 490 packets arrived"}},
 		{"stuck since boot", counterFacts{iface: "en0", first: c(0, 900, 5000, 9), last: c(0, 900, 5000, 9), wait: time.Second}, Problem, []string{"receive bytes stuck at 0", "since it came up"}},
 		{"reset", counterFacts{iface: "en0", first: c(1<<40, 0, 1<<40, 0), last: c(10, 0, 1, 0), wait: time.Second}, Warning, []string{"reset between two readings"}},

@@ -369,8 +369,8 @@ func judgeCounters(c counterFacts) Result {
 		if secs <= 0 {
 			secs = 1
 		}
-		down := shape.FormatRate(shape.RoundMeasured(float64(d.RxBytes) * 8 / secs))
-		up := shape.FormatRate(shape.RoundMeasured(float64(d.TxBytes) * 8 / secs))
+		down := shape.FormatApprox(float64(d.RxBytes) * 8 / secs)
+		up := shape.FormatApprox(float64(d.TxBytes) * 8 / secs)
 		r = ok("%s's counters move: %s down, %s up over %s", c.iface, down, up, c.wait)
 	}
 	if c.last.Rounded {

@@ -132,29 +132,24 @@ func decimal(v, unit int64) string {
 	return strings.TrimRight(fmt.Sprintf("%d.%0*d", whole, digits, frac), "0")
 }
 
-// RoundMeasured rounds a measured rate in bit/s (bytes over a time, so a
-// float with noise in its last digits) to the digits worth showing before
-// FormatRate prints it: a tenth of the unit it is shown in, or a whole
-// unit from 100 up, e.g. 12345678 → 12300000 ("12.3 Mbit/s") and 987654 →
-// 988000 ("988 kbit/s"). Below 1 kbit/s it rounds to whole bit/s. The
-// digit is rounded from the binary value as %.1f does, so an exact half
-// goes the way fmt would print it. NaN is 0.
-func RoundMeasured(bps float64) int64 {
-	if math.IsNaN(bps) {
-		return 0
+// FormatApprox renders a rate for a readout that changes all the time or
+// was measured (status, measure, monitor, bench): to three digits, with one
+// decimal below 100 of the unit so the columns line up ("12.0 Mbit/s",
+// "480 Mbit/s", "950 kbit/s"). Plans, which must show exactly what is set,
+// use FormatRate.
+func FormatApprox(bps float64) string {
+	units := []struct {
+		div  float64
+		name string
+	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}}
+	for _, u := range units {
+		if bps >= u.div {
+			v := bps / u.div
+			if v >= 100 {
+				return fmt.Sprintf("%.0f %s", v, u.name)
+			}
+			return fmt.Sprintf("%.1f %s", v, u.name)
+		}
 	}
-	v, unit := bps, 1.0
-	for v >= 1000 && unit < 1e12 {
-		v /= 1000
-		unit *= 1000
-	}
-	if unit == 1 {
-		return int64(math.Round(v))
-	}
-	prec := 1
-	if v >= 100 {
-		prec = 0
-	}
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', prec, 64), 64)
-	return int64(math.Round(r * unit))
+	return fmt.Sprintf("%.0f bit/s", math.Max(bps, 0))
 }

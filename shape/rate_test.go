@@ -82,15 +82,16 @@ func TestFormatRate(t *testing.T) {
 	}
 }
 
-func TestRoundMeasured(t *testing.T) {
-	for bps, want := range map[float64]string{
-		12e6: "12 Mbit/s", 120_000: "120 kbit/s", 12_345_678: "12.3 Mbit/s", 987_654: "988 kbit/s",
-		1_234_567_890: "1.2 Gbit/s", 999_960: "1 Mbit/s", 36.5: "37 bit/s", 0: "0 bit/s",
-		// 12.35 is 12.3499… in binary: the digit goes as fmt prints it.
-		12_350_000: "12.3 Mbit/s",
+func TestFormatApprox(t *testing.T) {
+	for _, tc := range []struct {
+		bps  float64
+		want string
+	}{
+		{48_234_000, "48.2 Mbit/s"}, {480_000_000, "480 Mbit/s"}, {950_000, "950 kbit/s"},
+		{1.5e9, "1.5 Gbit/s"}, {12e6, "12.0 Mbit/s"}, {0, "0 bit/s"}, {-3, "0 bit/s"},
 	} {
-		if got := FormatRate(RoundMeasured(bps)); got != want {
-			t.Errorf("FormatRate(RoundMeasured(%v)) = %q, want %q", bps, got, want)
+		if got := FormatApprox(tc.bps); got != tc.want {
+			t.Errorf("FormatApprox(%v) = %q, want %q", tc.bps, got, tc.want)
 		}
 	}
 }

@@ -266,7 +266,7 @@ func writeLinkTable(w io.Writer, st statusapi.Status) {
 	for _, l := range st.Links {
 		down, up := "-", "-"
 		for _, sh := range l.Shapers {
-			rate := measure.HumanRate(float64(sh.RateBits))
+			rate := shape.FormatApprox(float64(sh.RateBits))
 			if sh.NotShaped != "" {
 				rate = "not shaped"
 			}
@@ -338,13 +338,13 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 				fmt.Fprintf(w, "  %-11s %-8s NOT SHAPED: %s\n", name, sh.Direction, sh.NotShaped)
 				continue
 			}
-			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, measure.HumanRate(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
+			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, shape.FormatApprox(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
 			if c != nil {
 				d := c.Download
 				if sh.Direction == shape.Upload.String() {
 					d = c.Upload
 				}
-				fmt.Fprintf(w, "; range %s–%s, base %s", measure.HumanRate(float64(d.MinBits)), measure.HumanRate(float64(d.MaxBits)), measure.HumanRate(float64(d.BaseBits)))
+				fmt.Fprintf(w, "; range %s–%s, base %s", shape.FormatApprox(float64(d.MinBits)), shape.FormatApprox(float64(d.MaxBits)), shape.FormatApprox(float64(d.BaseBits)))
 			}
 			fmt.Fprintln(w)
 		}
@@ -379,7 +379,7 @@ func writeStatusText(w io.Writer, st statusapi.Status, now time.Time) {
 				baseline, delay = measure.HumanDuration(seconds(d.d.BaselineSeconds)), measure.SignedDuration(seconds(d.d.DelayDeltaSeconds))
 			}
 			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
-				d.name, measure.HumanRate(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
+				d.name, shape.FormatApprox(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
 				delay, measure.HumanDuration(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
 		}
 		for _, r := range c.Reflectors {
@@ -464,7 +464,7 @@ func bitsOrDash(bits int64) string {
 	if bits <= 0 {
 		return "-"
 	}
-	return measure.HumanRate(float64(bits))
+	return shape.FormatApprox(float64(bits))
 }
 
 // signedShort is measure.SignedDuration without the unit, for "+3.2/+0.4ms".

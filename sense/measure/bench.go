@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/shape"
 )
 
 // BenchReport is macake bench's result: the throughput and the latency the
@@ -52,7 +53,7 @@ func (rep BenchReport) WriteText(w io.Writer) {
 		bps  float64
 		pl   PhaseLatency
 	}{{"download", res.Download.BitsPerSecond, res.DownLatency}, {"upload", res.Upload.BitsPerSecond, res.UpLatency}} {
-		fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", ph.name, HumanRate(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90))
+		fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", ph.name, shape.FormatApprox(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90))
 	}
 	fmt.Fprintln(w, "(under load: the latency added, loaded minus idle at the same percentile)")
 }

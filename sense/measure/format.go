@@ -4,30 +4,8 @@ package measure
 
 import (
 	"fmt"
-	"math"
 	"time"
 )
-
-// HumanRate formats bits per second with SI units and one decimal:
-// "48.2 Mbit/s", "950 kbit/s". It is the one rate format of the reports and
-// of status, so that a rate measured and the rate it is shaped at read
-// alike.
-func HumanRate(bps float64) string {
-	units := []struct {
-		div  float64
-		name string
-	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}}
-	for _, u := range units {
-		if bps >= u.div {
-			v := bps / u.div
-			if v >= 100 {
-				return fmt.Sprintf("%.0f %s", v, u.name)
-			}
-			return fmt.Sprintf("%.1f %s", v, u.name)
-		}
-	}
-	return fmt.Sprintf("%.0f bit/s", math.Max(bps, 0))
-}
 
 // HumanDuration formats a latency with 0.1 ms resolution: "12.3ms",
 // "0.1ms", "1.25s"; "-" for a missing value (-1, as probe.Percentile

@@ -8,11 +8,6 @@ func TestHumanUnits(t *testing.T) {
 	for _, tc := range []struct {
 		got, want string
 	}{
-		{HumanRate(48_234_000), "48.2 Mbit/s"},
-		{HumanRate(480_000_000), "480 Mbit/s"},
-		{HumanRate(950_000), "950 kbit/s"},
-		{HumanRate(1.5e9), "1.5 Gbit/s"},
-		{HumanRate(0), "0 bit/s"},
 		{HumanDuration(ms(12.34)), "12.3ms"},
 		{HumanDuration(ms(0.04)), "0.0ms"},
 		{HumanDuration(ms(1250)), "1.25s"},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // LoadTest is the shared engine of measure and bench: an idle phase, then
@@ -127,7 +128,7 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	for _, dir := range []string{"download", "upload"} {
 		cfg := speedtest.Config{Endpoint: lt.Endpoint, Client: client, Streams: lt.Streams, Duration: lt.Duration, StallTimeout: lt.Stall,
 			Progress: func(el time.Duration, _ int64, bps float64) {
-				prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), HumanRate(bps), prog.rtt(&rec, lt.Targets)))
+				prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), shape.FormatApprox(bps), prog.rtt(&rec, lt.Targets)))
 			}}
 		run := speedtest.Download
 		if dir == "upload" {

@@ -14,6 +14,7 @@ import (
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // Monitor follows a target's latency and throughput for macake monitor:
@@ -307,7 +308,7 @@ func rateOrDash(v *int64) string {
 	if v == nil {
 		return "-"
 	}
-	return HumanRate(float64(*v))
+	return shape.FormatApprox(float64(*v))
 }
 
 // Text renders the line for people, e.g.

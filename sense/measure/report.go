@@ -10,6 +10,7 @@ import (
 
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
@@ -157,7 +158,7 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 	if r.CongestionControl != "" {
 		fmt.Fprintf(w, ", %s", r.CongestionControl)
 	}
-	fmt.Fprintf(w, "\n%-14s download %s, upload %s\n", "Capacity", HumanRate(float64(r.Download.BitsPerSecond)), HumanRate(float64(r.Upload.BitsPerSecond)))
+	fmt.Fprintf(w, "\n%-14s download %s, upload %s\n", "Capacity", shape.FormatApprox(float64(r.Download.BitsPerSecond)), shape.FormatApprox(float64(r.Upload.BitsPerSecond)))
 	gw := r.GatewayIP != ""
 	row := func(name, a, b, c, d string) {
 		fmt.Fprintf(w, "  %-12s %-10s %-10s", name, a, b)
@@ -181,7 +182,7 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 	fmt.Fprintf(w, "%-14s (under load: the latency added, loaded minus idle at the same percentile)\n", "")
 	if nq := r.NetworkQuality; nq != nil {
 		fmt.Fprintf(w, "%-14s download %s, upload %s, idle %s, responsiveness %.0f RPM\n", "networkQuality",
-			HumanRate(nq.DownloadBitsPerSecond), HumanRate(nq.UploadBitsPerSecond), HumanDuration(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
+			shape.FormatApprox(nq.DownloadBitsPerSecond), shape.FormatApprox(nq.UploadBitsPerSecond), HumanDuration(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
 	}
 	fmt.Fprintf(w, "\n%s\n", r.Verdict)
 	switch {
