@@ -17,11 +17,8 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/reconcile"
 )
-
-// HolderWatch is what `macake watch` writes beside its pid in the state
-// lock, which it holds for as long as it runs (reconcile.AcquireLockAs).
-const HolderWatch = "watch"
 
 // SystemdUnitPath is where `macake install-daemon --systemd-unit` tells
 // people to put the unit on Linux.
@@ -56,7 +53,7 @@ func (in *Inspection) watch(ctx context.Context) watchFacts {
 		}
 		if w.status != nil {
 			// The daemon itself answered: that beats reading its lock.
-			w.state = WatchState{Running: true, PID: w.status.Daemon.PID, Holder: HolderWatch, Via: "its socket " + statusapi.SocketPath(dir)}
+			w.state = WatchState{Running: true, PID: w.status.Daemon.PID, Holder: reconcile.HolderWatch, Via: "its socket " + statusapi.SocketPath(dir)}
 			w.err = nil
 		}
 		return w
@@ -222,7 +219,7 @@ func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
 	if s.err != nil {
 		return s
 	}
-	s.prog, s.progErr = programOfPlist(s.data)
+	s.prog, s.progErr = launchd.ProgramOfPlist(s.data)
 	if s.progErr != nil {
 		return s
 	}
@@ -247,97 +244,13 @@ func (in *Inspection) systemdService() serviceFacts {
 	if s.err != nil {
 		return s
 	}
-	s.prog, s.progErr = programOfUnit(s.data)
+	s.prog, s.progErr = launchd.ProgramOfUnit(s.data)
 	if s.progErr != nil {
 		return s
 	}
 	want, err := launchd.SystemdWatchUnit(s.prog)
 	s.same = err == nil && string(want) == string(s.data)
 	return s
-}
-
-// programOfPlist reads what an installed LaunchDaemon plist runs.
-func programOfPlist(data []byte) (launchd.Program, error) {
-	v, err := launchd.Decode(data)
-	if err != nil {
-		return launchd.Program{}, err
-	}
-	d, isDict := v.(launchd.Dict)
-	if !isDict {
-		return launchd.Program{}, errors.New("the plist's root is not a dictionary")
-	}
-	arr, isArr := d.Get("ProgramArguments").(launchd.Array)
-	if !isArr {
-		return launchd.Program{}, errors.New("no ProgramArguments array")
-	}
-	args := make([]string, len(arr))
-	for i, a := range arr {
-		s, isStr := a.(launchd.String)
-		if !isStr {
-			return launchd.Program{}, fmt.Errorf("ProgramArguments[%d] is not a string", i)
-		}
-		args[i] = string(s)
-	}
-	return programOfArgs(args)
-}
-
-// programOfArgs recognises the argv install-daemon writes:
-// BINARY --config-dir DIR --state-dir DIR watch, followed in the
-// LaunchDaemon by --log-file PATH (launchd.DaemonArgs).
-func programOfArgs(args []string) (launchd.Program, error) {
-	if len(args) == 8 && args[6] == "--log-file" {
-		args = args[:6]
-	}
-	if len(args) != 6 || args[1] != "--config-dir" || args[3] != "--state-dir" || args[5] != "watch" {
-		return launchd.Program{}, fmt.Errorf("it runs %q, not `macake --config-dir DIR --state-dir DIR watch`", strings.Join(args, " "))
-	}
-	return launchd.Program{Binary: args[0], ConfigDir: args[2], StateDir: args[4]}, nil
-}
-
-// programOfUnit reads what a systemd unit's ExecStart runs.
-func programOfUnit(data []byte) (launchd.Program, error) {
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "ExecStart="); found {
-			args, err := SplitExecStart(v)
-			if err != nil {
-				return launchd.Program{}, err
-			}
-			return programOfArgs(args)
-		}
-	}
-	return launchd.Program{}, errors.New("no ExecStart= line")
-}
-
-// SplitExecStart splits a systemd ExecStart= value into words: spaces
-// separate them, double-quoted words are Go-quoted (as launchd's unit
-// renderer writes them), and "%%" and "$$" stand for "%" and "$".
-func SplitExecStart(s string) ([]string, error) {
-	var words []string
-	unescape := strings.NewReplacer("%%", "%", "$$", "$")
-	for s = strings.TrimLeft(s, " \t"); s != ""; s = strings.TrimLeft(s, " \t") {
-		var w string
-		if s[0] == '"' {
-			q, err := strconv.QuotedPrefix(s)
-			if err != nil {
-				return nil, fmt.Errorf("ExecStart: unterminated or malformed quoted word in %q", s)
-			}
-			if w, err = strconv.Unquote(q); err != nil {
-				return nil, fmt.Errorf("ExecStart: %q: %v", q, err)
-			}
-			s = s[len(q):]
-			if s != "" && s[0] != ' ' && s[0] != '\t' {
-				return nil, fmt.Errorf("ExecStart: text right after a quoted word: %q", s)
-			}
-		} else {
-			end := strings.IndexAny(s, " \t")
-			if end < 0 {
-				end = len(s)
-			}
-			w, s = s[:end], s[end:]
-		}
-		words = append(words, unescape.Replace(w))
-	}
-	return words, nil
 }
 
 // readOnlyFiles lets launchd.Installer.Observe read through FS; doctor
@@ -499,20 +412,4 @@ func judgeWatchLinux(s serviceFacts, w watchFacts) Result {
 		return r
 	}
 	return skipped("no service is installed (see above)")
-}
-
-// ParseLockHolder reads the lock file's "PID" or "PID HOLDER" line.
-func ParseLockHolder(s string) (pid int, holder string) {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return 0, ""
-	}
-	pid, err := strconv.Atoi(f[0])
-	if err != nil || pid <= 0 {
-		return 0, ""
-	}
-	if len(f) > 1 {
-		holder = f[1]
-	}
-	return pid, holder
 }

@@ -174,7 +174,7 @@ func (m *fakeMac) installDaemon() launchd.Program {
 	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
 		m.t.Fatal(err)
 	}
-	m.watch.state = WatchState{Running: true, PID: 4242, Holder: HolderWatch, Via: "the state lock"}
+	m.watch.state = WatchState{Running: true, PID: 4242, Holder: reconcile.HolderWatch, Via: "the state lock"}
 	m.watch.status = healthyDaemon()
 	return prog
 }

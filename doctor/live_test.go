@@ -41,7 +41,7 @@ func TestLockProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, err = LockProbe{}.Watch(ctx, dir)
-	if err != nil || !s.Running || s.PID != os.Getpid() || s.Holder != HolderWatch {
+	if err != nil || !s.Running || s.PID != os.Getpid() || s.Holder != reconcile.HolderWatch {
 		t.Fatalf("watch holds the lock: %+v, %v", s, err)
 	}
 	l.Release()

@@ -196,11 +196,16 @@ func readHolder(path string) (pid int, holder string) {
 	if err != nil {
 		return 0, ""
 	}
-	fields := strings.Fields(string(b))
+	return parseHolder(string(b))
+}
+
+// parseHolder reads the lock file's "PID" or "PID HOLDER" line.
+func parseHolder(s string) (pid int, holder string) {
+	fields := strings.Fields(s)
 	if len(fields) == 0 {
 		return 0, ""
 	}
-	pid, err = strconv.Atoi(fields[0])
+	pid, err := strconv.Atoi(fields[0])
 	if err != nil || pid <= 0 {
 		return 0, ""
 	}
