@@ -124,7 +124,7 @@ func (r *doctorRig) installDaemon() {
 	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
 		r.t.Fatal(err)
 	}
-	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: doctor.HolderWatch, Via: "the state lock"}
+	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: reconcile.HolderWatch, Via: "the state lock"}
 	r.serveDaemonStatus()
 }
 

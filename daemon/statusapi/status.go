@@ -10,7 +10,8 @@
 //
 // The same Status document describes a machine without a daemon (the
 // static picture `macake status` assembles itself), with Daemon.Running
-// false and no controller state.
+// false and no controller state. WriteText and WriteSummary print it for a
+// person.
 package statusapi
 
 import (

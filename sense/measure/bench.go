@@ -8,6 +8,7 @@ import (
 	"net/netip"
 
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -47,7 +48,7 @@ func (rep BenchReport) WriteText(w io.Writer) {
 	res := rep.res
 	fmt.Fprintf(w, "bench against %s; latency to %s (not exempt from shaping)\n", rep.Server, DescribeTargets(rep.targets))
 	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "", "throughput", "p50", "p90")
-	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "idle", "", HumanDuration(res.idle(p50)), HumanDuration(res.idle(p90)))
+	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "idle", "", probe.FormatLatency(res.idle(p50)), probe.FormatLatency(res.idle(p90)))
 	for _, ph := range []struct {
 		name string
 		bps  float64

@@ -3,36 +3,8 @@
 package measure
 
 import (
-	"fmt"
 	"time"
 )
-
-// HumanDuration formats a latency with 0.1 ms resolution: "12.3ms",
-// "0.1ms", "1.25s"; "-" for a missing value (-1, as probe.Percentile
-// reports it), so that no latency is ever shown as a made-up zero.
-func HumanDuration(d time.Duration) string {
-	if d == -1 {
-		return "-"
-	}
-	if d < 0 {
-		return "-" + HumanDuration(-d)
-	}
-	if d >= time.Second {
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	}
-	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-}
-
-// SignedDuration is HumanDuration with a sign, for latency added or
-// removed: "+412.0ms", "-0.3ms", and "+0.0ms" rather than "-0.0ms" for
-// what rounds to nothing.
-func SignedDuration(d time.Duration) string {
-	s := HumanDuration(d.Abs())
-	if d < 0 && s != "0.0ms" {
-		return "-" + s
-	}
-	return "+" + s
-}
 
 // jsonMicros converts for JSON: integer microseconds, null when missing
 // (the -1 of probe.Percentile).

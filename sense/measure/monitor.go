@@ -299,9 +299,9 @@ func usOrDash(v *int64, signed bool) string {
 	}
 	d := time.Duration(*v) * time.Microsecond
 	if signed {
-		return SignedDuration(d)
+		return probe.FormatLatencyChange(d)
 	}
-	return HumanDuration(d)
+	return probe.FormatLatency(d)
 }
 
 func rateOrDash(v *int64) string {

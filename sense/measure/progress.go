@@ -72,5 +72,5 @@ func (p *progressLine) rtt(rec *probe.Recorder, targets []netip.Addr) string {
 	if len(all) == 0 {
 		return "-"
 	}
-	return HumanDuration(probe.Percentile(all, 50))
+	return probe.FormatLatency(probe.Percentile(all, 50))
 }

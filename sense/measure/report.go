@@ -123,21 +123,21 @@ func verdict(down, up PhaseLatency, haveGateway bool) string {
 		return "No latency target answered under load: the latency added by the load is unknown."
 	}
 	if worst.Added.P50 < bloatThreshold {
-		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", SignedDuration(worst.Added.P50))
+		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", probe.FormatLatencyChange(worst.Added.P50))
 	}
 	where := "the gateway's latency was not measured, so where the queue builds is unknown"
 	if haveGateway && worst.GatewayAdded.Targets > 0 {
 		if worst.GatewayAdded.P50 >= worst.Added.P50/2 {
-			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this Mac, Wi-Fi or the LAN", SignedDuration(worst.GatewayAdded.P50))
+			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this Mac, Wi-Fi or the LAN", probe.FormatLatencyChange(worst.GatewayAdded.P50))
 		} else {
-			where = fmt.Sprintf("the gateway stayed at %s, so the queue builds beyond the gateway, on the ISP's link: shaping on this machine will help", SignedDuration(worst.GatewayAdded.P50))
+			where = fmt.Sprintf("the gateway stayed at %s, so the queue builds beyond the gateway, on the ISP's link: shaping on this machine will help", probe.FormatLatencyChange(worst.GatewayAdded.P50))
 		}
 	}
 	article := "a"
 	if dir == "upload" {
 		article = "an"
 	}
-	return fmt.Sprintf("Bufferbloat: %s %s adds %s at the median and %s at p90; %s.", article, dir, SignedDuration(worst.Added.P50), SignedDuration(worst.Added.P90), where)
+	return fmt.Sprintf("Bufferbloat: %s %s adds %s at the median and %s at p90; %s.", article, dir, probe.FormatLatencyChange(worst.Added.P50), probe.FormatLatencyChange(worst.Added.P90), where)
 }
 
 // WriteText writes the report for people; stateDir names the state file
@@ -172,7 +172,7 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 		fmt.Fprintf(w, " %-12s %s", "gateway p50", "gateway p90")
 	}
 	fmt.Fprintln(w)
-	row("idle", HumanDuration(r.res.idle(p50)), HumanDuration(r.res.idle(p90)), HumanDuration(r.res.GatewayIdle.P50), HumanDuration(r.res.GatewayIdle.P90))
+	row("idle", probe.FormatLatency(r.res.idle(p50)), probe.FormatLatency(r.res.idle(p90)), probe.FormatLatency(r.res.GatewayIdle.P50), probe.FormatLatency(r.res.GatewayIdle.P90))
 	for _, ph := range []struct {
 		name string
 		pl   PhaseLatency
@@ -182,7 +182,7 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 	fmt.Fprintf(w, "%-14s (under load: the latency added, loaded minus idle at the same percentile)\n", "")
 	if nq := r.NetworkQuality; nq != nil {
 		fmt.Fprintf(w, "%-14s download %s, upload %s, idle %s, responsiveness %.0f RPM\n", "networkQuality",
-			shape.FormatApprox(nq.DownloadBitsPerSecond), shape.FormatApprox(nq.UploadBitsPerSecond), HumanDuration(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
+			shape.FormatApprox(nq.DownloadBitsPerSecond), shape.FormatApprox(nq.UploadBitsPerSecond), probe.FormatLatency(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
 	}
 	fmt.Fprintf(w, "\n%s\n", r.Verdict)
 	switch {
@@ -197,7 +197,7 @@ func signedOrDash(d time.Duration) string {
 	if d == -1 {
 		return "-"
 	}
-	return SignedDuration(d)
+	return probe.FormatLatencyChange(d)
 }
 
 // Profile is the measurement as the link's profile in the state file,

@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package statusapi
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
+)
+
+// TextOptions say how a status is printed for a person.
+type TextOptions struct {
+	// Now is the time ages are counted to.
+	Now time.Time
+	// GOOS picks the advice that names the service manager: launchd on
+	// macOS, systemd on Linux.
+	GOOS string
+}
+
+// WriteSummary prints who answered, the last reconcile and the table of
+// links: what `macake status --follow` redraws.
+func WriteSummary(w io.Writer, st Status, opts TextOptions) {
+	writeHeader(w, st, opts)
+	writeLinkTable(w, st)
+}
+
+// writeHeader prints who answered and the last reconcile.
+func writeHeader(w io.Writer, st Status, opts TextOptions) {
+	now := opts.Now
+	d := st.Daemon
+	if d.Running && d.PermissionDenied {
+		pid := ""
+		if d.PID > 0 {
+			pid = fmt.Sprintf(", pid %d", d.PID)
+		}
+		fmt.Fprintf(w, "macake watch: running%s (%s).\nThis is the static picture, without its live rates and controllers.\n", pid, d.Note)
+	} else if d.Running {
+		fmt.Fprintf(w, "macake watch: running, pid %d, up %s", d.PID, humanAge(time.Duration(d.UptimeSeconds*float64(time.Second))))
+		if d.Version != "" {
+			fmt.Fprintf(w, ", version %s", d.Version)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "macake watch: not running (%s).\nThis is the static picture; %s.\n", d.Note, startAdvice(opts.GOOS))
+	}
+	if a := st.LastApply; a != nil {
+		fmt.Fprintf(w, "Last reconcile: %s ago (%s): %s", humanAge(now.Sub(a.At)), a.Trigger, reconcileOutcome(a))
+		if !a.LastChange.IsZero() {
+			fmt.Fprintf(w, "; last change %s ago", humanAge(now.Sub(a.LastChange)))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// startAdvice says how to start the daemon: install-daemon loads the
+// launchd job on macOS; on Linux it only prints a systemd unit.
+func startAdvice(goos string) string {
+	if goos == "darwin" {
+		return "start the daemon with 'sudo macake install-daemon'"
+	}
+	return "run the daemon under systemd: see 'macake install-daemon --systemd-unit'"
+}
+
+func reconcileOutcome(a *Apply) string {
+	switch a.Result {
+	case "no_changes":
+		return "no changes"
+	case "failed":
+		return "failed: " + a.Error
+	}
+	return fmt.Sprintf("%d created, %d updated, %d removed", a.Created, a.Updated, a.Removed)
+}
+
+// writeLinkTable prints one row per active link (style-and-ux §12.3).
+func writeLinkTable(w io.Writer, st Status) {
+	if len(st.Links) == 0 {
+		fmt.Fprintln(w, "\nNo active link: no policy matches the network now (see 'macake links').")
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINK\tINTERFACE\tMODE\tSTATE\tDOWNLOAD\tUPLOAD\tBASELINE\tDELAY ↓/↑\tLOAD ↓/↑\tBLOAT ↓/↑")
+	for _, l := range st.Links {
+		down, up := "-", "-"
+		for _, sh := range l.Shapers {
+			rate := shape.FormatApprox(float64(sh.RateBits))
+			if sh.NotShaped != "" {
+				rate = "not shaped"
+			}
+			if sh.Direction == shape.Download.String() {
+				down = rate
+			} else if sh.Direction == shape.Upload.String() {
+				up = rate
+			}
+		}
+		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != ""), "-", "-", "-", "-"
+		if c := l.Controller; c != nil && c.Responses > 0 {
+			base = probe.FormatLatency(seconds(c.IdleRTTSeconds))
+			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + probe.FormatLatencyChange(seconds(c.Upload.DelayDeltaSeconds))
+			bloat = fmt.Sprintf("%d/%d", c.Download.Delayed, c.Upload.Delayed)
+		}
+		if c := l.Controller; c != nil {
+			load = fmt.Sprintf("%d%%/%d%%", c.Download.LoadPercent, c.Upload.LoadPercent)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Interface, l.Mode, state, down, up, base, delay, load, bloat)
+	}
+	tw.Flush()
+}
+
+// linkState is the STATE column: the controller's status, with balanced
+// mode's engaged/released; what a link without a controller does, or
+// "unknown" when the live state could not be read (liveUnread).
+func linkState(l Link, liveUnread bool) string {
+	c := l.Controller
+	switch {
+	case c == nil && l.Mode == string(config.ModeOff):
+		return "off"
+	case c == nil && l.Shaped:
+		return "static"
+	case c == nil && liveUnread:
+		return "unknown"
+	case c == nil:
+		return "not shaped"
+	case l.Mode == string(config.ModeBalanced) && c.Engaged:
+		return c.Status + ", engaged"
+	case l.Mode == string(config.ModeBalanced):
+		return c.Status + ", released"
+	}
+	return c.Status
+}
+
+// WriteText prints the whole status for a person: the header, the table
+// of links, then each link's shapers and reflectors, config errors,
+// problems, drift repairs, policies and known networks.
+func WriteText(w io.Writer, st Status, opts TextOptions) {
+	writeHeader(w, st, opts)
+	if st.Backend.Scope != "" {
+		fmt.Fprintf(w, "Backend: %s\n", st.Backend.Scope)
+	}
+	if st.Backend.LiveError != "" {
+		fmt.Fprintf(w, "Live state: not read: %s\n", st.Backend.LiveError)
+	}
+	writeLinkTable(w, st)
+	for _, l := range st.Links {
+		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.Mode, l.ProfileKey)
+		if l.Error != "" {
+			fmt.Fprintf(w, "  problem: %s\n", l.Error)
+		}
+		c := l.Controller
+		for _, sh := range l.Shapers {
+			name := sh.Name
+			if name == "" {
+				name = "shaper"
+			}
+			if sh.NotShaped != "" {
+				fmt.Fprintf(w, "  %-11s %-8s NOT SHAPED: %s\n", name, sh.Direction, sh.NotShaped)
+				continue
+			}
+			fmt.Fprintf(w, "  %-11s %-8s %12s  queue %-8s %s", name, sh.Direction, shape.FormatApprox(float64(sh.RateBits)), humanBytes(sh.QueueBytes), sh.Source)
+			if c != nil {
+				d := c.Download
+				if sh.Direction == shape.Upload.String() {
+					d = c.Upload
+				}
+				fmt.Fprintf(w, "; range %s–%s, base %s", shape.FormatApprox(float64(d.MinBits)), shape.FormatApprox(float64(d.MaxBits)), shape.FormatApprox(float64(d.BaseBits)))
+			}
+			fmt.Fprintln(w)
+		}
+		if len(l.Shapers) == 0 {
+			fmt.Fprintln(w, "  no pipes installed")
+		}
+		if c == nil {
+			continue
+		}
+		if c.Note != "" {
+			fmt.Fprintf(w, "  controller: %s\n", c.Note)
+		}
+		// Before the first reply the baselines and ages are the
+		// controller's starting values, not measurements: never shown.
+		measured := c.Responses > 0
+		lastReply := "no reply yet"
+		if measured {
+			lastReply = "last reply " + probe.FormatLatency(seconds(c.SinceResponseSeconds)) + " ago"
+		}
+		fmt.Fprintf(w, "  controller: %s; %d replies, %d cuts, %d increases; %s\n",
+			c.Status, c.Responses, c.Cuts, c.Increases, lastReply)
+		for _, d := range []struct {
+			name string
+			d    Direction
+		}{{"download", c.Download}, {"upload", c.Upload}} {
+			bloat := ""
+			if d.d.Bufferbloat {
+				bloat = ", BUFFERBLOAT"
+			}
+			baseline, delay := "-", "-"
+			if measured {
+				baseline, delay = probe.FormatLatency(seconds(d.d.BaselineSeconds)), probe.FormatLatencyChange(seconds(d.d.DelayDeltaSeconds))
+			}
+			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
+				d.name, shape.FormatApprox(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
+				delay, probe.FormatLatency(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
+		}
+		for _, r := range c.Reflectors {
+			if r.Responses == 0 {
+				fmt.Fprintf(w, "  reflector %-15s baseline -, 0 replies, no reply yet\n", r.Address)
+				continue
+			}
+			health := "ok"
+			if r.Offences > 0 {
+				health = fmt.Sprintf("%d missed checks", r.Offences)
+			}
+			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.Address,
+				probe.FormatLatency(seconds(r.BaselineDownSeconds)), probe.FormatLatency(seconds(r.BaselineUpSeconds)), r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
+		}
+	}
+	if len(st.ConfigErrors) > 0 {
+		fmt.Fprintln(w, "\nConfig errors in force:")
+		for _, ce := range st.ConfigErrors {
+			p := config.Problem{File: ce.File, Line: ce.Line, Col: ce.Column, Message: ce.Message}
+			kept := ""
+			switch ce.Kept {
+			case "last_good":
+				kept = " (its last good policy stays in force)"
+			case "nothing":
+				kept = " (nothing is applied for it)"
+			}
+			fmt.Fprintf(w, "  %s%s\n", p.Error(), kept)
+		}
+	}
+	if len(st.Problems) > 0 {
+		fmt.Fprintln(w, "\nProblems:")
+		for _, p := range st.Problems {
+			fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimSpace(p), "\n", "\n  "))
+		}
+	}
+	if a := st.LastApply; a != nil && len(a.Warnings) > 0 {
+		fmt.Fprintln(w, "\nWarnings:")
+		for _, wn := range a.Warnings {
+			fmt.Fprintf(w, "  %s\n", wn)
+		}
+	}
+	if n := len(st.DriftRepairs); n > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(st.DriftRepairs)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, st.DriftRepairs[k]))
+		}
+		fmt.Fprintf(w, "\nDrift repaired since start: %s\n", strings.Join(parts, ", "))
+	}
+	if len(st.Policies) > 0 {
+		fmt.Fprintln(w, "\nPolicies:")
+		for _, p := range st.Policies {
+			mark := " "
+			if p.Active {
+				mark = "*"
+			}
+			lastGood := ""
+			if p.LastGood {
+				lastGood = " [last good version: the file has an error]"
+			}
+			fmt.Fprintf(w, "  %s %-12s %-6s %-9s %s%s\n", mark, p.Name, p.Interface, p.Mode, p.Reason, lastGood)
+		}
+	}
+	if len(st.Profiles) > 0 {
+		fmt.Fprintln(w, "\nKnown networks (state file):")
+		for _, p := range st.Profiles {
+			var parts []string
+			if p.GoodDownloadBits > 0 || p.GoodUploadBits > 0 {
+				parts = append(parts, fmt.Sprintf("known-good %s down / %s up", bitsOrDash(p.GoodDownloadBits), bitsOrDash(p.GoodUploadBits)))
+			}
+			if p.DownloadCapacityBits > 0 || p.UploadCapacityBits > 0 {
+				parts = append(parts, fmt.Sprintf("measured %s / %s", bitsOrDash(p.DownloadCapacityBits), bitsOrDash(p.UploadCapacityBits)))
+			}
+			if p.IdleRTTSeconds > 0 {
+				parts = append(parts, "idle rtt "+probe.FormatLatency(seconds(p.IdleRTTSeconds)))
+			}
+			fmt.Fprintf(w, "  %s: %s\n", p.Key, strings.Join(parts, ", "))
+		}
+	}
+}
+
+func bitsOrDash(bits int64) string {
+	if bits <= 0 {
+		return "-"
+	}
+	return shape.FormatApprox(float64(bits))
+}
+
+// signedShort is probe.FormatLatencyChange without the unit, for "+3.2/+0.4ms".
+func signedShort(s float64) string {
+	return strings.TrimSuffix(probe.FormatLatencyChange(seconds(s)), "ms")
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// humanAge formats an elapsed time coarsely: "12s", "4m10s", "2h14m", "3d4h".
+func humanAge(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// humanBytes formats a queue size: "180 KB", "1500 B".
+func humanBytes(b int64) string {
+	if b >= 1024 && b%1024 == 0 || b >= 10*1024 {
+		return fmt.Sprintf("%d KB", b/1024)
+	}
+	return fmt.Sprintf("%d B", b)
+}
