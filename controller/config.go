@@ -309,27 +309,6 @@ type Config struct {
 	AchievedCut float64
 }
 
-// DefaultReflectors is macake's default reflector pool: well-known public
-// anycast DNS resolvers that answer ICMP echo (macake's own list; upstream
-// ships a longer one). With 6 active slots the rest are spares.
-var DefaultReflectors = []netip.Addr{
-	netip.MustParseAddr("1.1.1.1"),
-	netip.MustParseAddr("1.0.0.1"),
-	netip.MustParseAddr("8.8.8.8"),
-	netip.MustParseAddr("8.8.4.4"),
-	netip.MustParseAddr("9.9.9.9"),
-	netip.MustParseAddr("9.9.9.10"),
-	netip.MustParseAddr("149.112.112.112"),
-	netip.MustParseAddr("208.67.222.222"),
-	netip.MustParseAddr("208.67.220.220"),
-	netip.MustParseAddr("94.140.14.14"),
-	netip.MustParseAddr("94.140.15.15"),
-	netip.MustParseAddr("185.228.168.9"),
-	netip.MustParseAddr("185.228.169.9"),
-	netip.MustParseAddr("156.154.70.1"),
-	netip.MustParseAddr("156.154.71.1"),
-}
-
 // DefaultConfig returns upstream cake-autorate's defaults (autorate.md §3),
 // in autorate mode, with every improvement off ("faithful mode"): the
 // policy defaults of config.Defaults under upstream's law, mapped by
@@ -353,8 +332,6 @@ func DefaultConfig() Config {
 		dc := c.direction(d)
 		dc.Min, dc.Base, dc.Max = int64(lo), int64(base), int64(hi)
 	}
-	// The reflector pool is still the controller's own shorter list.
-	c.Reflectors = append([]netip.Addr(nil), DefaultReflectors...)
 	return c
 }
 
