@@ -48,30 +48,27 @@ var Defaults = Policy{
 		SleepAfter:         Duration(60 * time.Second),        // sustained_idle_sleep_thr_s
 		MinRatesOnSleep:    false,                             // min_shaper_rates_enforcement
 		Internal: Internal{
-			MinCut:                   0.99,
-			MinIncrease:              1.0,
-			Decay:                    0.99,
-			Recover:                  1.01,
-			AlphaBaselineIncrease:    0.001,
-			AlphaBaselineDecrease:    0.9,
-			AlphaDeltaEWMA:           0.095,
-			InitialBaseline:          100 * time.Millisecond,
-			StaleResponse:            500 * time.Millisecond,
-			HealthCheckInterval:      1 * time.Second,
-			MisbehavingWindow:        60,
-			MisbehavingThreshold:     3,
-			ReplacementInterval:      60 * time.Minute,
-			ComparisonInterval:       1 * time.Minute,
-			BaselineSumDeltaMax:      20 * time.Millisecond,
-			DeltaEWMADeltaMax:        10 * time.Millisecond,
-			RandomizeReflectors:      true,
-			RetainReflectorStats:     true,
-			StallSpacings:            5,
-			StallRate:                10 * Kbit,
-			GlobalPingTimeout:        10 * time.Second,
-			MonitorInterval:          200 * time.Millisecond,
-			StartupWait:              0,
-			InterfaceUpCheckInterval: 10 * time.Second,
+			MinCut:                0.99,
+			MinIncrease:           1.0,
+			Decay:                 0.99,
+			Recover:               1.01,
+			AlphaBaselineIncrease: 0.001,
+			AlphaBaselineDecrease: 0.9,
+			AlphaDeltaEWMA:        0.095,
+			StaleResponse:         500 * time.Millisecond,
+			HealthCheckInterval:   1 * time.Second,
+			MisbehavingWindow:     60,
+			MisbehavingThreshold:  3,
+			ReplacementInterval:   60 * time.Minute,
+			ComparisonInterval:    1 * time.Minute,
+			BaselineSumDeltaMax:   20 * time.Millisecond,
+			DeltaEWMADeltaMax:     10 * time.Millisecond,
+			RandomizeReflectors:   true,
+			RetainReflectorStats:  true,
+			StallSpacings:         5,
+			StallRate:             10 * Kbit,
+			GlobalPingTimeout:     10 * time.Second,
+			MonitorInterval:       200 * time.Millisecond,
 		},
 	},
 	Balanced: Balanced{
@@ -88,7 +85,9 @@ const AutoRateFraction = 0.95
 // providers, in the same numbers, as cake-autorate's default list
 // (Cloudflare 2, Google 2, Quad9 3, AdGuard 5, Neustar/UltraDNS 11,
 // OpenDNS 5, CleanBrowsing 2). The addresses are macake's own choice. All
-// answer ICMP echo; unhealthy ones are replaced at run time.
+// answer ICMP echo; unhealthy ones are replaced at run time. It is the one
+// default pool: policies without reflectors, controller.DefaultConfig and
+// the simulator's arms all probe it.
 var DefaultReflectors = mustAddrs(
 	"1.1.1.1", "1.0.0.1",
 	"8.8.8.8", "8.8.4.4",

@@ -140,30 +140,27 @@ type Bounds struct {
 // Internal are the cake-autorate constants a policy cannot change (see
 // reference/autorate.md §3; names follow upstream's where they exist).
 type Internal struct {
-	MinCut                   float64       // shaper_rate_min_adjust_down_bufferbloat
-	MinIncrease              float64       // shaper_rate_min_adjust_up_load_high
-	Decay                    float64       // shaper_rate_adjust_down_load_low
-	Recover                  float64       // shaper_rate_adjust_up_load_low
-	AlphaBaselineIncrease    float64       // alpha_baseline_increase
-	AlphaBaselineDecrease    float64       // alpha_baseline_decrease
-	AlphaDeltaEWMA           float64       // alpha_delta_ewma
-	InitialBaseline          time.Duration // one-way baseline of a fresh reflector slot
-	StaleResponse            time.Duration // responses older than this change no rate
-	HealthCheckInterval      time.Duration // reflector_health_check_interval_s
-	MisbehavingWindow        int           // reflector_misbehaving_detection_window (checks)
-	MisbehavingThreshold     int           // reflector_misbehaving_detection_thr (offences)
-	ReplacementInterval      time.Duration // reflector_replacement_interval_mins
-	ComparisonInterval       time.Duration // reflector_comparison_interval_mins
-	BaselineSumDeltaMax      time.Duration // reflector_sum_owd_baselines_delta_thr_ms
-	DeltaEWMADeltaMax        time.Duration // reflector_owd_delta_ewma_delta_thr_ms
-	RandomizeReflectors      bool          // randomize_reflectors
-	RetainReflectorStats     bool          // retain_reflector_stats
-	StallSpacings            int           // stall_detection_thr (response spacings)
-	StallRate                Rate          // connection_stall_thr_kbps
-	GlobalPingTimeout        time.Duration // global_ping_response_timeout_s
-	MonitorInterval          time.Duration // monitor_achieved_rates_interval_ms
-	StartupWait              time.Duration // startup_wait_s
-	InterfaceUpCheckInterval time.Duration // if_up_check_interval_s
+	MinCut                float64       // shaper_rate_min_adjust_down_bufferbloat
+	MinIncrease           float64       // shaper_rate_min_adjust_up_load_high
+	Decay                 float64       // shaper_rate_adjust_down_load_low
+	Recover               float64       // shaper_rate_adjust_up_load_low
+	AlphaBaselineIncrease float64       // alpha_baseline_increase
+	AlphaBaselineDecrease float64       // alpha_baseline_decrease
+	AlphaDeltaEWMA        float64       // alpha_delta_ewma
+	StaleResponse         time.Duration // responses older than this change no rate
+	HealthCheckInterval   time.Duration // reflector_health_check_interval_s
+	MisbehavingWindow     int           // reflector_misbehaving_detection_window (checks)
+	MisbehavingThreshold  int           // reflector_misbehaving_detection_thr (offences)
+	ReplacementInterval   time.Duration // reflector_replacement_interval_mins
+	ComparisonInterval    time.Duration // reflector_comparison_interval_mins
+	BaselineSumDeltaMax   time.Duration // reflector_sum_owd_baselines_delta_thr_ms
+	DeltaEWMADeltaMax     time.Duration // reflector_owd_delta_ewma_delta_thr_ms
+	RandomizeReflectors   bool          // randomize_reflectors
+	RetainReflectorStats  bool          // retain_reflector_stats
+	StallSpacings         int           // stall_detection_thr (response spacings)
+	StallRate             Rate          // connection_stall_thr_kbps
+	GlobalPingTimeout     time.Duration // global_ping_response_timeout_s
+	MonitorInterval       time.Duration // monitor_achieved_rates_interval_ms
 }
 
 // Balanced is the [balanced] table, read only in mode "balanced": the

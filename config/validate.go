@@ -12,13 +12,7 @@ import (
 	"github.com/macake/macake/shape"
 )
 
-var (
-	linkNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
-	// interfaceRE takes macOS's names (en0, utun3, pdp_ip0) and the Linux
-	// ones people shape (pppoe-wan and br-lan on OpenWrt, VLANs such as
-	// eth0.2); it still refuses a macOS service name such as "Wi-Fi".
-	interfaceRE = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,14}$`)
-)
+var linkNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // Limits of the values a policy may hold, with the reasons in the messages
 // that use them.
@@ -83,8 +77,8 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 		if d.decoded("match", "match.interface") {
 			d.probs.add(d.file, d.keyPosOf("match"), `[match] needs interface, the interface this policy shapes, e.g. interface = "en0"`)
 		}
-	} else if m.Interface != "" && !interfaceRE.MatchString(m.Interface) {
-		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most 15 characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface)
+	} else if m.Interface != "" && CheckInterfaceName(m.Interface) != nil {
+		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, MaxInterfaceName)
 	}
 	if mac := m.GatewayMAC; len(mac) == 6 {
 		switch {

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"net/netip"
 	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/shape"
 )
 
 // Mode is how a link's controller behaves.
@@ -160,9 +163,9 @@ type Improvements struct {
 	DropCounterResets bool
 }
 
-// Config is every tunable of one link's controller. DefaultConfig returns
-// upstream cake-autorate's defaults (autorate.md §3); the config package maps
-// a policy file onto it.
+// Config is every tunable of one link's controller. FromPolicy maps a
+// policy file onto it; DefaultConfig returns upstream cake-autorate's
+// defaults (autorate.md §3), which are config.Defaults.
 type Config struct {
 	// Mode selects autorate, balanced, fixed or off.
 	Mode Mode
@@ -306,86 +309,30 @@ type Config struct {
 	AchievedCut float64
 }
 
-// DefaultReflectors is macake's default reflector pool: well-known public
-// anycast DNS resolvers that answer ICMP echo (macake's own list; upstream
-// ships a longer one). With 6 active slots the rest are spares.
-var DefaultReflectors = []netip.Addr{
-	netip.MustParseAddr("1.1.1.1"),
-	netip.MustParseAddr("1.0.0.1"),
-	netip.MustParseAddr("8.8.8.8"),
-	netip.MustParseAddr("8.8.4.4"),
-	netip.MustParseAddr("9.9.9.9"),
-	netip.MustParseAddr("9.9.9.10"),
-	netip.MustParseAddr("149.112.112.112"),
-	netip.MustParseAddr("208.67.222.222"),
-	netip.MustParseAddr("208.67.220.220"),
-	netip.MustParseAddr("94.140.14.14"),
-	netip.MustParseAddr("94.140.15.15"),
-	netip.MustParseAddr("185.228.168.9"),
-	netip.MustParseAddr("185.228.169.9"),
-	netip.MustParseAddr("156.154.70.1"),
-	netip.MustParseAddr("156.154.71.1"),
-}
-
 // DefaultConfig returns upstream cake-autorate's defaults (autorate.md §3),
-// in autorate mode, with every improvement off. Rates are upstream's
-// example rates (download 5/20/80 Mbit/s, upload 5/20/35 Mbit/s); a policy
-// always overrides them. MTU is 1500 (a real interface); set it to 0 to
-// switch the serialisation-delay compensation off.
+// in autorate mode, with every improvement off ("faithful mode"): the
+// policy defaults of config.Defaults under upstream's law, mapped by
+// FromPolicy, so each default is written once, in config. Rates are
+// upstream's example rates (download 5/20/80 Mbit/s, upload 5/20/35
+// Mbit/s); a policy always overrides them. MTU is 1500 (a real interface);
+// set it to 0 to switch the serialisation-delay compensation off.
 func DefaultConfig() Config {
-	dir := func(min, base, max int64) DirectionConfig {
-		return DirectionConfig{
-			Min: min, Base: base, Max: max,
-			DelayThreshold:        30 * time.Millisecond,
-			FullIncreaseThreshold: 10 * time.Millisecond,
-			FullCutThreshold:      60 * time.Millisecond,
+	p := config.Defaults
+	p.Autorate.Controller = config.LawUpstream
+	c, err := FromPolicy(p)
+	if err != nil {
+		panic("controller: config.Defaults does not map: " + err.Error())
+	}
+	l := config.Link{Policy: p}
+	for _, d := range shape.Directions {
+		lo, base, hi, err := l.Rates(d, 0, 0)
+		if err != nil {
+			panic("controller: config.Defaults has no default rates: " + err.Error())
 		}
+		dc := c.direction(d)
+		dc.Min, dc.Base, dc.Max = int64(lo), int64(base), int64(hi)
 	}
-	return Config{
-		Mode:                  ModeAutorate,
-		Download:              dir(5_000_000, 20_000_000, 80_000_000),
-		Upload:                dir(5_000_000, 20_000_000, 35_000_000),
-		BufferbloatWindow:     6,
-		BufferbloatVotes:      3,
-		HighLoad:              0.75,
-		ConnectionActive:      2_000_000,
-		ConnectionStall:       10_000,
-		MildestCut:            0.99,
-		StrongestCut:          0.75,
-		SmallestIncrease:      1.00,
-		LargestIncrease:       1.04,
-		DecayFactor:           0.99,
-		RecoveryFactor:        1.01,
-		BufferbloatRefractory: 300 * time.Millisecond,
-		DecayRefractory:       1000 * time.Millisecond,
-		Reflectors:            append([]netip.Addr(nil), DefaultReflectors...),
-		Pingers:               6,
-		PingInterval:          300 * time.Millisecond,
-		RandomizeReflectors:   true,
-		RetainReflectorStats:  true,
-		HealthCheckInterval:   time.Second,
-		ResponseDeadline:      time.Second,
-		MisbehavingWindow:     60,
-		MisbehavingOffences:   3,
-		ReplacementInterval:   60 * time.Minute,
-		ComparisonInterval:    time.Minute,
-		BaselineSumExcess:     20 * time.Millisecond,
-		DeltaEWMAExcess:       10 * time.Millisecond,
-		AlphaBaselineIncrease: 0.001,
-		AlphaBaselineDecrease: 0.9,
-		AlphaDeltaEWMA:        0.095,
-		SleepEnabled:          true,
-		SleepAfter:            60 * time.Second,
-		MinRatesOnSleep:       false,
-		StallDetection:        5,
-		GlobalPingTimeout:     10 * time.Second,
-		StaleResponseAge:      500 * time.Millisecond,
-		MonitorInterval:       200 * time.Millisecond,
-		MTU:                   1500,
-		EngageAfter:           4 * time.Second,
-		ReleaseAfter:          20 * time.Second,
-		AchievedCut:           0.9,
-	}
+	return c
 }
 
 // Limits that keep every integer product of the control law inside int64.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
 )
 
@@ -159,8 +160,8 @@ func Render(s shape.State, opts Options) (Desired, error) {
 		if l.Name == "" {
 			return Desired{}, fmt.Errorf("a link on %q has no name", l.Interface)
 		}
-		if err := validateInterface(l.Interface); err != nil {
-			return Desired{}, fmt.Errorf("link %q: %w", l.Name, err)
+		if err := config.CheckInterfaceName(l.Interface); err != nil {
+			return Desired{}, fmt.Errorf("link %q: interface: %w", l.Name, err)
 		}
 		if other, dup := byIface[l.Interface]; dup {
 			return Desired{}, fmt.Errorf("links %q and %q both want interface %s; only one link can be active per interface", other, l.Name, l.Interface)
@@ -245,26 +246,6 @@ func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
 		fmt.Sprintf("dummynet in on %s all pipe %d", l.Interface, down),
 	)
 	return rules, warnings
-}
-
-// validateInterface accepts BSD interface names (en0, utun3, bridge100):
-// at most 15 bytes, letters, digits, '.', '_' and '-', starting with a letter.
-func validateInterface(name string) error {
-	if name == "" {
-		return fmt.Errorf("interface name is empty")
-	}
-	if len(name) > 15 {
-		return fmt.Errorf("interface name %q is longer than 15 bytes", name)
-	}
-	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-		return fmt.Errorf("interface name %q must start with a letter", name)
-	}
-	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("interface name %q may only hold letters, digits, '.', '_' and '-'", name)
-		}
-	}
-	return nil
 }
 
 // label returns the human name of a desired pipe, e.g. `pipe 48001 "wan/upload"`.

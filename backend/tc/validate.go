@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
 )
 
@@ -63,7 +64,7 @@ func ValidateLink(l shape.Link) error {
 // checkLink is ValidateLink without the link's name in the message.
 func checkLink(l shape.Link) error {
 	bad := fmt.Errorf
-	if err := validIfName(l.Interface); err != nil {
+	if err := config.CheckInterfaceName(l.Interface); err != nil {
 		return bad("interface: %v", err)
 	}
 	if _, ours := IFBSlot(l.Interface); ours {
@@ -112,21 +113,6 @@ func oneOf(s string, set []string) bool {
 		}
 	}
 	return false
-}
-
-// validIfName applies the kernel's rule (dev_valid_name).
-func validIfName(n string) error {
-	switch {
-	case n == "":
-		return fmt.Errorf("empty interface name")
-	case len(n) > maxIfName:
-		return fmt.Errorf("%q is longer than %d characters", n, maxIfName)
-	case n == "." || n == "..":
-		return fmt.Errorf("%q is not an interface name", n)
-	case strings.ContainsAny(n, "/: \t\n\r\v\f"):
-		return fmt.Errorf("%q contains '/', ':' or white space", n)
-	}
-	return nil
 }
 
 // cakeOnlyOptions lists the options of c that only CAKE can apply.

@@ -28,11 +28,14 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/macake/macake/config"
 )
 
-// DefaultInterval is the sampling period (cake-autorate's
-// monitor_achieved_rates_interval_ms).
-const DefaultInterval = 200 * time.Millisecond
+// DefaultInterval is the sampling period when Config gives none: the
+// controller's (cake-autorate's monitor_achieved_rates_interval_ms), whose
+// one home is config.Defaults.
+var DefaultInterval = config.Defaults.Autorate.Internal.MonitorInterval
 
 // ErrNoInterface is returned (wrapped) by a Reader when the interface does
 // not exist (now).

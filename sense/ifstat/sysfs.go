@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/macake/macake/config"
 )
 
 // NewSysfsReader reads counters under root (normally /sys/class/net; tests
@@ -36,7 +38,7 @@ type sysfsIface struct {
 var sysfsStats = [4]string{"rx_bytes", "tx_bytes", "rx_packets", "tx_packets"}
 
 func (r *sysfsReader) Read(iface string) (Counters, error) {
-	if iface == "" || strings.ContainsAny(iface, "/\x00") || iface == "." || iface == ".." {
+	if config.CheckInterfaceName(iface) != nil {
 		return Counters{}, fmt.Errorf("reading counters: invalid interface name %q: %w", iface, ErrNoInterface)
 	}
 	r.mu.Lock()

@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/macake/macake/config"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -41,10 +42,14 @@ import (
 
 // Defaults for [Config].
 const (
-	DefaultInterval = 300 * time.Millisecond
-	DefaultTimeout  = 2 * time.Second
-	DefaultBuffer   = 1024
+	DefaultTimeout = 2 * time.Second
+	DefaultBuffer  = 1024
 )
+
+// DefaultInterval is the per-reflector probe interval when Config gives
+// none: the controller's (cake-autorate's reflector_ping_interval_s), whose
+// one home is config.Defaults.
+var DefaultInterval = config.Defaults.Autorate.ProbeInterval.Std()
 
 // Kind says how a probe ended.
 type Kind uint8

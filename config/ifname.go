@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxInterfaceName is the longest interface name in bytes: IFNAMSIZ − 1
+// (16 with its NUL) on macOS and on Linux alike.
+const MaxInterfaceName = 15
+
+// CheckInterfaceName is the one rule for an interface name, used wherever
+// macake takes one: a policy's match.interface, the link-facts file, the
+// backends before they render a rule or a tc command, and the Linux byte
+// counters before they open /sys/class/net/NAME. It returns nil for a
+// name that matches ^[a-z][a-z0-9_.-]{0,14}$ (docs/CONFIG.md), otherwise
+// an error that says what is wrong, worded to follow "interface: ".
+//
+// The rule takes every macOS name (en0, utun3, bridge100, pdp_ip0) and the
+// Linux names people shape (pppoe-wan and br-lan on OpenWrt, VLANs such as
+// eth0.2, wlp2s0). It refuses, for a reason each: the empty name; a path
+// ("../eth0", "eth/0") or "." and "..", which would leave /sys/class/net;
+// ':' (a Linux alias label, not an interface) and white space, which the
+// Linux kernel refuses too and which would split a pf rule; upper case and
+// other characters, which no macOS interface has, so that a macOS service
+// name such as "Wi-Fi" is caught instead of never matching; and a name
+// longer than the kernel's. Linux itself allows more (any bytes but '/',
+// ':' and white space), but a policy can name only what this rule takes,
+// so a name outside it is never one macake shapes.
+func CheckInterfaceName(name string) error {
+	const allowed = "lower-case letters, digits, '.', '_' and '-'"
+	switch {
+	case name == "":
+		return fmt.Errorf("name is empty")
+	case strings.ContainsAny(name, "/: \t\n\v\f\r"):
+		return fmt.Errorf("%q contains '/', ':' or white space: an interface name may only hold %s", name, allowed)
+	case name[0] < 'a' || name[0] > 'z':
+		return fmt.Errorf("%q must start with a lower-case letter", name)
+	}
+	for i := 1; i < len(name); i++ {
+		if c := name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%q may only hold %s", name, allowed)
+		}
+	}
+	if len(name) > MaxInterfaceName {
+		return fmt.Errorf("%q is longer than %d characters", name, MaxInterfaceName)
+	}
+	return nil
+}
