@@ -11,10 +11,12 @@ import (
 // (16 with its NUL) on macOS and on Linux alike.
 const MaxInterfaceName = 15
 
-// CheckInterfaceName is the one rule for an interface name, used wherever
-// macake takes one: a policy's match.interface, the link-facts file, the
-// backends before they render a rule or a tc command, and the Linux byte
-// counters before they open /sys/class/net/NAME. It returns nil for a
+// CheckInterfaceName is the one rule for the name of an interface macake
+// shapes: a policy's match.interface, and the backends' check before they
+// render a pf rule or a tc command with it. (What sensing reads, such as
+// the default route's interface, is any name the kernel has; the Linux
+// counters refuse only a name that would leave /sys/class/net.) It returns
+// nil for a
 // name that matches ^[a-z][a-z0-9_.-]{0,14}$ (docs/CONFIG.md), otherwise
 // an error that says what is wrong, worded to follow "interface: ".
 //

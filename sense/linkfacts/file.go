@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 
 	"github.com/fsnotify/fsnotify"
-	"github.com/macake/macake/config"
 )
 
 // FileSource reads the facts from a JSON file in the Facts shape
@@ -22,11 +21,11 @@ import (
 //	{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1",
 //	  "gateway_mac":"74:24:9f:00:00:01","ssid":"STARLINK","default":true}]}
 //
-// Unknown keys, a name that is not an interface name (the rule of
-// config.CheckInterfaceName, which policies follow too), duplicate names
-// and trailing data are errors that name the file. When no interface says
-// "default", the first one that is up and has a gateway is taken as the
-// default.
+// Unknown keys, duplicate or empty interface names and trailing data are
+// errors that name the file. Any name the kernel could have is taken, as
+// from detection: only a policy's interface is held to the policy grammar
+// (config.CheckInterfaceName). When no interface says "default", the first
+// one that is up and has a gateway is taken as the default.
 type FileSource struct {
 	Path string
 }
@@ -63,8 +62,8 @@ func ParseFacts(b []byte) (Facts, error) {
 	seen := map[string]bool{}
 	haveDefault := false
 	for i, ifi := range facts.Interfaces {
-		if err := config.CheckInterfaceName(ifi.Name); err != nil {
-			return Facts{}, fmt.Errorf("interfaces[%d]: %w", i, err)
+		if ifi.Name == "" {
+			return Facts{}, fmt.Errorf("interfaces[%d]: name is empty", i)
 		}
 		if seen[ifi.Name] {
 			return Facts{}, fmt.Errorf("interfaces[%d]: interface %q listed twice", i, ifi.Name)
