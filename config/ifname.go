@@ -16,9 +16,9 @@ const MaxInterfaceName = 15
 // render a pf rule or a tc command with it. (What sensing reads, such as
 // the default route's interface, is any name the kernel has; the Linux
 // counters refuse only a name that would leave /sys/class/net.) It returns
-// nil for a
-// name that matches ^[a-z][a-z0-9_.-]{0,14}$ (docs/CONFIG.md), otherwise
-// an error that says what is wrong, worded to follow "interface: ".
+// nil for a name that matches ^[a-z][a-z0-9_.-]{0,14}$ (docs/CONFIG.md),
+// otherwise an error that says what is wrong, worded to follow
+// "interface: ".
 //
 // The rule takes every macOS name (en0, utun3, bridge100, pdp_ip0) and the
 // Linux names people shape (pppoe-wan and br-lan on OpenWrt, VLANs such as
