@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/plan"
+	"github.com/macake/macake/reconcile"
 )
 
 // TestNetnsEveryCommandMatchesOnTheGatewayMAC: with real detection (no
@@ -63,7 +64,7 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 		return r
 	}
 
-	var lr linksReport
+	var lr reconcile.LinksReport
 	if r := cli("links", "--json"); json.Unmarshal([]byte(r.Stdout), &lr) != nil {
 		t.Fatalf("links --json: %s", r.Stdout)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/reconcile"
 )
 
 func TestLinksExplainsEveryPolicy(t *testing.T) {
@@ -34,7 +36,7 @@ func TestLinksExplainsEveryPolicy(t *testing.T) {
 	}
 
 	code, stdout, _ = r.runAs(501, "links", "--json")
-	var rep linksReport
+	var rep reconcile.LinksReport
 	if code != exitOK || json.Unmarshal([]byte(stdout), &rep) != nil {
 		t.Fatalf("--json: exit %d, %s", code, stdout)
 	}
