@@ -14,6 +14,10 @@
 // except a rate decision, which is the controller's hot path: one pipe
 // update, carried out in order with the passes so that none can write a
 // stale rate back.
+//
+// Serve is the whole command around the loop: it assembles the logger,
+// the state lock, the state file, the backend, the link facts, the
+// metrics endpoint and the status socket, so the CLI only parses flags.
 package daemon
 
 import (

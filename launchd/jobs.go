@@ -3,9 +3,12 @@
 // Package launchd runs macake as a macOS service: it renders the
 // LaunchDaemon plist for `macake watch` and the user LaunchAgent plist for
 // `macake monitor`, and installs or removes them with launchctl, idempotently.
-// Rendering and planning are pure; the file system and launchctl are behind
-// the Files and execrun.Runner interfaces, so everything is tested on Linux with
-// fakes. It also renders the equivalent systemd units for Linux.
+// The service commands' whole flow is here (ResolveProgram, Install,
+// Uninstall, and the Report they print as JSON), so the CLI only parses flags,
+// checks who runs it and prints. Rendering and planning are pure; the machine
+// is behind Host (the Files and execrun.Runner interfaces), so everything is
+// tested on Linux with fakes. It also renders the equivalent systemd units for
+// Linux.
 package launchd
 
 import (

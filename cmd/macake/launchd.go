@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/macake/macake/execrun"
@@ -82,35 +80,34 @@ var newLaunchdHost = func() launchdHost {
 	return launchdHost{goos: runtime.GOOS, files: launchd.OSFiles{}, runner: execrun.Exec{}, executable: os.Executable}
 }
 
-func (h launchdHost) installer() *launchd.Installer {
-	return &launchd.Installer{Files: h.files, Runner: h.runner, Sleep: h.sleep}
+func (h launchdHost) host() launchd.Host {
+	return launchd.Host{GOOS: h.goos, Files: h.files, Runner: h.runner, Executable: h.executable, Sleep: h.sleep}
 }
 
-// serviceReport is the --json document of the four commands.
-type serviceReport struct {
-	FormatVersion    string               `json:"format_version"`
-	DryRun           bool                 `json:"dry_run"`
-	Label            string               `json:"label"`
-	ServiceTarget    string               `json:"service_target"`
-	PlistPath        string               `json:"plist_path"`
-	LogPath          string               `json:"log_path"`
-	ProgramArguments []string             `json:"program_arguments,omitempty"`
-	Observed         *launchd.Observation `json:"observed,omitempty"`
-	Changed          bool                 `json:"changed"`
-	Steps            []launchd.Step       `json:"steps"`
-	Notes            []string             `json:"notes,omitempty"`
-	Warnings         []string             `json:"warnings,omitempty"`
-	Plist            string               `json:"plist,omitempty"`
-	DownExitCode     *int                 `json:"down_exit_code,omitempty"`
-	Error            string               `json:"error,omitempty"`
-}
-
-func (r *serviceReport) print(e *env) {
-	if r.Steps == nil {
-		r.Steps = []launchd.Step{}
-	}
+// printReport prints the --json document of the four commands.
+func printReport(e *env, r *launchd.Report) {
 	out, _ := json.MarshalIndent(r, "", "  ")
 	fmt.Fprintln(e.stdout, string(out))
+}
+
+// serviceProgress prints what the library reports as it goes, on stderr.
+func serviceProgress(e *env) launchd.Progress {
+	return launchd.Progress{
+		Warning: func(msg string) { fmt.Fprintf(e.stderr, "warning: %s\n", msg) },
+		Note:    func(msg string) { fmt.Fprintf(e.stderr, "note: %s\n", msg) },
+		Done:    func(s launchd.Step) { fmt.Fprintln(e.stderr, stepLine(s, "")) },
+	}
+}
+
+// serviceFailed prints err and returns its exit status: a request that
+// cannot work is a usage error, anything else a failure.
+func serviceFailed(e *env, c *command, err error) int {
+	fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
+	var req *launchd.RequestError
+	if errors.As(err, &req) {
+		return exitUsage
+	}
+	return exitFailure
 }
 
 func runInstallService(e *env, c *command, args []string, agent bool) int {
@@ -135,9 +132,12 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 		macOSOnly(e, c.name, agent, true)
 		return exitUnavailable
 	}
-	prog, warnings, code := e.serviceProgram(h, c, *binary, *dryRun || *systemdUnit, agent)
-	if code != exitOK {
-		return code
+	progress := serviceProgress(e)
+	prog, warnings, err := launchd.ResolveProgram(h.host(), launchd.ProgramRequest{
+		Binary: *binary, ConfigDir: e.configDir, StateDir: e.stateDir, Agent: agent, Lenient: *dryRun || *systemdUnit,
+	}, progress)
+	if err != nil {
+		return serviceFailed(e, c, err)
 	}
 	if *systemdUnit {
 		render := launchd.SystemdWatchUnit
@@ -157,63 +157,32 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 			return code
 		}
 	}
-	var job launchd.Job
-	var err error
-	var home string
+	req := launchd.InstallRequest{Program: prog, Warnings: warnings, Agent: agent, UID: e.euid(), DryRun: *dryRun, Restart: *restart}
 	if agent {
-		var herr int
-		if home, herr = e.home(c.name); herr != exitOK {
-			return herr
+		var code int
+		if req.Home, code = e.home(c.name); code != exitOK {
+			return code
 		}
-		job, err = launchd.AgentJob(prog, home, e.euid())
-	} else {
-		job, err = launchd.DaemonJob(prog)
 	}
+	rep, err := launchd.Install(e.ctx, h.host(), req, progress)
 	if err != nil {
-		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-		return exitUsage
-	}
-	rep := &serviceReport{FormatVersion: "1.0", DryRun: *dryRun, Label: job.Label, ServiceTarget: job.ServiceTarget(),
-		PlistPath: job.PlistPath, LogPath: job.LogPath, ProgramArguments: launchd.DaemonArgs(prog),
-		Warnings: warnings}
-	if agent {
-		rep.ProgramArguments = launchd.AgentArgs(prog, home)
-	}
-	obs, code := e.observe(h, c, job, *dryRun, rep, launchd.Fresh(job), "that does not have the job yet")
-	if code != exitOK {
+		code := serviceFailed(e, c, err)
+		if *asJSON && rep != nil {
+			printReport(e, rep)
+		}
 		return code
 	}
-	rep.Observed = &obs
-	steps := launchd.PlanInstall(job, obs, *restart)
-	rep.Steps, rep.Changed = steps, len(steps) > 0
-	if *dryRun {
-		rep.Plist = string(job.Plist)
-		if *asJSON {
-			rep.print(e)
-			return exitOK
-		}
-		fmt.Fprintf(e.stdout, "# %s (%s)\n%s\n", job.PlistPath, ownerMode(job), job.Plist)
-		printSteps(e, steps, "would ")
-		if len(steps) == 0 {
-			fmt.Fprintf(e.stdout, "Nothing to do: %s is installed and loaded with this exact plist.\n", job.Label)
-		}
+	job := rep.Job
+	if *asJSON {
+		printReport(e, rep)
 		return exitOK
 	}
-	outcome, err := h.installer().Apply(e.ctx, job, steps, progress(e))
-	rep.Notes = outcome.Notes
-	for _, n := range outcome.Notes {
-		fmt.Fprintf(e.stderr, "note: %s\n", n)
-	}
-	if err != nil {
-		rep.Error = err.Error()
-		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-		if *asJSON {
-			rep.print(e)
+	if *dryRun {
+		fmt.Fprintf(e.stdout, "# %s (%s)\n%s\n", job.PlistPath, ownerMode(job), job.Plist)
+		printSteps(e, rep.Steps, "would ")
+		if !rep.Changed {
+			fmt.Fprintf(e.stdout, "Nothing to do: %s is installed and loaded with this exact plist.\n", job.Label)
 		}
-		return exitFailure
-	}
-	if *asJSON {
-		rep.print(e)
 		return exitOK
 	}
 	sudo := "sudo "
@@ -221,10 +190,10 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 		sudo = ""
 	}
 	switch {
-	case len(steps) == 0:
+	case !rep.Changed:
 		fmt.Fprintf(e.stdout, "%s is installed and loaded with this exact plist; nothing to do.\n", job.Label)
 		fmt.Fprintf(e.stdout, "To restart it: %smacake %s --restart\n", sudo, c.name)
-	case obs.NoDomain:
+	case rep.Observed.NoDomain:
 		fmt.Fprintf(e.stdout, "Installed %s; it starts at your next login.\n", job.PlistPath)
 	default:
 		when := "at every boot"
@@ -265,175 +234,57 @@ func runUninstallService(e *env, c *command, args []string, agent bool) int {
 			return code
 		}
 	}
-	job := launchd.Daemon()
+	req := launchd.UninstallRequest{Agent: agent, UID: e.euid(), DryRun: *dryRun, Down: func() int {
+		down := *e
+		if *asJSON {
+			down.stdout = e.stderr // stdout is the report's
+		}
+		return downCmd.run(&down, nil)
+	}}
 	if agent {
-		home, code := e.home(c.name)
-		if code != exitOK {
+		var code int
+		if req.Home, code = e.home(c.name); code != exitOK {
 			return code
 		}
-		job = launchd.Agent(home, e.euid())
 	}
-	rep := &serviceReport{FormatVersion: "1.0", DryRun: *dryRun, Label: job.Label, ServiceTarget: job.ServiceTarget(),
-		PlistPath: job.PlistPath, LogPath: job.LogPath}
-	installed := launchd.Observation{Plist: launchd.PlistDifferent, Loaded: true}
-	obs, code := e.observe(h, c, job, *dryRun, rep, installed, "that has the job installed and loaded")
-	if code != exitOK {
-		return code
-	}
-	rep.Observed = &obs
-	steps := launchd.PlanUninstall(job, obs)
-	rep.Steps, rep.Changed = steps, len(steps) > 0
-	if *dryRun {
-		if *asJSON {
-			rep.print(e)
-			return exitOK
+	progress := serviceProgress(e)
+	progress.Applied = func(rep *launchd.Report) {
+		if !rep.Changed {
+			fmt.Fprintf(e.stderr, "%s is not installed; nothing to remove.\n", rep.Label)
+		} else {
+			fmt.Fprintf(e.stderr, "Uninstalled %s; logs kept in %s.\n", rep.Label, rep.Job.LogDir)
 		}
-		printSteps(e, steps, "would ")
-		if len(steps) == 0 {
-			fmt.Fprintf(e.stdout, "%s is not installed; nothing to remove.\n", job.Label)
+	}
+	rep, err := launchd.Uninstall(e.ctx, h.host(), req, progress)
+	if rep == nil {
+		return serviceFailed(e, c, err)
+	}
+	if *dryRun && !*asJSON {
+		printSteps(e, rep.Steps, "would ")
+		if !rep.Changed {
+			fmt.Fprintf(e.stdout, "%s is not installed; nothing to remove.\n", rep.Label)
 		}
 		if !agent {
 			fmt.Fprintln(e.stdout, "would run: macake down")
 		}
 		return exitOK
 	}
-	if _, err := h.installer().Apply(e.ctx, job, steps, progress(e)); err != nil {
-		rep.Error = err.Error()
-		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
+	code := exitOK
+	var downErr *launchd.DownError
+	switch {
+	case errors.As(err, &downErr):
+		fmt.Fprintf(e.stderr, "macake %s: the LaunchDaemon is removed, but `macake down` failed (exit %d), so shaping may still be in place. Run `sudo macake down` to remove it.\n", c.name, downErr.ExitCode)
+		code = exitFailure
+	case err != nil:
+		code = serviceFailed(e, c, err)
 		if !agent {
-			// watch may still be running and would re-apply what down removes.
 			fmt.Fprintln(e.stderr, "macake down was not run, since the daemon may still be running.")
-		}
-		if *asJSON {
-			rep.print(e)
-		}
-		return exitFailure
-	}
-	if len(steps) == 0 {
-		fmt.Fprintf(e.stderr, "%s is not installed; nothing to remove.\n", job.Label)
-	} else {
-		fmt.Fprintf(e.stderr, "Uninstalled %s; logs kept in %s.\n", job.Label, job.LogDir)
-	}
-	status := exitOK
-	if !agent {
-		// The daemon leaves shaping in place when stopped (launchd would
-		// restart it); uninstalling means the user wants it gone.
-		down := *e
-		if *asJSON {
-			down.stdout = e.stderr
-		}
-		downCode := downCmd.run(&down, nil)
-		rep.DownExitCode = &downCode
-		if downCode != exitOK {
-			rep.Error = fmt.Sprintf("macake down exited %d; shaping may still be in place", downCode)
-			fmt.Fprintf(e.stderr, "macake %s: the LaunchDaemon is removed, but `macake down` failed (exit %d), so shaping may still be in place. Run `sudo macake down` to remove it.\n", c.name, downCode)
-			status = exitFailure
 		}
 	}
 	if *asJSON {
-		rep.print(e)
+		printReport(e, rep)
 	}
-	return status
-}
-
-// serviceProgram resolves what the job runs: the binary (made absolute but
-// not symlink-resolved: Homebrew's /opt/homebrew/bin/macake is a stable
-// symlink into a versioned Cellar path that an upgrade deletes) and the
-// absolute config and state directories. lenient turns a missing binary
-// into a warning (dry runs, rendering a unit for another machine).
-func (e *env) serviceProgram(h launchdHost, c *command, binary string, lenient, agent bool) (launchd.Program, []string, int) {
-	var warnings []string
-	warn := func(format string, args ...any) {
-		msg := fmt.Sprintf(format, args...)
-		warnings = append(warnings, msg)
-		fmt.Fprintf(e.stderr, "warning: %s\n", msg)
-	}
-	if binary == "" {
-		exe, err := h.executable()
-		if err != nil {
-			fmt.Fprintf(e.stderr, "macake %s: cannot tell where this program is (%v); pass --binary PATH\n", c.name, err)
-			return launchd.Program{}, nil, exitFailure
-		}
-		binary = exe
-		if strings.Contains(binary, "/go-build") {
-			warn("%s looks like a temporary `go run` build that will disappear; pass --binary with an installed macake", binary)
-		}
-	}
-	abs := func(p string) string {
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return filepath.Clean(p)
-	}
-	prog := launchd.Program{Binary: abs(binary), ConfigDir: abs(e.configDir), StateDir: abs(e.stateDir)}
-	if err := prog.Validate(); err != nil {
-		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-		return prog, nil, exitUsage
-	}
-	fi, err := h.files.Stat(prog.Binary)
-	problem := ""
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		problem = "no such file"
-	case err != nil:
-		problem = err.Error()
-	case fi.IsDir || fi.Mode.Perm()&0o111 == 0:
-		problem = "not an executable file"
-	}
-	if problem != "" {
-		if !lenient {
-			fmt.Fprintf(e.stderr, "macake %s: --binary %s: %s; pass the path of an installed macake\n", c.name, prog.Binary, problem)
-			return prog, nil, exitUsage
-		}
-		warn("%s: %s", prog.Binary, problem)
-	}
-	if !agent && err == nil {
-		// A root daemon running a file its user can replace hands root to
-		// anything running as that user.
-		if dfi, derr := h.files.Stat(filepath.Dir(prog.Binary)); derr == nil {
-			for _, f := range []struct {
-				path string
-				fi   launchd.FileInfo
-			}{{prog.Binary, fi}, {filepath.Dir(prog.Binary), dfi}} {
-				if f.fi.UID > 0 || f.fi.Mode.Perm()&0o022 != 0 {
-					warn("%s is writable by someone other than root (owner uid %d, mode %04o): whoever can change it can replace what launchd runs as root; "+
-						"install a copy where only root can write (sudo make install PREFIX=/opt/macake) and pass --binary /opt/macake/bin/macake", f.path, f.fi.UID, f.fi.Mode.Perm())
-					break
-				}
-			}
-		}
-	}
-	if !agent {
-		if _, err := h.files.Stat(prog.ConfigDir); errors.Is(err, fs.ErrNotExist) {
-			warn("%s does not exist yet: watch shapes nothing until a policy file is there", prog.ConfigDir)
-		}
-	}
-	return prog, warnings, exitOK
-}
-
-// observe reads the machine's state for job. Off macOS there is nothing to
-// ask, so a dry run shows the fallback situation (described by the phrase
-// "on a Mac …"). A dry run that cannot observe (e.g. launchctl refusing a
-// non-root print) falls back to it too; a real run stops.
-func (e *env) observe(h launchdHost, c *command, job launchd.Job, dryRun bool, rep *serviceReport, fallback launchd.Observation, situation string) (launchd.Observation, int) {
-	if h.goos != "darwin" {
-		note := "launchd is macOS-only; this is what the command does on a Mac " + situation
-		rep.Notes = append(rep.Notes, note)
-		fmt.Fprintf(e.stderr, "note: %s\n", note)
-		return fallback, exitOK
-	}
-	obs, err := h.installer().Observe(e.ctx, job)
-	if err == nil {
-		return obs, exitOK
-	}
-	if dryRun {
-		msg := fmt.Sprintf("cannot read the current state (%v); showing the steps on a Mac %s", err, situation)
-		rep.Warnings = append(rep.Warnings, msg)
-		fmt.Fprintf(e.stderr, "warning: %s\n", msg)
-		return fallback, exitOK
-	}
-	fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-	return obs, exitFailure
+	return code
 }
 
 // jobCommand is the macake command a job runs.
@@ -459,11 +310,6 @@ func ownerMode(j launchd.Job) string {
 		return j.Owner.Name + " " + mode
 	}
 	return mode
-}
-
-// progress reports each completed step on stderr, in the past tense.
-func progress(e *env) func(launchd.Step) {
-	return func(s launchd.Step) { fmt.Fprintln(e.stderr, stepLine(s, "")) }
 }
 
 func printSteps(e *env, steps []launchd.Step, prefix string) {

@@ -355,32 +355,4 @@ func TestSecondWatchSaysSo(t *testing.T) {
 	if !strings.Contains(stderr, "the state lock is held; waiting for it") || !strings.Contains(stderr, fmt.Sprintf("pid=%d", os.Getpid())) {
 		t.Errorf("second watch did not say it waits for the lock:\n%s", stderr)
 	}
-	for goos, restart := range map[string]string{"darwin": "launchctl kickstart -k system/org.macake.watch", "linux": "systemctl restart macake-watch"} {
-		if msg := anotherWatch(7, goos).Error(); !strings.Contains(msg, restart) {
-			t.Errorf("%s: %q lacks %q", goos, msg, restart)
-		}
-	}
-}
-
-// TestCapStderrFile: the launchd stderr file is emptied once past its cap,
-// and left alone below it.
-func TestCapStderrFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "watch.stderr.log")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f.Write(bytes.Repeat([]byte("x"), 100))
-	capStderrFile(f, 1000, log)
-	if info, _ := os.Stat(path); info.Size() != 100 {
-		t.Fatalf("a small file was changed: %d bytes", info.Size())
-	}
-	f.Write(bytes.Repeat([]byte("x"), 1000))
-	capStderrFile(f, 1000, log)
-	f.Write([]byte("next\n"))
-	if b, _ := os.ReadFile(path); string(b) != "next\n" {
-		t.Fatalf("after the cap: %q", b)
-	}
 }

@@ -3,25 +3,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
-	"github.com/macake/macake/backend"
 	"github.com/macake/macake/daemon"
-	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/metrics"
-	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/sense/linkfacts"
-	"github.com/macake/macake/state"
 )
 
 var watchCmd = &command{
@@ -115,192 +102,22 @@ func runWatch(e *env, args []string) int {
 		runtime.GOMAXPROCS(1)
 	}
 	s := &session{e: e, cmd: "watch"}
-	defer s.close()
 	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings} {
 		if code, ok := step(); !ok {
 			return code
 		}
 	}
-	settings := s.policies.Settings
-
-	logPath := settings.LogFile
-	if logPath == "" {
-		logPath = f.logFile
-	}
-	logger, err := logging.New(logging.Options{
-		Format: logging.Format(settings.LogFormat), Level: level, Path: logPath, Stderr: e.stderr,
-		File: logging.FileOptions{CrashOutput: true},
+	code := exitOK
+	err = daemon.Serve(e.ctx, daemon.ServeOptions{
+		ConfigDir: e.configDir, StateDir: e.stateDir, StateDirIsDefault: e.stateDir == defaultStateDir,
+		Settings: s.policies.Settings, LoadOptions: s.loadOptions(),
+		BackendName: s.backendName, Runner: backendRunner, Getenv: e.getenv,
+		LogLevel: level, LogFile: f.logFile, Stderr: e.stderr, LockWait: watchLockWait, Sensors: watchSensors,
+		DriftInterval: f.drift, TeardownOnExit: f.teardown, Version: version, Commit: commit,
+		StartFailed: func(err error) { code = s.fail(err) },
 	})
-	if err != nil {
-		s.errorf("%v", err)
-		return exitFailure
+	if err != nil && code == exitOK {
+		code = exitFailure // the daemon stopped on an error it logged
 	}
-	defer logger.Close()
-	log := logger.Logger
-	if logPath != "" {
-		capStderrFile(e.stderr, maxStderrFile, log)
-	}
-	stopHUP := reopenOnHangup(logger)
-	defer stopHUP()
-
-	s.stateDir = e.stateDir
-	if s.stateDir == defaultStateDir && settings.StateDir != "" {
-		s.stateDir = settings.StateDir
-	}
-	if pid, holder, held, err := reconcile.Holder(s.stateDir); err == nil && held {
-		// Say at once why nothing happens for a while: a restart waits
-		// for the old watch to let go, anything else is refused after.
-		log.Info("the state lock is held; waiting for it", "holder", holder, "pid", pid, "wait", watchLockWait.String())
-	}
-	lock, err := reconcile.AcquireLockWith(e.ctx, s.stateDir, reconcile.LockOptions{
-		Wait: watchLockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: e.euid() != 0,
-	})
-	if err != nil {
-		if errors.Is(err, e.ctx.Err()) && e.ctx.Err() != nil {
-			return exitOK
-		}
-		var locked *reconcile.LockedError
-		if errors.As(err, &locked) && locked.Holder == reconcile.HolderWatch {
-			// Another daemon, not an apply: its advice (stop it to
-			// apply by hand) is not what a second watch needs.
-			err = anotherWatch(locked.PID, runtime.GOOS)
-		}
-		log.Error("cannot take the state lock", logging.KeyError, err)
-		return s.fail(err)
-	}
-	s.lock = lock
-	st, err := state.Load(s.stateDir)
-	if err != nil {
-		if !errors.Is(err, state.ErrCorrupt) {
-			log.Error("cannot read the state file", logging.KeyError, err)
-			return s.fail(err)
-		}
-		log.Warn("the state file is corrupt; starting from an empty one (it is rebuilt from the live state)", logging.KeyError, err)
-		if aside, err := state.SetAside(s.stateDir); err == nil {
-			log.Warn("a copy of the corrupt state file is kept for you to look at", "path", aside)
-		}
-	}
-	s.tokens = &reconcile.StateTokens{Dir: s.stateDir, State: st}
-	if code, ok := s.openBackend(); !ok {
-		log.Error("shaping is not available", "backend", s.backendName)
-		return code
-	}
-
-	src, err := linkfacts.FromEnv(e.getenv, linkfacts.PolicyOptions())
-	if err != nil {
-		log.Error("cannot read the network's link facts", logging.KeyError, err)
-		return s.fail(fmt.Errorf("%w: reading the link facts: %v", backend.ErrUnavailable, err))
-	}
-	if c, ok := src.(io.Closer); ok {
-		defer c.Close()
-	}
-
-	var m *metrics.Metrics
-	if settings.MetricsListen != "" {
-		m = metrics.New(metrics.Options{Version: version, Commit: commit, Log: log})
-		go func() {
-			if err := m.Serve(e.ctx, settings.MetricsListen); err != nil {
-				log.Error("the metrics endpoint is not served", logging.KeyError, err)
-			}
-		}()
-	}
-
-	sensors := watchSensors
-	if sensors == nil {
-		sensors = daemon.SystemSensors{}
-	}
-	d, err := daemon.New(daemon.Config{
-		ConfigDir: e.configDir, StateDir: s.stateDir, LoadOptions: s.loadOptions(), Settings: settings,
-		Backend: s.backend, Tokens: s.tokens,
-		Facts:         daemon.LinkFacts{Source: src},
-		ConfigChanges: daemon.Debounce(e.ctx, daemon.WatchConfigDir(e.ctx, e.configDir, log), daemon.DefaultDebounceQuiet, daemon.DefaultDebounceMax),
-		Sensors:       sensors, Log: log, Metrics: m,
-		DriftInterval: f.drift, TeardownOnExit: f.teardown, Version: version,
-	})
-	if err != nil {
-		return s.fail(err)
-	}
-
-	socket := statusapi.SocketPath(s.stateDir)
-	if ln, err := statusapi.Listen(socket); err != nil {
-		log.Error("'macake status' cannot ask this daemon", logging.KeyError, err)
-	} else {
-		go statusapi.Serve(e.ctx, ln, statusapi.Handler{
-			Status: d.Status,
-			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
-				return d.TakeMeasurement(ctx, m.Key, m.Profile)
-			},
-		}, log)
-	}
-
-	if err := d.Run(e.ctx); err != nil {
-		return exitFailure
-	}
-	return exitOK
-}
-
-// anotherWatch is the error of a watch that finds another one running:
-// only one may run, and the way to restart it depends on the service
-// manager.
-func anotherWatch(pid int, goos string) error {
-	who := "another macake watch"
-	if pid > 0 {
-		who += fmt.Sprintf(" (pid %d)", pid)
-	}
-	restart := "sudo launchctl kickstart -k system/org.macake.watch"
-	if goos != "darwin" {
-		restart = "sudo systemctl restart macake-watch"
-	}
-	return fmt.Errorf("%s is running and holds the state lock; only one watch runs at a time. "+
-		"See 'macake status'; to restart it with new settings: %s", who, restart)
-}
-
-// maxStderrFile caps the file launchd sends the daemon's stderr to
-// (launchd.DaemonStderrPath) when the daemon logs to a file of its own.
-const maxStderrFile = 1 << 20
-
-// capStderrFile empties w when it is a regular file larger than max: with
-// its own log file, watch writes there only before its logger starts and
-// when it crashes (the crash report is copied into the log as well), but
-// a policy that keeps the daemon from starting repeats its message at
-// every launchd retry, and launchd never truncates.
-func capStderrFile(w io.Writer, max int64, log *slog.Logger) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return
-	}
-	info, err := f.Stat()
-	if err != nil || !info.Mode().IsRegular() || info.Size() <= max {
-		return
-	}
-	if err := f.Truncate(0); err == nil {
-		log.Info("emptied the standard error file, which had grown past its cap", "file", info.Name(), "bytes", info.Size())
-	}
-}
-
-// reopenOnHangup reopens the log file on SIGHUP, for external rotators
-// (logrotate, newsyslog); without it SIGHUP would kill the daemon. It
-// returns the function that stops listening.
-func reopenOnHangup(l *logging.Logger) func() {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-hup:
-				if err := l.Reopen(); err != nil {
-					l.Error("reopening the log file", logging.KeyEvent, string(logging.EventLogFile), logging.KeyError, err)
-				} else {
-					l.Info("log file reopened (SIGHUP)")
-				}
-			}
-		}
-	}()
-	return func() {
-		signal.Stop(hup)
-		close(done)
-	}
+	return code
 }

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/macake/macake/backend"
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/logging"
+	"github.com/macake/macake/metrics"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/state"
+)
+
+// ServeOptions are the choices Serve assembles a running watch from: what
+// the command line and the daemon settings decided, and the seams tests
+// replace. ConfigDir, StateDir and Stderr are required.
+type ServeOptions struct {
+	// ConfigDir is the policy directory. StateDir holds the state file and
+	// the lock; when StateDirIsDefault (no --state-dir), the settings'
+	// state_dir takes its place, as for every other command.
+	ConfigDir, StateDir string
+	StateDirIsDefault   bool
+	// Settings are the daemon settings (macake.toml), already validated.
+	Settings config.Daemon
+	// LoadOptions are the policy files' load options. Their
+	// SkipOwnershipCheck also skips the state directory's check: both are
+	// for runs by someone other than root.
+	LoadOptions config.LoadOptions
+	// BackendName names the chosen backend in the log line of a backend
+	// that cannot be opened.
+	BackendName string
+	// Runner runs the backend's commands; nil runs real processes.
+	Runner execrun.Runner
+	// Getenv reads the environment (tool paths, MACAKE_LINK_FACTS); nil
+	// is os.Getenv.
+	Getenv func(string) string
+	// LogLevel is the lowest level logged; nil is info.
+	LogLevel slog.Leveler
+	// LogFile is the log file unless the settings name one (log_file); ""
+	// logs to Stderr.
+	LogFile string
+	// Stderr is the process's standard error: the log when there is no
+	// log file, and otherwise the file launchd sends stderr to, which
+	// Serve empties at start once it is past its cap.
+	Stderr io.Writer
+	// LockWait is how long to wait for the state lock: a watch restarted
+	// by launchd may start while the old one still exits.
+	LockWait time.Duration
+	// Sensors measure the links for the controllers; nil is SystemSensors.
+	Sensors Sensors
+	// DriftInterval and TeardownOnExit are Config's.
+	DriftInterval  time.Duration
+	TeardownOnExit bool
+	// Version and Commit are reported by status and the metrics.
+	Version, Commit string
+	// StartFailed, when set, is told the error that keeps the daemon from
+	// starting at the moment it does, between the log lines around it, so
+	// that a CLI prints it in its place; Serve then returns it.
+	StartFailed func(error)
+}
+
+// Serve is `macake watch` from start to stop: it builds the logger (with
+// SIGHUP reopening its file), takes the state lock, loads the state file
+// (setting a corrupt one aside), opens the backend and the link facts,
+// starts the optional metrics endpoint and the status socket, and runs the
+// Daemon until ctx ends. It returns nil after a clean shutdown, and also
+// when ctx ends while it waits for the lock; an error that kept the daemon
+// from starting (also given to StartFailed), or Run's error, otherwise.
+func Serve(ctx context.Context, o ServeOptions) error {
+	var lock *reconcile.Lock
+	defer func() {
+		if lock != nil {
+			lock.Release()
+		}
+	}()
+	startFailed := func(err error) error {
+		if o.StartFailed != nil {
+			o.StartFailed(err)
+		}
+		return err
+	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	settings := o.Settings
+
+	logPath := settings.LogFile
+	if logPath == "" {
+		logPath = o.LogFile
+	}
+	logger, err := logging.New(logging.Options{
+		Format: logging.Format(settings.LogFormat), Level: o.LogLevel, Path: logPath, Stderr: o.Stderr,
+		File: logging.FileOptions{CrashOutput: true},
+	})
+	if err != nil {
+		return startFailed(err)
+	}
+	defer logger.Close()
+	log := logger.Logger
+	if logPath != "" {
+		capStderrFile(o.Stderr, maxStderrFile, log)
+	}
+	stopHUP := reopenOnHangup(logger)
+	defer stopHUP()
+
+	stateDir := o.StateDir
+	if o.StateDirIsDefault && settings.StateDir != "" {
+		stateDir = settings.StateDir
+	}
+	if pid, holder, held, err := reconcile.Holder(stateDir); err == nil && held {
+		// Say at once why nothing happens for a while: a restart waits
+		// for the old watch to let go, anything else is refused after.
+		log.Info("the state lock is held; waiting for it", "holder", holder, "pid", pid, "wait", o.LockWait.String())
+	}
+	lock, err = reconcile.AcquireLockWith(ctx, stateDir, reconcile.LockOptions{
+		Wait: o.LockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck,
+	})
+	if err != nil {
+		if errors.Is(err, ctx.Err()) && ctx.Err() != nil {
+			return nil
+		}
+		var locked *reconcile.LockedError
+		if errors.As(err, &locked) && locked.Holder == reconcile.HolderWatch {
+			// Another daemon, not an apply: its advice (stop it to
+			// apply by hand) is not what a second watch needs.
+			err = anotherWatch(locked.PID, runtime.GOOS)
+		}
+		log.Error("cannot take the state lock", logging.KeyError, err)
+		return startFailed(err)
+	}
+	st, err := state.Load(stateDir)
+	if err != nil {
+		if !errors.Is(err, state.ErrCorrupt) {
+			log.Error("cannot read the state file", logging.KeyError, err)
+			return startFailed(err)
+		}
+		log.Warn("the state file is corrupt; starting from an empty one (it is rebuilt from the live state)", logging.KeyError, err)
+		if aside, err := state.SetAside(stateDir); err == nil {
+			log.Warn("a copy of the corrupt state file is kept for you to look at", "path", aside)
+		}
+	}
+	tokens := &reconcile.StateTokens{Dir: stateDir, State: st}
+	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
+		Settings: settings, Tokens: tokens, Runner: o.Runner, Getenv: getenv, KnownLinks: tokens.Slots,
+	})
+	if err != nil {
+		startFailed(err)
+		log.Error("shaping is not available", "backend", o.BackendName)
+		return err
+	}
+
+	src, err := linkfacts.FromEnv(getenv, linkfacts.PolicyOptions())
+	if err != nil {
+		log.Error("cannot read the network's link facts", logging.KeyError, err)
+		return startFailed(fmt.Errorf("%w: reading the link facts: %v", backend.ErrUnavailable, err))
+	}
+	if c, ok := src.(io.Closer); ok {
+		defer c.Close()
+	}
+
+	var m *metrics.Metrics
+	if settings.MetricsListen != "" {
+		m = metrics.New(metrics.Options{Version: o.Version, Commit: o.Commit, Log: log})
+		go func() {
+			if err := m.Serve(ctx, settings.MetricsListen); err != nil {
+				log.Error("the metrics endpoint is not served", logging.KeyError, err)
+			}
+		}()
+	}
+
+	sensors := o.Sensors
+	if sensors == nil {
+		sensors = SystemSensors{}
+	}
+	d, err := New(Config{
+		ConfigDir: o.ConfigDir, StateDir: stateDir, LoadOptions: o.LoadOptions, Settings: settings,
+		Backend: b, Tokens: tokens,
+		Facts:         LinkFacts{Source: src},
+		ConfigChanges: Debounce(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
+		Sensors:       sensors, Log: log, Metrics: m,
+		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
+	})
+	if err != nil {
+		return startFailed(err)
+	}
+
+	socket := statusapi.SocketPath(stateDir)
+	if ln, err := statusapi.Listen(socket); err != nil {
+		log.Error("'macake status' cannot ask this daemon", logging.KeyError, err)
+	} else {
+		go statusapi.Serve(ctx, ln, statusapi.Handler{
+			Status: d.Status,
+			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
+				return d.TakeMeasurement(ctx, m.Key, m.Profile)
+			},
+		}, log)
+	}
+
+	return d.Run(ctx)
+}
+
+// anotherWatch is the error of a watch that finds another one running:
+// only one may run, and the way to restart it depends on the service
+// manager.
+func anotherWatch(pid int, goos string) error {
+	who := "another macake watch"
+	if pid > 0 {
+		who += fmt.Sprintf(" (pid %d)", pid)
+	}
+	restart := "sudo launchctl kickstart -k system/org.macake.watch"
+	if goos != "darwin" {
+		restart = "sudo systemctl restart macake-watch"
+	}
+	return fmt.Errorf("%s is running and holds the state lock; only one watch runs at a time. "+
+		"See 'macake status'; to restart it with new settings: %s", who, restart)
+}
+
+// maxStderrFile caps the file launchd sends the daemon's stderr to
+// (launchd.DaemonStderrPath) when the daemon logs to a file of its own.
+const maxStderrFile = 1 << 20
+
+// capStderrFile empties w when it is a regular file larger than max: with
+// its own log file, watch writes there only before its logger starts and
+// when it crashes (the crash report is copied into the log as well), but
+// a policy that keeps the daemon from starting repeats its message at
+// every launchd retry, and launchd never truncates.
+func capStderrFile(w io.Writer, max int64, log *slog.Logger) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return
+	}
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() || info.Size() <= max {
+		return
+	}
+	if err := f.Truncate(0); err == nil {
+		log.Info("emptied the standard error file, which had grown past its cap", "file", info.Name(), "bytes", info.Size())
+	}
+}
+
+// reopenOnHangup reopens the log file on SIGHUP, for external rotators
+// (logrotate, newsyslog); without it SIGHUP would kill the daemon. It
+// returns the function that stops listening.
+func reopenOnHangup(l *logging.Logger) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-hup:
+				if err := l.Reopen(); err != nil {
+					l.Error("reopening the log file", logging.KeyEvent, string(logging.EventLogFile), logging.KeyError, err)
+				} else {
+					l.Info("log file reopened (SIGHUP)")
+				}
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
+}

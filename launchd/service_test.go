@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package launchd_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/launchd/launchdtest"
+)
+
+// fakeHost is a Mac with an installed, root-owned /usr/local/bin/macake.
+func fakeHost() (launchd.Host, *launchdtest.Files, *launchdtest.Launchd) {
+	files := launchdtest.NewFiles("/Library/LaunchDaemons", "/var/log", "/etc/macake/links.d", home)
+	files.AddFile("/usr/local/bin/macake", []byte("binary"), 0o755, 0, 0)
+	ld := launchdtest.NewLaunchd(files)
+	return launchd.Host{GOOS: "darwin", Files: files, Runner: ld,
+		Executable: func() (string, error) { return "/usr/local/bin/macake", nil },
+		Sleep:      func(time.Duration) {}}, files, ld
+}
+
+// said collects what a Progress hears, in order.
+type said struct{ lines []string }
+
+func (s *said) progress() launchd.Progress {
+	return launchd.Progress{
+		Warning: func(m string) { s.lines = append(s.lines, "warning: "+m) },
+		Note:    func(m string) { s.lines = append(s.lines, "note: "+m) },
+		Done:    func(st launchd.Step) { s.lines = append(s.lines, "done: "+st.String()) },
+		Applied: func(*launchd.Report) { s.lines = append(s.lines, "applied") },
+	}
+}
+
+func TestResolveProgram(t *testing.T) {
+	h, files, _ := fakeHost()
+	files.AddFile("/home/me/bin/macake", []byte("binary"), 0o755, 501, 20)
+	req := launchd.ProgramRequest{ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+	var s said
+	p, warnings, err := launchd.ResolveProgram(h, req, s.progress())
+	if err != nil || p != program || len(warnings) != 0 || len(s.lines) != 0 {
+		t.Fatalf("default: %+v, %q, %v, said %q", p, warnings, err, s.lines)
+	}
+
+	// What cannot work is the request's fault; a lenient request warns.
+	req.Binary = "/nonexistent/macake"
+	var reqErr *launchd.RequestError
+	if _, _, err := launchd.ResolveProgram(h, req, launchd.Progress{}); !errors.As(err, &reqErr) || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing binary: %v, want a RequestError", err)
+	}
+	req.Lenient = true
+	s = said{}
+	if _, warnings, err := launchd.ResolveProgram(h, req, s.progress()); err != nil || len(warnings) != 1 || !slices.Equal(s.lines, []string{"warning: " + warnings[0]}) {
+		t.Errorf("lenient: %q, %v, said %q", warnings, err, s.lines)
+	}
+
+	// A root daemon running a user's file hands root to that user; an
+	// agent runs as the user anyway.
+	req = launchd.ProgramRequest{Binary: "/home/me/bin/macake", ConfigDir: "/srv/none", StateDir: "/var/db/macake"}
+	_, warnings, _ = launchd.ResolveProgram(h, req, launchd.Progress{})
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "writable by someone other than root") || !strings.Contains(warnings[1], "/srv/none does not exist yet") {
+		t.Errorf("daemon warnings %q", warnings)
+	}
+	req.Agent = true
+	if _, warnings, _ = launchd.ResolveProgram(h, req, launchd.Progress{}); len(warnings) != 0 {
+		t.Errorf("agent warnings %q", warnings)
+	}
+
+	h.Executable = func() (string, error) { return "", errors.New("no /proc") }
+	if _, _, err := launchd.ResolveProgram(h, launchd.ProgramRequest{ConfigDir: "/a", StateDir: "/b"}, launchd.Progress{}); err == nil || errors.As(err, &reqErr) {
+		t.Errorf("unknown executable: %v, want a failure that is not the request's", err)
+	}
+}
+
+func TestInstallAndUninstall(t *testing.T) {
+	h, _, ld := fakeHost()
+	var s said
+	rep, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program, Warnings: []string{"w"}}, s.progress())
+	if err != nil || !rep.Changed || rep.Warnings[0] != "w" || rep.ServiceTarget != "system/org.macake.watch" || rep.Job.Label != launchd.DaemonLabel {
+		t.Fatalf("install: %+v, %v", rep, err)
+	}
+	if _, ok := ld.Loaded["system/org.macake.watch"]; !ok || s.lines[len(s.lines)-1] != "applied" || len(s.lines) != len(rep.Steps)+1 {
+		t.Errorf("not loaded, or said %q", s.lines)
+	}
+	rep, err = launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program}, launchd.Progress{})
+	if err != nil || rep.Changed || rep.Steps == nil {
+		t.Errorf("second install: %+v, %v; want no steps, as an empty list", rep, err)
+	}
+
+	downs := 0
+	down := func() int { downs++; return 1 }
+	s = said{}
+	rep, err = launchd.Uninstall(context.Background(), h, launchd.UninstallRequest{Down: down}, s.progress())
+	var downErr *launchd.DownError
+	if !errors.As(err, &downErr) || downErr.ExitCode != 1 || downs != 1 || *rep.DownExitCode != 1 || rep.Error != err.Error() || len(ld.Loaded) != 0 {
+		t.Errorf("uninstall: %+v, %v, downs %d", rep, err, downs)
+	}
+	if i := slices.Index(s.lines, "applied"); i != len(s.lines)-1 {
+		t.Errorf("applied is not the last thing said before down: %q", s.lines)
+	}
+}
+
+// A failed bootout leaves watch running, which would re-apply what down
+// removes: down is not run.
+func TestUninstallBootoutFailureSkipsDown(t *testing.T) {
+	h, _, ld := fakeHost()
+	if _, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program}, launchd.Progress{}); err != nil {
+		t.Fatal(err)
+	}
+	ld.Fail("bootout", 1, "Boot-out failed: 1: Operation not permitted", -1)
+	downs := 0
+	rep, err := launchd.Uninstall(context.Background(), h, launchd.UninstallRequest{Down: func() int { downs++; return 0 }}, launchd.Progress{})
+	var downErr *launchd.DownError
+	if err == nil || errors.As(err, &downErr) || downs != 0 || rep == nil || rep.DownExitCode != nil || !strings.Contains(rep.Error, "Operation not permitted") {
+		t.Errorf("%+v, %v, downs %d", rep, err, downs)
+	}
+}
+
+// Off macOS a dry run shows what a Mac would get, and asks nothing.
+func TestDryRunOffMacOS(t *testing.T) {
+	h, _, ld := fakeHost()
+	h.GOOS = "linux"
+	var s said
+	rep, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program, DryRun: true}, s.progress())
+	if err != nil || !rep.DryRun || rep.Plist == "" || len(rep.Notes) != 1 || !slices.Equal(s.lines, []string{"note: " + rep.Notes[0]}) {
+		t.Fatalf("install: %+v, %v, said %q", rep, err, s.lines)
+	}
+	rep, err = launchd.Uninstall(context.Background(), h, launchd.UninstallRequest{DryRun: true, Down: func() int { t.Error("down ran in a dry run"); return 0 }}, launchd.Progress{})
+	if err != nil || len(rep.Steps) != 2 || rep.DownExitCode != nil {
+		t.Errorf("uninstall: %+v, %v", rep, err)
+	}
+	if len(ld.Calls) != 0 {
+		t.Errorf("ran launchctl: %q", ld.Calls)
+	}
+}
+
+func TestObserveFailureStopsARealRun(t *testing.T) {
+	h, _, ld := fakeHost()
+	ld.Fail("print", 1, "Operation not permitted", -1)
+	if rep, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program}, launchd.Progress{}); rep != nil || err == nil {
+		t.Errorf("install: %+v, %v", rep, err)
+	}
+	rep, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program, DryRun: true}, launchd.Progress{})
+	if err != nil || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "cannot read the current state") {
+		t.Errorf("dry run: %+v, %v", rep, err)
+	}
+}
