@@ -37,6 +37,17 @@ type Daemon struct {
 	MetricsListen string `toml:"metrics_listen"`
 }
 
+// StateDirFor is the state directory a command uses when the command line
+// gives flag: the flag, unless it is left at the default and the settings
+// name a state_dir, which then wins. Every command that reads or writes the
+// state file asks this, so that they all find the same one.
+func (d Daemon) StateDirFor(flag string, isDefault bool) string {
+	if isDefault && d.StateDir != "" {
+		return d.StateDir
+	}
+	return flag
+}
+
 // PipeRange is an inclusive block of dummynet pipe numbers.
 type PipeRange struct {
 	First int `toml:"first"`

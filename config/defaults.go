@@ -117,9 +117,13 @@ func defaultPolicy() Policy {
 	return p
 }
 
+// DefaultStateDir is where the state file lives unless --state-dir or
+// state_dir says otherwise.
+const DefaultStateDir = "/var/db/macake"
+
 // DaemonDefaults are the defaults of the daemon settings file.
 var DaemonDefaults = Daemon{
-	StateDir:  "/var/db/macake",
+	StateDir:  DefaultStateDir,
 	Anchor:    "com.apple/macake",
 	PipeRange: PipeRange{First: 48001, Last: 48998},
 	LogFormat: LogText,

@@ -118,10 +118,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	stopHUP := reopenOnHangup(logger)
 	defer stopHUP()
 
-	stateDir := o.StateDir
-	if o.StateDirIsDefault && settings.StateDir != "" {
-		stateDir = settings.StateDir
-	}
+	stateDir := settings.StateDirFor(o.StateDir, o.StateDirIsDefault)
 	if pid, holder, held, err := reconcile.Holder(stateDir); err == nil && held {
 		// Say at once why nothing happens for a while: a restart waits
 		// for the old watch to let go, anything else is refused after.
@@ -156,7 +153,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	tokens := &reconcile.StateTokens{Dir: stateDir, State: st}
 	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
-		Settings: settings, Tokens: tokens, Runner: o.Runner, Getenv: getenv, KnownLinks: tokens.Slots,
+		Settings: settings, Tokens: tokens, Runner: o.Runner, Getenv: getenv,
 	})
 	if err != nil {
 		startFailed(err)

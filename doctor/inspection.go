@@ -125,10 +125,7 @@ func (in *Inspection) config() configFacts {
 				c.policyProblems = append(c.policyProblems, pr)
 			}
 		}
-		c.stateDir = in.sys.StateDir
-		if in.sys.StateDirIsDefault && p.Settings.StateDir != "" {
-			c.stateDir = p.Settings.StateDir
-		}
+		c.stateDir = p.Settings.StateDirFor(in.sys.StateDir, in.sys.StateDirIsDefault)
 		return c
 	})
 }

@@ -37,9 +37,10 @@ type BackendConfig struct {
 	Runner execrun.Runner
 	// Getenv reads the environment (tool path overrides); nil is os.Getenv.
 	Getenv func(string) string
-	// KnownLinks, when set, returns every link name that holds a slot in
-	// the state file (StateTokens.Slots), including links removed from the
-	// config since; plans use it to name the leftovers of removed links.
+	// KnownLinks returns every link name that holds a slot in the state
+	// file, including links removed from the config since; plans use it to
+	// name the leftovers of removed links. nil uses Tokens' Slots when
+	// Tokens is the state file (StateTokens).
 	KnownLinks func() map[string]int
 	// GOOS picks the default backend; "" is runtime.GOOS.
 	GOOS string
@@ -135,6 +136,9 @@ func PFOptions(settings config.Daemon, getenv func(string) string) pfdn.Options 
 func openPF(cfg BackendConfig) (backend.Backend, error) {
 	opts := PFOptions(cfg.Settings, cfg.getenv)
 	opts.KnownLinks = cfg.KnownLinks
+	if st, ok := cfg.Tokens.(*StateTokens); ok && opts.KnownLinks == nil {
+		opts.KnownLinks = st.Slots
+	}
 	run := cfg.Runner
 	if run == nil {
 		for _, tool := range []struct{ name, path, env string }{{"pfctl", opts.Pfctl, pfdn.EnvPfctl}, {"dnctl", opts.Dnctl, pfdn.EnvDnctl}} {

@@ -215,10 +215,7 @@ func (s *session) loadSettings() (int, bool) {
 
 // openState takes the lock (unless dry run) and reads the state file.
 func (s *session) openState() (int, bool) {
-	s.stateDir = s.e.stateDir
-	if s.stateDir == defaultStateDir && s.policies.Settings.StateDir != "" {
-		s.stateDir = s.policies.Settings.StateDir
-	}
+	s.stateDir = s.policies.Settings.StateDirFor(s.e.stateDir, s.e.stateDir == defaultStateDir)
 	if !s.dryRun {
 		l, err := reconcile.AcquireLockWith(s.e.ctx, s.stateDir, reconcile.LockOptions{
 			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0,
@@ -257,7 +254,6 @@ func (s *session) openState() (int, bool) {
 func (s *session) openBackend() (int, bool) {
 	cfg := reconcile.BackendConfig{
 		Settings: s.policies.Settings, Tokens: s.tokens, Runner: backendRunner, Getenv: s.e.getenv,
-		KnownLinks: s.tokens.Slots,
 	}
 	if s.dryRun {
 		// A dry run holds no lock and changes nothing: what tc learns

@@ -20,7 +20,7 @@ import (
 // Default locations; --config-dir and --state-dir override them.
 const (
 	defaultConfigDir = "/etc/macake/links.d"
-	defaultStateDir  = "/var/db/macake"
+	defaultStateDir  = config.DefaultStateDir
 )
 
 // env is everything a command may touch of the outside world, so that the

@@ -133,10 +133,10 @@ func stateDirOf(e *env) string {
 		return e.stateDir
 	}
 	settings, _, err := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
-	if err == nil && settings.StateDir != "" {
-		return settings.StateDir
+	if err != nil {
+		return e.stateDir
 	}
-	return e.stateDir
+	return settings.StateDirFor(e.stateDir, true)
 }
 
 // gatherStatus asks the daemon, or assembles the static picture when it
