@@ -418,7 +418,7 @@ func (d *differ) hook(l shape.Link, dev *DeviceState) {
 	if dev.Hook() != nil {
 		return
 	}
-	d.add(plan.Op{Link: l.Name, Interface: dev.Name, Kind: "ingress", ID: dev.Name, Action: plan.Create,
+	d.add(plan.Op{Link: l.Name, Interface: dev.Name, Kind: "ingress", Role: plan.RoleRules, ID: dev.Name, Action: plan.Create,
 		Label:    "ingress qdisc on " + dev.Name,
 		Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", After: "ingress", AfterValue: "ingress"}},
 		Commands: []execrun.Command{d.t.tcCmd("qdisc", "add", "dev", dev.Name, "handle", "ffff:", "ingress")},
@@ -487,7 +487,7 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 		}
 	}
 	d.claimed["exempt-"+h.String()+"/"+dev.Name] = true
-	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "exemptions", ID: dev.Name + "/" + h.String(),
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "exemptions", Role: plan.RoleRules, ID: dev.Name + "/" + h.String(),
 		Label: fmt.Sprintf("probe exemptions on %s %s %s", dev.Name, h, pipeLabel(l, hookDirection(h)))}
 	var cmds []execrun.Command
 	for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
@@ -609,7 +609,7 @@ func (d *differ) redirect(l shape.Link, dev *DeviceState, ifb string) {
 			return
 		}
 	}
-	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "redirect", ID: dev.Name,
+	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "redirect", Role: plan.RoleRules, ID: dev.Name,
 		Label: fmt.Sprintf("redirect %s ingress → %s %s", dev.Name, ifb, pipeLabel(l, shape.Download))}
 	target := plan.Field{Name: "target", Key: "redirect_to", After: ifb, AfterValue: ifb}
 	if len(ours) == 0 {
@@ -707,7 +707,7 @@ func (d *differ) removals() {
 			if link != "" {
 				why = reason
 			}
-			d.add(plan.Op{Link: link, Interface: n, Kind: "ingress", ID: n, Action: plan.Remove,
+			d.add(plan.Op{Link: link, Interface: n, Kind: "ingress", Role: plan.RoleRules, ID: n, Action: plan.Remove,
 				Label:    "ingress qdisc on " + n,
 				Reason:   why,
 				Commands: []execrun.Command{d.t.tcCmd("qdisc", "del", "dev", n, "handle", "ffff:", "ingress")},
@@ -715,13 +715,13 @@ func (d *differ) removals() {
 			continue
 		}
 		if dropRedirect {
-			d.add(plan.Op{Link: link, Interface: n, Kind: "redirect", ID: n, Action: plan.Remove,
+			d.add(plan.Op{Link: link, Interface: n, Kind: "redirect", Role: plan.RoleRules, ID: n, Action: plan.Remove,
 				Label: "redirect " + n + " ingress", Reason: reason,
 				Commands: []execrun.Command{d.t.deleteRedirect(n)},
 			})
 		}
 		if dropExempt {
-			op := plan.Op{Link: link, Interface: n, Kind: "exemptions", ID: n + "/ingress", Action: plan.Remove,
+			op := plan.Op{Link: link, Interface: n, Kind: "exemptions", Role: plan.RoleRules, ID: n + "/ingress", Action: plan.Remove,
 				Label: "probe exemptions on " + n + " ingress", Reason: reason}
 			for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
 				if exempt[pref] {
