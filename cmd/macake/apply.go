@@ -59,6 +59,31 @@ dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or 
 
 func init() { applyCmd.run = runApply }
 
+// planCmd is `apply --dry-run` under the name terraform users type. It is
+// a command of its own, so that it is listed and its help names it.
+var planCmd = &command{
+	name:  "plan",
+	args:  "[--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never]",
+	short: "Print the plan that 'macake apply' would carry out, and change nothing ('apply --dry-run').",
+	long: `The same as 'macake apply --dry-run': reads the policy files, the state file
+and the live shaping, and prints the plan that makes them match, without
+changing anything or taking the lock. On macOS, reading pf and dummynet
+needs root; without it the plan is everything macake would own for the
+links that match now (it says so). See 'macake apply --help' for the plan's
+format.
+
+Exit status: 0 success (with or without changes); 1 failure; 2 only with
+--detailed-exitcode, when there are changes; 64 usage; 69 pfctl/dnctl
+(Linux: tc/ip) missing or unusable; 78 configuration invalid.`,
+}
+
+func init() {
+	planCmd.run = func(e *env, args []string) int {
+		e.invokedAs = planCmd
+		return runApply(e, append([]string{"--dry-run"}, args...))
+	}
+}
+
 // backendRunner, when not nil, runs the backend's commands instead of real
 // processes: the CLI tests set it to the in-process pf/dummynet emulator.
 var backendRunner execrun.Runner
@@ -73,17 +98,21 @@ type applyFlags struct {
 }
 
 func runApply(e *env, args []string) int {
-	fs := applyCmd.flags()
+	cmd := applyCmd
+	if e.invokedAs != nil {
+		cmd = e.invokedAs
+	}
+	fs := cmd.flags()
 	f := applyFlags{color: "auto"}
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan only; change nothing (without root on macOS: everything macake would own, as the live state is unreadable)")
 	fs.BoolVar(&f.detailed, "detailed-exitcode", false, "exit 2 when there were changes (planned or applied)")
 	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command of the plan")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
 	fs.Var(&f.color, "color", "colour the plan: auto (only on a terminal, without NO_COLOR), always or never")
-	if done, code := applyCmd.parse(e, fs, args); done {
+	if done, code := cmd.parse(e, fs, args); done {
 		return code
 	}
-	if done, code := applyCmd.noArgs(e, fs); done {
+	if done, code := cmd.noArgs(e, fs); done {
 		return code
 	}
 	if !f.dryRun {
@@ -91,11 +120,7 @@ func runApply(e *env, args []string) int {
 			return code
 		}
 	}
-	name := "apply"
-	if e.invokedAs != "" {
-		name = e.invokedAs
-	}
-	s := &session{e: e, cmd: name, dryRun: f.dryRun, unreadablePlan: f.dryRun}
+	s := &session{e: e, cmd: cmd.name, dryRun: f.dryRun, unreadablePlan: f.dryRun}
 	defer s.close()
 	return s.apply(f)
 }

@@ -37,9 +37,9 @@ type env struct {
 	configDirSet bool
 	// euid reports the effective user id; tests replace it.
 	euid func() int
-	// invokedAs is the command name the user typed when it is an alias
-	// ("plan" for apply --dry-run), so messages name what was run.
-	invokedAs string
+	// invokedAs is the command the user typed when it runs another's code
+	// (plan runs apply --dry-run), so help and messages name what was run.
+	invokedAs *command
 }
 
 // command is one subcommand: its help texts and the function that runs it.
@@ -56,7 +56,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		validateCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
+		validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
 		versionCmd,
@@ -121,10 +121,6 @@ func (e *env) main(args []string) int {
 		}
 		e.usage(e.stdout)
 		return exitOK
-	}
-	if name == "plan" { // terraform habit: `plan` is `apply --dry-run`
-		e.invokedAs = "plan"
-		return applyCmd.run(e, append([]string{"--dry-run"}, rest[1:]...))
 	}
 	c := lookup(name)
 	if c == nil {

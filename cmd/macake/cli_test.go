@@ -138,3 +138,26 @@ func TestRequireRootNamesTheBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestCLIPlanIsACommand checks that `plan` is listed wherever commands are
+// and that its help names it, not apply (issue 12, item 10).
+func TestCLIPlanIsACommand(t *testing.T) {
+	_, stdout, _ := runCLI(t, "--help")
+	if !strings.Contains(stdout, "\n  plan ") {
+		t.Errorf("macake --help does not list plan:\n%s", stdout)
+	}
+	_, _, stderr := runCLI(t)
+	if !strings.Contains(stderr, " plan,") {
+		t.Errorf("the missing-command message does not list plan: %q", stderr)
+	}
+	for _, args := range [][]string{{"plan", "--help"}, {"help", "plan"}} {
+		code, stdout, _ := runCLI(t, args...)
+		if code != exitOK || !strings.HasPrefix(stdout, "Usage: macake plan ") {
+			t.Errorf("macake %v: exit %d, stdout %q", args, code, stdout)
+		}
+	}
+	code, _, stderr := runCLI(t, "plan", "--no-such-flag")
+	if code != exitUsage || !strings.Contains(stderr, "macake plan --help") {
+		t.Errorf("plan --no-such-flag: exit %d, stderr %q", code, stderr)
+	}
+}
