@@ -27,7 +27,10 @@ the result includes every delay the shaper adds. --reflector adds targets.
 Nothing is saved.
 
 Endpoints: Cloudflare's public speed test by default; --server URL for a
-server started with "macake measure --serve ADDR".`,
+server started with "macake measure --serve ADDR".
+
+Exit status: 0 success; 1 the server cannot be reached or a phase failed;
+64 usage (a flag's value, e.g. a --server that is not an http(s) URL).`,
 }
 
 func init() { benchCmd.run = runBench }
@@ -51,6 +54,9 @@ func runBench(e *env, args []string) int {
 	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 {
 		fmt.Fprintln(e.stderr, "macake bench: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
 		return exitUsage
+	}
+	if code, ok := checkServerFlag(e, "bench", *server); !ok {
+		return code
 	}
 	ep, targets, err := measure.ChooseEndpoint(e.ctx, *server, nil)
 	if err != nil {

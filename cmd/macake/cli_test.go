@@ -161,3 +161,38 @@ func TestCLIPlanIsACommand(t *testing.T) {
 		t.Errorf("plan --no-such-flag: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestCLIEveryHelpHasAnExitStatus: scripts and launchd read the exit
+// status, so every command's help says what each one means.
+func TestCLIEveryHelpHasAnExitStatus(t *testing.T) {
+	for _, c := range commands {
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		stdout = strings.Join(strings.Fields(stdout), " ")
+		if !strings.Contains(stdout, " Exit status: 0") {
+			t.Errorf("macake %s --help has no exit-status section", c.name)
+		}
+		if !strings.Contains(stdout, "64 usage") {
+			t.Errorf("macake %s --help does not name exit 64 (usage)", c.name)
+		}
+	}
+}
+
+// TestCLIFlagValuesAreUsageErrors: a flag value no run can use exits 64,
+// before anything is measured, served or simulated (issue 12, item 16).
+func TestCLIFlagValuesAreUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // in stderr
+	}{
+		{[]string{"measure", "--serve", ":99999"}, "invalid port"},
+		{[]string{"measure", "--serve", "localhost"}, "missing port"},
+		{[]string{"measure", "--server", "ftp://x"}, `--server "ftp://x": want a URL like http://HOST:PORT`},
+		{[]string{"bench", "--server", "ftp://x"}, `--server "ftp://x": want a URL like http://HOST:PORT`},
+		{[]string{"sim", "--link", "mars"}, `--link mars: unknown link model "mars"`},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}

@@ -28,7 +28,11 @@ log to /var/log/macake/watch.log. The job runs this binary (or --binary) with th
 Idempotent: when the same plist is already installed and loaded there is nothing
 to do; a changed plist is booted out and bootstrapped again. Needs root, except
 with --dry-run, which prints the plist and the steps without changing anything.
-On Linux, --systemd-unit prints the equivalent systemd unit.`,
+On Linux, --systemd-unit prints the equivalent systemd unit.
+
+Exit status: 0 success (installed, or nothing to do); 1 a step failed (the
+report says which); 64 usage (e.g. a --binary that is no macake); 69 not on
+macOS (except --dry-run and --systemd-unit); 77 not root (except --dry-run).`,
 }
 
 var uninstallDaemonCmd = &command{
@@ -37,7 +41,11 @@ var uninstallDaemonCmd = &command{
 	short: "Stop and remove the LaunchDaemon, then run `macake down`.",
 	long: `Boots the job out of launchd (which stops 'macake watch'), removes its plist, then
 runs 'macake down' to remove the shaping that watch left in place. The log
-directory /var/log/macake is kept. Needs root, except with --dry-run.`,
+directory /var/log/macake is kept. Needs root, except with --dry-run.
+
+Exit status: 0 success (removed, or not installed); 1 a step failed, or
+'macake down' failed afterwards (run 'sudo macake down'); 64 usage; 69 not
+on macOS (except --dry-run); 77 not root (except --dry-run).`,
 }
 
 var installAgentCmd = &command{
@@ -49,14 +57,21 @@ login session (launchctl bootstrap gui/UID): 'macake monitor' then runs from
 login, with its log in ~/Library/Logs/macake/monitor.log. Run it as yourself,
 without sudo. Without a GUI login (ssh only) the plist is installed and starts at
 the next login. Note that macOS 15+ Local Network Privacy applies to agents: the
-gateway may be unreachable from one, public reflectors are not affected.`,
+gateway may be unreachable from one, public reflectors are not affected.
+
+Exit status: 0 success (installed, or nothing to do); 1 a step failed; 64
+usage, including running it as root (it installs for the user who runs
+it); 69 not on macOS (except --dry-run and --systemd-unit).`,
 }
 
 var uninstallAgentCmd = &command{
 	name:  "uninstall-agent",
 	args:  "[--dry-run] [--json]",
 	short: "Remove the user LaunchAgent.",
-	long:  `Boots the agent out of your login session and removes its plist. Logs are kept.`,
+	long: `Boots the agent out of your login session and removes its plist. Logs are kept.
+
+Exit status: 0 success (removed, or not installed); 1 a step failed; 64
+usage, including running it as root; 69 not on macOS (except --dry-run).`,
 }
 
 func init() {

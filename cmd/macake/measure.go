@@ -45,7 +45,14 @@ the __down and __up URLs). To measure against your own server, run
 "macake measure --serve :8080" on a machine beyond the link and pass
 --server http://HOST:8080 here; its latency is then measured too.
 
-No root is needed, except to write the default state directory.`,
+No root is needed, except to write the default state directory.
+
+Exit status: 0 success (and, with --serve, after an interrupt); 1 failure:
+no policy matches, the server cannot be reached, a phase failed or stalled,
+the profile could not be saved (the measurement is still printed), or
+--serve cannot listen on a valid address (it is in use, or needs root);
+64 usage (a flag's value, e.g. --serve :99999 or a --server that is not an
+http(s) URL).`,
 }
 
 func init() { measureCmd.run = runMeasure }
@@ -82,6 +89,9 @@ func runMeasure(e *env, args []string) int {
 		return exitFailure
 	}
 
+	if code, ok := checkServerFlag(e, "measure", *server); !ok {
+		return code
+	}
 	target, err := resolveTarget(e, *linkName, reflectors)
 	if err != nil {
 		return fail("%v", err)
@@ -129,6 +139,20 @@ func runMeasure(e *env, args []string) int {
 	return code
 }
 
+// checkServerFlag refuses a --server that is not a speed-test server's
+// URL before anything is measured: it is a usage error (64), not a
+// failure of the network.
+func checkServerFlag(e *env, cmd, server string) (int, bool) {
+	if server == "" {
+		return exitOK, true
+	}
+	if _, err := speedtest.ServerEndpoint(server); err != nil {
+		fmt.Fprintf(e.stderr, "macake %s: %v\n", cmd, err)
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
 // notSavedMessage explains a failed save; only a permission error earns
 // the hint to use sudo (root gets it for other reasons too).
 func notSavedMessage(err error) string {
@@ -145,6 +169,12 @@ func serveSpeedtest(e *env, addr string) int {
 	ln, err := lc.Listen(e.ctx, "tcp", addr)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake measure --serve: %v\n", err)
+		// An address that is no address (a port out of range, a missing
+		// port) is the user's typo; one in use or reserved is the machine's.
+		if errors.As(err, new(*net.AddrError)) {
+			fmt.Fprintln(e.stderr, "Give a listen address such as :8080 or 192.0.2.1:8080.")
+			return exitUsage
+		}
 		return exitFailure
 	}
 	srv := &http.Server{Handler: speedtest.Handler(), ReadHeaderTimeout: 10 * time.Second}

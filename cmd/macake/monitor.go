@@ -34,7 +34,11 @@ instead, rotated at 10 MiB with 5 old files kept (the LaunchAgent passes
 
 The baseline follows cake-autorate's: it drops at once to a lower delay and
 creeps up over minutes, so a queue shows as a delta above it. No root is
-needed; on Linux unprivileged ICMP needs net.ipv4.ping_group_range.`,
+needed; on Linux unprivileged ICMP needs net.ipv4.ping_group_range.
+
+Exit status: 0 after an interrupt or --duration, when a reflector answered;
+1 no reflector answered, no interface carries the default route (and no
+--reflector was given), or the log file cannot be opened; 64 usage.`,
 }
 
 func init() { monitorCmd.run = runMonitor }

@@ -34,12 +34,19 @@ Deterministic: the same flags and seed give the same numbers on any machine.
 
 With --traces DIR, every trace in the directory (../shared/traces) runs with
 several seeds and start offsets, and one table compares the controllers per
-trace (median score, win rule of benchmark.md §4.2).
+trace by their median score. A controller wins a trace when its D95 is no
+higher and its U at most 0.02 lower, one of them by more than the noise;
+otherwise a score higher by more than the noise wins; else it is a tie
+(docs/MEASUREMENTS.md).
 
 Examples:
   macake sim --link starlink --svg starlink.svg
   macake sim --trace ../shared/traces/mahimahi/TMobile-LTE-short.down
-  macake sim --traces ../shared/traces --controllers upstream,ours`,
+  macake sim --traces ../shared/traces --controllers upstream,ours
+
+Exit status: 0 success; 1 a trace cannot be read or a run failed; 64 usage
+(a flag's value or combination, e.g. an unknown --link model); 78 the
+--policy file is invalid.`,
 }
 
 func init() { simCmd.run = runSim }

@@ -217,7 +217,7 @@ func TestSimBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--link", "wifi", quick}, exitFailure, "unknown link model \"wifi\""},
+		{[]string{"--link", "wifi", quick}, exitUsage, "--link wifi: unknown link model \"wifi\""},
 		{[]string{"--link", "dsl", "--trace", "x"}, exitUsage, "one of --link, --trace and --traces"},
 		{[]string{"--controllers", "magic", quick}, exitUsage, "unknown controller \"magic\""},
 		{[]string{"--queue", "2MB", quick}, exitUsage, "above dnctl's limit"},

@@ -26,7 +26,7 @@ root and not writable by group or others; run as another user it skips that
 check and says so.
 
 Exit status: 0 when every file is valid (warnings allowed), 78 when any is
-not, 64 on a usage error.`,
+not, 64 usage.`,
 }
 
 func init() { validateCmd.run = runValidate }

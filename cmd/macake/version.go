@@ -13,6 +13,11 @@ var versionCmd = &command{
 	name:  "version",
 	args:  "[--json]",
 	short: "Print the version, commit and Go version.",
+	long: `Prints the version macake was built as (or the module version go install
+recorded), its commit, the Go version and the platform; --json prints them
+as one object.
+
+Exit status: 0; 64 usage.`,
 }
 
 func init() { versionCmd.run = runVersion }

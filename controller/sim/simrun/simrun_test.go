@@ -135,7 +135,7 @@ func TestNewSingleFindsEveryProblemBeforeRunning(t *testing.T) {
 		{func(s *Spec) { s.Controllers = "none,policy" }, true, false, "--controllers policy: needs --policy FILE (and one link)"},
 		{func(s *Spec) { s.Queue = "2MB" }, true, false, "above dnctl's limit"},
 		{func(s *Spec) { s.Policy = "no-such.toml" }, false, true, "no-such.toml"},
-		{func(s *Spec) { s.Link = "wifi" }, false, false, `unknown link model "wifi"`},
+		{func(s *Spec) { s.Link = "wifi" }, true, false, `--link wifi: unknown link model "wifi"`},
 	} {
 		s := spec()
 		tc.edit(&s)

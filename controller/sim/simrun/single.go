@@ -46,8 +46,8 @@ type Outcome struct {
 
 // NewSingle checks s and builds its run: the arms, the link, the policy's
 // controller, and one job per arm plus the off/on/off job. Its errors are
-// UsageErrors for the flags, ConfigErrors for the policy, and plain errors
-// for a link or trace that cannot be loaded.
+// UsageErrors for the flags (an unknown --link model too), ConfigErrors for
+// the policy, and plain errors for a trace that cannot be loaded.
 func NewSingle(s Spec) (*Single, error) {
 	arms, opt, err := s.prepare(DefaultControllers())
 	if err != nil {
@@ -163,7 +163,8 @@ func (s *Spec) buildLink() (*sim.Link, [2]bool, error) {
 	} else {
 		l, err = linkmodel.New(s.Link, s.Seed)
 		if err != nil {
-			return nil, loaded, err
+			// The only way New fails is a name it does not know: the flag.
+			return nil, loaded, UsageError{fmt.Errorf("--link %s: %w", s.Link, err)}
 		}
 		loaded = [2]bool{true, true}
 	}
