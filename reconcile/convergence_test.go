@@ -206,7 +206,7 @@ func TestCrashBetweenPipesAndRules(t *testing.T) {
 		p := m.converge(d)
 		text := planText(p)
 		for _, n := range []string{"48001", "48002"} {
-			if !strings.Contains(text, "sudo dnctl pipe "+n+" delete") {
+			if !strings.Contains(text, "sudo dnctl pipe delete "+n) {
 				t.Errorf("no warning tells how to remove pipe %s:\n%s", n, text)
 			}
 		}

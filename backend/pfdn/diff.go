@@ -475,7 +475,7 @@ func notOwnedPipe(lp LivePipe, queuesOn map[int][]int, o Options, consequence st
 		what = "its settings are the kind macake writes, so it may be a leftover of macake's from a lost state file"
 	}
 	return fmt.Sprintf("pipe %d (%s) is inside macake's range %s, but neither the state file nor a rule in the anchor %q names it, so macake leaves it alone%s (%s). "+
-		"If it is a leftover of macake's, remove it: sudo %s pipe %d delete; if another tool uses it, give macake another pipe_range in the daemon settings",
+		"If it is a leftover of macake's, remove it: sudo %s pipe delete %d; if another tool uses it, give macake another pipe_range in the daemon settings",
 		lp.Number, lp.Config, o.Pipes, o.Anchor, consequence, what, filepath.Base(o.Dnctl), lp.Number)
 }
 

@@ -25,7 +25,7 @@ the daemon settings (anchor and pipe range). It works after a crash and with
 a missing or corrupt state file: the pipes are macake's when the state file
 gives their slot to a link or a rule in macake's anchor names them; a pipe
 in the range that neither accounts for is left alone with a warning (remove
-it with 'sudo dnctl pipe N delete' if it is a leftover of macake's). A
+it with 'sudo dnctl pipe delete N' if it is a leftover of macake's). A
 corrupt state file is moved aside and its pf token recovered when it still
 reads; only a pf reference whose token was lost cannot be given back. Running it twice is
 fine: the second run finds nothing to do. Afterwards the state file keeps the
