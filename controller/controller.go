@@ -103,6 +103,8 @@ type Counters struct {
 	// CounterWraps and CounterResets count byte counters that went backwards.
 	CounterWraps, CounterResets uint64
 	// Cuts, Increases and DecaySteps count rate-law steps (per direction).
+	// Cuts counts only the bufferbloat cuts that lowered the rate, which
+	// are the daemon's event=cut lines.
 	Cuts, Increases, DecaySteps uint64
 	// Decisions counts rate changes emitted.
 	Decisions uint64
@@ -455,6 +457,7 @@ const saturatingRecently = 1_000_000 // µs
 func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 	ds, dp := &c.dir[d], &c.p.dir[d]
 	reason := ReasonNone
+	before := ds.rate
 	switch {
 	case ds.bloat:
 		if t > ds.tCut+c.p.bbRefractory {
@@ -475,7 +478,6 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 			}
 			ds.tCut, ds.tDecay = t, t
 			reason = ReasonCut
-			c.counters.Cuts++
 		}
 	case ds.class == LoadHigh:
 		if ds.fresh && t > ds.tCut+c.p.bbRefractory {
@@ -520,6 +522,12 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 		}
 	}
 	ds.rate = clampRate(ds.rate, dp.minK, dp.maxK)
+	if reason == ReasonCut && ds.rate < before {
+		// Only a cut that lowers the rate counts: one at the floor (or
+		// of a monitor-only direction) changes nothing, and neither the
+		// log nor the metrics see it.
+		c.counters.Cuts++
+	}
 	return reason
 }
 

@@ -237,24 +237,17 @@ func (r *linkRunner) onApply(dec controller.Decision, err error) {
 	}
 	from := r.last[dec.Direction]
 	r.last[dec.Direction] = dec.Rate
+	change := logging.RateChange{Link: r.name, Direction: dec.Direction, FromBits: from, ToBits: dec.Rate, Reason: dec.Reason.String(), Cut: dec.Reason == controller.ReasonCut}
+	ev, level, _ := change.Event()
 	if r.metrics != nil {
-		r.metrics.Direction(dec.Direction).RateChanged(from, dec.Rate)
+		r.metrics.Direction(dec.Direction).RateChanged(from, dec.Rate, ev == logging.EventCut)
 	}
-	if from == dec.Rate {
-		return
-	}
-	level := slog.LevelDebug
-	if dec.Rate < from {
-		level = slog.LevelInfo
-	}
-	if !r.d.log.Enabled(ctx, level) {
+	if from == dec.Rate || !r.d.log.Enabled(ctx, level) {
 		return
 	}
 	ds := r.loop.State().Direction(dec.Direction)
-	r.d.ev.RateChanged(ctx, logging.RateChange{
-		Link: r.name, Direction: dec.Direction, FromBits: from, ToBits: dec.Rate, Reason: dec.Reason.String(),
-		AchievedBits: ds.Achieved, Baseline: ds.Baseline, Delay: ds.WindowAverage,
-	})
+	change.AchievedBits, change.Baseline, change.Delay = ds.Achieved, ds.Baseline, ds.WindowAverage
+	r.d.ev.RateChanged(ctx, change)
 }
 
 // onEvent logs a controller event.

@@ -39,7 +39,8 @@ type Event string
 const (
 	EventApply           Event = "apply"              // a reconcile finished (one summary line)
 	EventChange          Event = "change"             // one op of a reconcile was executed
-	EventCut             Event = "cut"                // the controller lowered a rate
+	EventCut             Event = "cut"                // the controller cut a rate for bufferbloat
+	EventLower           Event = "lower"              // the controller lowered a rate for another reason (decay toward base, the minimum on sleep or stall)
 	EventRaise           Event = "raise"              // the controller raised a rate
 	EventEngage          Event = "engage"             // balanced mode installed the shaper
 	EventRelease         Event = "release"            // balanced mode removed the shaper
@@ -263,6 +264,9 @@ type RateChange struct {
 	// Reason is the controller's, e.g. "cut" (bufferbloat), "increase",
 	// "decay", "recover", "sleep-minimum".
 	Reason string
+	// Cut says the reason is a bufferbloat cut (controller.ReasonCut):
+	// only such a lower rate is logged as event=cut.
+	Cut bool
 	// AchievedBits is the achieved rate at the time, in bit/s.
 	AchievedBits int64
 	// Baseline is the one-way idle delay; Delay the delay above it that
@@ -270,19 +274,31 @@ type RateChange struct {
 	Baseline, Delay time.Duration
 }
 
-// RateChanged logs a rate the controller set: event=cut when it went
-// down, event=raise otherwise, with link, direction,
-// from_bits_per_second, to_bits_per_second, reason,
-// achieved_bits_per_second, baseline_seconds and delay_delta_seconds.
-// Level: cuts info; raises debug, because under load they come up to five
-// times a second per direction (one per achieved-rate sample) and would
-// drown everything else. The rate's whole path is in the metrics, and
-// every cut line shows the rate it was cut from.
-func (e Events) RateChanged(ctx context.Context, c RateChange) {
-	ev, level, msg := EventRaise, slog.LevelDebug, "rate raised"
-	if c.ToBits < c.FromBits {
-		ev, level, msg = EventCut, slog.LevelInfo, "rate cut"
+// Event says how the change is logged: event=cut at info for a lower rate
+// whose reason is a bufferbloat cut; event=lower at debug for a lower rate
+// for any other reason (decay toward base after a burst, the minimum on
+// sleep or stall), which comes once a second per direction for a while
+// after every burst and is no news; event=raise at debug otherwise,
+// because under load raises come up to five times a second per direction
+// (one per achieved-rate sample). So `grep event=cut` finds exactly the
+// cuts that status and the metrics count.
+func (c RateChange) Event() (Event, slog.Level, string) {
+	switch {
+	case c.ToBits < c.FromBits && c.Cut:
+		return EventCut, slog.LevelInfo, "rate cut"
+	case c.ToBits < c.FromBits:
+		return EventLower, slog.LevelDebug, "rate lowered"
 	}
+	return EventRaise, slog.LevelDebug, "rate raised"
+}
+
+// RateChanged logs a rate the controller set, as its Event says, with
+// link, direction, from_bits_per_second, to_bits_per_second, reason,
+// achieved_bits_per_second, baseline_seconds and delay_delta_seconds. The
+// rate's whole path is in the metrics, and every cut line shows the rate
+// it was cut from.
+func (e Events) RateChanged(ctx context.Context, c RateChange) {
+	ev, level, msg := c.Event()
 	if !e.Log.Enabled(ctx, level) {
 		return
 	}

@@ -68,7 +68,9 @@ func logEverything(ev logging.Events) {
 	ev.Apply(ctx, logging.ApplyResult{Trigger: "link_change", Plan: plan.Plan{Ops: p.Ops[:1]}, Applied: 1, Duration: 4 * time.Millisecond})
 	ev.Apply(ctx, logging.ApplyResult{Trigger: "drift", Duration: time.Millisecond})
 	ev.RateChanged(ctx, logging.RateChange{Link: "wan", Direction: shape.Download, FromBits: 80_000_000, ToBits: 62_400_000,
-		Reason: "cut", AchievedBits: 79_100_000, Baseline: 12100 * time.Microsecond, Delay: 42300 * time.Microsecond})
+		Reason: "cut", Cut: true, AchievedBits: 79_100_000, Baseline: 12100 * time.Microsecond, Delay: 42300 * time.Microsecond})
+	ev.RateChanged(ctx, logging.RateChange{Link: "wan", Direction: shape.Download, FromBits: 99_000_000, ToBits: 98_010_000,
+		Reason: "decay", Baseline: 12100 * time.Microsecond})
 	ev.RateChanged(ctx, logging.RateChange{Link: "wan", Direction: shape.Upload, FromBits: 20_000_000, ToBits: 20_800_000,
 		Reason: "increase", AchievedBits: 19_500_000, Baseline: 9 * time.Millisecond, Delay: 2 * time.Millisecond})
 	ev.Engage(ctx, "hotel", 4*time.Second, 18500*time.Microsecond)
@@ -125,7 +127,7 @@ func TestEventsJSONLinesParse(t *testing.T) {
 		}
 		events[m["event"].(string)] = true
 	}
-	for _, ev := range []logging.Event{logging.EventApply, logging.EventChange, logging.EventCut, logging.EventRaise,
+	for _, ev := range []logging.Event{logging.EventApply, logging.EventChange, logging.EventCut, logging.EventLower, logging.EventRaise,
 		logging.EventEngage, logging.EventRelease, logging.EventStall, logging.EventResume, logging.EventSleep,
 		logging.EventWake, logging.EventSystemWake, logging.EventReflector, logging.EventLinkChange,
 		logging.EventDriftRepaired, logging.EventDriftUnrepaired, logging.EventConfigError, logging.EventConfigFixed} {
@@ -162,7 +164,7 @@ func TestChangeLineMatchesPlanJSON(t *testing.T) {
 
 func TestEventLevels(t *testing.T) {
 	out := render(logging.FormatText, slog.LevelInfo)
-	for _, hidden := range []string{"event=raise", "result=no_changes"} {
+	for _, hidden := range []string{"event=raise", "event=lower", "reason=decay", "result=no_changes"} {
 		if strings.Contains(out, hidden) {
 			t.Errorf("%s is logged at info level; it is debug noise", hidden)
 		}

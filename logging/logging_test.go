@@ -77,10 +77,10 @@ func TestNewJSONFileRotates(t *testing.T) {
 	}
 	ev := logging.Events{Log: l.Logger}
 	for i := range 30 {
-		ev.RateChanged(context.Background(), logging.RateChange{Link: "wan", Direction: shape.Download, FromBits: int64(90_000_000 - i), ToBits: int64(80_000_000 - i), Reason: "cut"})
+		ev.RateChanged(context.Background(), logging.RateChange{Link: "wan", Direction: shape.Download, FromBits: int64(90_000_000 - i), ToBits: int64(80_000_000 - i), Reason: "cut", Cut: true})
 	}
 	level.Set(slog.LevelWarn)
-	ev.RateChanged(context.Background(), logging.RateChange{Link: "wan", FromBits: 2, ToBits: 1, Reason: "cut"})
+	ev.RateChanged(context.Background(), logging.RateChange{Link: "wan", FromBits: 2, ToBits: 1, Reason: "cut", Cut: true})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

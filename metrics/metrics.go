@@ -103,7 +103,7 @@ func New(opts Options) *Metrics {
 	m.baseline = gauge("delay_baseline_seconds", "One-way delay to the reflectors when the link is idle (the lowest reflector baseline).", dir...)
 	m.delta = gauge("delay_delta_seconds", "One-way delay above the baseline: the queueing delay the controller steers by (mean of the reflectors' smoothed deltas).", dir...)
 	m.bloat = gauge("bufferbloat_samples", "Delayed samples (delay delta above the threshold) in the current detection window; bufferbloat when it reaches the vote threshold.", dir...)
-	m.rateChanges = counter("rate_changes_total", "Rates the controller set, by change: cut (lowered) or raise (raised).", "link", "direction", "change")
+	m.rateChanges = counter("rate_changes_total", "Rates the controller set, by change: cut (lowered for bufferbloat), lower (lowered for another reason: decay toward base, the minimum on sleep) or raise (raised).", "link", "direction", "change")
 	m.state = gauge("controller_state", "1 for the controller's current state (running, idle, sleeping, stalled), 0 for the others.", "link", "state")
 	m.engaged = gauge("shaper_engaged", "1 while the link's shaper is installed; 0 while balanced mode has released it.", "link")
 	m.probeSamples = counter("probe_samples_total", "Reflector replies received.", "link", "reflector")
@@ -207,6 +207,7 @@ func (m *Metrics) Link(name string) *Link {
 			delta:    m.delta.WithLabelValues(ls...),
 			bloat:    m.bloat.WithLabelValues(ls...),
 			cuts:     m.rateChanges.WithLabelValues(name, d.String(), "cut"),
+			lowers:   m.rateChanges.WithLabelValues(name, d.String(), "lower"),
 			raises:   m.rateChanges.WithLabelValues(name, d.String(), "raise"),
 		}
 	}
@@ -339,7 +340,7 @@ func (l *Link) RemoveReflector(addr netip.Addr) {
 type Direction struct {
 	rate, min, max, achieved, load prometheus.Gauge
 	baseline, delta, bloat         prometheus.Gauge
-	cuts, raises                   prometheus.Counter
+	cuts, lowers, raises           prometheus.Counter
 }
 
 // SetShaperRate sets the rate the shaper has, in bit/s (0 when none is
@@ -353,12 +354,16 @@ func (d *Direction) SetRateBounds(minBits, maxBits int64) {
 }
 
 // RateChanged records a rate the controller set on the shaper: it counts
-// a cut when toBits is lower, a raise when higher, and sets the shaper
+// a cut when toBits is lower and cut says the reason was bufferbloat (the
+// log's event=cut), a lowering when lower for another reason (decay toward
+// base, the minimum on sleep), a raise when higher, and sets the shaper
 // rate to toBits.
-func (d *Direction) RateChanged(fromBits, toBits int64) {
+func (d *Direction) RateChanged(fromBits, toBits int64, cut bool) {
 	switch {
-	case toBits < fromBits:
+	case toBits < fromBits && cut:
 		d.cuts.Inc()
+	case toBits < fromBits:
+		d.lowers.Inc()
 	case toBits > fromBits:
 		d.raises.Inc()
 	}

@@ -56,13 +56,14 @@ func TestScrapeOverLoopback(t *testing.T) {
 	wan := m.Link("wan")
 	down, up := wan.Direction(shape.Download), wan.Direction(shape.Upload)
 	down.SetRateBounds(25_000_000, 400_000_000)
-	down.RateChanged(250_000_000, 187_500_000)
+	down.RateChanged(260_000_000, 250_000_000, false) // a decay step
+	down.RateChanged(250_000_000, 187_500_000, true)
 	down.SetAchievedRate(180_000_000)
 	down.SetLoad(0.96)
 	down.SetDelay(12500*time.Microsecond, 42*time.Millisecond)
 	down.SetBufferbloatSamples(4)
-	up.RateChanged(20_000_000, 20_800_000)
-	up.RateChanged(20_800_000, 21_632_000)
+	up.RateChanged(20_000_000, 20_800_000, false)
+	up.RateChanged(20_800_000, 21_632_000, false)
 	wan.SetState("stalled")
 	wan.SetState("running")
 	wan.SetState("sleeping")
@@ -145,10 +146,12 @@ macake_probe_rtt_seconds_count{link="wan"} 2
 # HELP macake_probe_samples_total Reflector replies received.
 # TYPE macake_probe_samples_total counter
 macake_probe_samples_total{link="wan",reflector="1.1.1.1"} 2
-# HELP macake_rate_changes_total Rates the controller set, by change: cut (lowered) or raise (raised).
+# HELP macake_rate_changes_total Rates the controller set, by change: cut (lowered for bufferbloat), lower (lowered for another reason: decay toward base, the minimum on sleep) or raise (raised).
 # TYPE macake_rate_changes_total counter
 macake_rate_changes_total{change="cut",direction="download",link="wan"} 1
 macake_rate_changes_total{change="cut",direction="upload",link="wan"} 0
+macake_rate_changes_total{change="lower",direction="download",link="wan"} 1
+macake_rate_changes_total{change="lower",direction="upload",link="wan"} 0
 macake_rate_changes_total{change="raise",direction="download",link="wan"} 0
 macake_rate_changes_total{change="raise",direction="upload",link="wan"} 2
 # HELP macake_reconcile_last_success_timestamp_seconds Unix time of the last reconcile that did not fail; 0 before the first.
@@ -374,7 +377,7 @@ func TestConcurrentUpdatesAndScrapes(t *testing.T) {
 			d := l.Direction(shape.Direction(i % 2))
 			r := l.Reflector(netip.AddrFrom4([4]byte{9, 9, 9, byte(i)}))
 			for j := range 500 {
-				d.RateChanged(int64(j), int64(j+1))
+				d.RateChanged(int64(j), int64(j+1), false)
 				d.SetDelay(time.Duration(j)*time.Microsecond, time.Millisecond)
 				r.Sample(time.Duration(j) * time.Microsecond)
 				l.SetState(metrics.States[j%len(metrics.States)])
@@ -440,7 +443,7 @@ func probeSample(d *metrics.Direction, r *metrics.Reflector) {
 func loadSample(d *metrics.Direction) {
 	d.SetAchievedRate(180_000_000)
 	d.SetLoad(0.9)
-	d.RateChanged(187_500_000, 195_000_000)
+	d.RateChanged(187_500_000, 195_000_000, false)
 }
 
 func BenchmarkProbeSample(b *testing.B) {

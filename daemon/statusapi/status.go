@@ -156,8 +156,10 @@ type Controller struct {
 	Upload               Direction   `json:"upload"`
 	Reflectors           []Reflector `json:"reflectors"`
 	Responses            uint64      `json:"responses"`
-	Cuts                 uint64      `json:"cuts"`
-	Increases            uint64      `json:"increases"`
+	// Cuts are the bufferbloat cuts that lowered a rate: the log's
+	// event=cut lines (a decay step is no cut).
+	Cuts      uint64 `json:"cuts"`
+	Increases uint64 `json:"increases"`
 }
 
 // Direction is one direction of a controller.
