@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -112,7 +111,7 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 				return
 			}
 			r.noteUnshaped(ctx, o.Plan)
-			if r.liveOK && reflect.DeepEqual(o.Desired.Links, r.live.Links) && !o.Plan.Empty() {
+			if r.liveOK && shape.SameSettings(o.Desired.Links, r.live.Links) && !o.Plan.Empty() {
 				// Nothing macake decided changed, yet the live state
 				// differs: someone else changed what macake owns.
 				rec.trigger = "drift"
@@ -305,7 +304,7 @@ func (r *reconciler) setRate(ctx context.Context, link string, dir shape.Directi
 	}
 	l := r.live.Links[i]
 	p := a.Direction(dir).Queue.Pipe(rate)
-	if l.Pipe(dir) == p {
+	if l.Pipe(dir).Same(p) {
 		return nil
 	}
 	if err := r.cfg.Backend.SetRate(ctx, l, dir, p); err != nil {

@@ -62,6 +62,10 @@ type Field struct {
 	// line), in order, so the text plan shows what changed and not only
 	// "14 rules -> 14 rules". The JSON form has the whole lists already.
 	Lines []string `json:"-"`
+	// Note explains the new value when it is not what the policy says,
+	// e.g. a pipe rate below the policy's rate because of overhead
+	// compensation (shape.Compensation).
+	Note string `json:"-"`
 }
 
 // Op is one operation on one owned object.

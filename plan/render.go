@@ -190,6 +190,9 @@ func WriteText(w io.Writer, p Plan, opts TextOptions) error {
 				case Create:
 					fmt.Fprintf(&b, "      %s %-*s  %s\n", opts.symbol(Create), labelWidth, f.Name, f.After)
 				}
+				if f.Note != "" && op.Action != Remove {
+					fmt.Fprintf(&b, "          # %s\n", f.Note)
+				}
 			}
 			if op.Unchanged > 0 {
 				noun := "fields"
@@ -324,13 +327,16 @@ type JSONSummary struct {
 
 // JSONChange is one op with its before/after values in base units.
 type JSONChange struct {
-	Link     string            `json:"link,omitempty"`
-	Kind     string            `json:"kind"`
-	ID       string            `json:"id"`
-	Action   Action            `json:"action"`
-	Before   map[string]any    `json:"before,omitempty"`
-	After    map[string]any    `json:"after,omitempty"`
-	Reason   string            `json:"reason,omitempty"`
+	Link   string         `json:"link,omitempty"`
+	Kind   string         `json:"kind"`
+	ID     string         `json:"id"`
+	Action Action         `json:"action"`
+	Before map[string]any `json:"before,omitempty"`
+	After  map[string]any `json:"after,omitempty"`
+	Reason string         `json:"reason,omitempty"`
+	// Notes explain values of After, by key, when they are not what the
+	// policy says (e.g. overhead compensation of a pipe rate).
+	Notes    map[string]string `json:"notes,omitempty"`
 	Commands []execrun.Command `json:"commands"`
 }
 
@@ -364,6 +370,12 @@ func Document(p Plan, dryRun, applied bool, errs []error) JSONDocument {
 					ch.After = map[string]any{}
 				}
 				ch.After[f.Key] = f.AfterValue
+				if f.Note != "" {
+					if ch.Notes == nil {
+						ch.Notes = map[string]string{}
+					}
+					ch.Notes[f.Key] = f.Note
+				}
 			}
 		}
 		doc.Changes = append(doc.Changes, ch)

@@ -457,15 +457,19 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	}
 	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy, Queue: queueSizer(l, p, mtu)}
 	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
-	pipeRate := func(rate int64) int64 { return ShaperRate(l, rate, mtu, kernelOverhead) }
-	rate := pipeRate(r.Base)
+	wire := r.Base
 	switch {
 	case current > 0:
-		r.Source, rate = FromController, current
+		// A controller's rate is a pipe rate already.
+		r.Source = FromController
+		r.Pipe = r.Queue.Pipe(current)
+		return r, nil
 	case adaptive && good > 0:
-		r.Source, rate = FromKnownGood, pipeRate(max(r.Min, min(r.Max, good)))
+		r.Source, wire = FromKnownGood, max(r.Min, min(r.Max, good))
 	}
+	rate, comp := shaperCompensation(l, wire, mtu, kernelOverhead)
 	r.Pipe = r.Queue.Pipe(rate)
+	r.Pipe.Compensation = comp
 	return r, nil
 }
 
@@ -487,10 +491,25 @@ func queueSizer(l config.Link, p state.Profile, mtu int) QueueSizer {
 // rate: unchanged when the shaper counts the policy's overhead itself
 // (kernelOverhead), else lowered by PipeRate.
 func ShaperRate(l config.Link, rate int64, mtu int, kernelOverhead bool) int64 {
+	pipe, _ := shaperCompensation(l, rate, mtu, kernelOverhead)
+	return pipe
+}
+
+// shaperCompensation is ShaperRate and how it was worked out, for the plan.
+func shaperCompensation(l config.Link, rate int64, mtu int, kernelOverhead bool) (int64, shape.Compensation) {
 	if kernelOverhead {
-		return rate
+		return rate, shape.Compensation{}
 	}
-	return PipeRate(rate, l.Shaper.Overhead, l.Shaper.MPU, mtu)
+	if mtu <= 0 {
+		mtu = controller.DefaultMTU
+	}
+	return framing(l).Compensate(rate, int64(mtu))
+}
+
+// framing is the policy's per-packet framing, as the overhead
+// compensation takes it.
+func framing(l config.Link) shape.Framing {
+	return shape.Framing{Overhead: int64(l.Shaper.Overhead), MPU: int64(l.Shaper.MPU)}
 }
 
 // PipeRate converts a controller rate (bit/s on the wire) to the rate a

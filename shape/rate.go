@@ -95,6 +95,54 @@ func (f Framing) PipeRate(wireBits, size int64) int64 {
 	return PipeKbit(Kbit(wireBits), f.PacketShare(size)) * 1000
 }
 
+// Compensation is how a pipe rate was worked out from a rate on the wire
+// (overhead compensation, PipeRate): the policy's and the controller's
+// rates count the wire, a shaper that counts packet bytes only (dummynet)
+// runs below them by the share of the wire that packet bytes take. The
+// zero Compensation means there was none.
+type Compensation struct {
+	// WireBits is the rate on the wire, in bit/s.
+	WireBits int64
+	// Framing is what the link adds to each packet.
+	Framing Framing
+	// PacketBytes is the packet size the share was taken at (the MTU:
+	// before any traffic is seen, packets are taken to be full-size).
+	PacketBytes int64
+}
+
+// Compensate returns the pipe rate for wireBits at packets of size bytes
+// (PipeRate) and how it was worked out; the Compensation is zero when f
+// changes nothing.
+func (f Framing) Compensate(wireBits, size int64) (int64, Compensation) {
+	pipe := f.PipeRate(wireBits, size)
+	if pipe == wireBits {
+		return pipe, Compensation{}
+	}
+	return pipe, Compensation{WireBits: wireBits, Framing: f, PacketBytes: size}
+}
+
+// String says where a pipe rate comes from, for a plan: "for 450 Mbit/s
+// on the wire (overhead compensation: a 1500-byte packet takes 1518 bytes
+// there, with 18 bytes of overhead)". It is "" for the zero Compensation.
+func (c Compensation) String() string {
+	if c == (Compensation{}) {
+		return ""
+	}
+	f, size := c.Framing, c.PacketBytes
+	var how []string
+	if f.Overhead > 0 {
+		how = append(how, fmt.Sprintf("%d bytes of overhead", f.Overhead))
+	}
+	if f.MPU > size+f.Overhead {
+		how = append(how, fmt.Sprintf("at least %d bytes", f.MPU))
+	}
+	if f.ATM {
+		how = append(how, "in 53-byte ATM cells of 48")
+	}
+	return fmt.Sprintf("for %s on the wire (overhead compensation: a %d-byte packet takes %d bytes there, with %s)",
+		FormatRate(c.WireBits), size, f.WireBytes(size, 1), strings.Join(how, ", "))
+}
+
 // FormatRate renders a rate in bit/s for people, the one way every
 // command, plan and message prints a rate: "480 Mbit/s", "30.123456
 // Mbit/s", "950 kbit/s", "999 bit/s", "2147.483 Mbit/s", "10 Tbit/s".

@@ -95,3 +95,47 @@ func TestFormatApprox(t *testing.T) {
 		}
 	}
 }
+
+// TestCompensationSaysWhyThePipeIsSlower: a plan shows the pipe rate and,
+// beside it, the wire rate it stands for and why (issue 12, item 14).
+func TestCompensationSaysWhyThePipeIsSlower(t *testing.T) {
+	for _, tc := range []struct {
+		f        Framing
+		wire     int64
+		pipe     int64
+		explains string
+	}{
+		{Framing{}, 450_000_000, 450_000_000, ""},
+		{Framing{Overhead: 18}, 450_000_000, 444_663_000,
+			"for 450 Mbit/s on the wire (overhead compensation: a 1500-byte packet takes 1518 bytes there, with 18 bytes of overhead)"},
+		{Framing{Overhead: 44, MPU: 96, ATM: true}, 20_000_000, 17_152_000,
+			"for 20 Mbit/s on the wire (overhead compensation: a 1500-byte packet takes 1749 bytes there, with 44 bytes of overhead, in 53-byte ATM cells of 48)"},
+		{Framing{MPU: 2000}, 10_000_000, 7_500_000,
+			"for 10 Mbit/s on the wire (overhead compensation: a 1500-byte packet takes 2000 bytes there, with at least 2000 bytes)"},
+	} {
+		pipe, c := tc.f.Compensate(tc.wire, 1500)
+		if pipe != tc.pipe || pipe != tc.f.PipeRate(tc.wire, 1500) || c.String() != tc.explains {
+			t.Errorf("%+v.Compensate(%d) = %d, %q; want %d, %q", tc.f, tc.wire, pipe, c, tc.pipe, tc.explains)
+		}
+	}
+}
+
+// TestSameSettingsIgnoresExplanations: a pipe set from a controller
+// decision (no explanation) is the same setting as the planned one.
+func TestSameSettingsIgnoresExplanations(t *testing.T) {
+	_, c := Framing{Overhead: 18}.Compensate(450_000_000, 1500)
+	a := []Link{{Name: "wan", Interface: "en0", Download: Pipe{RateBits: 444_663_000, QueueBytes: 1 << 18, Compensation: c}}}
+	b := []Link{{Name: "wan", Interface: "en0", Download: Pipe{RateBits: 444_663_000, QueueBytes: 1 << 18}}}
+	if !SameSettings(a, b) || !a[0].Download.Same(b[0].Download) {
+		t.Error("an explanation made two equal settings differ")
+	}
+	b[0].Download.RateBits--
+	if SameSettings(a, b) || a[0].Download.Same(b[0].Download) {
+		t.Error("different rates compare the same")
+	}
+	b[0].Download.RateBits++
+	b[0].Interface = "en1"
+	if SameSettings(a, b) {
+		t.Error("different interfaces compare the same")
+	}
+}

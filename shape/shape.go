@@ -15,6 +15,7 @@ package shape
 import (
 	"fmt"
 	"net/netip"
+	"reflect"
 	"sort"
 )
 
@@ -48,6 +49,34 @@ type Pipe struct {
 	RateBits int64
 	// QueueBytes is the queue limit in bytes, > 0.
 	QueueBytes int64
+	// Compensation, when set, says that RateBits stands for a higher rate
+	// on the wire (the policy's, or the last known-good one) and why, so
+	// that a plan can show both. It is an explanation, not a setting: Same
+	// ignores it, and a pipe set from a controller decision has none.
+	Compensation Compensation
+}
+
+// Same reports whether p and q are the same setting: the same rate and
+// queue, whatever their explanations.
+func (p Pipe) Same(q Pipe) bool { return p.RateBits == q.RateBits && p.QueueBytes == q.QueueBytes }
+
+// SameSettings reports whether a and b ask for the same links with the same
+// settings, whatever their pipes' explanations (Pipe.Compensation).
+func SameSettings(a, b []Link) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if !x.Upload.Same(y.Upload) || !x.Download.Same(y.Download) {
+			return false
+		}
+		x.Upload, x.Download, y.Upload, y.Download = Pipe{}, Pipe{}, Pipe{}, Pipe{}
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // Link is one active link: a policy matched to an interface that is up.

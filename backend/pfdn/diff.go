@@ -117,6 +117,7 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 					continue
 				}
 			}
+			note := dp.Pipe.Compensation.String()
 			op := plan.Op{
 				Link: l.Name, Interface: l.Interface, Kind: KindPipe,
 				ID: strconv.Itoa(dp.Number), Label: pipeLabel(dp.Number, l.Name, dp.Direction),
@@ -129,10 +130,16 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 					rateField(PipeConfig{}, want, false),
 					queueField(PipeConfig{}, want, false),
 				}
+				op.Fields[0].Note = note
 				p.Ops = append(p.Ops, op)
 				continue
 			}
 			op.Action = plan.Update
+			for i := range fields {
+				if fields[i].Key == rateKey {
+					fields[i].Note = note
+				}
+			}
 			op.Fields = fields
 			op.Unchanged = pipeAttributes - len(fields)
 			op.Reason = differReason(fields)
@@ -426,8 +433,11 @@ func comparePipe(have, want PipeConfig) []plan.Field {
 	return f
 }
 
+// rateKey is the JSON key of a pipe's rate.
+const rateKey = "bandwidth_bits_per_second"
+
 func rateField(have, want PipeConfig, haveSet bool) plan.Field {
-	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second"}
+	f := plan.Field{Name: "bandwidth", Key: rateKey}
 	if haveSet {
 		f.Before = have.rateString()
 		if have.ClockInterface == "" {
