@@ -60,6 +60,10 @@ type Info struct {
 	// bytes only (dummynet), so the rate it gets is lowered to make up for
 	// the overhead.
 	KernelOverhead bool
+	// Limits are the largest rate and queue its shaper takes. Policies
+	// are checked against them where the backend is known, and measured
+	// capacities above them are capped there with a warning.
+	Limits shape.Limits
 }
 
 // SlotReader is a Backend that can tell how the live system uses its

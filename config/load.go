@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/internal/fileowner"
+	"github.com/macake/macake/shape"
 )
 
 // Target is the operating system whose backend will apply the policies.
@@ -37,6 +38,9 @@ type LoadOptions struct {
 	// SkipOwnershipCheck turns off the root-ownership and mode checks, for
 	// tests and for `macake validate` run by a user other than root.
 	SkipOwnershipCheck bool
+	// Limits are the target backend's (its shaper's largest rate and
+	// queue); the zero Limits check only the bounds of every backend.
+	Limits shape.Limits
 }
 
 func (o LoadOptions) target() Target {
@@ -82,6 +86,7 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	link.Policy = defaultPolicy()
 	d.decodeStruct(reflect.ValueOf(&link.Policy).Elem(), d.root)
 	d.validatePolicy(&link.Policy, opts.target())
+	d.checkLimits(&link.Policy, opts.Limits)
 	return link, d
 }
 

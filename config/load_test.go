@@ -244,7 +244,7 @@ func badExpectations(t *testing.T, dir string) map[string]map[int]string {
 func TestBadExamplesReportEveryMarkedProblem(t *testing.T) {
 	dir := "../examples/bad"
 	want := badExpectations(t, dir)
-	_, _, err := Load(dir, LoadOptions{SkipOwnershipCheck: true, Target: TargetLinux})
+	_, _, err := Load(dir, LoadOptions{SkipOwnershipCheck: true, Target: TargetDarwin, Limits: testLimits[TargetDarwin]})
 	got := map[string]map[int]string{}
 	for _, p := range Problems(err) {
 		if p.Line < 1 || p.Col < 1 {

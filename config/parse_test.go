@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/shape"
 )
 
 // posMsg renders a problem or warning as "LINE:COL: message" for tests.
@@ -28,9 +30,17 @@ func expect(t *testing.T, what string, got []string, want []string) {
 	}
 }
 
+// testLimits are the limits of each target's backend as reconcile gives
+// them (config cannot import the backends): dummynet's on darwin; on
+// linux, tc's, which are the bounds of every backend.
+var testLimits = map[Target]shape.Limits{
+	TargetDarwin: {Shaper: "dummynet", MaxRateBits: 2_147_483_000, MaxQueueBytes: 1 << 20},
+	TargetLinux:  {Shaper: "tc", MaxRateBits: shape.MaxRateBits, MaxQueueBytes: shape.MaxQueueBytes},
+}
+
 func parseTest(t *testing.T, name, text string, target Target) (Link, []string, []string) {
 	t.Helper()
-	l, ws, err := Parse(name, []byte(text), LoadOptions{Target: target})
+	l, ws, err := Parse(name, []byte(text), LoadOptions{Target: target, Limits: testLimits[target]})
 	var probs, warns []string
 	for _, p := range Problems(err) {
 		if p.File != name {
@@ -97,13 +107,19 @@ func TestParseRules(t *testing.T) {
 		// Rates, sizes, durations.
 		{name: "mbps", text: minimal + "[shaper]\ndownload = \"100mbps\"\n", problems: []string{`4:12: shaper.download: rate "100mbps": "mbps" is ambiguous (tc reads it as bytes per second); did you mean "100mbit"?`}},
 		{name: "bare rate", text: minimal + "[shaper]\nupload = 85000\n", problems: []string{`4:10: shaper.upload: rate "85000" needs a unit; did you mean "85000kbit"? (sqm-scripts uses kbit/s)`}},
-		{name: "rate ceiling", text: minimal + "[shaper]\ndownload = \"2.5gbit\"\n", problems: []string{"4:12: shaper.download: rate \"2.5gbit\" is above 2147mbit"}},
+		{name: "rate ceiling", text: minimal + "[shaper]\ndownload = \"1001gbit\"\n", problems: []string{"4:12: shaper.download: rate \"1001gbit\" is above 1000gbit, the highest rate macake shapes"}},
+		{name: "dummynet's rate ceiling", target: TargetDarwin, text: minimal + "[shaper]\ndownload = \"2.5gbit\"\n[autorate]\ndownload = { max = \"3gbit\" }\n",
+			problems: []string{"4:12: shaper.download: 2500mbit is above 2147.483 Mbit/s, the highest rate dummynet shapes; use at most \"2147483kbit\"",
+				"6:20: autorate.download.max: 3gbit is above 2147.483 Mbit/s, the highest rate dummynet shapes; use at most \"2147483kbit\""}},
+		{name: "above dummynet's rate ceiling on linux", text: minimal + "[shaper]\ndownload = \"17.6gbit\"\n"},
 		{name: "unit-less duration", text: minimal + "[autorate]\nprobe_interval = 30\n", problems: []string{`4:18: autorate.probe_interval: duration "30" needs a unit, e.g. "30ms" or "30s"`}},
 		{name: "float duration", text: minimal + "[autorate]\nprobe_interval = 0.3\n", problems: []string{`4:18: autorate.probe_interval: duration "0.3" needs a unit`}},
 		{name: "bare queue", text: minimal + "[shaper]\nqueue = 100\n", problems: []string{`4:9: shaper.queue: size "100" needs a unit`}},
 		{name: "queue too small", text: minimal + "[shaper]\nqueue = \"1KB\"\n", problems: []string{"4:9: shaper.queue: 1KB cannot hold one full-size packet"}},
-		{name: "queue too big", text: minimal + "[shaper]\nqueue = \"1MB\"\n", problems: []string{"4:9: shaper.queue: 1MB is above 1023KB"}},
-		{name: "queue at limit", text: minimal + "[shaper]\nqueue = \"1023KB\"\n"},
+		{name: "queue too big", text: minimal + "[shaper]\nqueue = \"4097MB\"\n", problems: []string{"4:9: shaper.queue: 4097MB is above 4294967295B, the largest queue any shaper takes"}},
+		{name: "queue too big for dummynet", target: TargetDarwin, text: minimal + "[shaper]\nqueue = \"1025KB\"\n", problems: []string{"4:9: shaper.queue: 1025KB is above 1MB, the largest queue dummynet takes; use at most 1MB, or \"auto\""}},
+		{name: "queue at dummynet's limit", target: TargetDarwin, text: minimal + "[shaper]\nqueue = \"1MB\"\n"},
+		{name: "queue above dummynet's limit on linux", text: minimal + "[shaper]\nqueue = \"2MB\"\n"},
 
 		// Values with a unit written without quotes: a TOML syntax error
 		// that must say how to write them, every one of them.
@@ -124,7 +140,7 @@ func TestParseRules(t *testing.T) {
 			`9:18: autorate.probe_interval: duration "30" needs a unit`,
 		}},
 		{name: "unquoted and another syntax error", text: minimal + "[shaper]\nupload = 20mbit\nmode = = 1\n", problems: []string{`4:10: shaper.upload: write the value in quotes`, "5:8: TOML syntax"}},
-		{name: "unquoted value's own problem is not repeated", text: minimal + "[shaper]\nupload = 2.5gbit\n", problems: []string{`4:10: shaper.upload: write the value in quotes: upload = "2.5gbit"; also, rate "2.5gbit" is above 2147mbit`}},
+		{name: "unquoted value's own problem is not repeated", text: minimal + "[shaper]\nupload = 2000gbit\n", problems: []string{`4:10: shaper.upload: write the value in quotes: upload = "2000gbit"; also, rate "2000gbit" is above 1000gbit`}},
 		{name: "unquoted value takes part in relations", text: minimal + "[shaper]\ndownload = 10mbit\n[autorate]\ndownload = { min = \"20mbit\" }\n", problems: []string{`4:12: shaper.download: write the value in quotes`, "6:20: autorate.download.min: 20mbit is above the base rate shaper.download 10mbit"}},
 		{name: "hex integer is TOML", text: minimal + "priority = 0x1f\n"},
 		{name: "unit inside a multi-line string is not a value", text: "description = \"\"\"\nx = 5mbit\n\"\"\"\n[match\n", problems: []string{"4:7: TOML syntax"}},

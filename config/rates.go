@@ -16,14 +16,18 @@ var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has
 // Rates resolves one direction's controller floor, base (start) rate and
 // ceiling. capacity is that direction's latest measured capacity and peak
 // the highest measured (state.Profile.Peaks), each 0 when unknown; a peak
-// below capacity counts as capacity.
+// below capacity counts as capacity. limit is the highest rate the
+// backend's shaper takes (shape.Limits.Rate); 0 means MaxRate. Measured
+// and derived rates are capped there (the caller says so when a
+// measurement is above it); the policy's own rates were checked against it
+// when it was loaded.
 //
 //   - base: [shaper] download/upload; "auto" is AutoRateFraction of the
 //     latest capacity (the network as it is now).
 //   - max: [autorate] max; "auto" is the highest capacity measured (one
 //     poor measurement must not cap the controller);
 //     not given, it keeps upstream's default proportion to the base
-//     (download 80/20, upload 35/20 of base), capped at MaxRate. An "auto"
+//     (download 80/20, upload 35/20 of base), capped at limit. An "auto"
 //     max without a measurement falls back to that proportion too.
 //   - min: [autorate] min; not given, upstream's proportion (5/20 of base),
 //     at least MinRate.
@@ -33,7 +37,11 @@ var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has
 // disagree with explicit bounds, so the result is made consistent: max is
 // raised to min if below it, and base is clamped into [min, max]. In modes
 // fixed and off, min, base and max are all the configured rate.
-func (l Link) Rates(d shape.Direction, capacity, peak Rate) (lo, base, hi Rate, err error) {
+func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi Rate, err error) {
+	top := MaxRate
+	if limit > 0 {
+		top = min(top, limit)
+	}
 	setting, bounds := l.Shaper.Download, l.Autorate.Download
 	defBounds := Defaults.Autorate.Download
 	defBase := Defaults.Shaper.Download.Rate
@@ -46,7 +54,7 @@ func (l Link) Rates(d shape.Direction, capacity, peak Rate) (lo, base, hi Rate, 
 	case setting.Auto && capacity <= 0:
 		return 0, 0, 0, ErrNeedsMeasurement
 	case setting.Auto:
-		base = max(MinRate, min(MaxRate, capacity*95/100))
+		base = max(MinRate, min(top, capacity*95/100))
 	case setting.Rate > 0:
 		base = setting.Rate
 	default:
@@ -57,28 +65,28 @@ func (l Link) Rates(d shape.Direction, capacity, peak Rate) (lo, base, hi Rate, 
 	}
 	switch {
 	case bounds.Max.Auto && capacity > 0:
-		hi = min(MaxRate, max(capacity, peak))
+		hi = min(top, max(capacity, peak))
 	case bounds.Max.Rate > 0:
 		hi = bounds.Max.Rate
 	default:
-		hi = max(base, scale(base, defBounds.Max.Rate, defBase))
+		hi = max(base, scale(base, defBounds.Max.Rate, defBase, top))
 	}
 	if bounds.Min > 0 {
 		lo = bounds.Min
 	} else {
-		lo = min(base, scale(base, defBounds.Min, defBase))
+		lo = min(base, scale(base, defBounds.Min, defBase, top))
 	}
 	hi = max(hi, lo)
 	base = max(lo, min(hi, base))
 	return lo, base, hi, nil
 }
 
-// scale returns r×num/den within [MinRate, MaxRate], exactly.
-func scale(r, num, den Rate) Rate {
+// scale returns r×num/den within [MinRate, top], exactly.
+func scale(r, num, den, top Rate) Rate {
 	v := new(big.Int).Mul(big.NewInt(int64(r)), big.NewInt(int64(num)))
 	v.Quo(v, big.NewInt(int64(den)))
-	if !v.IsInt64() || v.Int64() > int64(MaxRate) {
-		return MaxRate
+	if !v.IsInt64() || v.Int64() > int64(top) {
+		return top
 	}
 	return max(MinRate, Rate(v.Int64()))
 }

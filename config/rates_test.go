@@ -90,13 +90,17 @@ func TestRates(t *testing.T) {
 		dir      shape.Direction
 		capacity Rate
 		peak     Rate
+		limit    Rate
 		want     want
 		err      error
 	}{
 		{name: "upstream defaults, download", dir: shape.Download, want: want{5 * Mbit, 20 * Mbit, 80 * Mbit}},
 		{name: "upstream defaults, upload", dir: shape.Upload, want: want{5 * Mbit, 20 * Mbit, 35 * Mbit}},
 		{name: "base alone keeps the proportions", text: "[shaper]\ndownload = \"250mbit\"\nupload = \"20mbit\"\n", dir: shape.Download, want: want{62500 * Kbit, 250 * Mbit, Gbit}},
-		{name: "derived max capped at the ceiling", text: "[shaper]\ndownload = \"1gbit\"\n", dir: shape.Download, want: want{250 * Mbit, Gbit, MaxRate}},
+		{name: "derived max capped at the ceiling", text: "[shaper]\ndownload = \"300gbit\"\n", dir: shape.Download, want: want{75 * Gbit, 300 * Gbit, MaxRate}},
+		{name: "derived max capped at the backend's limit", text: "[shaper]\ndownload = \"1gbit\"\n", dir: shape.Download, limit: 2_147_483 * Kbit, want: want{250 * Mbit, Gbit, 2_147_483 * Kbit}},
+		{name: "measured rates capped at the backend's limit", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, capacity: 17600 * Mbit, limit: 2_147_483 * Kbit, want: want{536_870_750, 2_147_483 * Kbit, 2_147_483 * Kbit}},
+		{name: "measured rates within tc's limit", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, capacity: 17600 * Mbit, limit: MaxRate, want: want{4180 * Mbit, 16720 * Mbit, 17600 * Mbit}},
 		{name: "explicit bounds", text: "[shaper]\nupload = \"15mbit\"\n[autorate]\nupload = { min = \"3mbit\", max = \"40mbit\" }\n", dir: shape.Upload, want: want{3 * Mbit, 15 * Mbit, 40 * Mbit}},
 		{name: "auto base needs a measurement", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, err: ErrNeedsMeasurement},
 		{name: "auto base from capacity", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, capacity: 100 * Mbit, want: want{23750 * Kbit, 95 * Mbit, 380 * Mbit}},
@@ -113,7 +117,7 @@ func TestRates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lo, base, hi, err := l.Rates(tc.dir, tc.capacity, tc.peak)
+			lo, base, hi, err := l.Rates(tc.dir, tc.capacity, tc.peak, tc.limit)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err %v, want %v", err, tc.err)
 			}

@@ -17,10 +17,11 @@ import (
 // decimal prefixes, case-insensitive, with an optional "/s" and optional
 // space: "500mbit", "1.5gbit", "800kbit", "250Mbit/s", "1.5 Mbit/s".
 //
-// Every Rate is one dummynet can shape: at least 1 kbit/s (dnctl works in
-// whole kbit/s) and at most MaxRate (dnctl keeps bandwidth in a C int of
-// bit/s). The same grammar and error texts serve policy files and flags:
-// Rate implements encoding.TextUnmarshaler and flag.Value.
+// Every Rate is between MinRate and MaxRate, the bounds of every backend;
+// a backend's own shaper may take less (dummynet: 2147.483 Mbit/s), which
+// is checked where the backend is known (LoadOptions.Limits). The same
+// grammar and error texts serve policy files and flags: Rate implements
+// encoding.TextUnmarshaler and flag.Value.
 type Rate int64
 
 // Rate units, in bit/s.
@@ -31,12 +32,12 @@ const (
 	Gbit Rate = 1000 * Mbit
 )
 
-// MinRate and MaxRate bound every Rate. dnctl stores bandwidth as a C int
-// of bit/s (2147483647), so 2147 Mbit/s is the highest whole-megabit rate
-// it accepts; 1 kbit/s is the smallest rate `bw NKbit/s` can express.
+// MinRate and MaxRate bound every Rate, whatever the backend: 1 kbit/s is
+// the step dummynet and the controller work in, and shape.MaxRateBits the
+// highest rate macake handles anywhere.
 const (
 	MinRate Rate = 1 * Kbit
-	MaxRate Rate = 2147 * Mbit
+	MaxRate Rate = shape.MaxRateBits
 )
 
 var rateUnits = map[string]Rate{"bit": Bit, "kbit": Kbit, "mbit": Mbit, "gbit": Gbit}
@@ -75,9 +76,9 @@ func (r *Rate) UnmarshalText(text []byte) error {
 	}
 	switch {
 	case v < int64(MinRate):
-		return fmt.Errorf("rate %q is below %s, the smallest rate dummynet can shape", s, MinRate)
+		return fmt.Errorf("rate %q is below %s, the smallest rate macake shapes", s, MinRate)
 	case v > int64(MaxRate):
-		return fmt.Errorf("rate %q is above %s, the highest rate dummynet can shape", s, MaxRate)
+		return fmt.Errorf("rate %q is above %s, the highest rate macake shapes", s, MaxRate)
 	}
 	*r = Rate(v)
 	return nil

@@ -24,7 +24,9 @@ func TestParseRate(t *testing.T) {
 		{"22000kbit", 22 * Mbit},
 		{"1000bit", Kbit},
 		{"1.000001mbit", 1000001},
-		{"2147mbit", MaxRate},
+		{"2147mbit", 2147 * Mbit},
+		{"17.6gbit", 17600 * Mbit},
+		{"1000gbit", MaxRate},
 		{" 10mbit ", 10 * Mbit},
 	} {
 		got, err := ParseRate(tc.in)
@@ -50,8 +52,8 @@ func TestParseRateRejects(t *testing.T) {
 		{"-5mbit", "must not be negative"},
 		{"0mbit", "below 1kbit"},
 		{"999bit", "below 1kbit"},
-		{"2148mbit", "above 2147mbit"},
-		{"3gbit", "above 2147mbit"},
+		{"1000.001gbit", "above 1000gbit, the highest rate macake shapes"},
+		{"3000gbit", "above 1000gbit"},
 		{"1.5bit", "more precise than the unit allows"},
 		{"1..5mbit", "does not start with a number"},
 		{"99999999999999999999999gbit", "too large"},

@@ -18,8 +18,8 @@ var linkNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 // that use them.
 const (
 	maxOverhead  = 256
-	minQueue     = 1500 * Byte     // one full-size packet
-	maxQueue     = 1023 * Kilobyte // dnctl refuses byte queues above 1 MB
+	minQueue     = 1500 * Byte               // one full-size packet
+	maxQueue     = Size(shape.MaxQueueBytes) // no shaper takes more; a backend's own limit is LoadOptions.Limits
 	maxPriority  = 1000
 	maxSSIDBytes = 32 // IEEE 802.11
 )
@@ -120,7 +120,7 @@ func (d *decoder) checkShaper(p *Policy) {
 		case s.Queue.Size < minQueue:
 			d.bad("shaper.queue", "%s cannot hold one full-size packet; use at least %s, or \"auto\"", s.Queue.Size, minQueue)
 		case s.Queue.Size > maxQueue:
-			d.bad("shaper.queue", "%s is above %s, the largest byte queue dnctl takes; use at most %s, or \"auto\"", s.Queue.Size, maxQueue, maxQueue)
+			d.bad("shaper.queue", "%s is above %s, the largest queue any shaper takes; use at most %s, or \"auto\"", s.Queue.Size, maxQueue, maxQueue)
 		}
 	}
 	for _, k := range []struct {
@@ -244,7 +244,7 @@ func (d *decoder) checkActiveThreshold(p *Policy) {
 		if setting.Auto {
 			continue
 		}
-		lo, _, _, err := l.Rates(dir, 0, 0)
+		lo, _, _, err := l.Rates(dir, 0, 0, 0)
 		if err != nil || a.ActiveThreshold <= lo {
 			continue
 		}

@@ -325,7 +325,7 @@ func DefaultConfig() Config {
 	}
 	l := config.Link{Policy: p}
 	for _, d := range shape.Directions {
-		lo, base, hi, err := l.Rates(d, 0, 0)
+		lo, base, hi, err := l.Rates(d, 0, 0, 0)
 		if err != nil {
 			panic("controller: config.Defaults has no default rates: " + err.Error())
 		}
@@ -337,8 +337,9 @@ func DefaultConfig() Config {
 
 // Limits that keep every integer product of the control law inside int64.
 const (
-	// MaxRate is the highest rate the controller accepts: 1 Tbit/s.
-	MaxRate = 1_000_000_000_000
+	// MaxRate is the highest rate the controller accepts: macake's own
+	// bound, 1 Tbit/s.
+	MaxRate = shape.MaxRateBits
 	// MaxDelay is the largest one-way delay or threshold accepted: 48 h,
 	// room for an ICMP-timestamp day rollover (86 400 000 ms) either way.
 	MaxDelay          = 48 * time.Hour

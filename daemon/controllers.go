@@ -69,7 +69,7 @@ type carried struct {
 func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) (*linkRunner, reconcile.Rates, error) {
 	d := c.d
 	var pipes reconcile.Rates
-	cfg, err := reconcile.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu)
+	cfg, err := reconcile.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu, d.cfg.Backend.Info().Limits)
 	if err != nil {
 		return nil, pipes, err
 	}

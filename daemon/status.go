@@ -266,7 +266,7 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 	if in.Backend != nil {
 		info := in.Backend.Info()
 		bs = statusapi.Backend{Name: info.Name, System: info.System, Scope: info.Scope}
-		inputs.MaxSlots, inputs.KernelOverhead = info.MaxSlots, info.KernelOverhead
+		inputs.MaxSlots, inputs.KernelOverhead, inputs.Limits = info.MaxSlots, info.KernelOverhead, info.Limits
 	} else if in.BackendErr != nil {
 		bs.LiveError = in.BackendErr.Error()
 	}

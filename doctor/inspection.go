@@ -110,7 +110,7 @@ func (in *Inspection) config() configFacts {
 		}
 		// Ownership is judged by its own check, as root sees it, whoever
 		// runs doctor.
-		p, err := reconcile.LoadPolicies(c.dir, config.LoadOptions{Target: target, SkipOwnershipCheck: true})
+		p, err := reconcile.LoadPolicies(c.dir, reconcile.LoadOptionsFor(target, true))
 		c.policies = p
 		if _, serr := in.sys.FS.Stat(p.SettingsFile); serr == nil {
 			c.settingsPresent = true

@@ -30,7 +30,7 @@ const maxControllerMTU = 65535
 // configured rate, or at the default rate when that is an unmeasured
 // "auto". The result passes controller.Config.Validate, or the error says
 // why not.
-func ControllerConfig(l config.Link, p state.Profile, mtu int) (controller.Config, error) {
+func ControllerConfig(l config.Link, p state.Profile, mtu int, lim shape.Limits) (controller.Config, error) {
 	if mtu <= 0 {
 		mtu = controller.DefaultMTU
 	}
@@ -49,10 +49,10 @@ func ControllerConfig(l config.Link, p state.Profile, mtu int) (controller.Confi
 		if d == shape.Upload {
 			dc = &c.Upload
 		}
-		lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak))
+		lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
 		if errors.Is(err, config.ErrNeedsMeasurement) && l.Shaper.Mode == config.ModeOff {
 			// Nothing is shaped, so the rate only scales the load classes.
-			lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0)
+			lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0, 0)
 		}
 		if err != nil {
 			return controller.Config{}, fmt.Errorf("link %q: shaper.%s: %w", l.Name, d, err)

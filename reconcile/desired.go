@@ -85,6 +85,9 @@ type Inputs struct {
 	// false (dummynet), policy rates are lowered by PipeRate instead. Never
 	// both: that would count the overhead twice.
 	KernelOverhead bool
+	// Limits are the backend's (backend.Info.Limits): measured capacities
+	// above its highest rate are capped there, with a warning.
+	Limits shape.Limits
 	// LiveSlots maps an interface to the slot its shaping uses live
 	// (backend.SlotReader). A link that has no slot in the state file
 	// (first run, or the file was lost or corrupt) takes the slot live on
@@ -303,7 +306,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, err
 		}
 		var failed bool
 		for _, dir := range shape.Directions {
-			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu, in.KernelOverhead)
+			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu, in.KernelOverhead, in.Limits)
 			if err != nil {
 				errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: err})
 				failed = true
@@ -314,6 +317,9 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, err
 				a.Upload = r
 			} else {
 				a.Download = r
+			}
+			if msg := aboveLimit(l, dir, profile, in.Limits); msg != "" {
+				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: msg})
 			}
 		}
 		if failed {
@@ -444,9 +450,9 @@ func profileCapacity(p state.Profile, dir shape.Direction) (latest, peak, good i
 }
 
 // directionRate resolves one direction's desired pipe.
-func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, kernelOverhead bool) (DirectionRate, error) {
+func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, kernelOverhead bool, lim shape.Limits) (DirectionRate, error) {
 	capacity, peak, good := profileCapacity(p, dir)
-	lo, base, hi, err := l.Rates(dir, config.Rate(capacity), config.Rate(peak))
+	lo, base, hi, err := l.Rates(dir, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
 	if errors.Is(err, config.ErrNeedsMeasurement) {
 		return DirectionRate{}, &measurementError{fmt.Sprintf(
 			"shaper.%s is \"auto\" (95 %% of the measured capacity), but this network has not been measured yet; "+

@@ -26,7 +26,7 @@ type PassInput struct {
 	Links []config.Link
 	Facts linkfacts.Facts
 	// Inputs are the rest of what Desired needs (the state file, the
-	// controllers' rates, MTUs). Pass fills in MaxSlots and KernelOverhead
+	// controllers' rates, MTUs). Pass fills in MaxSlots, KernelOverhead and Limits
 	// from the backend.
 	Inputs Inputs
 	// Backend plans and applies.
@@ -160,7 +160,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 	b := in.Backend
 	info := b.Info()
 	inputs := in.Inputs
-	inputs.MaxSlots, inputs.KernelOverhead = info.MaxSlots, info.KernelOverhead
+	inputs.MaxSlots, inputs.KernelOverhead, inputs.Limits = info.MaxSlots, info.KernelOverhead, info.Limits
 	var o Outcome
 	stop := func(step Step, err error) Outcome {
 		o.Step, o.Err = step, err

@@ -22,6 +22,9 @@ const (
 	MaxQueueKB = 1024
 )
 
+// Limits are dummynet's, as backend.Info reports them.
+var Limits = shape.Limits{Shaper: "dummynet", MaxRateBits: MaxRateKbit * 1000, MaxQueueBytes: MaxQueueKB * 1024}
+
 // PipeConfig is one dummynet pipe's configuration, as dnctl lists it back.
 // Desired pipes are quantised to this form before they are compared, so a
 // re-plan never shows a change that only exists in the last digit.

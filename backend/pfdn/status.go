@@ -20,6 +20,7 @@ func (b *Backend) Info() backend.Info {
 		System:      "pf/dummynet",
 		SharedGroup: "pf",
 		MaxSlots:    b.opts.Pipes.Slots(),
+		Limits:      Limits,
 	}
 }
 

@@ -22,6 +22,7 @@ func (b *Backend) Info() backend.Info {
 		SharedGroup:    "tc",
 		MaxSlots:       MaxSlot + 1,
 		KernelOverhead: true,
+		Limits:         Limits,
 	}
 }
 

@@ -14,12 +14,15 @@ import (
 const (
 	// MaxSlot keeps IFB names within IFNAMSIZ ("ifb-macake99999").
 	MaxSlot = 99999
-	// MaxRateBits is far above any link, and small enough that no rate
-	// arithmetic overflows.
-	MaxRateBits = 10_000_000_000_000
+	// MaxRateBits is macake's own bound (shape.MaxRateBits): htb and
+	// cake take any rate below it.
+	MaxRateBits = shape.MaxRateBits
 	// MaxQueueBytes is bfifo's 32-bit limit.
 	MaxQueueBytes = 1<<32 - 1
 )
+
+// Limits are tc's, as backend.Info reports them.
+var Limits = shape.Limits{Shaper: "tc", MaxRateBits: MaxRateBits, MaxQueueBytes: MaxQueueBytes}
 
 var (
 	cakeDiffservModes = []string{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
@@ -76,7 +79,7 @@ func checkLink(l shape.Link) error {
 	for _, d := range shape.Directions {
 		p := l.Pipe(d)
 		if p.RateBits <= 0 || p.RateBits > MaxRateBits {
-			return bad("%s rate %d bit/s is outside 1 bit/s-10 Tbit/s", d, p.RateBits)
+			return bad("%s rate %d bit/s is outside 1 bit/s-%s", d, p.RateBits, shape.FormatRate(MaxRateBits))
 		}
 		if p.QueueBytes <= 0 || p.QueueBytes > MaxQueueBytes {
 			return bad("%s queue %d bytes is outside 1-%d", d, p.QueueBytes, int64(MaxQueueBytes))

@@ -189,7 +189,7 @@ func (s *session) loadOptions() config.LoadOptions {
 	if s.backendName == "tc" {
 		target = config.TargetLinux
 	}
-	return config.LoadOptions{Target: target, SkipOwnershipCheck: s.e.euid() != 0}
+	return reconcile.LoadOptionsFor(target, s.e.euid() != 0)
 }
 
 // loadPolicies reads the policy files and the settings. Any problem stops

@@ -45,7 +45,7 @@ func runLinks(e *env, args []string) int {
 	if name, err := reconcile.ChooseBackend(runtime.GOOS, e.getenv); err == nil && name == "tc" {
 		target = config.TargetLinux
 	}
-	pol, err := reconcile.LoadPolicies(e.configDir, config.LoadOptions{Target: target, SkipOwnershipCheck: e.euid() != 0})
+	pol, err := reconcile.LoadPolicies(e.configDir, reconcile.LoadOptionsFor(target, e.euid() != 0))
 	problems := config.Problems(err)
 	code := exitOK
 	if len(problems) > 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/reconcile"
 )
 
 var validateCmd = &command{
@@ -72,7 +73,7 @@ func runValidate(e *env, args []string) int {
 		return exitUsage
 	}
 	asRoot := e.euid() == 0
-	opts := config.LoadOptions{Target: t, SkipOwnershipCheck: !asRoot}
+	opts := reconcile.LoadOptionsFor(t, !asRoot)
 	if !asRoot {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
 	}

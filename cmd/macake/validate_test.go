@@ -48,7 +48,7 @@ func TestValidateExamples(t *testing.T) {
 // TestValidateBadExamples runs validate on examples/bad: exit 78 and one
 // FILE:LINE:COL: line per marked problem, exactly as in the golden file.
 func TestValidateBadExamples(t *testing.T) {
-	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", badDir, "--target", "linux")
+	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", badDir, "--target", "darwin")
 	if code != exitConfig {
 		t.Errorf("exit %d, want %d", code, exitConfig)
 	}
@@ -192,5 +192,33 @@ func TestValidateUsageAndMissingDir(t *testing.T) {
 	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", t.TempDir())
 	if code != exitOK || stdout != "ok: 0 links\n" || !strings.Contains(stderr, "nothing will be shaped") {
 		t.Errorf("empty dir: exit %d, %q, %q", code, stdout, stderr)
+	}
+}
+
+// TestValidateLimitsAreTheTargetBackends: a 10 Gbit/s link with a 2 MB
+// queue is fine for tc and too much for dummynet; each target is held to
+// its own backend's limits (issue 12, item 15).
+func TestValidateLimitsAreTheTargetBackends(t *testing.T) {
+	dir := t.TempDir()
+	policy := "[match]\ninterface = \"eth0\"\n[shaper]\ndownload = \"10gbit\"\nupload = \"2500mbit\"\nqueue = \"2MB\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "fiber.toml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", dir, "--target", "linux"); code != exitOK {
+		t.Errorf("--target linux: exit %d, want 0\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, _ := validateAs(t, 501, "validate", "--config-dir", dir, "--target", "darwin")
+	want := []string{
+		"fiber.toml:4:12: shaper.download: 10gbit is above 2147.483 Mbit/s, the highest rate dummynet shapes",
+		"fiber.toml:5:10: shaper.upload: 2500mbit is above 2147.483 Mbit/s",
+		"fiber.toml:6:9: shaper.queue: 2MB is above 1MB, the largest queue dummynet takes",
+	}
+	for _, w := range want {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("--target darwin: no %q in\n%s", w, stdout)
+		}
+	}
+	if code != exitConfig {
+		t.Errorf("--target darwin: exit %d, want %d", code, exitConfig)
 	}
 }

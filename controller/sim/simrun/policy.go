@@ -25,7 +25,8 @@ the pipe rate as the daemon does while the simulated link itself carries no fram
 // link's mean capacity, MTU 1500) and puts the policy's rate bounds (and a
 // fixed queue size) into opt for the other autorate arms.
 func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, controller.Config, error) {
-	pol, _, err := config.LoadFile(s.Policy, config.LoadOptions{SkipOwnershipCheck: true})
+	// The simulator's pipes are dummynet's: the policy is checked as for a Mac.
+	pol, _, err := config.LoadFile(s.Policy, reconcile.LoadOptionsFor(config.TargetDarwin, true))
 	if err != nil {
 		return nil, controller.Config{}, err
 	}
@@ -37,7 +38,7 @@ func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, cont
 		PeakUpload:       int64(link.Mean(shape.Upload)),
 		IdleRTT:          link.MinRTT(),
 	}
-	cfg, err := reconcile.ControllerConfig(pol, profile, 1500)
+	cfg, err := reconcile.ControllerConfig(pol, profile, 1500, reconcile.TargetLimits(config.TargetDarwin))
 	if err != nil {
 		return nil, controller.Config{}, fmt.Errorf("%s: %w", s.Policy, err)
 	}
