@@ -4,40 +4,66 @@ package config
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+
+	"github.com/macake/macake/diag"
 )
 
 // Problem is one error in a configuration file, at a position. Line and
 // Col are 1-based; both are 0 for a problem with the file as a whole (it
-// cannot be read, or its ownership or mode is unsafe).
+// cannot be read, or its ownership or mode is unsafe). Its JSON form is
+// its Diagnostic.
 type Problem struct {
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Col     int    `json:"col"`
-	Message string `json:"message"`
+	File    string
+	Line    int
+	Col     int
+	Message string
+}
+
+// MarshalJSON writes the problem's Diagnostic.
+func (p *Problem) MarshalJSON() ([]byte, error) { return json.Marshal(p.Diagnostic()) }
+
+// Diagnostic is the problem in the JSON form every document uses; it
+// implements diag.Diagnoser, so an error that wraps a Problem keeps its
+// position in JSON.
+func (p *Problem) Diagnostic() diag.Diagnostic {
+	return diag.Diagnostic{File: p.File, Line: max(p.Line, 0), Column: p.column(), Message: p.Message}
+}
+
+// column is the 1-based column of a problem with a line, 0 without one.
+func (p *Problem) column() int {
+	if p.Line <= 0 {
+		return 0
+	}
+	return max(p.Col, 1)
 }
 
 // Error returns "FILE:LINE:COL: message", or "FILE: message" without a
 // position.
-func (p *Problem) Error() string {
-	if p.Line <= 0 {
-		return p.File + ": " + p.Message
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, max(p.Col, 1), p.Message)
-}
+func (p *Problem) Error() string { return p.Diagnostic().String() }
 
 // Warning is something worth fixing that does not stop a policy from
 // loading, in caddy's Warning{File, Line, Message} shape (plus a column).
 type Warning struct {
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Col     int    `json:"col"`
-	Message string `json:"message"`
+	File    string
+	Line    int
+	Col     int
+	Message string
+}
+
+// MarshalJSON writes the warning's Diagnostic.
+func (w Warning) MarshalJSON() ([]byte, error) { return json.Marshal(w.Diagnostic()) }
+
+// Diagnostic is the warning in the JSON form every document uses.
+func (w Warning) Diagnostic() diag.Diagnostic {
+	p := Problem{File: w.File, Line: w.Line, Col: w.Col, Message: w.Message}
+	return p.Diagnostic()
 }
 
 // String returns "FILE:LINE:COL: warning: message".

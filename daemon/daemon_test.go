@@ -804,7 +804,7 @@ func TestWatchRepairsDrift(t *testing.T) {
 		if !strings.Contains(log, "event=drift_unrepaired kind=hook_missing") || !strings.Contains(log, `dummynet-anchor \"com.apple/*\"`) {
 			t.Errorf("the missing hook is not reported with the line to add:\n%s", log)
 		}
-		if p := r.d.Status().Problems; len(p) == 0 || !strings.Contains(p[0], `dummynet-anchor "com.apple/*"`) {
+		if p := r.d.Status().Problems; len(p) == 0 || !strings.Contains(p[0].Message, `dummynet-anchor "com.apple/*"`) {
 			t.Errorf("status problems: %q", p)
 		}
 		// Once someone restores pf.conf, the next check shapes again.
@@ -952,7 +952,7 @@ func TestWatchTakesInMeasurements(t *testing.T) {
 		if got := r.pipes(); len(got) != 0 {
 			t.Fatalf("pipes before any measurement: %v", got)
 		}
-		if s := r.d.Status(); len(s.Links) != 1 || !strings.Contains(s.Links[0].Error, "macake measure") {
+		if s := r.d.Status(); len(s.Links) != 1 || s.Links[0].Error == nil || !strings.Contains(s.Links[0].Error.Message, "macake measure") {
 			t.Fatalf("status does not say that the link needs a measurement: %+v", s.Links)
 		}
 		m := state.Profile{Link: "home", DownloadCapacity: 90_000_000, UploadCapacity: 20_000_000, IdleRTT: 30 * time.Millisecond, MeasuredAt: time.Now()}

@@ -55,13 +55,12 @@ func newReconciler(cfg *Config, log *slog.Logger, ev logging.Events) *reconciler
 
 // applyRecord is the outcome of the last reconcile, for status.
 type applyRecord struct {
-	at       time.Time
-	trigger  string
-	plan     plan.Plan
-	applied  int
-	took     time.Duration
-	err      error
-	warnings []string
+	at      time.Time
+	trigger string
+	plan    plan.Plan
+	applied int
+	took    time.Duration
+	err     error
 	// quiet: a repeat of a failure already reported (the hook line is
 	// still missing); counted, not logged again.
 	quiet bool
@@ -174,9 +173,6 @@ func (r *reconciler) retryAfter() time.Duration { return r.retryIn }
 // finish logs and counts a reconcile and works out its retry after a
 // failure.
 func (r *reconciler) finish(ctx context.Context, rec *applyRecord) {
-	for _, w := range rec.plan.Warnings {
-		rec.warnings = append(rec.warnings, warningText(w))
-	}
 	r.lastApply = rec
 	if !rec.quiet {
 		r.ev.Apply(ctx, logging.ApplyResult{Trigger: rec.trigger, Plan: rec.plan, Applied: rec.applied, Duration: rec.took, Err: rec.err})
@@ -196,13 +192,6 @@ func (r *reconciler) finish(ctx context.Context, rec *applyRecord) {
 	// later, and a broken system must not be hammered.
 	r.backoff = min(max(2*r.backoff, time.Second), r.cfg.DriftInterval)
 	r.retryIn = r.backoff
-}
-
-func warningText(w plan.Warning) string {
-	if w.Link != "" {
-		return w.Link + ": " + w.Message
-	}
-	return w.Message
 }
 
 // noteUnshaped records which directions the plan cannot shape, for

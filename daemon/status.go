@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
@@ -52,7 +53,7 @@ func newStatus(p statusParts) statusapi.Status {
 		FormatVersion: statusapi.FormatVersion,
 		Daemon:        p.daemon, Backend: p.backend,
 		Interfaces: slices.Clone(p.facts.Interfaces), Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
-		ConfigErrors: []statusapi.ConfigError{}, Problems: append([]string{}, p.notes...),
+		ConfigErrors: []statusapi.ConfigError{}, Problems: diag.Messages(p.notes),
 		DriftRepairs: maps.Clone(p.drift), Profiles: ProfilesStatus(p.state),
 	}
 	if st.Interfaces == nil {
@@ -60,7 +61,7 @@ func newStatus(p statusParts) statusapi.Status {
 	}
 	broken := map[string]bool{}
 	for _, pr := range p.problems {
-		ce := statusapi.ConfigError{File: pr.File, Line: pr.Line, Column: pr.Col, Message: pr.Message}
+		ce := statusapi.ConfigError{Diagnostic: pr.Diagnostic()}
 		if strings.HasSuffix(pr.File, ".toml") {
 			broken[pr.File] = true
 			ce.Link, ce.Kept = config.LinkName(pr.File), "nothing"
@@ -84,7 +85,7 @@ func newStatus(p statusParts) statusapi.Status {
 // linkRow is the part of a link's row both pictures share.
 func linkRow(a reconcile.ActiveLink, err string) statusapi.Link {
 	return statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
-		ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: err}
+		ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: diag.Text(err)}
 }
 
 // published is the loop's view as of its last step, for Status, which
@@ -144,11 +145,9 @@ func (d *Daemon) publish() {
 	}
 	if r := rec.lastApply; r != nil {
 		a := &statusapi.Apply{At: r.at, Trigger: r.trigger, Result: applyResult(r),
-			DurationSeconds: statusapi.Seconds(r.took), Warnings: r.warnings, LastChange: rec.lastChange}
+			DurationSeconds: statusapi.Seconds(r.took), Warnings: r.plan.Diagnostics(), LastChange: rec.lastChange}
 		a.Created, a.Updated, a.Removed = r.plan.Count()
-		if r.err != nil {
-			a.Error = r.err.Error()
-		}
+		a.Error = diag.OfPtr(r.err)
 		st.LastApply = a
 	}
 	var pls []publishedLink
@@ -268,7 +267,7 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		bs = statusapi.Backend{Name: info.Name, System: info.System, Scope: info.Scope}
 		inputs.MaxSlots, inputs.KernelOverhead, inputs.Limits = info.MaxSlots, info.KernelOverhead, info.Limits
 	} else if in.BackendErr != nil {
-		bs.LiveError = in.BackendErr.Error()
+		bs.LiveError = diag.OfPtr(in.BackendErr)
 	}
 	inputs.State, inputs.MTU = in.State, in.MTU
 	desire, derr := reconcile.Desired(in.Policies, in.Facts, inputs)
@@ -292,16 +291,16 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 	if sr != nil {
 		var err error
 		if live, err = sr.LiveShapers(ctx); err != nil {
-			st.Backend.LiveError = err.Error()
+			st.Backend.LiveError = diag.OfPtr(err)
 			if in.NotRoot {
-				st.Backend.LiveError = "reading the live pipes needs root (run with sudo): " + err.Error()
+				st.Backend.LiveError = diag.Text("reading the live pipes needs root (run with sudo): " + err.Error())
 			}
 			live = nil
 		}
 	}
 	for _, a := range desire.Active {
 		l := linkRow(a, linkErrs[a.Policy.Name])
-		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != "" {
+		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != nil {
 			// The live state is unknown: show what a start would install.
 			for _, dir := range shape.Directions {
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: sl.Pipe(dir).RateBits, QueueBytes: sl.Pipe(dir).QueueBytes,

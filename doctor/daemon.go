@@ -131,7 +131,10 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 		res.Message += "; it has not reconciled yet (it waits for the network's link facts)"
 		raise(Info, "")
 	case la.Result == "failed":
-		res.Message += fmt.Sprintf("; its last reconcile (%s, %s ago) failed: %s", la.Trigger, roundAge(now.Sub(la.At)), la.Error)
+		res.Message += fmt.Sprintf("; its last reconcile (%s, %s ago) failed", la.Trigger, roundAge(now.Sub(la.At)))
+		if la.Error != nil {
+			res.Message += ": " + la.Error.String()
+		}
 		raise(Problem, "see "+logs+"; watch retries by itself")
 	default:
 		what := "no changes"
@@ -147,19 +150,19 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 			if ce.Kept == "last_good" {
 				kept = "its last good version stays in force"
 			}
-			res.Details = append(res.Details, fmt.Sprintf("%s:%d:%d: %s (%s)", ce.File, ce.Line, ce.Column, ce.Message, kept))
+			res.Details = append(res.Details, fmt.Sprintf("%s (%s)", ce.Diagnostic, kept))
 		}
 		raise(Warning, "fix the files (macake validate lists every problem); watch applies a fix within a second")
 	}
 	others := 0
 	for _, l := range st.Links {
-		if l.Error != "" {
-			res.Details = append(res.Details, fmt.Sprintf("link %s: %s", l.Name, l.Error))
+		if l.Error != nil {
+			res.Details = append(res.Details, fmt.Sprintf("link %s: %s", l.Name, l.Error.Message))
 			others++
 		}
 	}
 	for _, p := range st.Problems {
-		res.Details = append(res.Details, p)
+		res.Details = append(res.Details, p.String())
 		others++
 	}
 	if others > 0 {

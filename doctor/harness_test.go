@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/reconcile"
@@ -324,6 +325,6 @@ func healthyDaemon() *statusapi.Status {
 		Daemon:        statusapi.Daemon{Running: true, PID: 4242, Version: "v1.2.0", StartedAt: harnessEpoch.Add(-3 * time.Hour)},
 		Links:         []statusapi.Link{{Name: "wan", Interface: "en0", Shaped: true}},
 		LastApply:     &statusapi.Apply{At: harnessEpoch.Add(-12 * time.Second), Trigger: "drift", Result: "no_changes"},
-		ConfigErrors:  []statusapi.ConfigError{}, Problems: []string{},
+		ConfigErrors:  []statusapi.ConfigError{}, Problems: []diag.Diagnostic{},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/launchd"
@@ -436,10 +437,10 @@ func TestJudgeDaemonStatus(t *testing.T) {
 	st := statusapi.Status{Daemon: statusapi.Daemon{Running: true, PID: 7}}
 	expect(t, judgeDaemonStatus(st, now, "LOGS"), Info, "macake watch (pid 7) answers; it has not reconciled yet")
 	st.LastApply = &statusapi.Apply{At: now.Add(-26 * time.Hour), Trigger: "config", Result: "applied", Created: 1, Updated: 2}
-	st.Problems = []string{"pf.conf lacks the hook line dummynet-anchor \"com.apple/*\""}
+	st.Problems = diag.Messages([]string{"pf.conf lacks the hook line dummynet-anchor \"com.apple/*\""})
 	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning,
 		"its last reconcile (config, 26h ago): 1 created, 2 updated, 0 removed", "1 problem keep shaping", "hook line", "macake status")
-	st.ConfigErrors = []statusapi.ConfigError{{File: "a.toml", Line: 1, Column: 2, Message: "bad"}}
+	st.ConfigErrors = []statusapi.ConfigError{{Diagnostic: diag.Diagnostic{File: "a.toml", Line: 1, Column: 2, Message: "bad"}}}
 	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning, "a.toml:1:2: bad (nothing of it is in force)", "macake validate")
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/reconcile"
 )
 
@@ -120,7 +121,7 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 	}
 
 	mu.Lock()
-	last = statusapi.Apply{At: now.Add(-5 * time.Second), Trigger: "link_change", Result: "failed", Error: "pfctl: DIOCADDRULE: Invalid argument"}
+	last = statusapi.Apply{At: now.Add(-5 * time.Second), Trigger: "link_change", Result: "failed", Error: diag.Text("pfctl: DIOCADDRULE: Invalid argument")}
 	mu.Unlock()
 	logs := "journalctl -u macake-watch"
 	if runtime.GOOS == "darwin" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/state"
@@ -350,7 +351,7 @@ func TestScenarios(t *testing.T) {
 			setup: func(m *fakeMac) {
 				healthy(m)
 				m.watch.status.LastApply = &statusapi.Apply{At: harnessEpoch.Add(-4 * time.Minute), Trigger: "config", Result: "failed",
-					Error: "dnctl pipe 48002 config: exit 1: dnctl: setsockopt(IP_DUMMYNET_CONFIGURE): Invalid argument"}
+					Error: diag.Text("dnctl pipe 48002 config: exit 1: dnctl: setsockopt(IP_DUMMYNET_CONFIGURE): Invalid argument")}
 			},
 			want: map[string]Status{"daemon.health": Problem},
 			says: map[string][]string{"daemon.health": {
@@ -362,8 +363,8 @@ func TestScenarios(t *testing.T) {
 			name: "watch keeps a broken file's last good version",
 			setup: func(m *fakeMac) {
 				healthy(m)
-				m.watch.status.ConfigErrors = []statusapi.ConfigError{{File: "/etc/macake/links.d/wan.toml", Line: 3, Column: 12, Message: `shaper.download: rate "fast" needs a unit`, Link: "wan", Kept: "last_good"}}
-				m.watch.status.Links[0].Error = "download = \"auto\" needs a measurement: run macake measure"
+				m.watch.status.ConfigErrors = []statusapi.ConfigError{{Diagnostic: diag.Diagnostic{File: "/etc/macake/links.d/wan.toml", Line: 3, Column: 12, Message: `shaper.download: rate "fast" needs a unit`, Link: "wan"}, Kept: "last_good"}}
+				m.watch.status.Links[0].Error = diag.Text("download = \"auto\" needs a measurement: run macake measure")
 			},
 			want: map[string]Status{"daemon.health": Warning},
 			says: map[string][]string{"daemon.health": {

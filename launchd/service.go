@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/execrun"
 )
 
@@ -39,30 +40,31 @@ func (h Host) installer() *Installer {
 }
 
 // ReportFormatVersion is the format_version of a Report: readers check it
-// before they rely on the fields.
-const ReportFormatVersion = "1.0"
+// before they rely on the fields. 2.0: error and warnings are objects of
+// the one error schema (package diag) instead of strings.
+const ReportFormatVersion = "2.0"
 
 // Report is what an install or uninstall found and did; it is the --json
 // document of the four service commands, so its fields are a contract.
 type Report struct {
-	FormatVersion    string       `json:"format_version"`
-	DryRun           bool         `json:"dry_run"`
-	Label            string       `json:"label"`
-	ServiceTarget    string       `json:"service_target"`
-	PlistPath        string       `json:"plist_path"`
-	LogPath          string       `json:"log_path"`
-	ProgramArguments []string     `json:"program_arguments,omitempty"`
-	Observed         *Observation `json:"observed,omitempty"`
-	Changed          bool         `json:"changed"`
-	Steps            []Step       `json:"steps"`
-	Notes            []string     `json:"notes,omitempty"`
-	Warnings         []string     `json:"warnings,omitempty"`
+	FormatVersion    string            `json:"format_version"`
+	DryRun           bool              `json:"dry_run"`
+	Label            string            `json:"label"`
+	ServiceTarget    string            `json:"service_target"`
+	PlistPath        string            `json:"plist_path"`
+	LogPath          string            `json:"log_path"`
+	ProgramArguments []string          `json:"program_arguments,omitempty"`
+	Observed         *Observation      `json:"observed,omitempty"`
+	Changed          bool              `json:"changed"`
+	Steps            []Step            `json:"steps"`
+	Notes            []string          `json:"notes,omitempty"`
+	Warnings         []diag.Diagnostic `json:"warnings,omitempty"`
 	// Plist is the rendered plist, in a dry run of an install.
 	Plist string `json:"plist,omitempty"`
 	// DownExitCode is the exit status of `macake down` after the daemon
 	// was uninstalled; nil when it was not run.
-	DownExitCode *int   `json:"down_exit_code,omitempty"`
-	Error        string `json:"error,omitempty"`
+	DownExitCode *int             `json:"down_exit_code,omitempty"`
+	Error        *diag.Diagnostic `json:"error,omitempty"`
 
 	// Job is the job the report is about, for the text a CLI prints
 	// around the steps (its owner and mode, its domain).
@@ -277,7 +279,7 @@ func Install(ctx context.Context, h Host, req InstallRequest, p Progress) (*Repo
 		return nil, &RequestError{Err: err}
 	}
 	rep := newReport(job, req.DryRun)
-	rep.ProgramArguments, rep.Warnings = args, req.Warnings
+	rep.ProgramArguments, rep.Warnings = args, diag.Messages(req.Warnings)
 	obs, err := observe(ctx, h, job, req.DryRun, rep, Fresh(job), "that does not have the job yet", p)
 	if err != nil {
 		return nil, err
@@ -295,7 +297,7 @@ func Install(ctx context.Context, h Host, req InstallRequest, p Progress) (*Repo
 		p.note(n)
 	}
 	if err != nil {
-		rep.Error = err.Error()
+		rep.Error = diag.OfPtr(err)
 		return rep, err
 	}
 	p.applied(rep)
@@ -343,7 +345,7 @@ func Uninstall(ctx context.Context, h Host, req UninstallRequest, p Progress) (*
 		return rep, nil
 	}
 	if _, err := h.installer().Apply(ctx, job, steps, p.Done); err != nil {
-		rep.Error = err.Error()
+		rep.Error = diag.OfPtr(err)
 		return rep, err
 	}
 	p.applied(rep)
@@ -354,7 +356,7 @@ func Uninstall(ctx context.Context, h Host, req UninstallRequest, p Progress) (*
 	rep.DownExitCode = &code
 	if code != 0 {
 		err := &DownError{ExitCode: code}
-		rep.Error = err.Error()
+		rep.Error = diag.OfPtr(err)
 		return rep, err
 	}
 	return rep, nil
@@ -377,7 +379,7 @@ func observe(ctx context.Context, h Host, job Job, dryRun bool, rep *Report, fal
 	}
 	if dryRun {
 		msg := fmt.Sprintf("cannot read the current state (%v); showing the steps on a Mac %s", err, situation)
-		rep.Warnings = append(rep.Warnings, msg)
+		rep.Warnings = append(rep.Warnings, diag.Diagnostic{Message: msg})
 		p.warning(msg)
 		return fallback, nil
 	}

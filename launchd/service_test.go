@@ -80,7 +80,7 @@ func TestInstallAndUninstall(t *testing.T) {
 	h, _, ld := fakeHost()
 	var s said
 	rep, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program, Warnings: []string{"w"}}, s.progress())
-	if err != nil || !rep.Changed || rep.Warnings[0] != "w" || rep.ServiceTarget != "system/org.macake.watch" || rep.Job.Label != launchd.DaemonLabel {
+	if err != nil || !rep.Changed || rep.Warnings[0].Message != "w" || rep.ServiceTarget != "system/org.macake.watch" || rep.Job.Label != launchd.DaemonLabel {
 		t.Fatalf("install: %+v, %v", rep, err)
 	}
 	if _, ok := ld.Loaded["system/org.macake.watch"]; !ok || s.lines[len(s.lines)-1] != "applied" || len(s.lines) != len(rep.Steps)+1 {
@@ -96,7 +96,7 @@ func TestInstallAndUninstall(t *testing.T) {
 	s = said{}
 	rep, err = launchd.Uninstall(context.Background(), h, launchd.UninstallRequest{Down: down}, s.progress())
 	var downErr *launchd.DownError
-	if !errors.As(err, &downErr) || downErr.ExitCode != 1 || downs != 1 || *rep.DownExitCode != 1 || rep.Error != err.Error() || len(ld.Loaded) != 0 {
+	if !errors.As(err, &downErr) || downErr.ExitCode != 1 || downs != 1 || *rep.DownExitCode != 1 || rep.Error == nil || rep.Error.Message != err.Error() || len(ld.Loaded) != 0 {
 		t.Errorf("uninstall: %+v, %v, downs %d", rep, err, downs)
 	}
 	if i := slices.Index(s.lines, "applied"); i != len(s.lines)-1 {
@@ -115,7 +115,7 @@ func TestUninstallBootoutFailureSkipsDown(t *testing.T) {
 	downs := 0
 	rep, err := launchd.Uninstall(context.Background(), h, launchd.UninstallRequest{Down: func() int { downs++; return 0 }}, launchd.Progress{})
 	var downErr *launchd.DownError
-	if err == nil || errors.As(err, &downErr) || downs != 0 || rep == nil || rep.DownExitCode != nil || !strings.Contains(rep.Error, "Operation not permitted") {
+	if err == nil || errors.As(err, &downErr) || downs != 0 || rep == nil || rep.DownExitCode != nil || rep.Error == nil || !strings.Contains(rep.Error.Message, "Operation not permitted") {
 		t.Errorf("%+v, %v, downs %d", rep, err, downs)
 	}
 }
@@ -145,7 +145,7 @@ func TestObserveFailureStopsARealRun(t *testing.T) {
 		t.Errorf("install: %+v, %v", rep, err)
 	}
 	rep, err := launchd.Install(context.Background(), h, launchd.InstallRequest{Program: program, DryRun: true}, launchd.Progress{})
-	if err != nil || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "cannot read the current state") {
+	if err != nil || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "cannot read the current state") {
 		t.Errorf("dry run: %+v, %v", rep, err)
 	}
 }

@@ -6,7 +6,12 @@
 // commands. Text and JSON renderings are what `macake apply` prints.
 package plan
 
-import "github.com/macake/macake/execrun"
+import (
+	"encoding/json"
+
+	"github.com/macake/macake/diag"
+	"github.com/macake/macake/execrun"
+)
 
 // Action is what an operation does to its object.
 type Action string
@@ -98,7 +103,8 @@ type Op struct {
 }
 
 // Warning is a finding that does not stop the plan, e.g. a dummynet
-// limitation or a foreign pipe in the owned range.
+// limitation or a foreign pipe in the owned range. Its JSON form is the one
+// error schema (diag: message and link) with unshaped beside it.
 type Warning struct {
 	Link    string `json:"link,omitempty"`
 	Message string `json:"message"`
@@ -108,6 +114,28 @@ type Warning struct {
 	// a warning does not make the live state match the policy even when it
 	// has no ops.
 	Unshaped []string `json:"unshaped,omitempty"`
+}
+
+// Diagnostic is the warning in the one error schema.
+func (w Warning) Diagnostic() diag.Diagnostic {
+	return diag.Diagnostic{Message: w.Message, Link: w.Link}
+}
+
+// Diagnostics returns the Diagnostic of every warning of p.
+func (p Plan) Diagnostics() []diag.Diagnostic {
+	out := make([]diag.Diagnostic, 0, len(p.Warnings))
+	for _, w := range p.Warnings {
+		out = append(out, w.Diagnostic())
+	}
+	return out
+}
+
+// MarshalJSON writes the warning as a diag.Diagnostic with unshaped.
+func (w Warning) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		diag.Diagnostic
+		Unshaped []string `json:"unshaped,omitempty"`
+	}{w.Diagnostic(), w.Unshaped})
 }
 
 // Unshaped returns the warnings that leave a direction of a link

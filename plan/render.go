@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/execrun"
 )
 
@@ -297,8 +298,11 @@ func display(c execrun.Command, prefix string) string {
 
 // JSONFormatVersion is the plan document's format version. Consumers
 // ignore unknown fields when the minor version rises and reject an unknown
-// major version. 1.1 added live_state_not_read and note.
-const JSONFormatVersion = "1.1"
+// major version. 1.1 added live_state_not_read and note; 2.0 made errors
+// objects of the one error schema (package diag: message, and file, line,
+// column and link when known) instead of strings, and added
+// changes[].notes.
+const JSONFormatVersion = "2.0"
 
 // JSONDocument is the versioned JSON form of a plan, as printed by
 // `macake apply --json`.
@@ -309,7 +313,8 @@ type JSONDocument struct {
 	Summary       JSONSummary  `json:"summary"`
 	Changes       []JSONChange `json:"changes"`
 	Warnings      []Warning    `json:"warnings"`
-	Errors        []string     `json:"errors"`
+	// Errors are the errors met, in the one error schema (diag).
+	Errors []diag.Diagnostic `json:"errors"`
 	// LiveStateNotRead is set when the live state could not be read (a
 	// dry run without root on macOS): Changes are then everything macake
 	// would own, not the difference from what is live.
@@ -348,7 +353,7 @@ func Document(p Plan, dryRun, applied bool, errs []error) JSONDocument {
 		Summary:  JSONSummary{Create: c, Update: u, Remove: r},
 		Changes:  []JSONChange{},
 		Warnings: append([]Warning{}, p.Warnings...),
-		Errors:   []string{},
+		Errors:   diag.List(errs),
 	}
 	for _, op := range p.Ops {
 		ch := JSONChange{Link: op.Link, Kind: op.Kind, ID: op.ID, Action: op.Action, Reason: op.Reason, Commands: op.Commands}
@@ -379,9 +384,6 @@ func Document(p Plan, dryRun, applied bool, errs []error) JSONDocument {
 			}
 		}
 		doc.Changes = append(doc.Changes, ch)
-	}
-	for _, err := range errs {
-		doc.Errors = append(doc.Errors, err.Error())
 	}
 	return doc
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
@@ -234,6 +235,12 @@ func (e *LinkError) Error() string {
 
 // Unwrap returns the underlying problem.
 func (e *LinkError) Unwrap() error { return e.Err }
+
+// Diagnostic is the problem in the one error schema: its file and link
+// beside the message.
+func (e *LinkError) Diagnostic() diag.Diagnostic {
+	return diag.Diagnostic{Message: e.Err.Error(), File: e.File, Link: e.Link}
+}
 
 // Desired works out what should be shaped right now. It is pure: it reads
 // only its arguments and changes none of them.

@@ -14,7 +14,9 @@ import (
 
 // LinksFormatVersion versions the LinksReport JSON document (`macake links
 // --json`): scripts read it, so a field that changes meaning bumps it.
-const LinksFormatVersion = "1.0"
+// 2.0: errors are the one error schema (diag): "col" became "column", and
+// line and column are left out for a whole file.
+const LinksFormatVersion = "2.0"
 
 // LinksReport explains one Match to a person: the network as it was sensed,
 // every policy with its verdict, and the winners. It is what `macake links`

@@ -62,7 +62,7 @@ func TestLinksReportEmptyListsAreJSONArrays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(out), `{"format_version":"1.0","config_dir":"d","facts_source":"MACAKE_LINK_FACTS=f.json","interfaces":[],"policies":[],"active":[],"errors":[]}`; got != want {
+	if got, want := string(out), `{"format_version":"2.0","config_dir":"d","facts_source":"MACAKE_LINK_FACTS=f.json","interfaces":[],"policies":[],"active":[],"errors":[]}`; got != want {
 		t.Errorf("JSON %s\nwant %s", got, want)
 	}
 	var b strings.Builder

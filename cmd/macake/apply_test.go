@@ -299,7 +299,7 @@ func TestApplyRefusesBrokenPolicies(t *testing.T) {
 	}
 	code, stdout, _ = r.run("apply", "--json")
 	var doc plan.JSONDocument
-	if code != exitConfig || json.Unmarshal([]byte(stdout), &doc) != nil || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "lte.toml:4:12:") {
+	if code != exitConfig || json.Unmarshal([]byte(stdout), &doc) != nil || len(doc.Errors) != 1 || !strings.HasSuffix(doc.Errors[0].File, "lte.toml") || doc.Errors[0].Line != 4 || doc.Errors[0].Column != 12 {
 		t.Errorf("--json: exit %d, %s", code, stdout)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/reconcile"
 )
 
@@ -239,8 +240,8 @@ func sampleStatus(stateDir string) statusapi.Status {
 			},
 		}},
 		LastApply:    &statusapi.Apply{At: now.Add(-12 * time.Second), Trigger: "drift", Result: "no_changes", LastChange: now.Add(-time.Hour)},
-		ConfigErrors: []statusapi.ConfigError{{File: "/etc/macake/links.d/hotel.toml", Line: 7, Column: 12, Message: `shaper.download: rate "40mbps": did you mean "40mbit"?`, Link: "hotel", Kept: "last_good"}},
-		Problems:     []string{},
+		ConfigErrors: []statusapi.ConfigError{{Diagnostic: diag.Diagnostic{File: "/etc/macake/links.d/hotel.toml", Line: 7, Column: 12, Message: `shaper.download: rate "40mbps": did you mean "40mbit"?`, Link: "hotel"}, Kept: "last_good"}},
+		Problems:     []diag.Diagnostic{},
 		Policies:     []statusapi.Policy{{Name: "starlink", Interface: "en0", Mode: "autorate", Active: true, Reason: "active"}},
 		DriftRepairs: map[string]int{"shaper_missing": 1},
 	}

@@ -33,8 +33,10 @@ not, 64 usage.`,
 func init() { validateCmd.run = runValidate }
 
 // validateFormatVersion versions the --json document: consumers ignore
-// unknown fields within a major version and refuse another major.
-const validateFormatVersion = "1.0"
+// unknown fields within a major version and refuse another major. 2.0:
+// errors and warnings are the one error schema (diag): "col" became
+// "column", and line and column are left out for a whole file.
+const validateFormatVersion = "2.0"
 
 // validateReport is the --json document.
 type validateReport struct {

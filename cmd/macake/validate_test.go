@@ -111,14 +111,14 @@ func TestValidateJSON(t *testing.T) {
 			Errors   []struct {
 				File    string `json:"file"`
 				Line    int    `json:"line"`
-				Col     int    `json:"col"`
+				Col     int    `json:"column"`
 				Message string `json:"message"`
 			} `json:"errors"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("%s: not JSON: %v\n%s", tc.dir, err, stdout)
 		}
-		if code != tc.code || rep.FormatVersion != "1.0" || rep.Valid == tc.errors || rep.OwnershipChecked || len(rep.Links) != tc.links || (len(rep.Errors) > 0) != tc.errors || rep.Warnings == nil {
+		if code != tc.code || rep.FormatVersion != validateFormatVersion || rep.Valid == tc.errors || rep.OwnershipChecked || len(rep.Links) != tc.links || (len(rep.Errors) > 0) != tc.errors || rep.Warnings == nil {
 			t.Errorf("%s: exit %d, report %+v", tc.dir, code, rep)
 		}
 		for _, e := range rep.Errors {

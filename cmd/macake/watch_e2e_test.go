@@ -352,7 +352,7 @@ func TestWatchE2EPolicyEditsAndDrift(t *testing.T) {
 	if !strings.Contains(m.log(), `dummynet-anchor \"com.apple/*\"`) {
 		t.Errorf("the report does not give the line to add:\n%s", m.log())
 	}
-	if st := m.status(); len(st.Problems) == 0 || !strings.Contains(st.Problems[0], `dummynet-anchor "com.apple/*"`) {
+	if st := m.status(); len(st.Problems) == 0 || !strings.Contains(st.Problems[0].Message, `dummynet-anchor "com.apple/*"`) {
 		t.Errorf("status problems: %q", st.Problems)
 	}
 	m.fault(func(e *pfdntest.Emulator) {
@@ -508,7 +508,7 @@ func TestWatchE2EMeasureHandsTheProfileToWatch(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 
 	w := m.startWatch()
-	if st := m.status(); len(st.Links) != 1 || !strings.Contains(st.Links[0].Error, "macake measure") {
+	if st := m.status(); len(st.Links) != 1 || st.Links[0].Error == nil || !strings.Contains(st.Links[0].Error.Message, "macake measure") {
 		t.Fatalf("before measuring, status should say the link needs a measurement: %+v", st.Links)
 	}
 	code, stdout, stderr := m.run("measure", "--link", "lab", "--server", "http://"+ln.Addr().String(), "--reflector", "127.0.0.1",

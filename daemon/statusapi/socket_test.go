@@ -97,9 +97,9 @@ func TestServeRejectsBadRequests(t *testing.T) {
 	}
 	go Serve(t.Context(), ln, Handler{Status: func() Status { return Status{} }}, nil)
 	for req, want := range map[string]string{
-		`{"format_version":"2.0","request":"status"}`:      "speaks " + FormatVersion,
-		`{"format_version":"1.0","request":"stop"}`:        `unknown request`,
-		`{"format_version":"1.0","request":"measurement"}`: "takes no measurements",
+		`{"format_version":"9.0","request":"status"}`:                        "speaks " + FormatVersion,
+		`{"format_version":"` + FormatVersion + `","request":"stop"}`:        `unknown request`,
+		`{"format_version":"` + FormatVersion + `","request":"measurement"}`: "takes no measurements",
 		`not json`: "not JSON",
 	} {
 		c, err := net.DialTimeout("unix", path, time.Second)

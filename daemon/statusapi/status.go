@@ -18,13 +18,18 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/macake/macake/diag"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
 // FormatVersion is the version of the Status document and of the request.
-// A client accepts any 1.x document; new fields arrive as minor versions
-// (1.2: daemon.permission_denied and shapers[].not_shaped).
-const FormatVersion = "1.2"
+// A client accepts any document of its major version; new fields arrive as
+// minor versions (1.2: daemon.permission_denied and shapers[].not_shaped).
+// 2.0: every error and warning is an object of the one error schema
+// (package diag): problems, backend.live_error, links[].error,
+// last_apply.error and last_apply.warnings were strings; config_errors
+// leave out line and column for a problem with a whole file.
+const FormatVersion = "2.0"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -48,7 +53,7 @@ type Status struct {
 	ConfigErrors []ConfigError `json:"config_errors"`
 	// Problems keep shaping from being what the files say, each with what
 	// to do (a missing pf hook line, unreadable link facts, ...).
-	Problems []string `json:"problems"`
+	Problems []diag.Diagnostic `json:"problems"`
 	// DriftRepairs counts repairs since the daemon started, by drift kind
 	// (the words of the log's drift events).
 	DriftRepairs map[string]int `json:"drift_repairs,omitempty"`
@@ -85,7 +90,7 @@ type Backend struct {
 	Scope  string `json:"scope,omitempty"`
 	// LiveError says why the live state could not be read (static picture
 	// only; e.g. it needs root).
-	LiveError string `json:"live_error,omitempty"`
+	LiveError *diag.Diagnostic `json:"live_error,omitempty"`
 }
 
 // Policy is one policy with matching's verdict.
@@ -119,7 +124,7 @@ type Link struct {
 	Controller *Controller `json:"controller,omitempty"`
 	// Error keeps the link from being shaped as its policy says (e.g. an
 	// "auto" rate that needs a measurement); the previous shaping stays.
-	Error string `json:"error,omitempty"`
+	Error *diag.Diagnostic `json:"error,omitempty"`
 }
 
 // Shaper is one live shaper (a dummynet pipe, a tc class).
@@ -201,25 +206,21 @@ type Apply struct {
 	At      time.Time `json:"at"`
 	Trigger string    `json:"trigger"`
 	// Result is no_changes, applied or failed.
-	Result          string   `json:"result"`
-	Created         int      `json:"created"`
-	Updated         int      `json:"updated"`
-	Removed         int      `json:"removed"`
-	DurationSeconds float64  `json:"duration_seconds"`
-	Error           string   `json:"error,omitempty"`
-	Warnings        []string `json:"warnings,omitempty"`
+	Result          string            `json:"result"`
+	Created         int               `json:"created"`
+	Updated         int               `json:"updated"`
+	Removed         int               `json:"removed"`
+	DurationSeconds float64           `json:"duration_seconds"`
+	Error           *diag.Diagnostic  `json:"error,omitempty"`
+	Warnings        []diag.Diagnostic `json:"warnings,omitempty"`
 	// LastChange is when a reconcile last changed something.
 	LastChange time.Time `json:"last_change,omitzero"`
 }
 
-// ConfigError is one policy file error in force.
+// ConfigError is one policy file error in force: the error (its link is
+// the one the file defines) and Kept, last_good or nothing.
 type ConfigError struct {
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	Column  int    `json:"column"`
-	Message string `json:"message"`
-	// Link is the link the file defines; Kept is last_good or nothing.
-	Link string `json:"link,omitempty"`
+	diag.Diagnostic
 	Kept string `json:"kept,omitempty"`
 }
 

@@ -74,7 +74,10 @@ func reconcileOutcome(a *Apply) string {
 	case "no_changes":
 		return "no changes"
 	case "failed":
-		return "failed: " + a.Error
+		if a.Error == nil {
+			return "failed"
+		}
+		return "failed: " + a.Error.String()
 	}
 	return fmt.Sprintf("%d created, %d updated, %d removed", a.Created, a.Updated, a.Removed)
 }
@@ -101,7 +104,7 @@ func writeLinkTable(w io.Writer, st Status) {
 				up = rate
 			}
 		}
-		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != ""), "-", "-", "-", "-"
+		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != nil), "-", "-", "-", "-"
 		if c := l.Controller; c != nil && c.Responses > 0 {
 			base = probe.FormatLatency(seconds(c.IdleRTTSeconds))
 			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + probe.FormatLatencyChange(seconds(c.Upload.DelayDeltaSeconds))
@@ -145,13 +148,13 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 	if st.Backend.Scope != "" {
 		fmt.Fprintf(w, "Backend: %s\n", st.Backend.Scope)
 	}
-	if st.Backend.LiveError != "" {
+	if st.Backend.LiveError != nil {
 		fmt.Fprintf(w, "Live state: not read: %s\n", st.Backend.LiveError)
 	}
 	writeLinkTable(w, st)
 	for _, l := range st.Links {
 		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.Mode, l.ProfileKey)
-		if l.Error != "" {
+		if l.Error != nil {
 			fmt.Fprintf(w, "  problem: %s\n", l.Error)
 		}
 		c := l.Controller
@@ -224,7 +227,6 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 	if len(st.ConfigErrors) > 0 {
 		fmt.Fprintln(w, "\nConfig errors in force:")
 		for _, ce := range st.ConfigErrors {
-			p := config.Problem{File: ce.File, Line: ce.Line, Col: ce.Column, Message: ce.Message}
 			kept := ""
 			switch ce.Kept {
 			case "last_good":
@@ -232,13 +234,13 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			case "nothing":
 				kept = " (nothing is applied for it)"
 			}
-			fmt.Fprintf(w, "  %s%s\n", p.Error(), kept)
+			fmt.Fprintf(w, "  %s%s\n", ce.Diagnostic, kept)
 		}
 	}
 	if len(st.Problems) > 0 {
 		fmt.Fprintln(w, "\nProblems:")
 		for _, p := range st.Problems {
-			fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimSpace(p), "\n", "\n  "))
+			fmt.Fprintf(w, "  %s\n", strings.ReplaceAll(strings.TrimSpace(p.String()), "\n", "\n  "))
 		}
 	}
 	if a := st.LastApply; a != nil && len(a.Warnings) > 0 {
