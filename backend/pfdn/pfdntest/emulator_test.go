@@ -249,8 +249,9 @@ func TestBinariesShareAStateFile(t *testing.T) {
 }
 
 // TestBinariesRefuseUsers: the emulator binaries answer a caller who is
-// not root as pfctl and dnctl do on a Mac, and the refusal is not saved
-// into the shared state.
+// not root as pfctl and dnctl do on a Mac, and such a caller writes
+// neither the shared state nor its lock (the README's dry run as a user
+// beside a root-owned state file, issue 12 item 19).
 func TestBinariesRefuseUsers(t *testing.T) {
 	stateFile := filepath.Join(t.TempDir(), "state.json")
 	getenv := func(k string) string {
@@ -276,8 +277,17 @@ func TestBinariesRefuseUsers(t *testing.T) {
 		{[]string{"/sbin/pfctl", "-s", "info"}, 1, "pfctl: /dev/pf: Permission denied\n"},
 		{[]string{"/usr/sbin/dnctl", "list"}, 69, "dnctl: socket: Operation not permitted\n"},
 	} {
+		before, _ := os.ReadFile(stateFile)
 		if code, stderr := run(501, tt.args...); code != tt.code || stderr != tt.stderr {
 			t.Errorf("%v as a user: exit %d, stderr %q; want %d, %q", tt.args, code, stderr, tt.code, tt.stderr)
+		}
+		if after, _ := os.ReadFile(stateFile); string(after) != string(before) {
+			t.Errorf("%v as a user changed the state file:\n%s\n->\n%s", tt.args, before, after)
+		}
+		if before == nil {
+			if _, err := os.Stat(stateFile + ".lock"); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%v as a user created the lock file: %v", tt.args, err)
+			}
 		}
 		if code, stderr := run(0, tt.args...); code != 0 {
 			t.Errorf("%v as root after a user's call: exit %d, stderr %q", tt.args, code, stderr)

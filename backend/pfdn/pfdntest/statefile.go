@@ -106,12 +106,18 @@ var geteuid = os.Geteuid
 // PFDN_EMU_STATE, under an exclusive lock, and returns the exit code. As
 // on a Mac, a caller who is not root may not open /dev/pf or dnctl's
 // socket (reference/pf-dummynet.md items 12 and 30), whatever the state
-// file says; that refusal is not saved in it.
+// file says. Such a caller changes nothing, so it only reads the state
+// file (written atomically, it needs no lock to be read) and writes
+// neither it nor the lock: a user's dry run works beside a root-owned
+// state file, as on a Mac, and its refused calls are not in the call log.
 func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(string) string) int {
 	path := getenv(EnvState)
 	if path == "" {
 		fmt.Fprintf(stderr, "%s: this is the pfdntest emulator; set %s to its state file\n", toolOf(args[0]), EnvState)
 		return 70
+	}
+	if geteuid() != 0 {
+		return userMain(path, args, stdout, stderr)
 	}
 	unlock, err := lockFile(path + ".lock")
 	if err != nil {
@@ -134,12 +140,7 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(s
 		return in
 	}
 	tty := stdin != nil && isTerminal(int(stdin.Fd()))
-	unprivileged := e.m.Unprivileged
-	if geteuid() != 0 {
-		e.m.Unprivileged = true
-	}
 	res, hang, runErr := e.runLocked(execrun.Command{Argv: args}, os.Getpid(), readStdin, tty)
-	e.m.Unprivileged = unprivileged
 	if read && len(e.calls) > 0 {
 		e.calls[len(e.calls)-1].Stdin = string(in)
 	}
@@ -149,6 +150,24 @@ func Main(args []string, stdin *os.File, stdout, stderr io.Writer, getenv func(s
 		fmt.Fprintf(stderr, "pfdntest: saving state: %v\n", saveErr)
 		return 70
 	}
+	return finish(args, res, hang, runErr, stdout, stderr)
+}
+
+// userMain runs args for a caller who is not root, whom the tools refuse:
+// against the state as it is, saving nothing.
+func userMain(path string, args []string, stdout, stderr io.Writer) int {
+	e, err := LoadFile(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "pfdntest: %v\n", err)
+		return 70
+	}
+	e.m.Unprivileged = true
+	res, hang, runErr := e.runLocked(execrun.Command{Argv: args}, os.Getpid(), func() []byte { return nil }, false)
+	return finish(args, res, hang, runErr, stdout, stderr)
+}
+
+// finish turns a run's outcome into the binary's output and exit code.
+func finish(args []string, res execrun.Result, hang bool, runErr error, stdout, stderr io.Writer) int {
 	if hang {
 		// Hang until killed, as a stuck pfctl would; the lock is free.
 		time.Sleep(time.Hour)
