@@ -24,11 +24,13 @@ test: vet race darwin
 vet:
 	$(GO) vet $(PKGS)
 
-# -p 1: the real-kernel tests (cmd/macake's namespaces, e2e's shaped TCP)
-# measure rates and queueing delay; run beside each other on two cores they
-# starve one another and miss their bounds now and then.
+# One package at a time (as -p 1 would): the real-kernel tests (cmd/macake's
+# namespaces, e2e's shaped TCP) measure rates and queueing delay; run beside
+# each other on two cores they starve one another. .ci/test-packages names
+# each package as it starts and ends with the slowest ones, so a long run
+# shows where it is.
 race:
-	$(GO) test -race -count=1 -p 1 -timeout 25m $(PKGS)
+	GO='$(GO)' PKGS='$(PKGS)' .ci/test-packages -race -count=1 -timeout 25m
 
 darwin:
 	@echo ">> darwin/arm64 build and vet"
