@@ -47,10 +47,12 @@ const (
 // the shaper (load) when busy; while the shaper is faster than the
 // bottleneck, the bottleneck's queue adds bloat to every reply.
 type fakeNet struct {
-	mu       sync.Mutex
-	rtt      time.Duration
-	bloat    time.Duration
-	busy     bool
+	mu    sync.Mutex
+	rtt   time.Duration
+	bloat time.Duration
+	busy  bool
+	// silent: no reflector answers.
+	silent   bool
 	capacity [2]int64
 	rate     func(shape.Direction) int64 // the shaper's live rate
 	probes   []*fakeProbe
@@ -123,6 +125,10 @@ func (p *fakeProbe) Run(ctx context.Context) error {
 			continue
 		}
 		p.net.mu.Lock()
+		if p.net.silent {
+			p.net.mu.Unlock()
+			continue
+		}
 		rtt := p.net.rtt
 		if p.net.busy && p.net.rate != nil && p.net.rate(shape.Download) > p.net.capacity[shape.Download] {
 			rtt += p.net.bloat
@@ -892,6 +898,35 @@ func TestWatchPolicyEditRestartsTheController(t *testing.T) {
 		}
 		if got := r.pipeRate(48001); got != up {
 			t.Errorf("upload after an edit that left it alone: %d, want the controller's %d", got, up)
+		}
+	})
+}
+
+// TestWatchMetricsBeforeAReply: a link whose reflectors never answered
+// shows no idle delay (NaN, a gap in graphs) rather than the controller's
+// starting baseline; its first reply fills it in (issue 12 item 19).
+func TestWatchMetricsBeforeAReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.net.set(func(n *fakeNet) { n.silent = true })
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		m := r.scrape()
+		for _, want := range []string{
+			`macake_delay_baseline_seconds{direction="download",link="home"} NaN`,
+			`macake_delay_baseline_seconds{direction="upload",link="home"} NaN`,
+			`macake_delay_delta_seconds{direction="download",link="home"} NaN`,
+		} {
+			if !strings.Contains(m, want) {
+				t.Errorf("metrics lack %s\n%s", want, grepLines(m, "macake_delay_"))
+			}
+		}
+		r.net.set(func(n *fakeNet) { n.silent = false })
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		m = r.scrape()
+		if !strings.Contains(m, `macake_delay_baseline_seconds{direction="download",link="home"} 0.`) {
+			t.Errorf("after replies the baseline is still unknown:\n%s", grepLines(m, "macake_delay_"))
 		}
 	})
 }

@@ -209,7 +209,13 @@ func (r *linkRunner) updateMetrics() {
 		ds, md := st.Direction(dir), r.metrics.Direction(dir)
 		md.SetAchievedRate(ds.Achieved)
 		md.SetLoad(float64(ds.LoadPercent) / 100)
-		md.SetDelay(ds.Baseline, ds.DeltaEWMA)
+		if st.Counters.Responses > 0 {
+			md.SetDelay(ds.Baseline, ds.DeltaEWMA)
+		} else {
+			// The baseline is the controller's starting value, not a
+			// measurement; status shows "-" for it too.
+			md.SetDelayUnknown()
+		}
 		md.SetBufferbloatSamples(ds.Delayed)
 		md.SetShaperRate(live.Pipe(dir).RateBits)
 	}

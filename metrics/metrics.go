@@ -14,6 +14,7 @@ package metrics
 
 import (
 	"log/slog"
+	"math"
 	"net/netip"
 	"runtime"
 	"sync"
@@ -100,8 +101,8 @@ func New(opts Options) *Metrics {
 	m.rateMax = gauge("shaper_rate_max_bits_per_second", "Highest rate the controller may set, from the policy, in bit/s.", dir...)
 	m.achieved = gauge("achieved_rate_bits_per_second", "Traffic actually carried, from the interface byte counters, in bit/s.", dir...)
 	m.load = gauge("load_ratio", "Achieved rate divided by the shaper rate (0 idle, about 1 saturated).", dir...)
-	m.baseline = gauge("delay_baseline_seconds", "One-way delay to the reflectors when the link is idle (the lowest reflector baseline).", dir...)
-	m.delta = gauge("delay_delta_seconds", "One-way delay above the baseline: the queueing delay the controller steers by (mean of the reflectors' smoothed deltas).", dir...)
+	m.baseline = gauge("delay_baseline_seconds", "One-way delay to the reflectors when the link is idle (the lowest reflector baseline); NaN until the first reply.", dir...)
+	m.delta = gauge("delay_delta_seconds", "One-way delay above the baseline: the queueing delay the controller steers by (mean of the reflectors' smoothed deltas); NaN until the first reply.", dir...)
 	m.bloat = gauge("bufferbloat_samples", "Delayed samples (delay delta above the threshold) in the current detection window; bufferbloat when it reaches the vote threshold.", dir...)
 	m.rateChanges = counter("rate_changes_total", "Rates the controller set, by change: cut (lowered for bufferbloat), lower (lowered for another reason: decay toward base, the minimum on sleep) or raise (raised).", "link", "direction", "change")
 	m.state = gauge("controller_state", "1 for the controller's current state (running, idle, sleeping, stalled), 0 for the others.", "link", "state")
@@ -210,6 +211,7 @@ func (m *Metrics) Link(name string) *Link {
 			lowers:   m.rateChanges.WithLabelValues(name, d.String(), "lower"),
 			raises:   m.rateChanges.WithLabelValues(name, d.String(), "raise"),
 		}
+		l.dirs[d].SetDelayUnknown()
 	}
 	for _, s := range States {
 		l.states[s] = m.state.WithLabelValues(name, s)
@@ -381,6 +383,15 @@ func (d *Direction) SetLoad(ratio float64) { d.load.Set(ratio) }
 func (d *Direction) SetDelay(baseline, delta time.Duration) {
 	d.baseline.Set(baseline.Seconds())
 	d.delta.Set(delta.Seconds())
+}
+
+// SetDelayUnknown marks the baseline and the delay as not measured (NaN,
+// which graphs show as a gap): before a controller's first reply its
+// baseline is a starting value, and a link that never got a reply must
+// not show one as its idle delay.
+func (d *Direction) SetDelayUnknown() {
+	d.baseline.Set(math.NaN())
+	d.delta.Set(math.NaN())
 }
 
 // SetBufferbloatSamples sets how many samples in the detection window are

@@ -102,14 +102,14 @@ macake_controller_state{link="wan",state="idle"} 0
 macake_controller_state{link="wan",state="running"} 0
 macake_controller_state{link="wan",state="sleeping"} 1
 macake_controller_state{link="wan",state="stalled"} 0
-# HELP macake_delay_baseline_seconds One-way delay to the reflectors when the link is idle (the lowest reflector baseline).
+# HELP macake_delay_baseline_seconds One-way delay to the reflectors when the link is idle (the lowest reflector baseline); NaN until the first reply.
 # TYPE macake_delay_baseline_seconds gauge
 macake_delay_baseline_seconds{direction="download",link="wan"} 0.0125
-macake_delay_baseline_seconds{direction="upload",link="wan"} 0
-# HELP macake_delay_delta_seconds One-way delay above the baseline: the queueing delay the controller steers by (mean of the reflectors' smoothed deltas).
+macake_delay_baseline_seconds{direction="upload",link="wan"} NaN
+# HELP macake_delay_delta_seconds One-way delay above the baseline: the queueing delay the controller steers by (mean of the reflectors' smoothed deltas); NaN until the first reply.
 # TYPE macake_delay_delta_seconds gauge
 macake_delay_delta_seconds{direction="download",link="wan"} 0.042
-macake_delay_delta_seconds{direction="upload",link="wan"} 0
+macake_delay_delta_seconds{direction="upload",link="wan"} NaN
 # HELP macake_drift_repairs_total Changes made by someone else to what macake owns, put back, by kind (rules_missing, rules_changed, shaper_missing, shaper_changed, pf_disabled).
 # TYPE macake_drift_repairs_total counter
 macake_drift_repairs_total{kind="shaper_missing"} 2
