@@ -28,7 +28,7 @@ parallel HTTP streams while latency is sampled. It reports the capacity each
 way and the latency the load added, like for like at each percentile (loaded
 p50 minus idle p50, loaded p90 minus idle p90), and compares the gateway's
 latency with the reflectors' to tell whether the queue builds on the LAN
-(this Mac, Wi-Fi) or beyond the gateway (the ISP). On macOS, Apple's
+(this machine, Wi-Fi) or beyond the gateway (the ISP). On macOS, Apple's
 networkQuality is run as a cross-check when measuring against the default
 endpoint. The result is saved as the link's profile in the state file, keyed
 by the link and its gateway's MAC address (the key macake watch looks up);

@@ -112,7 +112,7 @@ const bloatThreshold = 5 * time.Millisecond
 
 // verdict says in one sentence whether the link is bloated and where the
 // queue builds: if the gateway's latency rises about as much as the
-// reflectors', the queue is at or before the gateway (this Mac, Wi-Fi,
+// reflectors', the queue is at or before the gateway (this machine, Wi-Fi,
 // the LAN); if not, it is beyond it (the ISP's link).
 func verdict(down, up PhaseLatency, haveGateway bool) string {
 	worst, dir := down, "download"
@@ -128,7 +128,7 @@ func verdict(down, up PhaseLatency, haveGateway bool) string {
 	where := "the gateway's latency was not measured, so where the queue builds is unknown"
 	if haveGateway && worst.GatewayAdded.Targets > 0 {
 		if worst.GatewayAdded.P50 >= worst.Added.P50/2 {
-			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this Mac, Wi-Fi or the LAN", probe.FormatLatencyChange(worst.GatewayAdded.P50))
+			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this machine, Wi-Fi or the LAN", probe.FormatLatencyChange(worst.GatewayAdded.P50))
 		} else {
 			where = fmt.Sprintf("the gateway stayed at %s, so the queue builds beyond the gateway, on the ISP's link: shaping on this machine will help", probe.FormatLatencyChange(worst.GatewayAdded.P50))
 		}

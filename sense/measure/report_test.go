@@ -42,7 +42,7 @@ func TestVerdictPlacesTheQueue(t *testing.T) {
 			if !strings.Contains(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
-			if tc.name == "Wi-Fi bloat on upload" && !strings.Contains(got, "at or before the gateway") {
+			if tc.name == "Wi-Fi bloat on upload" && !strings.Contains(got, "at or before the gateway: this machine, Wi-Fi or the LAN") {
 				t.Errorf("%q does not blame the LAN", got)
 			}
 		})
