@@ -163,10 +163,51 @@ func TestSystemdUnits(t *testing.T) {
 		"Service.RestartPreventExitStatus": "77 78",
 		"Install.WantedBy":                 "multi-user.target",
 		"Unit.After":                       "network-online.target",
+		// The sandbox (issue 12 item 19): the two capabilities tc and the
+		// probes need, a read-only system, the state directory writable.
+		"Service.CapabilityBoundingSet": "CAP_NET_ADMIN CAP_NET_RAW",
+		"Service.NoNewPrivileges":       "yes",
+		"Service.ProtectSystem":         "strict",
+		"Service.ReadWritePaths":        "/var/db/macake",
+		"Service.StateDirectory":        "",
 	} {
 		if k[key] != want {
 			t.Errorf("%s = %q, want %q", key, k[key], want)
 		}
+	}
+	// Under /var/lib the state directory is systemd's StateDirectory=,
+	// which it creates root-only; elsewhere it must exist, and the install
+	// comment says how to make it.
+	for _, tc := range []struct {
+		dir                    string
+		stateDir, mode, rwPath string
+		mkdir                  bool
+	}{
+		{"/var/lib/macake", "macake", "0700", "", false},
+		{"/var/lib/macake/", "macake", "0700", "", false},
+		{"/var/db/macake", "", "", "/var/db/macake", true},
+		{"/srv/100%/state", "", "", "/srv/100%%/state", true},
+	} {
+		p := examplesProgram
+		p.StateDir = tc.dir
+		unit, err := SystemdWatchUnit(p)
+		if err != nil {
+			t.Errorf("%s: %v", tc.dir, err)
+			continue
+		}
+		k := unitKeys(t, unit)
+		if k["Service.StateDirectory"] != tc.stateDir || k["Service.StateDirectoryMode"] != tc.mode || k["Service.ReadWritePaths"] != tc.rwPath {
+			t.Errorf("%s: StateDirectory=%q StateDirectoryMode=%q ReadWritePaths=%q; want %q %q %q", tc.dir,
+				k["Service.StateDirectory"], k["Service.StateDirectoryMode"], k["Service.ReadWritePaths"], tc.stateDir, tc.mode, tc.rwPath)
+		}
+		if got := strings.Contains(string(unit), "sudo install -d -m 0700 "+tc.dir); got != tc.mkdir {
+			t.Errorf("%s: install comment names mkdir: %v, want %v", tc.dir, got, tc.mkdir)
+		}
+	}
+	p := examplesProgram
+	p.StateDir = "/srv/my state"
+	if _, err := SystemdWatchUnit(p); err == nil || !strings.Contains(err.Error(), "ReadWritePaths") {
+		t.Errorf("a state directory with a blank: %v; want a refusal naming ReadWritePaths=", err)
 	}
 	unit, err = SystemdMonitorUnit(examplesProgram)
 	if err != nil {
@@ -242,6 +283,39 @@ func TestExamplesPassPlutil(t *testing.T) {
 		res, err := execrun.Exec{}.Run(context.Background(), cmd)
 		if _, err := execrun.Check(cmd, res, err); err != nil {
 			t.Errorf("plutil -lint: %v", err)
+		}
+	}
+}
+
+// TestSystemdWatchUnitVerifies: systemd itself accepts every key of the
+// watch unit (an unknown or misspelt one is silently ignored at run time,
+// so a sandbox setting could vanish unnoticed). Needs systemd-analyze.
+func TestSystemdWatchUnitVerifies(t *testing.T) {
+	analyze := ""
+	for _, p := range []string{"/usr/bin/systemd-analyze", "/bin/systemd-analyze"} {
+		if _, err := os.Stat(p); err == nil {
+			analyze = p
+		}
+	}
+	if analyze == "" {
+		t.Skip("skipping: systemd-analyze not found (a Linux machine with systemd has it)")
+	}
+	p := examplesProgram
+	p.Binary = "/bin/true" // verify checks that ExecStart's program exists
+	for _, dir := range []string{"/var/db/macake", "/var/lib/macake"} {
+		p.StateDir = dir
+		unit, err := SystemdWatchUnit(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "macake-watch.service")
+		if err := os.WriteFile(path, unit, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := execrun.Command{Argv: []string{analyze, "verify", path}}
+		res, err := execrun.Exec{}.Run(context.Background(), cmd)
+		if _, err := execrun.Check(cmd, res, err); err != nil || len(res.Stderr) > 0 {
+			t.Errorf("state dir %s: systemd-analyze verify: %v\n%s", dir, err, res.Stderr)
 		}
 	}
 }

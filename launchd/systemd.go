@@ -8,11 +8,25 @@ import (
 	"strings"
 )
 
+// SystemdWatchCapabilities are the only capabilities the watch unit keeps
+// (CapabilityBoundingSet=): CAP_NET_ADMIN for tc, IFB devices and their
+// filters, CAP_NET_RAW for the ICMP probes. Root without the others cannot
+// load modules, read others' files or mount; the kernel still loads a
+// qdisc's module on demand.
+var SystemdWatchCapabilities = []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}
+
+// systemdStateBase is where systemd's StateDirectory= lives.
+const systemdStateBase = "/var/lib/"
+
 // SystemdWatchUnit renders macake-watch.service, the Linux counterpart of
 // the LaunchDaemon: `macake watch` as root, restarted on failure after
 // ThrottleInterval seconds, except on exit 77 (needs root) and 78 (config
 // invalid), which need a person; systemd can say that, launchd cannot.
-// stdout and stderr go to the journal.
+// stdout and stderr go to the journal. It is sandboxed: a read-only
+// system, only SystemdWatchCapabilities, no new privileges; the state
+// directory is the one place it writes (StateDirectory= when it is under
+// /var/lib, which systemd creates with mode 0700, else ReadWritePaths=,
+// which must exist).
 func SystemdWatchUnit(p Program) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -21,9 +35,16 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	stateLines, err := systemdStateLines(p.StateDir)
+	if err != nil {
+		return nil, err
+	}
 	var b strings.Builder
 	b.WriteString("# macake watch under systemd: the Linux counterpart of the " + DaemonLabel + " LaunchDaemon.\n")
 	b.WriteString("# Install: macake install-daemon --systemd-unit | sudo tee /etc/systemd/system/macake-watch.service\n")
+	if !strings.HasPrefix(p.StateDir, systemdStateBase) {
+		b.WriteString("#          sudo install -d -m 0700 " + p.StateDir + "   (ReadWritePaths= needs it to exist)\n")
+	}
 	b.WriteString("#          sudo systemctl daemon-reload && sudo systemctl enable --now macake-watch\n")
 	b.WriteString("# Logs:    journalctl -u macake-watch\n")
 	b.WriteString("[Unit]\n")
@@ -37,10 +58,45 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 	b.WriteString("Restart=on-failure\n")
 	fmt.Fprintf(&b, "RestartSec=%d\n", ThrottleInterval)
 	b.WriteString("RestartPreventExitStatus=77 78\n")
-	b.WriteString("TimeoutStopSec=15\n\n")
+	b.WriteString("TimeoutStopSec=15\n")
+	b.WriteString("# Sandbox: see systemd.exec(5) and `systemd-analyze security macake-watch`.\n")
+	b.WriteString("CapabilityBoundingSet=" + strings.Join(SystemdWatchCapabilities, " ") + "\n")
+	b.WriteString("NoNewPrivileges=yes\n")
+	b.WriteString("ProtectSystem=strict\n")
+	b.WriteString("ProtectHome=read-only\n")
+	b.WriteString(stateLines)
+	b.WriteString("PrivateTmp=yes\n")
+	b.WriteString("ProtectKernelTunables=yes\n")
+	b.WriteString("ProtectKernelLogs=yes\n")
+	b.WriteString("ProtectControlGroups=yes\n")
+	b.WriteString("ProtectClock=yes\n")
+	b.WriteString("ProtectHostname=yes\n")
+	b.WriteString("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK\n")
+	b.WriteString("RestrictNamespaces=yes\n")
+	b.WriteString("RestrictRealtime=yes\n")
+	b.WriteString("RestrictSUIDSGID=yes\n")
+	b.WriteString("LockPersonality=yes\n")
+	b.WriteString("MemoryDenyWriteExecute=yes\n")
+	b.WriteString("SystemCallArchitectures=native\n\n")
 	b.WriteString("[Install]\n")
 	b.WriteString("WantedBy=multi-user.target\n")
 	return []byte(b.String()), nil
+}
+
+// systemdStateLines are the unit's lines that let watch write its state
+// directory dir, an absolute path: StateDirectory= for a directory under
+// /var/lib (systemd creates it, root-only), else ReadWritePaths=.
+func systemdStateLines(dir string) (string, error) {
+	for _, r := range dir {
+		if r <= ' ' || r == 0x7f || r == '"' || r == '\\' {
+			return "", fmt.Errorf("state directory %q: a systemd unit cannot name a path with blanks, quotes or control characters in ReadWritePaths=; choose another", dir)
+		}
+	}
+	w := strings.NewReplacer("%", "%%").Replace(dir)
+	if rel, ok := strings.CutPrefix(w, systemdStateBase); ok && rel != "" {
+		return "StateDirectory=" + strings.TrimSuffix(rel, "/") + "\nStateDirectoryMode=0700\n", nil
+	}
+	return "ReadWritePaths=" + w + "\n", nil
 }
 
 // SystemdMonitorUnit renders macake-monitor.service, a systemd user unit

@@ -180,11 +180,11 @@ func probeFromConfig() Capabilities {
 			continue
 		}
 		c := CapabilitiesFromConfig(cfg)
-		c.Method = "read from " + path + " (not tried: run as root to probe)"
+		c.Method = "read from " + path + " (not tried: trying takes root with CAP_SYS_ADMIN, which the systemd unit does not keep)"
 		return c
 	}
 	c := Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true}
-	c.Method = "assumed (no kernel configuration readable; run as root to probe)"
+	c.Method = "assumed (no kernel configuration readable; trying takes root with CAP_SYS_ADMIN)"
 	for _, s := range kernelSymbols {
 		if s.module == "" {
 			continue

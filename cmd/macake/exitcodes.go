@@ -12,5 +12,5 @@ const (
 	exitUsage       = 64 // EX_USAGE: bad flags or arguments
 	exitUnavailable = 69 // EX_UNAVAILABLE: pfctl/dnctl (or tc) missing or unusable
 	exitNoPerm      = 77 // EX_NOPERM: the command needs root
-	exitConfig      = 78 // EX_CONFIG: policy files invalid
+	exitConfig      = 78 // EX_CONFIG: policy files invalid (watch: macake.toml invalid; policy errors never stop it)
 )
