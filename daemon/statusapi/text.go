@@ -206,6 +206,9 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			baseline, delay := "-", "-"
 			if measured {
 				baseline, delay = probe.FormatLatency(seconds(d.d.BaselineSeconds)), probe.FormatLatencyChange(seconds(d.d.DelayDeltaSeconds))
+				if d.d.BaselineSeconds < 0 {
+					baseline += " " + clockOffsetNote
+				}
 			}
 			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
 				d.name, shape.FormatApprox(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
@@ -220,8 +223,12 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			if r.Offences > 0 {
 				health = fmt.Sprintf("%d missed checks", r.Offences)
 			}
-			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.Address,
-				probe.FormatLatency(seconds(r.BaselineDownSeconds)), probe.FormatLatency(seconds(r.BaselineUpSeconds)), r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
+			base := "↓" + probe.FormatLatency(seconds(r.BaselineDownSeconds)) + " ↑" + probe.FormatLatency(seconds(r.BaselineUpSeconds))
+			if r.BaselineDownSeconds < 0 || r.BaselineUpSeconds < 0 {
+				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, probe.FormatLatency(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
+			}
+			fmt.Fprintf(w, "  reflector %-15s baseline %s, %d replies, last %s ago, %s\n", r.Address,
+				base, r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
 		}
 	}
 	if len(st.ConfigErrors) > 0 {
@@ -299,6 +306,12 @@ func bitsOrDash(bits int64) string {
 func signedShort(s float64) string {
 	return strings.TrimSuffix(probe.FormatLatencyChange(seconds(s)), "ms")
 }
+
+// clockOffsetNote explains a negative one-way baseline: ICMP timestamps
+// give one-way delays measured across two clocks, so each direction is
+// shifted by the reflector's clock offset (one up, the other down by as
+// much); only their sum, the round trip, and the changes are delays.
+const clockOffsetNote = "(one-way, shifted by the reflector's clock offset)"
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 

@@ -123,7 +123,9 @@ func verdict(down, up PhaseLatency, haveGateway bool) string {
 		return "No latency target answered under load: the latency added by the load is unknown."
 	}
 	if worst.Added.P50 < bloatThreshold {
-		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", probe.FormatLatencyChange(worst.Added.P50))
+		// Loaded below idle is noise (probe resolution, a quieter
+		// moment), not latency the load removed.
+		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", probe.FormatLatencyChange(max(worst.Added.P50, 0)))
 	}
 	where := "the gateway's latency was not measured, so where the queue builds is unknown"
 	if haveGateway && worst.GatewayAdded.Targets > 0 {

@@ -32,6 +32,7 @@ func TestVerdictPlacesTheQueue(t *testing.T) {
 		want     string
 	}{
 		{"clean", pl(ms(2), 0), pl(ms(1), 0), true, "No significant bufferbloat: load adds at most +2.0ms"},
+		{"quieter under load", pl(ms(-0.3), 0), pl(ms(-1), 0), true, "No significant bufferbloat: load adds at most +0.0ms at the median."},
 		{"ISP bloat on download", pl(ms(400), ms(0.5)), pl(ms(30), 0), true, "a download adds +400.0ms at the median and +420.0ms at p90; the gateway stayed at +0.5ms, so the queue builds beyond the gateway"},
 		{"Wi-Fi bloat on upload", pl(ms(10), ms(8)), pl(ms(80), ms(70)), true, "an upload adds +80.0ms"},
 		{"gateway unknown", pl(ms(100), 0), pl(ms(10), 0), false, "where the queue builds is unknown"},

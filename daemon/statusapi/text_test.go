@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package statusapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTextExplainsNegativeOneWayBaselines: ICMP timestamps measure each
+// direction across two clocks, so a reflector whose clock runs ahead
+// gives a negative download baseline. Status says so and prints the
+// round trip, the delay that is real, instead of a bare "-4.0ms" (issue
+// 12 item 19); positive baselines print as before.
+func TestTextExplainsNegativeOneWayBaselines(t *testing.T) {
+	st := func(down, up float64) Status {
+		return Status{Links: []Link{{
+			Name: "wan", Interface: "en0", Mode: "autorate",
+			Controller: &Controller{
+				Mode: "autorate", Status: "running", Responses: 10,
+				Download:   Direction{BaselineSeconds: down},
+				Upload:     Direction{BaselineSeconds: up},
+				Reflectors: []Reflector{{Address: "1.1.1.1", BaselineDownSeconds: down, BaselineUpSeconds: up, Responses: 10}},
+			},
+		}}}
+	}
+	for _, tc := range []struct {
+		name      string
+		down, up  float64
+		want, not []string
+	}{
+		{"clock ahead", -0.004, 0.016,
+			[]string{
+				"baseline -4.0ms (one-way, shifted by the reflector's clock offset), delay",
+				"baseline 16.0ms, delay",
+				"baseline ↓-4.0ms ↑16.0ms (one-way, shifted by the reflector's clock offset), round trip 12.0ms, 10 replies",
+			}, nil},
+		{"synchronised", 0.006, 0.006,
+			[]string{"baseline ↓6.0ms ↑6.0ms, 10 replies"},
+			[]string{"clock offset"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			WriteText(&b, st(tc.down, tc.up), TextOptions{Now: time.Unix(0, 0), GOOS: "linux"})
+			got := b.String()
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("status lacks %q:\n%s", w, got)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("status says %q:\n%s", n, got)
+				}
+			}
+		})
+	}
+}
