@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/macake/macake/execrun"
 )
 
 // SystemdWatchCapabilities are the only capabilities the watch unit keeps
@@ -43,7 +45,8 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 	b.WriteString("# macake watch under systemd: the Linux counterpart of the " + DaemonLabel + " LaunchDaemon.\n")
 	b.WriteString("# Install: macake install-daemon --systemd-unit | sudo tee /etc/systemd/system/macake-watch.service\n")
 	if !strings.HasPrefix(p.StateDir, systemdStateBase) {
-		b.WriteString("#          sudo install -d -m 0700 " + p.StateDir + "   (ReadWritePaths= needs it to exist)\n")
+		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0700", p.StateDir}}
+		b.WriteString("#          " + mkdir.String() + "   (ReadWritePaths= needs it to exist)\n")
 	}
 	b.WriteString("#          sudo systemctl daemon-reload && sudo systemctl enable --now macake-watch\n")
 	b.WriteString("# Logs:    journalctl -u macake-watch\n")
@@ -85,18 +88,26 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 
 // systemdStateLines are the unit's lines that let watch write its state
 // directory dir, an absolute path: StateDirectory= for a directory under
-// /var/lib (systemd creates it, root-only), else ReadWritePaths=.
+// /var/lib (systemd creates it, root-only), else ReadWritePaths=. Both
+// take specifiers (so % is doubled) and unquote double-quoted words with
+// C escapes (so a path with blanks is quoted), but expand no variables.
 func systemdStateLines(dir string) (string, error) {
 	for _, r := range dir {
-		if r <= ' ' || r == 0x7f || r == '"' || r == '\\' {
-			return "", fmt.Errorf("state directory %q: a systemd unit cannot name a path with blanks, quotes or control characters in ReadWritePaths=; choose another", dir)
+		if r < 0x20 || r == 0x7f {
+			return "", fmt.Errorf("state directory %q contains a control character, which a systemd unit cannot hold", dir)
 		}
 	}
-	w := strings.NewReplacer("%", "%%").Replace(dir)
-	if rel, ok := strings.CutPrefix(w, systemdStateBase); ok && rel != "" {
-		return "StateDirectory=" + strings.TrimSuffix(rel, "/") + "\nStateDirectoryMode=0700\n", nil
+	word := func(path string) string {
+		w := strings.ReplaceAll(path, "%", "%%")
+		if strings.ContainsAny(w, " \t\"'\\") {
+			w = strconv.Quote(w)
+		}
+		return w
 	}
-	return "ReadWritePaths=" + w + "\n", nil
+	if rel, ok := strings.CutPrefix(dir, systemdStateBase); ok && strings.Trim(rel, "/") != "" {
+		return "StateDirectory=" + word(strings.TrimSuffix(rel, "/")) + "\nStateDirectoryMode=0700\n", nil
+	}
+	return "ReadWritePaths=" + word(dir) + "\n", nil
 }
 
 // SystemdMonitorUnit renders macake-monitor.service, a systemd user unit
