@@ -5,6 +5,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -1035,6 +1037,20 @@ func TestWatchProbesAutoReflectorsAsMeasured(t *testing.T) {
 		}
 		if strings.Contains(rules, "proto icmp from any to 127.0.0.2") {
 			t.Errorf("the anchor still exempts the auto reflector's ICMP:\n%s", rules)
+		}
+		// status says how each reflector is probed.
+		st := r.d.Status()
+		probes := map[string]string{}
+		for _, rs := range st.Links[0].Controller.Reflectors {
+			probes[rs.Address] = fmt.Sprintf("%s/%d", rs.Probe, rs.Port)
+		}
+		if probes["127.0.0.2"] != "tcp/443" || probes["127.0.0.4"] != "icmp/0" || probes["127.0.0.7"] != "udp/7" {
+			t.Errorf("status shows the reflectors probed as %v", probes)
+		}
+		var text strings.Builder
+		statusapi.WriteText(&text, st, statusapi.TextOptions{})
+		if !strings.Contains(text.String(), "reflector 127.0.0.2 tcp/443") {
+			t.Errorf("status text does not say how the reflector is probed:\n%s", text.String())
 		}
 	})
 }

@@ -210,14 +210,14 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 		}
 		for _, r := range c.Reflectors {
 			if r.Responses == 0 {
-				fmt.Fprintf(w, "  reflector %-15s baseline -, 0 replies, no reply yet\n", r.Address)
+				fmt.Fprintf(w, "  reflector %-15s baseline -, 0 replies, no reply yet\n", r.label())
 				continue
 			}
 			health := "ok"
 			if r.Offences > 0 {
 				health = fmt.Sprintf("%d missed checks", r.Offences)
 			}
-			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.Address,
+			fmt.Fprintf(w, "  reflector %-15s baseline ↓%s ↑%s, %d replies, last %s ago, %s\n", r.label(),
 				probe.FormatLatency(seconds(r.BaselineDownSeconds)), probe.FormatLatency(seconds(r.BaselineUpSeconds)), r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
 		}
 	}
@@ -320,4 +320,13 @@ func humanBytes(b int64) string {
 		return fmt.Sprintf("%d KB", b/1024)
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// label is the reflector as status prints it: its address, and how it is
+// probed when that is not ICMP ("1.1.1.1 tcp/443").
+func (r Reflector) label() string {
+	if r.Probe == "" || r.Probe == "icmp" {
+		return r.Address
+	}
+	return fmt.Sprintf("%s %s/%d", r.Address, r.Probe, r.Port)
 }
