@@ -86,27 +86,7 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 	desired := goldenDesired()
 	save := func(name string, d shape.State, owned ...string) {
 		t.Helper()
-		rr.reset(caps)
-		if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join("testdata", "diff", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "live.txtar"), []byte(rr.rec.format()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		js, _ := json.MarshalIndent(d, "", "  ")
-		if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if len(owned) > 0 {
-			js, _ = json.Marshal(owned)
-			if err := os.WriteFile(filepath.Join(dir, "owned.json"), append(js, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		saveCase(t, rr, b, caps, name, d, owned...)
 	}
 	save("htb-fresh", desired)
 	apply(t, b, desired)
@@ -168,28 +148,38 @@ func TestRecordReflectorKindGoldens(t *testing.T) {
 		{Kind: shape.ProbeUDP, Addr: netip.MustParseAddr("10.77.0.3"), Port: 7},
 		shape.ICMPReflector(netip.MustParseAddr("10.77.0.4")),
 	}
-	save := func(name string, d shape.State) {
-		t.Helper()
-		rr.reset(caps)
-		if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join("testdata", "diff", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "live.txtar"), []byte(rr.rec.format()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		js, _ := json.MarshalIndent(d, "", "  ")
-		if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
+	apply(t, b, icmp)
+	saveCase(t, rr, b, caps, "htb-reflector-kind-changed", kinds)
+	apply(t, b, kinds)
+	saveCase(t, rr, b, caps, "htb-reflector-kinds-converged", kinds)
+}
+
+// saveCase writes the golden case name: what observing the namespace
+// prints now (live.txtar), the desired state d and, when given, the
+// interfaces whose roots macake is recorded to own.
+func saveCase(t *testing.T, rr *recordingRunner, b *Backend, caps Capabilities, name string, d shape.State, owned ...string) {
+	t.Helper()
+	rr.reset(caps)
+	if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "diff", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "live.txtar"), []byte(rr.rec.format()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.MarshalIndent(d, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if len(owned) > 0 {
+		js, _ = json.Marshal(owned)
+		if err := os.WriteFile(filepath.Join(dir, "owned.json"), append(js, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	apply(t, b, icmp)
-	save("htb-reflector-kind-changed", kinds)
-	apply(t, b, kinds)
-	save("htb-reflector-kinds-converged", kinds)
 }
 
 func (r recording) format() string {

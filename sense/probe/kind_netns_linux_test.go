@@ -4,7 +4,6 @@ package probe
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/netip"
 	"strings"
@@ -27,25 +26,7 @@ const (
 func (tb *testbed) serveKinds(t *testing.T) {
 	t.Helper()
 	for _, a := range []string{serverIP4, serverIP6} {
-		ln, err := tb.server.Listen(nil, "tcp", net.JoinHostPort(a, "443"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				// Like a real server, wait for the client (closing
-				// first would leave the server in TIME-WAIT).
-				go func() {
-					io.Copy(io.Discard, c)
-					c.Close()
-				}()
-			}
-		}()
+		tb.server.ServeTCP("tcp", net.JoinHostPort(a, "443"))
 		pc, err := tb.server.ListenPacket("udp", net.JoinHostPort(a, "7"))
 		if err != nil {
 			t.Fatal(err)
