@@ -5,6 +5,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -414,3 +415,29 @@ func (tr *tracker) stop() {
 
 // errClosed is what a sender's send returns after close.
 var errClosed = errors.New("probe: sender closed")
+
+// readEach reads packets from pc until it is closed, handing each, with
+// the time it arrived, to handle (which must not keep b). A read error
+// other than the close (on some systems an ICMP error queued on the
+// socket) cannot be attributed to a probe, which then times out; after a
+// few in a row it backs off, so that a broken socket cannot spin.
+func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.Time)) {
+	buf := make([]byte, 1500)
+	failures := 0
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		now := time.Now()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			failures++
+			if failures > 3 {
+				time.Sleep(min(time.Duration(failures)*10*time.Millisecond, time.Second))
+			}
+			continue
+		}
+		failures = 0
+		handle(buf[:n], from, now)
+	}
+}

@@ -206,42 +206,23 @@ func (s *rawTCPSender) source(r shape.Reflector, now time.Time) (netip.Addr, err
 
 func (s *rawTCPSender) start(report func(outcome)) {
 	s.tr.start(report)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.read()
-	}()
+	s.wg.Go(s.read)
 }
 
 func (s *rawTCPSender) read() {
-	buf := make([]byte, 1500)
-	failures := 0
-	for {
-		n, from, err := s.pc.ReadFrom(buf)
-		now := time.Now()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			failures++
-			if failures > 3 {
-				time.Sleep(min(time.Duration(failures)*10*time.Millisecond, time.Second))
-			}
-			continue
-		}
-		failures = 0
+	readEach(s.pc, func(b []byte, from net.Addr, now time.Time) {
 		s.reads.Add(1)
-		seg, ok := parseSegment(buf[:n])
+		seg, ok := parseSegment(b)
 		ia, isIP := from.(*net.IPAddr)
 		if !ok || !isIP || seg.dport != s.port {
-			continue
+			return
 		}
 		if !seg.answers() {
-			continue // the kernel's own resets never come here; anything else is not an answer
+			return // the kernel's own resets never come here; anything else is not an answer
 		}
 		a, _ := netip.AddrFromSlice(ia.IP)
 		s.tr.match(seg.ack-1-s.secret, netip.AddrPortFrom(a.Unmap(), seg.sport), now)
-	}
+	})
 }
 
 func (s *rawTCPSender) closeSockets() {

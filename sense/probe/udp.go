@@ -3,7 +3,6 @@
 package probe
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -61,45 +60,26 @@ func (s *udpSender) send(r shape.Reflector, seq uint32, now time.Time) error {
 
 func (s *udpSender) start(report func(outcome)) {
 	s.tr.start(report)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.read()
-	}()
+	s.wg.Go(s.read)
 }
 
 func (s *udpSender) read() {
-	buf := make([]byte, 1500)
-	failures := 0
-	for {
-		n, from, err := s.pc.ReadFrom(buf)
-		now := time.Now()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// An ICMP error queued on the socket (port unreachable) reads
-			// as an error on some systems; the probe then times out.
-			failures++
-			if failures > 3 {
-				time.Sleep(min(time.Duration(failures)*10*time.Millisecond, time.Second))
-			}
-			continue
-		}
-		failures = 0
+	// An ICMP error queued on the socket (port unreachable) reads as an
+	// error on some systems; readEach skips it and the probe times out.
+	readEach(s.pc, func(b []byte, from net.Addr, now time.Time) {
 		ua, ok := from.(*net.UDPAddr)
 		if !ok {
-			continue
+			return
 		}
 		ap := ua.AddrPort()
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		nonce, seq, ok := decodePayload(buf[:n])
-		if !ok || nonce != s.nonce || n != payloadLen {
+		nonce, seq, ok := decodePayload(b)
+		if !ok || nonce != s.nonce || len(b) != payloadLen {
 			s.tr.stray()
-			continue
+			return
 		}
 		s.tr.match(seq, ap, now)
-	}
+	})
 }
 
 func (s *udpSender) close() {
