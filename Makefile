@@ -51,8 +51,9 @@ fmt:
 	gofmt -l -w .
 
 ## e2e: the real-kernel proof (root, Linux): off/on/off on every trace with
-## longer phases than CI, then the actuation benchmark; prints the tables
-## docs/MEASUREMENTS.md quotes. `make test` runs the short version.
+## longer phases than CI, the ISP that prioritises ICMP (ICMP-only control
+## against auto reflectors), then the actuation benchmark; prints the
+## tables docs/MEASUREMENTS.md quotes. `make test` runs the short version.
 E2E_PHASE  ?= 30s
 E2E_TRACES ?= constant,steps,wobble,wobble:up2
 E2E_REPORT ?= bin/e2e-report.md
@@ -60,6 +61,8 @@ e2e:
 	@mkdir -p $(dir $(E2E_REPORT)) && rm -f $(E2E_REPORT)
 	$(GO) test -count=1 -timeout 60m -run '^TestOffOnOff$$' ./e2e -args \
 	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.report=$(abspath $(E2E_REPORT))
+	for isp in prio honest; do $(GO) test -count=1 -timeout 30m -run '^TestICMPPriority$$' ./e2e -args \
+	  -e2e.phase=$(E2E_PHASE) -e2e.isp=$$isp -e2e.report=$(abspath $(E2E_REPORT)) || exit 1; done
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSetRateKernel$$' -benchtime 200x -benchmem ./e2e
 	@echo; cat $(E2E_REPORT)
 

@@ -456,6 +456,7 @@ var examples = map[reflect.Type]string{
 	reflect.TypeFor[Duration]():     `"300ms"`,
 	reflect.TypeFor[HardwareAddr](): `"74:24:9f:00:00:01"`,
 	reflect.TypeFor[netip.Addr]():   `"192.168.1.1"`,
+	reflect.TypeFor[Reflector]():    `"1.1.1.1" or "tcp:1.1.1.1:443"`,
 	reflect.TypeFor[Mode]():         `"autorate"`,
 	reflect.TypeFor[Diffserv]():     `"diffserv4"`,
 	reflect.TypeFor[Isolation]():    `"dual-srchost"`,

@@ -28,7 +28,7 @@ var Defaults = Policy{
 	Autorate: Autorate{
 		Download:           Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 80 * Mbit}}, // min/max_dl_shaper_rate_kbps
 		Upload:             Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 35 * Mbit}}, // min/max_ul_shaper_rate_kbps
-		Reflectors:         DefaultReflectors,
+		Reflectors:         ICMPReflectors(DefaultReflectors),
 		ActiveReflectors:   6,                                // no_pingers
 		ProbeInterval:      Duration(300 * time.Millisecond), // reflector_ping_interval_s 0.3
 		DelayThreshold:     Duration(30 * time.Millisecond),  // *_owd_delta_delay_thr_ms

@@ -5,8 +5,11 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/shape"
 )
 
 // FuzzParse feeds the loader arbitrary files, seeded with every example
@@ -27,6 +30,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte("[match]\ninterface = \"en0\"\n[autorate]\nreflectors = [\"1.1.1.1\", [\"x\"], {a=1}, 5]\n"))
+	f.Add([]byte("[match]\ninterface = \"en0\"\n[autorate]\nreflectors = [\"tcp:1.1.1.1:443\", \"auto:[::1]:443\", \"udp:9.9.9.9:7\", \"icmp:1.0.0.1\", \"tcp:1.1.1.1\"]\n"))
 	f.Add([]byte("a.b.c = 1\n[x.y]\n[[z]]\nq = '''\n\n'''\n"))
 	f.Add([]byte("[match]\ninterface = en0\n[shaper]\ndownload = 1.5 Mbit/s # x\nqueue = [\n5KB]\nupload = 5mbit\r\n[autorate\nx.y = 0x1fz\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -42,6 +46,31 @@ func FuzzParse(f *testing.F) {
 			if p.File != "fuzz.toml" || p.Message == "" || p.Line < 1 || p.Col < 1 || p.Line > lines {
 				t.Fatalf("problem without a valid position: %+v (file has %d lines)", p, lines)
 			}
+		}
+	})
+}
+
+// FuzzParseReflector: a reflector entry either fails with a message that
+// quotes it or parses to an entry whose String reads back the same, with
+// a port exactly when its kind has one.
+func FuzzParseReflector(f *testing.F) {
+	for _, s := range []string{"1.1.1.1", "icmp:1.1.1.1", "tcp:1.1.1.1:443", "udp:[2001:db8::7]:7", "auto:9.9.9.9:443", "auto:[::1]:443", "auto:9.9.9.9", "auto:", "auto:auto:1.1.1.1:1", "one.one.one.one"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseReflector(s)
+		if err != nil {
+			if !strings.Contains(err.Error(), strconv.Quote(s)) {
+				t.Fatalf("ParseReflector(%q): %v does not quote the entry", s, err)
+			}
+			return
+		}
+		if !r.Addr.IsValid() || r.Kind.HasPort() != (r.Port != 0) || r.Auto && r.Kind != shape.ProbeTCP {
+			t.Fatalf("ParseReflector(%q) = %+v", s, r)
+		}
+		back, err := ParseReflector(r.String())
+		if err != nil || back != r {
+			t.Fatalf("ParseReflector(%q) = %+v, whose String %q reads back as %+v, %v", s, r, r.String(), back, err)
 		}
 	})
 }

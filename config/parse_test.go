@@ -178,7 +178,18 @@ func TestParseRules(t *testing.T) {
 		{name: "empty reflectors", text: minimal + "[autorate]\nreflectors = []\n", problems: []string{"4:14: autorate.reflectors: needs at least one address"}},
 		{name: "host name reflector", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"one.one.one.one\"]\n", problems: []string{`4:26: autorate.reflectors[1]: "one.one.one.one" is a host name`}},
 		{name: "duplicate reflector", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\",\n  \"9.9.9.9\", # comment, \"x\"\n  \"::ffff:1.1.1.1\"]\ncut_refractory = \"2s\"\n", problems: []string{"6:3: autorate.reflectors[2]: ::ffff:1.1.1.1 is listed twice (also reflectors[0])"}},
-		{name: "multicast reflector", text: minimal + "[autorate]\nreflectors = [\"224.0.0.1\", \"::\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: 224.0.0.1 cannot answer pings", "4:28: autorate.reflectors[1]: :: cannot answer pings"}},
+		{name: "multicast reflector", text: minimal + "[autorate]\nreflectors = [\"224.0.0.1\", \"::\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: 224.0.0.1 cannot answer probes", "4:28: autorate.reflectors[1]: :: cannot answer probes"}},
+		{name: "reflector kinds", text: minimal + "[autorate]\nreflectors = [\"icmp:1.1.1.1\", \"tcp:8.8.8.8:443\", \"udp:[2001:db8::7]:7\", \"auto:9.9.9.9:443\"]\ncut_refractory = \"2s\"\n"},
+		{name: "reflector kind errors", text: minimal + "[autorate]\nreflectors = [\"tcp:1.1.1.1\",\n  \"sctp:8.8.8.8:9\", \"auto:9.9.9.9\", \"udp:1.0.0.1:0\",\n  \"tcp:2606:4700::1111:443\", \"tcp:224.0.0.1:443\"]\n", problems: []string{
+			`4:15: autorate.reflectors[0]: "tcp:1.1.1.1": a tcp reflector needs a port, e.g. "tcp:1.1.1.1:443"`,
+			`5:3: autorate.reflectors[1]: "sctp:8.8.8.8:9": unknown probe kind "sctp"; use icmp, tcp or udp, or auto`,
+			`5:21: autorate.reflectors[2]: "auto:9.9.9.9": an auto reflector names the TCP port measure compares ICMP with, e.g. "auto:9.9.9.9:443"`,
+			`5:37: autorate.reflectors[3]: "udp:1.0.0.1:0": port 0 cannot be probed; use 1-65535`,
+			`6:3: autorate.reflectors[4]: "tcp:2606:4700::1111:443": a tcp reflector needs a port, after an IPv6 address in brackets (e.g. "tcp:[2606:4700:4700::1111]:443")`,
+			`6:30: autorate.reflectors[5]: 224.0.0.1 cannot answer probes`}},
+		{name: "one address two kinds", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"tcp:1.1.1.1:443\"]\ncut_refractory = \"2s\"\n", problems: []string{
+			`4:26: autorate.reflectors[1]: 1.1.1.1 is listed twice (also reflectors[0] as "1.1.1.1"); each address is probed one way: to let ` + "`macake measure`" + ` choose between ICMP and TCP, list it once as "auto:1.1.1.1:443"`}},
+		{name: "reflector not a string", text: minimal + "[autorate]\nreflectors = [443]\n", problems: []string{`4:15: autorate.reflectors[0]: "443" is not an IP address, nor KIND:ADDRESS[:PORT] with KIND icmp, tcp or udp`}},
 		{name: "zoned reflector", text: minimal + "[autorate]\nreflectors = [\"fe80::1%en0\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: fe80::1%en0: write the address without a zone"}},
 		{name: "active reflectors above count", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\"]\nactive_reflectors = 2\ncut_refractory = \"2s\"\n", problems: []string{"5:21: autorate.active_reflectors: 2 is outside 1..1"}},
 
@@ -287,8 +298,8 @@ func TestParseFillsDefaults(t *testing.T) {
 		t.Errorf("autorate defaults: %+v", a)
 	}
 	// The copy shares nothing with Defaults.
-	l.Autorate.Reflectors[0] = netip.MustParseAddr("192.0.2.1")
-	if Defaults.Autorate.Reflectors[0] != netip.MustParseAddr("1.1.1.1") {
+	l.Autorate.Reflectors[0] = ICMPReflectors([]netip.Addr{netip.MustParseAddr("192.0.2.1")})[0]
+	if Defaults.Autorate.Reflectors[0].Addr != netip.MustParseAddr("1.1.1.1") {
 		t.Error("Parse handed out Defaults' reflector slice")
 	}
 }

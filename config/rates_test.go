@@ -75,7 +75,7 @@ func TestDefaultsAreCakeAutorates(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range a.Reflectors {
-		if seen[r.String()] || !r.Is4() {
+		if seen[r.String()] || !r.Addr.Is4() || r.Kind != shape.ProbeICMP || r.Auto {
 			t.Errorf("default reflector %s duplicated or not IPv4", r)
 		}
 		seen[r.String()] = true

@@ -77,8 +77,10 @@ type Shaper struct {
 type Autorate struct {
 	Download Bounds `toml:"download"`
 	Upload   Bounds `toml:"upload"`
-	// Reflectors are the ICMP probe targets, IP literals only.
-	Reflectors []netip.Addr `toml:"reflectors"`
+	// Reflectors are the probe targets (IP literals only) and how each is
+	// probed: ICMP, a TCP handshake or a UDP echo to a port, or "auto"
+	// (see Reflector). An address is listed once.
+	Reflectors []Reflector `toml:"reflectors"`
 	// ActiveReflectors is how many reflectors are probed at once (upstream
 	// no_pingers); the rest are spares for replacement.
 	ActiveReflectors int `toml:"active_reflectors"`

@@ -3,7 +3,9 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -265,7 +267,7 @@ func (d *decoder) checkReflectors(a *Autorate) {
 	}
 	seen := map[string]int{}
 	for i, r := range a.Reflectors {
-		if !r.IsValid() {
+		if !r.Addr.IsValid() {
 			continue // already reported by the decoder
 		}
 		at := func() pos {
@@ -274,21 +276,28 @@ func (d *decoder) checkReflectors(a *Autorate) {
 			}
 			return pos{1, 1}
 		}
-		u := r.Unmap()
+		u := r.Addr.Unmap()
 		switch {
 		case u.IsUnspecified() || u.IsMulticast() || u == broadcastV4:
-			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s cannot answer pings", i, r)
+			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s cannot answer probes", i, r.Addr)
 			continue
-		case r.Zone() != "":
+		case u.Zone() != "":
 			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s: write the address without a zone", i, r)
 			continue
 		}
 		if j, dup := seen[u.String()]; dup {
-			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s is listed twice (also reflectors[%d])", i, r, j)
+			same := r
+			same.Addr = u
+			if a.Reflectors[j].String() == same.String() {
+				d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s is listed twice (also reflectors[%d])", i, r, j)
+			} else {
+				d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s is listed twice (also reflectors[%d] as %q); each address is probed one way: to let `macake measure` choose between ICMP and TCP, list it once as \"auto:%s\"",
+					i, u, j, a.Reflectors[j].String(), netip.AddrPortFrom(u, cmp.Or(r.Port, a.Reflectors[j].Port, 443)))
+			}
 			continue
 		}
 		seen[u.String()] = i
-		a.Reflectors[i] = u
+		a.Reflectors[i].Addr = u
 	}
 	n := len(a.Reflectors)
 	if d.given("autorate.active_reflectors") {

@@ -4,7 +4,6 @@ package controller
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
@@ -55,7 +54,7 @@ func FromPolicy(p config.Policy) (Config, error) {
 		RecoveryFactor:        in.Recover,
 		BufferbloatRefractory: a.CutRefractory.Std(),
 		DecayRefractory:       a.DecayRefractory.Std(),
-		Reflectors:            slices.Clone(a.Reflectors),
+		Reflectors:            a.Addrs(),
 		Pingers:               min(max(a.ActiveReflectors, 1), len(a.Reflectors)),
 		PingInterval:          a.ProbeInterval.Std(),
 		RandomizeReflectors:   in.RandomizeReflectors,

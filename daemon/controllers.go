@@ -106,12 +106,13 @@ func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) 
 	r := &linkRunner{
 		d: d, gen: c.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
 		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
+		probes: reconcile.Probes(a.Policy, c.profile(a.ProfileKey)),
 	}
 	var notes []string
 	if d.cfg.Sensors == nil {
 		notes = append(notes, d.cfg.SensorsNote)
 	} else {
-		if r.probe, err = d.cfg.Sensors.Probe(r.name, cfg.PingInterval); err != nil {
+		if r.probe, err = d.cfg.Sensors.Probe(ProbeSpec{Link: r.name, Interval: cfg.PingInterval, Probes: r.probes}); err != nil {
 			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
 			r.probe = nil
 		}
@@ -174,7 +175,7 @@ func (c *controllers) sync(desire reconcile.Desire, mtu map[string]int, linkErrs
 	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
 		r := c.runners[name]
 		a, active := want[name]
-		if active && !c.rebaseline && r.sameSpec(a, mtu[r.iface]) {
+		if active && !c.rebaseline && r.sameSpec(a, mtu[r.iface], reconcile.Probes(a.Policy, c.profile(a.ProfileKey))) {
 			continue
 		}
 		c.saveProfiles([]*linkRunner{r})

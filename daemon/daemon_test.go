@@ -5,6 +5,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -68,8 +70,8 @@ func (n *fakeNet) set(f func(n *fakeNet)) {
 }
 
 // Probe implements Sensors.
-func (n *fakeNet) Probe(link string, interval time.Duration) (Probe, error) {
-	p := &fakeProbe{net: n, interval: interval, out: make(chan probe.Sample, 64)}
+func (n *fakeNet) Probe(spec ProbeSpec) (Probe, error) {
+	p := &fakeProbe{net: n, interval: spec.Interval, probes: spec.Probes, out: make(chan probe.Sample, 64)}
 	n.mu.Lock()
 	n.probes = append(n.probes, p)
 	n.mu.Unlock()
@@ -84,6 +86,7 @@ func (n *fakeNet) Counters(iface string, interval time.Duration) (Counters, erro
 type fakeProbe struct {
 	net      *fakeNet
 	interval time.Duration
+	probes   []shape.Reflector
 	out      chan probe.Sample
 	mu       sync.Mutex
 	addrs    []netip.Addr
@@ -1022,4 +1025,67 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestWatchProbesAutoReflectorsAsMeasured: auto reflectors are probed
+// with ICMP until a measurement finds that only TCP sees the link's
+// bloat; handed that measurement, watch restarts the controller with a
+// prober that sends TCP handshakes to the reflectors' port, and the pf
+// anchor exempts TCP to and from that port instead of ICMP.
+func TestWatchProbesAutoReflectorsAsMeasured(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		auto := strings.Replace(autorateLink, `reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]`,
+			`reflectors = ["auto:127.0.0.2:443", "auto:127.0.0.3:443", "127.0.0.4", "127.0.0.5", "127.0.0.6", "udp:127.0.0.7:7"]`, 1)
+		r := newRig(t, map[string]string{"home": auto}, nil, factsOn("en0", homeMAC))
+		kinds := func() map[string]bool {
+			r.net.mu.Lock()
+			defer r.net.mu.Unlock()
+			p := r.net.probes[len(r.net.probes)-1]
+			out := map[string]bool{}
+			for _, pr := range p.probes {
+				out[pr.String()] = true
+			}
+			return out
+		}
+		before := kinds()
+		if !before["127.0.0.2"] || !before["udp:127.0.0.7:7"] || before["tcp:127.0.0.2:443"] {
+			t.Fatalf("before any measurement the prober probes %v: want the auto reflectors by ICMP", before)
+		}
+		if rules := strings.Join(r.anchorRules(), "\n"); !strings.Contains(rules, "proto icmp from any to 127.0.0.2") || !strings.Contains(rules, "proto udp from any to 127.0.0.7 port = 7") {
+			t.Fatalf("anchor before the measurement:\n%s", rules)
+		}
+		key := state.ProfileKey("home", homeMAC)
+		m := state.Profile{Link: "home", DownloadCapacity: 90_000_000, UploadCapacity: 20_000_000, MeasuredAt: time.Now(), ProbeKind: "tcp"}
+		if err := r.d.TakeMeasurement(t.Context(), key, m); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		after := kinds()
+		if !after["tcp:127.0.0.2:443"] || !after["tcp:127.0.0.3:443"] || !after["127.0.0.4"] || !after["udp:127.0.0.7:7"] {
+			t.Errorf("after the measurement the prober probes %v: want the auto reflectors by TCP, the others as they were", after)
+		}
+		rules := strings.Join(r.anchorRules(), "\n")
+		for _, want := range []string{"inet proto tcp from any to 127.0.0.2 port = 443", "inet proto tcp from 127.0.0.3 port = 443 to any", "inet proto icmp from any to 127.0.0.4"} {
+			if !strings.Contains(rules, want) {
+				t.Errorf("anchor lacks %q:\n%s", want, rules)
+			}
+		}
+		if strings.Contains(rules, "proto icmp from any to 127.0.0.2") {
+			t.Errorf("the anchor still exempts the auto reflector's ICMP:\n%s", rules)
+		}
+		// status says how each reflector is probed.
+		st := r.d.Status()
+		probes := map[string]string{}
+		for _, rs := range st.Links[0].Controller.Reflectors {
+			probes[rs.Address] = fmt.Sprintf("%s/%d", rs.Probe, rs.Port)
+		}
+		if probes["127.0.0.2"] != "tcp/443" || probes["127.0.0.4"] != "icmp/0" || probes["127.0.0.7"] != "udp/7" {
+			t.Errorf("status shows the reflectors probed as %v", probes)
+		}
+		var text strings.Builder
+		statusapi.WriteText(&text, st, statusapi.TextOptions{})
+		if !strings.Contains(text.String(), "reflector 127.0.0.2 tcp/443") {
+			t.Errorf("status text does not say how the reflector is probed:\n%s", text.String())
+		}
+	})
 }

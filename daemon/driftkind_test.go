@@ -20,7 +20,7 @@ import (
 func TestDriftKindFollowsWhatTheObjectDoes(t *testing.T) {
 	d := shape.State{Links: []shape.Link{{Name: "wan", Interface: "wan0", Slot: 0,
 		Upload: shape.Pipe{RateBits: 10e6, QueueBytes: 65536}, Download: shape.Pipe{RateBits: 50e6, QueueBytes: 131072},
-		Reflectors: []netip.Addr{netip.MustParseAddr("1.1.1.1")}}}}
+		Reflectors: []shape.Reflector{shape.ICMPReflector(netip.MustParseAddr("1.1.1.1"))}}}}
 	tcOps := tc.Diff(d, tc.Live{Devices: map[string]*tc.DeviceState{"wan0": {Device: tc.Device{Name: "wan0", Index: 2, Up: true}}}, Caps: tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true}}).Ops
 	seen := map[string]logging.DriftKind{}
 	for _, op := range tcOps {

@@ -36,6 +36,9 @@ type linkRunner struct {
 	policy     config.Link
 	mtu        int
 	cfg        controller.Config
+	// probes says how each reflector is probed: a measurement can move
+	// the auto reflectors from ICMP to TCP, which needs a new prober.
+	probes []shape.Reflector
 
 	loop     *controller.Loop
 	probe    Probe
@@ -57,11 +60,12 @@ type linkRunner struct {
 	lastFailed time.Time
 }
 
-// sameSpec reports whether r runs the controller that a would get, so it
-// can keep running (with its baselines) across a reconcile.
-func (r *linkRunner) sameSpec(a reconcile.ActiveLink, mtu int) bool {
+// sameSpec reports whether r runs the controller that a would get, with
+// probes probed the same way, so it can keep running (with its
+// baselines) across a reconcile.
+func (r *linkRunner) sameSpec(a reconcile.ActiveLink, mtu int, probes []shape.Reflector) bool {
 	return r.profileKey == a.ProfileKey && r.iface == a.Policy.Match.Interface && r.mtu == mtu &&
-		reflect.DeepEqual(r.policy, a.Policy)
+		reflect.DeepEqual(r.policy, a.Policy) && slices.Equal(r.probes, probes)
 }
 
 // sortedAddrs returns a sorted copy, so that the same reflector set in

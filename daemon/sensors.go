@@ -10,20 +10,33 @@ import (
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // Sensors measure one active link for its controller: delays to the
-// reflectors (an ICMP prober) and the interface's byte counters. The
+// reflectors (a prober: ICMP, or TCP or UDP where the policy says) and the
+// interface's byte counters. The
 // daemon opens one Probe and one Counters per active link and closes them
 // (by ending Run's context) when the link goes away. SystemSensors are
 // the real ones; tests pass fakes.
 type Sensors interface {
-	// Probe returns a prober for the named link's reflectors, probing each
-	// one every interval. It probes nothing until SetReflectors.
-	Probe(link string, interval time.Duration) (Probe, error)
+	// Probe returns a prober for a link's reflectors (spec). It probes
+	// nothing until SetReflectors.
+	Probe(spec ProbeSpec) (Probe, error)
 	// Counters returns a reader of iface's byte counters, which the
 	// daemon reads every interval.
 	Counters(iface string, interval time.Duration) (Counters, error)
+}
+
+// ProbeSpec is what a link's prober is for.
+type ProbeSpec struct {
+	// Link names the link.
+	Link string
+	// Interval is the time between two probes to one reflector.
+	Interval time.Duration
+	// Probes says how each of the link's reflectors is probed
+	// (reconcile.Probes); an address not in it is probed with ICMP.
+	Probes []shape.Reflector
 }
 
 // Probe measures the delay to a set of reflectors; *probe.Prober is one.
@@ -69,8 +82,8 @@ func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 	return controller.LoadSample{At: ls.At, RxBytes: k.RxBytes, TxBytes: k.TxBytes, RxPackets: k.RxPackets, TxPackets: k.TxPackets}, true
 }
 
-// SystemSensors are the real sensors: ICMP probes (sense/probe) and
-// the interface byte counters (sense/ifstat).
+// SystemSensors are the real sensors: the prober (sense/probe) and the
+// interface byte counters (sense/ifstat).
 type SystemSensors struct {
 	// Timeout is how long a probe waits for its reply; 0 is
 	// probe.DefaultTimeout.
@@ -81,8 +94,8 @@ type SystemSensors struct {
 
 // Probe implements Sensors with a probe.Prober; its sockets open with the
 // first reflectors.
-func (s SystemSensors) Probe(link string, interval time.Duration) (Probe, error) {
-	p, err := probe.New(probe.Config{Interval: interval, Timeout: s.Timeout})
+func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
+	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes})
 	if err != nil {
 		return nil, err
 	}

@@ -199,6 +199,7 @@ func (d *Daemon) Status() statusapi.Status {
 			s := pl.runner.loop.State()
 			ctl = &s
 			sl.Controller = ControllerStatus(s, pl.runner.note)
+			withProbes(sl.Controller, pl.runner.probes)
 		}
 		if l, ok := live.Link(a.Policy.Name); ok {
 			sl.Shaped = len(pl.unshaped) < len(shape.Directions)
@@ -340,6 +341,21 @@ func ControllerStatus(s controller.State, note string) *statusapi.Controller {
 		})
 	}
 	return c
+}
+
+// withProbes says in c how each reflector is probed.
+func withProbes(c *statusapi.Controller, probes []shape.Reflector) {
+	by := make(map[string]shape.Reflector, len(probes))
+	for _, r := range probes {
+		by[r.Addr.String()] = r
+	}
+	for i := range c.Reflectors {
+		r, ok := by[c.Reflectors[i].Address]
+		if !ok {
+			r.Kind = shape.ProbeICMP
+		}
+		c.Reflectors[i].Probe, c.Reflectors[i].Port = r.Kind.String(), int(r.Port)
+	}
 }
 
 func directionStatus(d controller.DirectionState) statusapi.Direction {

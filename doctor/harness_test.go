@@ -23,6 +23,7 @@ import (
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
@@ -248,7 +249,8 @@ type fakePinger struct {
 	asked  []netip.Addr
 }
 
-func (p *fakePinger) Ping(_ context.Context, targets []netip.Addr) ([]Echo, error) {
+func (p *fakePinger) Ping(_ context.Context, probes []shape.Reflector) ([]Echo, error) {
+	targets := shape.ReflectorAddrs(probes)
 	p.mu.Lock()
 	p.asked = append(p.asked, targets...)
 	p.mu.Unlock()

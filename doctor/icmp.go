@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/icmp"
 
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // SocketOpener is the real ICMPOpener: it opens a socket with x/net/icmp,
@@ -44,7 +45,7 @@ type ProbePinger struct {
 }
 
 // Ping implements Pinger.
-func (p ProbePinger) Ping(ctx context.Context, targets []netip.Addr) ([]Echo, error) {
+func (p ProbePinger) Ping(ctx context.Context, targets []shape.Reflector) ([]Echo, error) {
 	count, interval, timeout := p.Count, p.Interval, p.Timeout
 	if count <= 0 {
 		count = 3
@@ -55,7 +56,7 @@ func (p ProbePinger) Ping(ctx context.Context, targets []netip.Addr) ([]Echo, er
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	pr, err := probe.New(probe.Config{Reflectors: targets, Interval: interval, Timeout: timeout, NoTimestamps: true, Listen: p.Listen})
+	pr, err := probe.New(probe.Config{Reflectors: shape.ReflectorAddrs(targets), Probes: targets, Interval: interval, Timeout: timeout, NoTimestamps: true, Listen: p.Listen})
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (p ProbePinger) Ping(ctx context.Context, targets []netip.Addr) ([]Echo, er
 	echoes := map[netip.Addr]*Echo{}
 	rtts := map[netip.Addr][]time.Duration{}
 	for _, t := range targets {
-		echoes[t.Unmap()] = &Echo{Target: t.Unmap()}
+		echoes[t.Addr.Unmap()] = &Echo{Target: t.Addr.Unmap()}
 	}
 	finished := func() bool {
 		for _, e := range echoes {
@@ -113,7 +114,7 @@ collect:
 	<-done
 	out := make([]Echo, 0, len(targets))
 	for _, t := range targets {
-		e := echoes[t.Unmap()]
+		e := echoes[t.Addr.Unmap()]
 		if r := rtts[e.Target]; len(r) > 0 {
 			e.RTT = probe.Median(r)
 		}

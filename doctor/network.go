@@ -100,16 +100,18 @@ func probedLinks(sel reconcile.Selection) []config.Link {
 }
 
 // activeReflectors are the reflectors the controllers of links probe at
-// once (the first active_reflectors of each list), without duplicates.
-func activeReflectors(links []config.Link) []netip.Addr {
+// once (the first active_reflectors of each list), each as it is probed
+// (auto reflectors with ICMP, as before measure chose), without
+// duplicate addresses.
+func activeReflectors(links []config.Link) []shape.Reflector {
 	seen := map[netip.Addr]bool{}
-	var out []netip.Addr
+	var out []shape.Reflector
 	for _, l := range links {
 		n := min(max(l.Autorate.ActiveReflectors, 1), len(l.Autorate.Reflectors))
-		for _, a := range l.Autorate.Reflectors[:n] {
-			if !seen[a] {
-				seen[a] = true
-				out = append(out, a)
+		for _, r := range l.Autorate.Probes(shape.ProbeICMP)[:n] {
+			if !seen[r.Addr] {
+				seen[r.Addr] = true
+				out = append(out, r)
 			}
 		}
 	}
@@ -118,8 +120,8 @@ func activeReflectors(links []config.Link) []netip.Addr {
 
 func checkICMP(ctx context.Context, in *Inspection) Result {
 	needV6 := false
-	for _, a := range activeReflectors(probedLinks(in.facts(ctx).selection)) {
-		if a.Is6() {
+	for _, r := range activeReflectors(probedLinks(in.facts(ctx).selection)) {
+		if r.Kind == shape.ProbeICMP && r.Addr.Is6() {
 			needV6 = true
 		}
 	}
@@ -214,7 +216,7 @@ func groupIn(groups []int, lo, hi int64) bool {
 
 // echoFacts is what the active reflectors answered.
 type echoFacts struct {
-	targets []netip.Addr
+	targets []shape.Reflector
 	echoes  []Echo
 	err     error
 }

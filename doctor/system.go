@@ -14,6 +14,7 @@ import (
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/shape"
 )
 
 // System is everything doctor looks at, each behind a small seam. Production
@@ -99,9 +100,10 @@ type Echo struct {
 	Err string
 }
 
-// Pinger sends a few echo requests to each target and reports the replies.
+// Pinger sends a few probes to each target (ICMP echo, or the target's
+// TCP or UDP probe) and reports the replies.
 type Pinger interface {
-	Ping(ctx context.Context, targets []netip.Addr) ([]Echo, error)
+	Ping(ctx context.Context, targets []shape.Reflector) ([]Echo, error)
 }
 
 // WatchState says whether `macake watch` runs for a state directory.

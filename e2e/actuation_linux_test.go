@@ -33,7 +33,7 @@ func BenchmarkSetRateKernel(b *testing.B) {
 	link := shape.Link{Name: "wan", Interface: ClientDev, Slot: 0,
 		Upload:     shape.Pipe{RateBits: 10_000_000, QueueBytes: 64 << 10},
 		Download:   shape.Pipe{RateBits: 50_000_000, QueueBytes: 64 << 10},
-		Reflectors: []netip.Addr{netip.MustParseAddr(Reflectors[0])}}
+		Reflectors: []shape.Reflector{shape.ICMPReflector(netip.MustParseAddr(Reflectors[0]))}}
 	ctx := context.Background()
 	p, err := backend.Plan(ctx, shape.State{Links: []shape.Link{link}})
 	if err != nil {

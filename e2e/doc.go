@@ -19,6 +19,12 @@
 // goodput is TCP payload. A run is drift-controlled: unshaped, shaped,
 // unshaped again, on the same trace segment.
 //
+// TestICMPPriority runs the same testbed behind an ISP that gives ICMP
+// strict priority (netns.PriorityBottleneck: htb serves an ICMP class
+// within its guarantee before the bulk class that borrows; this kernel has
+// no prio qdisc): ICMP-only control against "auto" reflectors, for which
+// `macake measure` first compares ICMP with TCP handshakes to port 443.
+//
 // `go test ./e2e` (root; otherwise the tests skip and say so) runs it
 // with short phases and asserts the direction of the result; `make e2e`
 // runs longer phases on every trace and prints the tables that

@@ -160,6 +160,18 @@ func offOnOff(t *testing.T, spec string) {
 		appendReport(t, spec, table.String(), cfg)
 	}
 
+	meetsTheBar(t, run, on)
+	if t.Failed() {
+		t.Logf("macake watch's output:\n%s", watch.Output())
+	}
+}
+
+// meetsTheBar checks the shaped phase named on against the run's unshaped
+// phases: the testbed made bufferbloat (an added p90 of 200 ms or more),
+// and the phase at least halved the added p90 and kept at least half of
+// the goodput. It returns the comparison.
+func meetsTheBar(t *testing.T, run Run, on string) Verdict {
+	t.Helper()
 	v, err := run.Compare(on)
 	if err != nil {
 		t.Fatal(err)
@@ -173,9 +185,7 @@ func offOnOff(t *testing.T, spec string) {
 	if v.GoodputKept < 0.5 {
 		t.Errorf("%s: goodput %.2f Mbit/s is less than half of the unshaped %.2f Mbit/s", on, v.OnGoodput/1e6, v.OffGoodput/1e6)
 	}
-	if t.Failed() {
-		t.Logf("macake watch's output:\n%s", watch.Output())
-	}
+	return v
 }
 
 // appendReport adds one run's table to the -e2e.report file.

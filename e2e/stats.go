@@ -64,6 +64,9 @@ type Phase struct {
 	Goodput, UploadGoodput float64
 	// Process is the shaper process's cost during the phase (watch only).
 	Process *ProcessCost
+	// IdleFrom, IdleTo, LoadFrom and LoadTo bound the idle and loaded
+	// windows, so that other probes can be summarised over the same ones.
+	IdleFrom, IdleTo, LoadFrom, LoadTo time.Time
 }
 
 // Added is the phase's added delay, like for like.

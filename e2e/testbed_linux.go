@@ -508,6 +508,7 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 	ph.Goodput = float64(down1-down0) * 8 / secs
 	ph.UploadGoodput = float64(up1-up0) * 8 / secs
 
+	ph.IdleFrom, ph.IdleTo, ph.LoadFrom, ph.LoadTo = idleFrom, idleTo, loadFrom, loadTo
 	idle, lost := t.probe.Window(idleFrom, idleTo)
 	ph.Idle = Summarize(idle, lost)
 	if err := t.drain(ctx, ph.Idle.P90+2*time.Millisecond, time.Now()); err != nil {

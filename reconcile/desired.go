@@ -70,8 +70,9 @@ type Inputs struct {
 	// installs nothing.
 	Engaged map[string]bool
 	// Reflectors are the controllers' active probe targets by link name
-	// (watch), whose ICMP is exempt from shaping. A link without an entry
-	// exempts the first active_reflectors of its policy's list.
+	// (watch), whose probes are exempt from shaping, each as Probes says
+	// it is probed. A link without an entry exempts the first
+	// active_reflectors of its policy's list.
 	Reflectors map[string][]netip.Addr
 	// MTU is each interface's MTU in bytes; a missing one is
 	// controller.DefaultMTU.
@@ -351,7 +352,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, err
 		d.State.Links = append(d.State.Links, shape.Link{
 			Name: l.Name, Interface: l.Match.Interface, Slot: slot,
 			Upload: a.Upload.Pipe, Download: a.Download.Pipe,
-			Reflectors: reflectors(l, in.Reflectors),
+			Reflectors: reflectors(l, profile, in.Reflectors),
 			Cake:       cakeOptions(l),
 		})
 	}
@@ -540,18 +541,19 @@ func PipeRate(rateBits int64, overhead, mpu, mtu int) int64 {
 	return shape.Framing{Overhead: int64(overhead), MPU: int64(mpu)}.PipeRate(rateBits, int64(mtu))
 }
 
-// reflectors returns the link's probe targets to exempt: the controller's
-// active set when watch gave one, else the first active_reflectors of the
-// policy's list (the set a controller starts with before any shuffle).
-func reflectors(l config.Link, active map[string][]netip.Addr) []netip.Addr {
+// reflectors returns the link's probe targets to exempt, each as it is
+// probed on the network of profile (Probes): the controller's active set
+// when watch gave one, else the first active_reflectors of the policy's
+// list (the set a controller starts with before any shuffle).
+func reflectors(l config.Link, profile state.Profile, active map[string][]netip.Addr) []shape.Reflector {
+	all := Probes(l, profile)
 	if r, ok := active[l.Name]; ok {
-		return append([]netip.Addr(nil), r...)
+		return probesOf(all, r)
 	}
-	list := l.Autorate.Reflectors
-	if n := l.Autorate.ActiveReflectors; n > 0 && n < len(list) {
-		list = list[:n]
+	if n := l.Autorate.ActiveReflectors; n > 0 && n < len(all) {
+		all = all[:n]
 	}
-	return append([]netip.Addr(nil), list...)
+	return all
 }
 
 // cakeOptions returns the policy's [cake] table and its per-packet

@@ -4,6 +4,7 @@ package reconcile
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net/netip"
 	"reflect"
@@ -209,23 +210,31 @@ func TestDesiredModes(t *testing.T) {
 }
 
 func TestDesiredReflectorsAndCake(t *testing.T) {
-	l := simple(t, "wan", "en0", "overhead = 18\n[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\nactive_reflectors = 2\n[cake]\ndiffserv = \"diffserv4\"\n")
+	l := simple(t, "wan", "en0", "overhead = 18\n[autorate]\nreflectors = [\"1.1.1.1\", \"tcp:8.8.8.8:443\", \"auto:9.9.9.9:443\"]\nactive_reflectors = 2\n[cake]\ndiffserv = \"diffserv4\"\n")
 	d, err := Desired([]config.Link{l}, up("en0"), Inputs{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := d.State.Links[0]
-	want := []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("8.8.8.8")}
+	want := []shape.Reflector{shape.ICMPReflector(netip.MustParseAddr("1.1.1.1")), {Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("8.8.8.8"), Port: 443}}
 	if !reflect.DeepEqual(got.Reflectors, want) {
 		t.Errorf("reflectors %v, want the first two %v", got.Reflectors, want)
 	}
 	if got.Cake == nil || got.Cake.Diffserv != "diffserv4" || got.Cake.Overhead != 18 {
 		t.Errorf("cake options %+v", got.Cake)
 	}
-	active := []netip.Addr{netip.MustParseAddr("9.9.9.9")}
-	d, _ = Desired([]config.Link{l}, up("en0"), Inputs{Reflectors: map[string][]netip.Addr{"wan": active}})
-	if !reflect.DeepEqual(d.State.Links[0].Reflectors, active) {
-		t.Errorf("watch's active reflectors not used: %v", d.State.Links[0].Reflectors)
+	// Watch's active set, each reflector exempted as it is probed: the
+	// auto one by ICMP until a measurement chose TCP, then by TCP.
+	active := map[string][]netip.Addr{"wan": {netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("8.8.8.8")}}
+	for _, c := range []struct {
+		kind string
+		want string
+	}{{"", "[9.9.9.9 tcp:8.8.8.8:443]"}, {"icmp", "[9.9.9.9 tcp:8.8.8.8:443]"}, {"tcp", "[tcp:9.9.9.9:443 tcp:8.8.8.8:443]"}} {
+		st := &state.State{Profiles: map[string]state.Profile{"wan": {Link: "wan", ProbeKind: c.kind}}}
+		d, _ = Desired([]config.Link{l}, up("en0"), Inputs{State: st, Reflectors: active})
+		if got := fmt.Sprint(d.State.Links[0].Reflectors); got != c.want {
+			t.Errorf("probe kind %q measured: exemptions %s, want %s", c.kind, got, c.want)
+		}
 	}
 	plain := simple(t, "plain", "en0", "")
 	d, _ = Desired([]config.Link{plain}, up("en0"), Inputs{})

@@ -5,7 +5,6 @@ package reconcile
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/macake/macake/config"
@@ -29,7 +28,7 @@ var ErrNoDefaultRoute = errors.New("no default route: not connected to a network
 // error wraps ErrNoDefaultRoute, and the target still carries the
 // reflectors and the default probe interval, for a monitor that probes
 // them anyway.
-func MeasureTarget(facts linkfacts.Facts, links []config.Link, named *config.Link, reflectors []netip.Addr) (measure.Target, error) {
+func MeasureTarget(facts linkfacts.Facts, links []config.Link, named *config.Link, reflectors []config.Reflector) (measure.Target, error) {
 	t := measure.Target{ProbeInterval: probe.DefaultInterval}
 	def, haveDefault := linkfacts.DefaultInterface(facts)
 	var link *config.Link

@@ -14,7 +14,6 @@ package shape
 
 import (
 	"fmt"
-	"net/netip"
 	"reflect"
 	"sort"
 )
@@ -92,9 +91,10 @@ type Link struct {
 	Slot int
 	// Upload and Download are the desired shapers.
 	Upload, Download Pipe
-	// Reflectors are the controller's probe targets; their ICMP is exempt
-	// from shaping so the controller sees the bottleneck's queue, not ours.
-	Reflectors []netip.Addr
+	// Reflectors are the controller's probe targets; their probes (ICMP,
+	// or TCP or UDP to their port) are exempt from shaping so the
+	// controller sees the bottleneck's queue, not ours.
+	Reflectors []Reflector
 	// Cake holds CAKE-only options for backends that have CAKE; nil when
 	// the policy sets none.
 	Cake *Cake

@@ -70,6 +70,12 @@ type Profile struct {
 	GoodUpload   int64         `json:"good_upload_bits_per_second,omitempty"`
 	MeasuredAt   time.Time     `json:"measured_at,omitzero"`
 	UpdatedAt    time.Time     `json:"updated_at,omitzero"`
+	// ProbeKind is how the policy's "auto:" reflectors are probed on this
+	// network: "tcp" when measure found that TCP handshakes see the
+	// bufferbloat and ICMP does not (the network prioritises or polices
+	// ICMP), "icmp" when ICMP saw it too. Empty until a measurement
+	// compared the two; auto reflectors then use ICMP.
+	ProbeKind string `json:"probe_kind,omitempty"`
 }
 
 // Peaks returns the highest download and upload capacities measured on
@@ -339,6 +345,11 @@ func (s *State) RecordMeasurement(key string, m Profile) {
 		p.IdleRTT = m.IdleRTT
 	}
 	p.MeasuredAt, p.UpdatedAt = m.MeasuredAt, m.MeasuredAt
+	if m.ProbeKind != "" {
+		// A measurement that compared nothing (no auto reflectors, or
+		// --reflector) keeps the last comparison's choice.
+		p.ProbeKind = m.ProbeKind
+	}
 	s.Profiles[key] = p
 }
 

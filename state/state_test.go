@@ -200,6 +200,19 @@ func TestRecordMeasurementKeepsWhatTheControllerLearned(t *testing.T) {
 	}
 }
 
+// TestRecordMeasurementKeepsTheProbeChoice: a measurement that compared
+// ICMP with TCP records its choice; one that compared nothing keeps it.
+func TestRecordMeasurementKeepsTheProbeChoice(t *testing.T) {
+	var s State
+	key := "home@74:24:9f:00:00:01"
+	for _, c := range []struct{ measured, want string }{{"", ""}, {"tcp", "tcp"}, {"", "tcp"}, {"icmp", "icmp"}} {
+		s.RecordMeasurement(key, Profile{Link: "home", DownloadCapacity: 1, UploadCapacity: 1, ProbeKind: c.measured})
+		if got := s.Profiles[key].ProbeKind; got != c.want {
+			t.Errorf("after a measurement choosing %q: probe kind %q, want %q", c.measured, got, c.want)
+		}
+	}
+}
+
 // TestRecordMeasurementKeepsThePeak: the latest measurement replaces the
 // capacities (for "auto" base rates) while the peaks only rise (for
 // max = "auto"), so one poor measurement does not cap the controller.

@@ -15,8 +15,8 @@ import (
 func fiftyLinks() shape.State {
 	var s shape.State
 	for i := 0; i < 50; i++ {
-		l := link(fmt.Sprintf("link%02d", i), fmt.Sprintf("en%d", i), i, 20+float64(i), 250+float64(i), 64<<10, reflectors...)
-		l.Reflectors = append(l.Reflectors, google)
+		l := link(fmt.Sprintf("link%02d", i), fmt.Sprintf("en%d", i), i, 20+float64(i), 250+float64(i), 64<<10, icmpAddrs...)
+		l.Reflectors = append(l.Reflectors, shape.ICMPReflector(google))
 		s.Links = append(s.Links, l)
 	}
 	return s

@@ -206,7 +206,17 @@ func TestConvergesThroughRandomDesiredStates(t *testing.T) {
 
 var interfaces = []string{"en0", "en1", "en5", "en7", "utun3", "bridge100"}
 
-var reflectors = []netip.Addr{cloudflare, google, cloudflare6, netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("2001:4860:4860::8888")}
+var icmpAddrs = []netip.Addr{cloudflare, google, cloudflare6, netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("2001:4860:4860::8888")}
+
+// withPorts are the TCP and UDP reflectors a random link gets beside an
+// ICMP reflector it drew (drawn that way so that the random sequence, and
+// with it the states of each seed, stays what it was before TCP and UDP
+// reflectors existed).
+var withPorts = map[netip.Addr][]shape.Reflector{
+	cloudflare:  {{Kind: shape.ProbeTCP, Addr: cloudflare, Port: 443}},
+	cloudflare6: {{Kind: shape.ProbeTCP, Addr: cloudflare6, Port: 443}},
+	google:      {{Kind: shape.ProbeUDP, Addr: netip.MustParseAddr("192.0.2.7"), Port: 7}},
+}
 
 func randomState(rng *rand.Rand) shape.State {
 	var s shape.State
@@ -221,9 +231,10 @@ func randomState(rng *rand.Rand) shape.State {
 			Upload:    randomPipe(rng),
 			Download:  randomPipe(rng),
 		}
-		for _, r := range reflectors {
+		for _, a := range icmpAddrs {
 			if rng.IntN(2) == 0 {
-				l.Reflectors = append(l.Reflectors, r)
+				l.Reflectors = append(l.Reflectors, shape.ICMPReflector(a))
+				l.Reflectors = append(l.Reflectors, withPorts[a]...)
 			}
 		}
 		s.Links = append(s.Links, l)

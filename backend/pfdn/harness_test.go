@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -185,19 +186,50 @@ func (h *harness) checkShaped(desired shape.State) {
 			}
 		}
 		for _, refl := range l.Reflectors {
-			proto, me := "icmp", netip.MustParseAddr("192.168.1.23")
-			if refl.Unmap().Is6() {
-				proto, me = "ipv6-icmp", netip.MustParseAddr("2001:db8::23")
-			}
-			for _, out := range []bool{true, false} {
-				src, dst := netip.AddrPortFrom(me, 0), netip.AddrPortFrom(refl.Unmap(), 0)
-				if !out {
-					src, dst = dst, src
-				}
-				if r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: out, Proto: proto, Src: src, Dst: dst}); r.Verdict != pfdntest.Unshaped {
-					h.t.Fatalf("probe to reflector %s (out=%v) is %s, want exempt", refl, out, r.Verdict)
-				}
-			}
+			h.checkExempt(l, refl)
+		}
+	}
+}
+
+// checkExempt asserts that the emulated pf lets a reflector's probes and
+// their replies bypass the shaper, and nothing else to the same address.
+func (h *harness) checkExempt(l shape.Link, refl shape.Reflector) {
+	h.t.Helper()
+	a := refl.Addr.Unmap()
+	me := netip.MustParseAddr("192.168.1.23")
+	if a.Is6() {
+		me = netip.MustParseAddr("2001:db8::23")
+	}
+	proto, port := "icmp", uint16(0)
+	switch {
+	case refl.Kind == shape.ProbeTCP:
+		proto, port = "tcp", refl.Port
+	case refl.Kind == shape.ProbeUDP:
+		proto, port = "udp", refl.Port
+	case a.Is6():
+		proto = "ipv6-icmp"
+	}
+	other := shape.Reflector{Kind: refl.Kind, Addr: a, Port: port + 1}
+	for _, out := range []bool{true, false} {
+		src, dst := netip.AddrPortFrom(me, 40000), netip.AddrPortFrom(a, port)
+		if !out {
+			src, dst = dst, src
+		}
+		if r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: out, Proto: proto, Src: src, Dst: dst}); r.Verdict != pfdntest.Unshaped {
+			h.t.Fatalf("probe to reflector %s (out=%v) is %s, want exempt", refl, out, r.Verdict)
+		}
+		if !refl.Kind.HasPort() || slices.ContainsFunc(l.Reflectors, func(o shape.Reflector) bool {
+			return o.Kind == other.Kind && o.Addr.Unmap() == a && o.Port == other.Port
+		}) {
+			continue
+		}
+		// The same address on another port is user traffic: shaped.
+		src, dst = netip.AddrPortFrom(me, 40000), other.AddrPort()
+		if !out {
+			src, dst = dst, src
+		}
+		if r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: out, Proto: proto, Src: src, Dst: dst}); r.Verdict != pfdntest.Shaped {
+			h.t.Fatalf("%s traffic to %s (out=%v) is %s, want shaped: only the reflector's port is exempt", proto, other.AddrPort(), out, r.Verdict)
 		}
 	}
 }
@@ -258,7 +290,7 @@ func link(name, iface string, slot int, upMbit, downMbit float64, queueBytes int
 		Name: name, Interface: iface, Slot: slot,
 		Upload:     shape.Pipe{RateBits: int64(upMbit * 1e6), QueueBytes: queueBytes},
 		Download:   shape.Pipe{RateBits: int64(downMbit * 1e6), QueueBytes: queueBytes * 4},
-		Reflectors: refl,
+		Reflectors: shape.ICMPReflectors(refl),
 	}
 }
 

@@ -4,9 +4,9 @@ package pfdn
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/macake/macake/config"
@@ -194,58 +194,82 @@ func Render(s shape.State, opts Options) (Desired, error) {
 }
 
 // linkRules renders DESIGN §2's rules for one link. The reflector lists are
-// written out one rule per address, with the family and protocol spelled
-// the way pfctl prints them back (`inet proto icmp`, `inet6 proto
+// written out one rule per reflector, with the family, protocol and port
+// spelled the way pfctl prints them back (`inet proto icmp`, `inet6 proto
 // ipv6-icmp`: pfctl prints protocol names from /etc/protocols, where 58 is
-// ipv6-icmp), so the text loaded is exactly the text `pfctl -s dummynet`
-// shows, and comparing the two needs no guesswork about list expansion.
-// The shaping rules name no family, so IPv6 is shaped too.
+// ipv6-icmp; `port = 443`), so the text loaded is exactly the text `pfctl
+// -s dummynet` shows, and comparing the two needs no guesswork about list
+// expansion. The shaping rules name no family, so IPv6 is shaped too.
 //
-// The addresses are sorted, so the rules are a function of the reflector
+// An ICMP reflector exempts ICMP to and from its address; a TCP or UDP
+// reflector exempts that protocol to its port and from its port, which is
+// where the handshake's SYN goes and its SYN-ACK or RST (or the echo)
+// comes from.
+//
+// The reflectors are sorted, so the rules are a function of the reflector
 // set, not its order: watch (whose controllers shuffle their reflectors)
 // and a one-shot plan from the policy's list render the same anchor, and
 // neither sees the other's rules as a change. The exemptions are `quick`
 // and never overlap, so their order does not change what pf does.
 func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
-	var v4, v6 []netip.Addr
-	seen := map[netip.Addr]bool{}
-	for _, a := range l.Reflectors {
-		if !a.IsValid() {
+	var keep []shape.Reflector
+	for _, r := range shape.SortedReflectors(l.Reflectors) {
+		if r.Addr.Zone() != "" {
+			warnings = append(warnings, fmt.Sprintf("reflector %s has a zone, which pf rules cannot name; its probes are not exempt from shaping", r))
 			continue
 		}
-		a = a.Unmap()
-		if a.Zone() != "" {
-			warnings = append(warnings, fmt.Sprintf("reflector %s has a zone, which pf rules cannot name; its probes are not exempt from shaping", a))
+		if r.Kind.HasPort() && r.Port == 0 {
+			warnings = append(warnings, fmt.Sprintf("reflector %s has no port; its probes are not exempt from shaping", r))
 			continue
 		}
-		if seen[a] {
-			continue
+		keep = append(keep, r)
+	}
+	// IPv4 sorts first; each family's rules to the reflectors come before
+	// its rules from them.
+	v6 := slices.IndexFunc(keep, func(r shape.Reflector) bool { return !r.Addr.Is4() })
+	if v6 < 0 {
+		v6 = len(keep)
+	}
+	for _, family := range [][]shape.Reflector{keep[:v6], keep[v6:]} {
+		for _, r := range family {
+			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s from any to %s", l.Interface, pfProto(r), pfHost(r)))
 		}
-		seen[a] = true
-		if a.Is4() {
-			v4 = append(v4, a)
-		} else {
-			v6 = append(v6, a)
+		for _, r := range family {
+			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s from %s to any", l.Interface, pfProto(r), pfHost(r)))
 		}
 	}
-	byAddr := func(a, b netip.Addr) int { return a.Compare(b) }
-	slices.SortFunc(v4, byAddr)
-	slices.SortFunc(v6, byAddr)
-	exempt := func(af, proto string, addrs []netip.Addr) {
-		for _, a := range addrs {
-			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s proto %s from any to %s", l.Interface, af, proto, a))
-		}
-		for _, a := range addrs {
-			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s proto %s from %s to any", l.Interface, af, proto, a))
-		}
-	}
-	exempt("inet", "icmp", v4)
-	exempt("inet6", "ipv6-icmp", v6)
 	rules = append(rules,
 		fmt.Sprintf("dummynet out on %s all pipe %d", l.Interface, up),
 		fmt.Sprintf("dummynet in on %s all pipe %d", l.Interface, down),
 	)
 	return rules, warnings
+}
+
+// pfProto is a reflector's family and protocol as pfctl prints them.
+func pfProto(r shape.Reflector) string {
+	af := "inet"
+	if !r.Addr.Is4() {
+		af = "inet6"
+	}
+	switch r.Kind {
+	case shape.ProbeTCP:
+		return af + " proto tcp"
+	case shape.ProbeUDP:
+		return af + " proto udp"
+	}
+	if af == "inet6" {
+		return "inet6 proto ipv6-icmp"
+	}
+	return "inet proto icmp"
+}
+
+// pfHost is a reflector's address, and its port where it has one, as
+// pfctl prints them: "1.1.1.1", "1.1.1.1 port = 443".
+func pfHost(r shape.Reflector) string {
+	if r.Kind.HasPort() {
+		return r.Addr.String() + " port = " + strconv.Itoa(int(r.Port))
+	}
+	return r.Addr.String()
 }
 
 // label returns the human name of a desired pipe, e.g. `pipe 48001 "wan/upload"`.

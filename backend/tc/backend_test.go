@@ -35,7 +35,7 @@ func testLink() shape.Link {
 	return shape.Link{Name: "wan", Interface: "eth0", Slot: 2,
 		Upload:     shape.Pipe{RateBits: 20_000_000, QueueBytes: 65536},
 		Download:   shape.Pipe{RateBits: 100_000_000, QueueBytes: 262144},
-		Reflectors: []netip.Addr{netip.MustParseAddr("1.1.1.1")},
+		Reflectors: []shape.Reflector{shape.ICMPReflector(netip.MustParseAddr("1.1.1.1"))},
 		Cake:       &shape.Cake{Overhead: 18, MPU: 64, Diffserv: "diffserv4", NAT: true}}
 }
 
@@ -150,7 +150,7 @@ func TestPlanRejectsInvalidDesiredState(t *testing.T) {
 		"one of macake's own IFB devices":  {Links: []shape.Link{ourIFB}},
 		`link "wan": listed twice`:         {Links: []shape.Link{testLink(), testLink()}},
 		"longer than 15 characters":        {Links: []shape.Link{func() shape.Link { l := testLink(); l.Interface = "enp0s31f6-very-long"; return l }()}},
-		"reflector \"invalid IP\"":         {Links: []shape.Link{func() shape.Link { l := testLink(); l.Reflectors = []netip.Addr{{}}; return l }()}},
+		"reflector \"invalid IP\"":         {Links: []shape.Link{func() shape.Link { l := testLink(); l.Reflectors = []shape.Reflector{{}}; return l }()}},
 		"slot -1 is outside":               {Links: []shape.Link{func() shape.Link { l := testLink(); l.Slot = -1; return l }()}},
 		"overhead 300 is outside 0-256":    {Links: []shape.Link{func() shape.Link { l := testLink(); l.Cake = &shape.Cake{Overhead: 300}; return l }()}},
 		"contains '/', ':' or white space": {Links: []shape.Link{func() shape.Link { l := testLink(); l.Interface = "eth0:1"; return l }()}},

@@ -20,7 +20,7 @@ func twentyLinks() (shape.State, Live) {
 		l := shape.Link{Name: fmt.Sprintf("link%02d", i), Interface: fmt.Sprintf("eth%d", i), Slot: i,
 			Upload:     shape.Pipe{RateBits: int64(10_000_000 + i*1_234_567), QueueBytes: 64 << 10},
 			Download:   shape.Pipe{RateBits: int64(50_000_000 + i*7_654_321), QueueBytes: 256 << 10},
-			Reflectors: []netip.Addr{netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("2606:4700::1111")}}
+			Reflectors: []shape.Reflector{shape.ICMPReflector(netip.MustParseAddr("1.1.1.1")), {Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("9.9.9.9"), Port: 443}, shape.ICMPReflector(netip.MustParseAddr("2606:4700::1111"))}}
 		s.Links = append(s.Links, l)
 		shaper := func(name string, p shape.Pipe) *DeviceState {
 			return &DeviceState{Device: Device{Name: name, Kind: "ifb", Up: true},
@@ -32,10 +32,10 @@ func twentyLinks() (shape.State, Live) {
 		up := shaper(l.Interface, l.Upload)
 		up.Kind = "veth"
 		up.Qdiscs = append(up.Qdiscs, Qdisc{Kind: "ingress", Handle: IngressHandle, Parent: 0xfffffff1})
-		for _, a := range l.Reflectors {
-			pref, proto := exemptPref(a)
-			up.RootFilters = append(up.RootFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(egressHook), Keys: exemptKeys(egressHook, a)})
-			up.IngressFilters = append(up.IngressFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(ingressHook), Keys: exemptKeys(ingressHook, a)})
+		for _, r := range l.Reflectors {
+			pref, proto := exemptPref(r.Addr)
+			up.RootFilters = append(up.RootFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(egressHook), Keys: exemptKeys(egressHook, r)})
+			up.IngressFilters = append(up.IngressFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(ingressHook), Keys: exemptKeys(ingressHook, r)})
 		}
 		up.IngressFilters = append(up.IngressFilters, Filter{Protocol: "all", Pref: RedirectPref, Kind: "u32", Keys: []U32Key{{}},
 			Actions: []Action{{Kind: "mirred", Mirred: "redirect", Direction: "egress", ToDev: IFBName(i)}}})

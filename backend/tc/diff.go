@@ -5,7 +5,6 @@ package tc
 import (
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -448,7 +447,7 @@ func isOurExemption(f Filter, h hook) bool {
 	if !(f.Pref == ExemptIPv4Pref && f.Protocol == "ip") && !(f.Pref == ExemptIPv6Pref && f.Protocol == "ipv6") {
 		return false
 	}
-	_, ok := exemptAddr(h, f.Protocol, f.Keys)
+	_, ok := exemptReflector(h, f.Protocol, f.Keys)
 	return ok
 }
 
@@ -466,7 +465,7 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 	case h == ingressHook:
 		liveFilters = dev.IngressFilters
 	}
-	have := map[int][]netip.Addr{}
+	have := map[int][]shape.Reflector{}
 	for _, f := range liveFilters {
 		if f.Header || !isExemptPref(f.Pref) {
 			continue
@@ -476,14 +475,14 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 				dev.Name, h, f.Pref, dev.Name, hookSelector(h), f.Pref))
 			return
 		}
-		a, _ := exemptAddr(h, f.Protocol, f.Keys)
-		have[f.Pref] = append(have[f.Pref], a)
+		r, _ := exemptReflector(h, f.Protocol, f.Keys)
+		have[f.Pref] = append(have[f.Pref], r)
 	}
-	want := map[int][]netip.Addr{}
+	want := map[int][]shape.Reflector{}
 	if wanted {
-		for _, a := range uniqueAddrs(l.Reflectors) {
-			pref, _ := exemptPref(a)
-			want[pref] = append(want[pref], a)
+		for _, r := range shape.SortedReflectors(l.Reflectors) {
+			pref, _ := exemptPref(r.Addr)
+			want[pref] = append(want[pref], r)
 		}
 	}
 	d.claimed["exempt-"+h.String()+"/"+dev.Name] = true
@@ -491,22 +490,22 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 		Label: fmt.Sprintf("probe exemptions on %s %s %s", dev.Name, h, pipeLabel(l, hookDirection(h)))}
 	var cmds []execrun.Command
 	for _, pref := range []int{ExemptIPv4Pref, ExemptIPv6Pref} {
-		hv, wv := sortedAddrs(have[pref]), sortedAddrs(want[pref])
+		hv, wv := sortedReflectors(have[pref]), want[pref]
 		if slices.Equal(hv, wv) {
 			continue
 		}
 		if len(hv) > 0 {
 			cmds = append(cmds, d.t.deletePref(dev.Name, h, pref, protoOf(pref)))
 		}
-		for _, a := range wv {
-			cmds = append(cmds, d.t.addExemption(dev.Name, h, a))
+		for _, r := range wv {
+			cmds = append(cmds, d.t.addExemption(dev.Name, h, r))
 		}
 	}
 	if len(cmds) == 0 {
 		return
 	}
-	before := addrList(append(sortedAddrs(have[ExemptIPv4Pref]), sortedAddrs(have[ExemptIPv6Pref])...))
-	after := addrList(append(sortedAddrs(want[ExemptIPv4Pref]), sortedAddrs(want[ExemptIPv6Pref])...))
+	before := reflectorList(append(sortedReflectors(have[ExemptIPv4Pref]), sortedReflectors(have[ExemptIPv6Pref])...))
+	after := reflectorList(append(want[ExemptIPv4Pref], want[ExemptIPv6Pref]...))
 	f := plan.Field{Name: "reflectors", Key: "reflectors", Before: strings.Join(before, ", "), After: strings.Join(after, ", ")}
 	if len(before) > 0 {
 		f.BeforeValue = before
@@ -550,29 +549,18 @@ func protoOf(pref int) string {
 	return "ipv6"
 }
 
-func uniqueAddrs(in []netip.Addr) []netip.Addr {
-	seen := map[netip.Addr]bool{}
-	var out []netip.Addr
-	for _, a := range in {
-		a = a.Unmap()
-		if a.IsValid() && !seen[a] {
-			seen[a] = true
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func sortedAddrs(in []netip.Addr) []netip.Addr {
+// sortedReflectors sorts live exemptions without merging duplicates: two
+// copies of one filter differ from the one macake wants.
+func sortedReflectors(in []shape.Reflector) []shape.Reflector {
 	out := slices.Clone(in)
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	slices.SortFunc(out, shape.CompareReflectors)
 	return out
 }
 
-func addrList(in []netip.Addr) []string {
+func reflectorList(in []shape.Reflector) []string {
 	out := make([]string, len(in))
-	for i, a := range in {
-		out[i] = a.String()
+	for i, r := range in {
+		out[i] = r.String()
 	}
 	return out
 }

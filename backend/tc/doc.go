@@ -11,9 +11,9 @@
 //     (handle 4d4b:), and a u32 match-all filter at pref 19787 on the
 //     interface's ingress hook that redirects every packet to the IFB;
 //   - probe exemptions: u32 filters at prefs 19785 (IPv4) and 19786 (IPv6)
-//     that let ICMP to and from the controller's reflectors bypass the
-//     shaper, so the controller measures the bottleneck and not its own
-//     queue;
+//     that let the controller's probes and their replies bypass the shaper
+//     (ICMP to and from a reflector; TCP or UDP to and from its port), so
+//     the controller measures the bottleneck and not its own queue;
 //   - the ingress qdisc it added, removed only together with its own filters
 //     and only when no other filter uses it.
 //

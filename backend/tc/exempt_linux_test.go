@@ -7,6 +7,7 @@ package tc
 import (
 	"context"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"strings"
@@ -101,15 +102,13 @@ func packets(t *testing.T, b *Backend, dev string) (sent, direct int64) {
 	return sent, direct
 }
 
-// TestKernelProbeExemptionsBypassTheShaper sends real ICMP through a
-// shaped veth: echoes to a reflector leave through htb's unshaped direct
-// queue and their replies never reach the IFB, while echoes to any other
-// host are shaped both ways.
-func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
-	requireRoot(t)
-	client, server := newNetns(t), newNetns(t)
-	// A quiet link: no IPv6 (no DAD, MLD or router solicitations) and
-	// static neighbours (no ARP), so the qdisc counters count only pings.
+// quietLink joins a client namespace (wan0, 10.77.0.1) to a server
+// namespace (10.77.0.2 and 10.77.0.3): a quiet link, without IPv6 (no DAD,
+// MLD or router solicitations) and with static neighbours (no ARP), so the
+// qdisc counters count only the test's packets.
+func quietLink(t *testing.T) (client, server string) {
+	t.Helper()
+	client, server = newNetns(t), newNetns(t)
 	for _, ns := range []string{client, server} {
 		inNetns(t, ns, func() {
 			if err := os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0); err != nil {
@@ -137,6 +136,16 @@ func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
 	}
 	sh(t, "ip", "-n", server, "neigh", "replace", "10.77.0.1", "lladdr", clientMAC, "nud", "permanent", "dev", "peer0")
 
+	return client, server
+}
+
+// TestKernelProbeExemptionsBypassTheShaper sends real ICMP through a
+// shaped veth: echoes to a reflector leave through htb's unshaped direct
+// queue and their replies never reach the IFB, while echoes to any other
+// host are shaped both ways.
+func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
+	requireRoot(t)
+	client, _ := quietLink(t)
 	b := kernelBackend(t, client, execrun.Exec{})
 	desired := shape.State{Links: []shape.Link{wanLink("wan0", 5)}} // reflector 10.77.0.2
 	apply(t, b, desired)
@@ -183,6 +192,81 @@ func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
 	}
 	if ifb2-ifb1 < n {
 		t.Errorf("only %d replies from a non-reflector went through the IFB, want at least %d", ifb2-ifb1, n)
+	}
+	if _, err := b.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKernelTCPExemptionsBypassTheShaper opens real TCP handshakes through
+// a shaped veth: with the reflector tcp:10.77.0.2:443, handshakes to that
+// port leave through htb's direct queue and their SYN-ACKs never reach the
+// IFB, while handshakes to another port of the same host are shaped both
+// ways: the exemption is the probe's port, not the host.
+func TestKernelTCPExemptionsBypassTheShaper(t *testing.T) {
+	requireRoot(t)
+	client, server := quietLink(t)
+	for _, port := range []string{"443", "80"} {
+		var l net.Listener
+		inNetns(t, server, func() {
+			var err error
+			if l, err = net.Listen("tcp4", "10.77.0.2:"+port); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	b := kernelBackend(t, client, execrun.Exec{})
+	link := wanLink("wan0", 5)
+	link.Reflectors = []shape.Reflector{{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("10.77.0.2"), Port: 443}}
+	apply(t, b, shape.State{Links: []shape.Link{link}})
+
+	// Each handshake: SYN out, SYN-ACK in, then the ACK and a reset out
+	// (linger 0), as the prober's connect()-timed probes do.
+	handshakes := func(port string, n int) {
+		t.Helper()
+		inNetns(t, client, func() {
+			for i := 0; i < n; i++ {
+				c, err := net.DialTimeout("tcp4", "10.77.0.2:"+port, 2*time.Second)
+				if err != nil {
+					t.Fatalf("handshake to port %s through the shaper: %v", port, err)
+				}
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+			}
+		})
+	}
+	handshakes("443", 1)
+	handshakes("80", 1)
+	const n = 5
+	_, direct0 := packets(t, b, "wan0")
+	ifb0, _ := packets(t, b, "ifb-macake5")
+	handshakes("443", n)
+	_, direct1 := packets(t, b, "wan0")
+	ifb1, _ := packets(t, b, "ifb-macake5")
+	if direct1-direct0 < n {
+		t.Errorf("%d packets of %d handshakes to the reflector's port went unshaped on egress, want at least %d", direct1-direct0, n, n)
+	}
+	if ifb1 != ifb0 {
+		t.Errorf("%d packets from the reflector's port were redirected to the IFB, want 0", ifb1-ifb0)
+	}
+	handshakes("80", n)
+	_, direct2 := packets(t, b, "wan0")
+	ifb2, _ := packets(t, b, "ifb-macake5")
+	if direct2 != direct1 {
+		t.Errorf("%d packets to another port of the reflector bypassed the shaper", direct2-direct1)
+	}
+	if ifb2-ifb1 < n {
+		t.Errorf("only %d packets from another port of the reflector went through the IFB, want at least %d", ifb2-ifb1, n)
 	}
 	if _, err := b.Teardown(context.Background()); err != nil {
 		t.Fatal(err)

@@ -109,7 +109,7 @@ func wanLink(iface string, slot int) shape.Link {
 		Name: "wan", Interface: iface, Slot: slot,
 		Upload:     shape.Pipe{RateBits: 20_000_000, QueueBytes: 64 << 10},
 		Download:   shape.Pipe{RateBits: 30_123_456, QueueBytes: 128 << 10},
-		Reflectors: []netip.Addr{netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("fd77::2")},
+		Reflectors: shape.ICMPReflectors([]netip.Addr{netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("fd77::2")}),
 	}
 }
 

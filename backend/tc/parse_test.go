@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/internal/golden"
+	"github.com/macake/macake/shape"
 )
 
 func TestParseClassesTextFromIproute2_6_1(t *testing.T) {
@@ -63,27 +64,38 @@ func TestParseFiltersKeepsEveryU32Match(t *testing.T) {
 	if len(fs[2].Keys) != 5 {
 		t.Fatalf("kept %d u32 keys, want 5", len(fs[2].Keys))
 	}
-	a, ok := exemptAddr(ingressHook, "ipv6", fs[2].Keys)
-	if !ok || a != netip.MustParseAddr("2001:db8::1") || !isOurExemption(fs[2], ingressHook) {
-		t.Errorf("exemption read back as %v, %v", a, ok)
+	r, ok := exemptReflector(ingressHook, "ipv6", fs[2].Keys)
+	if !ok || r != shape.ICMPReflector(netip.MustParseAddr("2001:db8::1")) || !isOurExemption(fs[2], ingressHook) {
+		t.Errorf("exemption read back as %v, %v", r, ok)
 	}
 }
 
 func TestExemptKeysRoundTrip(t *testing.T) {
-	for _, s := range []string{"1.1.1.1", "10.77.0.2", "2606:4700:4700::1111", "fd77::2"} {
-		a := netip.MustParseAddr(s)
+	for _, s := range []string{"1.1.1.1", "10.77.0.2", "2606:4700:4700::1111", "fd77::2", "tcp:1.1.1.1:443", "udp:10.77.0.2:7", "tcp:[2606:4700:4700::1111]:443", "udp:[fd77::2]:65535"} {
+		r, err := shape.ParseReflector(s)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, h := range []hook{egressHook, ingressHook} {
-			_, proto := exemptPref(a)
-			got, ok := exemptAddr(h, proto, exemptKeys(h, a))
-			if !ok || got != a {
+			_, proto := exemptPref(r.Addr)
+			got, ok := exemptReflector(h, proto, exemptKeys(h, r))
+			if !ok || got != r {
 				t.Errorf("%s %s: read back %v, %v", s, h, got, ok)
 			}
 		}
 	}
 	// A destination match is not a source exemption.
-	a := netip.MustParseAddr("1.1.1.1")
-	if _, ok := exemptAddr(ingressHook, "ip", exemptKeys(egressHook, a)); ok {
-		t.Error("an egress exemption was read as an ingress one")
+	for _, s := range []string{"1.1.1.1", "tcp:1.1.1.1:443"} {
+		r, _ := shape.ParseReflector(s)
+		if _, ok := exemptReflector(ingressHook, "ip", exemptKeys(egressHook, r)); ok {
+			t.Errorf("an egress exemption of %s was read as an ingress one", s)
+		}
+	}
+	// Without its port, a TCP exemption would exempt all TCP to the address.
+	r, _ := shape.ParseReflector("tcp:1.1.1.1:443")
+	keys := exemptKeys(egressHook, r)
+	if _, ok := exemptReflector(egressHook, "ip", keys[:2]); ok {
+		t.Error("a TCP match without a port was read as macake's exemption")
 	}
 }
 

@@ -86,36 +86,16 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 	desired := goldenDesired()
 	save := func(name string, d shape.State, owned ...string) {
 		t.Helper()
-		rr.reset(caps)
-		if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
-			t.Fatal(err)
-		}
-		dir := filepath.Join("testdata", "diff", name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "live.txtar"), []byte(rr.rec.format()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		js, _ := json.MarshalIndent(d, "", "  ")
-		if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if len(owned) > 0 {
-			js, _ = json.Marshal(owned)
-			if err := os.WriteFile(filepath.Join(dir, "owned.json"), append(js, '\n'), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		saveCase(t, rr, b, caps, name, d, owned...)
 	}
 	save("htb-fresh", desired)
 	apply(t, b, desired)
 	save("htb-converged", desired)
 	save("htb-teardown", shape.State{})
 	changed := goldenDesired()
-	changed.Links[1].Reflectors = []netip.Addr{netip.MustParseAddr("10.0.0.1")}
+	changed.Links[1].Reflectors = []shape.Reflector{shape.ICMPReflector(netip.MustParseAddr("10.0.0.1"))}
 	changed.Links[1].Upload.QueueBytes = 40_000
-	changed.Links[0].Reflectors = []netip.Addr{netip.MustParseAddr("fd77::2"), netip.MustParseAddr("10.77.0.9")}
+	changed.Links[0].Reflectors = shape.ICMPReflectors([]netip.Addr{netip.MustParseAddr("fd77::2"), netip.MustParseAddr("10.77.0.9")})
 	save("htb-policy-changed", changed)
 
 	sh(t, "tc", "-n", ns, "class", "change", "dev", "wan0", "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "5mbit", "overhead", "18")
@@ -140,6 +120,66 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "down")
 	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "name", "wan9")
 	save("htb-interface-renamed", desired)
+}
+
+// TestRecordReflectorKindGoldens records the cases of TCP and UDP
+// reflectors: converged (their exemptions read back as what was applied:
+// No changes) and a link whose reflectors change kind, as `auto` does once
+// measure found that ICMP does not see the bloat. It runs only with
+// -record (as root).
+func TestRecordReflectorKindGoldens(t *testing.T) {
+	if !*record {
+		t.Skip("skipping: pass -record to re-record the golden cases from the real kernel")
+	}
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	rr := &recordingRunner{ns: ns}
+	b := kernelBackend(t, ns, rr)
+	caps := b.Capabilities(context.Background())
+	caps.Method = "recorded"
+	b.SetCapabilities(caps)
+	rr.reset(caps)
+	icmp := shape.State{Links: []shape.Link{wanLink("wan0", 3)}}
+	kinds := shape.State{Links: []shape.Link{wanLink("wan0", 3)}}
+	kinds.Links[0].Reflectors = []shape.Reflector{
+		{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("10.77.0.2"), Port: 443},
+		{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("fd77::2"), Port: 443},
+		{Kind: shape.ProbeUDP, Addr: netip.MustParseAddr("10.77.0.3"), Port: 7},
+		shape.ICMPReflector(netip.MustParseAddr("10.77.0.4")),
+	}
+	apply(t, b, icmp)
+	saveCase(t, rr, b, caps, "htb-reflector-kind-changed", kinds)
+	apply(t, b, kinds)
+	saveCase(t, rr, b, caps, "htb-reflector-kinds-converged", kinds)
+}
+
+// saveCase writes the golden case name: what observing the namespace
+// prints now (live.txtar), the desired state d and, when given, the
+// interfaces whose roots macake is recorded to own.
+func saveCase(t *testing.T, rr *recordingRunner, b *Backend, caps Capabilities, name string, d shape.State, owned ...string) {
+	t.Helper()
+	rr.reset(caps)
+	if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("testdata", "diff", name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "live.txtar"), []byte(rr.rec.format()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.MarshalIndent(d, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "desired.json"), append(js, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if len(owned) > 0 {
+		js, _ = json.Marshal(owned)
+		if err := os.WriteFile(filepath.Join(dir, "owned.json"), append(js, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func (r recording) format() string {

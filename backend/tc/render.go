@@ -200,87 +200,132 @@ func (t Tools) hookArgs(verb, dev string, h hook) []string {
 	return []string{"filter", verb, "dev", dev, "ingress"}
 }
 
-func (t Tools) addExemption(dev string, h hook, a netip.Addr) execrun.Command {
+func (t Tools) addExemption(dev string, h hook, r shape.Reflector) execrun.Command {
+	a := r.Addr
 	pref, proto := exemptPref(a)
 	side := "dst"
 	if h == ingressHook {
 		side = "src"
 	}
 	args := append(t.hookArgs("add", dev, h), "protocol", proto, "pref", strconv.Itoa(pref), "u32")
-	if a.Is4() {
-		args = append(args, "match", "ip", "protocol", "1", "0xff", "match", "ip", side, a.String()+"/32")
-	} else {
-		args = append(args, "match", "ip6", "protocol", "58", "0xff", "match", "ip6", side, a.String()+"/128")
+	family, bits := "ip", "/32"
+	if !a.Is4() {
+		family, bits = "ip6", "/128"
+	}
+	args = append(args, "match", family, "protocol", strconv.Itoa(int(ipProtocol(r))), "0xff", "match", family, side, a.String()+bits)
+	if r.Kind.HasPort() {
+		// The reflector's port is the destination of the probes and
+		// the source of the replies. u32's port matches assume an IPv4
+		// header without options and an IPv6 header without extension
+		// headers, which is what probes and their replies carry.
+		args = append(args, "match", family, side[:1]+"port", strconv.Itoa(int(r.Port)), "0xffff")
 	}
 	return t.tcCmd(append(args, "flowid", exemptFlowID(h))...)
+}
+
+// ipProtocol is the IP protocol (IPv6 next header) of a reflector's probes.
+func ipProtocol(r shape.Reflector) uint8 {
+	switch {
+	case r.Kind == shape.ProbeTCP:
+		return 6
+	case r.Kind == shape.ProbeUDP:
+		return 17
+	case r.Addr.Is4():
+		return 1
+	}
+	return 58
 }
 
 func (t Tools) deletePref(dev string, h hook, pref int, proto string) execrun.Command {
 	return t.tcCmd(append(t.hookArgs("del", dev, h), "protocol", proto, "pref", strconv.Itoa(pref), "u32")...)
 }
 
-// exemptKeys returns the u32 keys tc shows for an exemption of a.
-func exemptKeys(h hook, a netip.Addr) []U32Key {
+// exemptKeys returns the u32 keys tc shows for an exemption of r: the
+// protocol, the address and, for TCP and UDP, the port, each as the
+// 32-bit word of the header it sits in with a mask.
+func exemptKeys(h hook, r shape.Reflector) []U32Key {
+	a := r.Addr
 	b := a.AsSlice()
 	word := func(i int) uint32 {
 		return uint32(b[i])<<24 | uint32(b[i+1])<<16 | uint32(b[i+2])<<8 | uint32(b[i+3])
+	}
+	proto := uint32(ipProtocol(r))
+	// The ports share one word: the source port in its high half, the
+	// destination port in its low half.
+	portKey := func(off int) U32Key {
+		if h == ingressHook {
+			return U32Key{Off: off, Value: uint32(r.Port) << 16, Mask: 0xffff0000}
+		}
+		return U32Key{Off: off, Value: uint32(r.Port), Mask: 0x0000ffff}
 	}
 	if a.Is4() {
 		off := 16
 		if h == ingressHook {
 			off = 12
 		}
-		return []U32Key{{Off: 8, Value: 0x00010000, Mask: 0x00ff0000}, {Off: off, Value: word(0), Mask: 0xffffffff}}
+		keys := []U32Key{{Off: 8, Value: proto << 16, Mask: 0x00ff0000}, {Off: off, Value: word(0), Mask: 0xffffffff}}
+		if r.Kind.HasPort() {
+			keys = append(keys, portKey(20))
+		}
+		return keys
 	}
 	base := 24
 	if h == ingressHook {
 		base = 8
 	}
-	keys := []U32Key{{Off: 4, Value: 0x00003a00, Mask: 0x0000ff00}}
+	keys := []U32Key{{Off: 4, Value: proto << 8, Mask: 0x0000ff00}}
 	for i := 0; i < 4; i++ {
 		keys = append(keys, U32Key{Off: base + 4*i, Value: word(4 * i), Mask: 0xffffffff})
+	}
+	if r.Kind.HasPort() {
+		keys = append(keys, portKey(40))
 	}
 	return keys
 }
 
-// exemptAddr reads the reflector address back from an exemption's keys;
-// ok is false when the keys are not an exemption macake would write.
-func exemptAddr(h hook, proto string, keys []U32Key) (netip.Addr, bool) {
-	var a netip.Addr
+// exemptReflector reads the reflector back from an exemption's keys; ok
+// is false when the keys are not an exemption macake would write.
+func exemptReflector(h hook, proto string, keys []U32Key) (shape.Reflector, bool) {
+	var r shape.Reflector
+	var protoOff, portOff int
+	var protoShift uint
 	switch proto {
 	case "ip":
-		if len(keys) != 2 {
-			return a, false
-		}
-		for _, k := range keys {
-			if k.Mask == 0xffffffff {
-				v := k.Value
-				a = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-			}
-		}
+		protoOff, protoShift, portOff = 8, 16, 20
 	case "ipv6":
-		if len(keys) != 5 {
-			return a, false
-		}
-		var b [16]byte
-		base := 24
-		if h == ingressHook {
-			base = 8
-		}
-		for _, k := range keys {
-			if k.Mask == 0xffffffff && k.Off >= base && k.Off < base+16 {
-				i := k.Off - base
-				b[i], b[i+1], b[i+2], b[i+3] = byte(k.Value>>24), byte(k.Value>>16), byte(k.Value>>8), byte(k.Value)
-			}
-		}
-		a = netip.AddrFrom16(b)
+		protoOff, protoShift, portOff = 4, 8, 40
 	default:
-		return a, false
+		return r, false
 	}
-	if !a.IsValid() || !sameKeys(keys, exemptKeys(h, a)) {
-		return netip.Addr{}, false
+	var b [16]byte
+	base := 24 // IPv6 destination; the source is at 8
+	if h == ingressHook {
+		base = 8
 	}
-	return a, true
+	for _, k := range keys {
+		switch {
+		case k.Off == protoOff && k.Mask == 0xff<<protoShift:
+			switch k.Value >> protoShift {
+			case 6:
+				r.Kind = shape.ProbeTCP
+			case 17:
+				r.Kind = shape.ProbeUDP
+			}
+		case k.Off == portOff && (k.Mask == 0xffff || k.Mask == 0xffff0000):
+			r.Port = uint16(k.Value | k.Value>>16)
+		case k.Mask == 0xffffffff && proto == "ip":
+			v := k.Value
+			r.Addr = netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+		case k.Mask == 0xffffffff && k.Off >= base && k.Off < base+16:
+			i := k.Off - base
+			b[i], b[i+1], b[i+2], b[i+3] = byte(k.Value>>24), byte(k.Value>>16), byte(k.Value>>8), byte(k.Value)
+			r.Addr = netip.AddrFrom16(b)
+		}
+	}
+	if !r.Addr.IsValid() || r.Kind.HasPort() != (r.Port != 0) || !sameKeys(keys, exemptKeys(h, r)) {
+		return shape.Reflector{}, false
+	}
+	return r, true
 }
 
 func sameKeys(a, b []U32Key) bool {

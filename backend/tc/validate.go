@@ -85,9 +85,12 @@ func checkLink(l shape.Link) error {
 			return bad("%s queue %d bytes is outside 1-%d", d, p.QueueBytes, int64(MaxQueueBytes))
 		}
 	}
-	for _, a := range l.Reflectors {
-		if !a.IsValid() || a.IsUnspecified() {
-			return bad("reflector %q is not a usable address", a)
+	for _, r := range l.Reflectors {
+		if !r.Addr.IsValid() || r.Addr.IsUnspecified() {
+			return bad("reflector %q is not a usable address", r.Addr)
+		}
+		if r.Kind.HasPort() != (r.Port != 0) {
+			return bad("reflector %s: a %s probe needs a port, and only TCP and UDP have one", r, r.Kind)
 		}
 	}
 	if c := l.Cake; c != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/sense/measure"
+	"github.com/macake/macake/shape"
 )
 
 var benchCmd = &command{
@@ -43,8 +44,8 @@ func runBench(e *env, args []string) int {
 	durationVar(fs, &duration, "duration", 10*time.Second, "length of the download and of the upload phase")
 	durationVar(fs, &idle, "idle", 3*time.Second, "length of the idle phase")
 	streams := fs.Int("streams", 8, "parallel connections per direction")
-	var extra addrList
-	fs.Var(&extra, "reflector", "also measure latency to `ADDR` (repeatable)")
+	var extra reflectorList
+	fs.Var(&extra, "reflector", "also measure latency to `ADDR` (or tcp:ADDR:PORT, udp:ADDR:PORT; repeatable)")
 	if done, code := benchCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -66,12 +67,12 @@ func runBench(e *env, args []string) int {
 	if *server == "" {
 		// The public endpoint's own address is the non-exempt target.
 		if host, err := measure.ResolveHost(e.ctx, ep.Host()); err == nil {
-			targets = append(targets, host)
+			targets = append(targets, shape.ICMPReflector(host))
 		}
 	}
-	for _, a := range extra {
-		if !slices.Contains(targets, a) {
-			targets = append(targets, a)
+	for _, r := range extra {
+		if !slices.Contains(shape.ReflectorAddrs(targets), r.Addr) {
+			targets = append(targets, r.Resolve(shape.ProbeICMP))
 		}
 	}
 	if len(targets) == 0 {

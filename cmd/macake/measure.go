@@ -69,8 +69,8 @@ func runMeasure(e *env, args []string) int {
 	streams := fs.Int("streams", 8, "parallel connections per direction")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")
 	noNQ := fs.Bool("no-networkquality", false, "skip the networkQuality cross-check (macOS)")
-	var reflectors addrList
-	fs.Var(&reflectors, "reflector", "reflector `ADDR` to probe instead of the link's (repeatable)")
+	var reflectors reflectorList
+	fs.Var(&reflectors, "reflector", "reflector to probe instead of the link's: `ADDR`, tcp:ADDR:PORT, udp:ADDR:PORT, or auto:ADDR:PORT to compare ICMP with TCP (repeatable)")
 	if done, code := measureCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -99,13 +99,13 @@ func runMeasure(e *env, args []string) int {
 	if target.Note != "" && !*asJSON {
 		fmt.Fprintf(e.stderr, "note: %s\n", target.Note)
 	}
-	endpoint, latencyTargets, err := measure.ChooseEndpoint(e.ctx, *server, target.Reflectors)
+	endpoint, latencyTargets, err := measure.ChooseEndpoint(e.ctx, *server, target.Probes())
 	if err != nil {
 		return fail("%v", err)
 	}
 	lt := measure.LoadTest{
 		Endpoint: endpoint, Streams: *streams, Idle: idle, Duration: duration,
-		Targets: latencyTargets, Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
+		Targets: latencyTargets, Compare: target.Alternatives(), Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
 		Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
 	}
 	res, err := lt.Run(e.ctx)

@@ -51,8 +51,8 @@ func runMonitor(e *env, args []string) int {
 	durationVar(fs, &every, "every", time.Second, "print a line this often")
 	durationVar(fs, &duration, "duration", 0, "stop after this long; 0 runs until interrupted")
 	logFile := fs.String("log-file", "", "write the lines and the summary to `PATH`, rotated, instead of standard output")
-	var reflectors addrList
-	fs.Var(&reflectors, "reflector", "reflector `ADDR` to probe instead of the policy's or the defaults (repeatable)")
+	var reflectors reflectorList
+	fs.Var(&reflectors, "reflector", "reflector to probe instead of the policy's or the defaults: `ADDR`, tcp:ADDR:PORT or udp:ADDR:PORT (repeatable)")
 	if done, code := monitorCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -114,7 +114,7 @@ func runMonitor(e *env, args []string) int {
 		if iface == "" {
 			iface = "(no default route)"
 		}
-		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", iface, len(target.Reflectors), target.ProbeInterval, measure.DescribeTargets(target.Reflectors))
+		header := fmt.Sprintf("monitoring %s: %d reflectors every %v (%s); Ctrl-C for a summary\n", iface, len(target.Reflectors), target.ProbeInterval, measure.DescribeTargets(target.Probes()))
 		fmt.Fprint(e.stderr, header)
 		if *logFile != "" {
 			// The log says when each run began and what it probes.
@@ -139,7 +139,7 @@ func runMonitor(e *env, args []string) int {
 		sum.WriteText(out)
 	}
 	if sum.Replies == 0 {
-		fmt.Fprintf(e.stderr, "macake monitor: no reflector answered (%s): check the network, or pass --reflector ADDR\n", measure.DescribeTargets(target.Reflectors))
+		fmt.Fprintf(e.stderr, "macake monitor: no reflector answered (%s): check the network, or pass --reflector ADDR\n", measure.DescribeTargets(target.Probes()))
 		return exitFailure
 	}
 	return exitOK

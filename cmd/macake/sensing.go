@@ -7,7 +7,6 @@ package main
 
 import (
 	"fmt"
-	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -19,10 +18,12 @@ import (
 	"github.com/macake/macake/sense/probe"
 )
 
-// addrList is a repeatable flag of IP addresses (--reflector).
-type addrList []netip.Addr
+// reflectorList is a repeatable flag of reflectors (--reflector), in a
+// policy's syntax: an address (ICMP), tcp:ADDR:PORT, udp:ADDR:PORT or
+// auto:ADDR:PORT.
+type reflectorList []config.Reflector
 
-func (a *addrList) String() string {
+func (a *reflectorList) String() string {
 	var s []string
 	for _, x := range *a {
 		s = append(s, x.String())
@@ -30,13 +31,17 @@ func (a *addrList) String() string {
 	return strings.Join(s, ",")
 }
 
-func (a *addrList) Set(v string) error {
+func (a *reflectorList) Set(v string) error {
 	for _, part := range strings.Split(v, ",") {
-		ip, err := netip.ParseAddr(strings.TrimSpace(part))
-		if err != nil || ip.IsUnspecified() || ip.IsMulticast() {
-			return fmt.Errorf("%q is not a unicast IP address (reflectors are IP literals, e.g. 1.1.1.1)", part)
+		r, err := config.ParseReflector(strings.TrimSpace(part))
+		if err != nil {
+			return err
 		}
-		*a = append(*a, ip.Unmap())
+		if r.Addr.IsUnspecified() || r.Addr.IsMulticast() {
+			return fmt.Errorf("%q is not a unicast IP address (reflectors are IP literals, e.g. 1.1.1.1 or tcp:1.1.1.1:443)", part)
+		}
+		r.Addr = r.Addr.Unmap()
+		*a = append(*a, r)
 	}
 	return nil
 }
@@ -45,7 +50,7 @@ func (a *addrList) Set(v string) error {
 // network's facts and the policies in the config directory. With linkName
 // that policy must exist, and only then must the directory be valid; its
 // errors name the flag.
-func resolveTarget(e *env, linkName string, reflectors []netip.Addr) (measure.Target, error) {
+func resolveTarget(e *env, linkName string, reflectors []config.Reflector) (measure.Target, error) {
 	t := measure.Target{ProbeInterval: probe.DefaultInterval}
 	facts, err := linkfacts.Read(e.ctx, e.getenv)
 	if err != nil {

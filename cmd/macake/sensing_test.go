@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/reconcile"
 )
 
@@ -92,7 +93,7 @@ probe_interval    = "100ms"
 	}
 	// --link names the active policy: the same target, with the given
 	// reflectors.
-	got, err = resolveTarget(e, "home", []netip.Addr{netip.MustParseAddr("198.51.100.1")})
+	got, err = resolveTarget(e, "home", config.ICMPReflectors([]netip.Addr{netip.MustParseAddr("198.51.100.1")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ probe_interval    = "100ms"
 	// No default route: an error the commands recognise, with the
 	// reflectors still resolved (monitor probes them anyway).
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
-	given := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	given := config.ICMPReflectors([]netip.Addr{netip.MustParseAddr("127.0.0.1")})
 	got, err = resolveTarget(e, "", given)
 	if !errors.Is(err, reconcile.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
 		t.Errorf("no default route: %+v, %v", got, err)

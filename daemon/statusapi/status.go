@@ -191,7 +191,11 @@ type Direction struct {
 
 // Reflector is one active probe target.
 type Reflector struct {
-	Address              string  `json:"address"`
+	Address string `json:"address"`
+	// Probe is how it is probed: "icmp", "tcp" or "udp"; Port the TCP
+	// or UDP port.
+	Probe                string  `json:"probe,omitempty"`
+	Port                 int     `json:"port,omitempty"`
 	BaselineDownSeconds  float64 `json:"baseline_down_seconds"`
 	BaselineUpSeconds    float64 `json:"baseline_up_seconds"`
 	DeltaDownSeconds     float64 `json:"delta_down_seconds"`

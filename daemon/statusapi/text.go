@@ -216,7 +216,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 		}
 		for _, r := range c.Reflectors {
 			if r.Responses == 0 {
-				fmt.Fprintf(w, "  reflector %-15s baseline -, 0 replies, no reply yet\n", r.Address)
+				fmt.Fprintf(w, "  reflector %-15s baseline -, 0 replies, no reply yet\n", r.label())
 				continue
 			}
 			health := "ok"
@@ -227,7 +227,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			if r.BaselineDownSeconds < 0 || r.BaselineUpSeconds < 0 {
 				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, probe.FormatLatency(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
 			}
-			fmt.Fprintf(w, "  reflector %-15s baseline %s, %d replies, last %s ago, %s\n", r.Address,
+			fmt.Fprintf(w, "  reflector %-15s baseline %s, %d replies, last %s ago, %s\n", r.label(),
 				base, r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
 		}
 	}
@@ -335,4 +335,13 @@ func humanBytes(b int64) string {
 		return fmt.Sprintf("%d KB", b/1024)
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// label is the reflector as status prints it: its address, and how it is
+// probed when that is not ICMP ("1.1.1.1 tcp/443").
+func (r Reflector) label() string {
+	if r.Probe == "" || r.Probe == "icmp" {
+		return r.Address
+	}
+	return fmt.Sprintf("%s %s/%d", r.Address, r.Probe, r.Port)
 }

@@ -5,7 +5,6 @@ package measure
 import (
 	"fmt"
 	"io"
-	"net/netip"
 
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/probe"
@@ -25,7 +24,7 @@ type BenchReport struct {
 	Upload            PhaseReport   `json:"upload"`
 
 	res     LoadResult
-	targets []netip.Addr
+	targets []shape.Reflector
 }
 
 // NewBenchReport builds the report of the load test lt, run against ep

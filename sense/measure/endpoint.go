@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/shape"
 )
 
 // ChooseEndpoint picks the speed-test endpoint, server's (a URL served by
@@ -19,7 +20,7 @@ import (
 // answers before any phase starts. With a server, the server's host joins
 // reflectors as a latency target: it is the far end of the path under
 // test.
-func ChooseEndpoint(ctx context.Context, server string, reflectors []netip.Addr) (speedtest.Endpoint, []netip.Addr, error) {
+func ChooseEndpoint(ctx context.Context, server string, reflectors []shape.Reflector) (speedtest.Endpoint, []shape.Reflector, error) {
 	targets := slices.Clone(reflectors)
 	if server == "" {
 		ep := speedtest.Cloudflare()
@@ -36,8 +37,8 @@ func ChooseEndpoint(ctx context.Context, server string, reflectors []netip.Addr)
 		return ep, nil, fmt.Errorf("%v (is `macake measure --serve` running there?)", err)
 	}
 	u, _ := url.Parse(server)
-	if host, err := ResolveHost(ctx, u.Hostname()); err == nil && !slices.Contains(targets, host) {
-		targets = append(targets, host)
+	if host, err := ResolveHost(ctx, u.Hostname()); err == nil && !slices.Contains(shape.ReflectorAddrs(targets), host) {
+		targets = append(targets, shape.ICMPReflector(host))
 	}
 	return ep, targets, nil
 }

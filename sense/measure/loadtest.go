@@ -26,10 +26,16 @@ type LoadTest struct {
 	Streams  int
 	Idle     time.Duration
 	Duration time.Duration
-	// Targets are the latency targets compared like for like; Gateway
-	// (optional) is reported apart, to tell LAN from ISP queueing.
-	Targets       []netip.Addr
-	Gateway       netip.Addr
+	// Targets are the latency targets compared like for like, each
+	// probed as it says (ICMP, a TCP handshake or a UDP echo); Gateway
+	// (optional, ICMP) is reported apart, to tell LAN from ISP queueing.
+	Targets []shape.Reflector
+	Gateway netip.Addr
+	// Compare are probes of another kind to some targets' addresses (the
+	// TCP probes of a policy's auto reflectors). A second prober runs
+	// them beside Targets, so that each kind's added latency can be
+	// compared on the same load (LoadResult.Kinds).
+	Compare       []shape.Reflector
 	ProbeInterval time.Duration
 	// Stall fails a phase after this long without progress (default 5 s,
 	// at most half of Duration).
@@ -62,6 +68,26 @@ type LoadResult struct {
 	// Congestion is the load sockets' TCP congestion control.
 	Congestion string
 	Stats      probe.Stats
+	// Compared holds the Compare probes' own windows, by address.
+	Compared ComparedLatency
+	// Kinds is each probe kind's latency over the targets probed that
+	// way, Targets and Compare together, in shape.ProbeKinds order.
+	Kinds []KindLatency
+}
+
+// ComparedLatency is the Compare probes' latency per address: idle and
+// under each direction's load.
+type ComparedLatency struct {
+	Idle, Download, Upload map[netip.Addr]probe.Summary
+}
+
+// KindLatency is what one probe kind saw: how many targets it had, and
+// the latency the load added, like for like, over them.
+type KindLatency struct {
+	Kind     shape.ProbeKind
+	Targets  int
+	Download probe.Added
+	Upload   probe.Added
 }
 
 // probeTimeout is long: a bloated buffer can hold replies for seconds,
@@ -75,28 +101,41 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	if lt.Stall <= 0 {
 		lt.Stall = stallTimeout(lt.Duration)
 	}
-	targets := append([]netip.Addr(nil), lt.Targets...)
-	if lt.Gateway.IsValid() && !slices.Contains(targets, lt.Gateway) {
-		targets = append(targets, lt.Gateway)
+	targets := slices.Clone(lt.Targets)
+	addrs := shape.ReflectorAddrs(lt.Targets)
+	if lt.Gateway.IsValid() && !slices.Contains(addrs, lt.Gateway) {
+		targets = append(targets, shape.ICMPReflector(lt.Gateway))
 	}
 	p, err := newProber(targets, lt.ProbeInterval, probeTimeout)
 	if err != nil {
 		return res, err
 	}
+	var pc *probe.Prober
+	if len(lt.Compare) > 0 {
+		if pc, err = newProber(lt.Compare, lt.ProbeInterval, probeTimeout); err != nil {
+			return res, err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var rec probe.Recorder
+	var rec, crec probe.Recorder
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		p.Run(ctx)
-	}()
-	go func() {
-		for s := range p.Samples() {
-			rec.Add(s)
-		}
-	}()
+	run := func(p *probe.Prober, rec *probe.Recorder) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Run(ctx)
+		}()
+		go func() {
+			for s := range p.Samples() {
+				rec.Add(s)
+			}
+		}()
+	}
+	run(p, &rec)
+	if pc != nil {
+		run(pc, &crec)
+	}
 	defer wg.Wait()
 	defer cancel()
 
@@ -105,11 +144,13 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 
 	// Idle: the first half second is skipped (sockets and ARP warming up).
 	idleStart := time.Now()
-	if err := prog.wait(ctx, "idle", lt.Idle, func() string { return prog.rtt(&rec, lt.Targets) }); err != nil {
+	if err := prog.wait(ctx, "idle", lt.Idle, func() string { return prog.rtt(&rec, addrs) }); err != nil {
 		return res, err
 	}
 	idleFrom, idleTo := idleStart.Add(min(lt.Idle/4, 500*time.Millisecond)), time.Now()
-	res.Idle = rec.Windows(lt.Targets, idleFrom, idleTo)
+	res.Idle = rec.Windows(addrs, idleFrom, idleTo)
+	compared := shape.ReflectorAddrs(lt.Compare)
+	res.Compared.Idle = crec.Windows(compared, idleFrom, idleTo)
 	answered := 0
 	for _, s := range res.Idle {
 		if s.Samples > 0 {
@@ -128,7 +169,7 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	for _, dir := range []string{"download", "upload"} {
 		cfg := speedtest.Config{Endpoint: lt.Endpoint, Client: client, Streams: lt.Streams, Duration: lt.Duration, StallTimeout: lt.Stall,
 			Progress: func(el time.Duration, _ int64, bps float64) {
-				prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), shape.FormatApprox(bps), prog.rtt(&rec, lt.Targets)))
+				prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), shape.FormatApprox(bps), prog.rtt(&rec, addrs)))
 			}}
 		run := speedtest.Download
 		if dir == "upload" {
@@ -156,14 +197,16 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	// Replies to the probes sent at the end of a phase wait behind that
 	// phase's queue; give them time to land (the download's land during
 	// the upload) before summarising the windows by send time.
-	if err := prog.wait(ctx, "draining", time.Second, func() string { return prog.rtt(&rec, lt.Targets) }); err != nil {
+	if err := prog.wait(ctx, "draining", time.Second, func() string { return prog.rtt(&rec, addrs) }); err != nil {
 		return res, err
 	}
+	res.Compared.Download = crec.Windows(compared, res.Download.SteadyFrom, res.Download.SteadyTo)
+	res.Compared.Upload = crec.Windows(compared, res.Upload.SteadyFrom, res.Upload.SteadyTo)
 	for _, ph := range []struct {
 		r  speedtest.Result
 		pl *PhaseLatency
 	}{{res.Download, &res.DownLatency}, {res.Upload, &res.UpLatency}} {
-		pl := PhaseLatency{Targets: rec.Windows(lt.Targets, ph.r.SteadyFrom, ph.r.SteadyTo)}
+		pl := PhaseLatency{Targets: rec.Windows(addrs, ph.r.SteadyFrom, ph.r.SteadyTo)}
 		pl.Added = probe.LikeForLike(res.Idle, pl.Targets)
 		if lt.Gateway.IsValid() {
 			pl.Gateway = rec.Window(lt.Gateway, ph.r.SteadyFrom, ph.r.SteadyTo)
@@ -171,9 +214,39 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 		}
 		*ph.pl = pl
 	}
+	res.Kinds = kindLatencies(*lt, res)
 	res.Stats = p.Stats()
 	res.Congestion = dialer.Congestion()
 	return res, nil
+}
+
+// kindLatencies groups the targets' windows by how they were probed and
+// compares each group like for like: the latency each kind saw the load
+// add, over the same phases.
+func kindLatencies(lt LoadTest, res LoadResult) []KindLatency {
+	var out []KindLatency
+	for _, k := range shape.ProbeKinds {
+		idle, down, up := map[netip.Addr]probe.Summary{}, map[netip.Addr]probe.Summary{}, map[netip.Addr]probe.Summary{}
+		for _, r := range lt.Targets {
+			if r.Kind == k {
+				idle[r.Addr], down[r.Addr], up[r.Addr] = res.Idle[r.Addr], res.DownLatency.Targets[r.Addr], res.UpLatency.Targets[r.Addr]
+			}
+		}
+		// A compared address is a target of another kind (an auto
+		// reflector's ICMP), so within one kind no address comes twice.
+		for _, r := range lt.Compare {
+			if r.Kind == k {
+				idle[r.Addr], down[r.Addr], up[r.Addr] = res.Compared.Idle[r.Addr], res.Compared.Download[r.Addr], res.Compared.Upload[r.Addr]
+			}
+		}
+		if len(idle) == 0 {
+			continue
+		}
+		kl := KindLatency{Kind: k, Download: probe.LikeForLike(idle, down), Upload: probe.LikeForLike(idle, up)}
+		kl.Targets = max(kl.Download.Targets, kl.Upload.Targets)
+		out = append(out, kl)
+	}
+	return out
 }
 
 // stallTimeout is how long a phase of duration d may move no data before
@@ -203,17 +276,18 @@ func p50(s probe.Summary) time.Duration { return s.P50 }
 func p90(s probe.Summary) time.Duration { return s.P90 }
 
 // newProber opens the latency probe with a message that says what failed
-// when ICMP sockets are not allowed.
-func newProber(targets []netip.Addr, interval, timeout time.Duration) (*probe.Prober, error) {
-	p, err := probe.New(probe.Config{Reflectors: targets, Interval: interval, Timeout: timeout})
+// when its sockets are not allowed.
+func newProber(targets []shape.Reflector, interval, timeout time.Duration) (*probe.Prober, error) {
+	p, err := probe.New(probe.Config{Reflectors: shape.ReflectorAddrs(targets), Probes: targets, Interval: interval, Timeout: timeout})
 	if err != nil {
-		return nil, fmt.Errorf("opening ICMP sockets: %w", err)
+		return nil, fmt.Errorf("opening the probes' sockets: %w", err)
 	}
 	return p, nil
 }
 
-// DescribeTargets lists latency targets for people, in their order: "1.1.1.1, 9.9.9.9".
-func DescribeTargets(ts []netip.Addr) string {
+// DescribeTargets lists latency targets for people, in their order:
+// "1.1.1.1, tcp:9.9.9.9:443".
+func DescribeTargets(ts []shape.Reflector) string {
 	var s []string
 	for _, t := range ts {
 		s = append(s, t.String())

@@ -38,7 +38,10 @@ type PhaseReport struct {
 
 // TargetReport is one latency target's own numbers in a Report.
 type TargetReport struct {
-	Address  string        `json:"address"`
+	Address string `json:"address"`
+	// Probe is how it was probed: "icmp", "tcp" or "udp" (an auto
+	// reflector's address appears once for each).
+	Probe    string        `json:"probe"`
 	Idle     LatencyReport `json:"idle"`
 	Download LatencyReport `json:"download"`
 	Upload   LatencyReport `json:"upload"`
@@ -46,22 +49,28 @@ type TargetReport struct {
 
 // Report is macake measure's result, as JSON and as text.
 type Report struct {
-	FormatVersion     string          `json:"format_version"`
-	Link              string          `json:"link,omitempty"`
-	Interface         string          `json:"interface"`
-	GatewayIP         string          `json:"gateway_ip,omitempty"`
-	GatewayMAC        string          `json:"gateway_mac,omitempty"`
-	Server            string          `json:"server"`
-	CongestionControl string          `json:"congestion_control,omitempty"`
-	Idle              LatencyReport   `json:"idle"`
-	GatewayIdle       LatencyReport   `json:"gateway_idle"`
-	Download          PhaseReport     `json:"download"`
-	Upload            PhaseReport     `json:"upload"`
-	Targets           []TargetReport  `json:"targets"`
-	Verdict           string          `json:"verdict"`
-	NetworkQuality    *NetworkQuality `json:"network_quality,omitempty"`
-	ProfileKey        string          `json:"profile_key"`
-	Saved             bool            `json:"saved"`
+	FormatVersion     string         `json:"format_version"`
+	Link              string         `json:"link,omitempty"`
+	Interface         string         `json:"interface"`
+	GatewayIP         string         `json:"gateway_ip,omitempty"`
+	GatewayMAC        string         `json:"gateway_mac,omitempty"`
+	Server            string         `json:"server"`
+	CongestionControl string         `json:"congestion_control,omitempty"`
+	Idle              LatencyReport  `json:"idle"`
+	GatewayIdle       LatencyReport  `json:"gateway_idle"`
+	Download          PhaseReport    `json:"download"`
+	Upload            PhaseReport    `json:"upload"`
+	Targets           []TargetReport `json:"targets"`
+	// ProbeKinds is what each probe kind saw the load add, over the
+	// targets probed that way.
+	ProbeKinds []KindReport `json:"probe_kinds"`
+	// ProbeKind is the kind measure chose for the link's auto
+	// reflectors ("icmp" or "tcp"); empty when there were none.
+	ProbeKind      string          `json:"probe_kind,omitempty"`
+	Verdict        string          `json:"verdict"`
+	NetworkQuality *NetworkQuality `json:"network_quality,omitempty"`
+	ProfileKey     string          `json:"profile_key"`
+	Saved          bool            `json:"saved"`
 	// SavedByWatch: macake watch held the state lock, so measure handed
 	// the profile to it, and the daemon saved it.
 	SavedByWatch bool `json:"saved_by_watch,omitempty"`
@@ -89,11 +98,86 @@ func NewReport(t Target, ep speedtest.Endpoint, lt LoadTest, res LoadResult) *Re
 	r.Idle = LatencyReport{jsonMicros(r.idleP50), jsonMicros(medianOf(res.Idle, p90))}
 	r.Download = phaseReport(res.Download, res.DownLatency)
 	r.Upload = phaseReport(res.Upload, res.UpLatency)
-	for _, a := range lt.Targets {
-		r.Targets = append(r.Targets, TargetReport{Address: a.String(), Idle: lat(res.Idle[a]), Download: lat(res.DownLatency.Targets[a]), Upload: lat(res.UpLatency.Targets[a])})
+	for _, t := range lt.Targets {
+		a := t.Addr
+		r.Targets = append(r.Targets, TargetReport{Address: a.String(), Probe: t.Kind.String(), Idle: lat(res.Idle[a]), Download: lat(res.DownLatency.Targets[a]), Upload: lat(res.UpLatency.Targets[a])})
 	}
-	r.Verdict = verdict(res.DownLatency, res.UpLatency, lt.Gateway.IsValid())
+	for _, t := range lt.Compare {
+		a := t.Addr
+		r.Targets = append(r.Targets, TargetReport{Address: a.String(), Probe: t.Kind.String(), Idle: lat(res.Compared.Idle[a]), Download: lat(res.Compared.Download[a]), Upload: lat(res.Compared.Upload[a])})
+	}
+	r.ProbeKinds = []KindReport{}
+	for _, k := range res.Kinds {
+		r.ProbeKinds = append(r.ProbeKinds, KindReport{Kind: k.Kind.String(), Targets: k.Targets,
+			Download: LatencyReport{jsonMicros(k.Download.P50), jsonMicros(k.Download.P90)},
+			Upload:   LatencyReport{jsonMicros(k.Upload.P50), jsonMicros(k.Upload.P90)}})
+	}
+	down, up := res.DownLatency, res.UpLatency
+	var note string
+	if len(lt.Compare) > 0 {
+		kind, icmp, tcp := chooseProbeKind(res.Kinds)
+		r.ProbeKind = kind.String()
+		note = probeKindNote(kind, icmp, tcp)
+		if kind == shape.ProbeTCP {
+			// The verdict follows the kind that sees the queue.
+			down.Added, up.Added = tcp.Download, tcp.Upload
+		}
+	}
+	r.Verdict = verdict(down, up, lt.Gateway.IsValid())
+	if note != "" {
+		r.Verdict += " " + note
+	}
 	return r
+}
+
+// KindReport is one probe kind's numbers in a Report: the latency the
+// load added (loaded minus idle per percentile, median over targets).
+type KindReport struct {
+	Kind     string        `json:"kind"`
+	Targets  int           `json:"targets_compared"`
+	Download LatencyReport `json:"download_added"`
+	Upload   LatencyReport `json:"upload_added"`
+}
+
+// chooseProbeKind picks how a link's auto reflectors are probed: TCP when
+// its handshakes saw the load add bufferbloat (bloatThreshold or more at
+// the median, in either direction) and ICMP saw less than half of that,
+// which is what a network that prioritises or polices ICMP looks like;
+// otherwise ICMP, which costs the reflectors less and, with timestamps,
+// tells the directions apart. It also returns both kinds' numbers.
+func chooseProbeKind(kinds []KindLatency) (kind shape.ProbeKind, icmp, tcp KindLatency) {
+	for _, k := range kinds {
+		switch k.Kind {
+		case shape.ProbeICMP:
+			icmp = k
+		case shape.ProbeTCP:
+			tcp = k
+		}
+	}
+	if tcp.Targets == 0 {
+		return shape.ProbeICMP, icmp, tcp
+	}
+	worstTCP := max(tcp.Download.P50, tcp.Upload.P50)
+	worstICMP := max(icmp.Download.P50, icmp.Upload.P50)
+	if icmp.Targets == 0 || worstTCP >= bloatThreshold && worstICMP < worstTCP/2 {
+		return shape.ProbeTCP, icmp, tcp
+	}
+	return shape.ProbeICMP, icmp, tcp
+}
+
+// probeKindNote says what the comparison of ICMP and TCP found and what
+// the link's auto reflectors will use.
+func probeKindNote(kind shape.ProbeKind, icmp, tcp KindLatency) string {
+	worst := func(k KindLatency) string {
+		if k.Targets == 0 {
+			return "nothing (no answers)"
+		}
+		return probe.FormatLatencyChange(max(k.Download.P50, k.Upload.P50))
+	}
+	if kind == shape.ProbeTCP {
+		return fmt.Sprintf("ICMP saw %s at the median under load, TCP handshakes %s: this network treats ICMP apart from other traffic, so the link's auto reflectors are probed with TCP.", worst(icmp), worst(tcp))
+	}
+	return fmt.Sprintf("ICMP saw %s at the median under load, TCP handshakes %s: the link's auto reflectors are probed with ICMP.", worst(icmp), worst(tcp))
 }
 
 func phaseReport(sp speedtest.Result, pl PhaseLatency) PhaseReport {
@@ -182,6 +266,12 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 		row(ph.name, signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90), signedOrDash(ph.pl.GatewayAdded.P50), signedOrDash(ph.pl.GatewayAdded.P90))
 	}
 	fmt.Fprintf(w, "%-14s (under load: the latency added, loaded minus idle at the same percentile)\n", "")
+	if len(r.res.Kinds) > 1 {
+		fmt.Fprintf(w, "%-14s %-10s %-10s (the latency each kind of probe saw the load add, p50)\n", "Probes", "download", "upload")
+		for _, k := range r.res.Kinds {
+			fmt.Fprintf(w, "  %-12s %-10s %s\n", fmt.Sprintf("%s (%d)", k.Kind, k.Targets), signedOrDash(k.Download.P50), signedOrDash(k.Upload.P50))
+		}
+	}
 	if nq := r.NetworkQuality; nq != nil {
 		fmt.Fprintf(w, "%-14s download %s, upload %s, idle %s, responsiveness %.0f RPM\n", "networkQuality",
 			shape.FormatApprox(nq.DownloadBitsPerSecond), shape.FormatApprox(nq.UploadBitsPerSecond), probe.FormatLatency(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
@@ -218,5 +308,6 @@ func (r *Report) Profile(at time.Time) (state.Profile, error) {
 	if p.Link == "" {
 		p.Link = r.target.Interface
 	}
+	p.ProbeKind = r.ProbeKind
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
@@ -70,8 +71,83 @@ func sampleResult() (Target, LoadTest, LoadResult) {
 	res.Upload.BitsPerSecond, res.Upload.Streams, res.Upload.Bytes = 9_563_000, 8, 11_953_000
 	mac, _ := net.ParseMAC("74:24:9f:00:00:01")
 	t := Target{Link: "home", Interface: "en0", Facts: linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: gw, GatewayMAC: config.HardwareAddr(mac)}}
-	lt := LoadTest{Targets: []netip.Addr{r1, r2}, Gateway: gw}
+	lt := LoadTest{Targets: shape.ICMPReflectors([]netip.Addr{r1, r2}), Gateway: gw}
+	res.Kinds = kindLatencies(lt, res)
 	return t, lt, res
+}
+
+// icmpPriorityResult is the same link behind an ISP that gives ICMP
+// strict priority, measured with two auto reflectors: their ICMP sees
+// nothing, their TCP handshakes the whole queue.
+func icmpPriorityResult() (Target, LoadTest, LoadResult) {
+	t, lt, res := sampleResult()
+	r1, r2 := netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("9.9.9.9")
+	sum := func(p50, p90 float64) probe.Summary { return probe.Summary{Samples: 30, P50: ms(p50), P90: ms(p90)} }
+	flat := map[netip.Addr]probe.Summary{r1: sum(21, 24), r2: sum(31, 35)}
+	res.DownLatency.Targets, res.UpLatency.Targets = flat, flat
+	res.DownLatency.Added, res.UpLatency.Added = probe.LikeForLike(res.Idle, flat), probe.LikeForLike(res.Idle, flat)
+	res.Compared = ComparedLatency{
+		Idle:     map[netip.Addr]probe.Summary{r1: sum(20, 23), r2: sum(30, 34)},
+		Download: map[netip.Addr]probe.Summary{r1: sum(420, 480), r2: sum(428, 492)},
+		Upload:   map[netip.Addr]probe.Summary{r1: sum(60, 75), r2: sum(72, 90)},
+	}
+	for _, a := range []netip.Addr{r1, r2} {
+		ar, _ := config.ParseReflector("auto:" + netip.AddrPortFrom(a, 443).String())
+		t.Reflectors = append(t.Reflectors, ar)
+	}
+	lt.Targets, lt.Compare = t.Probes(), t.Alternatives()
+	res.Kinds = kindLatencies(lt, res)
+	return t, lt, res
+}
+
+// TestReportComparesProbeKinds: behind an ISP that prioritises ICMP,
+// measure sees the bloat only with TCP, says so, chooses TCP for the auto
+// reflectors and saves that choice in the profile.
+func TestReportComparesProbeKinds(t *testing.T) {
+	target, lt, res := icmpPriorityResult()
+	ep, _ := speedtest.ServerEndpoint("http://198.51.100.10:8080")
+	rep := NewReport(target, ep, lt, res)
+	var text strings.Builder
+	rep.WriteText(&text, "/var/db/macake")
+	js, _ := json.MarshalIndent(rep, "", "  ")
+	golden(t, "measure-icmp-priority.txt", text.String())
+	golden(t, "measure-icmp-priority.json", string(js)+"\n")
+	if rep.ProbeKind != "tcp" || !strings.HasPrefix(rep.Verdict, "Bufferbloat: a download adds +399.0ms") {
+		t.Errorf("probe kind %q, verdict %q: want tcp, and the verdict from the TCP probes", rep.ProbeKind, rep.Verdict)
+	}
+	p, err := rep.Profile(time.Now())
+	if err != nil || p.ProbeKind != "tcp" {
+		t.Errorf("profile %+v, %v: want probe kind tcp saved", p, err)
+	}
+	// Without auto reflectors nothing is compared, and nothing chosen.
+	pt, plt, pres := sampleResult()
+	plain := NewReport(pt, ep, plt, pres)
+	if p, _ := plain.Profile(time.Now()); p.ProbeKind != "" || plain.ProbeKind != "" {
+		t.Errorf("a measurement that compared nothing chose %q", p.ProbeKind)
+	}
+}
+
+func TestChooseProbeKind(t *testing.T) {
+	k := func(kind shape.ProbeKind, down, up float64, targets int) KindLatency {
+		return KindLatency{Kind: kind, Targets: targets, Download: probe.Added{P50: ms(down), Targets: targets}, Upload: probe.Added{P50: ms(up), Targets: targets}}
+	}
+	for _, c := range []struct {
+		name  string
+		kinds []KindLatency
+		want  shape.ProbeKind
+	}{
+		{"ICMP prioritised", []KindLatency{k(shape.ProbeICMP, 1, 0.5, 6), k(shape.ProbeTCP, 400, 40, 6)}, shape.ProbeTCP},
+		{"ICMP policed: it sees a little", []KindLatency{k(shape.ProbeICMP, 30, 5, 6), k(shape.ProbeTCP, 240, 20, 6)}, shape.ProbeTCP},
+		{"both see it", []KindLatency{k(shape.ProbeICMP, 380, 40, 6), k(shape.ProbeTCP, 400, 42, 6)}, shape.ProbeICMP},
+		{"only upload bloat, ICMP blind", []KindLatency{k(shape.ProbeICMP, 0.4, 0.6, 6), k(shape.ProbeTCP, 1, 90, 6)}, shape.ProbeTCP},
+		{"no bloat at all", []KindLatency{k(shape.ProbeICMP, 1, 1, 6), k(shape.ProbeTCP, 3, 2, 6)}, shape.ProbeICMP},
+		{"TCP unanswered", []KindLatency{k(shape.ProbeICMP, 1, 1, 6)}, shape.ProbeICMP},
+		{"ICMP unanswered", []KindLatency{k(shape.ProbeTCP, 200, 1, 4)}, shape.ProbeTCP},
+	} {
+		if got, _, _ := chooseProbeKind(c.kinds); got != c.want {
+			t.Errorf("%s: chose %s, want %s", c.name, got, c.want)
+		}
+	}
 }
 
 func TestReportGolden(t *testing.T) {

@@ -3,10 +3,11 @@
 package measure
 
 import (
-	"net/netip"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
@@ -19,12 +20,35 @@ type Target struct {
 	Interface string
 	// Facts are the interface's facts (gateway IP and MAC, when known).
 	Facts linkfacts.InterfaceFacts
-	// Reflectors are the ICMP targets; ProbeInterval the per-reflector
-	// interval.
-	Reflectors    []netip.Addr
+	// Reflectors are the policy's reflectors (or --reflector's), each
+	// with its kind; ProbeInterval the per-reflector interval.
+	Reflectors    []config.Reflector
 	ProbeInterval time.Duration
 	// Note explains a fallback (printed on stderr).
 	Note string
+}
+
+// Probes returns how the reflectors are probed first: auto reflectors
+// with ICMP, the others as they say. Monitor probes these; measure
+// compares them with Alternatives.
+func (t Target) Probes() []shape.Reflector {
+	out := make([]shape.Reflector, len(t.Reflectors))
+	for i, r := range t.Reflectors {
+		out[i] = r.Resolve(shape.ProbeICMP)
+	}
+	return out
+}
+
+// Alternatives returns the TCP probes of the auto reflectors, which
+// measure runs beside Probes to see which kind sees the bloat.
+func (t Target) Alternatives() []shape.Reflector {
+	var out []shape.Reflector
+	for _, r := range t.Reflectors {
+		if r.Auto {
+			out = append(out, r.Resolve(shape.ProbeTCP))
+		}
+	}
+	return out
 }
 
 // ProfileKey is the state key of the measured profile: the link name (or

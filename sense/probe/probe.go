@@ -3,6 +3,9 @@
 // Package probe measures latency to a set of reflectors with ICMP: echo
 // requests over IPv4 and IPv6, and ICMP timestamp requests (type 13) where a
 // reflector answers them, which give the delay of each direction separately.
+// Reflectors named in Config.Probes are probed another way, for networks
+// that treat ICMP unlike the user's traffic: a TCP handshake to a port
+// (SYN to SYN-ACK or RST; tcp.go) or a UDP echo (udp.go).
 //
 // A [Prober] paces its probes round-robin so that each reflector is probed
 // once per [Config.Interval] (the aggregate rate is len(reflectors) per
@@ -35,6 +38,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/shape"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
@@ -88,15 +92,24 @@ const (
 	// MethodTimestamp is an ICMP timestamp request: round trip plus the
 	// reflector's receive and transmit clocks, hence one-way delays.
 	MethodTimestamp
+	// MethodTCP times a TCP handshake: SYN to SYN-ACK, or to the RST of
+	// a closed port.
+	MethodTCP
+	// MethodUDP times a UDP datagram's echo.
+	MethodUDP
 )
 
-// String returns "echo" or "timestamp".
+// String returns "echo", "timestamp", "tcp" or "udp".
 func (m Method) String() string {
 	switch m {
 	case MethodEcho:
 		return "echo"
 	case MethodTimestamp:
 		return "timestamp"
+	case MethodTCP:
+		return "tcp"
+	case MethodUDP:
+		return "udp"
 	}
 	return "unknown"
 }
@@ -175,6 +188,16 @@ type Config struct {
 	// "ip6:ipv6-icmp". Default: icmp.ListenPacket. Tests replace it, e.g. to
 	// open the socket inside another network namespace.
 	Listen func(network, address string) (net.PacketConn, error)
+	// Probes says how to probe the reflectors that are not probed with
+	// ICMP: a TCP handshake or a UDP echo to a port (shape.Reflector). A
+	// reflector whose address is not in it is probed with ICMP. Each
+	// address is probed one way.
+	Probes []shape.Reflector
+	// InNetwork runs fn, which opens a socket for a TCP or UDP probe (or,
+	// for TCP probes timed with connect(), a whole handshake), where the
+	// probes must run. Default: it just runs fn. Tests pass a network
+	// namespace's Do.
+	InNetwork func(fn func() error) error
 }
 
 // ReflectorStats counts what happened to one reflector's probes.
@@ -242,9 +265,14 @@ type target struct {
 	tsMisses int // consecutive unanswered timestamp probes (discovery or real)
 	sinceTry int // echo probes since timestamps failed
 	stats    ReflectorStats
+	// probe is how the reflector is probed: ICMP, or a kind of kind.go.
+	probe shape.Reflector
 }
 
 func (t *target) method() Method {
+	if t.probe.Kind != shape.ProbeICMP {
+		return methodOf(t.probe.Kind)
+	}
 	if t.ts == tsWorks {
 		return MethodTimestamp
 	}
@@ -295,6 +323,7 @@ type Prober struct {
 	mu          sync.Mutex
 	socks       [2]*sock // [0] IPv4, [1] IPv6
 	sockErr     [2]error
+	k           kindProbes // the senders of the other kinds (kind.go)
 	targets     []*target
 	retired     map[netip.Addr]*target // stats and capability of removed reflectors, for reuse
 	rr          int
@@ -353,6 +382,9 @@ func New(cfg Config) (*Prober, error) {
 		pending: map[pkey]*pending{},
 		recent:  map[pkey]finished{},
 	}
+	if err := p.k.init(cfg.Probes); err != nil {
+		return nil, err
+	}
 	if err := p.SetReflectors(cfg.Reflectors); err != nil {
 		p.closeSockets()
 		return nil, err
@@ -388,7 +420,13 @@ func (p *Prober) SetReflectors(addrs []netip.Addr) error {
 		return errors.New("probe: prober is closed")
 	}
 	for _, a := range clean {
-		if _, err := p.sockFor(a); err != nil {
+		var err error
+		if r := p.k.probeFor(a); r.Kind != shape.ProbeICMP {
+			_, err = p.senderFor(r)
+		} else {
+			_, err = p.sockFor(a)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -404,9 +442,10 @@ func (p *Prober) SetReflectors(addrs []netip.Addr) error {
 			delete(p.retired, a)
 		}
 		if t == nil {
-			t = &target{addr: a, stats: ReflectorStats{Reflector: a}}
-			s, _ := p.sockFor(a)
-			if !s.ts || !a.Is4() || p.cfg.NoTimestamps {
+			t = &target{addr: a, stats: ReflectorStats{Reflector: a}, probe: p.k.probeFor(a)}
+			if t.probe.Kind != shape.ProbeICMP {
+				t.ts, t.sinceTry = tsFailed, -1 // timestamps are ICMP's
+			} else if s, _ := p.sockFor(a); !s.ts || !a.Is4() || p.cfg.NoTimestamps {
 				t.ts = tsFailed
 				t.sinceTry = -1 // never retry: the socket or family cannot do it
 			}
@@ -484,6 +523,7 @@ func (p *Prober) Stats() Stats {
 			s.Sockets = append(s.Sockets, fmt.Sprintf("%s (%s)", k.network, kind))
 		}
 	}
+	s.Sockets = append(s.Sockets, p.kindSockets()...)
 	return s
 }
 
@@ -505,6 +545,7 @@ func (p *Prober) Run(ctx context.Context) error {
 			p.startReader(s)
 		}
 	}
+	p.startKinds()
 	p.mu.Unlock()
 
 	timer := time.NewTimer(time.Hour)
@@ -518,6 +559,7 @@ func (p *Prober) Run(ctx context.Context) error {
 			p.closed = true
 			p.mu.Unlock()
 			p.closeSockets()
+			p.closeKinds()
 			p.readers.Wait()
 			close(p.samples)
 			return nil
@@ -650,6 +692,10 @@ func (p *Prober) target(a netip.Addr) *target {
 func (p *Prober) sendNext(now time.Time) {
 	t := p.targets[p.rr]
 	p.rr = (p.rr + 1) % len(p.targets)
+	if t.probe.Kind != shape.ProbeICMP {
+		p.sendKind(t, now)
+		return
+	}
 	s, err := p.sockFor(t.addr)
 	if err != nil {
 		t.stats.Sent++
