@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,9 @@ type Config struct {
 	// Log is the daemon's logger; Metrics the optional Prometheus metrics.
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+	// Events keeps the log's last lines for status requests that ask for
+	// them (the status page); nil lists none.
+	Events *logging.Recent
 	// DriftInterval and SaveInterval: 0 means the defaults.
 	DriftInterval, SaveInterval time.Duration
 	// TeardownOnExit removes everything macake owns at shutdown instead of
@@ -116,6 +120,11 @@ type Daemon struct {
 
 	pub     atomic.Pointer[published]
 	pubLive atomic.Pointer[shape.State]
+
+	// stats and hist are read and written from several goroutines under
+	// their own locks: the shapers' counters, the links' recent samples.
+	stats shaperStats
+	hist  histories
 }
 
 // network is the link facts as the loop last received them.
@@ -210,6 +219,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	runCtx, cancelRunners := context.WithCancel(step)
 	defer cancelRunners()
 	d.runCtx = runCtx
+	var recorder sync.WaitGroup
+	recorder.Go(func() { d.recordHistory(runCtx) })
+	defer recorder.Wait()
+	defer cancelRunners()
 	info := d.cfg.Backend.Info()
 	d.log.Info("watch started", "pid", os.Getpid(), "version", d.cfg.Version, "config_dir", d.cfg.ConfigDir,
 		"state_dir", d.cfg.StateDir, "backend", info.Name, "scope", info.Scope)
@@ -245,6 +258,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.pass(step, "config")
 		case <-drift.C:
 			d.pass(step, "drift")
+			d.refreshStats(step, 0)
 		case <-d.retry.C:
 			d.pass(step, "retry")
 		case <-save.C:

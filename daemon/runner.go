@@ -210,6 +210,7 @@ func (r *linkRunner) updateMetrics() {
 		md.SetAchievedRate(ds.Achieved)
 		md.SetLoad(float64(ds.LoadPercent) / 100)
 		md.SetDelay(ds.Baseline, ds.DeltaEWMA)
+		md.SetWindowDelay(ds.WindowAverage)
 		md.SetBufferbloatSamples(ds.Delayed)
 		md.SetShaperRate(live.Pipe(dir).RateBits)
 	}

@@ -215,12 +215,62 @@ func (d *Daemon) Status() statusapi.Status {
 				// The believed rate is what macake asked for; it says
 				// nothing when the shaper is not in place.
 				sh.NotShaped = pl.unshaped[dir.String()]
+				if sh.NotShaped == "" && sh.Name != "" {
+					var why string
+					if sh.Stats, why = d.cachedStats(sh.Name); why != "" {
+						st.Backend.StatsError = why
+					}
+				}
 				sl.Shapers = append(sl.Shapers, sh)
 			}
 		}
 		st.Links = append(st.Links, sl)
 	}
 	return st
+}
+
+// eventsShown is how many of the log's last lines a status request that
+// asks for events gets.
+const eventsShown = 50
+
+// Query is Status with what q asks for: the shapers' counters read now
+// (unless read in the last statsMaxAge), each link's recent history and
+// the last log events. Safe to call from any goroutine.
+func (d *Daemon) Query(ctx context.Context, q statusapi.Query) statusapi.Status {
+	d.refreshStats(ctx, statsMaxAge)
+	st := d.Status()
+	if q.History {
+		for i := range st.Links {
+			st.Links[i].History = statusapi.NewHistory(historyStep, d.hist.get(st.Links[i].Name, q.Since))
+		}
+	}
+	if q.Events && d.cfg.Events != nil {
+		st.Events = []statusapi.Event{}
+		for _, r := range d.cfg.Events.Last(eventsShown) {
+			st.Events = append(st.Events, eventStatus(r))
+		}
+	}
+	return st
+}
+
+// eventStatus converts a log line for status: its event word and link
+// apart, the other attributes as the text log prints them.
+func eventStatus(r logging.Record) statusapi.Event {
+	e := statusapi.Event{Time: r.Time.UTC(), Level: strings.ToLower(r.Level.String()), Message: r.Message}
+	for _, a := range r.Attrs {
+		switch a.Key {
+		case logging.KeyEvent:
+			e.Event = a.Value
+		case logging.KeyLink:
+			e.Link = a.Value
+		default:
+			if e.Attrs == nil {
+				e.Attrs = map[string]string{}
+			}
+			e.Attrs[a.Key] = a.Value
+		}
+	}
+	return e
 }
 
 // StaticInput is what the static picture is drawn from: one reading of
@@ -299,6 +349,17 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 			live = nil
 		}
 	}
+	stats := map[string]*statusapi.ShaperStats{}
+	if sr, ok := in.Backend.(backend.StatsReader); ok && len(live) > 0 {
+		read, err := sr.ShaperStats(ctx)
+		if err != nil {
+			st.Backend.StatsError = err.Error()
+		}
+		at := time.Now()
+		for _, s := range read {
+			stats[s.Name] = statusFromStats(s, at)
+		}
+	}
 	for _, a := range desire.Active {
 		l := linkRow(a, linkErrs[a.Policy.Name])
 		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != "" {
@@ -315,7 +376,8 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		for _, ls := range live {
 			if ls.Interface == a.Policy.Match.Interface {
 				l.Shaped = true
-				l.Shapers = append(l.Shapers, statusapi.Shaper{Direction: ls.Direction, Name: ls.Name, RateBits: ls.RateBits, QueueBytes: ls.QueueBytes, Source: "live"})
+				l.Shapers = append(l.Shapers, statusapi.Shaper{Direction: ls.Direction, Name: ls.Name, RateBits: ls.RateBits, QueueBytes: ls.QueueBytes,
+					Source: "live", Stats: stats[ls.Name]})
 			}
 		}
 		st.Links = append(st.Links, l)

@@ -47,6 +47,12 @@ type Request struct {
 	Request       string `json:"request"`
 	// Measurement is the profile of a RequestMeasurement.
 	Measurement *Measurement `json:"measurement,omitempty"`
+	// History and HistorySince ask a RequestStatus for each link's recent
+	// history (after HistorySince, when set); Events for the last log
+	// lines (Query).
+	History      bool      `json:"history,omitempty"`
+	HistorySince time.Time `json:"history_since,omitzero"`
+	Events       bool      `json:"events,omitempty"`
 }
 
 // Measurement is what `macake measure` found on one network, for the
@@ -59,9 +65,10 @@ type Measurement struct {
 
 // Handler answers the socket's requests.
 type Handler struct {
-	// Status returns the daemon's status; it is called once per status
-	// request, from the connection's goroutine.
-	Status func() Status
+	// Status returns the daemon's status with what the request asked for;
+	// it is called once per status request, from the connection's
+	// goroutine.
+	Status func(ctx context.Context, q Query) Status
 	// Measurement records a measurement and returns once it is saved;
 	// nil refuses measurements.
 	Measurement func(ctx context.Context, m Measurement) error
@@ -173,7 +180,7 @@ func answer(ctx context.Context, c net.Conn, h Handler) error {
 	case major(req.FormatVersion) != major(FormatVersion):
 		resp.Error = fmt.Sprintf("request format version %q; this macake watch speaks %s", req.FormatVersion, FormatVersion)
 	case req.Request == RequestStatus:
-		st := h.Status()
+		st := h.Status(ctx, Query{History: req.History, Since: req.HistorySince, Events: req.Events})
 		resp.Status = &st
 	case req.Request == RequestMeasurement:
 		if err := takeMeasurement(ctx, c, h, req.Measurement); err != nil {
@@ -208,7 +215,13 @@ func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement)
 // errors match ErrNotRunning when nothing answers and ErrPermission when
 // this user may not ask.
 func Fetch(ctx context.Context, path string) (Status, error) {
-	resp, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestStatus})
+	return FetchQuery(ctx, path, Query{})
+}
+
+// FetchQuery is Fetch with what q asks for besides the document.
+func FetchQuery(ctx context.Context, path string, q Query) (Status, error) {
+	resp, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestStatus,
+		History: q.History, HistorySince: q.Since, Events: q.Events})
 	if err != nil {
 		return Status{}, err
 	}

@@ -37,7 +37,7 @@ func TestSocketRoundTrip(t *testing.T) {
 	served := make(chan error, 1)
 	n := 0
 	go func() {
-		served <- Serve(ctx, ln, Handler{Status: func() Status {
+		served <- Serve(ctx, ln, Handler{Status: func(context.Context, Query) Status {
 			n++
 			return Status{FormatVersion: FormatVersion, Daemon: Daemon{Running: true, PID: 42}, Links: []Link{{Name: "wan"}}}
 		}}, nil)
@@ -95,7 +95,7 @@ func TestServeRejectsBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go Serve(t.Context(), ln, Handler{Status: func() Status { return Status{} }}, nil)
+	go Serve(t.Context(), ln, Handler{Status: func(context.Context, Query) Status { return Status{} }}, nil)
 	for req, want := range map[string]string{
 		`{"format_version":"2.0","request":"status"}`:      "speaks " + FormatVersion,
 		`{"format_version":"1.0","request":"stop"}`:        `unknown request`,
@@ -128,7 +128,7 @@ func TestSendMeasurement(t *testing.T) {
 	var got []Measurement
 	fail := false
 	go Serve(t.Context(), ln, Handler{
-		Status: func() Status { return Status{} },
+		Status: func(context.Context, Query) Status { return Status{} },
 		Measurement: func(_ context.Context, m Measurement) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -197,7 +197,7 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 	os.Chmod(path, 0o666) // as if nobody were in the socket's group
 	var took atomic.Int32
 	go Serve(t.Context(), ln, Handler{
-		Status:      func() Status { return Status{Daemon: Daemon{Running: true}} },
+		Status:      func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} },
 		Measurement: func(context.Context, Measurement) error { took.Add(1); return nil },
 	}, nil)
 	cmd := exec.Command(child, "-test.run=^TestMeasurementsOnlyFromRootChild$", "-test.count=1")
