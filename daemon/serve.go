@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -197,6 +198,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	})
 	if err != nil {
 		return startFailed(err)
+	}
+
+	if settings.StatusPageListen != "" {
+		go func() {
+			if err := statuspage.Serve(ctx, settings.StatusPageListen, d.Query, log); err != nil {
+				log.Error("the status page is not served", logging.KeyError, err)
+			}
+		}()
 	}
 
 	socket := statusapi.SocketPath(stateDir)

@@ -270,6 +270,7 @@ func eventStatus(r logging.Record) statusapi.Event {
 			e.Attrs[a.Key] = a.Value
 		}
 	}
+	e.Summary = statusapi.EventSummary(e)
 	return e
 }
 

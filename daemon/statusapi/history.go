@@ -117,4 +117,7 @@ type Event struct {
 	Message string `json:"message"`
 	// Attrs are the line's other attributes, as the text log prints them.
 	Attrs map[string]string `json:"attrs,omitempty"`
+	// Summary is the line for a person (EventSummary), as status and the
+	// status page print it.
+	Summary string `json:"summary"`
 }

@@ -285,7 +285,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 	if n := len(st.Events); n > 0 {
 		fmt.Fprintln(w, "\nRecent events:")
 		for _, e := range st.Events[max(0, n-recentShown):] {
-			fmt.Fprintf(w, "  %s  %s\n", e.Time.In(opts.Now.Location()).Format("15:04:05"), eventText(e))
+			fmt.Fprintf(w, "  %s  %s\n", e.Time.In(opts.Now.Location()).Format("15:04:05"), EventSummary(e))
 		}
 	}
 	if len(st.Profiles) > 0 {
@@ -309,9 +309,9 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 // recentShown is how many of the events a status carries the text shows.
 const recentShown = 5
 
-// eventText is one event for a person: its link, the message, and the
+// EventSummary is one event for a person: its link, the message, and the
 // attributes that say what happened (the error, the rates of a cut).
-func eventText(e Event) string {
+func EventSummary(e Event) string {
 	var b strings.Builder
 	if e.Link != "" {
 		b.WriteString(e.Link + ": ")
