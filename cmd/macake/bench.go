@@ -15,11 +15,15 @@ var benchCmd = &command{
 	name:  "bench",
 	args:  "[--json] [--server URL] [--duration D] [--reflector ADDR ...]",
 	short: "One-shot throughput and latency under load, for A/B comparisons.",
-	long: `Runs an idle phase, then a download and an upload that saturate the link,
-and reports the throughput of each and the latency the load added, like for
-like at each percentile (loaded p50 minus idle p50, loaded p90 minus idle
-p90). Run it before and after a change (a policy, a rate, shaping on or off)
-and compare.
+	long: `Runs an idle phase, then a download, an upload and both at once, each
+saturating the link, and reports the throughput of each and the latency the
+load added, like for like at each percentile (loaded p50 minus idle p50,
+loaded p90 minus idle p90), with the grades people know: the bufferbloat
+grade A+ to F (DSLReports/Waveform: from the added median) per direction,
+both ways and overall, and the responsiveness in round trips per minute
+(RPM, as Apple's networkQuality) under each load, with a note when the run
+was too short or too noisy to trust. Run it before and after a change (a
+policy, a rate, shaping on or off) and compare.
 
 Latency is measured to the speed-test server's own address, which macake's
 pf rules do not exempt from shaping (unlike the controller's reflectors), so
