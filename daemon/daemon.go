@@ -115,8 +115,11 @@ type Daemon struct {
 	switchReqs chan switchRequest
 	reflReqs   chan reflectorNote
 	measReqs   chan measurementRequest
-	runCtx     context.Context
-	stopped    chan struct{} // closed when Run returns
+	pauseReqs  chan pauseRequest
+	// pausedUntil is when a pause (Pause) ends; zero when none runs.
+	pausedUntil time.Time
+	runCtx      context.Context
+	stopped     chan struct{} // closed when Run returns
 
 	pub     atomic.Pointer[published]
 	pubLive atomic.Pointer[shape.State]
@@ -159,7 +162,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8),
-		measReqs: make(chan measurementRequest), stopped: make(chan struct{}),
+		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
 	}
 	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
 	d.ctls = newControllers(d)
@@ -234,6 +237,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer save.Stop()
 	d.retry = time.NewTimer(time.Hour)
 	d.retry.Stop()
+	pauseEnd := time.NewTimer(time.Hour)
+	pauseEnd.Stop()
 	configCh := d.cfg.ConfigChanges
 	d.policies.load(step)
 	d.publish()
@@ -269,6 +274,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			req.reply <- d.switchShaper(step, req)
 		case req := <-d.measReqs:
 			req.reply <- d.recordMeasurement(step, req)
+		case req := <-d.pauseReqs:
+			req.reply <- d.setPause(step, req, pauseEnd)
+		case <-pauseEnd.C:
+			d.pauseEnded(step)
 		case n := <-d.reflReqs:
 			if d.ctls.current(n.link, n.gen) != nil {
 				d.ctls.reflectors[n.link] = n.addrs
@@ -288,7 +297,13 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		d.publish()
 		return
 	}
-	fresh, liveChanged := d.rec.pass(ctx, trigger, d.policies.links(), d.net.facts, d.ctls)
+	links := d.policies.links()
+	if d.paused() {
+		// As if no policy matched: the controllers stop (saving what they
+		// learnt) and macake's shaping comes off until the pause ends.
+		links = nil
+	}
+	fresh, liveChanged := d.rec.pass(ctx, trigger, links, d.net.facts, d.ctls)
 	if liveChanged {
 		d.publishLive()
 	}

@@ -217,6 +217,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
 				return d.TakeMeasurement(ctx, m.Key, m.Profile)
 			},
+			Pause: d.Pause,
 		}, log)
 	}
 

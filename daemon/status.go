@@ -5,6 +5,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -119,6 +120,10 @@ func (d *Daemon) publish() {
 	if e := rec.linkErrs[""]; e != "" {
 		notes = append(notes, e)
 	}
+	if d.paused() {
+		notes = append(notes, fmt.Sprintf("shaping is paused until %s (macake bench --compare asked); it resumes by itself then",
+			d.pausedUntil.Local().Format("15:04:05")))
+	}
 	var problems []*config.Problem
 	for _, file := range slices.Sorted(maps.Keys(d.policies.inForce)) {
 		problems = append(problems, d.policies.inForce[file]...)
@@ -141,6 +146,9 @@ func (d *Daemon) publish() {
 	})
 	if st.DriftRepairs == nil {
 		st.DriftRepairs = map[string]int{}
+	}
+	if d.paused() {
+		st.Daemon.PausedUntil = d.pausedUntil.UTC()
 	}
 	if r := rec.lastApply; r != nil {
 		a := &statusapi.Apply{At: r.at, Trigger: r.trigger, Result: applyResult(r),

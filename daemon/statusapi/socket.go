@@ -39,6 +39,10 @@ const (
 	// measured while the daemon held the state lock; only root (or the
 	// daemon's own user) may send it.
 	RequestMeasurement = "measurement"
+	// RequestPause takes macake's shaping off for PauseSeconds (0: puts it
+	// back now), for `macake bench --compare`; only root (or the daemon's
+	// own user) may send it.
+	RequestPause = "pause"
 )
 
 // Request is the line a client sends.
@@ -53,6 +57,8 @@ type Request struct {
 	History      bool      `json:"history,omitempty"`
 	HistorySince time.Time `json:"history_since,omitzero"`
 	Events       bool      `json:"events,omitempty"`
+	// PauseSeconds is a RequestPause's length.
+	PauseSeconds float64 `json:"pause_seconds,omitempty"`
 }
 
 // Measurement is what `macake measure` found on one network, for the
@@ -72,6 +78,9 @@ type Handler struct {
 	// Measurement records a measurement and returns once it is saved;
 	// nil refuses measurements.
 	Measurement func(ctx context.Context, m Measurement) error
+	// Pause takes the shaping off for d (d ≤ 0: back on) and returns once
+	// that is done; nil refuses pauses.
+	Pause func(ctx context.Context, d time.Duration) error
 }
 
 // Response is the document the daemon answers with: the status, or an
@@ -186,29 +195,59 @@ func answer(ctx context.Context, c net.Conn, h Handler) error {
 		if err := takeMeasurement(ctx, c, h, req.Measurement); err != nil {
 			resp.Error = err.Error()
 		}
+	case req.Request == RequestPause:
+		if err := pause(ctx, c, h, req.PauseSeconds); err != nil {
+			resp.Error = err.Error()
+		}
 	default:
-		resp.Error = fmt.Sprintf("unknown request %q; use %q or %q", req.Request, RequestStatus, RequestMeasurement)
+		resp.Error = fmt.Sprintf("unknown request %q; use %q, %q or %q", req.Request, RequestStatus, RequestMeasurement, RequestPause)
 	}
 	return json.NewEncoder(c).Encode(resp)
 }
 
-// takeMeasurement checks that the peer may change the daemon's state (the
-// socket's group may read the status, but only root writes the state
-// file) and hands the measurement over.
-func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement) error {
+// mayChange checks that the peer may change the daemon's state: the
+// socket's group may read the status, but only root (or the daemon's own
+// user) changes anything. what and who name the request and the command
+// to run with sudo.
+func mayChange(c net.Conn, what, who string) error {
 	switch uid, err := peerUID(c); {
-	case h.Measurement == nil:
-		return errors.New("this macake watch takes no measurements")
 	case err != nil:
-		return fmt.Errorf("cannot tell who sent the measurement (%v); refused", err)
+		return fmt.Errorf("cannot tell who sent the %s (%v); refused", what, err)
 	case uid != 0 && uid != os.Geteuid():
-		return fmt.Errorf("only root may hand macake watch a measurement (uid %d asked); run macake measure with sudo", uid)
-	case m == nil || m.Key == "":
+		return fmt.Errorf("only root may send macake watch a %s (uid %d asked); run %s with sudo", what, uid, who)
+	}
+	return nil
+}
+
+// takeMeasurement checks that the peer may change the daemon's state and
+// hands the measurement over.
+func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement) error {
+	if h.Measurement == nil {
+		return errors.New("this macake watch takes no measurements")
+	}
+	if err := mayChange(c, "measurement", "macake measure"); err != nil {
+		return err
+	}
+	if m == nil || m.Key == "" {
 		return errors.New("the measurement request carries no profile")
 	}
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout-time.Second)
 	defer cancel()
 	return h.Measurement(ctx, *m)
+}
+
+// pause checks that the peer may change the daemon's state and pauses or
+// resumes the shaping.
+func pause(ctx context.Context, c net.Conn, h Handler, seconds float64) error {
+	if h.Pause == nil {
+		return errors.New("this macake watch takes no pauses")
+	}
+	if err := mayChange(c, "pause", "macake bench --compare"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout-time.Second)
+	defer cancel()
+	return h.Pause(ctx, time.Duration(seconds*float64(time.Second)))
 }
 
 // Fetch asks the daemon behind the socket at path for its status. Its
@@ -236,6 +275,14 @@ func FetchQuery(ctx context.Context, path string, q Query) (Status, error) {
 // ErrPermission as Fetch's do.
 func SendMeasurement(ctx context.Context, path string, m Measurement) error {
 	_, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestMeasurement, Measurement: &m})
+	return err
+}
+
+// SendPause asks the daemon behind the socket at path to take macake's
+// shaping off for d (d ≤ 0: to put it back now) and returns once it has.
+// Its errors match ErrNotRunning and ErrPermission as Fetch's do.
+func SendPause(ctx context.Context, path string, d time.Duration) error {
+	_, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestPause, PauseSeconds: max(d, 0).Seconds()})
 	return err
 }
 

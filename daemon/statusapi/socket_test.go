@@ -199,6 +199,7 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 	go Serve(t.Context(), ln, Handler{
 		Status:      func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} },
 		Measurement: func(context.Context, Measurement) error { took.Add(1); return nil },
+		Pause:       func(context.Context, time.Duration) error { took.Add(1); return nil },
 	}, nil)
 	cmd := exec.Command(child, "-test.run=^TestMeasurementsOnlyFromRootChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
@@ -207,11 +208,27 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "status ok") || !strings.Contains(string(out), "only root may hand macake watch a measurement (uid 65534 asked)") {
+	if !strings.Contains(string(out), "status ok") || !strings.Contains(string(out), "only root may send macake watch a measurement (uid 65534 asked); run macake measure with sudo") ||
+		!strings.Contains(string(out), "only root may send macake watch a pause (uid 65534 asked); run macake bench --compare with sudo") {
 		t.Errorf("child output:\n%s", out)
 	}
 	if took.Load() != 0 {
-		t.Errorf("a measurement from uid 65534 was taken")
+		t.Errorf("a measurement or a pause from uid 65534 was taken")
+	}
+	// Root's pause arrives with its length; 0 puts the shaping back.
+	got := make(chan time.Duration, 2)
+	ln2, err := Listen(filepath.Join(dir, "root.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go Serve(t.Context(), ln2, Handler{Pause: func(_ context.Context, d time.Duration) error { got <- d; return nil }}, nil)
+	for _, want := range []time.Duration{90 * time.Second, 0} {
+		if err := SendPause(context.Background(), filepath.Join(dir, "root.sock"), want); err != nil {
+			t.Fatal(err)
+		}
+		if d := <-got; d != want {
+			t.Errorf("pause handed over as %v, want %v", d, want)
+		}
 	}
 }
 
@@ -227,4 +244,5 @@ func TestMeasurementsOnlyFromRootChild(t *testing.T) {
 	fmt.Println("status ok")
 	err := SendMeasurement(context.Background(), path, Measurement{Key: "home", Profile: state.Profile{DownloadCapacity: 1, UploadCapacity: 1}})
 	fmt.Println("measurement:", err)
+	fmt.Println("pause:", SendPause(context.Background(), path, time.Minute))
 }

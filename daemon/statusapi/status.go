@@ -24,8 +24,8 @@ import (
 // FormatVersion is the version of the Status document and of the request.
 // A client accepts any 1.x document; new fields arrive as minor versions
 // (1.2: daemon.permission_denied and shapers[].not_shaped; 1.3:
-// shapers[].stats and backend.stats_error, and on request links[].history
-// and events).
+// shapers[].stats, backend.stats_error, daemon.paused_until, and on
+// request links[].history and events).
 const FormatVersion = "1.3"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
@@ -80,6 +80,8 @@ type Daemon struct {
 	StateDir      string    `json:"state_dir,omitempty"`
 	// Note says why the daemon is not running or could not be asked.
 	Note string `json:"note,omitempty"`
+	// PausedUntil is when a pause of the shaping (RequestPause) ends.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
 }
 
 // Backend names the shaping backend and the system state it owns.

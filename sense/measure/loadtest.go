@@ -185,6 +185,8 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 func (lt *LoadTest) both(ctx context.Context, res *LoadResult, config func(func(time.Duration, float64)) speedtest.Config, prog *progressLine, rec *probe.Recorder) error {
 	var mu sync.Mutex
 	rates := [2]float64{}
+	// Both directions report their rate; the download's reports print
+	// the line, so that it ticks once a second, not twice.
 	report := func(i int) func(time.Duration, float64) {
 		return func(el time.Duration, bps float64) {
 			mu.Lock()
@@ -192,7 +194,9 @@ func (lt *LoadTest) both(ctx context.Context, res *LoadResult, config func(func(
 			line := fmt.Sprintf("both %d/%ds  ↓%s ↑%s  rtt %s", int(el.Seconds()), int(lt.Duration.Seconds()),
 				shape.FormatApprox(rates[0]), shape.FormatApprox(rates[1]), prog.rtt(rec, lt.Targets))
 			mu.Unlock()
-			prog.line(line)
+			if i == 0 {
+				prog.line(line)
+			}
 		}
 	}
 	var wg sync.WaitGroup
