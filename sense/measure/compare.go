@@ -84,8 +84,15 @@ func (c Compare) Run(ctx context.Context) (rep CompareReport, err error) {
 			if err := c.Switch.On(ctx); err != nil {
 				return rep, fmt.Errorf("turning the shaping on: %w", err)
 			}
-			if err := sleepCtx(ctx, c.Settle); err != nil {
-				return rep, err
+			if c.Settle > 0 {
+				if c.Progress != nil {
+					fmt.Fprintf(c.Progress, "bench --compare: the shaping is back; letting it settle for %v\n", c.Settle)
+				}
+				select {
+				case <-ctx.Done():
+					return rep, errors.New("interrupted")
+				case <-time.After(c.Settle):
+				}
 			}
 		} else if err := c.Switch.Off(ctx, c.Lease); err != nil {
 			return rep, fmt.Errorf("turning the shaping off: %w", err)
@@ -113,20 +120,6 @@ func worse(a, b Grade) Grade {
 		return a
 	}
 	return b
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return errors.New("interrupted")
-	case <-t.C:
-		return nil
-	}
 }
 
 // WriteText prints the runs as one table (throughput, the latency each

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/macake/macake/internal/speedtest"
@@ -89,4 +90,28 @@ func TestCompareRunsOffOnOff(t *testing.T) {
 	if _, err := c.Run(context.Background()); err == nil || fmt.Sprint(sw.calls) != "[off 1m20s]" {
 		t.Errorf("a switch that fails: %v, calls %v", err, sw.calls)
 	}
+}
+
+// TestCompareSettlesBeforeTheShapedRun: the shaped run starts Settle
+// after the shaping is back, the unshaped ones at once.
+func TestCompareSettlesBeforeTheShapedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var at []time.Duration
+		c := Compare{Switch: &recordingSwitch{}, Settle: 10 * time.Second, Bench: func(context.Context) (BenchReport, error) {
+			at = append(at, time.Since(start))
+			return benchOf(4, 3, 7, 43.1e6, 8.7e6), nil
+		}}
+		if _, err := c.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(at); got != "[0s 10s 10s]" {
+			t.Errorf("the runs started at %s, want [0s 10s 10s]", got)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := c.Run(ctx); err == nil {
+			t.Error("an interrupted settle did not stop the compare")
+		}
+	})
 }
