@@ -38,7 +38,7 @@ func TestShaperStatsFromRecordedOutput(t *testing.T) {
 	if cmds := r.commands(); len(cmds) != 1 {
 		t.Errorf("ran %q, want one command", cmds)
 	}
-	wan := wanLink("wan0", 0)
+	wan := shape.Link{Name: "wan", Interface: "wan0", Slot: 0}
 	if got[0].Name != b.ShaperName(wan, shape.Download) || got[1].Name != b.ShaperName(wan, shape.Upload) {
 		t.Errorf("%q, %q are not the names status looks the shapers up by", got[0].Name, got[1].Name)
 	}
