@@ -104,6 +104,11 @@ var (
 // kilobytes, so anything slower is stuck.
 const ioTimeout = 5 * time.Second
 
+// pauseTimeout bounds a pause exchange, which waits for the reconcile that
+// takes the shaping off or puts it back: a few dnctl or tc calls each, but
+// on a busy machine those can take seconds.
+const pauseTimeout = time.Minute
+
 // Listen creates the status socket at path: it removes a socket left by a
 // daemon that died (nothing answers on it) and refuses to replace one that
 // answers; it sets SocketMode and, when running as root, the group that
@@ -245,7 +250,8 @@ func pause(ctx context.Context, c net.Conn, h Handler, seconds float64) error {
 	if err := mayChange(c, "pause", "macake bench --compare"); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, ioTimeout-time.Second)
+	c.SetDeadline(time.Now().Add(pauseTimeout))
+	ctx, cancel := context.WithTimeout(ctx, pauseTimeout-time.Second)
 	defer cancel()
 	return h.Pause(ctx, time.Duration(seconds*float64(time.Second)))
 }
@@ -259,7 +265,7 @@ func Fetch(ctx context.Context, path string) (Status, error) {
 
 // FetchQuery is Fetch with what q asks for besides the document.
 func FetchQuery(ctx context.Context, path string, q Query) (Status, error) {
-	resp, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestStatus,
+	resp, err := exchange(ctx, path, ioTimeout, Request{FormatVersion: FormatVersion, Request: RequestStatus,
 		History: q.History, HistorySince: q.Since, Events: q.Events})
 	if err != nil {
 		return Status{}, err
@@ -274,7 +280,7 @@ func FetchQuery(ctx context.Context, path string, q Query) (Status, error) {
 // returns once the daemon has saved it. Its errors match ErrNotRunning and
 // ErrPermission as Fetch's do.
 func SendMeasurement(ctx context.Context, path string, m Measurement) error {
-	_, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestMeasurement, Measurement: &m})
+	_, err := exchange(ctx, path, ioTimeout, Request{FormatVersion: FormatVersion, Request: RequestMeasurement, Measurement: &m})
 	return err
 }
 
@@ -282,12 +288,12 @@ func SendMeasurement(ctx context.Context, path string, m Measurement) error {
 // shaping off for d (d ≤ 0: to put it back now) and returns once it has.
 // Its errors match ErrNotRunning and ErrPermission as Fetch's do.
 func SendPause(ctx context.Context, path string, d time.Duration) error {
-	_, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestPause, PauseSeconds: max(d, 0).Seconds()})
+	_, err := exchange(ctx, path, pauseTimeout, Request{FormatVersion: FormatVersion, Request: RequestPause, PauseSeconds: max(d, 0).Seconds()})
 	return err
 }
 
-// exchange sends one request and reads the response.
-func exchange(ctx context.Context, path string, req Request) (Response, error) {
+// exchange sends one request and reads the response within timeout.
+func exchange(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
@@ -301,7 +307,7 @@ func exchange(ctx context.Context, path string, req Request) (Response, error) {
 		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(ioTimeout))
+	c.SetDeadline(time.Now().Add(timeout))
 	if err := json.NewEncoder(c).Encode(req); err != nil {
 		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}

@@ -246,3 +246,21 @@ func TestMeasurementsOnlyFromRootChild(t *testing.T) {
 	fmt.Println("measurement:", err)
 	fmt.Println("pause:", SendPause(context.Background(), path, time.Minute))
 }
+
+// TestPauseWaitsForTheReconcile: a pause's answer comes when the
+// reconcile behind it is done, which on a busy machine can take longer
+// than a status exchange may.
+func TestPauseWaitsForTheReconcile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "watch.sock")
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go Serve(t.Context(), ln, Handler{Pause: func(context.Context, time.Duration) error {
+		time.Sleep(ioTimeout + time.Second)
+		return nil
+	}}, nil)
+	if err := SendPause(context.Background(), path, time.Minute); err != nil {
+		t.Errorf("a pause whose reconcile takes %v: %v", ioTimeout+time.Second, err)
+	}
+}
