@@ -58,7 +58,10 @@ def trouble: ((.problems // []) | length) + ((.config_errors // []) | length) + 
 | (if ($links | length) == 0 then "macake –" + $off
    else $links[0] | "↓" + rate("download") + " ↑" + rate("upload") + $off end) + $tint,
   "---",
-  (if .daemon.running then "macake watch running, pid \(.daemon.pid)"
+  (if .daemon.running and .daemon.permission_denied then
+     "macake watch running" + (if .daemon.pid then ", pid \(.daemon.pid)" else "" end)
+     + "; its view needs root or the admin group, so this is the static picture | color=#e08a00"
+   elif .daemon.running then "macake watch running, pid \(.daemon.pid)"
    else "macake watch not running: \(.daemon.note // "" | clean)" end),
   (if ($links | length) == 0 then "No active link: no policy matches the network" else empty end),
   ($links[] | . as $l

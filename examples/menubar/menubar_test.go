@@ -70,6 +70,11 @@ func TestPluginOutput(t *testing.T) {
 			link(st)["shapers"].([]any)[0].(map[string]any)["not_shaped"] = "another tool's root qdisc is in the way"
 		}),
 		"no-link": variant(t, func(st map[string]any) { st["links"] = []any{} }),
+		"permission-denied": variant(t, func(st map[string]any) {
+			st["daemon"] = map[string]any{"running": true, "pid": 412, "permission_denied": true, "socket": "/var/db/macake/watch.sock",
+				"note": "its socket answers root and the admin group only; run with sudo for its view"}
+			delete(link(st), "controller")
+		}),
 	}
 	shells := []string{}
 	for _, sh := range []string{"sh", "bash", "dash"} {
