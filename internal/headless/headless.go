@@ -65,7 +65,9 @@ type Browser struct {
 	conn   *websocket.Conn
 	cancel context.CancelFunc
 	exited chan struct{}
-	output *execrun.Result
+	// profile is the fresh --user-data-dir, removed by close.
+	profile string
+	output  *execrun.Result
 
 	nextID  atomic.Int64
 	mu      sync.Mutex
@@ -96,9 +98,15 @@ func Start(tb testing.TB) *Browser {
 	if bin == "" {
 		tb.Skipf("skipping the browser test: no Chromium on PATH (looked for %s; Debian: apt-get install chromium chromium-driver)", strings.Join(Programs, ", "))
 	}
-	profile := tb.TempDir()
+	// Not tb.TempDir: Chromium's helper processes can still be writing
+	// to the profile when the browser process is gone, and TempDir fails
+	// the test if the first removal does; close removes it with retries.
+	profile, err := os.MkdirTemp("", "macake-chromium-")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Browser{tb: tb, cancel: cancel, exited: make(chan struct{}), pending: map[int64]chan message{}, listeners: map[string]func(message){}}
+	b := &Browser{tb: tb, cancel: cancel, profile: profile, exited: make(chan struct{}), pending: map[int64]chan message{}, listeners: map[string]func(message){}}
 	argv := append(append([]string{bin}, flags...), "--user-data-dir="+profile, "about:blank")
 	go func() {
 		defer close(b.exited)
@@ -137,12 +145,27 @@ func Start(tb testing.TB) *Browser {
 	return b
 }
 
+// close asks Chromium to quit (so that it stops its helper processes
+// itself), kills it if it has not within 5 s, and removes its profile.
 func (b *Browser) close() {
 	if b.conn != nil {
+		go b.call("", "Browser.close", nil, nil)
+		select {
+		case <-b.exited:
+		case <-time.After(5 * time.Second):
+		}
 		b.conn.Close()
 	}
 	b.cancel()
 	<-b.exited
+	var err error
+	for range 20 {
+		if err = os.RemoveAll(b.profile); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.tb.Logf("leaving chromium's profile %s behind: %v", b.profile, err)
 }
 
 // read dispatches replies to their callers and events to their session.
