@@ -83,6 +83,37 @@ type ShaperReader interface {
 	ShaperName(l shape.Link, d shape.Direction) string
 }
 
+// StatsReader is a Backend that can read what its shapers are doing, as
+// `tc -s` shows it: the traffic they took, what they dropped and what is
+// queued in them now. A read is one read-only command (pf: `dnctl list`;
+// tc: `tc -s -j qdisc show`), never one per probe or per rate change:
+// callers read on the drift tick or when someone asks for the status.
+// ShaperStats is safe to call concurrently with the other methods.
+type StatsReader interface {
+	ShaperStats(ctx context.Context) ([]ShaperStats, error)
+}
+
+// ShaperStats are one live shaper's counters. Name is ShaperReader's name
+// for the shaper ("pipe 48001", "qdisc 4d4b: on wan0"), which is how a
+// caller that knows the link finds its shapers. The counters are the
+// kernel's own, cumulative since the shaper was created: they restart at
+// zero when it is re-created (a reboot, `dnctl flush`, a replaced root
+// qdisc), which rate() in Prometheus takes as a counter reset.
+type ShaperStats struct {
+	Name string
+	// Bytes and Packets are what the shaper took in (dummynet: every
+	// packet that reached the pipe, dropped ones included) or sent (tc:
+	// the root qdisc's "Sent").
+	Bytes, Packets uint64
+	// Drops are the packets the shaper dropped (its queue was full).
+	Drops uint64
+	// BacklogBytes and BacklogPackets are queued in it now.
+	BacklogBytes, BacklogPackets uint64
+	// Overlimits counts the times the shaper held a packet back for the
+	// rate (tc only; 0 for dummynet, which does not count them).
+	Overlimits uint64
+}
+
 // BlindPlanner is a Backend whose live state some users may not read (pf
 // and dummynet without root). PlanUnobserved is Plan against a system
 // where macake owns nothing, made without reading anything, for a dry run

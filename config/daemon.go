@@ -35,6 +35,9 @@ type Daemon struct {
 	// MetricsListen is a loopback host:port for the Prometheus endpoint,
 	// or "" for none.
 	MetricsListen string `toml:"metrics_listen"`
+	// StatusPageListen is a loopback host:port where watch serves its
+	// live status page, or "" for none.
+	StatusPageListen string `toml:"status_page_listen"`
 }
 
 // StateDirFor is the state directory a command uses when the command line
@@ -136,17 +139,27 @@ func (d *decoder) validateDaemon(s *Daemon) {
 	case r.Contains(nlcPipes.First) || r.Contains(nlcPipes.Last):
 		d.bad("pipe_range", "%d..%d includes pipes %d and %d of Apple's Network Link Conditioner, which macake must never touch", r.First, r.Last, nlcPipes.First, nlcPipes.Last)
 	}
-	if s.MetricsListen != "" {
-		if msg := checkLoopbackListen(s.MetricsListen); msg != "" {
-			d.bad("metrics_listen", "%s", msg)
+	for _, l := range []struct{ key, addr, what string }{
+		{"metrics_listen", s.MetricsListen, "metrics are"},
+		{"status_page_listen", s.StatusPageListen, "the status page is"},
+	} {
+		if l.addr == "" {
+			continue
 		}
+		if msg := checkLoopbackListen(l.addr, l.what); msg != "" {
+			d.bad(l.key, "%s", msg)
+		}
+	}
+	if s.MetricsListen != "" && s.MetricsListen == s.StatusPageListen {
+		d.bad("status_page_listen", "%q is metrics_listen's address too; give each its own port", s.StatusPageListen)
 	}
 }
 
-// checkLoopbackListen explains what is wrong with a metrics address, or
-// returns "". Only loopback is allowed: the metrics reveal the user's
-// networks and are served without authentication.
-func checkLoopbackListen(addr string) string {
+// checkLoopbackListen explains what is wrong with the address of an
+// endpoint (what: "metrics are"), or returns "". Only loopback is allowed:
+// the endpoints reveal the user's networks and are served without
+// authentication.
+func checkLoopbackListen(addr, what string) string {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return strconv.Quote(addr) + ` is not host:port, e.g. "127.0.0.1:9846"`
@@ -159,7 +172,7 @@ func checkLoopbackListen(addr string) string {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() {
-		return strconv.Quote(host) + ` is not a loopback address; metrics are served only on 127.0.0.1, ::1 or localhost`
+		return strconv.Quote(host) + " is not a loopback address; " + what + " served only on 127.0.0.1, ::1 or localhost"
 	}
 	return ""
 }

@@ -29,11 +29,12 @@ pipe_range = { first = 50001, last = 50100 }
 log_format = "json"
 log_file = "/var/log/macake/macake.log"
 metrics_listen = "127.0.0.1:9846"
+status_page_listen = "localhost:9847"
 `))
 	if err != nil || len(w) != 0 {
 		t.Fatalf("%v %v", err, w)
 	}
-	if d.PipeRange.Len() != 100 || !d.PipeRange.Contains(50001) || d.PipeRange.Contains(50101) || d.LogFormat != LogJSON || d.MetricsListen != "127.0.0.1:9846" {
+	if d.PipeRange.Len() != 100 || !d.PipeRange.Contains(50001) || d.PipeRange.Contains(50101) || d.LogFormat != LogJSON || d.MetricsListen != "127.0.0.1:9846" || d.StatusPageListen != "localhost:9847" {
 		t.Errorf("%+v", d)
 	}
 	for _, ok := range []string{"[::1]:9846", "localhost:1"} {
@@ -69,15 +70,17 @@ Anchor = "x"
 	expect(t, "problems", got, want)
 
 	for text, part := range map[string]string{
-		"pipe_range = { first = 10, last = 10 }\n": "holds 1 pipe",
-		"pipe_range = { first = 0, last = 10 }\n":  "must lie within 1..65535",
-		"pipe_range = { frist = 10 }\n":            `did you mean "first"?`,
-		"metrics_listen = \"9846\"\n":              "is not host:port",
-		"metrics_listen = \"127.0.0.1:http\"\n":    "is not a port",
-		"interface = \"en0\"\n":                    `unknown key "interface" in the top level`,
-		"state_dir = \n":                           "TOML syntax",
-		"pipe_range = 5k\nlog_format = \"xml\"\n":  `pipe_range: write the value in quotes: pipe_range = "5k"`,
-		"log_format = \"xml\"\npipe_range = 5k\n":  `unknown log format "xml"`,
+		"pipe_range = { first = 10, last = 10 }\n":                               "holds 1 pipe",
+		"pipe_range = { first = 0, last = 10 }\n":                                "must lie within 1..65535",
+		"pipe_range = { frist = 10 }\n":                                          `did you mean "first"?`,
+		"metrics_listen = \"9846\"\n":                                            "is not host:port",
+		"metrics_listen = \"127.0.0.1:http\"\n":                                  "is not a port",
+		"status_page_listen = \"192.168.1.5:9847\"\n":                            "the status page is served only on 127.0.0.1",
+		"metrics_listen = \"[::1]:9846\"\nstatus_page_listen = \"[::1]:9846\"\n": "give each its own port",
+		"interface = \"en0\"\n":                                                  `unknown key "interface" in the top level`,
+		"state_dir = \n":                                                         "TOML syntax",
+		"pipe_range = 5k\nlog_format = \"xml\"\n":                                `pipe_range: write the value in quotes: pipe_range = "5k"`,
+		"log_format = \"xml\"\npipe_range = 5k\n":                                `unknown log format "xml"`,
 	} {
 		if _, _, err := ParseDaemon("m.toml", []byte(text)); err == nil || !strings.Contains(err.Error(), part) {
 			t.Errorf("%q: %v, want %q", text, err, part)

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,6 +82,9 @@ type Config struct {
 	// Log is the daemon's logger; Metrics the optional Prometheus metrics.
 	Log     *slog.Logger
 	Metrics *metrics.Metrics
+	// Events keeps the log's last lines for status requests that ask for
+	// them (the status page); nil lists none.
+	Events *logging.Recent
 	// DriftInterval and SaveInterval: 0 means the defaults.
 	DriftInterval, SaveInterval time.Duration
 	// TeardownOnExit removes everything macake owns at shutdown instead of
@@ -111,11 +115,19 @@ type Daemon struct {
 	switchReqs chan switchRequest
 	reflReqs   chan reflectorNote
 	measReqs   chan measurementRequest
-	runCtx     context.Context
-	stopped    chan struct{} // closed when Run returns
+	pauseReqs  chan pauseRequest
+	// pausedUntil is when a pause (Pause) ends; zero when none runs.
+	pausedUntil time.Time
+	runCtx      context.Context
+	stopped     chan struct{} // closed when Run returns
 
 	pub     atomic.Pointer[published]
 	pubLive atomic.Pointer[shape.State]
+
+	// stats and hist are read and written from several goroutines under
+	// their own locks: the shapers' counters, the links' recent samples.
+	stats shaperStats
+	hist  histories
 }
 
 // network is the link facts as the loop last received them.
@@ -150,7 +162,7 @@ func New(cfg Config) (*Daemon, error) {
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8),
-		measReqs: make(chan measurementRequest), stopped: make(chan struct{}),
+		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
 	}
 	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
 	d.ctls = newControllers(d)
@@ -210,6 +222,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	runCtx, cancelRunners := context.WithCancel(step)
 	defer cancelRunners()
 	d.runCtx = runCtx
+	var recorder sync.WaitGroup
+	recorder.Go(func() { d.recordHistory(runCtx) })
+	defer recorder.Wait()
+	defer cancelRunners()
 	info := d.cfg.Backend.Info()
 	d.log.Info("watch started", "pid", os.Getpid(), "version", d.cfg.Version, "config_dir", d.cfg.ConfigDir,
 		"state_dir", d.cfg.StateDir, "backend", info.Name, "scope", info.Scope)
@@ -221,6 +237,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer save.Stop()
 	d.retry = time.NewTimer(time.Hour)
 	d.retry.Stop()
+	pauseEnd := time.NewTimer(time.Hour)
+	pauseEnd.Stop()
 	configCh := d.cfg.ConfigChanges
 	d.policies.load(step)
 	d.publish()
@@ -245,6 +263,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.pass(step, "config")
 		case <-drift.C:
 			d.pass(step, "drift")
+			d.refreshStats(step, 0)
 		case <-d.retry.C:
 			d.pass(step, "retry")
 		case <-save.C:
@@ -255,6 +274,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 			req.reply <- d.switchShaper(step, req)
 		case req := <-d.measReqs:
 			req.reply <- d.recordMeasurement(step, req)
+		case req := <-d.pauseReqs:
+			req.reply <- d.setPause(step, req, pauseEnd)
+		case <-pauseEnd.C:
+			d.pauseEnded(step)
 		case n := <-d.reflReqs:
 			if d.ctls.current(n.link, n.gen) != nil {
 				d.ctls.reflectors[n.link] = n.addrs
@@ -274,7 +297,13 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		d.publish()
 		return
 	}
-	fresh, liveChanged := d.rec.pass(ctx, trigger, d.policies.links(), d.net.facts, d.ctls)
+	links := d.policies.links()
+	if d.paused() {
+		// As if no policy matched: the controllers stop (saving what they
+		// learnt) and macake's shaping comes off until the pause ends.
+		links = nil
+	}
+	fresh, liveChanged := d.rec.pass(ctx, trigger, links, d.net.facts, d.ctls)
 	if liveChanged {
 		d.publishLive()
 	}

@@ -208,6 +208,7 @@ type rig struct {
 	config   chan struct{}
 	net      *fakeNet
 	log      *syncBuffer
+	recent   *logging.Recent
 	metrics  *metrics.Metrics
 	d        *Daemon
 	cancel   context.CancelFunc
@@ -249,7 +250,7 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts lin
 	r := &rig{
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
 		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
-		metrics: metrics.New(metrics.Options{}),
+		metrics: metrics.New(metrics.Options{}), recent: logging.NewRecent(50, nil),
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
 	r.net.rate = func(d shape.Direction) int64 { return r.pipeRate(48001 + int(d)) }
@@ -287,7 +288,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 	r.d, err = New(Config{
 		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
 		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
-		Log: newTestLogger(r.log).Logger, MTU: func([]string) map[string]int { return nil },
+		Log: slog.New(logging.Tee(newTestLogger(r.log).Handler(), r.recent)), Events: r.recent, MTU: func([]string) map[string]int { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)

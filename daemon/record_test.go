@@ -98,7 +98,7 @@ func TestRecordHandsTheProfileToWatch(t *testing.T) {
 	var mu sync.Mutex
 	var got []statusapi.Measurement
 	go statusapi.Serve(t.Context(), ln, statusapi.Handler{
-		Status: func() statusapi.Status { return statusapi.Status{} },
+		Status: func(context.Context, statusapi.Query) statusapi.Status { return statusapi.Status{} },
 		Measurement: func(_ context.Context, m statusapi.Measurement) error {
 			mu.Lock()
 			defer mu.Unlock()

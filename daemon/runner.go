@@ -215,6 +215,7 @@ func (r *linkRunner) updateMetrics() {
 		md.SetLoad(float64(ds.LoadPercent) / 100)
 		if st.Counters.Responses > 0 {
 			md.SetDelay(ds.Baseline, ds.DeltaEWMA)
+			md.SetWindowDelay(ds.WindowAverage)
 		} else {
 			// The baseline is the controller's starting value, not a
 			// measurement; status shows "-" for it too.

@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -111,7 +112,10 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return startFailed(err)
 	}
 	defer logger.Close()
-	log := logger.Logger
+	// The status page lists the log's last events: keep them as they go
+	// to the log.
+	recent := logging.NewRecent(eventsShown, slog.LevelInfo)
+	log := slog.New(logging.Tee(logger.Handler(), recent))
 	if logPath != "" {
 		capStderrFile(o.Stderr, maxStderrFile, log)
 	}
@@ -189,11 +193,19 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Backend: b, Tokens: tokens,
 		Facts:         LinkFacts{Source: src},
 		ConfigChanges: Debounce(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
-		Sensors:       sensors, Log: log, Metrics: m,
+		Sensors:       sensors, Log: log, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})
 	if err != nil {
 		return startFailed(err)
+	}
+
+	if settings.StatusPageListen != "" {
+		go func() {
+			if err := statuspage.Serve(ctx, settings.StatusPageListen, d.Query, log); err != nil {
+				log.Error("the status page is not served", logging.KeyError, err)
+			}
+		}()
 	}
 
 	socket := statusapi.SocketPath(stateDir)
@@ -201,10 +213,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		log.Error("'macake status' cannot ask this daemon", logging.KeyError, err)
 	} else {
 		go statusapi.Serve(ctx, ln, statusapi.Handler{
-			Status: d.Status,
+			Status: d.Query,
 			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
 				return d.TakeMeasurement(ctx, m.Key, m.Profile)
 			},
+			Pause: d.Pause,
 		}, log)
 	}
 

@@ -5,6 +5,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -120,6 +121,10 @@ func (d *Daemon) publish() {
 	if e := rec.linkErrs[""]; e != "" {
 		notes = append(notes, e)
 	}
+	if d.paused() {
+		notes = append(notes, fmt.Sprintf("shaping is paused until %s (macake bench --compare asked); it resumes by itself then",
+			d.pausedUntil.Local().Format("15:04:05")))
+	}
 	var problems []*config.Problem
 	for _, file := range slices.Sorted(maps.Keys(d.policies.inForce)) {
 		problems = append(problems, d.policies.inForce[file]...)
@@ -142,6 +147,9 @@ func (d *Daemon) publish() {
 	})
 	if st.DriftRepairs == nil {
 		st.DriftRepairs = map[string]int{}
+	}
+	if d.paused() {
+		st.Daemon.PausedUntil = d.pausedUntil.UTC()
 	}
 	if r := rec.lastApply; r != nil {
 		a := &statusapi.Apply{At: r.at, Trigger: r.trigger, Result: applyResult(r),
@@ -215,12 +223,63 @@ func (d *Daemon) Status() statusapi.Status {
 				// The believed rate is what macake asked for; it says
 				// nothing when the shaper is not in place.
 				sh.NotShaped = pl.unshaped[dir.String()]
+				if sh.NotShaped == "" && sh.Name != "" {
+					var why string
+					if sh.Stats, why = d.cachedStats(sh.Name); why != "" {
+						st.Backend.StatsError = diag.Text(why)
+					}
+				}
 				sl.Shapers = append(sl.Shapers, sh)
 			}
 		}
 		st.Links = append(st.Links, sl)
 	}
 	return st
+}
+
+// eventsShown is how many of the log's last lines a status request that
+// asks for events gets.
+const eventsShown = 50
+
+// Query is Status with what q asks for: the shapers' counters read now
+// (unless read in the last statsMaxAge), each link's recent history and
+// the last log events. Safe to call from any goroutine.
+func (d *Daemon) Query(ctx context.Context, q statusapi.Query) statusapi.Status {
+	d.refreshStats(ctx, statsMaxAge)
+	st := d.Status()
+	if q.History {
+		for i := range st.Links {
+			st.Links[i].History = statusapi.NewHistory(historyStep, d.hist.get(st.Links[i].Name, q.Since))
+		}
+	}
+	if q.Events && d.cfg.Events != nil {
+		st.Events = []statusapi.Event{}
+		for _, r := range d.cfg.Events.Last(eventsShown) {
+			st.Events = append(st.Events, eventStatus(r))
+		}
+	}
+	return st
+}
+
+// eventStatus converts a log line for status: its event word and link
+// apart, the other attributes as the text log prints them.
+func eventStatus(r logging.Record) statusapi.Event {
+	e := statusapi.Event{Time: r.Time.UTC(), Level: strings.ToLower(r.Level.String()), Message: r.Message}
+	for _, a := range r.Attrs {
+		switch a.Key {
+		case logging.KeyEvent:
+			e.Event = a.Value
+		case logging.KeyLink:
+			e.Link = a.Value
+		default:
+			if e.Attrs == nil {
+				e.Attrs = map[string]string{}
+			}
+			e.Attrs[a.Key] = a.Value
+		}
+	}
+	e.Summary = statusapi.EventSummary(e)
+	return e
 }
 
 // StaticInput is what the static picture is drawn from: one reading of
@@ -299,6 +358,17 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 			live = nil
 		}
 	}
+	stats := map[string]*statusapi.ShaperStats{}
+	if sr, ok := in.Backend.(backend.StatsReader); ok && len(live) > 0 {
+		read, err := sr.ShaperStats(ctx)
+		if err != nil {
+			st.Backend.StatsError = diag.OfPtr(err)
+		}
+		at := time.Now()
+		for _, s := range read {
+			stats[s.Name] = statusFromStats(s, at)
+		}
+	}
 	for _, a := range desire.Active {
 		l := linkRow(a, linkErrs[a.Policy.Name])
 		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != nil {
@@ -315,7 +385,8 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		for _, ls := range live {
 			if ls.Interface == a.Policy.Match.Interface {
 				l.Shaped = true
-				l.Shapers = append(l.Shapers, statusapi.Shaper{Direction: ls.Direction, Name: ls.Name, RateBits: ls.RateBits, QueueBytes: ls.QueueBytes, Source: "live"})
+				l.Shapers = append(l.Shapers, statusapi.Shaper{Direction: ls.Direction, Name: ls.Name, RateBits: ls.RateBits, QueueBytes: ls.QueueBytes,
+					Source: "live", Stats: stats[ls.Name]})
 			}
 		}
 		st.Links = append(st.Links, l)

@@ -103,7 +103,7 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		statusapi.Serve(serveCtx, ln, statusapi.Handler{Status: func() statusapi.Status {
+		statusapi.Serve(serveCtx, ln, statusapi.Handler{Status: func(context.Context, statusapi.Query) statusapi.Status {
 			mu.Lock()
 			defer mu.Unlock()
 			la := last

@@ -29,6 +29,9 @@ const (
 	KeyReason = "reason"
 	// KeyError is the error, with its position or the failing command.
 	KeyError = "error"
+	// KeyFromBits and KeyToBits are a rate change's rates, in bit/s.
+	KeyFromBits = "from_bits_per_second"
+	KeyToBits   = "to_bits_per_second"
 )
 
 // Event is the value of the "event" attribute: the vocabulary of the
@@ -305,8 +308,8 @@ func (e Events) RateChanged(ctx context.Context, c RateChange) {
 	e.emit(ctx, level, ev, msg,
 		slog.String(KeyLink, c.Link),
 		slog.String(KeyDirection, c.Direction.String()),
-		slog.Int64("from_bits_per_second", c.FromBits),
-		slog.Int64("to_bits_per_second", c.ToBits),
+		slog.Int64(KeyFromBits, c.FromBits),
+		slog.Int64(KeyToBits, c.ToBits),
 		slog.String(KeyReason, c.Reason),
 		slog.Int64("achieved_bits_per_second", c.AchievedBits),
 		secondsAttr("baseline_seconds", c.Baseline),

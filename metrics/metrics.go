@@ -62,7 +62,7 @@ type Metrics struct {
 	now func() time.Time
 
 	shaperRate, rateMin, rateMax, achieved, load *prometheus.GaugeVec
-	baseline, delta, bloat                       *prometheus.GaugeVec
+	baseline, delta, window, bloat               *prometheus.GaugeVec
 	rateChanges                                  *prometheus.CounterVec
 	state, engaged                               *prometheus.GaugeVec
 	probeSamples, probeLost                      *prometheus.CounterVec
@@ -75,6 +75,7 @@ type Metrics struct {
 	driftRepairs      *prometheus.CounterVec
 	linkChanges       prometheus.Counter
 	configErrors      prometheus.Gauge
+	shapers           *shaperCollector
 
 	mu    sync.Mutex
 	links map[string]*Link
@@ -103,6 +104,7 @@ func New(opts Options) *Metrics {
 	m.load = gauge("load_ratio", "Achieved rate divided by the shaper rate (0 idle, about 1 saturated).", dir...)
 	m.baseline = gauge("delay_baseline_seconds", "One-way delay to the reflectors when the link is idle (the lowest reflector baseline); NaN until the first reply.", dir...)
 	m.delta = gauge("delay_delta_seconds", "One-way delay above the baseline: the queueing delay the controller steers by (mean of the reflectors' smoothed deltas); NaN until the first reply.", dir...)
+	m.window = gauge("delay_window_seconds", "One-way delay above the baseline, the mean over the bufferbloat detection window: the delay the controller cuts for (delay_delta_seconds pauses under load); NaN until the first reply.", dir...)
 	m.bloat = gauge("bufferbloat_samples", "Delayed samples (delay delta above the threshold) in the current detection window; bufferbloat when it reaches the vote threshold.", dir...)
 	m.rateChanges = counter("rate_changes_total", "Rates the controller set, by change: cut (lowered for bufferbloat), lower (lowered for another reason: decay toward base, the minimum on sleep) or raise (raised).", "link", "direction", "change")
 	m.state = gauge("controller_state", "1 for the controller's current state (running, idle, sleeping, stalled), 0 for the others.", "link", "state")
@@ -117,7 +119,7 @@ func New(opts Options) *Metrics {
 	}, []string{"link"})
 	// The families with a link label, for RemoveLink.
 	m.linkVecs = []*prometheus.MetricVec{m.shaperRate.MetricVec, m.rateMin.MetricVec, m.rateMax.MetricVec,
-		m.achieved.MetricVec, m.load.MetricVec, m.baseline.MetricVec, m.delta.MetricVec, m.bloat.MetricVec,
+		m.achieved.MetricVec, m.load.MetricVec, m.baseline.MetricVec, m.delta.MetricVec, m.window.MetricVec, m.bloat.MetricVec,
 		m.rateChanges.MetricVec, m.state.MetricVec, m.engaged.MetricVec, m.probeSamples.MetricVec,
 		m.probeLost.MetricVec, m.probeRTT.MetricVec}
 
@@ -141,12 +143,14 @@ func New(opts Options) *Metrics {
 		Help:        "Always 1; the labels say which macake is running.",
 		ConstLabels: prometheus.Labels{"version": opts.Version, "commit": opts.Commit, "goversion": runtime.Version()}})
 	buildInfo.Set(1)
+	m.shapers = newShaperCollector()
 
 	reg.MustRegister(
+		m.shapers,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo,
-		m.shaperRate, m.rateMin, m.rateMax, m.achieved, m.load, m.baseline, m.delta, m.bloat,
+		m.shaperRate, m.rateMin, m.rateMax, m.achieved, m.load, m.baseline, m.delta, m.window, m.bloat,
 		m.rateChanges, m.state, m.engaged, m.probeSamples, m.probeLost, m.probeRTT,
 		reconciles, m.reconcileDuration, m.lastSuccess, m.driftRepairs, m.linkChanges, m.configErrors,
 	)
@@ -206,6 +210,7 @@ func (m *Metrics) Link(name string) *Link {
 			load:     m.load.WithLabelValues(ls...),
 			baseline: m.baseline.WithLabelValues(ls...),
 			delta:    m.delta.WithLabelValues(ls...),
+			window:   m.window.WithLabelValues(ls...),
 			bloat:    m.bloat.WithLabelValues(ls...),
 			cuts:     m.rateChanges.WithLabelValues(name, d.String(), "cut"),
 			lowers:   m.rateChanges.WithLabelValues(name, d.String(), "lower"),
@@ -240,6 +245,7 @@ func (m *Metrics) RemoveLink(name string) {
 	for _, v := range m.linkVecs {
 		v.DeletePartialMatch(prometheus.Labels{"link": name})
 	}
+	m.shapers.removeLink(name)
 }
 
 // Link is one active link's metrics.
@@ -341,7 +347,7 @@ func (l *Link) RemoveReflector(addr netip.Addr) {
 // path: each is one atomic store.
 type Direction struct {
 	rate, min, max, achieved, load prometheus.Gauge
-	baseline, delta, bloat         prometheus.Gauge
+	baseline, delta, window, bloat prometheus.Gauge
 	cuts, lowers, raises           prometheus.Counter
 }
 
@@ -392,7 +398,12 @@ func (d *Direction) SetDelay(baseline, delta time.Duration) {
 func (d *Direction) SetDelayUnknown() {
 	d.baseline.Set(math.NaN())
 	d.delta.Set(math.NaN())
+	d.window.Set(math.NaN())
 }
+
+// SetWindowDelay sets the mean delay above the baseline over the
+// bufferbloat window.
+func (d *Direction) SetWindowDelay(delay time.Duration) { d.window.Set(delay.Seconds()) }
 
 // SetBufferbloatSamples sets how many samples in the detection window are
 // delayed.

@@ -66,6 +66,9 @@ func FuzzParseDummynet(f *testing.F) {
 	f.Add([]byte("00001: 780.000 Kbit/s  100 ms   50 sl. 0 queues (1 buckets) droptail\n    mask: 0x00 0x00000000/0x0000 -> 0x00000000/0x0000\n"))
 	f.Add([]byte("00009:   1.000 Mbit/s    0 ms   50 sl. 0 queues (64 buckets) \n\t   RED w_q 0.001999 min_th 5 max_th 15 max_p 0.099991\n"))
 	f.Add([]byte("q00001: weight 10 pipe 1   50 sl.plr 1.000000 0 queues (1 buckets) droptail\n"))
+	// A flow row, whose counters are the pipe's statistics.
+	f.Add([]byte("00001: 780.000 Kbit/s  100 ms   50 sl. 1 queues (1 buckets) droptail\n    mask: 0x00 0x00000000/0x0000 -> 0x00000000/0x0000\n" +
+		"BKT Prot ___Source IP/port____ ____Dest. IP/port____ Tot_pkt/bytes Pkt/Byte Drp\n  0 tcp    93.184.216.34/443      192.168.1.23/52144 1532  2187430  3 4380   0\n"))
 	f.Fuzz(func(t *testing.T, stdout []byte) {
 		d, err := pfdn.ParseDummynet(stdout)
 		if err != nil {

@@ -16,6 +16,21 @@ type LivePipe struct {
 	// Flows is the number of flow queues ("N queues"), Buckets the hash
 	// size ("(N buckets)").
 	Flows, Buckets int
+	// Counters add up the pipe's readable flow rows.
+	Counters FlowCounters
+}
+
+// FlowCounters are the counters of a pipe's flow rows (list_queues's
+// "Tot_pkt/bytes Pkt/Byte Drp"), summed over its flows: a pipe without a
+// mask has one flow, created by its first packet.
+type FlowCounters struct {
+	// TotPackets and TotBytes count every packet that reached the pipe,
+	// dropped ones included (dummynet counts before its queue check).
+	TotPackets, TotBytes uint64
+	// Packets and Bytes are queued now.
+	Packets, Bytes uint64
+	// Drops are the packets dropped for a full queue (or plr).
+	Drops uint64
 }
 
 // LiveQueue is one dummynet queue (flow set) listed by `dnctl list`.
@@ -57,12 +72,14 @@ var (
 	dnRED       = regexp.MustCompile(`^\t  ([ G])RED w_q (\S+) min_th (-?\d+) max_th (-?\d+) max_p (\S+)$`)
 	dnMask      = regexp.MustCompile(`^    mask: 0x([0-9a-f]{2}) 0x([0-9a-f]{8})/0x([0-9a-f]{4}) -> 0x([0-9a-f]{8})/0x([0-9a-f]{4})$`)
 	dnMask6     = regexp.MustCompile(`^        mask: proto: 0x[0-9a-f]{2}, flow_id: 0x[0-9a-f]{8},  \S+/0x[0-9a-f]{4} -> \S+/0x[0-9a-f]{4}$`)
-	dnFlow4     = regexp.MustCompile(`^ *\d+ +\S+ +\S+/\d+ +\S+/\d+ +\d+ +\d+ +\d+ +\d+ +\d+$`)
-	dnFlow6     = regexp.MustCompile(`^ *\d+ +\S+ +-?\d+ +\S+/\d+ +\S+/\d+ +\d+ +\d+ +\d+ +\d+ +\d+$`)
-	dnSF        = regexp.MustCompile(`^   S +\d+  F +\d+$`)
-	dnV         = regexp.MustCompile(`^   V +-?\d+$`)
-	dnRate      = regexp.MustCompile(`^(\d+)\.(\d{3}) (Mbit/s|Kbit/s|bit/s)$`)
-	dnIfName    = regexp.MustCompile(`^[a-z][A-Za-z0-9._-]*$`)
+	// flow rows: "%3d %-4s %15s/%-5d %15s/%-5d %4llu %8llu %2u %4u %3u"
+	// (IPv6: proto, flow id, addresses, the same five counters).
+	dnFlow4  = regexp.MustCompile(`^ *\d+ +\S+ +\S+/\d+ +\S+/\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$`)
+	dnFlow6  = regexp.MustCompile(`^ *\d+ +\S+ +-?\d+ +\S+/\d+ +\S+/\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$`)
+	dnSF     = regexp.MustCompile(`^   S +\d+  F +\d+$`)
+	dnV      = regexp.MustCompile(`^   V +-?\d+$`)
+	dnRate   = regexp.MustCompile(`^(\d+)\.(\d{3}) (Mbit/s|Kbit/s|bit/s)$`)
+	dnIfName = regexp.MustCompile(`^[a-z][A-Za-z0-9._-]*$`)
 )
 
 const (
@@ -82,6 +99,9 @@ func ParseDummynet(stdout []byte) (Dummynet, error) {
 	inFlows := false // inside a flow table, after a BKT header
 	wantRED := false // the previous pipe/queue line ended where RED goes
 	var cfg *PipeConfig
+	// counts is where the current object's flow rows add up (nil for a
+	// queue: macake reads only its pipes' counters).
+	var counts *FlowCounters
 	for i, line := range splitLines(stdout) {
 		n := i + 1
 		if wantRED {
@@ -108,6 +128,7 @@ func ParseDummynet(stdout []byte) (Dummynet, error) {
 			seenPipe[p.Number] = true
 			d.Pipes = append(d.Pipes, p)
 			cfg = &d.Pipes[len(d.Pipes)-1].Config
+			counts = &d.Pipes[len(d.Pipes)-1].Counters
 			wantRED = m[9] == ""
 			inFlows = false
 			continue
@@ -123,6 +144,7 @@ func ParseDummynet(stdout []byte) (Dummynet, error) {
 			seenQueue[q.Number] = true
 			d.Queues = append(d.Queues, q)
 			cfg = &d.Queues[len(d.Queues)-1].Config
+			counts = nil
 			wantRED = m[9] == ""
 			inFlows = false
 			continue
@@ -141,7 +163,15 @@ func ParseDummynet(stdout []byte) (Dummynet, error) {
 			}
 			inFlows = true
 		case strings.TrimSpace(line) == "", dnV.MatchString(line):
-		case inFlows && (dnFlow4.MatchString(line) || dnFlow6.MatchString(line) || dnSF.MatchString(line) || dnMask6.MatchString(line)):
+		case inFlows && (dnFlow4.MatchString(line) || dnFlow6.MatchString(line)):
+			m := dnFlow4.FindStringSubmatch(line)
+			if m == nil {
+				m = dnFlow6.FindStringSubmatch(line)
+			}
+			if err := addFlow(counts, m[1:]); err != nil {
+				d.Warnings = append(d.Warnings, fmt.Sprintf("dnctl list output, line %d: flow counters %q: %v (ignored)", n, line, err))
+			}
+		case inFlows && (dnSF.MatchString(line) || dnMask6.MatchString(line)):
 		case inFlows:
 			d.Warnings = append(d.Warnings, fmt.Sprintf("dnctl list output, line %d: unreadable flow line %q (ignored; flow rows can be garbled on current macOS)", n, line))
 		default:
@@ -152,6 +182,26 @@ func ParseDummynet(stdout []byte) (Dummynet, error) {
 		return Dummynet{}, fmt.Errorf("dnctl list output ends where a RED line was expected")
 	}
 	return d, nil
+}
+
+// addFlow adds one flow row's five counters to c (nil: not counted).
+func addFlow(c *FlowCounters, fields []string) error {
+	var v [5]uint64
+	for i, f := range fields {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return err
+		}
+		v[i] = n
+	}
+	if c != nil {
+		c.TotPackets += v[0]
+		c.TotBytes += v[1]
+		c.Packets += v[2]
+		c.Bytes += v[3]
+		c.Drops += v[4]
+	}
+	return nil
 }
 
 func parsePipeLine(m []string) (LivePipe, error) {

@@ -197,6 +197,14 @@ func TestParseDummynetLineShapes(t *testing.T) {
 	if p, _ := d.Pipe(1); p.Flows != 1 || p.Buckets != 1 {
 		t.Errorf("pipe 1 flows %d buckets %d", p.Flows, p.Buckets)
 	}
+	// Both flow rows of pipe 1 (IPv4 and IPv6) add up; the garbled one
+	// counts nothing.
+	if p, _ := d.Pipe(1); p.Counters != (pfdn.FlowCounters{TotPackets: 1542, TotBytes: 2187530, Packets: 3, Bytes: 4380}) {
+		t.Errorf("pipe 1 counters %+v", p.Counters)
+	}
+	if p, _ := d.Pipe(2); p.Counters != (pfdn.FlowCounters{}) {
+		t.Errorf("pipe 2 has no flows, counters %+v", p.Counters)
+	}
 	if len(d.Queues) != 1 || d.Queues[0].Parent != 1 || d.Queues[0].Weight != 10 {
 		t.Errorf("queues: %+v", d.Queues)
 	}

@@ -88,6 +88,33 @@ func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error)
 	return out, nil
 }
 
+// ShaperStats implements backend.StatsReader with one `dnctl list`: the
+// pipes in macake's range, each with its flow rows' counters added up
+// (Tot_pkt/bytes, the queued Pkt/Byte, Drp). dummynet counts no
+// overlimits. Flow rows the listing garbles (reference §8.11) are left
+// out rather than failing the read.
+func (b *Backend) ShaperStats(ctx context.Context) ([]backend.ShaperStats, error) {
+	res, err := b.read(ctx, b.opts.Dnctl, "list")
+	if err != nil {
+		return nil, err
+	}
+	dn, err := ParseDummynet(res.Stdout)
+	if err != nil {
+		return nil, fmt.Errorf("reading dummynet pipes: %w", err)
+	}
+	var out []backend.ShaperStats
+	for _, p := range dn.Pipes {
+		if !b.opts.Pipes.Contains(p.Number) {
+			continue
+		}
+		c := p.Counters
+		out = append(out, backend.ShaperStats{Name: "pipe " + strconv.Itoa(p.Number), Bytes: c.TotBytes, Packets: c.TotPackets,
+			Drops: c.Drops, BacklogBytes: c.Bytes, BacklogPackets: c.Packets})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
 // ShaperName implements backend.ShaperReader: "pipe 48001".
 func (b *Backend) ShaperName(l shape.Link, d shape.Direction) string {
 	n, err := b.opts.Pipes.Pipe(l.Slot, d)
@@ -102,4 +129,5 @@ var (
 	_ backend.SlotReader   = (*Backend)(nil)
 	_ backend.ShaperReader = (*Backend)(nil)
 	_ backend.BlindPlanner = (*Backend)(nil)
+	_ backend.StatsReader  = (*Backend)(nil)
 )

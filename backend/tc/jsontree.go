@@ -172,3 +172,20 @@ func (v jvalue) getInt(key string) (n int64, ok bool, err error) {
 	}
 	return n, true, nil
 }
+
+// getUint returns the unsigned integer member key (a 64-bit kernel
+// counter), like getInt.
+func (v jvalue) getUint(key string) (n uint64, ok bool, err error) {
+	m, found := v.get(key)
+	if !found {
+		return 0, false, nil
+	}
+	if m.kind != jNumber {
+		return 0, true, fmt.Errorf("%q is not a number", key)
+	}
+	n, err = strconv.ParseUint(string(m.num), 10, 64)
+	if err != nil {
+		return 0, true, fmt.Errorf("%q: %v", key, err)
+	}
+	return n, true, nil
+}

@@ -36,6 +36,40 @@ type Qdisc struct {
 	HTBDefault uint32
 	// Cake holds a cake qdisc's options.
 	Cake *CakeOptions
+	// Stats are the counters `tc -s` adds; nil without -s.
+	Stats *QdiscStats
+}
+
+// QdiscStats are a qdisc's counters as `tc -s -j qdisc show` prints them
+// (struct gnet_stats_basic and gnet_stats_queue). A root htb counts what
+// its classes and leaves did: its drops and backlog include theirs.
+type QdiscStats struct {
+	// Bytes and Packets were sent (dequeued to the device).
+	Bytes, Packets              uint64
+	Drops, Overlimits, Requeues uint64
+	// Backlog is queued now, in bytes; Qlen in packets.
+	Backlog, Qlen uint64
+}
+
+// parseQdiscStats reads the counters of one qdisc element, nil when the
+// listing was made without -s (no "bytes" member).
+func parseQdiscStats(e jvalue) (*QdiscStats, error) {
+	if _, ok := e.get("bytes"); !ok {
+		return nil, nil
+	}
+	var s QdiscStats
+	for _, f := range []struct {
+		key string
+		dst *uint64
+	}{{"bytes", &s.Bytes}, {"packets", &s.Packets}, {"drops", &s.Drops}, {"overlimits", &s.Overlimits},
+		{"requeues", &s.Requeues}, {"backlog", &s.Backlog}, {"qlen", &s.Qlen}} {
+		v, _, err := e.getUint(f.key)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = v
+	}
+	return &s, nil
 }
 
 // CakeOptions are the options of a cake qdisc as tc -j prints them.
@@ -160,7 +194,7 @@ func ParseLinks(data []byte) ([]Device, error) {
 	return out, nil
 }
 
-// ParseQdiscs reads `tc -j qdisc show [dev X]`.
+// ParseQdiscs reads `tc [-s] -j qdisc show [dev X]`.
 func ParseQdiscs(data []byte) ([]Qdisc, error) {
 	const what = "tc -j qdisc show output"
 	arr, err := topArray(what, data)
@@ -180,6 +214,9 @@ func ParseQdiscs(data []byte) ([]Qdisc, error) {
 			if q.Parent, err = ParseHandle(p); err != nil {
 				return nil, parseErr(what, fmt.Errorf("%s qdisc: %w", q.Kind, err))
 			}
+		}
+		if q.Stats, err = parseQdiscStats(e); err != nil {
+			return nil, parseErr(what, fmt.Errorf("%s qdisc: %w", q.Kind, err))
 		}
 		opts, _ := e.get("options")
 		switch q.Kind {

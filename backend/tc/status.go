@@ -54,10 +54,13 @@ func (b *Backend) LiveSlots(ctx context.Context) (backend.SlotUse, error) {
 // macake's root qdisc, "wan0" for upload and "ifb-macake0" for download.
 func (b *Backend) ShaperName(l shape.Link, d shape.Direction) string {
 	if d == shape.Download {
-		return "qdisc 4d4b: on " + IFBName(l.Slot)
+		return shaperName(IFBName(l.Slot))
 	}
-	return "qdisc 4d4b: on " + l.Interface
+	return shaperName(l.Interface)
 }
+
+// shaperName names the shaper on a device: macake's root qdisc there.
+func shaperName(dev string) string { return "qdisc " + FormatHandle(RootHandle) + " on " + dev }
 
 // LiveShapers implements backend.ShaperReader: macake's root qdiscs as
 // they are live, upload on an interface, download on an IFB (attributed to
@@ -84,7 +87,7 @@ func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error)
 		if root == nil || root.Handle != RootHandle {
 			continue
 		}
-		s := backend.LiveShaper{Name: "qdisc 4d4b: on " + name, Interface: name, Direction: shape.Upload.String()}
+		s := backend.LiveShaper{Name: shaperName(name), Interface: name, Direction: shape.Upload.String()}
 		if _, ifb := IFBSlot(name); ifb && dev.Kind == "ifb" {
 			s.Interface, s.Direction = feeds[name], shape.Download.String()
 		}
@@ -105,7 +108,33 @@ func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error)
 	return out, nil
 }
 
+// ShaperStats implements backend.StatsReader with one `tc -s -j qdisc
+// show`: the counters of macake's root qdiscs (htb, whose counters include
+// its leaf's drops and backlog, or cake), named as ShaperName names them.
+func (b *Backend) ShaperStats(ctx context.Context) ([]backend.ShaperStats, error) {
+	out, err := runOutput(ctx, b.Runner, b.Tools.tcCmd("-s", "-j", "qdisc", "show"))
+	if err != nil {
+		return nil, fmt.Errorf("tc: %w", err)
+	}
+	qs, err := ParseQdiscs(out)
+	if err != nil {
+		return nil, fmt.Errorf("tc: %w", err)
+	}
+	var stats []backend.ShaperStats
+	for _, q := range qs {
+		if !q.Root || q.Handle != RootHandle || q.Stats == nil || q.Dev == "" {
+			continue
+		}
+		s := q.Stats
+		stats = append(stats, backend.ShaperStats{Name: shaperName(q.Dev), Bytes: s.Bytes, Packets: s.Packets,
+			Drops: s.Drops, BacklogBytes: s.Backlog, BacklogPackets: s.Qlen, Overlimits: s.Overlimits})
+	}
+	sort.Slice(stats, func(i, j int) bool { return stats[i].Name < stats[j].Name })
+	return stats, nil
+}
+
 var (
+	_ backend.StatsReader  = (*Backend)(nil)
 	_ backend.Backend      = (*Backend)(nil)
 	_ backend.SlotReader   = (*Backend)(nil)
 	_ backend.ShaperReader = (*Backend)(nil)

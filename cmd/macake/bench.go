@@ -3,24 +3,39 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/macake/macake/daemon"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/shape"
 )
 
 var benchCmd = &command{
 	name:  "bench",
-	args:  "[--json] [--server URL] [--duration D] [--reflector ADDR ...]",
+	args:  "[--json] [--compare] [--server URL] [--duration D] [--reflector ADDR ...]",
 	short: "One-shot throughput and latency under load, for A/B comparisons.",
-	long: `Runs an idle phase, then a download and an upload that saturate the link,
-and reports the throughput of each and the latency the load added, like for
-like at each percentile (loaded p50 minus idle p50, loaded p90 minus idle
-p90). Run it before and after a change (a policy, a rate, shaping on or off)
-and compare.
+	long: `Runs an idle phase, then a download, an upload and both at once, each
+saturating the link, and reports the throughput of each and the latency the
+load added, like for like at each percentile (loaded p50 minus idle p50,
+loaded p90 minus idle p90), with the grades people know: the bufferbloat
+grade A+ to F (DSLReports/Waveform: from the added median) per direction,
+both ways and overall, and the responsiveness in round trips per minute
+(RPM, as Apple's networkQuality) under each load, with a note when the run
+was too short or too noisy to trust. Run it before and after a change (a
+policy, a rate, shaping on or off) and compare.
+
+--compare does that comparison itself: unshaped, shaped, then unshaped
+again, and prints the three side by side with the grade before and after.
+It needs root: with macake watch running it pauses the daemon's shaping for
+the unshaped runs (a lease: the daemon resumes by itself if bench dies);
+without it, it takes the shaping down and applies it, and leaves it as it
+found it.
 
 Latency is measured to the speed-test server's own address, which macake's
 pf rules do not exempt from shaping (unlike the controller's reflectors), so
@@ -46,6 +61,9 @@ func runBench(e *env, args []string) int {
 	streams := fs.Int("streams", 8, "parallel connections per direction")
 	var extra reflectorList
 	fs.Var(&extra, "reflector", "also measure latency to `ADDR` (or tcp:ADDR:PORT, udp:ADDR:PORT; repeatable)")
+	compare := fs.Bool("compare", false, "run unshaped, shaped, then unshaped again and compare the grades (takes macake's shaping off and on; needs root)")
+	var settle time.Duration
+	durationVar(fs, &settle, "settle", 10*time.Second, "with --compare: wait this long after the shaping is back before the shaped run")
 	if done, code := benchCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -58,6 +76,11 @@ func runBench(e *env, args []string) int {
 	}
 	if code, ok := checkServerFlag(e, "bench", *server); !ok {
 		return code
+	}
+	if *compare {
+		if ok, code := e.requireRoot("bench --compare"); !ok {
+			return code
+		}
 	}
 	ep, targets, err := measure.ChooseEndpoint(e.ctx, *server, nil)
 	if err != nil {
@@ -83,12 +106,20 @@ func runBench(e *env, args []string) int {
 		Endpoint: ep, Streams: *streams, Idle: idle, Duration: duration, Targets: targets,
 		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "bench",
 	}
-	res, err := lt.Run(e.ctx)
+	bench := func(ctx context.Context) (measure.BenchReport, error) {
+		res, err := lt.Run(ctx)
+		return measure.NewBenchReport(ep, lt, res), err
+	}
+	if *compare {
+		return runCompare(e, measure.Compare{Bench: bench, Settle: settle, Progress: e.stderr,
+			// Long enough for a run that stalls to fail first.
+			Lease: 2*(idle+3*duration) + 30*time.Second}, *asJSON)
+	}
+	rep, err := bench(e.ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bench: %v\n", err)
 		return exitFailure
 	}
-	rep := measure.NewBenchReport(ep, lt, res)
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
@@ -96,4 +127,70 @@ func runBench(e *env, args []string) int {
 	}
 	rep.WriteText(e.stdout)
 	return exitOK
+}
+
+// runCompare runs bench --compare with the switch that fits: the running
+// watch's pause, or the one-shot apply and down of this command line.
+func runCompare(e *env, c measure.Compare, asJSON bool) int {
+	st, err := gatherStatus(e, statusapi.Query{})
+	if err != nil {
+		// Without knowing whether the shaping is on, the compare could not
+		// leave it as it found it.
+		fmt.Fprintf(e.stderr, "macake bench --compare: cannot tell whether macake shapes now: %v\n", err)
+		return exitFailure
+	}
+	switch {
+	case st.Daemon.Running && !st.Daemon.PermissionDenied:
+		c.Switch, c.LeaveOn = daemon.WatchSwitch{Socket: statusapi.SocketPath(stateDirOf(e))}, true
+		fmt.Fprintln(e.stderr, "bench --compare: macake watch runs; it pauses its shaping for the unshaped runs")
+	default:
+		shaped := false
+		for _, l := range st.Links {
+			shaped = shaped || l.Shaped
+		}
+		c.Switch, c.LeaveOn = oneShotSwitch{e}, shaped
+		fmt.Fprintln(e.stderr, "bench --compare: macake watch does not run; macake down and apply take the shaping off and put it on")
+	}
+	rep, err := c.Run(e.ctx)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "macake bench --compare: %v\n", err)
+		return exitFailure
+	}
+	if asJSON {
+		out, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(e.stdout, string(out))
+		return exitOK
+	}
+	rep.WriteText(e.stdout)
+	return exitOK
+}
+
+// oneShotSwitch is measure.ShapingSwitch by this command's own down and
+// apply (watch does not run), their plans shown on stderr.
+type oneShotSwitch struct{ e *env }
+
+func (o oneShotSwitch) session() (*session, applyFlags) {
+	quiet := *o.e
+	quiet.stdout = o.e.stderr
+	return &session{e: &quiet, cmd: "bench --compare"}, applyFlags{color: "never"}
+}
+
+// Off implements measure.ShapingSwitch; a one-shot down holds no lease.
+func (o oneShotSwitch) Off(context.Context, time.Duration) error {
+	s, f := o.session()
+	defer s.close()
+	if out := s.down(f); out.code != exitOK {
+		return fmt.Errorf("macake down failed (exit %d): %w", out.code, errors.Join(out.errs...))
+	}
+	return nil
+}
+
+// On implements measure.ShapingSwitch.
+func (o oneShotSwitch) On(context.Context) error {
+	s, f := o.session()
+	defer s.close()
+	if out := s.applyOnce(f); out.code != exitOK {
+		return fmt.Errorf("macake apply failed (exit %d): %w", out.code, errors.Join(out.errs...))
+	}
+	return nil
 }

@@ -80,6 +80,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"monitor", "duration", true},
 		{"bench", "duration", false},
 		{"bench", "idle", false},
+		{"bench", "settle", true},
 		{"measure", "duration", false},
 		{"measure", "idle", false},
 		{"sim", "duration", false},

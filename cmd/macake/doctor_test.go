@@ -105,7 +105,7 @@ func (r *doctorRig) serveDaemonStatus() {
 		Daemon:        statusapi.Daemon{Running: true, PID: 4242, Version: "v1.2.0", StartedAt: doctorEpoch.Add(-3 * time.Hour)},
 		LastApply:     &statusapi.Apply{At: doctorEpoch.Add(-12 * time.Second), Trigger: "drift", Result: "no_changes"},
 	}
-	go statusapi.Serve(r.t.Context(), ln, statusapi.Handler{Status: func() statusapi.Status { return st }}, nil)
+	go statusapi.Serve(r.t.Context(), ln, statusapi.Handler{Status: func(context.Context, statusapi.Query) statusapi.Status { return st }}, nil)
 }
 
 // installDaemon does what `sudo macake install-daemon` does, in memory.

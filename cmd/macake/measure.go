@@ -22,15 +22,21 @@ var measureCmd = &command{
 	name:  "measure",
 	args:  "[--link NAME] [--server URL] [--json] [--duration D] [--no-save] | --serve ADDR",
 	short: "Measure idle baseline, capacity both ways and bloat under load; save to the state file.",
-	long: `Measures the link in three phases: idle latency (to the reflectors and to
-the gateway), then a download and an upload that saturate the link with
-parallel HTTP streams while latency is sampled. It reports the capacity each
-way and the latency the load added, like for like at each percentile (loaded
-p50 minus idle p50, loaded p90 minus idle p90), and compares the gateway's
-latency with the reflectors' to tell whether the queue builds on the LAN
-(this machine, Wi-Fi) or beyond the gateway (the ISP). On macOS, Apple's
-networkQuality is run as a cross-check when measuring against the default
-endpoint. The result is saved as the link's profile in the state file, keyed
+	long: `Measures the link in four phases: idle latency (to the reflectors and to
+the gateway), then a download, an upload and both at once, each saturating
+the link with parallel HTTP streams while latency is sampled. It reports the
+capacity each way and the latency each load added, like for like at each
+percentile (loaded p50 minus idle p50, loaded p90 minus idle p90), the
+bufferbloat grade A+ to F (DSLReports/Waveform thresholds, from the added
+median) per direction, both ways and overall, the responsiveness in round
+trips per minute (RPM, the IPPM responsiveness draft, as Apple's
+networkQuality) under each load, a confidence note when the run was too
+short or too noisy to trust, and compares the gateway's latency with the
+reflectors' to tell whether the queue builds on the LAN (this machine, Wi-Fi)
+or beyond the gateway (the ISP). On macOS, Apple's networkQuality -c is run
+as a cross-check when measuring against the default endpoint, and its
+responsiveness and the grade its working round trip gives are shown beside
+macake's. The result is saved as the link's profile in the state file, keyed
 by the link and its gateway's MAC address (the key macake watch looks up);
 nothing is saved if a phase fails or stalls. --link names the policy to
 measure; it must match the current network on the interface that carries

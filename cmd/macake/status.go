@@ -21,16 +21,19 @@ import (
 
 var statusCmd = &command{
 	name:  "status",
-	args:  "[--json] [--follow]",
+	args:  "[--json [--history]] [--follow]",
 	short: "Show links, the matched link per interface, live pipes and rates, controller state.",
 	long: `Asks the running 'macake watch' over its socket (STATE_DIR/watch.sock,
 readable by root and, on macOS, the admin group) and shows one row per active
 link: interface, mode, controller state, the live download and upload rates,
 the idle baseline, the delay above it, the load and the bufferbloat votes;
 then per link its pipes (rate, queue, where the rate came from, the
-controller's range), its reflectors' health, the last reconcile and its
-result, config errors in force, and problems (such as pf.conf missing its
-dummynet-anchor line).
+controller's range) with their counters as tc -s shows them (what each
+carried, dropped and holds queued), its reflectors' health, its last ten
+minutes as sparklines (the shaper's and the achieved rate each way, the
+round trip against its idle baseline), the last reconcile and its result,
+config errors in force, problems (such as pf.conf missing its
+dummynet-anchor line) and the daemon's last events.
 
 Without a daemon it shows the static picture instead and says that watch is
 not running: the policies and which one matches the network now, the rates a
@@ -42,7 +45,8 @@ and daemon.permission_denied in --json).
 
 --follow redraws the table once a second (one JSON document per line with
 --json) until interrupted. --json prints the whole status in base units
-(bit/s, bytes, seconds), versioned by format_version.
+(bit/s, bytes, seconds), versioned by format_version; --history adds each
+link's history (one sample a second) and the last events to it.
 
 Exit status: 0 (whether or not the daemon runs: see daemon.running in
 --json); 1 when neither the daemon nor the static picture can be read; 64
@@ -56,7 +60,7 @@ var statusRefresh = time.Second
 
 // fetchStatus asks the daemon (tests replace it to play a socket this
 // user may not open, which root never meets).
-var fetchStatus = statusapi.Fetch
+var fetchStatus = statusapi.FetchQuery
 
 // hostGOOS picks advice that names the service manager: launchd on macOS,
 // systemd on Linux.
@@ -66,6 +70,7 @@ func runStatus(e *env, args []string) int {
 	fs := statusCmd.flags()
 	asJSON := fs.Bool("json", false, "print the status as JSON (one document per line with --follow)")
 	follow := fs.Bool("follow", false, "refresh once a second until interrupted")
+	history := fs.Bool("history", false, "with --json: add each link's last minutes and the daemon's last events")
 	if done, code := statusCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -73,8 +78,14 @@ func runStatus(e *env, args []string) int {
 		return code
 	}
 	tty := isTerminal(e.stdout)
+	// The full text shows the history as sparklines and the last events;
+	// JSON carries them when asked, --follow's table never.
+	q := statusapi.Query{}
+	if !*follow && (!*asJSON || *history) {
+		q = statusapi.Query{History: true, Events: true}
+	}
 	for first := true; ; first = false {
-		st, err := gatherStatus(e)
+		st, err := gatherStatus(e, q)
 		if interrupted(e.ctx) {
 			// Interrupted (Ctrl-C on --follow) mid-question: the answer,
 			// if any, is not worth printing.
@@ -141,14 +152,14 @@ func stateDirOf(e *env) string {
 
 // gatherStatus asks the daemon, or assembles the static picture when it
 // does not answer.
-func gatherStatus(e *env) (statusapi.Status, error) {
+func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 	s := &session{e: e, cmd: "status", dryRun: true}
 	quiet := *e
 	quiet.stderr = io.Discard // the static picture reports its own problems
 	s.e = &quiet
 	stateDir := stateDirOf(e)
 	socket := statusapi.SocketPath(stateDir)
-	st, err := fetchStatus(e.ctx, socket)
+	st, err := fetchStatus(e.ctx, socket, q)
 	if err == nil {
 		return st, nil
 	}

@@ -162,7 +162,7 @@ func TestStatusSocketDenied(t *testing.T) {
 	r.mustRun(exitOK, "apply")
 	socket := statusapi.SocketPath(r.stateDir)
 	old := fetchStatus
-	fetchStatus = func(context.Context, string) (statusapi.Status, error) {
+	fetchStatus = func(context.Context, string, statusapi.Query) (statusapi.Status, error) {
 		return statusapi.Status{}, fmt.Errorf("%w: %s answers root only; run with sudo", statusapi.ErrPermission, socket)
 	}
 	defer func() { fetchStatus = old }()
@@ -258,7 +258,7 @@ func serveStatus(t *testing.T, stateDir string, st statusapi.Status) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go statusapi.Serve(t.Context(), ln, statusapi.Handler{Status: func() statusapi.Status { return st }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go statusapi.Serve(t.Context(), ln, statusapi.Handler{Status: func(context.Context, statusapi.Query) statusapi.Status { return st }}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
 // TestStatusFromDaemon: with a daemon answering, status shows its view:

@@ -39,6 +39,10 @@ const (
 	// measured while the daemon held the state lock; only root (or the
 	// daemon's own user) may send it.
 	RequestMeasurement = "measurement"
+	// RequestPause takes macake's shaping off for PauseSeconds (0: puts it
+	// back now), for `macake bench --compare`; only root (or the daemon's
+	// own user) may send it.
+	RequestPause = "pause"
 )
 
 // Request is the line a client sends.
@@ -47,6 +51,14 @@ type Request struct {
 	Request       string `json:"request"`
 	// Measurement is the profile of a RequestMeasurement.
 	Measurement *Measurement `json:"measurement,omitempty"`
+	// History and HistorySince ask a RequestStatus for each link's recent
+	// history (after HistorySince, when set); Events for the last log
+	// lines (Query).
+	History      bool      `json:"history,omitempty"`
+	HistorySince time.Time `json:"history_since,omitzero"`
+	Events       bool      `json:"events,omitempty"`
+	// PauseSeconds is a RequestPause's length.
+	PauseSeconds float64 `json:"pause_seconds,omitempty"`
 }
 
 // Measurement is what `macake measure` found on one network, for the
@@ -59,12 +71,16 @@ type Measurement struct {
 
 // Handler answers the socket's requests.
 type Handler struct {
-	// Status returns the daemon's status; it is called once per status
-	// request, from the connection's goroutine.
-	Status func() Status
+	// Status returns the daemon's status with what the request asked for;
+	// it is called once per status request, from the connection's
+	// goroutine.
+	Status func(ctx context.Context, q Query) Status
 	// Measurement records a measurement and returns once it is saved;
 	// nil refuses measurements.
 	Measurement func(ctx context.Context, m Measurement) error
+	// Pause takes the shaping off for d (d ≤ 0: back on) and returns once
+	// that is done; nil refuses pauses.
+	Pause func(ctx context.Context, d time.Duration) error
 }
 
 // Response is the document the daemon answers with: the status, or an
@@ -87,6 +103,11 @@ var (
 // ioTimeout bounds one exchange on either side: the status is a few
 // kilobytes, so anything slower is stuck.
 const ioTimeout = 5 * time.Second
+
+// pauseTimeout bounds a pause exchange, which waits for the reconcile that
+// takes the shaping off or puts it back: a few dnctl or tc calls each, but
+// on a busy machine those can take seconds.
+const pauseTimeout = time.Minute
 
 // Listen creates the status socket at path: it removes a socket left by a
 // daemon that died (nothing answers on it) and refuses to replace one that
@@ -173,30 +194,46 @@ func answer(ctx context.Context, c net.Conn, h Handler) error {
 	case major(req.FormatVersion) != major(FormatVersion):
 		resp.Error = fmt.Sprintf("request format version %q; this macake watch speaks %s", req.FormatVersion, FormatVersion)
 	case req.Request == RequestStatus:
-		st := h.Status()
+		st := h.Status(ctx, Query{History: req.History, Since: req.HistorySince, Events: req.Events})
 		resp.Status = &st
 	case req.Request == RequestMeasurement:
 		if err := takeMeasurement(ctx, c, h, req.Measurement); err != nil {
 			resp.Error = err.Error()
 		}
+	case req.Request == RequestPause:
+		if err := pause(ctx, c, h, req.PauseSeconds); err != nil {
+			resp.Error = err.Error()
+		}
 	default:
-		resp.Error = fmt.Sprintf("unknown request %q; use %q or %q", req.Request, RequestStatus, RequestMeasurement)
+		resp.Error = fmt.Sprintf("unknown request %q; use %q, %q or %q", req.Request, RequestStatus, RequestMeasurement, RequestPause)
 	}
 	return json.NewEncoder(c).Encode(resp)
 }
 
-// takeMeasurement checks that the peer may change the daemon's state (the
-// socket's group may read the status, but only root writes the state
-// file) and hands the measurement over.
-func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement) error {
+// mayChange checks that the peer may change the daemon's state: the
+// socket's group may read the status, but only root (or the daemon's own
+// user) changes anything. what and who name the request and the command
+// to run with sudo.
+func mayChange(c net.Conn, what, who string) error {
 	switch uid, err := peerUID(c); {
-	case h.Measurement == nil:
-		return errors.New("this macake watch takes no measurements")
 	case err != nil:
-		return fmt.Errorf("cannot tell who sent the measurement (%v); refused", err)
+		return fmt.Errorf("cannot tell who sent the %s (%v); refused", what, err)
 	case uid != 0 && uid != os.Geteuid():
-		return fmt.Errorf("only root may hand macake watch a measurement (uid %d asked); run macake measure with sudo", uid)
-	case m == nil || m.Key == "":
+		return fmt.Errorf("only root may send macake watch a %s (uid %d asked); run %s with sudo", what, uid, who)
+	}
+	return nil
+}
+
+// takeMeasurement checks that the peer may change the daemon's state and
+// hands the measurement over.
+func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement) error {
+	if h.Measurement == nil {
+		return errors.New("this macake watch takes no measurements")
+	}
+	if err := mayChange(c, "measurement", "macake measure"); err != nil {
+		return err
+	}
+	if m == nil || m.Key == "" {
 		return errors.New("the measurement request carries no profile")
 	}
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout-time.Second)
@@ -204,11 +241,32 @@ func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement)
 	return h.Measurement(ctx, *m)
 }
 
+// pause checks that the peer may change the daemon's state and pauses or
+// resumes the shaping.
+func pause(ctx context.Context, c net.Conn, h Handler, seconds float64) error {
+	if h.Pause == nil {
+		return errors.New("this macake watch takes no pauses")
+	}
+	if err := mayChange(c, "pause", "macake bench --compare"); err != nil {
+		return err
+	}
+	c.SetDeadline(time.Now().Add(pauseTimeout))
+	ctx, cancel := context.WithTimeout(ctx, pauseTimeout-time.Second)
+	defer cancel()
+	return h.Pause(ctx, time.Duration(seconds*float64(time.Second)))
+}
+
 // Fetch asks the daemon behind the socket at path for its status. Its
 // errors match ErrNotRunning when nothing answers and ErrPermission when
 // this user may not ask.
 func Fetch(ctx context.Context, path string) (Status, error) {
-	resp, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestStatus})
+	return FetchQuery(ctx, path, Query{})
+}
+
+// FetchQuery is Fetch with what q asks for besides the document.
+func FetchQuery(ctx context.Context, path string, q Query) (Status, error) {
+	resp, err := exchange(ctx, path, ioTimeout, Request{FormatVersion: FormatVersion, Request: RequestStatus,
+		History: q.History, HistorySince: q.Since, Events: q.Events})
 	if err != nil {
 		return Status{}, err
 	}
@@ -222,12 +280,20 @@ func Fetch(ctx context.Context, path string) (Status, error) {
 // returns once the daemon has saved it. Its errors match ErrNotRunning and
 // ErrPermission as Fetch's do.
 func SendMeasurement(ctx context.Context, path string, m Measurement) error {
-	_, err := exchange(ctx, path, Request{FormatVersion: FormatVersion, Request: RequestMeasurement, Measurement: &m})
+	_, err := exchange(ctx, path, ioTimeout, Request{FormatVersion: FormatVersion, Request: RequestMeasurement, Measurement: &m})
 	return err
 }
 
-// exchange sends one request and reads the response.
-func exchange(ctx context.Context, path string, req Request) (Response, error) {
+// SendPause asks the daemon behind the socket at path to take macake's
+// shaping off for d (d ≤ 0: to put it back now) and returns once it has.
+// Its errors match ErrNotRunning and ErrPermission as Fetch's do.
+func SendPause(ctx context.Context, path string, d time.Duration) error {
+	_, err := exchange(ctx, path, pauseTimeout, Request{FormatVersion: FormatVersion, Request: RequestPause, PauseSeconds: max(d, 0).Seconds()})
+	return err
+}
+
+// exchange sends one request and reads the response within timeout.
+func exchange(ctx context.Context, path string, timeout time.Duration, req Request) (Response, error) {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
@@ -241,7 +307,7 @@ func exchange(ctx context.Context, path string, req Request) (Response, error) {
 		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(ioTimeout))
+	c.SetDeadline(time.Now().Add(timeout))
 	if err := json.NewEncoder(c).Encode(req); err != nil {
 		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}

@@ -37,7 +37,7 @@ func TestSocketRoundTrip(t *testing.T) {
 	served := make(chan error, 1)
 	n := 0
 	go func() {
-		served <- Serve(ctx, ln, Handler{Status: func() Status {
+		served <- Serve(ctx, ln, Handler{Status: func(context.Context, Query) Status {
 			n++
 			return Status{FormatVersion: FormatVersion, Daemon: Daemon{Running: true, PID: 42}, Links: []Link{{Name: "wan"}}}
 		}}, nil)
@@ -95,7 +95,7 @@ func TestServeRejectsBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go Serve(t.Context(), ln, Handler{Status: func() Status { return Status{} }}, nil)
+	go Serve(t.Context(), ln, Handler{Status: func(context.Context, Query) Status { return Status{} }}, nil)
 	for req, want := range map[string]string{
 		`{"format_version":"9.0","request":"status"}`:                        "speaks " + FormatVersion,
 		`{"format_version":"` + FormatVersion + `","request":"stop"}`:        `unknown request`,
@@ -128,7 +128,7 @@ func TestSendMeasurement(t *testing.T) {
 	var got []Measurement
 	fail := false
 	go Serve(t.Context(), ln, Handler{
-		Status: func() Status { return Status{} },
+		Status: func(context.Context, Query) Status { return Status{} },
 		Measurement: func(_ context.Context, m Measurement) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -197,8 +197,9 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 	os.Chmod(path, 0o666) // as if nobody were in the socket's group
 	var took atomic.Int32
 	go Serve(t.Context(), ln, Handler{
-		Status:      func() Status { return Status{Daemon: Daemon{Running: true}} },
+		Status:      func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} },
 		Measurement: func(context.Context, Measurement) error { took.Add(1); return nil },
+		Pause:       func(context.Context, time.Duration) error { took.Add(1); return nil },
 	}, nil)
 	cmd := exec.Command(child, "-test.run=^TestMeasurementsOnlyFromRootChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
@@ -207,11 +208,27 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "status ok") || !strings.Contains(string(out), "only root may hand macake watch a measurement (uid 65534 asked)") {
+	if !strings.Contains(string(out), "status ok") || !strings.Contains(string(out), "only root may send macake watch a measurement (uid 65534 asked); run macake measure with sudo") ||
+		!strings.Contains(string(out), "only root may send macake watch a pause (uid 65534 asked); run macake bench --compare with sudo") {
 		t.Errorf("child output:\n%s", out)
 	}
 	if took.Load() != 0 {
-		t.Errorf("a measurement from uid 65534 was taken")
+		t.Errorf("a measurement or a pause from uid 65534 was taken")
+	}
+	// Root's pause arrives with its length; 0 puts the shaping back.
+	got := make(chan time.Duration, 2)
+	ln2, err := Listen(filepath.Join(dir, "root.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go Serve(t.Context(), ln2, Handler{Pause: func(_ context.Context, d time.Duration) error { got <- d; return nil }}, nil)
+	for _, want := range []time.Duration{90 * time.Second, 0} {
+		if err := SendPause(context.Background(), filepath.Join(dir, "root.sock"), want); err != nil {
+			t.Fatal(err)
+		}
+		if d := <-got; d != want {
+			t.Errorf("pause handed over as %v, want %v", d, want)
+		}
 	}
 }
 
@@ -227,4 +244,23 @@ func TestMeasurementsOnlyFromRootChild(t *testing.T) {
 	fmt.Println("status ok")
 	err := SendMeasurement(context.Background(), path, Measurement{Key: "home", Profile: state.Profile{DownloadCapacity: 1, UploadCapacity: 1}})
 	fmt.Println("measurement:", err)
+	fmt.Println("pause:", SendPause(context.Background(), path, time.Minute))
+}
+
+// TestPauseWaitsForTheReconcile: a pause's answer comes when the
+// reconcile behind it is done, which on a busy machine can take longer
+// than a status exchange may.
+func TestPauseWaitsForTheReconcile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "watch.sock")
+	ln, err := Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go Serve(t.Context(), ln, Handler{Pause: func(context.Context, time.Duration) error {
+		time.Sleep(ioTimeout + time.Second)
+		return nil
+	}}, nil)
+	if err := SendPause(context.Background(), path, time.Minute); err != nil {
+		t.Errorf("a pause whose reconcile takes %v: %v", ioTimeout+time.Second, err)
+	}
 }

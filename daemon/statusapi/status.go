@@ -28,8 +28,10 @@ import (
 // 2.0: every error and warning is an object of the one error schema
 // (package diag): problems, backend.live_error, links[].error,
 // last_apply.error and last_apply.warnings were strings; config_errors
-// leave out line and column for a problem with a whole file.
-const FormatVersion = "2.0"
+// leave out line and column for a problem with a whole file. 2.1:
+// shapers[].stats, backend.stats_error, daemon.paused_until, and on
+// request links[].history and events.
+const FormatVersion = "2.1"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -59,6 +61,9 @@ type Status struct {
 	DriftRepairs map[string]int `json:"drift_repairs,omitempty"`
 	// Profiles are the state file's per-network profiles.
 	Profiles []Profile `json:"profiles"`
+	// Events are the daemon's last log events, oldest first; only when
+	// asked (Query.Events).
+	Events []Event `json:"events,omitempty"`
 }
 
 // Daemon describes the running `macake watch`, or why there is none.
@@ -80,6 +85,8 @@ type Daemon struct {
 	StateDir      string    `json:"state_dir,omitempty"`
 	// Note says why the daemon is not running or could not be asked.
 	Note string `json:"note,omitempty"`
+	// PausedUntil is when a pause of the shaping (RequestPause) ends.
+	PausedUntil time.Time `json:"paused_until,omitzero"`
 }
 
 // Backend names the shaping backend and the system state it owns.
@@ -91,6 +98,8 @@ type Backend struct {
 	// LiveError says why the live state could not be read (static picture
 	// only; e.g. it needs root).
 	LiveError *diag.Diagnostic `json:"live_error,omitempty"`
+	// StatsError says why the shapers' counters could not be read.
+	StatsError *diag.Diagnostic `json:"stats_error,omitempty"`
 }
 
 // Policy is one policy with matching's verdict.
@@ -125,6 +134,8 @@ type Link struct {
 	// Error keeps the link from being shaped as its policy says (e.g. an
 	// "auto" rate that needs a measurement); the previous shaping stays.
 	Error *diag.Diagnostic `json:"error,omitempty"`
+	// History is the link's last minutes; only when asked (Query.History).
+	History *History `json:"history,omitempty"`
 }
 
 // Shaper is one live shaper (a dummynet pipe, a tc class).
@@ -141,6 +152,27 @@ type Shaper struct {
 	// though the policy wants it (e.g. another tool's root qdisc is in
 	// the way); RateBits is then only what macake would set.
 	NotShaped string `json:"not_shaped,omitempty"`
+	// Stats are the shaper's counters as last read; nil when they could
+	// not be read (Backend.StatsError says why) or the backend has none.
+	Stats *ShaperStats `json:"stats,omitempty"`
+}
+
+// ShaperStats are a shaper's counters, as `tc -s` shows them
+// (backend.ShaperStats): cumulative since the shaper was created.
+type ShaperStats struct {
+	// Bytes and Packets are what the shaper took in (dummynet) or sent
+	// (tc).
+	Bytes   uint64 `json:"bytes"`
+	Packets uint64 `json:"packets"`
+	// Drops are packets dropped for a full queue.
+	Drops uint64 `json:"drops"`
+	// BacklogBytes and BacklogPackets are queued now.
+	BacklogBytes   uint64 `json:"backlog_bytes"`
+	BacklogPackets uint64 `json:"backlog_packets"`
+	// Overlimits: times the shaper held a packet for the rate (tc only).
+	Overlimits uint64 `json:"overlimits"`
+	// ReadAt is when they were read.
+	ReadAt time.Time `json:"read_at"`
 }
 
 // Controller is a link controller's state.

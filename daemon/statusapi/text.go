@@ -7,11 +7,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/logging"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
@@ -176,6 +178,9 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 				fmt.Fprintf(w, "; range %s–%s, base %s", shape.FormatApprox(float64(d.MinBits)), shape.FormatApprox(float64(d.MaxBits)), shape.FormatApprox(float64(d.BaseBits)))
 			}
 			fmt.Fprintln(w)
+			if sh.Stats != nil {
+				fmt.Fprintf(w, "  %-11s %-8s %s\n", "", "", countersText(sh.Stats))
+			}
 		}
 		if len(l.Shapers) == 0 {
 			fmt.Fprintln(w, "  no pipes installed")
@@ -231,6 +236,15 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 				base, r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
 		}
 	}
+	for _, l := range st.Links {
+		if l.History != nil && len(l.History.Times) > 0 {
+			fmt.Fprintf(w, "\n%s history\n", l.Name)
+			writeHistory(w, l.History)
+		}
+	}
+	if st.Backend.StatsError != nil {
+		fmt.Fprintf(w, "\nShaper counters: not read: %s\n", st.Backend.StatsError)
+	}
 	if len(st.ConfigErrors) > 0 {
 		fmt.Fprintln(w, "\nConfig errors in force:")
 		for _, ce := range st.ConfigErrors {
@@ -277,6 +291,12 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			fmt.Fprintf(w, "  %s %-12s %-6s %-9s %s%s\n", mark, p.Name, p.Interface, p.Mode, p.Reason, lastGood)
 		}
 	}
+	if n := len(st.Events); n > 0 {
+		fmt.Fprintln(w, "\nRecent events:")
+		for _, e := range st.Events[max(0, n-recentShown):] {
+			fmt.Fprintf(w, "  %s  %s\n", e.Time.In(opts.Now.Location()).Format("15:04:05"), EventSummary(e))
+		}
+	}
 	if len(st.Profiles) > 0 {
 		fmt.Fprintln(w, "\nKnown networks (state file):")
 		for _, p := range st.Profiles {
@@ -293,6 +313,62 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			fmt.Fprintf(w, "  %s: %s\n", p.Key, strings.Join(parts, ", "))
 		}
 	}
+}
+
+// recentShown is how many of the events a status carries the text shows.
+const recentShown = 5
+
+// EventSummary is one event for a person: its link, the message, and the
+// attributes that say what happened (the error, the rates of a cut).
+func EventSummary(e Event) string {
+	var b strings.Builder
+	if e.Link != "" {
+		b.WriteString(e.Link + ": ")
+	}
+	b.WriteString(e.Message)
+	from, errF := strconv.ParseFloat(e.Attrs[logging.KeyFromBits], 64)
+	to, errT := strconv.ParseFloat(e.Attrs[logging.KeyToBits], 64)
+	if errF == nil && errT == nil {
+		// A rate change says its rates, not its eight attributes.
+		fmt.Fprintf(&b, ": %s %s → %s", e.Attrs[logging.KeyDirection], shape.FormatApprox(from), shape.FormatApprox(to))
+		return b.String()
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
+		parts = append(parts, k+"="+e.Attrs[k])
+	}
+	if len(parts) > 0 {
+		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
+	}
+	return b.String()
+}
+
+// countersText is a shaper's counters in one line, as `tc -s` would say
+// them: what it carried, what it dropped (and the share), what is queued.
+func countersText(s *ShaperStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in %d packets, %d dropped", humanVolume(s.Bytes), s.Packets, s.Drops)
+	fmt.Fprintf(&b, ", %d queued (%s)", s.BacklogPackets, humanBytes(int64(s.BacklogBytes)))
+	if s.Overlimits > 0 {
+		fmt.Fprintf(&b, ", %d overlimits", s.Overlimits)
+	}
+	return b.String()
+}
+
+// humanVolume formats a byte count coarsely in the units of the policy
+// files' sizes (1024-based): "812 B", "4.2 MB", "1.9 GB".
+func humanVolume(b uint64) string {
+	v := float64(b)
+	for _, u := range []string{"B", "KB", "MB", "GB", "TB"} {
+		if v < 1024 || u == "TB" {
+			if u == "B" {
+				return fmt.Sprintf("%d B", b)
+			}
+			return fmt.Sprintf("%.3g %s", v, u)
+		}
+		v /= 1024
+	}
+	return ""
 }
 
 func bitsOrDash(bits int64) string {

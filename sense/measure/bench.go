@@ -22,6 +22,8 @@ type BenchReport struct {
 	Idle              LatencyReport `json:"idle"`
 	Download          PhaseReport   `json:"download"`
 	Upload            PhaseReport   `json:"upload"`
+	Both              BothReport    `json:"both"`
+	Grades            Grades        `json:"grades"`
 
 	res     LoadResult
 	targets []shape.Reflector
@@ -39,6 +41,7 @@ func NewBenchReport(ep speedtest.Endpoint, lt LoadTest, res LoadResult) BenchRep
 		rep.LatencyTargets = append(rep.LatencyTargets, t.String())
 	}
 	rep.Download, rep.Upload = phaseReport(res.Download, res.DownLatency), phaseReport(res.Upload, res.UpLatency)
+	rep.Both, rep.Grades = bothReport(res), NewGrades(res)
 	return rep
 }
 
@@ -46,14 +49,18 @@ func NewBenchReport(ep speedtest.Endpoint, lt LoadTest, res LoadResult) BenchRep
 func (rep BenchReport) WriteText(w io.Writer) {
 	res := rep.res
 	fmt.Fprintf(w, "bench against %s; latency to %s (not exempt from shaping)\n", rep.Server, DescribeTargets(rep.targets))
-	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "", "throughput", "p50", "p90")
-	fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", "idle", "", probe.FormatLatency(res.idle(p50)), probe.FormatLatency(res.idle(p90)))
+	row := func(name, throughput, a, b string) { fmt.Fprintf(w, "%-10s %-33s %-10s %s\n", name, throughput, a, b) }
+	row("", "throughput", "p50", "p90")
+	row("idle", "", probe.FormatLatency(res.idle(p50)), probe.FormatLatency(res.idle(p90)))
 	for _, ph := range []struct {
 		name string
 		bps  float64
 		pl   PhaseLatency
 	}{{"download", res.Download.BitsPerSecond, res.DownLatency}, {"upload", res.Upload.BitsPerSecond, res.UpLatency}} {
-		fmt.Fprintf(w, "%-10s %-13s %-10s %s\n", ph.name, shape.FormatApprox(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90))
+		row(ph.name, shape.FormatApprox(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90))
 	}
+	row("both", shape.FormatApprox(res.BothDownload.BitsPerSecond)+" down, "+shape.FormatApprox(res.BothUpload.BitsPerSecond)+" up",
+		signedOrDash(res.BothLatency.Added.P50), signedOrDash(res.BothLatency.Added.P90))
 	fmt.Fprintln(w, "(under load: the latency added, loaded minus idle at the same percentile)")
+	rep.Grades.writeText(w, 14)
 }

@@ -19,8 +19,10 @@ import (
 )
 
 // LoadTest is the shared engine of measure and bench: an idle phase, then
-// download, then upload, with latency probes running throughout, so that
-// the latency under load is compared with the same targets' idle latency.
+// download, then upload, then both at once (the working conditions of the
+// IPPM responsiveness draft), with latency probes running throughout, so
+// that the latency under load is compared with the same targets' idle
+// latency.
 type LoadTest struct {
 	Endpoint speedtest.Endpoint
 	Streams  int
@@ -58,13 +60,16 @@ type PhaseLatency struct {
 }
 
 // LoadResult is what a LoadTest measured: each direction's throughput,
-// and the latency of the idle phase and of each direction's steady part.
+// and the latency of the idle phase and of each load's steady part.
 type LoadResult struct {
 	Download, Upload speedtest.Result
-	Idle             map[netip.Addr]probe.Summary
-	GatewayIdle      probe.Summary
-	DownLatency      PhaseLatency
-	UpLatency        PhaseLatency
+	// BothDownload and BothUpload are the two directions loaded at once.
+	BothDownload, BothUpload speedtest.Result
+	Idle                     map[netip.Addr]probe.Summary
+	GatewayIdle              probe.Summary
+	DownLatency              PhaseLatency
+	UpLatency                PhaseLatency
+	BothLatency              PhaseLatency
 	// Congestion is the load sockets' TCP congestion control.
 	Congestion string
 	Stats      probe.Stats
@@ -166,33 +171,30 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 
 	dialer := speedtest.NewDialer()
 	client := speedtest.NewClient(dialer.DialContext)
+	config := func(progress func(time.Duration, float64)) speedtest.Config {
+		return speedtest.Config{Endpoint: lt.Endpoint, Client: client, Streams: lt.Streams, Duration: lt.Duration, StallTimeout: lt.Stall,
+			Progress: func(el time.Duration, _ int64, bps float64) { progress(el, bps) }}
+	}
 	for _, dir := range []string{"download", "upload"} {
-		cfg := speedtest.Config{Endpoint: lt.Endpoint, Client: client, Streams: lt.Streams, Duration: lt.Duration, StallTimeout: lt.Stall,
-			Progress: func(el time.Duration, _ int64, bps float64) {
-				prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), shape.FormatApprox(bps), prog.rtt(&rec, addrs)))
-			}}
+		cfg := config(func(el time.Duration, bps float64) {
+			prog.line(fmt.Sprintf("%s %d/%ds  %s  rtt %s", dir, int(el.Seconds()), int(lt.Duration.Seconds()), shape.FormatApprox(bps), prog.rtt(&rec, addrs)))
+		})
 		run := speedtest.Download
 		if dir == "upload" {
 			run = speedtest.Upload
 		}
 		r, err := run(ctx, cfg)
-		if err != nil {
-			if ctx.Err() != nil {
-				return res, errors.New("interrupted")
-			}
-			return res, fmt.Errorf("%s test failed: %w", dir, err)
-		}
-		if r.BitsPerSecond <= 0 {
-			// The load ended before the stall timeout ran out, but nothing
-			// moved once the streams were up: a capacity of 0 is not a
-			// measurement.
-			return res, fmt.Errorf("%s test failed: no data moved after the first %v of the %v phase (%d bytes in all): %s stalled", dir, r.SteadyFrom.Sub(r.Start).Round(100*time.Millisecond), lt.Duration, r.Bytes, lt.Endpoint.Name)
+		if err := phaseFailed(ctx, lt, dir, r, err); err != nil {
+			return res, err
 		}
 		if dir == "download" {
 			res.Download = r
 		} else {
 			res.Upload = r
 		}
+	}
+	if err := lt.both(ctx, &res, config, prog, &rec, addrs); err != nil {
+		return res, err
 	}
 	// Replies to the probes sent at the end of a phase wait behind that
 	// phase's queue; give them time to land (the download's land during
@@ -202,14 +204,16 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	}
 	res.Compared.Download = crec.Windows(compared, res.Download.SteadyFrom, res.Download.SteadyTo)
 	res.Compared.Upload = crec.Windows(compared, res.Upload.SteadyFrom, res.Upload.SteadyTo)
+	bothFrom, bothTo := res.bothSteady()
 	for _, ph := range []struct {
-		r  speedtest.Result
-		pl *PhaseLatency
-	}{{res.Download, &res.DownLatency}, {res.Upload, &res.UpLatency}} {
-		pl := PhaseLatency{Targets: rec.Windows(addrs, ph.r.SteadyFrom, ph.r.SteadyTo)}
+		from, to time.Time
+		pl       *PhaseLatency
+	}{{res.Download.SteadyFrom, res.Download.SteadyTo, &res.DownLatency}, {res.Upload.SteadyFrom, res.Upload.SteadyTo, &res.UpLatency},
+		{bothFrom, bothTo, &res.BothLatency}} {
+		pl := PhaseLatency{Targets: rec.Windows(addrs, ph.from, ph.to)}
 		pl.Added = probe.LikeForLike(res.Idle, pl.Targets)
 		if lt.Gateway.IsValid() {
-			pl.Gateway = rec.Window(lt.Gateway, ph.r.SteadyFrom, ph.r.SteadyTo)
+			pl.Gateway = rec.Window(lt.Gateway, ph.from, ph.to)
 			pl.GatewayAdded = probe.LikeForLike(map[netip.Addr]probe.Summary{lt.Gateway: res.GatewayIdle}, map[netip.Addr]probe.Summary{lt.Gateway: pl.Gateway})
 		}
 		*ph.pl = pl
@@ -248,6 +252,71 @@ func kindLatencies(lt LoadTest, res LoadResult) []KindLatency {
 	}
 	return out
 }
+
+// both loads the link both ways at once: a download and an upload side
+// by side, each as long as a phase alone.
+func (lt *LoadTest) both(ctx context.Context, res *LoadResult, config func(func(time.Duration, float64)) speedtest.Config, prog *progressLine, rec *probe.Recorder, addrs []netip.Addr) error {
+	var mu sync.Mutex
+	rates := [2]float64{}
+	// Both directions report their rate; the download's reports print
+	// the line, so that it ticks once a second, not twice.
+	report := func(i int) func(time.Duration, float64) {
+		return func(el time.Duration, bps float64) {
+			mu.Lock()
+			rates[i] = bps
+			line := fmt.Sprintf("both %d/%ds  ↓%s ↑%s  rtt %s", int(el.Seconds()), int(lt.Duration.Seconds()),
+				shape.FormatApprox(rates[0]), shape.FormatApprox(rates[1]), prog.rtt(rec, addrs))
+			mu.Unlock()
+			if i == 0 {
+				prog.line(line)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	var upErr error
+	wg.Go(func() { res.BothUpload, upErr = speedtest.Upload(ctx, config(report(1))) })
+	r, downErr := speedtest.Download(ctx, config(report(0)))
+	wg.Wait()
+	res.BothDownload = r
+	if err := phaseFailed(ctx, lt, "both-ways download", r, downErr); err != nil {
+		return err
+	}
+	return phaseFailed(ctx, lt, "both-ways upload", res.BothUpload, upErr)
+}
+
+// phaseFailed is why a load phase cannot count, or nil: the load failed,
+// was interrupted, or moved nothing once its streams were up.
+func phaseFailed(ctx context.Context, lt *LoadTest, name string, r speedtest.Result, err error) error {
+	if err != nil {
+		if ctx.Err() != nil {
+			return errors.New("interrupted")
+		}
+		return fmt.Errorf("%s test failed: %w", name, err)
+	}
+	if r.BitsPerSecond <= 0 {
+		// The load ended before the stall timeout ran out, but nothing
+		// moved once the streams were up: a capacity of 0 is not a
+		// measurement.
+		return fmt.Errorf("%s test failed: no data moved after the first %v of the %v phase (%d bytes in all): %s stalled", name, r.SteadyFrom.Sub(r.Start).Round(100*time.Millisecond), lt.Duration, r.Bytes, lt.Endpoint.Name)
+	}
+	return nil
+}
+
+// bothSteady is the part of the both-ways phase where both directions ran
+// at full rate.
+func (r LoadResult) bothSteady() (from, to time.Time) {
+	from, to = r.BothDownload.SteadyFrom, r.BothDownload.SteadyTo
+	if r.BothUpload.SteadyFrom.After(from) {
+		from = r.BothUpload.SteadyFrom
+	}
+	if r.BothUpload.SteadyTo.Before(to) {
+		to = r.BothUpload.SteadyTo
+	}
+	return from, to
+}
+
+// BothWindow is how long both directions ran at full rate together.
+func (r LoadResult) BothWindow() time.Duration { return steady(r.bothSteady()) }
 
 // stallTimeout is how long a phase of duration d may move no data before
 // it fails: 5 s, but at most half the phase, so that a short phase cannot

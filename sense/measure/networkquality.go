@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // NetworkQuality is the part of Apple's `networkQuality -c` JSON that
@@ -22,6 +25,23 @@ type NetworkQuality struct {
 	// Responsiveness is in round trips per minute under load (RPM).
 	Responsiveness float64 `json:"responsiveness_rpm"`
 	Interface      string  `json:"interface,omitempty"`
+}
+
+// writeText prints networkQuality's numbers beside macake's: its
+// capacity, idle round trip and responsiveness, and the grade its working
+// round trip (a minute over its RPM) gives over its own idle round trip.
+func (nq *NetworkQuality) writeText(w io.Writer, width int) {
+	base := time.Duration(nq.BaseRTTMs * float64(time.Millisecond))
+	line := fmt.Sprintf("download %s, upload %s, idle %s, responsiveness %.0f RPM", shape.FormatApprox(nq.DownloadBitsPerSecond),
+		shape.FormatApprox(nq.UploadBitsPerSecond), probe.FormatLatency(base), nq.Responsiveness)
+	if c := RPMClass(nq.Responsiveness); c != "" {
+		line += " (" + c + ")"
+	}
+	if nq.Responsiveness > 0 && base > 0 {
+		working := time.Duration(float64(time.Minute) / nq.Responsiveness)
+		line += fmt.Sprintf("; working round trip %s, %s over idle: grade %s", probe.FormatLatency(working), probe.FormatLatencyChange(working-base), GradeFor(working-base))
+	}
+	fmt.Fprintf(w, "%-*s %s\n", width, "networkQuality", line)
 }
 
 // ErrNoNetworkQuality is RunNetworkQuality's error where the tool is not

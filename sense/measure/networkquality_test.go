@@ -2,7 +2,10 @@
 
 package measure
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // networkQualityOutput is built from the fields the reference lists for
 // `networkQuality -c` (macOS 12+); Apple documents no schema.
@@ -41,4 +44,16 @@ func FuzzParseNetworkQuality(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		parseNetworkQuality(b)
 	})
+}
+
+// TestNetworkQualityBesideMacake: networkQuality's line says its numbers
+// in macake's words, with the grade its working round trip gives.
+func TestNetworkQualityBesideMacake(t *testing.T) {
+	var b strings.Builder
+	nq := &NetworkQuality{DownloadBitsPerSecond: 98.2e6, UploadBitsPerSecond: 19.1e6, BaseRTTMs: 20, Responsiveness: 1000}
+	nq.writeText(&b, 14)
+	want := "networkQuality download 98.2 Mbit/s, upload 19.1 Mbit/s, idle 20.0ms, responsiveness 1000 RPM (good); working round trip 60.0ms, +40.0ms over idle: grade B\n"
+	if b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
 }

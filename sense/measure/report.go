@@ -14,8 +14,8 @@ import (
 	"github.com/macake/macake/state"
 )
 
-// formatVersion versions the JSON reports.
-const formatVersion = "1.0"
+// formatVersion versions the JSON reports (1.1: both, grades).
+const formatVersion = "1.1"
 
 // LatencyReport is a latency in the JSON reports: microseconds, null when
 // nothing answered.
@@ -45,6 +45,29 @@ type TargetReport struct {
 	Idle     LatencyReport `json:"idle"`
 	Download LatencyReport `json:"download"`
 	Upload   LatencyReport `json:"upload"`
+	Both     LatencyReport `json:"both"`
+}
+
+// BothReport is the load both ways at once in the JSON reports: each
+// direction's throughput while the other ran, and the latency added.
+type BothReport struct {
+	DownloadBitsPerSecond int64         `json:"download_bits_per_second"`
+	UploadBitsPerSecond   int64         `json:"upload_bits_per_second"`
+	Added                 LatencyReport `json:"added"`
+	Loaded                LatencyReport `json:"loaded"`
+	Targets               int           `json:"targets_compared"`
+	GatewayAdd            LatencyReport `json:"gateway_added"`
+}
+
+func bothReport(res LoadResult) BothReport {
+	pl := res.BothLatency
+	return BothReport{
+		DownloadBitsPerSecond: int64(res.BothDownload.BitsPerSecond), UploadBitsPerSecond: int64(res.BothUpload.BitsPerSecond),
+		Added:      LatencyReport{jsonMicros(pl.Added.P50), jsonMicros(pl.Added.P90)},
+		Loaded:     LatencyReport{jsonMicros(medianOf(pl.Targets, p50)), jsonMicros(medianOf(pl.Targets, p90))},
+		Targets:    pl.Added.Targets,
+		GatewayAdd: LatencyReport{jsonMicros(pl.GatewayAdded.P50), jsonMicros(pl.GatewayAdded.P90)},
+	}
 }
 
 // Report is macake measure's result, as JSON and as text.
@@ -60,6 +83,8 @@ type Report struct {
 	GatewayIdle       LatencyReport  `json:"gateway_idle"`
 	Download          PhaseReport    `json:"download"`
 	Upload            PhaseReport    `json:"upload"`
+	Both              BothReport     `json:"both"`
+	Grades            Grades         `json:"grades"`
 	Targets           []TargetReport `json:"targets"`
 	// ProbeKinds is what each probe kind saw the load add, over the
 	// targets probed that way.
@@ -98,9 +123,10 @@ func NewReport(t Target, ep speedtest.Endpoint, lt LoadTest, res LoadResult) *Re
 	r.Idle = LatencyReport{jsonMicros(r.idleP50), jsonMicros(medianOf(res.Idle, p90))}
 	r.Download = phaseReport(res.Download, res.DownLatency)
 	r.Upload = phaseReport(res.Upload, res.UpLatency)
+	r.Both = bothReport(res)
 	for _, t := range lt.Targets {
 		a := t.Addr
-		r.Targets = append(r.Targets, TargetReport{Address: a.String(), Probe: t.Kind.String(), Idle: lat(res.Idle[a]), Download: lat(res.DownLatency.Targets[a]), Upload: lat(res.UpLatency.Targets[a])})
+		r.Targets = append(r.Targets, TargetReport{Address: a.String(), Probe: t.Kind.String(), Idle: lat(res.Idle[a]), Download: lat(res.DownLatency.Targets[a]), Upload: lat(res.UpLatency.Targets[a]), Both: lat(res.BothLatency.Targets[a])})
 	}
 	for _, t := range lt.Compare {
 		a := t.Addr
@@ -124,6 +150,10 @@ func NewReport(t Target, ep speedtest.Endpoint, lt LoadTest, res LoadResult) *Re
 		}
 	}
 	r.Verdict = verdict(down, up, lt.Gateway.IsValid())
+	// The grades, like the verdict, follow the kind that sees the queue.
+	graded := res
+	graded.DownLatency, graded.UpLatency = down, up
+	r.Grades = NewGrades(graded)
 	if note != "" {
 		r.Verdict += " " + note
 	}
@@ -244,7 +274,8 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 	if r.CongestionControl != "" {
 		fmt.Fprintf(w, ", %s", r.CongestionControl)
 	}
-	fmt.Fprintf(w, "\n%-14s download %s, upload %s\n", "Capacity", shape.FormatApprox(float64(r.Download.BitsPerSecond)), shape.FormatApprox(float64(r.Upload.BitsPerSecond)))
+	fmt.Fprintf(w, "\n%-14s download %s, upload %s; both at once %s and %s\n", "Capacity", shape.FormatApprox(float64(r.Download.BitsPerSecond)), shape.FormatApprox(float64(r.Upload.BitsPerSecond)),
+		shape.FormatApprox(float64(r.Both.DownloadBitsPerSecond)), shape.FormatApprox(float64(r.Both.UploadBitsPerSecond)))
 	gw := r.GatewayIP != ""
 	row := func(name, a, b, c, d string) {
 		fmt.Fprintf(w, "  %-12s %-10s %-10s", name, a, b)
@@ -262,7 +293,7 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 	for _, ph := range []struct {
 		name string
 		pl   PhaseLatency
-	}{{"download", r.res.DownLatency}, {"upload", r.res.UpLatency}} {
+	}{{"download", r.res.DownLatency}, {"upload", r.res.UpLatency}, {"both", r.res.BothLatency}} {
 		row(ph.name, signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90), signedOrDash(ph.pl.GatewayAdded.P50), signedOrDash(ph.pl.GatewayAdded.P90))
 	}
 	fmt.Fprintf(w, "%-14s (under load: the latency added, loaded minus idle at the same percentile)\n", "")
@@ -272,9 +303,9 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 			fmt.Fprintf(w, "  %-12s %-10s %s\n", fmt.Sprintf("%s (%d)", k.Kind, k.Targets), signedOrDash(k.Download.P50), signedOrDash(k.Upload.P50))
 		}
 	}
+	r.Grades.writeText(w, 14)
 	if nq := r.NetworkQuality; nq != nil {
-		fmt.Fprintf(w, "%-14s download %s, upload %s, idle %s, responsiveness %.0f RPM\n", "networkQuality",
-			shape.FormatApprox(nq.DownloadBitsPerSecond), shape.FormatApprox(nq.UploadBitsPerSecond), probe.FormatLatency(time.Duration(nq.BaseRTTMs*float64(time.Millisecond))), nq.Responsiveness)
+		nq.writeText(w, 14)
 	}
 	fmt.Fprintf(w, "\n%s\n", r.Verdict)
 	switch {

@@ -54,10 +54,13 @@ func TestVerdictPlacesTheQueue(t *testing.T) {
 // sampleResult is a measurement of a 50/10 Mbit/s link with ISP bloat.
 func sampleResult() (Target, LoadTest, LoadResult) {
 	r1, r2, gw := netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("192.168.1.1")
-	sum := func(p50, p90 float64) probe.Summary { return probe.Summary{Samples: 30, P50: ms(p50), P90: ms(p90)} }
+	sum := func(p50, p90 float64) probe.Summary {
+		return probe.Summary{Samples: 30, P50: ms(p50), P90: ms(p90), TM95: ms(p50 + (p90-p50)/3)}
+	}
 	idle := map[netip.Addr]probe.Summary{r1: sum(20, 23), r2: sum(30, 34)}
 	down := map[netip.Addr]probe.Summary{r1: sum(420, 480), r2: sum(428, 492)}
 	up := map[netip.Addr]probe.Summary{r1: sum(60, 75), r2: sum(72, 90)}
+	both := map[netip.Addr]probe.Summary{r1: sum(445, 510), r2: sum(452, 530)}
 	gwIdle, gwDown, gwUp := sum(1.2, 2), sum(1.5, 2.6), sum(1.3, 2.2)
 	one := func(a, b probe.Summary) probe.Added {
 		return probe.LikeForLike(map[netip.Addr]probe.Summary{gw: a}, map[netip.Addr]probe.Summary{gw: b})
@@ -66,7 +69,15 @@ func sampleResult() (Target, LoadTest, LoadResult) {
 		Idle: idle, GatewayIdle: gwIdle, Congestion: "cubic",
 		DownLatency: PhaseLatency{Targets: down, Added: probe.LikeForLike(idle, down), Gateway: gwDown, GatewayAdded: one(gwIdle, gwDown)},
 		UpLatency:   PhaseLatency{Targets: up, Added: probe.LikeForLike(idle, up), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
+		BothLatency: PhaseLatency{Targets: both, Added: probe.LikeForLike(idle, both), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
 	}
+	// Each load 10 s, the first 2.5 s of it warm-up.
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i, r := range []*speedtest.Result{&res.Download, &res.Upload, &res.BothDownload, &res.BothUpload} {
+		start := t0.Add(time.Duration(min(i, 2)) * 10 * time.Second)
+		r.Start, r.SteadyFrom, r.SteadyTo = start, start.Add(2500*time.Millisecond), start.Add(10*time.Second)
+	}
+	res.BothDownload.BitsPerSecond, res.BothUpload.BitsPerSecond = 44_100_000, 8_900_000
 	res.Download.BitsPerSecond, res.Download.Streams, res.Download.Bytes = 47_812_000, 8, 59_765_000
 	res.Upload.BitsPerSecond, res.Upload.Streams, res.Upload.Bytes = 9_563_000, 8, 11_953_000
 	mac, _ := net.ParseMAC("74:24:9f:00:00:01")

@@ -29,11 +29,32 @@ type Summary struct {
 	Min     time.Duration
 	P50     time.Duration
 	P90     time.Duration
+	// TM95 is the mean of the lowest 95 % of the samples (the IPPM
+	// responsiveness draft's single-sided trimmed mean), -1 without
+	// samples.
+	TM95 time.Duration
 }
 
 // Summarize computes a Summary (percentiles are -1 without samples).
 func Summarize(rtts []time.Duration, lost int) Summary {
-	return Summary{Samples: len(rtts), Lost: lost, Min: Percentile(rtts, 0.0001), P50: Percentile(rtts, 50), P90: Percentile(rtts, 90)}
+	return Summary{Samples: len(rtts), Lost: lost, Min: Percentile(rtts, 0.0001), P50: Percentile(rtts, 50), P90: Percentile(rtts, 90),
+		TM95: TrimmedMean(rtts, 95)}
+}
+
+// TrimmedMean returns the mean of the lowest keep percent of ds (at least
+// one value), or -1 when ds is empty. ds is not modified.
+func TrimmedMean(ds []time.Duration, keep float64) time.Duration {
+	if len(ds) == 0 {
+		return -1
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := max(1, int(keep/100*float64(len(s))))
+	var sum time.Duration
+	for _, d := range s[:n] {
+		sum += d
+	}
+	return sum / time.Duration(n)
 }
 
 // Added is the latency a load added, like for like: at each percentile,

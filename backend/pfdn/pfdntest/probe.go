@@ -20,6 +20,10 @@ type Packet struct {
 	Dst   netip.AddrPort
 	// Bytes is the packet length (default 1500).
 	Bytes int
+	// Held leaves a shaped packet in the pipe's queue, as when it arrives
+	// faster than the pipe's rate: it counts in the flow's queued Pkt/Byte
+	// until Drain, or, when the queue is full, is dropped (Drp).
+	Held bool
 }
 
 // Verdict is what dummynet did with a probed packet.
@@ -215,6 +219,7 @@ func account(fs *FlowSet, pkt Packet) {
 		if !fs.HasMask || f.Proto == key.Proto && f.Src == key.Src && f.Dst == key.Dst && f.SrcPort == key.SrcPort && f.DstPort == key.DstPort {
 			f.TotPkts++
 			f.TotBytes += uint64(pkt.Bytes)
+			enqueue(fs, f, pkt)
 			return
 		}
 	}
@@ -224,6 +229,7 @@ func account(fs *FlowSet, pkt Packet) {
 		key.Slot = int(h.Sum32() % uint32(fs.RqSize))
 	}
 	key.TotPkts, key.TotBytes = 1, uint64(pkt.Bytes)
+	enqueue(fs, &key, pkt)
 	fs.Flows = append(fs.Flows, key)
 }
 

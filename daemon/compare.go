@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/macake/macake/daemon/statusapi"
+)
+
+// WatchSwitch takes the shaping of a running `macake watch` off and puts
+// it back over its status socket (statusapi.RequestPause), for `macake
+// bench --compare` (measure.ShapingSwitch). Root only, as the daemon
+// checks.
+type WatchSwitch struct {
+	// Socket is the daemon's status socket.
+	Socket string
+	// Wait bounds how long On waits for the shapers to be back; 0 is 30 s.
+	Wait time.Duration
+}
+
+// Off pauses the daemon's shaping for lease; the daemon resumes by itself
+// when it runs out.
+func (w WatchSwitch) Off(ctx context.Context, lease time.Duration) error {
+	return statusapi.SendPause(ctx, w.Socket, lease)
+}
+
+// On ends the pause and returns once every active link the daemon shapes
+// has its shapers and its controller back.
+func (w WatchSwitch) On(ctx context.Context) error {
+	if err := statusapi.SendPause(ctx, w.Socket, 0); err != nil {
+		return err
+	}
+	wait := w.Wait
+	if wait <= 0 {
+		wait = 30 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := statusapi.Fetch(ctx, w.Socket)
+		if err == nil && shapingBack(st) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("%d active links, not all shaped", len(st.Links))
+			}
+			return fmt.Errorf("macake watch did not put the shaping back within %v: %w", wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// shapingBack reports whether a status shows the shaping in place: not
+// paused, and every active link that should be shaped is, with its
+// controller (a balanced link that is released counts as in place).
+func shapingBack(st statusapi.Status) bool {
+	if !st.Daemon.PausedUntil.IsZero() {
+		return false
+	}
+	for _, l := range st.Links {
+		c := l.Controller
+		released := c != nil && l.Mode == "balanced" && !c.Engaged
+		if l.Error == nil && !l.Shaped && !released && l.Mode != "off" {
+			return false
+		}
+	}
+	return true
+}
