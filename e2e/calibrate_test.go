@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/controller/sim"
 	simtrace "github.com/macake/macake/controller/sim/trace"
 )
 
@@ -19,6 +20,8 @@ var (
 	kernelFile  = flag.String("e2e.kernel", "", "with -e2e.calibrate: the -e2e.json file of a kernel run, to compare with")
 	simSeeds    = flag.Int("e2e.seeds", 5, "with -e2e.calibrate: simulator seeds per scenario")
 	calibReport = flag.String("e2e.calibration", "", "with -e2e.calibrate: write the table to this file too")
+	lawQueue    = flag.String("e2e.queue", "", "with -e2e.calibrate: the queue rule of the laws' pipes in the twin (sim --queue syntax; default the daemon's auto)")
+	variants    = flag.String("e2e.variants", "", "with -e2e.calibrate: comma-separated variants to simulate besides the laws, e.g. ours+PlateauHold,upstream+CutToAchieved")
 )
 
 // TestCalibration runs the simulator's twin of the kernel scenarios (same
@@ -51,7 +54,18 @@ func TestCalibration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ms, err := Simulate(sc, *idleLength, *simSeeds)
+		var vs []string
+		if *variants != "" {
+			vs = strings.Split(*variants, ",")
+		}
+		if *lawQueue != "" {
+			q, err := sim.ParseQueueRule(*lawQueue)
+			if err != nil {
+				t.Fatal(err)
+			}
+			LawQueue = q
+		}
+		ms, err := Simulate(sc, *idleLength, *simSeeds, vs...)
 		if err != nil {
 			t.Fatal(err)
 		}

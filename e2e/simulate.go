@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller"
 	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/controller/sim/autorate"
 	simtrace "github.com/macake/macake/controller/sim/trace"
@@ -166,6 +168,10 @@ func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 	}
 }
 
+// LawQueue is the queue rule of the twin's watch arms: the daemon's
+// `queue = "auto"` (sim.DefaultQueue) unless a tuning run tries another.
+var LawQueue = sim.DefaultQueue
+
 // SimArm is one controller of the twin: its factory and the queue rule
 // its pipes run with.
 type SimArm struct {
@@ -176,22 +182,28 @@ type SimArm struct {
 
 // SimArms builds the twin's controllers for sc: no shaper, the policy
 // watch runs under each law (reconcile.ControllerConfig on an unmeasured
-// network, MTU 1500, as watch builds it), and the oracle.
-func SimArms(sc Scenario) ([]SimArm, error) {
+// network, MTU 1500, as watch builds it), the oracle, and any variants
+// ("ours+Switch-Switch" or "upstream+Switch": a law with improvement
+// switches turned on or off, for tuning in the twin).
+func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	arms := []SimArm{{Name: ArmOff, Factory: mustBaseline("none")}}
-	for _, law := range []struct {
-		name string
-		law  config.ControlLaw
-	}{{ArmUpstream, config.LawUpstream}, {ArmOurs, config.LawMacake}} {
-		pol, _, err := config.Parse("links.d/e2e.toml", []byte(AutoratePolicy(sc.Trace, law.law)), config.LoadOptions{Target: config.TargetLinux})
+	for _, name := range append([]string{ArmUpstream, ArmOurs}, variants...) {
+		base, changes := name, ""
+		if i := strings.IndexAny(name, "+-"); i >= 0 {
+			base, changes = name[:i], name[i:]
+		}
+		law := map[string]config.ControlLaw{ArmUpstream: config.LawUpstream, ArmOurs: config.LawMacake}[base]
+		if law == "" {
+			return nil, fmt.Errorf("variant %q: want ours or upstream, then +Switch or -Switch", name)
+		}
+		cfg, err := lawConfig(sc, law)
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := reconcile.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500)
-		if err != nil {
-			return nil, err
+		if err := autorate.Switch(&cfg.Improvements, changes); err != nil {
+			return nil, fmt.Errorf("variant %q: %w", name, err)
 		}
-		arms = append(arms, SimArm{Name: law.name, Factory: autorate.ConfigFactory(cfg), Queue: sim.DefaultQueue})
+		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: LawQueue})
 	}
 	oracle, err := sim.Baseline(fmt.Sprintf("oracle-frac%g", OracleShare))
 	if err != nil {
@@ -199,6 +211,15 @@ func SimArms(sc Scenario) ([]SimArm, error) {
 	}
 	arms = append(arms, SimArm{Name: ArmOracle, Factory: oracle, Queue: sim.QueueRule{Target: OracleQueue}})
 	return arms, nil
+}
+
+// lawConfig is the controller watch builds from AutoratePolicy(sc, law).
+func lawConfig(sc Scenario, law config.ControlLaw) (controller.Config, error) {
+	pol, _, err := config.Parse("links.d/e2e.toml", []byte(AutoratePolicy(sc.Trace, law)), config.LoadOptions{Target: config.TargetLinux})
+	if err != nil {
+		return controller.Config{}, err
+	}
+	return reconcile.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500)
 }
 
 func mustBaseline(name string) sim.Factory {
@@ -209,14 +230,14 @@ func mustBaseline(name string) sim.Factory {
 	return f
 }
 
-// Simulate runs sc's twin with every arm and seeds seeds and returns one
-// Measure per arm and seed, in arm order.
-func Simulate(sc Scenario, idle time.Duration, seeds int) ([]Measure, error) {
+// Simulate runs sc's twin with every arm (and the variants) and seeds
+// seeds and returns one Measure per arm and seed, in arm order.
+func Simulate(sc Scenario, idle time.Duration, seeds int, variants ...string) ([]Measure, error) {
 	link, err := sc.SimLink(idle)
 	if err != nil {
 		return nil, err
 	}
-	arms, err := SimArms(sc)
+	arms, err := SimArms(sc, variants...)
 	if err != nil {
 		return nil, err
 	}
