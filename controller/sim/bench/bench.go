@@ -351,17 +351,3 @@ func (r *Result) Sources() []string {
 	sort.Strings(out)
 	return out
 }
-
-// Classes returns the case classes in name order.
-func (r *Result) Classes() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, c := range r.Cases {
-		if !seen[c.Class] {
-			seen[c.Class] = true
-			out = append(out, c.Class)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
