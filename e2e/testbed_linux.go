@@ -22,7 +22,6 @@ import (
 // The testbed's addresses: the client sits behind the ISP's router, the
 // servers beyond it.
 const (
-	ClientDev  = "wan0" // the client's interface, the one macake shapes
 	clientAddr = "10.77.1.2"
 	ispLAN     = "10.77.1.1"
 	ispUp      = "10.77.2.1"
@@ -31,11 +30,6 @@ const (
 	bulkPort   = 5001
 	probePort  = 7007
 )
-
-// Reflectors are the server addresses the controller pings; their ICMP is
-// exempt from macake's shaper. The independent probe uses another address
-// (and UDP), so it is shaped like any other traffic.
-var Reflectors = []string{"10.77.2.11", "10.77.2.12", "10.77.2.13", "10.77.2.14", "10.77.2.15", "10.77.2.16"}
 
 // Testbed is client ↔ ISP ↔ server in three network namespaces joined by
 // veth pairs. The ISP namespace is the bloated bottleneck: an htb class at
