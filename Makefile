@@ -11,7 +11,7 @@ STATICCHECK := bin/staticcheck
 PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
-.PHONY: all build test vet race darwin lint fmt demo bench e2e cross install clean tools
+.PHONY: all build test vet race darwin lint fmt demo bench e2e calibrate cross install clean tools
 
 all: vet lint test build
 
@@ -50,21 +50,37 @@ lint: $(STATICCHECK)
 fmt:
 	gofmt -l -w .
 
-## e2e: the real-kernel proof (root, Linux): off/on/off on every trace with
-## longer phases than CI, the ISP that prioritises ICMP (ICMP-only control
-## against auto reflectors), then the actuation benchmark; prints the
-## tables docs/MEASUREMENTS.md quotes. `make test` runs the short version.
+## e2e: the real-kernel proof (root, Linux): on every scenario (constant,
+## steps, a Starlink-like wobble, a recorded LTE trace from $(TRACES), both
+## directions loaded) the drift-controlled off / upstream / ours / oracle /
+## off again, with longer phases than CI, then the actuation benchmark;
+## prints the tables docs/MEASUREMENTS.md quotes and writes every phase's
+## measures to $(E2E_JSON) for `make calibrate`; then the ISP that
+## prioritises ICMP (ICMP-only control against auto reflectors), then the
+## actuation benchmark. `make test` runs the short version.
 E2E_PHASE  ?= 30s
-E2E_TRACES ?= constant,steps,wobble,wobble:up2
+E2E_TRACES ?= constant,steps,wobble,lte,wobble:up2
 E2E_REPORT ?= bin/e2e-report.md
+E2E_JSON   ?= bin/e2e-measures.jsonl
 e2e:
-	@mkdir -p $(dir $(E2E_REPORT)) && rm -f $(E2E_REPORT)
-	$(GO) test -count=1 -timeout 60m -run '^TestOffOnOff$$' ./e2e -args \
-	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.report=$(abspath $(E2E_REPORT))
+	@mkdir -p $(dir $(E2E_REPORT)) $(dir $(E2E_JSON)) && rm -f $(E2E_REPORT) $(E2E_JSON)
+	MACAKE_TRACES=$(abspath $(TRACES)) $(GO) test -count=1 -timeout 90m -run '^TestOffOnOff$$' ./e2e -args \
+	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.report=$(abspath $(E2E_REPORT)) -e2e.json=$(abspath $(E2E_JSON))
 	for isp in prio honest; do $(GO) test -count=1 -timeout 30m -run '^TestICMPPriority$$' ./e2e -args \
 	  -e2e.phase=$(E2E_PHASE) -e2e.isp=$$isp -e2e.report=$(abspath $(E2E_REPORT)) || exit 1; done
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSetRateKernel$$' -benchtime 200x -benchmem ./e2e
 	@echo; cat $(E2E_REPORT)
+
+## calibrate: the simulator's twin of every e2e scenario (no root), side by
+## side with the kernel's measures of the last `make e2e` ($(E2E_JSON), when
+## there), and the simulator's disagreement on ours/upstream and ours/oracle.
+CALIBRATION ?= bin/calibration.md
+calibrate:
+	@mkdir -p $(dir $(CALIBRATION))
+	MACAKE_TRACES=$(abspath $(TRACES)) $(GO) test -count=1 -run '^TestCalibration$$' ./e2e -args -e2e.calibrate \
+	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.calibration=$(abspath $(CALIBRATION)) \
+	  $(if $(wildcard $(E2E_JSON)),-e2e.kernel=$(abspath $(E2E_JSON)))
+	@cat $(CALIBRATION)
 
 ## demo: the first thing to run on a fresh clone: check the example
 ## policies, then race the controllers on the built-in Starlink model and

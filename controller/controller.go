@@ -54,6 +54,7 @@ type dirState struct {
 	prevAch  int64 // the achieved rate of the sample before (CutToAchieved)
 	knee     int64 // rate before the last achieved cut, kbit/s (FastRecovery); 0 = none
 	kneeAt   int64 // when it was set, µs
+	ev       evidence
 
 	tCut, tDecay int64
 
@@ -206,6 +207,7 @@ func New(cfg Config, rng *rand.Rand) (*Controller, error) {
 		ds.rate = dp.startK
 		ds.ratio = shape.ShareOne
 		ds.highAt = -1
+		ds.ev = newEvidence()
 		if c.p.compensate {
 			mtu := int64(cfg.MTU)
 			if mtu == 0 {
@@ -404,11 +406,20 @@ func (c *Controller) response(t int64, p int, at int64, owd [2]int64, method Del
 	}
 	c.counters.Responses++
 
+	if c.cfg.Improvements.WholeRTT && method == RTTHalf {
+		// The rise of the round trip, not half of it: a queue in one
+		// direction shows at its full size.
+		delta[dn], delta[up] = 2*delta[dn], 2*delta[up]
+	}
 	c.window(delta)
 
 	if c.shaping() {
 		var reasons [2]Reason
+		spare := c.spared(t)
 		for _, d := range downFirst {
+			if spare[d] {
+				continue // DirectionalCut: not this direction's queue
+			}
 			reasons[d] = c.updateRate(d, t)
 		}
 		c.apply(reasons)
@@ -461,14 +472,25 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 	switch {
 	case ds.bloat:
 		if t > ds.tCut+c.p.bbRefractory {
+			if c.inOutage(ds, t) {
+				// OutageHold: the link carries nothing now; cutting
+				// would only leave the pipe at the floor when it is back.
+				ds.tCut, ds.tDecay = t, t
+				break
+			}
 			x := cutGrade(ds.avg, ds.tDelay, ds.tDown)
 			ds.rate = cutRate(ds.rate, x, c.p.cutMin, c.p.cutMax)
-			if c.cfg.Improvements.CutToAchieved && ds.highAt >= 0 && t-ds.highAt <= saturatingRecently {
+			if c.cfg.Improvements.CutToAchieved && ds.saturating(t) {
 				before := ds.rate
 				// The larger of the last two samples, so that a single
 				// 200 ms dip of a bursty radio link does not set the rate.
-				a := max(ds.achieved, ds.prevAch)
-				ds.rate = min(ds.rate, a*c.p.achievedCut/1000)
+				a := ds.shown()
+				share := c.p.achievedCut
+				if c.cfg.Improvements.DrainCut {
+					share = c.drainShare(ds.avg)
+				}
+				ds.rate = min(ds.rate, a*share/1000)
+				c.noteCut(ds, a, t)
 				if c.cfg.Improvements.FastRecovery && before > ds.rate {
 					if ds.knee == 0 || t-ds.kneeAt > kneeLifetime {
 						ds.knee = before
@@ -484,7 +506,9 @@ func (c *Controller) updateRate(d shape.Direction, t int64) Reason {
 			y := increaseGrade(ds.avg, ds.tDelay, ds.tUp)
 			old := ds.rate
 			ds.rate = increaseRate(ds.rate, y, c.p.upMin, c.p.upMax)
-			if c.cfg.Improvements.FastRecovery && ds.knee > old && t-ds.kneeAt <= kneeLifetime && ds.nDelayed == 0 {
+			if c.cfg.Improvements.PlateauHold || c.cfg.Improvements.PeakRecovery {
+				ds.rate = c.shapeIncrease(ds, old, ds.rate, t)
+			} else if c.cfg.Improvements.FastRecovery && ds.knee > old && t-ds.kneeAt <= kneeLifetime && ds.nDelayed == 0 {
 				// A clean window below the rate the link carried before an
 				// achieved cut: go halfway back at once. The download's
 				// counter shows what the link delivers, so it goes no

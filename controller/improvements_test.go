@@ -4,6 +4,7 @@ package controller
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -240,6 +241,194 @@ func TestImprovementBaseRecovery(t *testing.T) {
 		}
 		if got := h.rateK(dn); got != want {
 			t.Errorf("on=%v: download %d kbit/s; want %d", on, got, want)
+		}
+	}
+}
+
+// TestImprovementPlateauHold: after the achieved cut to 5 400 kbit/s (the
+// link showed 6 000) a clean window climbs to 95 % of 6 000 = 5 700 and
+// stops there; at the plateau the next increase is nothing, and one 1.5 s
+// later a quarter of upstream's step. Upstream climbs ×1.04 every time.
+func TestImprovementPlateauHold(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := achievedCutHarness(t, true, false)
+		h.c.cfg.Improvements.PlateauHold = on
+		var got []int64
+		for i, ms := range []float64{1000, 1200, 1400, 2900} {
+			h.load(ms-100, 6_000, 500) // high load, fresh
+			if i == 0 {
+				fillWindow(h.c, 0, 0, 0, 0, 0, 0)
+			}
+			h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond)
+			got = append(got, h.rateK(dn))
+		}
+		want := []int64{5_616, 5_840, 6_073, 6_315}
+		if on {
+			// 5 616 (upstream's step beats halfway), 5 700 (capped at the
+			// plateau), 5 700 (τ = 0 at the plateau), 5 700 + 228/4 = 5 757.
+			want = []int64{5_616, 5_700, 5_700, 5_757}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("on=%v: download %v kbit/s; want %v", on, got, want)
+		}
+	}
+}
+
+// TestImprovementPeakRecovery: the pipe carried 20 000 kbit/s cleanly,
+// then the link dropped to 6 000 and the achieved cut took the rate to
+// 5 400. Back at full capacity, clean increases in a row double their step
+// every second one (at most ×1.25), up to 90 % of the 20 000 peak; upstream
+// climbs ×1.04 each time.
+func TestImprovementPeakRecovery(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Improvements.CutToAchieved = true
+		cfg.Improvements.PeakRecovery = on
+		h := newHarness(t, cfg)
+		h.load(350, 19_000, 500)
+		h.rtt(400, 0, cleanRTT) // a clean increase at 20 000: the peak
+		h.load(550, 6_000, 500)
+		h.load(750, 6_000, 500)
+		bloat(h, 800)
+		if h.rateK(dn) != 5_400 {
+			t.Fatalf("on=%v: setup: download %d after the cut, want 5400", on, h.rateK(dn))
+		}
+		var got []int64
+		for i := range 8 {
+			ms := 1200 + 200*float64(i)
+			h.load(ms-100, 30_000, 500)
+			if i == 0 {
+				fillWindow(h.c, 0, 0, 0, 0, 0, 0)
+			}
+			h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond)
+			got = append(got, h.rateK(dn))
+		}
+		want := []int64{5_616, 5_840, 6_073, 6_315, 6_567, 6_829, 7_102, 7_386}
+		if on {
+			// Steps ×1, ×2, ×2, ×4, ×4, ×8 (capped at ×1.25), …
+			want = []int64{5_616, 6_064, 6_548, 7_592, 8_804, 11_005, 13_756, 17_195}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("on=%v: download %v kbit/s; want %v", on, got, want)
+		}
+	}
+}
+
+// TestImprovementOutageHold: a saturating download whose link stops
+// delivering (100 kbit/s of a 20 000 pipe) while the delay is high. The
+// cut upstream makes is held off for up to 5 s with the switch.
+func TestImprovementOutageHold(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Improvements.CutToAchieved = true
+		cfg.Improvements.OutageHold = on
+		h := newHarness(t, cfg)
+		h.load(200, 19_000, 500) // high
+		h.load(400, 100, 100)    // the link goes silent
+		h.load(600, 100, 100)
+		bloat(h, 650)
+		held := h.rateK(dn) == 20_000
+		if held != on {
+			t.Errorf("on=%v: download %d kbit/s after bloat in an outage; held %v", on, h.rateK(dn), held)
+		}
+		if !on {
+			continue
+		}
+		// Six seconds into the outage it is a low capacity: cut.
+		for ms := 800.0; ms <= 5800; ms += 200 {
+			h.load(ms, 100, 100)
+		}
+		bloat(h, 5850)
+		if h.rateK(dn) >= 20_000 {
+			t.Errorf("after 5.2 s of outage: download %d kbit/s; want a cut", h.rateK(dn))
+		}
+	}
+}
+
+// TestImprovementDirectionalCut: both directions saturate; the download's
+// link delivers 19 600 of its 20 000 (its own pipe holds it back), the
+// upload's only 16 000 of 20 000: the round trip's bloat is the upload's.
+// Upstream cuts both; with the switch only the upload, and with the
+// download alone saturating (the upload carries acks) only the download.
+func TestImprovementDirectionalCut(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		for _, tc := range []struct {
+			name           string
+			downK, upK     int64
+			cutDown, cutUp bool
+		}{
+			{"upload's queue", 19_600, 16_000, false, true},
+			{"download alone saturating", 19_600, 1_000, true, false},
+		} {
+			cfg := exampleConfig()
+			cfg.Improvements.DirectionalCut = on
+			h := newHarness(t, cfg)
+			h.load(200, tc.downK, tc.upK)
+			h.load(400, tc.downK, tc.upK)
+			bloat(h, 450)
+			cutDown, cutUp := h.rateK(dn) < 20_000, h.rateK(up) < 20_000
+			wantDown, wantUp := true, true
+			if on {
+				wantDown, wantUp = tc.cutDown, tc.cutUp
+			}
+			if cutDown != wantDown || cutUp != wantUp {
+				t.Errorf("on=%v, %s: download %d, upload %d kbit/s; want cut %v/%v", on, tc.name, h.rateK(dn), h.rateK(up), wantDown, wantUp)
+			}
+		}
+	}
+}
+
+// TestImprovementDrainCut: the achieved cut of TestImprovementCutToAchieved
+// (the link shows 6 000 kbit/s) goes to 0.9 × 6 000 = 5 400 without the
+// switch, whatever the queue. With it, a 75 ms window average still cuts
+// to 5 400 (1 − 75 ms/1 s is above AchievedCut), 300 ms (an average of
+// 299.95 ms: the baseline crept up) to 0.701 × 6 000 = 4 206, and 600 ms
+// to the floor, half: 3 000.
+func TestImprovementDrainCut(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		for _, tc := range []struct {
+			delta    int64 // µs, every window entry
+			want, on int64
+		}{{75_000, 5_400, 5_400}, {300_000, 5_400, 4_206}, {600_000, 5_400, 3_000}} {
+			cfg := exampleConfig()
+			cfg.Improvements.CutToAchieved = true
+			cfg.Improvements.DrainCut = on
+			cfg.Download.Min, cfg.ConnectionActive = 1_000_000, 1_000_000
+			h := newHarness(t, cfg)
+			h.load(200, 19_000, 500)
+			h.load(400, 6_000, 500)
+			h.load(600, 6_000, 500)
+			fillWindow(h.c, tc.delta, tc.delta, tc.delta, tc.delta, tc.delta)
+			h.rtt(650, 0, 2*time.Duration(h.c.slots[0].base[0]+tc.delta)*time.Microsecond)
+			want := tc.want
+			if on {
+				want = tc.on
+			}
+			if got := h.rateK(dn); got != want {
+				t.Errorf("on=%v, %d ms queue: download %d kbit/s; want %d", on, tc.delta/1000, got, want)
+			}
+		}
+	}
+}
+
+// TestImprovementWholeRTT: an echo reply 40 ms above the baseline round
+// trip is a 20 ms one-way delta upstream (no vote at 30 ms) and a 40 ms
+// one with the switch (a vote); a one-way sample is the same either way.
+func TestImprovementWholeRTT(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Improvements.WholeRTT = on
+		h := newHarness(t, cfg)
+		for i := range 6 {
+			h.rtt(50*float64(i+1), 0, 40*time.Millisecond) // settle the baseline at 20 ms
+		}
+		h.rtt(400, 0, 80*time.Millisecond)
+		if got := h.c.dir[dn].nDelayed; got != map[bool]int{false: 0, true: 1}[on] {
+			t.Errorf("on=%v: %d delayed samples after a 40 ms rise of the round trip", on, got)
+		}
+		h.owd(450, 0, OneWay, 60*time.Millisecond, 20*time.Millisecond)
+		if d := h.c.dir[up].deltas[(h.c.winPos+5)%6]; d > 1000 {
+			t.Errorf("on=%v: one-way upload delta %d µs; want about 0 (unchanged)", on, d)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func TestBenchCompareOnThisKernel(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 
 	m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
-	m.SetPolicy(t, "cmp", fixedPolicy(17_000_000, 4_250_000))
+	m.SetPolicy(t, "cmp", FixedPolicy(17_000_000, 4_250_000))
 	// Three runs of 1 s idle and three 4 s loads each, with apply and down
 	// between: about a minute, more on a busy machine.
 	r, err := m.Run(context.Background(), 4*time.Minute, "bench", "--compare", "--server", fmt.Sprintf("http://%s:8080", serverAddr),

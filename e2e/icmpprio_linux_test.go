@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
@@ -46,7 +48,11 @@ func TestICMPPriority(t *testing.T) {
 	if !prio && *prioISP != "honest" {
 		t.Fatalf("-e2e.isp=%q: want prio or honest", *prioISP)
 	}
-	tr := phaseTrace(t, *prioTrace)
+	sc, err := ParseScenario(*prioTrace, filepath.Join("testdata", "traces"), "", *phaseLength, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := sc.Trace
 	tb := NewTestbed(t, "e2ep", tr)
 	if prio {
 		first := tr.At(0)
@@ -90,7 +96,7 @@ func TestICMPPriority(t *testing.T) {
 	}
 	watch := newWatchShaper(m, tb)
 	phase("off", nil)
-	m.SetPolicy(t, "e2e", autoratePolicy(tr))
+	m.SetPolicy(t, "e2e", AutoratePolicy(tr, config.LawMacake))
 	phase(icmpOn, watch)
 	icmpOutput := watch.Output()
 
@@ -197,9 +203,9 @@ func autoReflectors(addrs []string, port int) []string {
 	return out
 }
 
-// autoratePolicyWith is autoratePolicy probing reflectors instead.
+// autoratePolicyWith is AutoratePolicy (macake's law) probing reflectors instead.
 func autoratePolicyWith(tr Trace, reflectors []string) string {
-	return strings.Replace(autoratePolicy(tr), "reflectors = ["+quoted(Reflectors)+"]", "reflectors = ["+quoted(reflectors)+"]", 1)
+	return strings.Replace(AutoratePolicy(tr, config.LawMacake), "reflectors = ["+quoted(Reflectors)+"]", "reflectors = ["+quoted(reflectors)+"]", 1)
 }
 
 // tcpReflectors returns tcp:R:port for each address.

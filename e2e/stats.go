@@ -15,8 +15,8 @@ import (
 type Latency struct {
 	// Samples counts the probes answered, Lost those that were not.
 	Samples, Lost int
-	// P50, P90 and P99 are percentiles of the answered probes' RTT.
-	P50, P90, P99 time.Duration
+	// P50, P90, P95 and P99 are percentiles of the answered probes' RTT.
+	P50, P90, P95, P99 time.Duration
 }
 
 // Summarize computes a Latency from round-trip times (percentiles by the
@@ -24,7 +24,7 @@ type Latency struct {
 func Summarize(rtts []time.Duration, lost int) Latency {
 	return Latency{
 		Samples: len(rtts), Lost: lost,
-		P50: probe.Percentile(rtts, 50), P90: probe.Percentile(rtts, 90), P99: probe.Percentile(rtts, 99),
+		P50: probe.Percentile(rtts, 50), P90: probe.Percentile(rtts, 90), P95: probe.Percentile(rtts, 95), P99: probe.Percentile(rtts, 99),
 	}
 }
 
@@ -37,17 +37,17 @@ func (l Latency) LossPercent() float64 {
 }
 
 // Added is the delay a load added, like for like at each percentile:
-// loaded p50 − idle p50, loaded p90 − idle p90, loaded p99 − idle p99
+// loaded p50 − idle p50, loaded p90 − idle p90, and so on
 // (reference/benchmark.md §4). Comparing loaded p90 with the idle minimum
 // would count ordinary jitter as bloat.
 type Added struct {
-	// P50, P90 and P99 are loaded minus idle at that percentile.
-	P50, P90, P99 time.Duration
+	// P50, P90, P95 and P99 are loaded minus idle at that percentile.
+	P50, P90, P95, P99 time.Duration
 }
 
 // AddedDelay returns loaded minus idle at each percentile.
 func AddedDelay(idle, loaded Latency) Added {
-	return Added{P50: loaded.P50 - idle.P50, P90: loaded.P90 - idle.P90, P99: loaded.P99 - idle.P99}
+	return Added{P50: loaded.P50 - idle.P50, P90: loaded.P90 - idle.P90, P95: loaded.P95 - idle.P95, P99: loaded.P99 - idle.P99}
 }
 
 // Phase is the outcome of one phase of an off/on/off run.
@@ -67,6 +67,9 @@ type Phase struct {
 	// IdleFrom, IdleTo, LoadFrom and LoadTo bound the idle and loaded
 	// windows, so that other probes can be summarised over the same ones.
 	IdleFrom, IdleTo, LoadFrom, LoadTo time.Time
+	// SeriesAt and SeriesRTT are the loaded window's probes: send time
+	// since the load started, and round-trip time (0: lost).
+	SeriesAt, SeriesRTT []time.Duration
 }
 
 // Added is the phase's added delay, like for like.

@@ -22,7 +22,6 @@ import (
 // The testbed's addresses: the client sits behind the ISP's router, the
 // servers beyond it.
 const (
-	ClientDev  = "wan0" // the client's interface, the one macake shapes
 	clientAddr = "10.77.1.2"
 	ispLAN     = "10.77.1.1"
 	ispUp      = "10.77.2.1"
@@ -31,11 +30,6 @@ const (
 	bulkPort   = 5001
 	probePort  = 7007
 )
-
-// Reflectors are the server addresses the controller pings; their ICMP is
-// exempt from macake's shaper. The independent probe uses another address
-// (and UDP), so it is shaped like any other traffic.
-var Reflectors = []string{"10.77.2.11", "10.77.2.12", "10.77.2.13", "10.77.2.14", "10.77.2.15", "10.77.2.16"}
 
 // Testbed is client ↔ ISP ↔ server in three network namespaces joined by
 // veth pairs. The ISP namespace is the bloated bottleneck: an htb class at
@@ -412,6 +406,21 @@ func (p *Probe) Window(from, to time.Time) (rtts []time.Duration, lost int) {
 	return rtts, lost
 }
 
+// Series returns, for the probes sent in [from, to), their send time
+// since from and their round-trip time (0: no reply), for plots.
+func (p *Probe) Series(from, to time.Time) (at, rtt []time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, s := range p.sent {
+		if s.Before(from) || !s.Before(to) {
+			continue
+		}
+		at = append(at, s.Sub(from))
+		rtt = append(rtt, p.rtt[i])
+	}
+	return at, rtt
+}
+
 // Latest returns the round-trip time of the newest probe that has been
 // answered, and when it was sent.
 func (p *Probe) Latest() (time.Duration, time.Time) {
@@ -441,6 +450,13 @@ type Shaper interface {
 	// Stop removes it and returns the cost of the process it ran, if any,
 	// since Start.
 	Stop(ctx context.Context) (*ProcessCost, error)
+}
+
+// Follower is a Shaper that follows the trace itself (the oracle): the
+// phase calls Follow when the trace starts replaying, and cancels ctx when
+// the load stops.
+type Follower interface {
+	Follow(ctx context.Context, start time.Time) error
 }
 
 // PhaseConfig is the shape of one phase.
@@ -485,7 +501,14 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 
 	replayCtx, stopReplay := context.WithCancel(ctx)
 	replayed := make(chan error, 1)
+	followed := make(chan error, 1)
+	replayStart := time.Now()
 	go func() { replayed <- t.Replay(replayCtx, trace) }()
+	if f, ok := shaper.(Follower); ok {
+		go func() { followed <- f.Follow(replayCtx, replayStart) }()
+	} else {
+		followed <- nil
+	}
 	down0, up0 := t.Bytes()
 	load, err := t.StartLoad(ctx, cfg.DownFlows, cfg.UpFlows)
 	if err != nil {
@@ -500,6 +523,9 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 	stopReplay()
 	if err := <-replayed; err != nil {
 		return ph, fmt.Errorf("%s: replaying the trace: %w", name, err)
+	}
+	if err := <-followed; err != nil {
+		return ph, fmt.Errorf("%s: %w", name, err)
 	}
 	if loadErr != nil {
 		return ph, fmt.Errorf("%s: a load flow failed: %w", name, loadErr)
@@ -516,6 +542,7 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 	}
 	loaded, lost := t.probe.Window(loadFrom, loadTo)
 	ph.Loaded = Summarize(loaded, lost)
+	ph.SeriesAt, ph.SeriesRTT = t.probe.Series(loadFrom, loadTo)
 	if err := stopShaper(); err != nil {
 		return ph, fmt.Errorf("%s: stopping the shaper: %w", name, err)
 	}

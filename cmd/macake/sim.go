@@ -74,9 +74,11 @@ func runSim(e *env, args []string) int {
 	fs.StringVar(&f.Controllers, "controllers", "", "comma-separated controllers to compare (default "+simrun.DefaultControllers()+"); available: "+strings.Join(simrun.AvailableControllers(), ", ")+
 		"; and variants such as upstream+CutToAchieved or ours-CutToAchieved (switches: "+strings.Join(autorate.Switches(), ", ")+")")
 	fs.StringVar(&f.Queue, "queue", "auto", "pipe queue at each rate change: auto (the daemon's: min of the BDP and 20 ms), bdp, a delay target like 10ms, or a size like 256KB")
+	fs.StringVar(&f.Shaper, "shaper", "dummynet", "the pipes' drop rule: dummynet (macOS: full once over the limit) or htb (Linux htb + bfifo: a packet that does not fit)")
 	durationVar(fs, &f.ActuationDelay, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
 	durationVar(fs, &f.Warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
 	fs.StringVar(&f.Loss, "loss", "", "random loss at the bottleneck, `DOWN,UP` probabilities (e.g. 0.0001,0.002 as LeoCC models Starlink)")
+	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the variants the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+"; none: no estimate)")
 	fs.StringVar(&f.Phases, "phases", "auto", "controller for the off/on/off table (auto, none to skip)")
 	fs.StringVar(&svg, "svg", "", "write rates, capacity and added delay over time to `FILE`")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
@@ -181,9 +183,13 @@ func runTraceBench(e *env, f simrun.Spec, svg string, asJSON bool) int {
 		return simFailed(e, err)
 	}
 	fmt.Fprintf(e.stderr, "macake sim: done in %v.\n", time.Since(start).Round(time.Second))
-	if asJSON {
-		return printSimJSON(e, simrun.NewBenchDocument(res))
+	loso, err := b.LOSO(res)
+	if err != nil {
+		return simFailed(e, err)
 	}
-	report.Bench(e.stdout, res, "upstream", "ours")
+	if asJSON {
+		return printSimJSON(e, simrun.NewBenchDocument(res, loso))
+	}
+	report.Bench(e.stdout, res, "upstream", "ours", loso)
 	return exitOK
 }

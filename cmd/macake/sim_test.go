@@ -72,23 +72,44 @@ func TestSimTraceFile(t *testing.T) {
 
 func TestSimTraceDirectory(t *testing.T) {
 	dir := t.TempDir()
-	src, err := os.ReadFile("../../controller/sim/trace/testdata/step.down")
-	if err != nil {
-		t.Fatal(err)
+	for _, f := range []struct{ from, to string }{
+		{"step.down", "mahimahi/step.down"},
+		{"constant-50mbit.csv", "other/constant.csv"},
+	} {
+		src, err := os.ReadFile("../../controller/sim/trace/testdata/" + f.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := filepath.Join(dir, f.to)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "mahimahi"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mahimahi", "step.down"), src, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, errb := runCLI(t, "sim", "--traces", dir, "--duration=4s", "--warmup=1s", "--seeds=2", "--offsets=1", "--controllers", "none,fixed")
-	if code != exitOK {
-		t.Fatalf("exit %d, stderr %q", code, errb)
-	}
-	for _, want := range []string{"Trace benchmark: 1 traces × 2 seeds × 1 start offsets", "mahimahi/step.down", "Geometric-mean score"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	for _, tc := range []struct {
+		candidates string
+		want, not  []string
+	}{
+		{"none", []string{"Trace benchmark: 2 traces from 2 sources × 2 seeds × 1 start offsets", "mahimahi/step.down", "Geometric-mean score", "controller    all  mahimahi  other"},
+			[]string{"Leave one source out", "held-out"}},
+		{"ours", []string{"Candidates, geometric-mean score over upstream's per source", "Leave one source out",
+			"Leave-one-source-out estimate vs upstream: geometric-mean score"}, []string{"development"}},
+	} {
+		code, out, errb := runCLI(t, "sim", "--traces", dir, "--duration=4s", "--warmup=1s", "--seeds=2", "--offsets=1", "--controllers", "none,fixed", "--candidates", tc.candidates)
+		if code != exitOK {
+			t.Fatalf("--candidates %s: exit %d, stderr %q", tc.candidates, code, errb)
+		}
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("--candidates %s: output lacks %q:\n%s", tc.candidates, want, out)
+			}
+		}
+		for _, not := range tc.not {
+			if strings.Contains(out, not) {
+				t.Errorf("--candidates %s: output has %q:\n%s", tc.candidates, not, out)
+			}
 		}
 	}
 }

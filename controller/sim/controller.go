@@ -5,6 +5,8 @@ package sim
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/macake/macake/shape"
@@ -67,13 +69,15 @@ type Env struct {
 	Link *Link
 	// Bounds are min/base/max per direction from the trace, as
 	// benchmark.md §6.2 prescribes for the cake-autorate baseline:
-	// min = p5, base = p25, max = p95 of the 1-s capacity, floored.
+	// min = p5, base = p25, max = p95 of the 1-s capacity, floored, over
+	// the bins that are not outages (trace.ActivePercentile).
 	Bounds [2]Bounds
 	// Mean is the trace's mean capacity per direction, bit/s.
 	Mean [2]float64
-	// P5 is the 5th percentile of 1-s capacity per direction, bit/s.
+	// P5 is the 5th percentile of the 1-s capacity outside outages per
+	// direction, bit/s (the fixed-p5 baseline's rate).
 	P5 [2]float64
-	// IdleRTT is the smallest base RTT of the path.
+	// IdleRTT is the smallest base RTT of the path (or Options.IdleRTT).
 	IdleRTT time.Duration
 	// Capacity returns the true capacity of direction d in the 100 ms bin
 	// that contains t, in bit/s. Only oracles may use it.
@@ -115,8 +119,50 @@ type Monitor interface{ MonitorInterval() time.Duration }
 // (the oracles: their lag is their own parameter).
 type immediate interface{ immediateActuation() bool }
 
-// Baselines lists the built-in baselines by name, in table order.
-var Baselines = []string{"none", "fixed", "fixed-p5", "oracle", "oracle-lag0.1", "oracle-lag0.5", "oracle-lag1"}
+// Baselines lists the built-in baselines by name, in table order. The
+// oracle takes any lag and share of the capacity (ParseOracle); these are
+// the variants the tables use.
+var Baselines = []string{"none", "fixed", "fixed-p5", "oracle", "oracle-lag0.1", "oracle-lag0.3", "oracle-lag0.5", "oracle-lag1", "oracle-frac0.9", "oracle-frac0.9-lag0.3"}
+
+// OracleShare is the share of the true capacity the oracle sets by default.
+const OracleShare = 0.95
+
+// ParseOracle reads an oracle's name: "oracle", then optionally
+// "-fracF" (the share of the capacity it sets, 0 < F ≤ 1; default
+// OracleShare) and "-lagS" (how many seconds old the capacity it sees is;
+// default 0), in that order: "oracle-frac0.9-lag0.3".
+func ParseOracle(name string) (share float64, lag time.Duration, err error) {
+	rest, ok := strings.CutPrefix(name, "oracle")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not an oracle", name)
+	}
+	share = OracleShare
+	bad := func() (float64, time.Duration, error) {
+		return 0, 0, fmt.Errorf("oracle %q: want oracle[-fracF][-lagS], F in (0, 1], S seconds from 0 to 10, e.g. oracle-frac0.9-lag0.3", name)
+	}
+	if v, ok := strings.CutPrefix(rest, "-frac"); ok {
+		num, after, _ := strings.Cut(v, "-")
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return bad()
+		}
+		share, rest = f, ""
+		if after != "" {
+			rest = "-" + after
+		}
+	}
+	if v, ok := strings.CutPrefix(rest, "-lag"); ok {
+		sec, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(sec >= 0 && sec <= 10) {
+			return bad()
+		}
+		lag, rest = time.Duration(math.Round(sec*1000))*time.Millisecond, ""
+	}
+	if rest != "" {
+		return bad()
+	}
+	return share, lag, nil
+}
 
 // Baseline returns the factory of a built-in baseline.
 func Baseline(name string) (Factory, error) {
@@ -131,14 +177,13 @@ func Baseline(name string) (Factory, error) {
 		return func(env *Env) (Controller, error) {
 			return &fixed{rate: [2]int64{floorRate(env.P5[0]), floorRate(env.P5[1])}}, nil
 		}, nil
-	case "oracle":
-		return oracleFactory(0), nil
-	case "oracle-lag0.1":
-		return oracleFactory(100 * time.Millisecond), nil
-	case "oracle-lag0.5":
-		return oracleFactory(500 * time.Millisecond), nil
-	case "oracle-lag1":
-		return oracleFactory(time.Second), nil
+	}
+	if strings.HasPrefix(name, "oracle") {
+		share, lag, err := ParseOracle(name)
+		if err != nil {
+			return nil, err
+		}
+		return oracleFactory(share, lag), nil
 	}
 	return nil, fmt.Errorf("unknown baseline %q", name)
 }
@@ -163,21 +208,23 @@ func (f *fixed) Delay(DelaySample)  {}
 func (f *fixed) Load(LoadSample)    {}
 func (f *fixed) Tick(time.Duration) {}
 
-// oracle sets 0.95·C(t − lag) every 100 ms: a perfect estimator with a
-// given loop delay, the unreachable corner of the trade-off.
+// oracle sets share·C(t − lag) every 100 ms (0.95·C(t) by default): a
+// perfect estimator with a given loop delay, the unreachable corner of the
+// trade-off.
 type oracle struct {
-	lag  time.Duration
-	cap  func(shape.Direction, time.Duration) int64
-	a    Actuator
-	last int64
+	share float64
+	lag   time.Duration
+	cap   func(shape.Direction, time.Duration) int64
+	a     Actuator
+	last  int64
 }
 
-func oracleFactory(lag time.Duration) Factory {
+func oracleFactory(share float64, lag time.Duration) Factory {
 	return func(env *Env) (Controller, error) {
 		if env.Capacity == nil {
 			return nil, fmt.Errorf("oracle: no capacity function")
 		}
-		return &oracle{lag: lag, cap: env.Capacity, last: -1}, nil
+		return &oracle{share: share, lag: lag, cap: env.Capacity, last: -1}, nil
 	}
 }
 
@@ -199,7 +246,7 @@ func (o *oracle) Tick(now time.Duration) {
 	}
 	o.last = bin
 	for _, d := range shape.Directions {
-		o.a.SetRate(d, floorRate(0.95*float64(o.cap(d, seen))))
+		o.a.SetRate(d, floorRate(o.share*float64(o.cap(d, seen))))
 	}
 }
 

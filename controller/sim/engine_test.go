@@ -55,6 +55,65 @@ func TestPipeIsDummynet(t *testing.T) {
 	}
 }
 
+// TestHTBPipeTakesWhatFits: Linux's bfifo drops a packet only when it does
+// not fit under the limit, so a full queue still takes a probe, where
+// dummynet's takes nothing once it is over.
+func TestHTBPipeTakesWhatFits(t *testing.T) {
+	for _, kind := range []ShaperKind{ShaperDummynet, ShaperHTB} {
+		p := pipe{rate: 1e6, limit: 3100, bfifo: kind == ShaperHTB}
+		p.enqueue(packet{size: 1500})
+		p.enqueue(packet{size: 1500})
+		full := p.enqueue(packet{size: 1500}) // 3000 + 1500 > 3100
+		probe := p.enqueue(packet{size: probeBytes})
+		if kind == ShaperDummynet && (!full || probe) {
+			t.Errorf("dummynet: third segment accepted %v (want true: 3000 ≤ limit), probe over the limit accepted %v (want false)", full, probe)
+		}
+		if kind == ShaperHTB && (full || !probe) {
+			t.Errorf("htb: third segment accepted %v (want false: it does not fit), probe accepted %v (want true: it fits)", full, probe)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want ShaperKind
+		err  bool
+	}{{"", ShaperDummynet, false}, {"dummynet", ShaperDummynet, false}, {"htb", ShaperHTB, false}, {"cake", 0, true}} {
+		got, err := ParseShaper(tc.in)
+		if (err != nil) != tc.err || got != tc.want || (!tc.err && got.String() != map[string]string{"": "dummynet"}[tc.in]+tc.in) {
+			t.Errorf("ParseShaper(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+}
+
+// TestParseOracle: the oracle's share and lag come from its name.
+func TestParseOracle(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		share float64
+		lag   time.Duration
+		err   bool
+	}{
+		{"oracle", OracleShare, 0, false},
+		{"oracle-lag0.3", OracleShare, 300 * time.Millisecond, false},
+		{"oracle-frac0.9", 0.9, 0, false},
+		{"oracle-frac0.9-lag0.5", 0.9, 500 * time.Millisecond, false},
+		{"oracle-lag0.5-frac0.9", 0, 0, true},
+		{"oracle-frac0", 0, 0, true},
+		{"oracle-frac1.5", 0, 0, true},
+		{"oracle-lag-1", 0, 0, true},
+		{"oracle-lag11", 0, 0, true},
+		{"oracle-fast", 0, 0, true},
+		{"oracles", 0, 0, true},
+	} {
+		share, lag, err := ParseOracle(tc.name)
+		if (err != nil) != tc.err || share != tc.share || lag != tc.lag {
+			t.Errorf("ParseOracle(%q) = %v, %v, %v", tc.name, share, lag, err)
+		}
+		if _, berr := Baseline(tc.name); (berr != nil) != tc.err {
+			t.Errorf("Baseline(%q): %v", tc.name, berr)
+		}
+	}
+}
+
 func TestActuationDelayAndReconfigure(t *testing.T) {
 	l := constLink(20e6, 20e6)
 	c := &scripted{at: []time.Duration{time.Second, 2 * time.Second}, rates: []int64{5_000_999, 0}}

@@ -32,6 +32,10 @@ type Link struct {
 	// Buffer is the bottleneck FIFO's size in seconds of mean capacity
 	// when a run does not set one (0: the protocol's 1 s).
 	Buffer time.Duration
+	// BufferBytes, when set for a direction, is the bottleneck FIFO's size
+	// in bytes, whatever the buffer time: a testbed sizes it from the
+	// trace's peak (e2e: one second of it), not from its mean.
+	BufferBytes [2]int64
 	// Bounds, when set for a direction (Max > 0), are the min/base/max a
 	// user of this link would configure; otherwise controllers get the
 	// trace's p5/p25/p95 (benchmark.md §6.2), which on a constant link

@@ -38,12 +38,16 @@ type Result struct {
 	// Upload and Download repeat Dir for JSON.
 	Upload   *DirResult `json:"upload"`
 	Download *DirResult `json:"download"`
-	// RTT50 and RTT90 are the added round-trip delay (both legs, as a
+	// RTT50 … RTT99 are the added round-trip delay (both legs, as a
 	// ping sees it) over the loaded intervals, ms; meaningless (null in
-	// JSON) when RTTSamples is 0.
+	// JSON) when RTTSamples is 0. RTTLoss is the share of measurement
+	// probes sent after the warm-up that did not come back (either leg).
 	RTT50      float64 `json:"rtt_added_p50_ms"`
 	RTT90      float64 `json:"rtt_added_p90_ms"`
+	RTT95      float64 `json:"rtt_added_p95_ms"`
+	RTT99      float64 `json:"rtt_added_p99_ms"`
 	RTTSamples int     `json:"rtt_samples"`
+	RTTLoss    float64 `json:"rtt_probe_loss"`
 	// Phases, for off/on/off runs, has one entry per phase.
 	Phases []Phase `json:"phases,omitempty"`
 	// Series is the per-100-ms time series, when asked for.
@@ -128,9 +132,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		plain
 		RTT50 *float64 `json:"rtt_added_p50_ms"`
 		RTT90 *float64 `json:"rtt_added_p90_ms"`
+		RTT95 *float64 `json:"rtt_added_p95_ms"`
+		RTT99 *float64 `json:"rtt_added_p99_ms"`
 	}{plain: plain(r)}
 	if r.RTTSamples > 0 {
-		out.RTT50, out.RTT90 = &r.RTT50, &r.RTT90
+		out.RTT50, out.RTT90, out.RTT95, out.RTT99 = &r.RTT50, &r.RTT90, &r.RTT95, &r.RTT99
 	}
 	return json.Marshal(out)
 }
@@ -372,6 +378,19 @@ func (r *recorder) result(e *engine) *Result {
 	if len(rtt) > 0 {
 		res.RTT50 = trace.Percentile(rtt, 50)
 		res.RTT90 = trace.Percentile(rtt, 90)
+		res.RTT95 = trace.Percentile(rtt, 95)
+		res.RTT99 = trace.Percentile(rtt, 99)
+	}
+	lostRTT := 0
+	for _, d := range shape.Directions {
+		for _, t := range r.lost[d] {
+			if t >= warm {
+				lostRTT++
+			}
+		}
+	}
+	if n := lostRTT + len(rtt); n > 0 {
+		res.RTTLoss = float64(lostRTT) / float64(n)
 	}
 	res.Upload, res.Download = &res.Dir[shape.Upload], &res.Dir[shape.Download]
 	if ph := e.opt.Phases; ph[1] != 0 {

@@ -51,6 +51,10 @@ type Options struct {
 	ActuationDelay time.Duration
 	// Queue sizes the pipes' byte queues at every rate change.
 	Queue QueueRule
+	// IdleRTT, when set, is the idle RTT the queue rule sizes from
+	// instead of the path's smallest base RTT: a daemon that never
+	// measured the link sizes `queue = "auto"` from its default.
+	IdleRTT time.Duration
 	// Reflectors is the number of probe targets (default 6), each probed
 	// every ProbeInterval (default 300 ms), round robin: one reply every
 	// 50 ms, as cake-autorate does.
@@ -59,13 +63,26 @@ type Options struct {
 	// ProbeOWD makes the prober use ICMP timestamps, so samples carry
 	// one-way delays.
 	ProbeOWD bool
+	// ReflectorClock is the largest offset of a reflector's clock, which
+	// ICMP timestamps carry (default 5 s; negative: none, as for
+	// reflectors on the same host's clock).
+	ReflectorClock time.Duration
 	// ReflectorSpread is the largest extra RTT of a reflector behind the
 	// path (each gets a fixed share, default 5 ms); ReflectorJitter the
 	// mean extra delay of one reply (default 0.5 ms); ProbeLoss the share
-	// of probes that never get a reply (default 0.5 %).
+	// of probes that never get a reply (default 0.5 %; negative: none);
+	// ReflectorSpikes the share of replies delayed by 5–30 ms on a slow
+	// path (default 1 %; negative: none). A testbed's reflectors next to
+	// the path have neither loss nor spikes.
 	ReflectorSpread time.Duration
 	ReflectorJitter time.Duration
 	ProbeLoss       float64
+	ReflectorSpikes float64
+	// Shaper is how the pipes drop (default dummynet's, as on a Mac).
+	Shaper ShaperKind
+	// FlowStart delays the bulk flows: the controller runs on an idle
+	// link first, as `macake watch` does before a testbed's load starts.
+	FlowStart time.Duration
 	// MeasureInterval is the period of the measurement probe (default
 	// 10 ms, 100 Hz).
 	MeasureInterval time.Duration
@@ -116,8 +133,17 @@ func (o Options) withDefaults() Options {
 	if o.ReflectorJitter == 0 {
 		o.ReflectorJitter = 500 * time.Microsecond
 	}
-	if o.ProbeLoss == 0 {
+	switch {
+	case o.ProbeLoss == 0:
 		o.ProbeLoss = 0.005
+	case o.ProbeLoss < 0:
+		o.ProbeLoss = 0
+	}
+	switch {
+	case o.ReflectorSpikes == 0:
+		o.ReflectorSpikes = 0.01
+	case o.ReflectorSpikes < 0:
+		o.ReflectorSpikes = 0
 	}
 	if o.MeasureInterval <= 0 {
 		o.MeasureInterval = 10 * time.Millisecond
@@ -159,7 +185,7 @@ func (o Options) Validate() error {
 		{"duration", o.Duration}, {"buffer", o.Buffer}, {"offset", o.Offset}, {"warm-up", o.Warmup},
 		{"probe interval", o.ProbeInterval}, {"reflector spread", o.ReflectorSpread},
 		{"reflector jitter", o.ReflectorJitter}, {"measure interval", o.MeasureInterval},
-		{"load interval", o.LoadInterval}, {"tick interval", o.TickInterval},
+		{"load interval", o.LoadInterval}, {"tick interval", o.TickInterval}, {"flow start", o.FlowStart}, {"idle RTT", o.IdleRTT},
 	} {
 		if v.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v: want zero (the default) or more", v.name, v.d))
@@ -208,8 +234,17 @@ func (o Options) Validate() error {
 	if o.ActuationDelay > 10*time.Second {
 		errs = append(errs, fmt.Errorf("actuation delay %v: want at most 10 s", o.ActuationDelay))
 	}
-	if o.ProbeLoss < 0 || o.ProbeLoss >= 1 {
+	if o.ProbeLoss >= 1 {
 		errs = append(errs, fmt.Errorf("probe loss %v: want a probability below 1", o.ProbeLoss))
+	}
+	if o.ReflectorSpikes >= 1 {
+		errs = append(errs, fmt.Errorf("reflector spikes %v: want a probability below 1", o.ReflectorSpikes))
+	}
+	if o.Shaper > ShaperHTB {
+		errs = append(errs, fmt.Errorf("shaper %d: want dummynet or htb", o.Shaper))
+	}
+	if o.FlowStart >= o.Duration-o.Warmup && o.FlowStart > 0 {
+		errs = append(errs, fmt.Errorf("flow start %v leaves nothing loaded in a run of %v", o.FlowStart, o.Duration))
 	}
 	if o.Warmup >= o.Duration {
 		errs = append(errs, fmt.Errorf("warm-up %v is not shorter than the run (%v)", o.Warmup, o.Duration))
@@ -229,12 +264,47 @@ func (o Options) Validate() error {
 
 const binWidth = 100 * time.Millisecond
 
+// ShaperKind is the client's shaper the pipes model.
+type ShaperKind uint8
+
+// The shapers: dummynet's pipe (macOS) and Linux's htb class with a bfifo
+// leaf (the tc backend without CAKE, and the e2e testbed). They differ in
+// the drop test, which decides what a full queue does with small packets:
+// dummynet drops every packet once the queue holds more than its limit,
+// bfifo drops only a packet that would not fit, so a probe still fits
+// where a full-sized segment does not.
+const (
+	ShaperDummynet ShaperKind = iota
+	ShaperHTB
+)
+
+// String returns the name ParseShaper reads.
+func (k ShaperKind) String() string {
+	if k == ShaperHTB {
+		return "htb"
+	}
+	return "dummynet"
+}
+
+// ParseShaper reads "dummynet" (or "") and "htb".
+func ParseShaper(s string) (ShaperKind, error) {
+	switch s {
+	case "", "dummynet":
+		return ShaperDummynet, nil
+	case "htb":
+		return ShaperHTB, nil
+	}
+	return 0, fmt.Errorf("shaper %q: want dummynet (macOS) or htb (Linux htb + bfifo)", s)
+}
+
 // pipe is a dummynet pipe as macOS runs it: a byte-limited drop-tail FIFO
 // served at a rate in 1 ms ticks (the kernel's dummynet timer), with credit
 // that accrues only while packets wait and is zeroed by every reconfigure.
+// With bfifo set it drops as Linux's bfifo does instead.
 type pipe struct {
 	rate   int64 // bit/s; 0 = no pipe (packets pass)
 	limit  int64 // queue limit in bytes
+	bfifo  bool
 	q      ring[packet]
 	bytes  int64
 	credit int64 // bit·ms
@@ -243,10 +313,15 @@ type pipe struct {
 	dropBytes int64
 }
 
-// enqueue applies dummynet's drop test (the queue is full when its byte
-// length already exceeds the limit) and queues the packet.
+// enqueue applies the drop test and queues the packet: dummynet's (the
+// queue is full when its byte length already exceeds the limit) or bfifo's
+// (the packet does not fit under the limit).
 func (p *pipe) enqueue(pk packet) bool {
-	if p.bytes > p.limit {
+	full := p.bytes > p.limit
+	if p.bfifo {
+		full = p.bytes+int64(pk.size) > p.limit
+	}
+	if full {
 		p.drops++
 		p.dropBytes += int64(pk.size)
 		return false
@@ -381,14 +456,17 @@ func Run(link *Link, opt Options, factory Factory) (*Result, error) {
 func NewEnv(link *Link, opt Options) *Env {
 	opt = opt.withDefaults()
 	env := &Env{Link: link, IdleRTT: link.MinRTT(), Seed: opt.Seed}
+	if opt.IdleRTT > 0 {
+		env.IdleRTT = opt.IdleRTT
+	}
 	var bins [2][]int64
 	for _, d := range shape.Directions {
 		tr := link.Capacity[d]
 		env.Mean[d] = link.Mean(d)
-		env.P5[d] = tr.Percentile(5)
-		min := floorRate(tr.Percentile(5))
-		base := max(floorRate(tr.Percentile(25)), min)
-		env.Bounds[d] = Bounds{Min: min, Base: base, Max: max(floorRate(tr.Percentile(95)), base)}
+		env.P5[d] = tr.ActivePercentile(5)
+		min := floorRate(env.P5[d])
+		base := max(floorRate(tr.ActivePercentile(25)), min)
+		env.Bounds[d] = Bounds{Min: min, Base: base, Max: max(floorRate(tr.ActivePercentile(95)), base)}
 		if b := link.Bounds[d]; b.Max > 0 {
 			env.Bounds[d] = b
 		}
@@ -417,8 +495,12 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 		e.imm = im.immediateActuation()
 	}
 	for _, d := range shape.Directions {
+		e.pipes[d].bfifo = opt.Shaper == ShaperHTB
 		mean := link.Mean(d)
 		limit := int64(mean / 8 * opt.Buffer.Seconds())
+		if b := link.BufferBytes[d]; b > 0 {
+			limit = b
+		}
 		e.bns[d] = bottleneck{
 			sched: newSchedule(link.Capacity[d], opt.Offset),
 			limit: max(limit, 2*dataBytes),
@@ -433,14 +515,21 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 			e.flows = append(e.flows, &flow{
 				dir:     d,
 				snd:     newSender(opt.CC, opt.RwndBytes),
-				startAt: int64(Uniform(rf, 0, float64(50*time.Millisecond))),
+				startAt: int64(opt.FlowStart) + int64(Uniform(rf, 0, float64(50*time.Millisecond))),
 			})
 		}
 	}
 	cfg := NewStream(opt.Seed, streamLink)
 	for range opt.Reflectors {
 		e.reflOffset = append(e.reflOffset, int64(Uniform(cfg, 0, float64(opt.ReflectorSpread))))
-		e.reflClockOff = append(e.reflClockOff, int64(Uniform(cfg, -5000, 5000))*int64(time.Millisecond))
+		off := int64(Uniform(cfg, -5000, 5000)) * int64(time.Millisecond)
+		switch {
+		case opt.ReflectorClock < 0:
+			off = 0
+		case opt.ReflectorClock > 0:
+			off = off * int64(opt.ReflectorClock) / int64(5*time.Second)
+		}
+		e.reflClockOff = append(e.reflClockOff, off)
 	}
 	e.rngRefl = NewStream(opt.Seed, streamReflector)
 	e.rngLoss = NewStream(opt.Seed, streamProbeLoss)
@@ -647,12 +736,12 @@ func (e *engine) atFar(p packet) {
 }
 
 // jitter is one reply's extra delay at the reflector: usually a fraction of
-// a millisecond, and for 1 % of replies a spike of 5–30 ms (ICMP handled
-// on a slow path).
+// a millisecond, and for Options.ReflectorSpikes of replies (1 %) a spike
+// of 5–30 ms (ICMP handled on a slow path).
 func (e *engine) jitter() int64 {
 	r := e.rngRefl
 	j := float64(e.opt.ReflectorJitter) * (r.Float64() + r.Float64()) // mean = ReflectorJitter
-	if r.Float64() < 0.01 {
+	if r.Float64() < e.opt.ReflectorSpikes {
 		j += Uniform(r, float64(5*time.Millisecond), float64(30*time.Millisecond))
 	}
 	return int64(j)

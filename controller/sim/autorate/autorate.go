@@ -119,14 +119,26 @@ func Variant(name string) (sim.Factory, error) {
 	default:
 		return nil, fmt.Errorf("variant %q: want it to start with upstream or ours", name)
 	}
-	type change struct {
-		field string
-		on    bool
+	changes := name[i:]
+	if err := Switch(&controller.Improvements{}, changes); err != nil {
+		return nil, fmt.Errorf("variant %q: %w", name, err)
 	}
-	var changes []change
-	rest := name[i:]
-	for rest != "" {
+	return Factory(func(env *sim.Env) controller.Config {
+		cfg := build(env)
+		Switch(&cfg.Improvements, changes) // checked above
+		return cfg
+	}), nil
+}
+
+// Switch applies changes such as "+A-B" to imp: switch A (a field name
+// of controller.Improvements) on, B off.
+func Switch(imp *controller.Improvements, changes string) error {
+	v := reflect.ValueOf(imp).Elem()
+	for rest := changes; rest != ""; {
 		on := rest[0] == '+'
+		if !on && rest[0] != '-' {
+			return fmt.Errorf("%q: want +Switch or -Switch", changes)
+		}
 		rest = rest[1:]
 		j := strings.IndexAny(rest, "+-")
 		if j < 0 {
@@ -134,20 +146,13 @@ func Variant(name string) (sim.Factory, error) {
 		}
 		field := rest[:j]
 		rest = rest[j:]
-		f := reflect.ValueOf(controller.Improvements{}).FieldByName(field)
+		f := v.FieldByName(field)
 		if !f.IsValid() || f.Kind() != reflect.Bool {
-			return nil, fmt.Errorf("variant %q: no improvement switch %q; switches: %s", name, field, strings.Join(Switches(), ", "))
+			return fmt.Errorf("no improvement switch %q; switches: %s", field, strings.Join(Switches(), ", "))
 		}
-		changes = append(changes, change{field, on})
+		f.SetBool(on)
 	}
-	return Factory(func(env *sim.Env) controller.Config {
-		cfg := build(env)
-		v := reflect.ValueOf(&cfg.Improvements).Elem()
-		for _, c := range changes {
-			v.FieldByName(c.field).SetBool(c.on)
-		}
-		return cfg
-	}), nil
+	return nil
 }
 
 // Switches lists the improvement switches of the controller.

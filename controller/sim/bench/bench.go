@@ -25,22 +25,21 @@ import (
 
 // Case is one trace of the benchmark, loaded in its own direction.
 type Case struct {
-	Name    string
-	Class   string
+	Name  string
+	Class string
+	// Source is the folder the trace came from (one recording campaign:
+	// mahimahi, nyu-mets, …), the unit leave-one-source-out holds out.
+	Source  string
 	Dir     shape.Direction
 	Trace   *trace.Trace
 	Reverse *trace.Trace // the other direction's paired trace, or nil
-	// Dev is set for development traces (used for tuning); the others are
-	// held out and only reported.
-	Dev bool
 }
 
 // skipped are files in the trace directories that are not capacity traces.
 var skipped = map[string]bool{"COPYING": true, "README.upstream": true, "README.md": true, "LICENSE": true, "ping.csv": true}
 
 // Cases finds every capacity trace under dir (one level of subdirectories,
-// as ../shared/traces is laid out), sorted by name. Every third trace of a
-// class, in name order, is held out of development.
+// as ../shared/traces is laid out, each a source), sorted by name.
 func Cases(dir string) ([]Case, error) {
 	subdirs, err := os.ReadDir(dir)
 	if err != nil {
@@ -69,7 +68,7 @@ func Cases(dir string) ([]Case, error) {
 		}
 		for path, ts := range loaded {
 			for _, t := range ts {
-				c := Case{Name: t.Name, Class: t.Class, Dir: t.Direction, Trace: t}
+				c := Case{Name: t.Name, Class: t.Class, Source: sd.Name(), Dir: t.Direction, Trace: t}
 				// The reverse direction: the other column of the same file
 				// when it has exactly one, or the mahimahi sibling file.
 				var others []*trace.Trace
@@ -80,7 +79,7 @@ func Cases(dir string) ([]Case, error) {
 				}
 				if len(others) == 1 {
 					c.Reverse = others[0]
-				} else if sib, ok := loaded[siblingPath(path)]; ok && len(sib) == 1 {
+				} else if sib, ok := loaded[trace.SiblingPath(path)]; ok && len(sib) == 1 {
 					c.Reverse = sib[0]
 				}
 				cases = append(cases, c)
@@ -91,23 +90,7 @@ func Cases(dir string) ([]Case, error) {
 		return nil, fmt.Errorf("no traces under %s", dir)
 	}
 	sort.Slice(cases, func(i, j int) bool { return cases[i].Name < cases[j].Name })
-	perClass := map[string]int{}
-	for i := range cases {
-		n := perClass[cases[i].Class]
-		perClass[cases[i].Class]++
-		cases[i].Dev = n%3 != 2
-	}
 	return cases, nil
-}
-
-func siblingPath(p string) string {
-	switch {
-	case strings.HasSuffix(p, ".down"):
-		return strings.TrimSuffix(p, ".down") + ".up"
-	case strings.HasSuffix(p, ".up"):
-		return strings.TrimSuffix(p, ".up") + ".down"
-	}
-	return ""
 }
 
 // Config describes a benchmark.
@@ -131,18 +114,18 @@ type Outcome struct {
 }
 
 // Summary is the median of an outcome's runs in the case's direction.
-// D95, D99 and Score are over the Measured runs in which some measurement
-// probe came back (0 when none did); ProbeLoss is the median share of
-// probes lost, which D95 does not include.
+// D50, D95, D99 and Score are over the Measured runs in which some
+// measurement probe came back (0 when none did); ProbeLoss is the median
+// share of probes lost, which the delays do not include.
 type Summary struct {
-	U, D95, D99, Score float64
-	ProbeLoss          float64
-	Measured           int
+	U, D50, D95, D99, Score float64
+	ProbeLoss               float64
+	Measured                int
 }
 
 // Summary returns the medians of the loaded direction's metrics.
 func (o *Outcome) Summary() Summary {
-	var u, d95, d99, sc, loss []float64
+	var u, d50, d95, d99, sc, loss []float64
 	for _, r := range o.Runs {
 		x := r.Dir[o.Case.Dir]
 		u = append(u, x.U)
@@ -150,11 +133,12 @@ func (o *Outcome) Summary() Summary {
 		if x.DelaySamples == 0 {
 			continue
 		}
+		d50 = append(d50, x.D50)
 		d95 = append(d95, x.D95)
 		d99 = append(d99, x.D99)
 		sc = append(sc, x.Score)
 	}
-	return Summary{U: median(u), D95: median(d95), D99: median(d99), Score: median(sc), ProbeLoss: median(loss), Measured: len(d95)}
+	return Summary{U: median(u), D50: median(d50), D95: median(d95), D99: median(d99), Score: median(sc), ProbeLoss: median(loss), Measured: len(d95)}
 }
 
 // Result is a whole benchmark: Outcomes[case][arm].
@@ -354,14 +338,14 @@ func (r *Result) ArmIndex(name string) int {
 	return -1
 }
 
-// Classes returns the case classes in name order.
-func (r *Result) Classes() []string {
+// Sources returns the case sources in name order.
+func (r *Result) Sources() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, c := range r.Cases {
-		if !seen[c.Class] {
-			seen[c.Class] = true
-			out = append(out, c.Class)
+		if !seen[c.Source] {
+			seen[c.Source] = true
+			out = append(out, c.Source)
 		}
 	}
 	sort.Strings(out)

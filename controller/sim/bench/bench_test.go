@@ -82,10 +82,10 @@ func TestCasesPairsAndHoldsOut(t *testing.T) {
 	if c := names["mahimahi/a.down"]; c == nil || c.Reverse == nil || c.Reverse.Name != "mahimahi/a.up" {
 		t.Errorf("a.down not paired with a.up: %+v", c)
 	}
-	if c := names["mahimahi/b.down"]; c == nil || c.Reverse != nil || c.Dev {
-		t.Errorf("b.down: %+v; want no pair, and held out (third cellular trace)", c)
+	if c := names["mahimahi/b.down"]; c == nil || c.Reverse != nil || c.Source != "mahimahi" {
+		t.Errorf("b.down: %+v; want no pair, source mahimahi", c)
 	}
-	if c := names["starlink-road/iperf.csv:upload_mbps"]; c == nil || c.Class != "starlink" || c.Reverse == nil || c.Reverse.Direction != shape.Download {
+	if c := names["starlink-road/iperf.csv:upload_mbps"]; c == nil || c.Class != "starlink" || c.Source != "starlink-road" || c.Reverse == nil || c.Reverse.Direction != shape.Download {
 		t.Errorf("iperf upload: %+v", c)
 	}
 	res, err := Run(cases[:1], Config{Options: sim.Options{Duration: 3 * time.Second, Warmup: time.Second}, Flows: 1, Seeds: 2, Offsets: 2,

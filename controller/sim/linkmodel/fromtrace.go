@@ -4,7 +4,6 @@ package linkmodel
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -14,13 +13,16 @@ import (
 )
 
 // ClassRTT is the base RTT the simulator gives a trace's path by class
-// (benchmark.md §6.1: LTE 40–60 ms, Starlink 30–45 ms minimum; the traces
-// carry no delay series).
+// (benchmark.md §6.1: LTE 40–60 ms, Starlink 30–45 ms minimum; 3G HSDPA
+// and fixed broadband are not in §6.1: a 3G path's idle RTT is longer than
+// LTE's, a fixed line's shorter; the traces carry no delay series).
 var ClassRTT = map[string]time.Duration{
-	"starlink": 40 * time.Millisecond,
-	"cellular": 50 * time.Millisecond,
-	"lte-tcp":  50 * time.Millisecond,
-	"5g":       30 * time.Millisecond,
+	"starlink":  40 * time.Millisecond,
+	"cellular":  50 * time.Millisecond,
+	"lte-tcp":   50 * time.Millisecond,
+	"5g":        30 * time.Millisecond,
+	"3g":        60 * time.Millisecond,
+	"broadband": 20 * time.Millisecond,
 }
 
 // FromTrace builds a link from a capacity trace. The trace's own direction
@@ -80,7 +82,7 @@ func LoadTraceLink(spec string, seed uint64) (l *sim.Link, measured [2]bool, err
 	var reverse *trace.Trace
 	if len(traces) == 2 {
 		reverse = traces[1]
-	} else if sib := sibling(spec); sib != "" {
+	} else if sib := trace.Sibling(spec); sib != "" {
 		if st, err := trace.LoadSpec(sib); err == nil && len(st) == 1 {
 			reverse = st[0]
 		}
@@ -91,22 +93,4 @@ func LoadTraceLink(spec string, seed uint64) (l *sim.Link, measured [2]bool, err
 		measured[reverse.Direction] = true
 	}
 	return l, measured, nil
-}
-
-// sibling names the other direction's mahimahi file (X.down ↔ X.up) when it
-// exists.
-func sibling(path string) string {
-	var other string
-	switch {
-	case strings.HasSuffix(path, ".down"):
-		other = strings.TrimSuffix(path, ".down") + ".up"
-	case strings.HasSuffix(path, ".up"):
-		other = strings.TrimSuffix(path, ".up") + ".down"
-	default:
-		return ""
-	}
-	if _, err := os.Stat(other); err != nil {
-		return ""
-	}
-	return other
 }

@@ -13,40 +13,38 @@ import (
 )
 
 // Bench prints the trace benchmark: per trace and controller the median U,
-// D95, D99 and score over the runs, the verdict of cand against ref on every
-// trace, and the summary (geometric-mean score per controller and class,
-// wins/ties/losses on the development and held-out traces).
-func Bench(w io.Writer, r *bench.Result, ref, cand string) {
+// D50, D95, D99 and score over the runs, the verdict of cand against ref on
+// every trace, and the summary (geometric-mean score per controller and
+// source, wins/ties/losses per source). With loso it adds the
+// leave-one-source-out estimate: the candidates' scores per source and
+// the decision made again without each source.
+func Bench(w io.Writer, r *bench.Result, ref, cand string, loso *bench.LOSO) {
 	ai, bi := r.ArmIndex(cand), r.ArmIndex(ref)
 	cfg := r.Config
 	if cfg.Options.Buffer <= 0 {
 		cfg.Options.Buffer = time.Second
 	}
-	fmt.Fprintf(w, "Trace benchmark: %d traces × %d seeds × %d start offsets, %v per run, %d %s flows in the trace's direction, buffer %v of mean capacity, pipe queue %s.\n",
-		len(r.Cases), cfg.Seeds, cfg.Offsets, cfg.Options.Duration, cfg.Flows, strings.ToUpper(cfg.Options.CC.String()), cfg.Options.Buffer, cfg.Options.Queue)
-	fmt.Fprintln(w, "Medians over the runs; D95/D99: added one-way delay in ms of the probes that came back; lost: probes")
-	fmt.Fprintln(w, "dropped (not in D95/D99); * marks held-out traces (not used for tuning).")
+	fmt.Fprintf(w, "Trace benchmark: %d traces from %d sources × %d seeds × %d start offsets, %v per run, %d %s flows in the trace's direction, buffer %v of mean capacity, pipe queue %s.\n",
+		len(r.Cases), len(r.Sources()), cfg.Seeds, cfg.Offsets, cfg.Options.Duration, cfg.Flows, strings.ToUpper(cfg.Options.CC.String()), cfg.Options.Buffer, cfg.Options.Queue)
+	fmt.Fprintln(w, "Medians over the runs; D50/D95/D99: added one-way delay in ms of the probes that came back; lost:")
+	fmt.Fprintln(w, "probes dropped (not in D50–D99).")
 	fmt.Fprintln(w)
-	head := []string{"trace", "class", "dir", "controller", "U", "D95", "D99", "lost", "score"}
+	head := []string{"trace", "class", "dir", "controller", "U", "D50", "D95", "D99", "lost", "score"}
 	if ai >= 0 && bi >= 0 {
 		head = append(head, cand+" vs "+ref)
 	}
 	t := Table{Header: head}
 	for ci, row := range r.Outcomes {
 		c := &r.Cases[ci]
-		name := c.Name
-		if !c.Dev {
-			name += " *"
-		}
 		for k, o := range row {
 			s := o.Summary()
-			d95, d99, score := "—", "—", "—"
+			d50, d95, d99, score := "—", "—", "—", "—"
 			if s.Measured > 0 {
-				d95, d99, score = ms(s.D95), ms(s.D99), fmt.Sprintf("%.3f", s.Score)
+				d50, d95, d99, score = ms(s.D50), ms(s.D95), ms(s.D99), fmt.Sprintf("%.3f", s.Score)
 			}
-			cells := []string{"", "", "", o.Arm, fmt.Sprintf("%.3f", s.U), d95, d99, percent(s.ProbeLoss), score}
+			cells := []string{"", "", "", o.Arm, fmt.Sprintf("%.3f", s.U), d50, d95, d99, percent(s.ProbeLoss), score}
 			if k == 0 {
-				cells[0], cells[1], cells[2] = name, c.Class, dirShort(c.Dir)
+				cells[0], cells[1], cells[2] = c.Name, c.Class, dirShort(c.Dir)
 			}
 			if ai >= 0 && bi >= 0 {
 				v := ""
@@ -61,15 +59,14 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string) {
 	t.Write(w)
 	fmt.Fprintln(w)
 
-	dev := func(c *bench.Case) bool { return c.Dev }
-	held := func(c *bench.Case) bool { return !c.Dev }
+	sources := r.Sources()
+	of := func(src string) func(*bench.Case) bool { return func(c *bench.Case) bool { return c.Source == src } }
 	fmt.Fprintln(w, "Geometric-mean score:")
-	g := Table{Header: append([]string{"controller", "all", "dev", "held-out"}, r.Classes()...)}
+	g := Table{Header: append([]string{"controller", "all"}, sources...)}
 	for i, a := range r.Arms {
-		cells := []string{a, fmt.Sprintf("%.3f", r.GeoMean(i, nil)), fmt.Sprintf("%.3f", r.GeoMean(i, dev)), fmt.Sprintf("%.3f", r.GeoMean(i, held))}
-		for _, cl := range r.Classes() {
-			cl := cl
-			cells = append(cells, fmt.Sprintf("%.3f", r.GeoMean(i, func(c *bench.Case) bool { return c.Class == cl })))
+		cells := []string{a, fmt.Sprintf("%.3f", r.GeoMean(i, nil))}
+		for _, src := range sources {
+			cells = append(cells, fmt.Sprintf("%.3f", r.GeoMean(i, of(src))))
 		}
 		g.Add(cells...)
 	}
@@ -82,28 +79,63 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string) {
 		if i == bi || (ai >= 0 && i != ai && !strings.HasPrefix(a, ref) && !strings.HasPrefix(a, cand)) {
 			continue
 		}
-		for _, set := range []struct {
-			name string
-			keep func(*bench.Case) bool
-		}{{"all traces", nil}, {"development", dev}, {"held-out", held}} {
-			win, tie, loss := r.Tally(i, bi, set.keep)
-			n := win + tie + loss
-			if n == 0 {
-				continue
-			}
-			ratio := r.GeoMean(i, set.keep) / r.GeoMean(bi, set.keep)
-			fmt.Fprintf(w, "%s vs %s, %s: %d wins, %d ties, %d losses (wins or ties on %.0f %%); geometric-mean score %.2f×.\n",
-				a, ref, set.name, win, tie, loss, 100*float64(win+tie)/float64(n), ratio)
+		win, tie, loss := r.Tally(i, bi, nil)
+		if n := win + tie + loss; n > 0 {
+			fmt.Fprintf(w, "%s vs %s, all traces: %d wins, %d ties, %d losses (wins or ties on %.0f %%); geometric-mean score %.2f×.\n",
+				a, ref, win, tie, loss, 100*float64(win+tie)/float64(n), r.Ratio(i, bi, nil))
 		}
-		for _, cl := range r.Classes() {
-			cl := cl
-			keep := func(c *bench.Case) bool { return c.Class == cl }
-			win, tie, loss := r.Tally(i, bi, keep)
-			fmt.Fprintf(w, "  %s: %d/%d/%d, score %.2f×", cl, win, tie, loss, r.GeoMean(i, keep)/r.GeoMean(bi, keep))
+		for _, src := range sources {
+			win, tie, loss := r.Tally(i, bi, of(src))
+			fmt.Fprintf(w, "  %s: %d/%d/%d, score %.2f×", src, win, tie, loss, r.Ratio(i, bi, of(src)))
 		}
 		fmt.Fprintln(w)
 	}
+	if loso != nil {
+		fmt.Fprintln(w)
+		LOSO(w, r, *loso)
+	}
 }
+
+// LOSO prints a leave-one-source-out estimate: every candidate's score
+// over the reference's per source (✗: below bench.SourceLoss, a lost
+// source), then per held-out source the candidate the decision rule picks
+// on the other sources and how it does on the one left out.
+func LOSO(w io.Writer, r *bench.Result, l bench.LOSO) {
+	ri := r.ArmIndex(l.Ref)
+	sources := r.Sources()
+	of := func(src string) func(*bench.Case) bool { return func(c *bench.Case) bool { return c.Source == src } }
+	fmt.Fprintf(w, "Candidates, geometric-mean score over %s's per source (✗: a lost source, below %.2f×):\n", l.Ref, bench.SourceLoss)
+	t := Table{Header: append([]string{"candidate", "all"}, sources...)}
+	for _, c := range l.Candidates {
+		ci := r.ArmIndex(c)
+		cells := []string{c, ratio(r.Ratio(ci, ri, nil))}
+		for _, src := range sources {
+			q := r.Ratio(ci, ri, of(src))
+			cell := ratio(q)
+			if q < bench.SourceLoss {
+				cell += " ✗"
+			}
+			cells = append(cells, cell)
+		}
+		t.Add(cells...)
+	}
+	t.Write(w)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Leave one source out: the candidate with the best score over %s's that loses no source, chosen on the\n", l.Ref)
+	fmt.Fprintln(w, "other sources alone (none: keep the reference), and how it does on the source left out:")
+	h := Table{Header: []string{"held out", "traces", "chosen on the others", "there", "held out: score", "W/T/L"}}
+	for _, x := range l.Held {
+		h.Add(x.Source, fmt.Sprint(x.Cases), x.Chosen, ratio(x.TrainRatio), ratio(x.Ratio), fmt.Sprintf("%d/%d/%d", x.Win, x.Tie, x.Loss))
+	}
+	h.Write(w)
+	n := l.Win + l.Tie + l.Loss
+	if n > 0 {
+		fmt.Fprintf(w, "Leave-one-source-out estimate vs %s: geometric-mean score %.2f×; %d wins, %d ties, %d losses (wins or ties on %.0f %%).\n",
+			l.Ref, l.Ratio, l.Win, l.Tie, l.Loss, 100*float64(l.Win+l.Tie)/float64(n))
+	}
+}
+
+func ratio(v float64) string { return fmt.Sprintf("%.2f×", v) }
 
 func dirShort(d shape.Direction) string {
 	if d == shape.Upload {

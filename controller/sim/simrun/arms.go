@@ -16,7 +16,7 @@ const policyArm = "policy"
 
 // benchControllers are the default arms of --traces: every baseline of
 // benchmark.md §6.2 that the table needs, and the two autorate controllers.
-const benchControllers = "none,fixed,fixed-p5,upstream,ours,oracle,oracle-lag0.5"
+const benchControllers = "none,fixed,fixed-p5,upstream,ours,oracle,oracle-lag0.3"
 
 // autorateArms holds the controllers built on the production controller
 // package, by name: upstream (the faithful port) and ours.
@@ -29,7 +29,7 @@ func DefaultControllers() string {
 	if _, ok := autorateArms["ours"]; ok {
 		return "none,fixed,upstream,ours,oracle"
 	}
-	return "none,fixed,fixed-p5,oracle,oracle-lag0.5"
+	return "none,fixed,fixed-p5,oracle,oracle-lag0.3"
 }
 
 // AvailableControllers lists the controllers by name, in table order: the
@@ -107,7 +107,7 @@ func phasesArm(name string, arms []sim.Arm) (sim.Arm, bool) {
 	case "none":
 		return sim.Arm{}, false
 	case "auto":
-		for _, pref := range []string{policyArm, "ours", "upstream", "oracle-lag0.5", "oracle"} {
+		for _, pref := range []string{policyArm, "ours", "upstream", "oracle-lag0.3", "oracle-lag0.5", "oracle"} {
 			for _, a := range arms {
 				if a.Name == pref {
 					return a, true

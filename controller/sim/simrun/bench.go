@@ -4,9 +4,18 @@ package simrun
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
+	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/controller/sim/bench"
 )
+
+// DefaultCandidates are the variants `make bench` re-decides without each
+// source: macake's law (ours), each of its switches taken out again, and
+// the switches measured and left out (docs/MEASUREMENTS.md, "How ours was
+// built").
+const DefaultCandidates = "ours,ours-CutToAchieved,ours-FastRecovery,upstream+CutToAchieved,ours+BaseRecovery"
 
 // Bench is a --traces benchmark, built and checked: every trace of the
 // directory with every arm, seed and start offset.
@@ -15,6 +24,9 @@ type Bench struct {
 	Cases []bench.Case
 	// Config holds the arms and the runs per trace.
 	Config bench.Config
+	// Candidates are the arms of the leave-one-source-out estimate,
+	// chosen among against upstream (none: no estimate).
+	Candidates []string
 }
 
 // NewBench checks s and finds its traces. Its errors are UsageErrors for
@@ -27,11 +39,59 @@ func NewBench(s Spec) (*Bench, error) {
 	if s.Policy != "" {
 		return nil, UsageError{errors.New("--policy sets one link's bounds; with --traces every trace takes its own (p5/p25/p95)")}
 	}
+	var cands []string
+	if list := s.Candidates; list != "none" {
+		if list == "" {
+			list = DefaultCandidates
+		}
+		extra, err := candidateArms(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range extra {
+			cands = append(cands, a.Name)
+			if !hasArm(arms, a.Name) {
+				arms = append(arms, a)
+			}
+		}
+		if !hasArm(arms, "upstream") {
+			f, _ := controllerFactory("upstream")
+			arms = append(arms, sim.Arm{Name: "upstream", Factory: f})
+		}
+	}
 	cases, err := bench.Cases(s.Traces)
 	if err != nil {
 		return nil, err
 	}
-	return &Bench{Cases: cases, Config: bench.Config{Options: opt, Flows: s.Flows, Seeds: s.Seeds, Offsets: s.Offsets, Arms: arms, Workers: s.Workers}}, nil
+	return &Bench{Cases: cases, Candidates: cands, Config: bench.Config{Options: opt, Flows: s.Flows, Seeds: s.Seeds, Offsets: s.Offsets, Arms: arms, Workers: s.Workers}}, nil
+}
+
+// candidateArms resolves a --candidates list: autorate controllers and
+// their variants only, since the estimate is about tuning the controller.
+func candidateArms(list string) ([]sim.Arm, error) {
+	as, err := arms(list)
+	if err != nil {
+		return nil, usage(fmt.Errorf("--candidates: %w", errors.Unwrap(err)))
+	}
+	for _, a := range as {
+		if !strings.HasPrefix(a.Name, "upstream") && !strings.HasPrefix(a.Name, "ours") {
+			return nil, UsageError{fmt.Errorf("--candidates %s: %q is not an autorate controller (upstream, ours or a variant such as ours-FastRecovery)", list, a.Name)}
+		}
+	}
+	return as, nil
+}
+
+// LOSO is the leave-one-source-out estimate of res against upstream, nil
+// without candidates.
+func (b *Bench) LOSO(res *bench.Result) (*bench.LOSO, error) {
+	if len(b.Candidates) == 0 {
+		return nil, nil
+	}
+	l, err := res.LeaveOneSourceOut("upstream", b.Candidates)
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
 }
 
 // Runs is how many simulations Run does, for a progress line.
@@ -44,19 +104,22 @@ func (b *Bench) Run() (*bench.Result, error) { return bench.Run(b.Cases, b.Confi
 
 // BenchDocument is the JSON form of a trace benchmark (`macake sim
 // --traces DIR --json`): per trace, each controller's median metrics and
-// the verdict of ours against upstream, and each controller's geometric-mean
-// score across the traces.
+// the verdict of ours against upstream, each controller's geometric-mean
+// score across the traces and per source, and the leave-one-source-out
+// estimate when candidates ran.
 type BenchDocument struct {
-	Traces  []BenchTrace       `json:"traces"`
-	GeoMean map[string]float64 `json:"geomean_score"`
+	Traces          []BenchTrace                  `json:"traces"`
+	GeoMean         map[string]float64            `json:"geomean_score"`
+	GeoMeanBySource map[string]map[string]float64 `json:"geomean_score_by_source"`
+	LOSO            *bench.LOSO                   `json:"leave_one_source_out,omitempty"`
 }
 
 // BenchTrace is one trace's row of a BenchDocument.
 type BenchTrace struct {
 	Trace       string     `json:"trace"`
 	Class       string     `json:"class"`
+	Source      string     `json:"source"`
 	Direction   string     `json:"direction"`
-	Development bool       `json:"development"`
 	Controllers []BenchArm `json:"controllers"`
 	// Verdict is the win rule's verdict of ours against upstream, when
 	// both ran.
@@ -67,24 +130,25 @@ type BenchTrace struct {
 type BenchArm struct {
 	Controller string   `json:"controller"`
 	U          float64  `json:"u"`
-	D95        *float64 `json:"d95_ms"` // null: no run measured any delay
+	D50        *float64 `json:"d50_ms"` // null: no run measured any delay
+	D95        *float64 `json:"d95_ms"`
 	D99        *float64 `json:"d99_ms"`
 	Score      *float64 `json:"score"`
 	ProbeLoss  float64  `json:"probe_loss"`
 }
 
-// NewBenchDocument summarises res for JSON.
-func NewBenchDocument(res *bench.Result) BenchDocument {
-	out := BenchDocument{GeoMean: map[string]float64{}}
+// NewBenchDocument summarises res (and its estimate loso, or nil) for JSON.
+func NewBenchDocument(res *bench.Result, loso *bench.LOSO) BenchDocument {
+	out := BenchDocument{GeoMean: map[string]float64{}, GeoMeanBySource: map[string]map[string]float64{}, LOSO: loso}
 	ai, bi := res.ArmIndex("ours"), res.ArmIndex("upstream")
 	for ci, row := range res.Outcomes {
 		c := res.Cases[ci]
-		cj := BenchTrace{Trace: c.Name, Class: c.Class, Direction: c.Dir.String(), Development: c.Dev}
+		cj := BenchTrace{Trace: c.Name, Class: c.Class, Source: c.Source, Direction: c.Dir.String()}
 		for _, o := range row {
 			s := o.Summary()
 			a := BenchArm{Controller: o.Arm, U: s.U, ProbeLoss: s.ProbeLoss}
 			if s.Measured > 0 {
-				a.D95, a.D99, a.Score = &s.D95, &s.D99, &s.Score
+				a.D50, a.D95, a.D99, a.Score = &s.D50, &s.D95, &s.D99, &s.Score
 			}
 			cj.Controllers = append(cj.Controllers, a)
 		}
@@ -95,6 +159,11 @@ func NewBenchDocument(res *bench.Result) BenchDocument {
 	}
 	for i, a := range res.Arms {
 		out.GeoMean[a] = res.GeoMean(i, nil)
+		by := map[string]float64{}
+		for _, src := range res.Sources() {
+			by[src] = res.GeoMean(i, func(c *bench.Case) bool { return c.Source == src })
+		}
+		out.GeoMeanBySource[a] = by
 	}
 	return out
 }

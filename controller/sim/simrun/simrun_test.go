@@ -216,9 +216,27 @@ func TestNewBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := armNames(b.Config.Arms); got != strings.ReplaceAll(benchControllers, ",", ", ") || len(b.Cases) != 1 || b.Runs() != 1*7*5*3 || b.Config.Flows != 4 {
-		t.Errorf("arms %s, %d runs", got, b.Runs())
+	// The candidates of the leave-one-source-out estimate run after the
+	// controllers, each once.
+	want := strings.ReplaceAll(benchControllers+",ours-CutToAchieved,ours-FastRecovery,upstream+CutToAchieved,ours+BaseRecovery", ",", ", ")
+	if got := armNames(b.Config.Arms); got != want || len(b.Cases) != 1 || b.Runs() != 1*11*5*3 || b.Config.Flows != 4 || len(b.Candidates) != 5 {
+		t.Errorf("arms %s, %d runs, candidates %v", got, b.Runs(), b.Candidates)
 	}
+	for _, tc := range []struct{ list, want string }{
+		{"none", ""},
+		{"upstream+CutToAchieved", "upstream+CutToAchieved"},
+	} {
+		s.Candidates = tc.list
+		b, err := NewBench(s)
+		if err != nil || strings.Join(b.Candidates, ",") != tc.want {
+			t.Errorf("--candidates %s: %v, %v", tc.list, b, err)
+		}
+	}
+	s.Candidates = "fixed"
+	if _, err := NewBench(s); !errors.As(err, new(UsageError)) || !strings.Contains(err.Error(), "not an autorate controller") {
+		t.Errorf("--candidates fixed: %v", err)
+	}
+	s.Candidates = ""
 	s.Traces = "/no/such/dir"
 	if _, err := NewBench(s); err == nil || errors.As(err, new(UsageError)) {
 		t.Errorf("missing directory: %v; want a plain error", err)

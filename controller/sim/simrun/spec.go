@@ -54,11 +54,16 @@ type Spec struct {
 	// Direction is "both", "download", "upload", or "" for the link's
 	// loaded directions (both for a model, the trace's own for a trace).
 	Direction string
-	// CC and Queue are read by sim.ParseCC and sim.ParseQueueRule.
-	CC, Queue string
+	// CC, Queue and Shaper are read by sim.ParseCC, sim.ParseQueueRule
+	// and sim.ParseShaper.
+	CC, Queue, Shaper string
 	// Controllers is the comma-separated list of arms ("" the default of
 	// the mode: DefaultControllers, or the benchmark's set with Traces).
 	Controllers string
+	// Candidates, with Traces, are the variants the leave-one-source-out
+	// estimate chooses among ("" DefaultCandidates, "none" no estimate);
+	// they run as arms besides Controllers.
+	Candidates string
 	// Phases names the arm of the off/on/off run: "auto", "none" or a name.
 	Phases string
 	// Loss is "DOWN,UP" probabilities, or "" for the link's own.
@@ -191,13 +196,17 @@ func (s *Spec) options() (sim.Options, error) {
 	if err != nil {
 		return sim.Options{}, usage(err)
 	}
+	shaper, err := sim.ParseShaper(s.Shaper)
+	if err != nil {
+		return sim.Options{}, UsageError{fmt.Errorf("--%w", err)}
+	}
 	act := s.ActuationDelay
 	if act == 0 {
 		act = -1 // an explicit zero: no delay
 	}
 	opt := sim.Options{
 		Duration: s.Duration, CC: cc, Buffer: s.Buffer, Seed: s.Seed, Offset: s.Offset,
-		ActuationDelay: act, Queue: q, Warmup: s.Warmup,
+		ActuationDelay: act, Queue: q, Warmup: s.Warmup, Shaper: shaper,
 	}
 	switch s.Direction {
 	case "both":

@@ -319,6 +319,31 @@ func displayName(path string) string {
 	return dir + "/" + filepath.Base(path)
 }
 
+// Sibling names the other direction's mahimahi file (X.down ↔ X.up) when
+// it exists, else "".
+func Sibling(path string) string {
+	other := SiblingPath(path)
+	if other == "" {
+		return ""
+	}
+	if _, err := os.Stat(other); err != nil {
+		return ""
+	}
+	return other
+}
+
+// SiblingPath is the name the other direction's mahimahi file would have
+// (X.down ↔ X.up), or "" for a file that is neither.
+func SiblingPath(path string) string {
+	switch {
+	case strings.HasSuffix(path, ".down"):
+		return strings.TrimSuffix(path, ".down") + ".up"
+	case strings.HasSuffix(path, ".up"):
+		return strings.TrimSuffix(path, ".up") + ".down"
+	}
+	return ""
+}
+
 // classOf names the kind of link a trace directory holds.
 func classOf(path string) string {
 	switch filepath.Base(filepath.Dir(path)) {
@@ -330,6 +355,10 @@ func classOf(path string) string {
 		return "lte-tcp"
 	case "5gophers":
 		return "5g"
+	case "norway-hsdpa":
+		return "3g"
+	case "fcc-broadband":
+		return "broadband"
 	}
 	return "trace"
 }

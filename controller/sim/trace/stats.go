@@ -66,7 +66,7 @@ func (t *Trace) Stats() Stats {
 	var outage, util, over float64
 	fixed := 0.95 * s.Mean
 	for _, v := range mbit {
-		if v < 0.1*s.Mean {
+		if v < OutageShare*s.Mean {
 			outage++
 		}
 		util += math.Min(s.P5, v)

@@ -177,6 +177,37 @@ func (t *Trace) Percentile(p float64) float64 {
 	return Percentile(sorted(bins), p)
 }
 
+// OutageShare defines an outage (benchmark.md §7.3): a 1-s bin below this
+// share of the trace's mean capacity.
+const OutageShare = 0.1
+
+// ActivePercentile is Percentile over the 1-s bins that are not outages
+// (OutageShare). A controller's bounds come from it: on a trace with long
+// stretches at zero the plain percentiles sit at zero too, and a minimum,
+// base and maximum at nothing would pin every controller to the floor and
+// measure nothing. A trace that is all outage falls back to all its bins.
+func (t *Trace) ActivePercentile(p float64) float64 {
+	bins := t.Bins(time.Second)
+	if len(bins) == 0 {
+		return t.exactMean()
+	}
+	var sum float64
+	for _, b := range bins {
+		sum += b
+	}
+	limit := OutageShare * sum / float64(len(bins))
+	active := make([]float64, 0, len(bins))
+	for _, b := range bins {
+		if b >= limit {
+			active = append(active, b)
+		}
+	}
+	if len(active) == 0 {
+		active = bins
+	}
+	return Percentile(sorted(active), p)
+}
+
 // Rebin returns the trace as a piecewise-constant rate series with the
 // given step: the mean capacity of each bin. It is how a kernel testbed
 // replays a trace (one shaper rate per 100 ms), as opposed to mahimahi's

@@ -38,6 +38,26 @@ func TestMahimahiBinsAndLoop(t *testing.T) {
 	}
 }
 
+// TestActivePercentileSkipsOutages: bins below a tenth of the mean do not
+// drag the percentiles (a controller's bounds) down to zero.
+func TestActivePercentileSkipsOutages(t *testing.T) {
+	tr := &Trace{Name: "t", Step: time.Second, Rates: []int64{0, 0, 0, 0, 10e6, 20e6, 30e6, 40e6}}
+	if p := tr.Percentile(25); p > 1 {
+		t.Fatalf("setup: plain p25 %v, want 0", p)
+	}
+	if got, want := tr.ActivePercentile(0), 10e6; got != want {
+		t.Errorf("active p0 %v, want %v", got, want)
+	}
+	if got, want := tr.ActivePercentile(100), 40e6; got != want {
+		t.Errorf("active p100 %v, want %v", got, want)
+	}
+	// All outage (a single spike above a tenth of the mean is no outage).
+	flat := &Trace{Name: "f", Step: time.Second, Rates: []int64{1, 1, 1, 1}}
+	if got := flat.ActivePercentile(50); got != 1 {
+		t.Errorf("flat trace: active p50 %v, want 1", got)
+	}
+}
+
 func TestMahimahiSeveralPacketsPerMillisecond(t *testing.T) {
 	tr, err := Load("testdata/burst.up")
 	if err != nil {
