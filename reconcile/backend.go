@@ -165,6 +165,10 @@ const (
 	EnvTC      = "MACAKE_TC"
 	EnvIP      = "MACAKE_IP"
 	EnvUnshare = "MACAKE_UNSHARE"
+	// EnvNetlink = "off" makes the tc backend run `tc` for every rate
+	// change instead of writing it over netlink (a kernel or sandbox
+	// that refuses rtnetlink; the benchmark's process-per-change model).
+	EnvNetlink = "MACAKE_NETLINK"
 )
 
 // TCTools returns the tc backend's tools: tc.DefaultTools, with the paths
@@ -200,6 +204,10 @@ func openTC(cfg BackendConfig) (backend.Backend, error) {
 		run = execrun.Exec{Timeout: tcTimeout}
 	}
 	b := &tc.Backend{Runner: run, Tools: tools, Owners: cfg.Ownership}
+	if cfg.Runner == nil && tc.NetlinkAvailable && cfg.getenv(EnvNetlink) != "off" {
+		// Rate changes go over netlink: no process per change.
+		b.Netlink = tc.NewNetlink(tools.Netns)
+	}
 	if o, ok := cfg.Tokens.(tc.Ownership); ok && b.Owners == nil {
 		b.Owners = o
 	}

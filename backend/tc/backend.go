@@ -28,6 +28,10 @@ type Backend struct {
 	// keeps the record in memory for the life of the Backend.
 	Owners Ownership
 
+	// Netlink, when set, carries SetRate to the kernel without a child
+	// process (Linux); nil runs `tc` for each rate change.
+	Netlink *Netlink
+
 	mu sync.Mutex
 	// caps is probed once, on first use, unless set with SetCapabilities.
 	caps *Capabilities
@@ -141,11 +145,12 @@ func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
 }
 
 // SetRate is the controller's hot path: it changes one direction of an
-// applied link with exactly one child process. For htb the class rate and
-// the bfifo limit change together through `tc -batch -`; for CAKE it is
-// one `tc qdisc change` (CAKE manages its own queue, so the pipe's queue
-// size is not used). It fails, and changes nothing, when the link's shaper
-// is not in place: the reconciler then re-plans.
+// applied link in place. With Netlink it starts no process (the bfifo
+// limit, then the htb class; or the CAKE qdisc); without, exactly one: for
+// htb the class rate and the bfifo limit change together through `tc
+// -batch -`, for CAKE one `tc qdisc change` (CAKE manages its own queue,
+// so the pipe's queue size is not used). It fails, and changes nothing,
+// when the link's shaper is not in place: the reconciler then re-plans.
 func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direction, p shape.Pipe) error {
 	if dir != shape.Upload && dir != shape.Download {
 		return fmt.Errorf("tc: set rate of link %q: unknown direction %v", link.Name, dir)
@@ -159,7 +164,14 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 	if err := ValidateLink(l); err != nil {
 		return fmt.Errorf("tc: set rate: %w", err)
 	}
-	cmd := b.Tools.setRateCommand(specFor(l, dir, b.Capabilities(ctx).Cake))
+	spec := specFor(l, dir, b.Capabilities(ctx).Cake)
+	if b.Netlink != nil {
+		if err := b.Netlink.setRate(ctx, spec); err != nil {
+			return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, shape.FormatRate(p.RateBits), err)
+		}
+		return nil
+	}
+	cmd := b.Tools.setRateCommand(spec)
 	res, err := b.Runner.Run(ctx, cmd)
 	if _, err = execrun.Check(cmd, res, err); err != nil {
 		return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, shape.FormatRate(p.RateBits), hint(err))
@@ -191,5 +203,6 @@ func (b *Backend) Teardown(ctx context.Context) (plan.Plan, error) {
 // disappeared.
 func IsNotFound(err error) bool {
 	var ee *execrun.Error
-	return errors.As(err, &ee) && strings.Contains(string(ee.Stderr), "Cannot find device")
+	return errors.As(err, &ee) && strings.Contains(string(ee.Stderr), "Cannot find device") ||
+		errors.Is(err, errNoDevice)
 }

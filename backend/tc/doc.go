@@ -25,4 +25,14 @@
 // golden-tested on recorded tc output. Only Backend.Execute,
 // Backend.SetRate and the probes run commands, always through the
 // execrun.Runner (execrun.Exec in production).
+//
+// The controller's hot path, SetRate, starts no process in production:
+// Netlink writes the change over one long-lived rtnetlink socket
+// (github.com/florianl/go-tc, chosen over github.com/vishvananda/netlink,
+// which has no bfifo options and no CAKE), with exactly the values tc
+// would send (checked against tc's own requests and listings). tc and ip
+// stay where a plan is shown command by command and applied rarely:
+// creating and removing shapers, exemption and redirect filters, the IFB
+// devices (go-tc has no link API), and reading the live state (`tc -j`,
+// `ip -j`), which the daemon does once per drift interval.
 package tc
