@@ -18,9 +18,11 @@ import (
 // in bursts (write a temporary file, rename it over the old one, chmod),
 // so the directory is re-read once the burst has been quiet for
 // DefaultDebounceQuiet, and at the latest DefaultDebounceMax after its
-// first event, so a file rewritten without pause is still picked up.
+// first event, so a file rewritten without pause is still picked up. The
+// events of one save arrive within a few milliseconds of each other, so
+// 50 ms of quiet ends a burst; a longer wait only delays every save.
 const (
-	DefaultDebounceQuiet = 300 * time.Millisecond
+	DefaultDebounceQuiet = 50 * time.Millisecond
 	DefaultDebounceMax   = 2 * time.Second
 )
 

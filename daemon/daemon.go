@@ -55,6 +55,10 @@ const (
 	// controller's engage or release that failed: the controller asks
 	// again on every sample.
 	engageRetry = 5 * time.Second
+	// repairDelay is how soon after a failed rate change a pass reads
+	// the live state and repairs it: soon, but not in the same breath, so
+	// a burst of failing decisions costs one pass.
+	repairDelay = time.Second
 )
 
 // Config is what a Daemon needs. ConfigDir, Backend, Tokens, Facts and
@@ -426,6 +430,13 @@ func (d *Daemon) setRate(ctx context.Context, req rateRequest) error {
 	}
 	d.ctls.rates[req.link] = d.ctls.rates[req.link].With(req.dir, req.rate)
 	if err := d.rec.setRate(ctx, req.link, req.dir, req.rate); err != nil {
+		if !errors.Is(err, errNotInstalled) && ctx.Err() == nil {
+			// The shaper is not what the daemon believes (deleted under
+			// it, a writer that died or hung): the live state is in doubt
+			// until a pass has read it, and one soon repairs it.
+			d.rec.liveOK = false
+			d.retry.Reset(max(d.rec.backoff, repairDelay))
+		}
 		return err
 	}
 	d.publishLive()

@@ -1090,3 +1090,49 @@ func TestWatchProbesAutoReflectorsAsMeasured(t *testing.T) {
 		}
 	})
 }
+
+// TestWatchRepairsSoonAfterAFailedRateChange: a rate change that fails
+// (the pipe update errs) puts the live state in doubt; a pass reads it
+// and repairs within seconds, not at the next drift tick, and the pipe
+// ends at the controller's rate.
+func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if err := r.emu.AddFault(pfdntest.Fault{Match: `^dnctl pipe 48002 config`, Nth: 1, Kind: pfdntest.Fail, ExitCode: 65, Stderr: "dnctl: injected\n"}); err != nil {
+			t.Fatal(err)
+		}
+		r.emu.ResetCalls()
+		r.net.set(func(n *fakeNet) {
+			n.busy, n.bloat = true, 150*time.Millisecond
+			n.capacity[shape.Download] = 50_000_000
+		})
+		// Long before the next drift tick (30 s after the last).
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		failed, readAfter := false, false
+		for _, c := range r.emu.Calls() {
+			line := strings.Join(c.Argv[1:], " ")
+			if c.Fault != "" {
+				failed = true
+			}
+			if failed && line == "-s info" {
+				readAfter = true
+			}
+		}
+		if !failed {
+			t.Fatalf("the fault never fired:\n%s", r.log)
+		}
+		if !readAfter {
+			t.Fatalf("no pass read the live state within 5 s of the failed rate change:\n%s", r.log)
+		}
+		r.net.set(func(n *fakeNet) { n.busy, n.bloat = false, 0 })
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		ctl := r.d.Status().Links[0].Controller
+		if got, want := r.pipeRate(48002), ctl.Download.PipeRateBits; got != want {
+			t.Errorf("download pipe %d bit/s after the repair, controller's rate %d", got, want)
+		}
+	})
+}
