@@ -7,9 +7,11 @@
 // that treat ICMP unlike the user's traffic: a TCP handshake to a port
 // (SYN to SYN-ACK or RST; tcp.go) or a UDP echo (udp.go).
 //
-// A [Prober] paces its probes round-robin so that each reflector is probed
-// once per [Config.Interval] (the aggregate rate is len(reflectors) per
-// Interval: 6 reflectors every 300 ms is 20 probes a second). Every probe
+// A [Prober] sends its probes in rounds: every [Config.Interval] one probe
+// to each reflector, all in one wake-up (6 reflectors every 300 ms is 20
+// probes a second, in 3.3 wake-ups). Timeouts are checked on the rounds,
+// so a lost probe is reported at most one interval after its timeout and
+// no timer fires between rounds. Every probe
 // ends as exactly one [Sample] on [Prober.Samples]: a reply, a loss
 // (timeout) or an unreachable report. The channel never blocks the prober:
 // when the consumer falls behind, the oldest sample is dropped and counted.
@@ -584,26 +586,29 @@ func (p *Prober) step(now time.Time) time.Duration {
 	p.steps++
 	p.expire(now)
 	wait := time.Hour
-	if len(p.targets) > 0 && !p.paused {
-		spacing := p.cfg.Interval / time.Duration(len(p.targets))
-		if p.nextSend.IsZero() || now.Sub(p.nextSend) > spacing {
-			// First probe, or we fell behind (a stopped clock after
+	probing := len(p.targets) > 0 && !p.paused
+	if probing {
+		if p.nextSend.IsZero() || now.Sub(p.nextSend) > p.cfg.Interval {
+			// First round, or we fell behind (a stopped clock after
 			// sleep, a slow consumer of the lock): never burst to catch up.
 			p.nextSend = now
 		}
 		if !now.Before(p.nextSend) {
-			p.sendNext(now)
-			p.nextSend = p.nextSend.Add(spacing)
+			p.sendRound(now)
+			p.nextSend = p.nextSend.Add(p.cfg.Interval)
 		}
 		wait = p.nextSend.Sub(now)
 	}
 	for p.queue.len() > 0 && p.queue.front().done {
 		p.release(p.queue.pop())
 	}
-	if p.queue.len() > 0 {
+	if p.queue.len() > 0 && !probing {
+		// While probing, a probe's timeout is noticed at the first round
+		// after it (at most one interval late) instead of waking the
+		// prober once more: timers coalesce on the rounds.
 		wait = min(wait, p.queue.front().deadline.Sub(now))
 	}
-	// Finished probes are forgotten lazily, at the next step (every send
+	// Finished probes are forgotten lazily, at the next step (every round
 	// while probing): a wake-up of their own would double the prober's
 	// wake-ups, and unmatched treats one past its time as forgotten.
 	return max(wait, 0)
@@ -685,6 +690,16 @@ func (p *Prober) target(a netip.Addr) *target {
 		}
 	}
 	return nil
+}
+
+// sendRound sends one probe to every reflector, in one wake-up: the
+// prober's cost is its wake-ups, not its packets. This is where the
+// scheduler drives the senders; a reflector's probe goes out on the
+// socket of its family.
+func (p *Prober) sendRound(now time.Time) {
+	for range p.targets {
+		p.sendNext(now)
+	}
 }
 
 // sendNext sends the next reflector's probe (and, while its timestamp
@@ -978,6 +993,9 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Timeouts are checked on the rounds; a reply that comes after its
+	// probe's timeout but before the next round is late all the same.
+	p.expire(now)
 	if s.matchID && r.id != s.wireID {
 		p.foreign++
 		return

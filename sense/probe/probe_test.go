@@ -66,13 +66,19 @@ func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
 		samples := runFor(p, 3*time.Second-time.Millisecond)
 		sent := n.sentTo("")
-		// 20 probes a second: 60 in 3 s (the first at t=0, the last before 3 s).
+		// 20 probes a second: 60 in 3 s (the first round at t=0, the last
+		// before 3 s), in rounds of one probe to each reflector at the
+		// same instant, 300 ms apart.
 		if len(sent) != 60 {
 			t.Fatalf("sent %d probes in 3s, want 60 (20 Hz over 6 reflectors)", len(sent))
 		}
 		for i := 1; i < len(sent); i++ {
-			if gap := sent[i].at.Sub(sent[i-1].at); gap != 50*time.Millisecond {
-				t.Fatalf("probe %d came %v after the previous one, want 50ms", i, gap)
+			want := time.Duration(0)
+			if i%len(refl) == 0 {
+				want = 300 * time.Millisecond
+			}
+			if gap := sent[i].at.Sub(sent[i-1].at); gap != want {
+				t.Fatalf("probe %d came %v after the previous one, want %v (rounds of %d)", i, gap, want, len(refl))
 			}
 		}
 		for _, r := range refl {
@@ -100,12 +106,12 @@ func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 	})
 }
 
-// TestPacerWakesOncePerProbe: while every probe is answered, the pacing
-// goroutine wakes only to send: forgetting finished probes (after 4× the
-// timeout) waits for the next send instead of waking it once more per
-// probe. At 20 probes a second each wake-up is most of what the prober
-// costs.
-func TestPacerWakesOncePerProbe(t *testing.T) {
+// TestPacerWakesOncePerRound: the pacing goroutine wakes once per round
+// of probes (one to every reflector), not once per probe: forgetting
+// finished probes (after 4× the timeout) and noticing timeouts wait for
+// the next round instead of waking it once more. At 20 probes a second
+// each wake-up is most of what the prober costs.
+func TestPacerWakesOncePerRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		refl := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5", "192.0.2.6"}
@@ -118,8 +124,8 @@ func TestPacerWakesOncePerProbe(t *testing.T) {
 		if sent != 240 || count(samples, KindReply, "") != 240 {
 			t.Fatalf("sent %d, %d replies; want 240 each", sent, count(samples, KindReply, ""))
 		}
-		if p.steps > sent+2 {
-			t.Errorf("the pacer woke %d times for %d probes; want one wake-up per probe", p.steps, sent)
+		if rounds := sent / len(refl); p.steps > rounds+2 {
+			t.Errorf("the pacer woke %d times for %d rounds of probes; want one wake-up per round", p.steps, rounds)
 		}
 		if p.recentQ.len() > 200 {
 			t.Errorf("%d finished probes remembered; those older than 8 s should be forgotten", p.recentQ.len())
@@ -137,7 +143,8 @@ func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 		if got := count(samples, KindReply, "192.0.2.9"); got != 0 {
 			t.Fatalf("%d replies from a silent reflector", got)
 		}
-		// Probes at 0.15, 0.45, ..., 1.95 s have timed out by 3 s: 7 of them.
+		// Rounds at 0, 0.3, ..., 3.0 s; the probes sent by 1.8 s have timed
+		// out by 2.8 s and the round at 3.0 s notices it: 7 of 11.
 		lost := 0
 		for _, s := range samples {
 			if s.Reflector == netip.MustParseAddr("192.0.2.9") {
@@ -151,7 +158,7 @@ func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 			t.Errorf("lost = %d, want 7", lost)
 		}
 		st := p.Stats()
-		if st.Reflectors[1].Lost != 7 || st.Reflectors[1].Sent != 10 {
+		if st.Reflectors[1].Lost != 7 || st.Reflectors[1].Sent != 11 {
 			t.Errorf("stats %+v", st.Reflectors[1])
 		}
 		if count(samples, KindReply, "192.0.2.1") != 10 {
@@ -172,10 +179,12 @@ func TestLateAndDuplicateRepliesAreCountedNotDelivered(t *testing.T) {
 		}
 		st := p.Stats()
 		late := st.Reflectors[0]
-		// Sent at 0, 0.3, ... 2.7 s; those sent by 1.8 s timed out by 3 s,
-		// and the replies of those sent by 1.2 s arrived (1.5 s late) by 3 s.
-		if late.Sent != 10 || late.Lost != 7 || late.Late != 5 {
-			t.Errorf("late reflector: %+v; want sent 10, lost 7, late 5", late)
+		// Sent at 0, 0.3, ... 2.7 s; the rounds up to 2.7 s notice the
+		// timeouts of those sent by 1.5 s (the one sent at 1.8 s times out
+		// at 2.8 s, with no round before 3 s to notice), and the replies
+		// of those sent by 1.2 s arrived (1.5 s late) by 3 s.
+		if late.Sent != 10 || late.Lost != 6 || late.Late != 5 {
+			t.Errorf("late reflector: %+v; want sent 10, lost 6, late 5", late)
 		}
 		dup := st.Reflectors[1]
 		if got := count(samples, KindReply, "192.0.2.2"); got != dup.Sent || dup.Duplicates != 2*dup.Sent {
@@ -496,6 +505,26 @@ func TestSequenceCollisionWithFailedSendKeepsRecordsApart(t *testing.T) {
 			if pd.key != k {
 				t.Fatalf("pending[%v] holds the record of %v", k, pd.key)
 			}
+		}
+	})
+}
+
+// TestReplyAfterTimeoutBetweenRoundsIsLate: timeouts are noticed on the
+// rounds, but a reply that comes after its timeout and before the next
+// round is late, never a sample with an RTT above the timeout.
+func TestReplyAfterTimeoutBetweenRoundsIsLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := newFakeNet()
+		n.set("192.0.2.1", behaviour{delay: 1100 * time.Millisecond}) // between the timeout (1 s) and the next round (1.2 s)
+		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Timeout: time.Second, NoTimestamps: true})
+		samples := runFor(p, 2*time.Second)
+		for _, s := range samples {
+			if s.Kind == KindReply {
+				t.Fatalf("a reply after the timeout was delivered: %+v", s)
+			}
+		}
+		if st := p.Stats().Reflectors[0]; st.Late == 0 || st.Received != 0 {
+			t.Errorf("stats %+v, want late replies and none received", st)
 		}
 	})
 }
