@@ -11,7 +11,7 @@ STATICCHECK := bin/staticcheck
 PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
-.PHONY: all build test vet race darwin lint fmt demo bench e2e calibrate cross install clean tools
+.PHONY: all build test vet race darwin lint fmt demo bench bench-daemon e2e calibrate cross install clean tools
 
 all: vet lint test build
 
@@ -81,6 +81,22 @@ calibrate:
 	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.calibration=$(abspath $(CALIBRATION)) \
 	  $(if $(wildcard $(E2E_JSON)),-e2e.kernel=$(abspath $(E2E_JSON)))
 	@cat $(CALIBRATION)
+
+## bench-daemon: what `macake watch` costs (root, Linux): a real link in
+## namespaces (50/10 Mbit/s, 1 s buffer), idle then under 4 down + 2 up
+## CUBIC flows: CPU of the whole process tree and of the daemon, context
+## switches, RSS, processes started (every tc and ip through a logging
+## wrapper) and policy-save-to-live latency, beside a bare 20 Hz Go ticker
+## measured in the same windows, and the same watch with a tc process per
+## rate change (MACAKE_NETLINK=off). docs/MEASUREMENTS.md quotes it.
+BENCH_WINDOW ?= 30s
+BENCH_SAVES  ?= 10
+BENCH_REPORT ?= bin/bench-daemon.md
+bench-daemon:
+	@mkdir -p $(dir $(BENCH_REPORT)) && rm -f $(BENCH_REPORT)
+	$(GO) test -count=1 -timeout 20m -run '^TestBenchDaemon$$' ./e2e -args \
+	  -e2e.bench-daemon -e2e.bench-window=$(BENCH_WINDOW) -e2e.bench-saves=$(BENCH_SAVES) -e2e.report=$(abspath $(BENCH_REPORT))
+	@echo; cat $(BENCH_REPORT)
 
 ## demo: the first thing to run on a fresh clone: check the example
 ## policies, then race the controllers on the built-in Starlink model and
