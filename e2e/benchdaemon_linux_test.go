@@ -65,7 +65,9 @@ type procSample struct {
 	cpu, children time.Duration
 	// switches are voluntary + involuntary context switches of its threads.
 	switches int64
-	rss      int64
+	// rss is the resident set; anon the part of it that is not pages of
+	// the binary (heap, stacks, runtime).
+	rss, anon int64
 }
 
 func sampleProc(pid int) (procSample, error) {
@@ -104,6 +106,14 @@ func sampleProc(pid int) (procSample, error) {
 	cs, _ := strconv.ParseInt(fields[14], 10, 64)
 	s.children = time.Duration(cu+cs) * time.Second / clockTicks
 	_, s.rss, _, err = readProcessCost(pid)
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, _ := strings.Cut(line, ":"); k == "RssAnon" {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				s.anon = kb << 10
+			}
+		}
+	}
 	return s, err
 }
 
@@ -125,9 +135,9 @@ func (w window) row() string {
 	self := w.daemon2.cpu - w.daemon.cpu
 	tree := self + w.daemon2.children - w.daemon.children
 	bare := w.ticker2.cpu - w.ticker.cpu
-	return fmt.Sprintf("| %s | %.2f %% | %.2f %% | %.1f | %.1f MiB | %.2f (%d in %.0f s: %d tc, %d ip; %d of them reads) | %.2f %% | %.1f× |",
+	return fmt.Sprintf("| %s | %.2f %% | %.2f %% | %.1f | %.1f MiB (%.1f anonymous) | %.2f (%d in %.0f s: %d tc, %d ip; %d of them reads) | %.2f %% | %.1f× |",
 		w.name, pct(tree, wall), pct(self, wall), float64(w.daemon2.switches-w.daemon.switches)/wall.Seconds(),
-		float64(w.daemon2.rss)/(1<<20), float64(w.procs)/wall.Seconds(), w.procs, wall.Seconds(), w.tcProcs, w.ipProcs, w.reads,
+		float64(w.daemon2.rss)/(1<<20), float64(w.daemon2.anon)/(1<<20), float64(w.procs)/wall.Seconds(), w.procs, wall.Seconds(), w.tcProcs, w.ipProcs, w.reads,
 		pct(bare, wall), tree.Seconds()/max(bare.Seconds(), 1e-9))
 }
 
