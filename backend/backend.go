@@ -66,6 +66,16 @@ type Info struct {
 	Limits shape.Limits
 }
 
+// BatchExecutor is a Backend that can carry out a plan's ops with fewer
+// processes than one per command (tc: one `tc -batch -` for all of a
+// plan's tc commands). It may run them in another order where that is
+// safe, and reports each op to done as it is carried out (err nil) or
+// fails (then it stops and returns the error, which names the op). Apply
+// uses it instead of Execute op by op.
+type BatchExecutor interface {
+	ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i int, err error)) error
+}
+
 // SlotReader is a Backend that can tell how the live system uses its
 // slots, for rebuilding a lost state file and for never taking a slot
 // whose objects are another tool's.

@@ -5,6 +5,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/plan"
@@ -43,11 +44,15 @@ func (e *ApplyError) Unwrap() error { return e.Err }
 
 // Apply executes p's ops in order through b and stops at the first
 // failure, because later ops may depend on it (a rule must not name a pipe
-// that failed to appear). progress, when not nil, is called after each op
+// that failed to appear). A backend.BatchExecutor carries out a plan of
+// several ops in its own batches, in an order it knows is safe. progress, when not nil, is called after each op
 // with its outcome. It returns what was applied, and an *ApplyError when an
 // op failed or ctx ended before the plan was done.
 func Apply(ctx context.Context, b backend.Backend, p plan.Plan, progress func(op plan.Op, err error)) (Applied, error) {
 	var a Applied
+	if be, ok := b.(backend.BatchExecutor); ok && len(p.Ops) > 1 {
+		return applyBatch(ctx, be, p, progress)
+	}
 	for i := range p.Ops {
 		op := p.Ops[i]
 		err := ctx.Err()
@@ -64,4 +69,39 @@ func Apply(ctx context.Context, b backend.Backend, p plan.Plan, progress func(op
 		a.Ops = append(a.Ops, op)
 	}
 	return a, nil
+}
+
+// applyBatch is Apply through a backend that runs many ops per process.
+// The backend may run the ops in another order; Applied.Ops and the failed
+// step follow the order they ran in.
+func applyBatch(ctx context.Context, b backend.BatchExecutor, p plan.Plan, progress func(op plan.Op, err error)) (Applied, error) {
+	var a Applied
+	failed := -1
+	ran := make([]bool, len(p.Ops))
+	err := ctx.Err()
+	if err == nil {
+		err = b.ExecuteBatch(ctx, p.Ops, func(i int, err error) {
+			if progress != nil {
+				progress(p.Ops[i], err)
+			}
+			if err != nil {
+				failed = i
+				return
+			}
+			ran[i] = true
+			a.Ops = append(a.Ops, p.Ops[i])
+		})
+	}
+	if err == nil {
+		return a, nil
+	}
+	if failed < 0 {
+		// Nothing named: the first op not done is the one that did not run.
+		failed = max(0, slices.Index(ran, false))
+		if progress != nil {
+			progress(p.Ops[failed], err)
+		}
+	}
+	a.Failed = &p.Ops[failed]
+	return a, &ApplyError{Op: p.Ops[failed], Step: len(a.Ops) + 1, Steps: len(p.Ops), Err: err}
 }

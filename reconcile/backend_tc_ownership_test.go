@@ -29,6 +29,11 @@ func (r *executingRecorded) Run(ctx context.Context, cmd execrun.Command) (execr
 	if strings.Contains(strings.Join(cmd.Argv, " "), " show") {
 		return r.recordedRunner.Run(ctx, cmd)
 	}
+	if n := len(cmd.Argv); n >= 2 && cmd.Argv[n-2] == "-batch" && cmd.Argv[n-1] == "-" {
+		// One process for many commands: record each line as it ran.
+		r.ran = append(r.ran, strings.Split(strings.TrimSuffix(cmd.Stdin, "\n"), "\n")...)
+		return execrun.Result{}, nil
+	}
 	r.ran = append(r.ran, strings.Join(cmd.Argv[1:], " "))
 	return execrun.Result{}, nil
 }

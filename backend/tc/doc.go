@@ -23,7 +23,7 @@
 //
 // Planning is pure: Diff(desired, live) never runs anything, so it is
 // golden-tested on recorded tc output. Only Backend.Execute,
-// Backend.SetRate and the probes run commands, always through the
+// Backend.ExecuteBatch, Backend.SetRate and the probes run commands, always through the
 // execrun.Runner (execrun.Exec in production).
 //
 // The controller's hot path, SetRate, starts no process in production:
@@ -34,5 +34,9 @@
 // stay where a plan is shown command by command and applied rarely:
 // creating and removing shapers, exemption and redirect filters, the IFB
 // devices (go-tc has no link API), and reading the live state (`tc -j`,
-// `ip -j`), which the daemon does once per drift interval.
+// `ip -j`), which the daemon does once per drift interval. A whole plan
+// (apply from empty, a policy save) is applied by ExecuteBatch as one `ip
+// -batch -` for the IFBs it creates and one `tc -batch -` for the rest,
+// whatever the number of links; tc's "Command failed -:N" names the op
+// that failed.
 package tc

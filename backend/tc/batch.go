@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+)
+
+// ExecuteBatch runs ops with as few processes as their order allows, and
+// reports each op to done as it is carried out (err nil) or fails (then it
+// stops). The IFB devices the plan creates are made first, in one `ip
+// -batch -`: a new IFB is inert until a redirect points at it, and making
+// them first lets every tc command of the plan go to one `tc -batch -`
+// instead of alternating tc and ip per link. Both tools stop at the first
+// failed line and name it ("Command failed -:N"), which tells the op that
+// failed; the ops before it are done. The system is then in between, as
+// after Execute, and the next plan starts from what is live.
+func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i int, err error)) error {
+	r := batchRun{b: b, ctx: ctx, ops: ops, done: done}
+	for _, i := range batchOrder(ops) {
+		for _, cmd := range ops[i].Commands {
+			if err := r.add(i, cmd); err != nil {
+				return err
+			}
+		}
+		r.ended = append(r.ended, i)
+	}
+	return r.flush()
+}
+
+// batchOrder is the order ExecuteBatch runs ops in: the IFB creations
+// first, then the rest in the plan's order. An IFB whose name another op
+// of the plan also touches keeps its place.
+func batchOrder(ops []plan.Op) []int {
+	ids := map[string]int{}
+	for _, op := range ops {
+		ids[op.Kind+"/"+op.ID]++
+	}
+	var first, rest []int
+	for i, op := range ops {
+		if op.Kind == "ifb" && op.Action == plan.Create && ids[op.Kind+"/"+op.ID] == 1 {
+			first = append(first, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	return append(first, rest...)
+}
+
+// batchRun is one ExecuteBatch: the lines waiting for their tool, and the
+// ops whose every command has been queued or run.
+type batchRun struct {
+	b    *Backend
+	ctx  context.Context
+	ops  []plan.Op
+	done func(int, error)
+	// tool is the tool of the pending lines, "tc" or "ip".
+	tool    string
+	pending []batchLine
+	// ended are the ops, in execution order, whose commands have all been
+	// queued or run and that are not yet reported.
+	ended []int
+}
+
+type batchLine struct {
+	op   int
+	args []string
+}
+
+// add queues cmd (of op i) for its tool's batch, or runs it alone when a
+// batch line cannot carry it.
+func (r *batchRun) add(i int, cmd execrun.Command) error {
+	tool, args, ok := r.b.batchable(cmd)
+	if !ok {
+		if err := r.flush(); err != nil {
+			return err
+		}
+		res, err := r.b.Runner.Run(r.ctx, cmd)
+		if _, err = execrun.Check(cmd, res, err); err != nil {
+			return r.fail(i, hint(err))
+		}
+		return nil
+	}
+	if tool != r.tool {
+		if err := r.flush(); err != nil {
+			return err
+		}
+		r.tool = tool
+	}
+	r.pending = append(r.pending, batchLine{op: i, args: args})
+	return nil
+}
+
+// flush runs the pending lines, one process for all of them, and reports
+// the ops that are then complete.
+func (r *batchRun) flush() error {
+	batch := r.pending
+	r.pending = nil
+	switch len(batch) {
+	case 0:
+	case 1:
+		// One command needs no batch (and the plan's argv runs as shown).
+		cmd := execrun.Command{Argv: append(r.b.toolArgv(r.tool), batch[0].args...)}
+		res, err := r.b.Runner.Run(r.ctx, cmd)
+		if _, err = execrun.Check(cmd, res, err); err != nil {
+			return r.fail(batch[0].op, hint(err))
+		}
+	default:
+		var stdin strings.Builder
+		for _, l := range batch {
+			stdin.WriteString(strings.Join(l.args, " "))
+			stdin.WriteByte('\n')
+		}
+		cmd := execrun.Command{Argv: append(r.b.toolArgv(r.tool), "-batch", "-"), Stdin: stdin.String()}
+		res, err := r.b.Runner.Run(r.ctx, cmd)
+		if _, err = execrun.Check(cmd, res, err); err != nil {
+			// Killed or timed out, the line it reached is unknown: blame
+			// the first op of the batch, the first not known to be done.
+			failed := batch[0].op
+			if n, ok := failedLine(res.Stderr); ok && n >= 1 && n <= len(batch) {
+				failed = batch[n-1].op
+			}
+			return r.fail(failed, hint(err))
+		}
+	}
+	for _, i := range r.ended {
+		if err := recordOwnership(r.b.owners(), r.ops[i]); err != nil {
+			return r.fail(i, err)
+		}
+		r.report(i, nil)
+	}
+	r.ended = r.ended[:0]
+	return nil
+}
+
+// fail reports the ops that ended before op failed as done, then failed
+// with err, and returns the error naming it.
+func (r *batchRun) fail(failed int, err error) error {
+	n := slices.Index(r.ended, failed)
+	if n < 0 {
+		n = len(r.ended)
+	}
+	for _, i := range r.ended[:n] {
+		if oerr := recordOwnership(r.b.owners(), r.ops[i]); oerr != nil {
+			failed, err = i, oerr
+			break
+		}
+		r.report(i, nil)
+	}
+	op := r.ops[failed]
+	err = fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, err)
+	r.report(failed, err)
+	return err
+}
+
+func (r *batchRun) report(i int, err error) {
+	if r.done != nil {
+		r.done(i, err)
+	}
+}
+
+// batchable splits cmd into its tool ("tc" or "ip") and the arguments a
+// batch line takes, when it is a plain tc or ip command of b's tools.
+func (b *Backend) batchable(cmd execrun.Command) (tool string, args []string, ok bool) {
+	if len(cmd.Argv) == 0 || cmd.Stdin != "" {
+		return "", nil, false
+	}
+	for _, t := range []string{"tc", "ip"} {
+		prefix := b.toolArgv(t)
+		if len(cmd.Argv) <= len(prefix) || !slices.Equal(cmd.Argv[:len(prefix)], prefix) {
+			continue
+		}
+		args := cmd.Argv[len(prefix):]
+		for _, a := range args {
+			// A batch line is split on blanks; an argument that holds one
+			// (or a quote, or starts an option of the tool itself) runs
+			// alone.
+			if a == "" || strings.ContainsAny(a, " \t\n\"'\\#") || a == "-batch" {
+				return "", nil, false
+			}
+		}
+		return t, args, true
+	}
+	return "", nil, false
+}
+
+// toolArgv is how b's tools start a command: "tc" or "ip", with -n NETNS.
+func (b *Backend) toolArgv(tool string) []string {
+	if tool == "ip" {
+		return b.Tools.ipCmd().Argv
+	}
+	return b.Tools.tcCmd().Argv
+}
+
+var failedLineRE = regexp.MustCompile(`Command failed -:(\d+)`)
+
+// failedLine reads the line number from tc's or ip's "Command failed -:N".
+func failedLine(stderr []byte) (int, bool) {
+	m := failedLineRE.FindSubmatch(stderr)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	return n, err == nil
+}
