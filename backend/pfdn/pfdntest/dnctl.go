@@ -581,11 +581,44 @@ func (d *dnctl) readFile(argv []string) {
 	for _, line := range fgetsLines(string(data), 1024) {
 		lineno++
 		d.progname = fmt.Sprintf("Line %d", lineno)
+		d.injectLineFault(line)
 		// Each line runs parse_args with a fresh getopt, but the option
 		// flags it sets stay on for the following lines.
 		if d.parseArgs([]string{line}) {
 			continue
 		}
+	}
+}
+
+// injectLineFault applies an injected fault to one line of a file, matched
+// as the call "dnctl WORDS…": Fail ends the file there with the fault's
+// message after "Line N: " (or the message it gives in full), as a line
+// the kernel refuses does; Hang hangs the process after the lines before
+// it took effect.
+func (d *dnctl) injectLineFault(line string) {
+	if d.lineFault == nil {
+		return
+	}
+	words := splitSingle(line)
+	if len(words) == 0 {
+		return
+	}
+	f := d.lineFault(strings.Join(append([]string{"dnctl"}, words...), " "))
+	switch {
+	case f == nil:
+	case f.Kind == Hang:
+		d.hung = true
+		panic(exit(-1))
+	case f.Kind == Fail:
+		if f.AfterEffect {
+			d.parseArgs([]string{line})
+		}
+		if f.Stderr != "" {
+			d.stderr.WriteString(f.Stderr)
+		} else {
+			d.warnx("injected failure (pfdntest)")
+		}
+		panic(exit(f.exitCode()))
 	}
 }
 

@@ -303,3 +303,36 @@ func TestDnctlQueueWeightAndNegativeValues(t *testing.T) {
 		t.Errorf("interface name as bandwidth is cut to 15 bytes: %q", pipeListing(t, e, "1"))
 	}
 }
+
+// /dev/stdin is a readable absolute path: dnctl reads its commands from
+// its standard input in file mode, with file mode's "Line N:" errors.
+func TestDnctlFileModeFromStdin(t *testing.T) {
+	e := newTestEmulator()
+	if o := run(t, e, "pipe 7 config bw 1Mbit/s\npipe 8 config bw 2Mbit/s\n", dnctlPath, "/dev/stdin"); o.code != 0 || o.stderr != "" {
+		t.Errorf("file mode from stdin: %+v", o)
+	}
+	if got := mustRun(t, e, "", dnctlPath, "list").stdout; !strings.Contains(got, "00007:") || !strings.Contains(got, "00008:") {
+		t.Errorf("after stdin: %q", got)
+	}
+	if o := run(t, e, "pipe 9 config bw 1Mbit/s\npipe 0 config bw 1Mbit/s\npipe 10 config\n", dnctlPath, "/dev/stdin"); o.code != 65 || o.stderr != "Line 2: pipe_nr must be > 0\n" {
+		t.Errorf("file mode error from stdin: %+v", o)
+	}
+}
+
+// A fault with a Match spoils a line of a file as it would the call the
+// line stands for: Fail ends the file there with "Line N:", after the
+// lines before it took effect.
+func TestDnctlFileModeLineFaults(t *testing.T) {
+	e := newTestEmulator()
+	if err := e.AddFault(Fault{Match: `^dnctl pipe 12 config`, Kind: Fail, ExitCode: 65}); err != nil {
+		t.Fatal(err)
+	}
+	o := run(t, e, "pipe 11 config bw 1Mbit/s\npipe 12 config bw 1Mbit/s\npipe 13 config bw 1Mbit/s\n", dnctlPath, "/dev/stdin")
+	if o.code != 65 || o.stderr != "Line 2: injected failure (pfdntest)\n" {
+		t.Errorf("line fault: %+v", o)
+	}
+	got := mustRun(t, e, "", dnctlPath, "list").stdout
+	if !strings.Contains(got, "00011:") || strings.Contains(got, "00012:") || strings.Contains(got, "00013:") {
+		t.Errorf("a failed line must end the file after the lines before it: %q", got)
+	}
+}

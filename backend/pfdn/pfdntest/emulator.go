@@ -20,6 +20,7 @@ package pfdntest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -109,8 +110,15 @@ func (e *Emulator) runLocked(cmd execrun.Command, pid int, stdin func() []byte, 
 		}
 	}
 	res, err = e.exec(cmd, pid, stdin, tty)
+	if err == errHung {
+		// A line of a file hung dnctl, after the lines before it.
+		return res, true, nil
+	}
 	return res, false, err
 }
+
+// errHung is how exec says an injected fault hung the process midway.
+var errHung = errors.New("pfdntest: hung")
 
 // garbage is what a "print garbage" fault puts on stdout.
 const garbage = "\x1b[31m#%!garbage: 0xDEADBEEF \x00\x01\x02\nmacake? pipe?? (truncated\n"
@@ -126,7 +134,8 @@ func (e *Emulator) exec(cmd execrun.Command, pid int, stdin func() []byte, tty b
 		in := []byte(cmd.Stdin)
 		stdin = func() []byte { return in }
 	}
-	p := &process{m: e.m, argv: cmd.Argv, stdin: stdin, tty: tty, pid: pid, now: e.clock(), readFile: e.readFile}
+	p := &process{m: e.m, argv: cmd.Argv, stdin: stdin, tty: tty, pid: pid, now: e.clock(), readFile: e.readFile,
+		lineFault: e.matchLineFault}
 	var code int
 	if tool == "pfctl" {
 		code = runPfctl(p)
@@ -135,6 +144,9 @@ func (e *Emulator) exec(cmd execrun.Command, pid int, stdin func() []byte, tty b
 	}
 	if p.crashed {
 		return execrun.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("signal: segmentation fault")}
+	}
+	if p.hung {
+		return execrun.Result{ExitCode: -1}, errHung
 	}
 	return execrun.Result{Stdout: p.stdout.Bytes(), Stderr: p.stderr.Bytes(), ExitCode: code}, nil
 }
@@ -545,6 +557,24 @@ func newFaultState(f Fault) (*faultState, error) {
 		fs.re = re
 	}
 	return fs, nil
+}
+
+// matchLineFault counts a line of dnctl's file mode, as the call text it
+// stands for, against the faults with a Match (a fault that matches
+// every call matches the file's call, not each line) and returns the
+// first that fires. e.mu is held (exec runs under it).
+func (e *Emulator) matchLineFault(text string) *faultState {
+	var fired *faultState
+	for _, f := range e.faults {
+		if f.re == nil || !f.re.MatchString(text) {
+			continue
+		}
+		f.Seen++
+		if fired == nil && (f.Nth == 0 || f.Seen == f.Nth) {
+			fired = f
+		}
+	}
+	return fired
 }
 
 // ClearFaults removes every fault.

@@ -19,11 +19,16 @@ type process struct {
 	pid      int
 	now      time.Time
 	readFile func(string) ([]byte, error)
+	// lineFault spoils a line of dnctl's file mode, given as the call it
+	// stands for ("dnctl pipe 48001 config …"); nil when none fires.
+	lineFault func(text string) *faultState
 
 	stdout, stderr bytes.Buffer
 	progname       string
 	// crashed is set when the real tool would die from a signal.
 	crashed bool
+	// hung is set when an injected fault hangs the process.
+	hung bool
 }
 
 // exit unwinds a process the way exit(3) would.
@@ -64,6 +69,10 @@ func (p *process) warn(errno string, format string, args ...any) {
 }
 
 func (p *process) read(path string) ([]byte, error) {
+	if path == "/dev/stdin" || path == "/dev/fd/0" {
+		// The process's own standard input, as on macOS (fdesc).
+		return p.stdin(), nil
+	}
 	if s, ok := p.m.Files[path]; ok {
 		return []byte(s), nil
 	}
