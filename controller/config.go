@@ -113,6 +113,11 @@ func MacakeImprovements() Improvements {
 	}
 }
 
+// DeadBandPPM is the dead band of Improvements.DeadBand, in millionths of
+// the pipe's rate: 0.5 %, the smallest band measured in the simulator
+// (docs/MEASUREMENTS.md "The dead band").
+const DeadBandPPM = 5_000
+
 // Improvements are macake's deliberate deviations from upstream
 // cake-autorate (autorate.md §14.2). Every switch is off in DefaultConfig,
 // which is then exactly upstream ("faithful mode"). To add one: add a bool
@@ -203,6 +208,16 @@ type Improvements struct {
 	// samples (ICMP timestamps) are unchanged. Baselines and the
 	// reflector ranking keep RTT/2.
 	WholeRTT bool
+	// DeadBand (macake, measured in the simulator, not kept): a small move
+	// of the rate (an increase, a decay step or a recovery) that changes
+	// it by less than DeadBandPPM of the rate the pipe has is not sent; the
+	// rate goes on moving and is sent once it is DeadBandPPM away, or on
+	// the next tick as a retry when it stops. Cuts, the bounds and base,
+	// starts, sleeps, stalls and retries are always sent. It saves no
+	// writes worth having: the law's own steps are 1 % or more, so 0.5 %
+	// suppresses almost nothing, and 2–5 % change the dynamics, costing
+	// score on some links (docs/MEASUREMENTS.md "The dead band").
+	DeadBand bool
 	// DropCounterResets skips an achieved-rate sample whose byte counter
 	// went backwards (interface reset) instead of reporting it as 0 kbit/s,
 	// which upstream does and which looks like a spurious idle sample

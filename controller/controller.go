@@ -568,6 +568,9 @@ func (c *Controller) apply(reasons [2]Reason) {
 			continue
 		}
 		r := reasons[d]
+		if c.cfg.Improvements.DeadBand && inDeadBand(r, ds.rate, ds.lastApplied, dp) {
+			continue
+		}
 		if r == ReasonNone {
 			r = ReasonRetry
 		}
@@ -576,6 +579,24 @@ func (c *Controller) apply(reasons [2]Reason) {
 		ds.lastApplied, ds.sent = ds.rate, ds.rate
 		c.compensate(ds, dp)
 	}
+}
+
+// inDeadBand reports whether a move of the rate from last (the pipe's) to
+// rate for reason r is too small to send (Improvements.DeadBand).
+func inDeadBand(r Reason, rate, last int64, dp *dirParams) bool {
+	switch r {
+	case ReasonIncrease, ReasonDecay, ReasonRecover:
+	default:
+		return false
+	}
+	if last <= 0 || rate == dp.minK || rate == dp.maxK || rate == dp.baseK {
+		return false
+	}
+	diff := rate - last
+	if diff < 0 {
+		diff = -diff
+	}
+	return diff*1_000_000 < DeadBandPPM*last
 }
 
 // compensate recomputes the serialisation-delay compensation and the
