@@ -182,6 +182,42 @@ func wrapper(t *testing.T, name, body string) string {
 	return path
 }
 
+// refusingTC writes a tc that refuses, as the kernel would, the commands
+// whose words match pattern (an extended regexp) while refuse (a shell
+// condition, with its side effects) holds: a command alone exits 2 with
+// the kernel's message; in a `tc -batch -` the lines before it run and tc
+// names the refused line ("Command failed -:N"), as tc -batch does.
+func refusingTC(t *testing.T, pattern, refuse string) string {
+	t.Helper()
+	return wrapper(t, "tc", `real='`+tc.DefaultTools().TC+`'
+msg='RTNETLINK answers: No buffer space available'
+case " $* " in
+*" -batch - "*)
+	in=$(mktemp) || exit 1
+	cat > "$in"
+	n=$(grep -n -m1 -E '`+pattern+`' "$in" | cut -d: -f1)
+	if [ -n "$n" ] && `+refuse+`; then
+		if [ "$n" -gt 1 ]; then
+			head -n $((n - 1)) "$in" | "$real" "$@" || { rc=$?; rm -f "$in"; exit $rc; }
+		fi
+		rm -f "$in"
+		echo "$msg" >&2
+		echo "Command failed -:$n" >&2
+		exit 1
+	fi
+	"$real" "$@" < "$in"
+	rc=$?
+	rm -f "$in"
+	exit $rc;;
+esac
+if printf '%s\n' "$*" | grep -qE '`+pattern+`' && `+refuse+`; then
+	echo "$msg" >&2
+	exit 2
+fi
+exec "$real" "$@"
+`)
+}
+
 // TestApplyConvergesAfterTCFails: tc fails in the middle of an apply (the
 // kernel refuses the upload class once); apply stops there, exits 1 and
 // says so, and the next apply continues from the live state to the same
@@ -191,12 +227,7 @@ func TestApplyConvergesAfterTCFails(t *testing.T) {
 	m.SetPolicy(t, "wan", fixedWAN)
 	flag := filepath.Join(t.TempDir(), "fail-once")
 	os.WriteFile(flag, nil, 0o644)
-	fakeTC := wrapper(t, "tc", `case " $* " in
-*" class replace dev wan0 "*)
-	if [ -e '`+flag+`' ]; then rm -f '`+flag+`'; echo "RTNETLINK answers: No buffer space available" >&2; exit 2; fi;;
-esac
-exec '`+tc.DefaultTools().TC+`' "$@"
-`)
+	fakeTC := refusingTC(t, `(^| )class replace dev wan0( |$)`, `[ -e '`+flag+`' ] && rm -f '`+flag+`'`)
 	m.Env = append(m.Env, "MACAKE_TC="+fakeTC)
 	failed := m.MustRun(t, 1, "apply")
 	mustContain(t, "the failed apply", failed.Stdout+failed.Stderr, "then stopped", "No buffer space available", "run 'macake apply' again")

@@ -36,12 +36,7 @@ func TestWatchRepairsTheKernel(t *testing.T) {
 	ctx := context.Background()
 	m.SetPolicy(t, "wan", fixedWAN)
 	failFlag := filepath.Join(t.TempDir(), "fail")
-	fakeTC := wrapper(t, "tc", `case " $* " in
-*" class replace dev wan0 "*|*" class change dev wan0 "*)
-	if [ -e '`+failFlag+`' ]; then echo x >> '`+failFlag+`'; echo "RTNETLINK answers: No buffer space available" >&2; exit 2; fi;;
-esac
-exec '`+tc.DefaultTools().TC+`' "$@"
-`)
+	fakeTC := refusingTC(t, `(^| )class (replace|change) dev wan0( |$)`, `[ -e '`+failFlag+`' ] && echo x >> '`+failFlag+`'`)
 	m.Env = append(m.Env, "MACAKE_TC="+fakeTC)
 	tcShow := func(args ...string) string {
 		out, _ := cli.ExecContext(ctx, nil, append([]string{"tc"}, args...)...)
