@@ -20,7 +20,7 @@ import (
 
 // fiftyLinks returns 50 autorate policies on en0…en49 and facts with all
 // of them up, each on its own gateway.
-func fiftyLinks(b *testing.B, download string) ([]config.Link, linkfacts.Facts) {
+func fiftyLinks(b testing.TB, download string) ([]config.Link, linkfacts.Facts) {
 	b.Helper()
 	var links []config.Link
 	var facts linkfacts.Facts

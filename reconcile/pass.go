@@ -154,6 +154,9 @@ func (o *Outcome) Blocked() (*backend.BlockedError, bool) { return backend.Block
 // optionally plan again to check, and release the slots of removed links
 // once their objects are gone.
 func Pass(ctx context.Context, in PassInput) Outcome {
+	// The slot lookup and the plan share one reading of the live state;
+	// the check after an apply reads afresh.
+	ctx = backend.WithLiveReading(ctx)
 	if in.Teardown {
 		return teardown(ctx, in)
 	}

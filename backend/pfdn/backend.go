@@ -76,8 +76,13 @@ func (b *Backend) Options() Options { return b.opts }
 
 // Observe reads the live state with five read-only calls: the main
 // ruleset's dummynet rules, the anchor's, pf's status, its references, and
-// the dummynet listing.
+// the dummynet listing; within a pass (backend.WithLiveReading) once,
+// until an op is carried out.
 func (b *Backend) Observe(ctx context.Context) (Live, error) {
+	return backend.ReadLive(ctx, b.observe)
+}
+
+func (b *Backend) observe(ctx context.Context) (Live, error) {
 	var live Live
 	o := b.opts
 	res, err := b.read(ctx, o.Pfctl, "-s", "dummynet")
@@ -156,6 +161,7 @@ func (b *Backend) PlanUnobserved(desired shape.State) (plan.Plan, error) {
 // already dropped. Errors wrap an *execrun.Error carrying the argv, the exit
 // code and stderr.
 func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
+	defer backend.ForgetLiveReading(ctx)
 	for _, cmd := range op.Commands {
 		res, err := b.runOne(ctx, cmd)
 		if err != nil {

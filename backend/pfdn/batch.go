@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 )
@@ -27,6 +28,7 @@ const dnctlStdin = "/dev/stdin"
 // it ("Line N: …"), which tells the op that failed; the pipes before it
 // are configured, and the next plan starts from what is live.
 func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i int, err error)) error {
+	defer backend.ForgetLiveReading(ctx)
 	report := func(i int, err error) {
 		if done != nil {
 			done(i, err)

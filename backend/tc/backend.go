@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
@@ -72,8 +73,13 @@ func (b *Backend) Capabilities(ctx context.Context) Capabilities {
 	return *b.caps
 }
 
-// Observe reads the live state, with the kernel's capabilities.
+// Observe reads the live state, with the kernel's capabilities; within a
+// pass (backend.WithLiveReading) once, until an op is carried out.
 func (b *Backend) Observe(ctx context.Context) (Live, error) {
+	return backend.ReadLive(ctx, b.observe)
+}
+
+func (b *Backend) observe(ctx context.Context) (Live, error) {
 	live, err := Observe(ctx, b.Runner, b.Tools)
 	if err != nil {
 		return live, fmt.Errorf("tc: %w", err)
@@ -129,6 +135,7 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 // failure. Running it again after a failure is safe; a partly applied
 // operation is completed by the next Plan, which starts from what is live.
 func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
+	defer backend.ForgetLiveReading(ctx)
 	for _, cmd := range op.Commands {
 		if len(cmd.Argv) == 0 {
 			return fmt.Errorf("tc: %s %s: empty command", op.Action, op.Label)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 )
@@ -24,6 +25,7 @@ import (
 // failed; the ops before it are done. The system is then in between, as
 // after Execute, and the next plan starts from what is live.
 func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i int, err error)) error {
+	defer backend.ForgetLiveReading(ctx)
 	r := batchRun{b: b, ctx: ctx, ops: ops, done: done}
 	for _, i := range batchOrder(ops) {
 		for _, cmd := range ops[i].Commands {
