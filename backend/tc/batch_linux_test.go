@@ -49,13 +49,13 @@ func TestKernelBatchApplyFromEmptyIsFewProcesses(t *testing.T) {
 	if err != nil || done != len(p.Ops) {
 		t.Fatalf("ExecuteBatch did %d of %d ops, %v", done, len(p.Ops), err)
 	}
-	// tc and ip alternate where IFB devices are made before their qdiscs:
-	// at most a tc, an ip and a tc batch, whatever the number of links.
-	if n := counting.count(); n > 3 {
+	// The IFBs in one ip batch, then every tc command in one tc batch,
+	// whatever the number of links.
+	if n := counting.count(); n > 2 {
 		for _, c := range counting.calls {
 			t.Logf("%s", strings.Join(c.Argv, " "))
 		}
-		t.Errorf("%d commands for %d links ran as %d processes, want at most 3", commands, links, n)
+		t.Errorf("%d commands for %d links ran as %d processes, want 2", commands, links, n)
 	}
 	b.Runner = execrun.Exec{}
 	mustConverge(t, b, desired)
