@@ -474,8 +474,15 @@ func TestWatchE2ELinkSwitch(t *testing.T) {
 	})
 	var created []string
 	for _, c := range m.emu().Calls() {
-		if s := strings.Join(c.Argv[1:], " "); strings.HasPrefix(s, "pipe 48004 config") || strings.HasPrefix(s, "pipe 48003 config") {
-			created = append(created, s)
+		// A plan's pipes come as the lines of one `dnctl /dev/stdin`.
+		cmds := []string{strings.Join(c.Argv[1:], " ")}
+		if c.Argv[len(c.Argv)-1] == "/dev/stdin" {
+			cmds = strings.Split(c.Stdin, "\n")
+		}
+		for _, s := range cmds {
+			if strings.HasPrefix(s, "pipe 48004 config") || strings.HasPrefix(s, "pipe 48003 config") {
+				created = append(created, s)
+			}
 		}
 	}
 	if len(created) < 2 || !strings.HasPrefix(created[0], "pipe 48003 config bw 3000Kbit/s") || !strings.HasPrefix(created[1], "pipe 48004 config bw 13000Kbit/s") {
