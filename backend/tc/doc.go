@@ -34,7 +34,11 @@
 // stay where a plan is shown command by command and applied rarely:
 // creating and removing shapers, exemption and redirect filters, the IFB
 // devices (go-tc has no link API), and reading the live state (`tc -j`,
-// `ip -j`), which the daemon does once per drift interval. A whole plan
+// `ip -j`), which the daemon does once per drift interval. The socket
+// cannot hang: rtnetlink runs a request inside the sendmsg that carries
+// it and queues the answer before returning; a lost answer (ENOBUFS) or a
+// socket in doubt is closed and dialled afresh on the next change, and a
+// failed change makes the daemon run a repair pass within a second. A whole plan
 // (apply from empty, a policy save) is applied by ExecuteBatch as one `ip
 // -batch -` for the IFBs it creates and one `tc -batch -` for the rest,
 // whatever the number of links; tc's "Command failed -:N" names the op
