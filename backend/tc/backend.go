@@ -190,19 +190,22 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 // the ingress qdiscs it alone uses, its IFB devices) and returns the plan
 // it executed. It stops at the first failure, because the order keeps
 // traffic flowing (a redirect is gone before its IFB), and running it again
-// continues from what is left. It is idempotent.
+// continues from what is left. It is idempotent. The plan runs through
+// ExecuteBatch (removals keep their order), so many links take a few
+// processes.
 func (b *Backend) Teardown(ctx context.Context) (plan.Plan, error) {
 	p, err := b.Plan(ctx, shape.State{})
 	if err != nil {
 		return p, err
 	}
-	for i, op := range p.Ops {
-		if err := b.Execute(ctx, op); err != nil {
-			p.Ops = p.Ops[:i]
-			return p, err
+	var done []plan.Op
+	err = b.ExecuteBatch(ctx, p.Ops, func(i int, err error) {
+		if err == nil {
+			done = append(done, p.Ops[i])
 		}
-	}
-	return p, nil
+	})
+	p.Ops = done
+	return p, err
 }
 
 // IsNotFound reports whether err came from tc or ip saying a device is

@@ -5,6 +5,7 @@ package tc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -214,14 +215,48 @@ func TestTeardownStopsAtTheFirstFailure(t *testing.T) {
 	rec := loadRecording(t, "htb-converged")
 	r := rec.runner()
 	r.okByDefault = true
-	r.answers["ip link del dev ifb-macake3"] = execrun.Result{ExitCode: 2, Stderr: []byte("RTNETLINK answers: Device or resource busy\n")}
-	b := fakeBackend(r, rec.caps)
+	const refused = "link del dev ifb-macake3"
+	// The kernel refuses one IFB removal, alone or as a line of a batch
+	// (then ip names the line).
+	run := runnerFunc(func(c execrun.Command) (execrun.Result, error) {
+		res, err := r.Run(context.Background(), c)
+		lines, batch := []string{strings.Join(c.Argv[1:], " ")}, c.Stdin != ""
+		if batch {
+			lines = strings.Split(strings.TrimSuffix(c.Stdin, "\n"), "\n")
+		}
+		for i, l := range lines {
+			if l == refused {
+				stderr := "RTNETLINK answers: Device or resource busy\n"
+				if batch {
+					stderr += fmt.Sprintf("Command failed -:%d\n", i+1)
+				}
+				return execrun.Result{ExitCode: 2, Stderr: []byte(stderr)}, nil
+			}
+		}
+		return res, err
+	})
+	b := fakeBackend(run, rec.caps)
 	done, err := b.Teardown(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "ifb-macake3") {
+	if err == nil || !strings.Contains(err.Error(), "ifb-macake3") || !strings.Contains(err.Error(), "Device or resource busy") {
 		t.Fatalf("Teardown = %v, want the failing IFB removal", err)
 	}
-	ran := strings.Join(r.commands(), "\n")
-	if !strings.Contains(ran, "tc filter del dev lan0 ingress protocol all pref 19787 u32") {
+	// Every command as it reached the kernel, batch lines one by one.
+	var ranLines []string
+	for _, c := range r.calls {
+		if c.Stdin == "" {
+			ranLines = append(ranLines, strings.Join(c.Argv, " "))
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(c.Stdin, "\n"), "\n") {
+			ranLines = append(ranLines, c.Argv[0]+" "+l)
+			if l == refused {
+				break // ip stops at the failed line
+			}
+		}
+	}
+	ran := strings.Join(ranLines, "\n")
+	redirect := strings.Index(ran, "tc filter del dev lan0 ingress protocol all pref 19787 u32")
+	if redirect < 0 || redirect > strings.Index(ran, "ip "+refused) {
 		t.Errorf("the redirects were not removed before the IFB:\n%s", ran)
 	}
 	if strings.Contains(ran, "ip link del dev ifb-macake4") || strings.Contains(ran, "qdisc del dev wan0 root") {

@@ -59,6 +59,26 @@ func TestKernelBatchApplyFromEmptyIsFewProcesses(t *testing.T) {
 	}
 	b.Runner = execrun.Exec{}
 	mustConverge(t, b, desired)
+
+	// Teardown of all of it is as few processes (the plan's reads aside):
+	// a tc batch up to the IFBs, which go (after their redirects) in one
+	// ip batch, then a tc batch for the rest.
+	counting = &faultyRunner{inner: execrun.Exec{}}
+	b.Runner = counting
+	if _, err := b.Teardown(ctx); err != nil {
+		t.Fatalf("teardown: %v", err)
+	}
+	writes := 0
+	for _, c := range counting.calls {
+		if !strings.Contains(strings.Join(c.Argv, " "), " show") {
+			writes++
+		}
+	}
+	if writes > 3 {
+		t.Errorf("teardown of %d links ran %d processes that change the kernel, want at most 3", links, writes)
+	}
+	b.Runner = execrun.Exec{}
+	mustConverge(t, b, shape.State{})
 }
 
 // A line the kernel refuses stops the batch; the op it belongs to is named
