@@ -19,7 +19,7 @@ import (
 func manyLinks(n int) shape.State {
 	var s shape.State
 	for i := range n {
-		s.Links = append(s.Links, link(fmt.Sprintf("link%03d", i), fmt.Sprintf("en%d", i), i, 20+float64(i), 250+float64(i), 64<<10, reflectors...))
+		s.Links = append(s.Links, link(fmt.Sprintf("link%03d", i), fmt.Sprintf("en%d", i), i, 20+float64(i), 250+float64(i), 64<<10, icmpAddrs...))
 	}
 	return s
 }
