@@ -3,6 +3,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,19 @@ type LoadOptions struct {
 	// Limits are the target backend's (its shaper's largest rate and
 	// queue); the zero Limits check only the bounds of every backend.
 	Limits shape.Limits
+	// Context, when set, stops Load between files once it is done (a
+	// signal to the command): the directory then has one problem, so
+	// that callers keep what they have, as for a directory they cannot
+	// read.
+	Context context.Context
+}
+
+// stopped returns the context's error once it is done.
+func (o LoadOptions) stopped() error {
+	if o.Context == nil {
+		return nil
+	}
+	return o.Context.Err()
 }
 
 func (o LoadOptions) target() Target {
@@ -200,6 +214,10 @@ func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
 
 	var parsed []parsedLink
 	for i, n := range names {
+		if err := opts.stopped(); err != nil {
+			probs.add(dir, pos{}, "reading stopped after %d of %d files: %v", i, len(names), err)
+			return nil, nil, probs.err(order)
+		}
 		path := filepath.Join(dir, n)
 		order[path] = i
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {

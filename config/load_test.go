@@ -3,6 +3,7 @@
 package config
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -279,5 +280,19 @@ func TestBadExamplesReportEveryMarkedProblem(t *testing.T) {
 				t.Errorf("%s:%d: unexpected problem %q", f, line, msg)
 			}
 		}
+	}
+}
+
+// TestLoadStopsWhenTheContextIsDone: a done context stops Load before the
+// next file, as one problem on the directory, which every caller treats
+// as "keep what you have" (watch) or "change nothing" (apply).
+func TestLoadStopsWhenTheContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	links, _, err := Load("../examples/links.d", LoadOptions{SkipOwnershipCheck: true, Context: ctx})
+	probs := Problems(err)
+	if len(links) != 0 || len(probs) != 1 || probs[0].File != "../examples/links.d" ||
+		probs[0].Message != "reading stopped after 0 of 4 files: context canceled" {
+		t.Fatalf("got %d links and %v", len(links), err)
 	}
 }

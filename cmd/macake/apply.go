@@ -189,7 +189,9 @@ func (s *session) loadOptions() config.LoadOptions {
 	if s.backendName == "tc" {
 		target = config.TargetLinux
 	}
-	return reconcile.LoadOptionsFor(target, s.e.euid() != 0)
+	o := reconcile.LoadOptionsFor(target, s.e.euid() != 0)
+	o.Context = s.e.ctx
+	return o
 }
 
 // loadPolicies reads the policy files and the settings. Any problem stops
