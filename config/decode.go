@@ -16,10 +16,10 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// maxFileSize bounds what the loader reads: policy files are a few hundred
+// MaxFileSize bounds what the loader reads, in bytes: policy files are a few hundred
 // bytes (the longest example, commented, is 1.6 KB), and a huge one is a
 // mistake (or a device file).
-const maxFileSize = 64 << 10
+const MaxFileSize = 64 << 10
 
 // decoder decodes one TOML file strictly into a schema struct, collecting
 // every problem with its position instead of stopping at the first.

@@ -33,8 +33,20 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[match]\ninterface = \"en0\"\n[autorate]\nreflectors = [\"tcp:1.1.1.1:443\", \"auto:[::1]:443\", \"udp:9.9.9.9:7\", \"icmp:1.0.0.1\", \"tcp:1.1.1.1\"]\n"))
 	f.Add([]byte("a.b.c = 1\n[x.y]\n[[z]]\nq = '''\n\n'''\n"))
 	f.Add([]byte("[match]\ninterface = en0\n[shaper]\ndownload = 1.5 Mbit/s # x\nqueue = [\n5KB]\nupload = 5mbit\r\n[autorate\nx.y = 0x1fz\n"))
+	f.Add([]byte("x = " + strings.Repeat("{a=", 40) + "1" + strings.Repeat("}", 40) + "\n"))
+	f.Add([]byte("[match]\ninterface = \"en0\"\ngateway_ip = \"fe80::1%\\u001b[2J\"\n[\"\\nok: x\"]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l, _, err := Parse("fuzz.toml", data, LoadOptions{})
+		l, warnings, err := Parse("fuzz.toml", data, LoadOptions{})
+		for _, w := range warnings {
+			if Printable(w.Message) != w.Message {
+				t.Fatalf("warning with a control character: %q", w.Message)
+			}
+		}
+		for _, p := range Problems(err) {
+			if Printable(p.Message) != p.Message {
+				t.Fatalf("problem with a control character: %q", p.Message)
+			}
+		}
 		if err == nil {
 			if l.Name != "fuzz" || l.Match.Interface == "" {
 				t.Fatalf("valid link without identity: %+v", l)

@@ -26,10 +26,15 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/fileowner"
+	"github.com/macake/macake/internal/safefile"
 )
 
 // FileName is the state file's name inside the state directory.
 const FileName = "state.json"
+
+// maxSize bounds what Load reads: a state file holds a few kilobytes (a
+// profile per network), and anything much larger is not one.
+const maxSize = 16 << 20
 
 // FormatVersion is written into every file; a file with a higher major
 // version is refused rather than misread.
@@ -110,7 +115,7 @@ func Path(dir string) string { return filepath.Join(dir, FileName) }
 // evidence survives the rewrite.
 func Load(dir string) (*State, error) {
 	s := &State{Version: FormatVersion}
-	b, err := os.ReadFile(Path(dir))
+	b, _, err := safefile.Read(Path(dir), maxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
@@ -199,6 +204,10 @@ func (e *OwnershipError) Error() string {
 // 0644. Only root runs call it; a run by another user cannot change pf
 // anyway.
 func CheckOwnership(dir string) error {
+	if d, problem := fileowner.UnsafeAncestor(dir); d != "" {
+		return &OwnershipError{Path: d, Problem: problem + ", and it lies above the state directory " + dir,
+			Fix: fmt.Sprintf("sudo chown %s %s && sudo chmod go-w %s", rootOwner(), d, d)}
+	}
 	for _, path := range []string{dir, Path(dir)} {
 		info, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {
