@@ -129,7 +129,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		log.Info("the state lock is held; waiting for it", "holder", holder, "pid", pid, "wait", o.LockWait.String())
 	}
 	lock, err = reconcile.AcquireLockWith(ctx, stateDir, reconcile.LockOptions{
-		Wait: o.LockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck,
+		Wait: o.LockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, MayCreate: o.StateDirIsDefault,
 	})
 	if err != nil {
 		if errors.Is(err, ctx.Err()) && ctx.Err() != nil {

@@ -136,6 +136,13 @@ type LockOptions struct {
 	// Holder is recorded beside the pid (one word, e.g. HolderWatch), so
 	// that a run that cannot get the lock can tell people what holds it.
 	Holder string
+	// MayCreate lets the run create a state directory that does not
+	// exist. Only the default one (no --state-dir, or state_dir in
+	// macake.toml) is created unasked: a mistyped --state-dir would
+	// otherwise start a second record of what macake owns, adopt the live
+	// pipes and take a second pf reference that the right one never
+	// releases. Otherwise a missing directory is a *MissingStateDirError.
+	MayCreate bool
 	// SkipOwnershipCheck turns off state.CheckOwnership of the state
 	// directory and file (root-owned, not writable by group or others),
 	// for tests and for runs by a user other than root, as
@@ -148,14 +155,27 @@ type LockOptions struct {
 // the wait runs out, or with ctx's error when ctx ends first. A root
 // process checks the state directory's ownership (see AcquireLockWith).
 func AcquireLock(ctx context.Context, dir string, wait time.Duration) (*Lock, error) {
-	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, SkipOwnershipCheck: os.Geteuid() != 0})
+	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 }
 
 // AcquireLockAs is AcquireLock that also records holder (one word, e.g.
 // HolderWatch) beside the pid, so that a run that cannot get the lock can
 // tell people what holds it.
 func AcquireLockAs(ctx context.Context, dir string, wait time.Duration, holder string) (*Lock, error) {
-	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, Holder: holder, SkipOwnershipCheck: os.Geteuid() != 0})
+	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, Holder: holder, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+}
+
+// MissingStateDirError says that the state directory does not exist and
+// the run may not create it (LockOptions.MayCreate).
+type MissingStateDirError struct {
+	Dir string
+}
+
+// Error names the directory, why it is not created, and the fix.
+func (e *MissingStateDirError) Error() string {
+	return fmt.Sprintf("the state directory %s does not exist; nothing was changed. macake creates only its default one by itself: "+
+		"under a mistyped --state-dir it would keep a second record of what it owns and take a second pf reference. "+
+		"Check the path; if it is a new state directory, create it first: sudo mkdir -m 0755 %s", e.Dir, e.Dir)
 }
 
 // AcquireLockWith takes the state lock in dir as o says. Every run that
@@ -172,6 +192,11 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 		// write, it could be a symlink to a file root would truncate.
 		if err := state.CheckOwnership(dir); err != nil {
 			return nil, err
+		}
+	}
+	if !o.MayCreate {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, &MissingStateDirError{Dir: dir}
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

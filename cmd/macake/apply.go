@@ -245,7 +245,7 @@ func (s *session) openState() (int, bool) {
 	s.stateDir = s.policies.Settings.StateDirFor(s.e.stateDir, s.e.stateDir == defaultStateDir)
 	if !s.dryRun {
 		l, err := reconcile.AcquireLockWith(s.e.ctx, s.stateDir, reconcile.LockOptions{
-			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0,
+			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0, MayCreate: s.e.stateDir == defaultStateDir,
 		})
 		if err != nil {
 			return s.fail(err), false
