@@ -7,10 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/controller"
 )
 
-// Pipe queue limits, as DESIGN.md §2 gives them for `queue = "auto"`: never
-// below four full-sized packets, never above what dnctl accepts.
+// Pipe queue limits: a fixed size is never below four full-sized packets,
+// and no queue is above what dnctl accepts. A rule's size is floored as
+// `queue = "auto"` is (controller.AutoQueueFloor: the larger of four
+// packets and a few ms at the rate).
 const (
 	MinQueueBytes = 4 * dataBytes
 	MaxQueueBytes = 1023 * 1024
@@ -46,7 +50,7 @@ func (q QueueRule) Size(rate int64, idle time.Duration) int64 {
 	if q.BDP && (drain <= 0 || idle < drain) {
 		drain = idle
 	}
-	b := max(int64(float64(rate)/8*drain.Seconds()), MinQueueBytes)
+	b := max(int64(float64(rate)/8*drain.Seconds()), controller.AutoQueueFloor(rate, dataBytes))
 	b = (b + 1023) / 1024 * 1024
 	return min(b, MaxQueueBytes)
 }
