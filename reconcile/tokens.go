@@ -8,13 +8,16 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/state"
 )
 
 // StateTokens is the pfdn.TokenStore on the state file: the pf enable token
 // lives in State.PFToken, and every change is written to Dir atomically
-// before SetPFToken returns, so a crash right after `pfctl -E` never leaks
-// a reference nobody knows about. It shares State with the rest of the
+// before SetPFToken returns. The intent recorded before `pfctl -E`
+// (State.PFEnablePending) is saved the same way, so a crash between
+// pfctl taking the reference and the token being saved leaves what the
+// next run needs to find it. It shares State with the rest of the
 // run (slots, profiles), so a save also writes those; callers hold the
 // state lock (Lock) while they change the system.
 type StateTokens struct {
@@ -37,11 +40,42 @@ func (t *StateTokens) PFToken() string {
 func (t *StateTokens) SetPFToken(token string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.State.PFToken
-	t.State.PFToken = token
+	old, oldPending := t.State.PFToken, t.State.PFEnablePending
+	t.State.PFToken, t.State.PFEnablePending = token, nil
 	if err := state.Save(t.Dir, t.State); err != nil {
-		t.State.PFToken = old
+		t.State.PFToken, t.State.PFEnablePending = old, oldPending
 		return fmt.Errorf("saving the pf token in the state file: %w", err)
+	}
+	return nil
+}
+
+// EnableIntent returns the interrupted `pfctl -E` the state file records.
+func (t *StateTokens) EnableIntent() (pfdn.EnableIntent, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.State.PFEnablePending
+	if p == nil {
+		return pfdn.EnableIntent{}, false
+	}
+	return pfdn.EnableIntent{At: p.At, Before: slices.Clone(p.Before)}, true
+}
+
+// SetEnableIntent records in (nil forgets it) and saves the state file
+// before it returns, so that pfctl -E runs only once the intent is durable.
+func (t *StateTokens) SetEnableIntent(in *pfdn.EnableIntent) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.State.PFEnablePending
+	if in == nil && old == nil {
+		return nil
+	}
+	t.State.PFEnablePending = nil
+	if in != nil {
+		t.State.PFEnablePending = &state.PFEnablePending{At: in.At, Before: slices.Clone(in.Before)}
+	}
+	if err := state.Save(t.Dir, t.State); err != nil {
+		t.State.PFEnablePending = old
+		return fmt.Errorf("saving the pending pf reference in the state file: %w", err)
 	}
 	return nil
 }

@@ -46,6 +46,11 @@ type State struct {
 	// PFToken is the pf enable reference macake holds (from `pfctl -E`),
 	// released with `pfctl -X` on down. Empty when none is held.
 	PFToken string `json:"pf_token,omitempty"`
+	// PFEnablePending is set just before macake runs `pfctl -E` and
+	// cleared when the token is saved: if macake dies in between, the
+	// next run finds the token pf took (see pfdn.EnableIntent) instead of
+	// leaking the reference.
+	PFEnablePending *PFEnablePending `json:"pf_enable_pending,omitempty"`
 	// Slots maps link name to its stable slot (see shape.Link.Slot).
 	Slots map[string]int `json:"slots,omitempty"`
 	// Profiles maps a link identity key (see ProfileKey) to what was
@@ -56,6 +61,13 @@ type State struct {
 	// tell "someone replaced macake's shaper" (repaired) from "another
 	// tool's qdisc was there first" (never touched).
 	TCOwnedRoots []string `json:"tc_owned_roots,omitempty"`
+}
+
+// PFEnablePending is an interrupted `pfctl -E`: when macake was about to
+// run it, and the pf tokens held just before.
+type PFEnablePending struct {
+	At     time.Time `json:"at"`
+	Before []string  `json:"tokens_before,omitempty"`
 }
 
 // Profile is what macake knows about one network: measured capacity, idle
