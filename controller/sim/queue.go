@@ -106,7 +106,7 @@ func ParseQueueRule(s string) (QueueRule, error) {
 	if err != nil || n <= 0 {
 		return QueueRule{}, fmt.Errorf("queue %q: want bdp, a delay target like 10ms, or a size like 256KB", s)
 	}
-	if n*mult > MaxQueueBytes {
+	if n > MaxQueueBytes/mult { // before multiplying, which could overflow
 		return QueueRule{}, fmt.Errorf("queue %q is above dnctl's limit of 1023KB", s)
 	}
 	return QueueRule{Bytes: n * mult}, nil
