@@ -208,18 +208,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}()
 	}
 
-	socket := statusapi.SocketPath(stateDir)
-	if ln, err := statusapi.Listen(socket); err != nil {
-		log.Error("'macake status' cannot ask this daemon", logging.KeyError, err)
-	} else {
-		go statusapi.Serve(ctx, ln, statusapi.Handler{
-			Status: d.Query,
-			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
-				return d.TakeMeasurement(ctx, m.Key, m.Profile)
-			},
-			Pause: d.Pause,
-		}, log)
-	}
+	go serveStatus(ctx, statusapi.SocketPath(stateDir), statusapi.Handler{
+		Status: d.Query,
+		Measurement: func(ctx context.Context, m statusapi.Measurement) error {
+			return d.TakeMeasurement(ctx, m.Key, m.Profile)
+		},
+		Pause: d.Pause,
+	}, log, StatusRetry)
 
 	return d.Run(ctx)
 }
