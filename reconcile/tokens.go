@@ -128,22 +128,46 @@ func (t *StateTokens) ReleaseSlots(names []string) error {
 
 // OwnedRoots returns the interfaces whose root qdisc the tc backend
 // created (State.TCOwnedRoots); it makes StateTokens a tc.Ownership.
-func (t *StateTokens) OwnedRoots() map[string]bool {
+func (t *StateTokens) OwnedRoots() map[string]bool { return t.owned(&t.State.TCOwnedRoots) }
+
+// OwnedHooks returns the interfaces whose ingress qdisc the tc backend
+// added (State.TCOwnedHooks).
+func (t *StateTokens) OwnedHooks() map[string]bool { return t.owned(&t.State.TCOwnedHooks) }
+
+// SetRootOwned records (owned) or forgets that the tc backend's root
+// qdisc is on dev, and saves the state file when that changes anything.
+func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
+	if err := t.setOwned(&t.State.TCOwnedRoots, dev, owned); err != nil {
+		return fmt.Errorf("recording macake's root qdisc on %s in the state file: %w", dev, err)
+	}
+	return nil
+}
+
+// SetHookOwned records (owned) or forgets that the tc backend added the
+// ingress qdisc on dev, and saves the state file when that changes
+// anything.
+func (t *StateTokens) SetHookOwned(dev string, owned bool) error {
+	if err := t.setOwned(&t.State.TCOwnedHooks, dev, owned); err != nil {
+		return fmt.Errorf("recording macake's ingress qdisc on %s in the state file: %w", dev, err)
+	}
+	return nil
+}
+
+func (t *StateTokens) owned(list *[]string) map[string]bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]bool, len(t.State.TCOwnedRoots))
-	for _, dev := range t.State.TCOwnedRoots {
+	out := make(map[string]bool, len(*list))
+	for _, dev := range *list {
 		out[dev] = true
 	}
 	return out
 }
 
-// SetRootOwned records (owned) or forgets that the tc backend's root
-// qdisc is on dev, and saves the state file when that changes anything.
-func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
+// setOwned adds or removes dev in the sorted list and saves the state.
+func (t *StateTokens) setOwned(list *[]string, dev string, owned bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.State.TCOwnedRoots
+	old := *list
 	next := slices.Clone(old)
 	slices.Sort(next)
 	i, found := slices.BinarySearch(next, dev)
@@ -155,10 +179,10 @@ func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
 	} else {
 		next = slices.Delete(next, i, i+1)
 	}
-	t.State.TCOwnedRoots = next
+	*list = next
 	if err := state.Save(t.Dir, t.State); err != nil {
-		t.State.TCOwnedRoots = old
-		return fmt.Errorf("recording macake's root qdisc on %s in the state file: %w", dev, err)
+		*list = old
+		return err
 	}
 	return nil
 }

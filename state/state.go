@@ -61,6 +61,11 @@ type State struct {
 	// tell "someone replaced macake's shaper" (repaired) from "another
 	// tool's qdisc was there first" (never touched).
 	TCOwnedRoots []string `json:"tc_owned_roots,omitempty"`
+	// TCOwnedHooks lists the interfaces whose ingress qdisc the Linux
+	// backend added and has not removed since, sorted: only those are
+	// deleted on down, since an empty ingress qdisc that was there first
+	// looks the same.
+	TCOwnedHooks []string `json:"tc_owned_hooks,omitempty"`
 }
 
 // PFEnablePending is an interrupted `pfctl -E`: when macake was about to

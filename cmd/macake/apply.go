@@ -287,7 +287,7 @@ func (s *session) openBackend() (int, bool) {
 		// about its own roots while looking stays in memory, or it would
 		// write the state file (over what watch or measure saved since,
 		// or over a corrupt one a person should see).
-		cfg.Ownership = tc.NewMemoryOwnership(s.tokens.State.TCOwnedRoots)
+		cfg.Ownership = tc.NewMemoryOwnershipOf(s.tokens.State.TCOwnedRoots, s.tokens.State.TCOwnedHooks)
 	}
 	b, err := reconcile.OpenBackend(cfg)
 	if err != nil {
