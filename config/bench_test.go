@@ -3,7 +3,9 @@
 package config
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +31,30 @@ func BenchmarkLoad(b *testing.B) {
 		if _, _, err := Load("../examples/links.d", LoadOptions{SkipOwnershipCheck: true}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkParseHostile measures the files that used to take time
+// quadratic in their size (docs/CONFIG.md, "Size"): nesting just past the
+// bound, just under the key limit, and a long one-line array whose every
+// element is a problem. Each should cost about what its bytes do.
+func BenchmarkParseHostile(b *testing.B) {
+	var keys strings.Builder
+	keys.WriteString("[match]\ninterface = \"en0\"\n[x]\n")
+	for i := range MaxKeys - 3 {
+		fmt.Fprintf(&keys, "k%d = 1\n", i)
+	}
+	for _, bc := range []struct{ name, text string }{
+		{"deep-16KB", "x = " + strings.Repeat("{a=", 5000) + "1" + strings.Repeat("}", 5000)},
+		{"keys-256", keys.String()},
+		{"array-64KB", "[autorate]\nreflectors = [" + strings.Repeat("1,", 32000) + "]\n"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bc.text)))
+			for b.Loop() {
+				Parse("hostile.toml", []byte(bc.text), LoadOptions{})
+			}
+		})
 	}
 }

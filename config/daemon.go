@@ -91,6 +91,12 @@ func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
 		return DaemonDefaults, nil, nil
 	}
 	var probs problemList
+	if !opts.SkipOwnershipCheck {
+		if msg := unsafeAncestor(path); msg != "" {
+			probs.add(path, pos{}, "%s", msg)
+			return DaemonDefaults, nil, probs.err(nil)
+		}
+	}
 	data, ok := readPolicy(&probs, path, opts)
 	if !ok {
 		return DaemonDefaults, nil, probs.err(nil)
@@ -104,8 +110,8 @@ func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
 	var probs problemList
 	s := DaemonDefaults
 	d := newDecoder(name, &probs, reflect.TypeFor[Daemon]())
-	if len(data) > maxFileSize {
-		probs.add(name, pos{}, "is %d bytes; a settings file is at most %d", len(data), maxFileSize)
+	if len(data) > MaxFileSize {
+		probs.add(name, pos{}, "is %d bytes; a settings file is at most %d", len(data), MaxFileSize)
 	} else if d.parseTOML(string(data)) {
 		d.decodeStruct(reflect.ValueOf(&s).Elem(), d.root)
 		d.validateDaemon(&s)

@@ -5,16 +5,27 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
+
+// TestDefaultStateDirFollowsTheSystem: state goes where each system keeps
+// a daemon's state.
+func TestDefaultStateDirFollowsTheSystem(t *testing.T) {
+	for goos, want := range map[string]string{"darwin": "/var/db/macake", "linux": "/var/lib/macake"} {
+		if got := DefaultStateDirFor(goos); got != want {
+			t.Errorf("DefaultStateDirFor(%s) = %s, want %s", goos, got, want)
+		}
+	}
+}
 
 func TestLoadDaemonMissingFileGivesDefaults(t *testing.T) {
 	d, w, err := LoadDaemon(filepath.Join(t.TempDir(), "macake.toml"), LoadOptions{})
 	if err != nil || len(w) != 0 || d != DaemonDefaults {
 		t.Fatalf("%+v %v %v", d, w, err)
 	}
-	if d.Anchor != "com.apple/macake" || d.PipeRange != (PipeRange{48001, 48998}) || d.StateDir != "/var/db/macake" || d.LogFormat != LogText {
+	if d.Anchor != "com.apple/macake" || d.PipeRange != (PipeRange{48001, 48998}) || d.StateDir != DefaultStateDirFor(runtime.GOOS) || d.LogFormat != LogText {
 		t.Errorf("defaults: %+v", d)
 	}
 	if got := DaemonFileFor("/etc/macake/links.d/"); got != DaemonFile {

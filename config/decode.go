@@ -16,9 +16,10 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// maxFileSize bounds what the loader reads: policy files are a few hundred
-// bytes, and a huge one is a mistake (or a device file).
-const maxFileSize = 1 << 20
+// MaxFileSize bounds what the loader reads, in bytes: policy files are a few hundred
+// bytes (the longest example, commented, is 1.6 KB), and a huge one is a
+// mistake (or a device file).
+const MaxFileSize = 64 << 10
 
 // decoder decodes one TOML file strictly into a schema struct, collecting
 // every problem with its position instead of stopping at the first.
@@ -85,6 +86,9 @@ type entry struct {
 	line     int // the library's line hint; 0 for an implicit table
 	start    int // the library's byte-offset hint
 	children []*entry
+	// elems are the byte offsets of an array value's elements, found
+	// when a problem first needs one (elemPos).
+	elems []int
 }
 
 func (e *entry) name() string { return e.path[len(e.path)-1] }
@@ -108,6 +112,11 @@ func (positionProbe) UnmarshalTOML(any) error { return errProbe }
 // to check everything else in the same run.
 func (d *decoder) parseTOML(text string) (ok bool) {
 	d.src = newSource(text)
+	if off, problem, bad := tooComplex(text); bad {
+		// Before the library sees it: see MaxNesting and MaxKeys.
+		d.probs.add(d.file, d.src.at(off), "%s", problem)
+		return false
+	}
 	top, err := decodeTOML(text, &d.md)
 	if err != nil {
 		unquoted := findUnquoted(text)
@@ -256,10 +265,16 @@ func (d *decoder) valuePos(e *entry) pos {
 
 // elemPos is where element i of the array e is written.
 func (d *decoder) elemPos(e *entry, i int) pos {
-	if v := d.valueOffset(e); v >= 0 {
-		if elems := d.src.arrayElems(v); i < len(elems) {
-			return d.src.at(elems[i])
+	if e.elems == nil {
+		// Found once per array: a problem in each element of a long
+		// one must not scan it again each time.
+		e.elems = []int{}
+		if v := d.valueOffset(e); v >= 0 {
+			e.elems = d.src.arrayElems(v)
 		}
+	}
+	if i < len(e.elems) {
+		return d.src.at(e.elems[i])
 	}
 	return d.valuePos(e)
 }

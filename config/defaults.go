@@ -4,6 +4,7 @@ package config
 
 import (
 	"net/netip"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -118,8 +119,19 @@ func defaultPolicy() Policy {
 }
 
 // DefaultStateDir is where the state file lives unless --state-dir or
-// state_dir says otherwise.
-const DefaultStateDir = "/var/db/macake"
+// state_dir says otherwise: DefaultStateDirFor the running system.
+var DefaultStateDir = DefaultStateDirFor(runtime.GOOS)
+
+// DefaultStateDirFor is the default state directory on goos: where that
+// system keeps a daemon's state, /var/db on macOS (as its own daemons
+// do) and /var/lib on Linux (the FHS, and Debian, whose systemd units
+// name it with StateDirectory=).
+func DefaultStateDirFor(goos string) string {
+	if goos == "linux" {
+		return "/var/lib/macake"
+	}
+	return "/var/db/macake"
+}
 
 // DaemonDefaults are the defaults of the daemon settings file.
 var DaemonDefaults = Daemon{

@@ -33,8 +33,20 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("[match]\ninterface = \"en0\"\n[autorate]\nreflectors = [\"tcp:1.1.1.1:443\", \"auto:[::1]:443\", \"udp:9.9.9.9:7\", \"icmp:1.0.0.1\", \"tcp:1.1.1.1\"]\n"))
 	f.Add([]byte("a.b.c = 1\n[x.y]\n[[z]]\nq = '''\n\n'''\n"))
 	f.Add([]byte("[match]\ninterface = en0\n[shaper]\ndownload = 1.5 Mbit/s # x\nqueue = [\n5KB]\nupload = 5mbit\r\n[autorate\nx.y = 0x1fz\n"))
+	f.Add([]byte("x = " + strings.Repeat("{a=", 40) + "1" + strings.Repeat("}", 40) + "\n"))
+	f.Add([]byte("[match]\ninterface = \"en0\"\ngateway_ip = \"fe80::1%\\u001b[2J\"\n[\"\\nok: x\"]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		l, _, err := Parse("fuzz.toml", data, LoadOptions{})
+		l, warnings, err := Parse("fuzz.toml", data, LoadOptions{})
+		for _, w := range warnings {
+			if Printable(w.Message) != w.Message {
+				t.Fatalf("warning with a control character: %q", w.Message)
+			}
+		}
+		for _, p := range Problems(err) {
+			if Printable(p.Message) != p.Message {
+				t.Fatalf("problem with a control character: %q", p.Message)
+			}
+		}
 		if err == nil {
 			if l.Name != "fuzz" || l.Match.Interface == "" {
 				t.Fatalf("valid link without identity: %+v", l)
@@ -71,6 +83,42 @@ func FuzzParseReflector(f *testing.F) {
 		back, err := ParseReflector(r.String())
 		if err != nil || back != r {
 			t.Fatalf("ParseReflector(%q) = %+v, whose String %q reads back as %+v, %v", s, r, r.String(), back, err)
+		}
+	})
+}
+
+// FuzzParseDaemon feeds the settings parser (macake.toml) arbitrary files:
+// it never panics, refusals carry a position inside the file and no raw
+// control character, and accepted settings keep the invariants the
+// daemon relies on (an absolute state directory, a valid pipe range).
+func FuzzParseDaemon(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("state_dir = \"/var/db/macake\"\nanchor = \"com.apple/macake\"\npipe_range = { first = 48001, last = 48998 }\nlog_format = \"json\"\nlog_file = \"/var/log/macake/watch.log\"\nmetrics_listen = \"127.0.0.1:9846\"\n"))
+	f.Add([]byte("state_dir = \"relative\"\nanchor = \"../x\"\npipe_range = { first = 40269, last = 40270 }\nlog_format = \"xml\"\n"))
+	f.Add([]byte("metrics_listen = \"0.0.0.0:80\"\nunknown = 1\n[pipe_range]\nfirst = -1\n"))
+	f.Add([]byte("anchor = \"\\u001b[2J\"\n\"\\nok: x\" = 1\n"))
+	f.Add([]byte("x = " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, warnings, err := ParseDaemon("macake.toml", data)
+		for _, w := range warnings {
+			if Printable(w.Message) != w.Message {
+				t.Fatalf("warning with a control character: %q", w.Message)
+			}
+		}
+		if err != nil {
+			if d != DaemonDefaults {
+				t.Fatalf("refused settings are not the defaults: %+v", d)
+			}
+			lines := strings.Count(string(data), "\n") + 1
+			for _, p := range Problems(err) {
+				if p.File != "macake.toml" || p.Message == "" || Printable(p.Message) != p.Message || p.Line > lines {
+					t.Fatalf("bad problem %+v (file has %d lines)", p, lines)
+				}
+			}
+			return
+		}
+		if !filepath.IsAbs(d.StateDir) || d.PipeRange.First < 1 || d.PipeRange.Last < d.PipeRange.First || d.Anchor == "" {
+			t.Fatalf("accepted impossible settings: %+v", d)
 		}
 	})
 }

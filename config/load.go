@@ -3,9 +3,9 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/netip"
 	"os"
@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/internal/fileowner"
+	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/shape"
 )
 
@@ -41,6 +42,19 @@ type LoadOptions struct {
 	// Limits are the target backend's (its shaper's largest rate and
 	// queue); the zero Limits check only the bounds of every backend.
 	Limits shape.Limits
+	// Context, when set, stops Load between files once it is done (a
+	// signal to the command): the directory then has one problem, so
+	// that callers keep what they have, as for a directory they cannot
+	// read.
+	Context context.Context
+}
+
+// stopped returns the context's error once it is done.
+func (o LoadOptions) stopped() error {
+	if o.Context == nil {
+		return nil
+	}
+	return o.Context.Err()
 }
 
 func (o LoadOptions) target() Target {
@@ -74,8 +88,8 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	if !linkNameRE.MatchString(link.Name) {
 		probs.add(name, pos{1, 1}, "link name %q (from the file name) must be lower-case letters, digits, - and _, starting with a letter or digit, at most 32 characters; rename the file", link.Name)
 	}
-	if len(data) > maxFileSize {
-		probs.add(name, pos{}, "is %d bytes; a policy file is at most %d", len(data), maxFileSize)
+	if len(data) > MaxFileSize {
+		probs.add(name, pos{}, "is %d bytes; a policy file is at most %d", len(data), MaxFileSize)
 		return link, nil
 	}
 	d := newDecoder(name, probs, reflect.TypeFor[Policy]())
@@ -107,21 +121,21 @@ func LoadFile(path string, opts LoadOptions) (Link, []Warning, error) {
 	return Parse(path, data, opts)
 }
 
-// readPolicy reads a file after the ownership check, reporting problems.
+// readPolicy reads a regular file and checks its ownership, reporting
+// problems. A named pipe or a device is refused without being opened (a
+// FIFO named x.toml would block the read forever).
 func readPolicy(probs *problemList, path string, opts LoadOptions) ([]byte, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
+	data, info, err := safefile.Read(path, MaxFileSize)
+	var notRegular *safefile.NotRegularError
+	switch {
+	case errors.As(err, &notRegular):
+		probs.add(path, pos{}, "is %s, not a regular file: macake reads only regular files", safefile.Kind(notRegular.Type))
 		return nil, false
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
+	case errors.Is(err, safefile.ErrTooLarge):
+		probs.add(path, pos{}, "is larger than %d bytes, the most a policy or settings file may be", MaxFileSize)
 		return nil, false
-	}
-	if !info.Mode().IsRegular() {
-		probs.add(path, pos{}, "is not a regular file")
+	case err != nil:
+		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
 		return nil, false
 	}
 	if !opts.SkipOwnershipCheck {
@@ -130,12 +144,31 @@ func readPolicy(probs *problemList, path string, opts LoadOptions) ([]byte, bool
 			return nil, false
 		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
-		return nil, false
-	}
 	return data, true
+}
+
+// linkOutside explains why the entry at path, in the policy directory
+// dir, must not be read because it is a symbolic link that leads out of
+// dir, or returns "". Through such a link root would read any file on the
+// system and quote bits of it in its messages (a password file's lines
+// read as keys). What the link points to is said; what it holds is not.
+func linkOutside(dir, path string) string {
+	info, err := os.Lstat(path)
+	if err != nil || info.Mode().Type() != fs.ModeSymlink {
+		return ""
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Sprintf("is a symbolic link that cannot be followed: %v", unwrapPathError(err))
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Sprintf("cannot resolve the directory: %v", unwrapPathError(err))
+	}
+	if rel, err := filepath.Rel(realDir, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Sprintf("is a symbolic link to %q, outside %s; macake reads only files inside the policy directory: copy the file here instead of linking it", target, dir)
+	}
+	return ""
 }
 
 func unwrapPathError(err error) error {
@@ -180,7 +213,11 @@ func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
 		return nil, nil, probs.err(order)
 	}
 	if !opts.SkipOwnershipCheck {
-		if msg := unsafeOwnership(dir, info); msg != "" {
+		msg := unsafeOwnership(dir, info)
+		if msg == "" {
+			msg = unsafeAncestor(dir)
+		}
+		if msg != "" {
 			probs.add(dir, pos{}, "%s", msg)
 			return nil, nil, probs.err(order)
 		}
@@ -200,8 +237,16 @@ func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
 
 	var parsed []parsedLink
 	for i, n := range names {
+		if err := opts.stopped(); err != nil {
+			probs.add(dir, pos{}, "reading stopped after %d of %d files: %v", i, len(names), err)
+			return nil, nil, probs.err(order)
+		}
 		path := filepath.Join(dir, n)
 		order[path] = i
+		if msg := linkOutside(dir, path); msg != "" {
+			probs.add(path, pos{}, "%s", msg)
+			continue
+		}
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			probs.warn(path, pos{}, "is a directory; skipped")
 			continue
@@ -256,6 +301,17 @@ func checkIndistinguishable(probs *problemList, links []parsedLink) {
 func sameMatch(a, b MatchKeys) bool {
 	return a.Interface == b.Interface && a.GatewayMAC.Equal(b.GatewayMAC) &&
 		a.GatewayIP == b.GatewayIP && a.SSID == b.SSID && a.Priority == b.Priority
+}
+
+// unsafeAncestor explains why the directories above path (the config
+// directory or the settings file) must not be trusted, or returns "":
+// whoever can write one of them can swap in files of their own
+// (fileowner.UnsafeAncestor).
+func unsafeAncestor(path string) string {
+	if d, problem := fileowner.UnsafeAncestor(path); d != "" {
+		return fmt.Sprintf("refusing to use: %s, above it, is %s, so another user could put their own files in its place; fix: sudo chown root %s && sudo chmod go-w %s", d, problem, d, d)
+	}
+	return ""
 }
 
 // unsafeOwnership explains why a config file or directory must not be

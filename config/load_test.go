@@ -3,12 +3,17 @@
 package config
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -181,7 +186,7 @@ func TestLoadFile(t *testing.T) {
 	if _, _, err := LoadFile(filepath.Join(dir, "none.toml"), skipOwner); err == nil || !strings.Contains(err.Error(), "none.toml: cannot read: no such file") {
 		t.Errorf("LoadFile missing: %v", err)
 	}
-	if _, _, err := LoadFile(dir, skipOwner); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+	if _, _, err := LoadFile(dir, skipOwner); err == nil || !strings.Contains(err.Error(), "is a directory, not a regular file") {
 		t.Errorf("LoadFile dir: %v", err)
 	}
 }
@@ -279,5 +284,126 @@ func TestBadExamplesReportEveryMarkedProblem(t *testing.T) {
 				t.Errorf("%s:%d: unexpected problem %q", f, line, msg)
 			}
 		}
+	}
+}
+
+// TestLoadStopsWhenTheContextIsDone: a done context stops Load before the
+// next file, as one problem on the directory, which every caller treats
+// as "keep what you have" (watch) or "change nothing" (apply).
+func TestLoadStopsWhenTheContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	links, _, err := Load("../examples/links.d", LoadOptions{SkipOwnershipCheck: true, Context: ctx})
+	probs := Problems(err)
+	if len(links) != 0 || len(probs) != 1 || probs[0].File != "../examples/links.d" ||
+		probs[0].Message != "reading stopped after 0 of 4 files: context canceled" {
+		t.Fatalf("got %d links and %v", len(links), err)
+	}
+}
+
+// loadGuarded runs Load, failing the test if it has not returned after a
+// minute: the hang this guards against lasts forever.
+func loadGuarded(t *testing.T, dir string, opts LoadOptions) ([]Link, error) {
+	t.Helper()
+	type result struct {
+		links []Link
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		links, _, err := Load(dir, opts)
+		done <- result{links, err}
+	}()
+	select {
+	case r := <-done:
+		return r.links, r.err
+	case <-time.After(time.Minute):
+		t.Fatal("Load hung")
+		return nil, nil
+	}
+}
+
+// TestLoadRefusesSpecialFiles: a FIFO (or another special file) named
+// *.toml is a problem of its own, found without opening it; before, the
+// open blocked validate, apply and watch forever. The other files load.
+func TestLoadRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"b.toml": minimal})
+	if err := syscall.Mkfifo(filepath.Join(dir, "a.toml"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	links, err := loadGuarded(t, dir, skipOwner)
+	probs := Problems(err)
+	if len(links) != 1 || links[0].Name != "b" || len(probs) != 1 ||
+		probs[0].Error() != filepath.Join(dir, "a.toml")+": is a named pipe, not a regular file: macake reads only regular files" {
+		t.Fatalf("links %v, problems %v", links, err)
+	}
+}
+
+// TestLoadRefusesLinksOutOfTheDirectory: a policy that is a symbolic link
+// to a file outside links.d is refused, naming the target but quoting
+// nothing of it (a password file's line used to show up as a key); a
+// link to a file inside the directory is read.
+func TestLoadRefusesLinksOutOfTheDirectory(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "shadow")
+	if err := os.WriteFile(secret, []byte("root_password = \"hunter2\"\nhunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"real.toml.inc": minimal})
+	for name, target := range map[string]string{"leak.toml": secret, "ok.toml": "real.toml.inc", "dangling.toml": "nowhere"} {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links, err := loadGuarded(t, dir, skipOwner)
+	if strings.Contains(fmt.Sprint(err), "hunter") {
+		t.Errorf("the secret leaked into the problems:\n%v", err)
+	}
+	want := []string{
+		filepath.Join(dir, "dangling.toml") + ": is a symbolic link that cannot be followed: no such file or directory",
+		filepath.Join(dir, "leak.toml") + fmt.Sprintf(": is a symbolic link to %q, outside %s; macake reads only files inside the policy directory: copy the file here instead of linking it", secret, dir),
+	}
+	var got []string
+	for _, p := range Problems(err) {
+		got = append(got, p.Error())
+	}
+	if !slices.Equal(got, want) || len(links) != 1 || links[0].Name != "ok" {
+		t.Errorf("links %v, problems:\n%s\nwant:\n%s", links, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLoadChecksTheDirectoriesAbove: as root, a policy directory (or a
+// settings file) below a directory other users may write is refused,
+// naming that directory, as ssh refuses a key below one; before, only the
+// directory itself was checked.
+func TestLoadChecksTheDirectoriesAbove(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the ownership checks apply to root")
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	dir := filepath.Join(open, "links.d")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"a.toml": minimal})
+	writeFiles(t, open, map[string]string{"macake.toml": ""})
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("refusing to use: %s, above it, is writable by group or others (mode 0777), so another user could put their own files in its place; fix: sudo chown root %s && sudo chmod go-w %s", open, open, open)
+	_, _, err := Load(dir, LoadOptions{})
+	if probs := Problems(err); len(probs) != 1 || probs[0].Error() != dir+": "+want {
+		t.Errorf("Load: %v\nwant %s: %s", err, dir, want)
+	}
+	_, _, err = LoadDaemon(filepath.Join(open, "macake.toml"), LoadOptions{})
+	if probs := Problems(err); len(probs) != 1 || probs[0].Message != want {
+		t.Errorf("LoadDaemon: %v\nwant %s", err, want)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if links, _, err := Load(dir, LoadOptions{}); err != nil || len(links) != 1 {
+		t.Errorf("once fixed: %v", err)
 	}
 }

@@ -59,6 +59,16 @@ func parseTest(t *testing.T, name, text string, target Target) (Link, []string, 
 
 const minimal = "[match]\ninterface = \"en0\"\n"
 
+// TestGatewayZoneOnTheInterface: a link-local gateway written with its
+// interface as the zone is kept without it, as the facts have it, so that
+// it matches.
+func TestGatewayZoneOnTheInterface(t *testing.T) {
+	l, _, err := Parse("a.toml", []byte(minimal+"gateway_ip = \"fe80::1%en0\"\n"), LoadOptions{})
+	if err != nil || l.Match.GatewayIP != netip.MustParseAddr("fe80::1") {
+		t.Fatalf("gateway %v, %v; want fe80::1 without its zone", l.Match.GatewayIP, err)
+	}
+}
+
 func TestParseRules(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -171,7 +181,8 @@ func TestParseRules(t *testing.T) {
 		{name: "multicast mac", text: minimal + "gateway_mac = \"ff:ff:ff:ff:ff:ff\"\n", problems: []string{"3:15: match.gateway_mac: ff:ff:ff:ff:ff:ff is a multicast or broadcast address"}},
 		{name: "bad ip", text: minimal + "gateway_ip = \"10.0.0\"\n", problems: []string{`3:14: match.gateway_ip: "10.0.0" is not an IP address`}},
 		{name: "unspecified ip", text: minimal + "gateway_ip = \"0.0.0.0\"\n", problems: []string{"3:14: match.gateway_ip: 0.0.0.0 cannot be a gateway"}},
-		{name: "ipv6 gateway", text: minimal + "gateway_ip = \"fe80::1%en0\"\n"},
+		{name: "ipv6 gateway", text: minimal + "gateway_ip = \"fe80::1\"\n"},
+		{name: "ipv6 gateway zoned on the interface", text: minimal + "gateway_ip = \"fe80::1%en0\"\n"},
 		{name: "long ssid", text: minimal + "ssid = \"" + strings.Repeat("x", 33) + "\"\n", problems: []string{"3:8: match.ssid: is 33 bytes long"}},
 
 		// Reflectors.
@@ -190,7 +201,10 @@ func TestParseRules(t *testing.T) {
 		{name: "one address two kinds", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"tcp:1.1.1.1:443\"]\ncut_refractory = \"2s\"\n", problems: []string{
 			`4:26: autorate.reflectors[1]: 1.1.1.1 is listed twice (also reflectors[0] as "1.1.1.1"); each address is probed one way: to let ` + "`macake measure`" + ` choose between ICMP and TCP, list it once as "auto:1.1.1.1:443"`}},
 		{name: "reflector not a string", text: minimal + "[autorate]\nreflectors = [443]\n", problems: []string{`4:15: autorate.reflectors[0]: "443" is not an IP address, nor KIND:ADDRESS[:PORT] with KIND icmp, tcp or udp`}},
-		{name: "zoned reflector", text: minimal + "[autorate]\nreflectors = [\"fe80::1%en0\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: fe80::1%en0: write the address without a zone"}},
+		{name: "zoned reflector", text: minimal + "[autorate]\nreflectors = [\"fe80::1%en0\"]\ncut_refractory = \"2s\"\n", problems: []string{"4:15: autorate.reflectors[0]: \"fe80::1%en0\": write the address without a zone"}},
+		{name: "zone with control characters", text: minimal + "[autorate]\nreflectors = [\"fe80::1%x\\nok: all good\\u001b[2J\"]\ncut_refractory = \"2s\"\n", problems: []string{`4:15: autorate.reflectors[0]: "fe80::1%x\nok: all good\x1b[2J": write the address without a zone`}},
+		{name: "zoned gateway", text: minimal + "gateway_ip = \"fe80::1%en0\\n\"\n", problems: []string{`3:14: match.gateway_ip: "fe80::1%en0\n": the zone must be [match].interface ("en0"), or leave it out`}},
+		{name: "table name with escapes", text: minimal + "[\"x\\nok: fine\\u001b]0;t\\u0007\"]\n", problems: []string{`3:1: unknown table [x\nok: fine\x1b]0;t\a]`}},
 		{name: "active reflectors above count", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\"]\nactive_reflectors = 2\ncut_refractory = \"2s\"\n", problems: []string{"5:21: autorate.active_reflectors: 2 is outside 1..1"}},
 
 		// Modes and tables that depend on them.

@@ -20,6 +20,12 @@ type pos struct{ line, col int }
 type source struct {
 	text       string
 	lineStarts []int // byte offset of each line's first byte
+	// last is the latest position at computed, at offset lastOff: the
+	// next one on the same line counts characters from there, so that
+	// the problems of a long one-line array cost linear time, not
+	// quadratic.
+	last    pos
+	lastOff int
 }
 
 func newSource(text string) *source {
@@ -37,7 +43,14 @@ func (s *source) at(off int) pos {
 	off = max(0, min(off, len(s.text)))
 	line := sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > off }) // first start after off
 	start := s.lineStarts[line-1]
-	return pos{line: line, col: utf8.RuneCountInString(s.text[start:off]) + 1}
+	p := pos{line: line}
+	if s.last.line == line && s.lastOff <= off && s.lastOff >= start {
+		p.col = s.last.col + utf8.RuneCountInString(s.text[s.lastOff:off])
+	} else {
+		p.col = utf8.RuneCountInString(s.text[start:off]) + 1
+	}
+	s.last, s.lastOff = p, off
+	return p
 }
 
 // line returns the byte range [start, end) of a 1-based line, without its

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -107,11 +110,43 @@ type problemList struct {
 }
 
 func (l *problemList) add(file string, p pos, format string, args ...any) {
-	l.problems = append(l.problems, &Problem{File: file, Line: p.line, Col: p.col, Message: fmt.Sprintf(format, args...)})
+	l.problems = append(l.problems, &Problem{File: Printable(file), Line: p.line, Col: p.col, Message: Printable(fmt.Sprintf(format, args...))})
 }
 
 func (l *problemList) warn(file string, p pos, format string, args ...any) {
-	l.warnings = append(l.warnings, Warning{File: file, Line: p.line, Col: p.col, Message: fmt.Sprintf(format, args...)})
+	l.warnings = append(l.warnings, Warning{File: Printable(file), Line: p.line, Col: p.col, Message: Printable(fmt.Sprintf(format, args...))})
+}
+
+// Printable returns s with every control character, invalid byte and
+// bidirectional override escaped as in a Go string literal (\n, \x1b,
+// \u202e), and unchanged when it has none. Every problem and warning goes
+// through it: their texts quote the files' values and names, and a value
+// holding a newline could print a fake "ok:" line, an escape sequence
+// could drive the terminal, and an override could make text read
+// backwards.
+func Printable(s string) string {
+	if strings.IndexFunc(s, needsEscape) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && strings.HasPrefix(s[i:], "\xef\xbf\xbd"):
+			b.WriteRune(r) // a real U+FFFD
+		case r == utf8.RuneError:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case needsEscape(r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func needsEscape(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // err returns the problems as one error that prints one line per problem,

@@ -90,7 +90,15 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 			d.bad("match.gateway_mac", "%s is a multicast or broadcast address, not a gateway's", mac)
 		}
 	}
-	if ip := m.GatewayIP; ip.IsValid() && (ip.IsUnspecified() || ip.IsMulticast()) {
+	switch ip := m.GatewayIP; {
+	case !ip.IsValid():
+	case ip.Zone() != "" && ip.Zone() != m.Interface:
+		d.bad("match.gateway_ip", "%q: the zone must be [match].interface (%q), or leave it out", ip, m.Interface)
+	case ip.Zone() != "":
+		// The gateway is on the interface anyway, and the facts carry
+		// no zone: keep the address without it, so that it matches.
+		m.GatewayIP = ip.WithZone("")
+	case ip.IsUnspecified() || ip.IsMulticast():
 		d.bad("match.gateway_ip", "%s cannot be a gateway", ip)
 	}
 	if len(m.SSID) > maxSSIDBytes {
@@ -282,7 +290,7 @@ func (d *decoder) checkReflectors(a *Autorate) {
 			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s cannot answer probes", i, r.Addr)
 			continue
 		case u.Zone() != "":
-			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %s: write the address without a zone", i, r)
+			d.probs.add(d.file, at(), "autorate.reflectors[%d]: %q: write the address without a zone", i, r.String())
 			continue
 		}
 		if j, dup := seen[u.String()]; dup {

@@ -129,7 +129,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		log.Info("the state lock is held; waiting for it", "holder", holder, "pid", pid, "wait", o.LockWait.String())
 	}
 	lock, err = reconcile.AcquireLockWith(ctx, stateDir, reconcile.LockOptions{
-		Wait: o.LockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck,
+		Wait: o.LockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, MayCreate: o.StateDirIsDefault,
 	})
 	if err != nil {
 		if errors.Is(err, ctx.Err()) && ctx.Err() != nil {
@@ -208,18 +208,13 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}()
 	}
 
-	socket := statusapi.SocketPath(stateDir)
-	if ln, err := statusapi.Listen(socket); err != nil {
-		log.Error("'macake status' cannot ask this daemon", logging.KeyError, err)
-	} else {
-		go statusapi.Serve(ctx, ln, statusapi.Handler{
-			Status: d.Query,
-			Measurement: func(ctx context.Context, m statusapi.Measurement) error {
-				return d.TakeMeasurement(ctx, m.Key, m.Profile)
-			},
-			Pause: d.Pause,
-		}, log)
-	}
+	go serveStatus(ctx, statusapi.SocketPath(stateDir), statusapi.Handler{
+		Status: d.Query,
+		Measurement: func(ctx context.Context, m statusapi.Measurement) error {
+			return d.TakeMeasurement(ctx, m.Key, m.Profile)
+		},
+		Pause: d.Pause,
+	}, log, StatusRetry)
 
 	return d.Run(ctx)
 }

@@ -33,6 +33,10 @@ func serveOptions(t *testing.T, log io.Writer) ServeOptions {
 	if err := os.Mkdir(configDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Not the default state directory: it must exist (MayCreate).
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{reconcile.EnvBackend: "pf", linkfacts.EnvFile: facts}
 	return ServeOptions{
 		ConfigDir: configDir, StateDir: filepath.Join(dir, "state"),
@@ -124,5 +128,31 @@ func TestCapStderrFile(t *testing.T) {
 	f.Write([]byte("next\n"))
 	if b, _ := os.ReadFile(path); string(b) != "next\n" {
 		t.Fatalf("after the cap: %q", b)
+	}
+}
+
+// TestServeRefusesAMissingStateDir: watch creates only the default state
+// directory; a --state-dir that does not exist (a typo) fails the start,
+// naming it, rather than keep a second record of what macake owns.
+func TestServeRefusesAMissingStateDir(t *testing.T) {
+	var log syncBuffer
+	o := serveOptions(t, &log)
+	o.StateDir += "-typo"
+	var failed error
+	o.StartFailed = func(err error) { failed = err }
+	err := Serve(context.Background(), o)
+	var missing *reconcile.MissingStateDirError
+	if !errors.As(err, &missing) || missing.Dir != o.StateDir || failed == nil {
+		t.Fatalf("Serve: %v (StartFailed %v)", err, failed)
+	}
+	if _, err := os.Stat(o.StateDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("watch created %s: %v", o.StateDir, err)
+	}
+	o.StateDirIsDefault = true // the default, or state_dir in macake.toml: created
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	o.StartFailed = func(err error) { t.Errorf("StartFailed(%v)", err) }
+	if err := Serve(ctx, o); err != nil {
+		t.Fatalf("Serve with the default directory: %v", err)
 	}
 }

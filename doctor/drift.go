@@ -62,7 +62,7 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 			Settings: cfg.policies.Settings, Tokens: tokens, Runner: in.sys.Runner, Getenv: in.sys.Getenv,
 			GOOS: in.sys.GOOS, KnownLinks: func() map[string]int { return maps.Clone(st.Slots) },
 			// A copy: doctor never writes the state file.
-			Ownership: tc.NewMemoryOwnership(st.TCOwnedRoots),
+			Ownership: tc.NewMemoryOwnershipOf(st.TCOwnedRoots, st.TCOwnedHooks),
 		})
 		if err != nil {
 			d.blocked = "the backend cannot be opened (see System)"

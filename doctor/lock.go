@@ -11,9 +11,11 @@ import (
 
 // LockProbe finds a running `macake watch` through the state lock
 // (reconcile.Holder): watch holds an exclusive flock on it for as long as
-// it runs and writes "PID watch" into it. Probing takes a shared lock for
-// an instant when nobody holds it, which only ever delays another macake
-// by one retry; it needs read access only, so it works without root.
+// it runs and writes "PID watch" into it and into the holder file beside
+// it. As root, probing takes a shared lock for an instant when nobody
+// holds it, which only ever delays another macake by one retry; without
+// root, which may not open the lock, it reads the holder file and asks
+// whether that pid runs.
 type LockProbe struct{}
 
 // Watch implements WatchProbe.

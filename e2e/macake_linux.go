@@ -56,8 +56,10 @@ func NewMacake(tb testing.TB, bin string, ns *netns.Namespace, iface, gateway st
 	root := tb.TempDir()
 	m := &Macake{Bin: bin, NS: ns, ConfigDir: filepath.Join(root, "links.d"), StateDir: filepath.Join(root, "state"),
 		FactsFile: filepath.Join(root, "facts.json")}
-	if err := os.Mkdir(m.ConfigDir, 0o755); err != nil {
-		tb.Fatal(err)
+	for _, d := range []string{m.ConfigDir, m.StateDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	m.SetFacts(tb, fmt.Sprintf(`{"interfaces":[{"name":%q,"up":true,"gateway_ip":%q}]}`, iface, gateway))
 	m.Env = []string{"MACAKE_BACKEND=tc", "MACAKE_LINK_FACTS=" + m.FactsFile, "NO_COLOR=1"}

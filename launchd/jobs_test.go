@@ -12,13 +12,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/golden"
 )
 
 // examplesProgram is what the shipped examples run: `make install`'s
-// default prefix and the CLI's default directories.
-var examplesProgram = Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+// default prefix and the CLI's default directories, on macOS;
+// linuxProgram is the same on Linux, where state lives in /var/lib.
+var (
+	examplesProgram = Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: config.DefaultStateDirFor("darwin")}
+	linuxProgram    = Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: config.DefaultStateDirFor("linux")}
+)
 
 const exampleHome = "/Users/you"
 
@@ -150,13 +155,13 @@ func unitKeys(t *testing.T, unit []byte) map[string]string {
 }
 
 func TestSystemdUnits(t *testing.T) {
-	unit, err := SystemdWatchUnit(examplesProgram)
+	unit, err := SystemdWatchUnit(linuxProgram)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := unitKeys(t, unit)
 	for key, want := range map[string]string{
-		"Service.ExecStart":                "/usr/local/bin/macake --config-dir /etc/macake/links.d --state-dir /var/db/macake watch",
+		"Service.ExecStart":                "/usr/local/bin/macake --config-dir /etc/macake/links.d --state-dir /var/lib/macake watch",
 		"Service.Type":                     "simple",
 		"Service.Restart":                  "on-failure",
 		"Service.RestartSec":               "30",
@@ -168,8 +173,8 @@ func TestSystemdUnits(t *testing.T) {
 		"Service.CapabilityBoundingSet": "CAP_NET_ADMIN CAP_NET_RAW",
 		"Service.NoNewPrivileges":       "yes",
 		"Service.ProtectSystem":         "strict",
-		"Service.ReadWritePaths":        "/var/db/macake",
-		"Service.StateDirectory":        "",
+		"Service.ReadWritePaths":        "",
+		"Service.StateDirectory":        "macake",
 	} {
 		if k[key] != want {
 			t.Errorf("%s = %q, want %q", key, k[key], want)
@@ -207,7 +212,7 @@ func TestSystemdUnits(t *testing.T) {
 			t.Errorf("%s: install comment names mkdir: %v, want %v", tc.dir, got, tc.mkdir)
 		}
 	}
-	unit, err = SystemdMonitorUnit(examplesProgram)
+	unit, err = SystemdMonitorUnit(linuxProgram)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,11 +255,11 @@ func TestExamplesMatchRenderer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	watchUnit, err := SystemdWatchUnit(examplesProgram)
+	watchUnit, err := SystemdWatchUnit(linuxProgram)
 	if err != nil {
 		t.Fatal(err)
 	}
-	monitorUnit, err := SystemdMonitorUnit(examplesProgram)
+	monitorUnit, err := SystemdMonitorUnit(linuxProgram)
 	if err != nil {
 		t.Fatal(err)
 	}

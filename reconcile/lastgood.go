@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/state"
 )
 
@@ -65,7 +66,7 @@ func (s *LastGoodStore) Load(name, file string, opts config.LoadOptions) (config
 		}
 		return sp.link, true
 	}
-	src, err := os.ReadFile(s.Path(name))
+	src, _, err := safefile.Read(s.Path(name), config.MaxFileSize)
 	if err != nil {
 		s.saved[name] = nil
 		return config.Link{}, false
@@ -94,7 +95,7 @@ func (s *LastGoodStore) Save(l config.Link, opts config.LoadOptions) error {
 	if sp := s.saved[l.Name]; sp != nil && reflect.DeepEqual(sp.link, l) {
 		return nil
 	}
-	src, err := os.ReadFile(l.File)
+	src, _, err := safefile.Read(l.File, config.MaxFileSize)
 	if err != nil {
 		return fmt.Errorf("reading %s again to keep a copy: %w", l.File, err)
 	}

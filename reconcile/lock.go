@@ -17,8 +17,15 @@ import (
 	"github.com/macake/macake/state"
 )
 
-// LockFileName is the lock file inside the state directory.
+// LockFileName is the lock file inside the state directory. It is root's
+// alone (mode 0600): any user who may open a file may flock it, and a
+// shared lock held by anyone would block every apply, down and watch.
 const LockFileName = "macake.lock"
+
+// HolderFileName is the file beside the lock in which its holder writes
+// "PID" or "PID HOLDER" for those who may not open the lock (mode 0644):
+// status and doctor run by a user learn from it that watch runs.
+const HolderFileName = "macake.pid"
 
 // DefaultLockWait is how long a mutating run waits for another to finish
 // before giving up: long enough for any apply, short enough that a person
@@ -50,6 +57,20 @@ type LockedError struct {
 	// GOOS picks the advice: launchd's on macOS, systemd's elsewhere;
 	// "" is runtime.GOOS.
 	GOOS string
+	// Blocker, when set, is what actually holds the lock when that is
+	// not the macake run PID names (another user's process, or a run
+	// long gone whose pid is still written there).
+	Blocker *LockBlocker
+}
+
+// LockBlocker is a process that holds the state lock but is not a macake
+// run that took it.
+type LockBlocker struct {
+	// PID is the process holding it; 0 when the system does not say
+	// (macOS keeps flock holders to itself).
+	PID int
+	// UID is its owner; -1 when unknown.
+	UID int
 }
 
 // Error names the holder and what to do.
@@ -63,6 +84,22 @@ func (e *LockedError) Error() string {
 		// uninstall-daemon is launchd's: on Linux the daemon runs under
 		// the systemd unit 'install-daemon --systemd-unit' prints.
 		system, stop = "the shaping", "sudo systemctl stop macake-watch (the unit 'macake install-daemon --systemd-unit' prints; a watch started by hand stops with Ctrl-C or kill)"
+	}
+	if b := e.Blocker; b != nil {
+		if b.PID == 0 {
+			gone := ""
+			if e.PID > 0 {
+				gone = fmt.Sprintf(" (pid %d, which wrote it last, is gone)", e.PID)
+			}
+			return fmt.Sprintf("the state lock %s is held, but not by a macake run%s: another program holds it and blocks every apply, down and watch; find it with 'sudo lsof %s' and stop it",
+				e.Path, gone, e.Path)
+		}
+		who := fmt.Sprintf("pid %d", b.PID)
+		if b.UID > 0 {
+			who += fmt.Sprintf(", uid %d (not root)", b.UID)
+		}
+		return fmt.Sprintf("the state lock %s is held by %s, which is not a macake run: it blocks every apply, down and watch; stop it (sudo kill %d) and try again",
+			e.Path, who, b.PID)
 	}
 	if e.Holder == HolderWatch {
 		return fmt.Sprintf("macake watch%s is running and keeps %s matching the policy files by itself: "+
@@ -88,7 +125,8 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 // waiting run can name it. The kernel releases it when the process dies,
 // so a crash never leaves a stale lock.
 type Lock struct {
-	f *os.File
+	f          *os.File
+	holderFile string
 }
 
 // LockOptions tune AcquireLockWith.
@@ -98,6 +136,13 @@ type LockOptions struct {
 	// Holder is recorded beside the pid (one word, e.g. HolderWatch), so
 	// that a run that cannot get the lock can tell people what holds it.
 	Holder string
+	// MayCreate lets the run create a state directory that does not
+	// exist. Only the default one (no --state-dir, or state_dir in
+	// macake.toml) is created unasked: a mistyped --state-dir would
+	// otherwise start a second record of what macake owns, adopt the live
+	// pipes and take a second pf reference that the right one never
+	// releases. Otherwise a missing directory is a *MissingStateDirError.
+	MayCreate bool
 	// SkipOwnershipCheck turns off state.CheckOwnership of the state
 	// directory and file (root-owned, not writable by group or others),
 	// for tests and for runs by a user other than root, as
@@ -110,14 +155,27 @@ type LockOptions struct {
 // the wait runs out, or with ctx's error when ctx ends first. A root
 // process checks the state directory's ownership (see AcquireLockWith).
 func AcquireLock(ctx context.Context, dir string, wait time.Duration) (*Lock, error) {
-	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, SkipOwnershipCheck: os.Geteuid() != 0})
+	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 }
 
 // AcquireLockAs is AcquireLock that also records holder (one word, e.g.
 // HolderWatch) beside the pid, so that a run that cannot get the lock can
 // tell people what holds it.
 func AcquireLockAs(ctx context.Context, dir string, wait time.Duration, holder string) (*Lock, error) {
-	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, Holder: holder, SkipOwnershipCheck: os.Geteuid() != 0})
+	return AcquireLockWith(ctx, dir, LockOptions{Wait: wait, Holder: holder, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+}
+
+// MissingStateDirError says that the state directory does not exist and
+// the run may not create it (LockOptions.MayCreate).
+type MissingStateDirError struct {
+	Dir string
+}
+
+// Error names the directory, why it is not created, and the fix.
+func (e *MissingStateDirError) Error() string {
+	return fmt.Sprintf("the state directory %s does not exist; nothing was changed. macake creates only its default one by itself: "+
+		"under a mistyped --state-dir it would keep a second record of what it owns and take a second pf reference. "+
+		"Check the path; if it is a new state directory, create it first: sudo mkdir -m 0755 %s", e.Dir, e.Dir)
 }
 
 // AcquireLockWith takes the state lock in dir as o says. Every run that
@@ -136,13 +194,26 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 			return nil, err
 		}
 	}
+	if !o.MayCreate {
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			return nil, &MissingStateDirError{Dir: dir}
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
 	path := filepath.Join(dir, LockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file: %w", err)
+	}
+	// A lock file an older macake made 0644 becomes root's alone, so no
+	// one else can open it from now on.
+	if info, err := f.Stat(); err == nil && info.Mode().Perm() != 0o600 {
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("making the lock file %s private: %w", path, err)
+		}
 	}
 	start := time.Now()
 	deadline := time.NewTimer(wait)
@@ -156,7 +227,7 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		if ok {
-			l := &Lock{f: f}
+			l := &Lock{f: f, holderFile: filepath.Join(dir, HolderFileName)}
 			if err := l.writeHolder(holder); err != nil {
 				l.Release()
 				return nil, fmt.Errorf("writing the lock file %s: %w", path, err)
@@ -169,14 +240,16 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 			return nil, ctx.Err()
 		case <-deadline.C:
 			pid, who := readHolder(path)
+			blocker := lockBlocker(f, pid)
 			f.Close()
-			return nil, &LockedError{Path: path, PID: pid, Holder: who, Waited: time.Since(start)}
+			return nil, &LockedError{Path: path, PID: pid, Holder: who, Waited: time.Since(start), Blocker: blocker}
 		case <-tick.C:
 		}
 	}
 }
 
-// writeHolder writes "PID" or "PID HOLDER" and a newline.
+// writeHolder writes "PID" or "PID HOLDER" and a newline into the lock
+// file and the holder file.
 func (l *Lock) writeHolder(holder string) error {
 	if err := l.f.Truncate(0); err != nil {
 		return err
@@ -185,8 +258,29 @@ func (l *Lock) writeHolder(holder string) error {
 	if holder != "" {
 		line += " " + holder
 	}
-	_, err := l.f.WriteAt([]byte(line+"\n"), 0)
-	return err
+	if _, err := l.f.WriteAt([]byte(line+"\n"), 0); err != nil {
+		return err
+	}
+	return state.WriteFileAtomic(l.holderFile, []byte(line+"\n"), 0o644)
+}
+
+// lockBlocker finds out whether the lock on f, which this run could not
+// take, is held by something other than the macake run recorded as pid:
+// the system's list of lock holders where it has one (Linux), else
+// whether pid still runs.
+func lockBlocker(f *os.File, pid int) *LockBlocker {
+	if holders, ok := flockHolders(f); ok {
+		for _, h := range holders {
+			if h.PID != pid || h.UID > 0 {
+				return &h
+			}
+		}
+		return nil
+	}
+	if pid <= 0 || !alive(pid) {
+		return &LockBlocker{UID: -1}
+	}
+	return nil
 }
 
 // readHolder returns the pid and the holder's name as the holder wrote
@@ -216,15 +310,20 @@ func parseHolder(s string) (pid int, holder string) {
 }
 
 // Holder tells, without taking it, whether the state lock in dir is held
-// and by whom: the pid and holder name as AcquireLockAs wrote them. It
-// needs only read access to the lock file, so a user who may not ask the
-// daemon over its socket can still learn that it runs. A missing lock
-// file is a lock nobody holds.
+// and by whom: the pid and holder name as AcquireLockAs wrote them. Root
+// probes the lock itself; a user, who may not open it, reads the holder
+// file (HolderFileName) and asks whether that process runs, so that one
+// who may not ask the daemon over its socket can still learn that it
+// runs. A missing lock file is a lock nobody holds.
 func Holder(dir string) (pid int, holder string, held bool, err error) {
 	path := filepath.Join(dir, LockFileName)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, "", false, nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		pid, holder, held = holderFromFile(dir)
+		return pid, holder, held, nil
 	}
 	if err != nil {
 		return 0, "", false, fmt.Errorf("opening the lock file: %w", err)
@@ -242,12 +341,24 @@ func Holder(dir string) (pid int, holder string, held bool, err error) {
 	return pid, holder, true, nil
 }
 
-// Release lets go of the lock. The file stays (removing it would race with
-// a waiter that has it open).
+// holderFromFile is Holder for a user who may not open the lock, which is
+// root's alone: the holder file says who took it, and the process table
+// whether that one still runs.
+func holderFromFile(dir string) (pid int, holder string, held bool) {
+	pid, holder = readHolder(filepath.Join(dir, HolderFileName))
+	if pid > 0 && alive(pid) {
+		return pid, holder, true
+	}
+	return 0, "", false
+}
+
+// Release lets go of the lock. The lock file stays (removing it would race
+// with a waiter that has it open); the holder file goes.
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	os.Remove(l.holderFile)
 	unlock(l.f)
 	err := l.f.Close()
 	l.f = nil

@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/execrun"
 )
 
 func TestLockExcludesAndNamesTheHolder(t *testing.T) {
@@ -142,4 +146,127 @@ func TestHolderProbesWithoutTaking(t *testing.T) {
 		t.Fatalf("the probe must not keep the lock: %v", err)
 	}
 	again.Release()
+}
+
+// asNobody runs argv as uid and gid 65534 with setpriv, returning the
+// exit code; ctx ends it.
+func asNobody(ctx context.Context, t *testing.T, argv ...string) (int, string) {
+	t.Helper()
+	cmd := execrun.Command{Argv: append([]string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}, argv...)}
+	res, err := execrun.Exec{Timeout: time.Minute}.Run(ctx, cmd)
+	if err != nil && ctx.Err() == nil {
+		t.Errorf("%v: %v", cmd, err)
+	}
+	return res.ExitCode, string(res.Stderr)
+}
+
+// sharedDir is a fresh directory every user may enter (t.TempDir's
+// parent is root's alone), so that only the lock file's mode decides.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "macake-lock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func needSetpriv(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a process as another user")
+	}
+	for _, tool := range []string{"setpriv", "flock"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (util-linux): %v", tool, err)
+		}
+	}
+}
+
+// TestLockIsRootsAlone: the lock file is 0600, and one an older macake
+// left 0644 becomes so, so that no other user can open it, let alone
+// hold a shared lock on it that blocks every apply, down and watch.
+func TestLockIsRootsAlone(t *testing.T) {
+	needSetpriv(t)
+	dir := sharedDir(t)
+	path := filepath.Join(dir, LockFileName)
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := AcquireLock(context.Background(), dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, stderr := asNobody(context.Background(), t, "cat", filepath.Join(dir, HolderFileName)); code != 0 {
+		t.Fatalf("others must be able to read the holder file (and this test needs them to enter the directory): %s", stderr)
+	}
+	l.Release()
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file mode %v, %v; want 0600", info.Mode(), err)
+	}
+	if code, stderr := asNobody(context.Background(), t, "flock", "-n", "-s", path, "true"); code == 0 || !strings.Contains(stderr, "Permission denied") {
+		t.Fatalf("another user could lock it: exit %d, %s", code, stderr)
+	}
+}
+
+// TestLockHeldByAnotherUserIsNamed: a lock another user took (on a file an
+// older macake left 0644) is reported as that process's, with its uid,
+// not blamed on the last macake pid written in the file.
+func TestLockHeldByAnotherUserIsNamed(t *testing.T) {
+	needSetpriv(t)
+	dir := sharedDir(t)
+	path := filepath.Join(dir, LockFileName)
+	if err := os.WriteFile(path, []byte("999999 watch\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { asNobody(ctx, t, "flock", "-s", path, "sleep", "60"); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if h, _ := flockHolders(f); len(h) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other user's flock never showed up in /proc/locks")
+		}
+	}
+	_, err = AcquireLock(context.Background(), dir, 100*time.Millisecond)
+	var le *LockedError
+	if !errors.As(err, &le) || le.Blocker == nil || le.Blocker.UID != 65534 ||
+		!strings.Contains(err.Error(), "uid 65534 (not root), which is not a macake run") || strings.Contains(err.Error(), "999999") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestHolderFileTellsUsersWhoHoldsTheLock: a user, who may not open the
+// lock, learns from the holder file that watch runs, and that it no
+// longer does once that process is gone.
+func TestHolderFileTellsUsersWhoHoldsTheLock(t *testing.T) {
+	dir := t.TempDir()
+	l, err := AcquireLockAs(context.Background(), dir, time.Second, HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, who, held := holderFromFile(dir); !held || pid != os.Getpid() || who != HolderWatch {
+		t.Fatalf("while held: %d %q %v", pid, who, held)
+	}
+	l.Release()
+	if _, _, held := holderFromFile(dir); held {
+		t.Fatal("released, but the holder file still says held")
+	}
+	// A crash leaves the file; a pid that no longer runs is no holder.
+	os.WriteFile(filepath.Join(dir, HolderFileName), []byte("999999999 watch\n"), 0o644)
+	if _, _, held := holderFromFile(dir); held {
+		t.Fatal("a dead pid reads as holding the lock")
+	}
 }

@@ -40,3 +40,10 @@ func flockNB(f *os.File, how int) (ok bool, err error) {
 }
 
 func unlock(f *os.File) { unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// alive reports whether process pid exists (a process of another user
+// answers EPERM, which still means it exists).
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}

@@ -8,13 +8,16 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/state"
 )
 
 // StateTokens is the pfdn.TokenStore on the state file: the pf enable token
 // lives in State.PFToken, and every change is written to Dir atomically
-// before SetPFToken returns, so a crash right after `pfctl -E` never leaks
-// a reference nobody knows about. It shares State with the rest of the
+// before SetPFToken returns. The intent recorded before `pfctl -E`
+// (State.PFEnablePending) is saved the same way, so a crash between
+// pfctl taking the reference and the token being saved leaves what the
+// next run needs to find it. It shares State with the rest of the
 // run (slots, profiles), so a save also writes those; callers hold the
 // state lock (Lock) while they change the system.
 type StateTokens struct {
@@ -37,11 +40,42 @@ func (t *StateTokens) PFToken() string {
 func (t *StateTokens) SetPFToken(token string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.State.PFToken
-	t.State.PFToken = token
+	old, oldPending := t.State.PFToken, t.State.PFEnablePending
+	t.State.PFToken, t.State.PFEnablePending = token, nil
 	if err := state.Save(t.Dir, t.State); err != nil {
-		t.State.PFToken = old
+		t.State.PFToken, t.State.PFEnablePending = old, oldPending
 		return fmt.Errorf("saving the pf token in the state file: %w", err)
+	}
+	return nil
+}
+
+// EnableIntent returns the interrupted `pfctl -E` the state file records.
+func (t *StateTokens) EnableIntent() (pfdn.EnableIntent, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.State.PFEnablePending
+	if p == nil {
+		return pfdn.EnableIntent{}, false
+	}
+	return pfdn.EnableIntent{At: p.At, Before: slices.Clone(p.Before)}, true
+}
+
+// SetEnableIntent records in (nil forgets it) and saves the state file
+// before it returns, so that pfctl -E runs only once the intent is durable.
+func (t *StateTokens) SetEnableIntent(in *pfdn.EnableIntent) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.State.PFEnablePending
+	if in == nil && old == nil {
+		return nil
+	}
+	t.State.PFEnablePending = nil
+	if in != nil {
+		t.State.PFEnablePending = &state.PFEnablePending{At: in.At, Before: slices.Clone(in.Before)}
+	}
+	if err := state.Save(t.Dir, t.State); err != nil {
+		t.State.PFEnablePending = old
+		return fmt.Errorf("saving the pending pf reference in the state file: %w", err)
 	}
 	return nil
 }
@@ -94,22 +128,46 @@ func (t *StateTokens) ReleaseSlots(names []string) error {
 
 // OwnedRoots returns the interfaces whose root qdisc the tc backend
 // created (State.TCOwnedRoots); it makes StateTokens a tc.Ownership.
-func (t *StateTokens) OwnedRoots() map[string]bool {
+func (t *StateTokens) OwnedRoots() map[string]bool { return t.owned(&t.State.TCOwnedRoots) }
+
+// OwnedHooks returns the interfaces whose ingress qdisc the tc backend
+// added (State.TCOwnedHooks).
+func (t *StateTokens) OwnedHooks() map[string]bool { return t.owned(&t.State.TCOwnedHooks) }
+
+// SetRootOwned records (owned) or forgets that the tc backend's root
+// qdisc is on dev, and saves the state file when that changes anything.
+func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
+	if err := t.setOwned(&t.State.TCOwnedRoots, dev, owned); err != nil {
+		return fmt.Errorf("recording macake's root qdisc on %s in the state file: %w", dev, err)
+	}
+	return nil
+}
+
+// SetHookOwned records (owned) or forgets that the tc backend added the
+// ingress qdisc on dev, and saves the state file when that changes
+// anything.
+func (t *StateTokens) SetHookOwned(dev string, owned bool) error {
+	if err := t.setOwned(&t.State.TCOwnedHooks, dev, owned); err != nil {
+		return fmt.Errorf("recording macake's ingress qdisc on %s in the state file: %w", dev, err)
+	}
+	return nil
+}
+
+func (t *StateTokens) owned(list *[]string) map[string]bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[string]bool, len(t.State.TCOwnedRoots))
-	for _, dev := range t.State.TCOwnedRoots {
+	out := make(map[string]bool, len(*list))
+	for _, dev := range *list {
 		out[dev] = true
 	}
 	return out
 }
 
-// SetRootOwned records (owned) or forgets that the tc backend's root
-// qdisc is on dev, and saves the state file when that changes anything.
-func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
+// setOwned adds or removes dev in the sorted list and saves the state.
+func (t *StateTokens) setOwned(list *[]string, dev string, owned bool) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old := t.State.TCOwnedRoots
+	old := *list
 	next := slices.Clone(old)
 	slices.Sort(next)
 	i, found := slices.BinarySearch(next, dev)
@@ -121,10 +179,10 @@ func (t *StateTokens) SetRootOwned(dev string, owned bool) error {
 	} else {
 		next = slices.Delete(next, i, i+1)
 	}
-	t.State.TCOwnedRoots = next
+	*list = next
 	if err := state.Save(t.Dir, t.State); err != nil {
-		t.State.TCOwnedRoots = old
-		return fmt.Errorf("recording macake's root qdisc on %s in the state file: %w", dev, err)
+		*list = old
+		return err
 	}
 	return nil
 }

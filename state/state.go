@@ -26,10 +26,15 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/fileowner"
+	"github.com/macake/macake/internal/safefile"
 )
 
 // FileName is the state file's name inside the state directory.
 const FileName = "state.json"
+
+// maxSize bounds what Load reads: a state file holds a few kilobytes (a
+// profile per network), and anything much larger is not one.
+const maxSize = 16 << 20
 
 // FormatVersion is written into every file; a file with a higher major
 // version is refused rather than misread.
@@ -41,6 +46,11 @@ type State struct {
 	// PFToken is the pf enable reference macake holds (from `pfctl -E`),
 	// released with `pfctl -X` on down. Empty when none is held.
 	PFToken string `json:"pf_token,omitempty"`
+	// PFEnablePending is set just before macake runs `pfctl -E` and
+	// cleared when the token is saved: if macake dies in between, the
+	// next run finds the token pf took (see pfdn.EnableIntent) instead of
+	// leaking the reference.
+	PFEnablePending *PFEnablePending `json:"pf_enable_pending,omitempty"`
 	// Slots maps link name to its stable slot (see shape.Link.Slot).
 	Slots map[string]int `json:"slots,omitempty"`
 	// Profiles maps a link identity key (see ProfileKey) to what was
@@ -51,6 +61,18 @@ type State struct {
 	// tell "someone replaced macake's shaper" (repaired) from "another
 	// tool's qdisc was there first" (never touched).
 	TCOwnedRoots []string `json:"tc_owned_roots,omitempty"`
+	// TCOwnedHooks lists the interfaces whose ingress qdisc the Linux
+	// backend added and has not removed since, sorted: only those are
+	// deleted on down, since an empty ingress qdisc that was there first
+	// looks the same.
+	TCOwnedHooks []string `json:"tc_owned_hooks,omitempty"`
+}
+
+// PFEnablePending is an interrupted `pfctl -E`: when macake was about to
+// run it, and the pf tokens held just before.
+type PFEnablePending struct {
+	At     time.Time `json:"at"`
+	Before []string  `json:"tokens_before,omitempty"`
 }
 
 // Profile is what macake knows about one network: measured capacity, idle
@@ -110,7 +132,7 @@ func Path(dir string) string { return filepath.Join(dir, FileName) }
 // evidence survives the rewrite.
 func Load(dir string) (*State, error) {
 	s := &State{Version: FormatVersion}
-	b, err := os.ReadFile(Path(dir))
+	b, _, err := safefile.Read(Path(dir), maxSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
@@ -199,6 +221,10 @@ func (e *OwnershipError) Error() string {
 // 0644. Only root runs call it; a run by another user cannot change pf
 // anyway.
 func CheckOwnership(dir string) error {
+	if d, problem := fileowner.UnsafeAncestor(dir); d != "" {
+		return &OwnershipError{Path: d, Problem: problem + ", and it lies above the state directory " + dir,
+			Fix: fmt.Sprintf("sudo chown %s %s && sudo chmod go-w %s", rootOwner(), d, d)}
+	}
 	for _, path := range []string{dir, Path(dir)} {
 		info, err := os.Lstat(path)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -137,6 +138,35 @@ func TestCheckOwnership(t *testing.T) {
 	os.Symlink("/etc/passwd", Path(dir))
 	if err := CheckOwnership(dir); !errors.As(err, &oe) || !strings.Contains(err.Error(), "not a regular file") {
 		t.Fatalf("a symlinked state file: %v", err)
+	}
+	os.Remove(Path(dir))
+	// A directory above that others may write is refused too, as ssh
+	// refuses a key below one: they could swap in a state of their own.
+	os.Chmod(base, 0o777)
+	if err := CheckOwnership(dir); !errors.As(err, &oe) || oe.Path != base ||
+		!strings.Contains(err.Error(), "writable by group or others (mode 0777), and it lies above the state directory "+dir) ||
+		!strings.Contains(err.Error(), "sudo chmod go-w "+base) {
+		t.Fatalf("a world-writable parent: %v", err)
+	}
+	os.Chmod(base, 0o700)
+}
+
+// TestLoadRefusesSpecialFiles: a FIFO in the state file's place is an
+// error at once; reading it used to block every command.
+func TestLoadRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(Path(dir), 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "is not a regular file (a named pipe)") {
+			t.Fatalf("Load: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Load hung on a FIFO")
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
@@ -19,20 +21,27 @@ import (
 
 // TokenStore keeps the pf enable token between runs. The reconciler backs
 // it with the state file (state.State.PFToken), saving it atomically;
-// SetPFToken must not return before the token is durable, or a crash would
-// leak a pf reference.
+// SetPFToken and SetEnableIntent must not return before the change is
+// durable, or a crash would leak a pf reference.
 type TokenStore interface {
 	// PFToken returns the held token, "" for none.
 	PFToken() string
-	// SetPFToken records token ("" to forget it).
+	// SetPFToken records token ("" to forget it) and forgets any
+	// EnableIntent in the same write: the intent is resolved.
 	SetPFToken(token string) error
+	// EnableIntent returns the intent recorded before a `pfctl -E` whose
+	// token was never saved, if any.
+	EnableIntent() (EnableIntent, bool)
+	// SetEnableIntent records in (nil forgets it).
+	SetEnableIntent(in *EnableIntent) error
 }
 
 // MemoryTokens is a TokenStore in memory, for tests and one-shot runs.
 // The zero value holds no token.
 type MemoryTokens struct {
-	mu    sync.Mutex
-	token string
+	mu     sync.Mutex
+	token  string
+	intent *EnableIntent
 }
 
 // PFToken implements TokenStore.
@@ -47,6 +56,30 @@ func (m *MemoryTokens) SetPFToken(token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.token = token
+	m.intent = nil
+	return nil
+}
+
+// EnableIntent implements TokenStore.
+func (m *MemoryTokens) EnableIntent() (EnableIntent, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.intent == nil {
+		return EnableIntent{}, false
+	}
+	return *m.intent, true
+}
+
+// SetEnableIntent implements TokenStore.
+func (m *MemoryTokens) SetEnableIntent(in *EnableIntent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if in != nil {
+		c := *in
+		c.Before = slices.Clone(in.Before)
+		in = &c
+	}
+	m.intent = in
 	return nil
 }
 
@@ -57,6 +90,8 @@ type Backend struct {
 	opts   Options
 	run    execrun.Runner
 	tokens TokenStore
+	// now stamps EnableIntents (time.Now; synctest fakes it in tests).
+	now func() time.Time
 }
 
 // New returns a Backend that runs commands through run (execrun.Exec on a
@@ -68,7 +103,7 @@ func New(run execrun.Runner, tokens TokenStore, opts Options) (*Backend, error) 
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	return &Backend{opts: opts, run: run, tokens: tokens}, nil
+	return &Backend{opts: opts, run: run, tokens: tokens, now: time.Now}, nil
 }
 
 // Options returns the backend's options.
@@ -137,8 +172,35 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 	if err != nil {
 		return plan.Plan{}, err
 	}
-	p := Diff(d, live, b.tokens.PFToken())
+	p := Diff(d, live, b.heldToken(&live))
 	return p, CheckHook(d, live)
+}
+
+// heldToken is the token macake holds, after resolving an EnableIntent an
+// interrupted run left: a recovered token is adopted (and saved when the
+// store can save; a run that cannot, such as a dry run as a user, still
+// plans with it, and the intent stays for the next run). A warning about
+// a token that cannot be told apart from another tool's goes into live.
+func (b *Backend) heldToken(live *Live) string {
+	held := b.tokens.PFToken()
+	in, pending := b.tokens.EnableIntent()
+	if !pending {
+		return held
+	}
+	tok, warning := recoverIntent(in, *live, b.now())
+	if warning != "" {
+		live.ReferenceWarnings = append(live.ReferenceWarnings, warning)
+	}
+	switch {
+	case tok != "" && !live.HoldsToken(held):
+		// The held token (if any) is stale: the one pfctl took is macake's.
+		b.tokens.SetPFToken(tok)
+		return tok
+	case tok == "" && warning == "":
+		// pfctl -E never ran, or pf dropped what it took: nothing leaked.
+		b.tokens.SetEnableIntent(nil)
+	}
+	return held
 }
 
 // PlanUnobserved is Plan against a system where macake owns nothing,
@@ -162,6 +224,11 @@ func (b *Backend) PlanUnobserved(desired shape.State) (plan.Plan, error) {
 // code and stderr.
 func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
 	defer backend.ForgetLiveReading(ctx)
+	if op.Kind == KindPFReference && op.Action == plan.Create {
+		if err := b.recordIntent(ctx); err != nil {
+			return fmt.Errorf("%s: %w", op.Label, err)
+		}
+	}
 	for _, cmd := range op.Commands {
 		res, err := b.runOne(ctx, cmd)
 		if err != nil {
@@ -216,6 +283,30 @@ func (b *Backend) interpret(op plan.Op, cmd execrun.Command, res execrun.Result)
 	}
 	if res.ExitCode != 0 {
 		return fail()
+	}
+	return nil
+}
+
+// recordIntent saves an EnableIntent before `pfctl -E`, so that a run
+// killed before it saves the token leaves what the next run needs to find
+// it (heldToken). If pfctl fails or is killed, the intent stays; saving
+// the token forgets it.
+func (b *Backend) recordIntent(ctx context.Context) error {
+	res, err := b.read(ctx, b.opts.Pfctl, "-s", "References")
+	if err != nil {
+		return err
+	}
+	refs, _, err := ParseReferences(res.Stdout, res.Stderr)
+	if err != nil {
+		return fmt.Errorf("reading pf references: %w", err)
+	}
+	in := EnableIntent{At: b.now()}
+	for _, r := range refs {
+		in.Before = append(in.Before, r.Token)
+	}
+	slices.Sort(in.Before)
+	if err := b.tokens.SetEnableIntent(&in); err != nil {
+		return fmt.Errorf("recording that macake is about to take a pf reference (nothing was changed): %w", err)
 	}
 	return nil
 }

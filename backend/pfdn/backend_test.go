@@ -102,6 +102,9 @@ type failingStore struct{}
 func (failingStore) PFToken() string         { return "" }
 func (failingStore) SetPFToken(string) error { return errors.New("disk full") }
 
+func (failingStore) EnableIntent() (pfdn.EnableIntent, bool)  { return pfdn.EnableIntent{}, false }
+func (failingStore) SetEnableIntent(*pfdn.EnableIntent) error { return nil }
+
 func TestTokenThatCannotBeSavedIsGivenBack(t *testing.T) {
 	ctx := context.Background()
 	e := pfdntest.New()

@@ -98,6 +98,15 @@ func (b *Backend) observe(ctx context.Context) (Live, error) {
 			o.SetRootOwned(name, true)
 		}
 	}
+	live.OwnedHooks = o.OwnedHooks()
+	for name := range live.OwnedHooks {
+		if h := live.Devices[name].Hook(); h == nil || h.Kind != "ingress" {
+			// macake's ingress qdisc is gone (someone deleted it, or the
+			// interface): a later one is not macake's. Best effort, as above.
+			delete(live.OwnedHooks, name)
+			o.SetHookOwned(name, false)
+		}
+	}
 	return live, nil
 }
 

@@ -417,7 +417,7 @@ func (d *differ) hook(l shape.Link, dev *DeviceState) {
 	if dev.Hook() != nil {
 		return
 	}
-	d.add(plan.Op{Link: l.Name, Interface: dev.Name, Kind: "ingress", Role: plan.RoleRules, ID: dev.Name, Action: plan.Create,
+	d.add(plan.Op{Link: l.Name, Interface: dev.Name, Kind: KindIngress, Role: plan.RoleRules, ID: dev.Name, Action: plan.Create,
 		Label:    "ingress qdisc on " + dev.Name,
 		Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", After: "ingress", AfterValue: "ingress"}},
 		Commands: []execrun.Command{d.t.tcCmd("qdisc", "add", "dev", dev.Name, "handle", "ffff:", "ingress")},
@@ -688,14 +688,15 @@ func (d *differ) removals() {
 		}
 		keepsOurs := (redirect && !dropRedirect) || (len(exempt) > 0 && !dropExempt)
 		link, reason := d.unshapedOnDevice(n)
-		if hookQ.Kind == "ingress" && foreign == 0 && !keepsOurs && !d.claimed["hook/"+n] {
-			// Only macake's filters use it: deleting the qdisc removes them
-			// all in one step.
+		if hookQ.Kind == "ingress" && d.live.OwnedHooks[n] && foreign == 0 && !keepsOurs && !d.claimed["hook/"+n] {
+			// macake added it and only macake's filters use it: deleting
+			// the qdisc removes them all in one step. One that was there
+			// first stays, with macake's filters taken off it.
 			why := "it holds only macake's filters, which are " + removedReason
 			if link != "" {
 				why = reason
 			}
-			d.add(plan.Op{Link: link, Interface: n, Kind: "ingress", Role: plan.RoleRules, ID: n, Action: plan.Remove,
+			d.add(plan.Op{Link: link, Interface: n, Kind: KindIngress, Role: plan.RoleRules, ID: n, Action: plan.Remove,
 				Label:    "ingress qdisc on " + n,
 				Reason:   why,
 				Commands: []execrun.Command{d.t.tcCmd("qdisc", "del", "dev", n, "handle", "ffff:", "ingress")},

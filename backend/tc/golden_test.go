@@ -130,6 +130,8 @@ func TestDiffGolden(t *testing.T) {
 			}
 			live.Caps = rec.caps
 			live.OwnedRoots = OwnedRoots(live, readOwned(t, filepath.Join(dir, "owned.json")))
+			// hooks.json: the interfaces whose ingress qdisc macake added.
+			live.OwnedHooks = readOwned(t, filepath.Join(dir, "hooks.json"))
 			p := Diff(desired, live)
 			got := formatPlan(p)
 			golden.Check(t, filepath.Join(dir, "want.txt"), []byte(got), "the plan")

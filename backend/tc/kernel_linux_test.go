@@ -448,3 +448,29 @@ func (r *faultyRunner) count() int {
 	defer r.mu.Unlock()
 	return len(r.calls)
 }
+
+// TestKernelIngressThereFirstSurvivesDown is issue 12's reproduction: an
+// empty ingress qdisc someone added before macake is still there after
+// apply and down, with macake's filters gone from it, while the ingress
+// qdisc macake adds itself on another interface goes with down.
+func TestKernelIngressThereFirstSurvivesDown(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	vethPair(t, ns, "wan1", "peer1")
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "handle", "ffff:", "ingress")
+	b := kernelBackend(t, ns, execrun.Exec{})
+	lte := wanLink("wan1", 1)
+	lte.Name = "lte"
+	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0), lte}}
+	apply(t, b, desired)
+	mustConverge(t, b, desired)
+	apply(t, b, shape.State{})
+	assertNothingOwned(t, b)
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); !strings.Contains(out, "qdisc ingress ffff:") {
+		t.Errorf("the ingress qdisc that was there first is gone after down:\n%s", out)
+	}
+	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan1"); strings.Contains(out, "ingress") {
+		t.Errorf("the ingress qdisc macake added survived down:\n%s", out)
+	}
+}

@@ -27,6 +27,11 @@ type Live struct {
 	// A foreign root on one of them replaced macake's shaper: Diff
 	// restores it. A foreign root elsewhere is never touched.
 	OwnedRoots map[string]bool
+	// OwnedHooks are the interfaces whose ingress qdisc macake added (the
+	// Ownership record, kept only while an ingress qdisc is live there).
+	// Only these are deleted when macake lets go; any other ingress qdisc
+	// was there first and stays.
+	OwnedHooks map[string]bool
 }
 
 // DeviceState is one device and the tc objects on it.

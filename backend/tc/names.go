@@ -37,6 +37,9 @@ const (
 	// KindShaper is the plan.Op kind of a root qdisc that shapes one
 	// direction.
 	KindShaper = "shaper"
+	// KindIngress is the plan.Op kind of the ingress qdisc macake adds to
+	// hang its download redirect on.
+	KindIngress = "ingress"
 
 	// IFBPrefix starts the name of every IFB device macake creates.
 	IFBPrefix = "ifb-macake"

@@ -20,6 +20,13 @@ type Ownership interface {
 	OwnedRoots() map[string]bool
 	// SetRootOwned records (owned) or forgets macake's root qdisc on dev.
 	SetRootOwned(dev string, owned bool) error
+	// OwnedHooks returns the interfaces whose ingress qdisc macake added
+	// (to hang its redirect on) and has not removed since. An ingress
+	// qdisc that was there first looks the same, so only these are
+	// deleted when macake lets go of the interface (issue 12).
+	OwnedHooks() map[string]bool
+	// SetHookOwned records (owned) or forgets macake's ingress qdisc on dev.
+	SetHookOwned(dev string, owned bool) error
 }
 
 // MemoryOwnership is an Ownership held in memory: a Backend without a
@@ -28,6 +35,7 @@ type Ownership interface {
 type MemoryOwnership struct {
 	mu    sync.Mutex
 	roots map[string]bool
+	hooks map[string]bool
 }
 
 // NewMemoryOwnership returns a MemoryOwnership that owns the roots on devs.
@@ -39,12 +47,27 @@ func NewMemoryOwnership(devs []string) *MemoryOwnership {
 	return m
 }
 
+// NewMemoryOwnershipOf returns a MemoryOwnership that owns the roots on
+// roots and the ingress qdiscs on hooks (a state file's record).
+func NewMemoryOwnershipOf(roots, hooks []string) *MemoryOwnership {
+	m := NewMemoryOwnership(roots)
+	for _, d := range hooks {
+		m.SetHookOwned(d, true)
+	}
+	return m
+}
+
 // OwnedRoots returns a copy of the record.
-func (m *MemoryOwnership) OwnedRoots() map[string]bool {
+func (m *MemoryOwnership) OwnedRoots() map[string]bool { return m.copyOf(m.roots) }
+
+// OwnedHooks returns a copy of the ingress record.
+func (m *MemoryOwnership) OwnedHooks() map[string]bool { return m.copyOf(m.hooks) }
+
+func (m *MemoryOwnership) copyOf(set map[string]bool) map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]bool, len(m.roots))
-	for d := range m.roots {
+	out := make(map[string]bool, len(set))
+	for d := range set {
 		out[d] = true
 	}
 	return out
@@ -52,23 +75,37 @@ func (m *MemoryOwnership) OwnedRoots() map[string]bool {
 
 // SetRootOwned records or forgets dev; it never fails.
 func (m *MemoryOwnership) SetRootOwned(dev string, owned bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !owned {
-		delete(m.roots, dev)
-		return nil
-	}
-	if m.roots == nil {
-		m.roots = map[string]bool{}
-	}
-	m.roots[dev] = true
+	m.set(&m.roots, dev, owned)
 	return nil
 }
 
+// SetHookOwned records or forgets dev's ingress qdisc; it never fails.
+func (m *MemoryOwnership) SetHookOwned(dev string, owned bool) error {
+	m.set(&m.hooks, dev, owned)
+	return nil
+}
+
+func (m *MemoryOwnership) set(set *map[string]bool, dev string, owned bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !owned {
+		delete(*set, dev)
+		return
+	}
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	(*set)[dev] = true
+}
+
 // recordOwnership updates o after op ran: a shaper put on an interface
-// (not an IFB, which is macake's by name) makes its root macake's; a
-// shaper removed (or forgotten) gives it up.
+// (not an IFB, which is macake's by name) makes its root macake's, and an
+// ingress qdisc added makes that macake's; removing (or forgetting) either
+// gives it up.
 func recordOwnership(o Ownership, op plan.Op) error {
+	if op.Kind == KindIngress {
+		return o.SetHookOwned(op.ID, op.Action != plan.Remove)
+	}
 	if op.Kind != KindShaper {
 		return nil
 	}

@@ -189,7 +189,9 @@ func (s *session) loadOptions() config.LoadOptions {
 	if s.backendName == "tc" {
 		target = config.TargetLinux
 	}
-	return reconcile.LoadOptionsFor(target, s.e.euid() != 0)
+	o := reconcile.LoadOptionsFor(target, s.e.euid() != 0)
+	o.Context = s.e.ctx
+	return o
 }
 
 // loadPolicies reads the policy files and the settings. Any problem stops
@@ -243,7 +245,7 @@ func (s *session) openState() (int, bool) {
 	s.stateDir = s.policies.Settings.StateDirFor(s.e.stateDir, s.e.stateDir == defaultStateDir)
 	if !s.dryRun {
 		l, err := reconcile.AcquireLockWith(s.e.ctx, s.stateDir, reconcile.LockOptions{
-			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0,
+			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0, MayCreate: s.e.stateDir == defaultStateDir,
 		})
 		if err != nil {
 			return s.fail(err), false
@@ -285,7 +287,7 @@ func (s *session) openBackend() (int, bool) {
 		// about its own roots while looking stays in memory, or it would
 		// write the state file (over what watch or measure saved since,
 		// or over a corrupt one a person should see).
-		cfg.Ownership = tc.NewMemoryOwnership(s.tokens.State.TCOwnedRoots)
+		cfg.Ownership = tc.NewMemoryOwnershipOf(s.tokens.State.TCOwnedRoots, s.tokens.State.TCOwnedHooks)
 	}
 	b, err := reconcile.OpenBackend(cfg)
 	if err != nil {

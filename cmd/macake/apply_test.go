@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -72,6 +74,11 @@ func newRig(t *testing.T, policies map[string]string, facts string) *rig {
 	t.Helper()
 	r := &rig{t: t, emu: pfdntest.New(), configDir: t.TempDir(), stateDir: filepath.Join(t.TempDir(), "state"),
 		factsFile: filepath.Join(t.TempDir(), "facts.json")}
+	// Not the default state directory: apply and watch create only that
+	// one themselves.
+	if err := os.Mkdir(r.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	backendRunner = r.emu
 	oldWait := lockWait
 	lockWait = 200 * time.Millisecond
@@ -682,5 +689,39 @@ func TestPlanThroughRun(t *testing.T) {
 		strings.NewReader(""), &out, &errb)
 	if code != exitOK || !strings.Contains(out.String(), "would run: /sbin/pfctl -E") || !strings.Contains(errb.String(), "… ok") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+}
+
+// TestApplyRefusesAMistypedStateDir: a --state-dir that does not exist is
+// not created: with a typo, apply used to start a second record of what
+// macake owns, adopt the live pipes and take a second pf reference that a
+// down with the right directory never released. The refusal changes
+// nothing and names the fix; watch refuses the same way.
+func TestApplyRefusesAMistypedStateDir(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	before := r.emu.Snapshot()
+	typo := r.stateDir + "-typo"
+	var out, errb bytes.Buffer
+	e := &env{ctx: context.Background(), stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: os.Getenv, euid: func() int { return 0 }}
+	for _, cmd := range []string{"apply", "down"} {
+		out.Reset()
+		errb.Reset()
+		code := e.main([]string{"--config-dir", r.configDir, "--state-dir", typo, cmd})
+		if code != exitFailure || !strings.Contains(errb.String(), "the state directory "+typo+" does not exist; nothing was changed") ||
+			!strings.Contains(errb.String(), "sudo mkdir -m 0755 "+typo) {
+			t.Errorf("%s --state-dir TYPO: exit %d\nstderr:\n%s", cmd, code, errb.String())
+		}
+		if _, err := os.Stat(typo); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s created %s: %v", cmd, typo, err)
+		}
+		if after := r.emu.Snapshot(); after.String() != before.String() {
+			t.Errorf("%s --state-dir TYPO changed the Mac:\nbefore %s\nafter %s", cmd, before, after)
+		}
+	}
+	r.mustRun(exitOK, "down")
+	if s := r.emu.Snapshot(); s.RefCount != 0 || s.PFEnabled {
+		t.Errorf("down with the right directory left pf enabled: %s", s)
 	}
 }

@@ -18,10 +18,9 @@ import (
 )
 
 // Default locations; --config-dir and --state-dir override them.
-const (
-	defaultConfigDir = "/etc/macake/links.d"
-	defaultStateDir  = config.DefaultStateDir
-)
+const defaultConfigDir = "/etc/macake/links.d"
+
+var defaultStateDir = config.DefaultStateDir
 
 // env is everything a command may touch of the outside world, so that the
 // whole CLI runs in-process in tests.

@@ -57,6 +57,9 @@ func newDoctorRig(t *testing.T) *doctorRig {
 	if err := os.MkdirAll(r.configDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	r.setPolicies(map[string]string{"starlink": doctorPolicy})
 	r.mem = launchdtest.NewFiles("/Library/LaunchDaemons", "/usr/local/bin")
 	r.launchctl = launchdtest.NewLaunchd(r.mem)

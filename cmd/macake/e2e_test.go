@@ -73,6 +73,9 @@ func TestEndToEndWithBinaries(t *testing.T) {
 	macake := buildMacake(t, bin)
 	emuState := filepath.Join(t.TempDir(), "emulator.json")
 	stateDir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	facts := filepath.Join(t.TempDir(), "facts.json")
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01"}]}`), 0o644)
 	configDir := copyExamples(t)

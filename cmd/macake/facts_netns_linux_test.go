@@ -45,6 +45,7 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	}
 	links := filepath.Join(dir, "links.d")
 	os.Mkdir(links, 0o755)
+	os.Mkdir(filepath.Join(dir, "state"), 0o755)
 	write := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)

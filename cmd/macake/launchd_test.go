@@ -103,7 +103,7 @@ func TestInstallDaemonCommand(t *testing.T) {
 	if !strings.Contains(stderr, "ran: /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist") {
 		t.Errorf("stderr does not report the bootstrap:\n%s", stderr)
 	}
-	want := []string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", "/var/db/macake", "watch", "--log-file", "/var/log/macake/watch.log"}
+	want := []string{"/usr/local/bin/macake", "--config-dir", "/etc/macake/links.d", "--state-dir", defaultStateDir, "watch", "--log-file", "/var/log/macake/watch.log"}
 	if got := m.loadedArgs(t, "system/org.macake.watch"); !reflect.DeepEqual(got, want) {
 		t.Errorf("launchd runs %q, want %q", got, want)
 	}
@@ -277,7 +277,7 @@ func TestSystemdUnitFlag(t *testing.T) {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
 	}
 	code, stdout, _ = runAs(t, 1000, "/home/me", "install-agent", "--systemd-unit")
-	if code != exitOK || !strings.Contains(stdout, "ExecStart=/usr/local/bin/macake --config-dir /etc/macake/links.d --state-dir /var/db/macake monitor") {
+	if code != exitOK || !strings.Contains(stdout, "ExecStart=/usr/local/bin/macake --config-dir /etc/macake/links.d --state-dir "+defaultStateDir+" monitor") {
 		t.Errorf("agent unit: exit %d\n%s", code, stdout)
 	}
 }

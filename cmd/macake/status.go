@@ -163,6 +163,7 @@ func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 	if err == nil {
 		return st, nil
 	}
+	err0 := err
 	note := err.Error()
 	denied := errors.Is(err, statusapi.ErrPermission)
 	switch {
@@ -172,8 +173,23 @@ func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 		note = fmt.Sprintf("its socket answers %s only; run with sudo for its view", statusapi.SocketReaders)
 	}
 	st, err = staticStatus(s, stateDir, socket, note)
-	if err != nil || !denied {
+	if err != nil {
 		return st, err
+	}
+	if !denied {
+		// No answer is not proof that watch is not running: the state lock
+		// it holds is (issue 12: a socket that could not be bound made a
+		// shaping watch look stopped).
+		if pid, holder, held, herr := reconcile.Holder(stateDir); herr == nil && held && holder == reconcile.HolderWatch {
+			st.Daemon.Running, st.Daemon.PID = true, pid
+			why := "nothing listens there"
+			if !errors.Is(err0, statusapi.ErrNotRunning) {
+				why = err0.Error()
+			}
+			st.Daemon.Note = fmt.Sprintf("watch (pid %d) holds the state lock but does not answer on %s: %s; its log says why, and it binds the socket again every %v",
+				pid, socket, why, daemon.StatusRetry)
+		}
+		return st, nil
 	}
 	// The socket exists but may not be opened: whether watch runs is in
 	// the state lock it holds, which anyone may probe.

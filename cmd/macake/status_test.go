@@ -189,6 +189,25 @@ func TestStatusSocketDenied(t *testing.T) {
 	}
 }
 
+// TestStatusWatchWithoutSocket: a watch that holds the state lock but
+// does not answer on its socket (issue 12: a socket path too long to
+// bind) is reported as running, with why it cannot be asked, never as
+// "not running".
+func TestStatusWatchWithoutSocket(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	r.mustRun(exitOK, "apply")
+	l, err := reconcile.AcquireLockAs(context.Background(), r.stateDir, time.Second, reconcile.HolderWatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	code, stdout, _ := r.runAs(0, "status")
+	want := fmt.Sprintf("macake watch: running, pid %d (watch (pid %d) holds the state lock but does not answer on %s", os.Getpid(), os.Getpid(), statusapi.SocketPath(r.stateDir))
+	if code != exitOK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") {
+		t.Errorf("status with a watch that has no socket: exit %d, want %q:\n%s", code, want, stdout)
+	}
+}
+
 // TestStatusBeforeTheFirstReply: a controller that has no reply yet shows
 // no baseline, delay or reply age: its starting values were never measured.
 func TestStatusBeforeTheFirstReply(t *testing.T) {

@@ -41,6 +41,11 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(links, "lab.toml"), []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// systemd creates the unit's StateDirectory= before it starts it;
+	// macake creates only its default one itself.
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	facts := filepath.Join(dir, "facts.json")
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"vh","up":true}]}`), 0o644)
 	env := []string{"MACAKE_BACKEND=tc", linkfacts.EnvFile + "=" + facts, "NO_COLOR=1"}

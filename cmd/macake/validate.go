@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -76,11 +77,16 @@ func runValidate(e *env, args []string) int {
 	}
 	asRoot := e.euid() == 0
 	opts := reconcile.LoadOptionsFor(t, !asRoot)
+	opts.Context = e.ctx
 	if !asRoot {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
 	}
 
 	links, warnings, err := config.Load(e.configDir, opts)
+	if e.ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", context.Cause(e.ctx))
+		return exitFailure
+	}
 	problems := config.Problems(err)
 	_, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
 	warnings = append(warnings, dwarn...)

@@ -222,3 +222,18 @@ func TestValidateLimitsAreTheTargetBackends(t *testing.T) {
 		t.Errorf("--target darwin: exit %d, want %d", code, exitConfig)
 	}
 }
+
+// TestValidateStopsOnSignal: a signal cancels the command's context, and
+// validate stops between files and says it did not check them all, rather
+// than carry on (a `timeout 5 macake validate` ran 51 s) or call them valid.
+func TestValidateStopsOnSignal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out, errb bytes.Buffer
+	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		getenv: func(string) string { return "" }, euid: func() int { return 501 }}
+	code := e.main([]string{"validate", "--config-dir", goodDir})
+	if code != exitFailure || out.String() != "" || !strings.Contains(errb.String(), "macake validate: interrupted (context canceled); not every file was checked") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the interruption on stderr", code, out.String(), errb.String())
+	}
+}

@@ -97,6 +97,9 @@ func newE2EMac(t *testing.T) *e2eMac {
 	if err := os.Mkdir(m.configDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Mkdir(m.stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	m.setFacts("74:24:9f:00:00:01")
 	m.env = append(os.Environ(), "LC_ALL=C", "NO_COLOR=1", linkfacts.EnvFile+"="+m.facts)
 	m.env = append(m.env, emu.Env(m.emuState)...)

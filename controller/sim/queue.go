@@ -7,10 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/controller"
 )
 
-// Pipe queue limits, as DESIGN.md §2 gives them for `queue = "auto"`: never
-// below four full-sized packets, never above what dnctl accepts.
+// Pipe queue limits: a fixed size is never below four full-sized packets,
+// and no queue is above what dnctl accepts. A rule's size is floored as
+// `queue = "auto"` is (controller.AutoQueueFloor: the larger of four
+// packets and a few ms at the rate).
 const (
 	MinQueueBytes = 4 * dataBytes
 	MaxQueueBytes = 1023 * 1024
@@ -46,7 +50,7 @@ func (q QueueRule) Size(rate int64, idle time.Duration) int64 {
 	if q.BDP && (drain <= 0 || idle < drain) {
 		drain = idle
 	}
-	b := max(int64(float64(rate)/8*drain.Seconds()), MinQueueBytes)
+	b := max(int64(float64(rate)/8*drain.Seconds()), controller.AutoQueueFloor(rate, dataBytes))
 	b = (b + 1023) / 1024 * 1024
 	return min(b, MaxQueueBytes)
 }
@@ -102,7 +106,7 @@ func ParseQueueRule(s string) (QueueRule, error) {
 	if err != nil || n <= 0 {
 		return QueueRule{}, fmt.Errorf("queue %q: want bdp, a delay target like 10ms, or a size like 256KB", s)
 	}
-	if n*mult > MaxQueueBytes {
+	if n > MaxQueueBytes/mult { // before multiplying, which could overflow
 		return QueueRule{}, fmt.Errorf("queue %q is above dnctl's limit of 1023KB", s)
 	}
 	return QueueRule{Bytes: n * mult}, nil

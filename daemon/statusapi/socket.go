@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -25,10 +24,6 @@ const SocketName = "watch.sock"
 
 // SocketMode lets root and the socket's group (admin on macOS) ask.
 const SocketMode = 0o660
-
-// SocketPath returns the status socket of the daemon whose state directory
-// is stateDir.
-func SocketPath(stateDir string) string { return filepath.Join(stateDir, SocketName) }
 
 // The requests the socket answers.
 const (

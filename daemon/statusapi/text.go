@@ -38,7 +38,7 @@ func WriteSummary(w io.Writer, st Status, opts TextOptions) {
 func writeHeader(w io.Writer, st Status, opts TextOptions) {
 	now := opts.Now
 	d := st.Daemon
-	if d.Running && d.PermissionDenied {
+	if d.Running && (d.PermissionDenied || d.Note != "") {
 		pid := ""
 		if d.PID > 0 {
 			pid = fmt.Sprintf(", pid %d", d.PID)

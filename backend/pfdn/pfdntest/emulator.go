@@ -107,6 +107,9 @@ func (e *Emulator) runLocked(cmd execrun.Command, pid int, stdin func() []byte, 
 			r, err := e.exec(cmd, pid, stdin, tty)
 			r.Stdout = []byte(garbage)
 			return r, false, err
+		case Kill:
+			e.exec(cmd, pid, stdin, tty)
+			return execrun.Result{ExitCode: -1}, false, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: errors.New("killed with the caller (pfdntest)")}
 		}
 	}
 	res, err = e.exec(cmd, pid, stdin, tty)
@@ -479,6 +482,11 @@ const (
 	Hang
 	// Garbage carries the command out but prints garbage on stdout.
 	Garbage
+	// Kill carries the command out, then the caller never sees its
+	// answer: an error with no output, as when macake is killed while the
+	// command runs. A crash test then starts a new Backend on the same
+	// token store, as the next macake would on the same state file.
+	Kill
 )
 
 // String names the kind.
@@ -490,6 +498,8 @@ func (k FaultKind) String() string {
 		return "hang"
 	case Garbage:
 		return "garbage"
+	case Kill:
+		return "kill"
 	}
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }

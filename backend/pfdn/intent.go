@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package pfdn
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// EnableIntent is what macake records, durably, just before it runs
+// `pfctl -E`: when, and which references pf held then. pf hands the token
+// back only on pfctl's stderr, so a macake killed after pfctl took the
+// reference but before the token was saved would otherwise leak that
+// reference for good (issue 12). From the intent the next run finds the
+// token in `pfctl -s References` instead: one taken by pfctl since the
+// intent, that was not there before.
+type EnableIntent struct {
+	// At is when the intent was recorded (wall clock).
+	At time.Time
+	// Before are the tokens pf held just before, sorted.
+	Before []string
+}
+
+// enableProcess is the process name pf records for a `pfctl -E`.
+const enableProcess = "pfctl"
+
+// ageSlack absorbs the difference between pf's clock and the wall clock
+// the intent was stamped with; pf prints ages in whole seconds, rounded
+// down, so the token's age is never more than the intent's.
+const ageSlack = time.Second
+
+// recoverIntent resolves an intent left by an interrupted run against the
+// live references: the one token pfctl took after in.At that was not held
+// before is macake's. It returns that token ("" when pfctl -E never ran,
+// or pf dropped the reference since: nothing to recover) and, when several
+// tokens fit, a warning naming them, since macake cannot tell which is its
+// own and must not release another tool's.
+func recoverIntent(in EnableIntent, live Live, now time.Time) (token, warning string) {
+	window := now.Sub(in.At) + ageSlack
+	var fits []string
+	for _, r := range live.References {
+		if r.Process == enableProcess && r.Age <= window && !slices.Contains(in.Before, r.Token) {
+			fits = append(fits, r.Token)
+		}
+	}
+	switch len(fits) {
+	case 0:
+		return "", ""
+	case 1:
+		return fits[0], ""
+	}
+	return "", fmt.Sprintf("an interrupted macake run took a pf reference at %s, but %d references (%s) were taken by pfctl since then and macake cannot tell which one is its own; "+
+		"release it with `sudo pfctl -X TOKEN` once you know which (`sudo pfctl -s References`), or leave it: a pf reference only keeps pf enabled",
+		in.At.UTC().Format(time.RFC3339), len(fits), strings.Join(fits, ", "))
+}
