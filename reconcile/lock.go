@@ -103,6 +103,22 @@ type LockOptions struct {
 	// for tests and for runs by a user other than root, as
 	// config.LoadOptions.SkipOwnershipCheck does for the config directory.
 	SkipOwnershipCheck bool
+	// Name is the lock file inside the state directory; "" is
+	// LockFileName. Another name is another lock: `macake selftest` keeps
+	// its own (SelftestLockName), so it never waits for, nor blocks, apply.
+	Name string
+}
+
+// SelftestLockName is the lock a running `macake selftest` holds, so that
+// `down` leaves its scratch objects to it and two selftests never share
+// them.
+const SelftestLockName = "selftest.lock"
+
+func (o LockOptions) name() string {
+	if o.Name == "" {
+		return LockFileName
+	}
+	return o.Name
 }
 
 // AcquireLock takes the state lock in dir (created if needed), waiting up
@@ -139,7 +155,7 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	path := filepath.Join(dir, LockFileName)
+	path := filepath.Join(dir, o.name())
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file: %w", err)
@@ -221,7 +237,12 @@ func parseHolder(s string) (pid int, holder string) {
 // daemon over its socket can still learn that it runs. A missing lock
 // file is a lock nobody holds.
 func Holder(dir string) (pid int, holder string, held bool, err error) {
-	path := filepath.Join(dir, LockFileName)
+	return HolderOf(dir, LockFileName)
+}
+
+// HolderOf is Holder for the lock file name in dir (SelftestLockName).
+func HolderOf(dir, name string) (pid int, holder string, held bool, err error) {
+	path := filepath.Join(dir, name)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, "", false, nil

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package pfcheck
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/macake/macake/selftest/check"
+)
+
+// The system checks read what macOS's kernel reports about the network
+// (the routing socket, the interface counters) and compare macake's
+// portable parsers with golang.org/x/net/route on the same bytes. There
+// is no emulator of them: elsewhere the parsers are tested on recorded
+// bytes.
+func systemChecks() []check.Check {
+	skip := func() string {
+		if runtime.GOOS != "darwin" {
+			return fmt.Sprintf("needs macOS's routing socket and sysctls (this is %s; sense/linkfacts and sense/ifstat test the parsers on recorded bytes)", runtime.GOOS)
+		}
+		return ""
+	}
+	return []check.Check{
+		{
+			ID: "route.dump", Ref: "darwin-and-linux.md", Skip: skip, Probe: probeRoutes,
+			Fact: "macake's routing-dump parser reads every route and neighbour message as x/net/route does",
+		},
+		{
+			ID: "ifstat.counters", Ref: "darwin-and-linux.md", Skip: skip, Probe: probeCounters,
+			Fact: "lo0's exact ifdata counters and the rounded NET_RT_IFLIST2 dump agree; x/net/route names its interfaces alike",
+		},
+	}
+}
+
+// problemsResult is a probe's result from its disagreements.
+func problemsResult(problems []string, real, expected string) check.Result {
+	r := check.Result{Status: check.OK, Real: real, Expected: expected}
+	if len(problems) > 0 {
+		r.Status = check.Differs
+		r.Detail = strings.Join(problems, "; ")
+	}
+	return r
+}
