@@ -173,7 +173,7 @@ type Result struct {
 	// Steps are every call with both answers.
 	Steps []StepRecord `json:"steps,omitempty"`
 	// Took is how long the check ran.
-	Took time.Duration `json:"took_ns"`
+	Took Duration `json:"took"`
 }
 
 // StepRecord is one call on both sides.
@@ -200,9 +200,10 @@ type StepRecord struct {
 }
 
 // Run runs the checks in order, each on both sides, and returns their
-// results. When ctx ends it stops before the next check; the results so
-// far are returned with interrupted true.
-func Run(ctx context.Context, checks []Check, real, expected *Side) (results []Result, interrupted bool) {
+// results; done, if set, is called with each as it ends. When ctx ends it
+// stops before the next check: the check it stopped in is skipped as
+// interrupted, and the results so far are returned with interrupted true.
+func Run(ctx context.Context, checks []Check, real, expected *Side, done func(Result)) (results []Result, interrupted bool) {
 	status := map[string]Status{}
 	for _, c := range checks {
 		if ctx.Err() != nil {
@@ -210,11 +211,27 @@ func Run(ctx context.Context, checks []Check, real, expected *Side) (results []R
 		}
 		start := time.Now()
 		r := runOne(ctx, c, status, real, expected)
-		r.ID, r.Fact, r.Ref, r.Took = c.ID, c.Fact, c.Ref, time.Since(start)
+		r.ID, r.Fact, r.Ref, r.Took = c.ID, c.Fact, c.Ref, Duration(time.Since(start))
+		if ctx.Err() != nil && r.Status != OK {
+			// What failed was the interruption, not the fact.
+			r.Status, r.Detail = Skipped, "interrupted"
+		}
 		status[c.ID] = r.Status
 		results = append(results, r)
+		if done != nil {
+			done(r)
+		}
 	}
 	return results, ctx.Err() != nil
+}
+
+// IDWidth is the widest check ID, for aligned report lines.
+func IDWidth(checks []Check) int {
+	w := 0
+	for _, c := range checks {
+		w = max(w, len(c.ID))
+	}
+	return w
 }
 
 func runOne(ctx context.Context, c Check, status map[string]Status, real, expected *Side) Result {
@@ -328,15 +345,18 @@ func differences(a, b Answer) string {
 		what = append(what, "stderr")
 	}
 	if a.Exit != b.Exit {
-		what = append(what, fmt.Sprintf("exit status (%d, expected %d)", a.Exit, b.Exit))
+		what = append(what, fmt.Sprintf("the exit status (%d, expected %d)", a.Exit, b.Exit))
 	}
 	if (a.Err == "") != (b.Err == "") {
 		what = append(what, "whether it ran")
 	}
-	if len(what) == 0 {
+	switch len(what) {
+	case 0:
 		return ""
+	case 1:
+		return what[0] + " differs"
 	}
-	return strings.Join(what, ", ") + " differ"
+	return strings.Join(what[:len(what)-1], ", ") + " and " + what[len(what)-1] + " differ"
 }
 
 // Summary counts results by status.

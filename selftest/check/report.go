@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/internal/english"
 )
 
 // Report is one whole selftest run.
@@ -54,6 +56,13 @@ func (d Duration) MarshalText() ([]byte, error) {
 	return []byte(time.Duration(d).Round(time.Millisecond).String()), nil
 }
 
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
 // OK reports whether everything matched: no check differs or failed, the
 // run was not interrupted and the cleanup removed everything.
 func (r *Report) OK() bool {
@@ -75,8 +84,22 @@ const maxDiffLines = 8
 
 // WriteText writes the report for people: a header, one line per check
 // (differences with the real and the expected bytes one above the other),
-// the cleanup and a summary.
+// the cleanup and a summary. WriteHeader, WriteResult and WriteFooter are
+// its parts, for printing each check as it ends.
 func (r *Report) WriteText(w io.Writer) {
+	r.WriteHeader(w)
+	width := 0
+	for _, res := range r.Results {
+		width = max(width, len(res.ID))
+	}
+	for _, res := range r.Results {
+		WriteResult(w, res, width)
+	}
+	r.WriteFooter(w)
+}
+
+// WriteHeader writes what was compared with what, and the setup.
+func (r *Report) WriteHeader(w io.Writer) {
 	fmt.Fprintf(w, "macake selftest: %s\n", r.Suite)
 	fmt.Fprintf(w, "  real:     %s\n", r.Real)
 	fmt.Fprintf(w, "  expected: %s\n", r.Expected)
@@ -88,39 +111,41 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "%s%s\n", label, s)
 	}
 	fmt.Fprintln(w)
-	width := 0
-	for _, res := range r.Results {
-		width = max(width, len(res.ID))
+}
+
+// WriteResult writes one check's line, with what differs below it; width
+// aligns the facts (IDWidth).
+func WriteResult(w io.Writer, res Result, width int) {
+	ref := ""
+	if res.Ref != "" {
+		ref = "  (" + res.Ref + ")"
 	}
-	for _, res := range r.Results {
-		ref := ""
-		if res.Ref != "" {
-			ref = "  (" + res.Ref + ")"
+	fmt.Fprintf(w, "%-8s %-*s  %s%s\n", res.Status, width, res.ID, res.Fact, ref)
+	indent := strings.Repeat(" ", 9)
+	switch res.Status {
+	case OK:
+		if res.Real != "" {
+			fmt.Fprintf(w, "%s  real %s; expected %s\n", indent, res.Real, res.Expected)
 		}
-		fmt.Fprintf(w, "%-8s %-*s  %s%s\n", res.Status, width, res.ID, res.Fact, ref)
-		indent := strings.Repeat(" ", 9)
-		switch res.Status {
-		case OK:
-			if res.Real != "" {
-				fmt.Fprintf(w, "%s  measured %s (expected %s)\n", indent, res.Real, res.Expected)
-			}
-			continue
-		case Skipped:
-			fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
-			continue
-		}
+		return
+	case Skipped:
 		fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
-		if res.Real != "" || res.Expected != "" {
-			fmt.Fprintf(w, "%s    real      %s\n%s    expected  %s\n", indent, res.Real, indent, res.Expected)
-		}
-		for _, st := range res.Steps {
-			if st.RealNormalized == nil {
-				continue
-			}
+		return
+	}
+	fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
+	if res.Real != "" || res.Expected != "" {
+		fmt.Fprintf(w, "%s    real      %s\n%s    expected  %s\n", indent, res.Real, indent, res.Expected)
+	}
+	for _, st := range res.Steps {
+		if st.RealNormalized != nil {
 			writeDiff(w, indent+"  ", st)
-			break
+			return
 		}
 	}
+}
+
+// WriteFooter writes the cleanup and the summary.
+func (r *Report) WriteFooter(w io.Writer) {
 	fmt.Fprintln(w)
 	if r.Interrupted {
 		fmt.Fprintln(w, "Interrupted: the remaining checks did not run.")
@@ -132,8 +157,8 @@ func (r *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "Cleanup failed: %s\n", e)
 	}
 	s := Summarize(r.Results)
-	fmt.Fprintf(w, "%d checks: %d ok, %d differ, %d skipped, %d errors (%s).\n",
-		len(r.Results), s.OK, s.Differs, s.Skipped, s.Errors, time.Duration(r.Took).Round(100*time.Millisecond))
+	fmt.Fprintf(w, "%s: %d ok, %d differ, %d skipped, %s (%s).\n",
+		english.Plural(len(r.Results), "check"), s.OK, s.Differs, s.Skipped, english.Plural(s.Errors, "error"), time.Duration(r.Took).Round(100*time.Millisecond))
 }
 
 // writeDiff shows a step's normalised answers where they differ, the real

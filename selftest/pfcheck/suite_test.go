@@ -26,7 +26,7 @@ func runOn(t *testing.T, mac *pfdntest.Emulator) ([]check.Result, *scratch.Ledge
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := check.Run(ctx, s.Checks(), s.Real(), s.Expected())
+	res, _ := check.Run(ctx, s.Checks(), s.Real(), s.Expected(), nil)
 	done, errs := s.Close(ctx)
 	if len(errs) > 0 {
 		t.Fatalf("cleanup: %v (done %v)", errs, done)

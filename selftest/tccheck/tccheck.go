@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package tccheck is `macake selftest` on Linux: it drives the tc backend
+// through the real tc and ip, in a scratch network namespace of its own
+// holding a veth pair, and compares what the kernel then reports, read
+// with the backend's own parsers, with what the backend meant: the
+// capabilities it would assume without root, a plan that applies and
+// re-plans to nothing, the rates it set, drift it must repair, another
+// tool's qdisc it must not touch, and a teardown that leaves nothing.
+//
+// The namespace is recorded before it exists and deleted at the end, so
+// nothing outside it is ever touched; a SIGKILL leaves only the namespace,
+// which the next selftest or `macake down` deletes.
+package tccheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/plan"
+	"github.com/macake/macake/selftest/check"
+	"github.com/macake/macake/selftest/scratch"
+	"github.com/macake/macake/shape"
+)
+
+// ScratchNetns is the selftest's network namespace.
+const ScratchNetns = "macake-selftest"
+
+// The veth pair inside it: the link's interface and its peer, which
+// carries another tool's qdisc.
+const (
+	linkDev = "mst0"
+	peerDev = "mst1"
+)
+
+// foreignQdisc is "another tool's" root qdisc on the peer.
+var foreignQdisc = []string{"root", "handle", "8001:", "pfifo", "limit", "77"}
+
+// Options configure the tc suite.
+type Options struct {
+	// Runner runs tc and ip (execrun.Exec).
+	Runner execrun.Runner
+	// Tools are the programs; Netns is set to the scratch namespace.
+	Tools tc.Tools
+	// Ledger records the namespace before it exists.
+	Ledger *scratch.Ledger
+	// SkipMeasure is accepted for symmetry with the pf suite.
+	SkipMeasure bool
+}
+
+// Suite is one tc selftest.
+type Suite struct {
+	opts    Options
+	tools   tc.Tools
+	b       *tc.Backend
+	desired shape.State
+	setup   []string
+}
+
+// New creates the scratch namespace and its veth pair (recorded first)
+// and the backend that acts in it.
+func New(ctx context.Context, o Options) (*Suite, error) {
+	if o.Runner == nil || o.Ledger == nil {
+		return nil, errors.New("tccheck: New needs a runner and a ledger")
+	}
+	s := &Suite{opts: o, tools: o.Tools}
+	s.tools.Netns = ScratchNetns
+	if err := o.Ledger.SetNetns(ScratchNetns); err != nil {
+		return nil, err
+	}
+	for _, argv := range [][]string{
+		{o.Tools.IP, "netns", "add", ScratchNetns},
+		{o.Tools.IP, "-n", ScratchNetns, "link", "set", "dev", "lo", "up"},
+		{o.Tools.IP, "-n", ScratchNetns, "link", "add", "name", linkDev, "type", "veth", "peer", "name", peerDev},
+		{o.Tools.IP, "-n", ScratchNetns, "link", "set", "dev", linkDev, "up"},
+		{o.Tools.IP, "-n", ScratchNetns, "link", "set", "dev", peerDev, "up"},
+		append([]string{o.Tools.TC, "-n", ScratchNetns, "qdisc", "add", "dev", peerDev}, foreignQdisc...),
+	} {
+		if _, err := run(ctx, o.Runner, argv...); err != nil {
+			return nil, fmt.Errorf("preparing the scratch namespace: %w", err)
+		}
+	}
+	s.setup = append(s.setup, fmt.Sprintf("created network namespace %s with veth pair %s–%s; a pfifo on %s plays another tool's qdisc", ScratchNetns, linkDev, peerDev, peerDev))
+	s.b = &tc.Backend{Runner: o.Runner, Tools: s.tools}
+	s.desired = shape.State{Links: []shape.Link{{
+		Name: "selftest", Interface: linkDev, Slot: 0,
+		Upload:     shape.Pipe{RateBits: 20_000_000, QueueBytes: 64 << 10},
+		Download:   shape.Pipe{RateBits: 50_000_000, QueueBytes: 128 << 10},
+		Reflectors: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")},
+	}}}
+	return s, nil
+}
+
+func run(ctx context.Context, r execrun.Runner, argv ...string) (execrun.Result, error) {
+	cmd := execrun.Command{Argv: argv}
+	res, err := r.Run(ctx, cmd)
+	return execrun.Check(cmd, res, err)
+}
+
+// Setup says what New did.
+func (s *Suite) Setup() []string { return s.setup }
+
+// Describe names the two sides.
+func (s *Suite) Describe() (real, expected string) {
+	return fmt.Sprintf("%s and %s in network namespace %s", s.opts.Tools.TC, s.opts.Tools.IP, ScratchNetns),
+		"the tc backend's own model: what it rendered, read back with its parsers"
+}
+
+// Real and Expected are the sides; the tc checks are probes, which need
+// none, so both are placeholders that run nothing.
+func (s *Suite) Real() *check.Side     { return &check.Side{Name: "real", Real: true} }
+func (s *Suite) Expected() *check.Side { return &check.Side{Name: "model"} }
+
+// Close deletes the scratch namespace, and everything in it.
+func (s *Suite) Close(ctx context.Context) ([]string, []error) {
+	return RemoveScratch(ctx, s.opts.Runner, s.opts.Tools, s.opts.Ledger.Record())
+}
+
+// RemoveScratch deletes the namespace rec names, if it is the scratch
+// namespace and still exists.
+func RemoveScratch(ctx context.Context, r execrun.Runner, t tc.Tools, rec scratch.Record) (done []string, errs []error) {
+	switch {
+	case rec.Netns == "":
+		return nil, nil
+	case rec.Netns != ScratchNetns:
+		return nil, []error{fmt.Errorf("the scratch record names network namespace %q, not %q; left alone", rec.Netns, ScratchNetns)}
+	}
+	res, err := run(ctx, r, t.IP, "netns", "list")
+	if err != nil {
+		return nil, []error{err}
+	}
+	if !slices.ContainsFunc(strings.Split(string(res.Stdout), "\n"), func(l string) bool {
+		f := strings.Fields(l)
+		return len(f) > 0 && f[0] == ScratchNetns
+	}) {
+		return nil, nil
+	}
+	if _, err := run(ctx, r, t.IP, "netns", "del", ScratchNetns); err != nil {
+		return nil, []error{err}
+	}
+	return []string{"deleted network namespace " + ScratchNetns}, nil
+}
+
+// Checks returns the tc checks, in order: each builds on the state the one
+// before left.
+func (s *Suite) Checks() []check.Check {
+	return []check.Check{
+		{ID: "tc.capabilities", Ref: "LINUX.md", Probe: s.probeCaps,
+			Fact: "the features found by trying them in a throwaway namespace match the kernel configuration read without root"},
+		{ID: "tc.apply", Ref: "LINUX.md", Probe: s.probeApply,
+			Fact: "the backend's first plan for a link applies: every tc and ip command succeeds"},
+		{ID: "tc.converged", Ref: "LINUX.md", Needs: []string{"tc.apply"}, Probe: s.probeConverged,
+			Fact: "a re-plan right after the apply is empty: the parsers read back what the renderer wrote"},
+		{ID: "tc.readback", Ref: "LINUX.md", Needs: []string{"tc.apply"}, Probe: s.probeReadback,
+			Fact: "the live shapers carry the rates and queues the backend set"},
+		{ID: "tc.setrate", Ref: "LINUX.md", Needs: []string{"tc.converged"}, Probe: s.probeSetRate,
+			Fact: "SetRate changes one direction's rate with one command, and the re-plan for the new rate is empty"},
+		{ID: "tc.drift", Ref: "LINUX.md", Needs: []string{"tc.converged"}, Probe: s.probeDrift,
+			Fact: "a shaper changed behind the backend's back is one update in the plan, and repaired"},
+		{ID: "tc.teardown", Ref: "LINUX.md", Needs: []string{"tc.apply"}, Probe: s.probeTeardown,
+			Fact: "teardown removes everything the backend made and leaves another tool's qdisc as it was"},
+		{ID: "tc.shaping", Ref: "MEASUREMENTS.md",
+			Skip: func() string {
+				return "not measured by the selftest on Linux: the real-kernel tests (make e2e, and e2e in make test) measure tc's shaping"
+			},
+			Fact: "the shaper holds its rate and a full queue adds Q/R"},
+	}
+}
+
+func errorResult(err error) check.Result {
+	return check.Result{Status: check.Error, Detail: err.Error()}
+}
+
+func (s *Suite) probeCaps(ctx context.Context) check.Result {
+	tried := tc.Probe(ctx, s.opts.Runner, s.tools)
+	if !tried.Tried {
+		return check.Result{Status: check.Error, Detail: "could not try the features in a throwaway namespace: " + tried.Method}
+	}
+	cfg, ok := tc.ConfigCapabilities()
+	if !ok {
+		return check.Result{Status: check.Skipped, Detail: "no kernel configuration to compare with (/proc/config.gz, /boot/config-*): doctor without root would assume"}
+	}
+	var diffs []string
+	for _, f := range []struct {
+		name    string
+		a, b    bool
+		canLoad bool
+	}{
+		{"sch_cake", tried.Cake, cfg.Cake, true}, {"sch_htb", tried.HTB, cfg.HTB, true}, {"bfifo", tried.BFIFO, cfg.BFIFO, true},
+		{"ingress", tried.Ingress, cfg.Ingress, true}, {"u32", tried.U32, cfg.U32, true}, {"mirred", tried.Mirred, cfg.Mirred, true},
+		{"ifb", tried.IFB, cfg.IFB, true},
+	} {
+		if f.a != f.b {
+			diffs = append(diffs, fmt.Sprintf("%s: tried %v, configured %v", f.name, f.a, f.b))
+		}
+	}
+	r := check.Result{Status: check.OK, Real: "shaper " + tried.Shaper() + " (tried)", Expected: "shaper " + cfg.Shaper() + " (" + cfg.Method + ")"}
+	if len(diffs) > 0 {
+		r.Status, r.Detail = check.Differs, strings.Join(diffs, "; ")
+	}
+	return r
+}
+
+// applyPlan plans for desired and executes every op.
+func (s *Suite) applyPlan(ctx context.Context, desired shape.State) (plan.Plan, error) {
+	p, err := s.b.Plan(ctx, desired)
+	if err != nil {
+		return p, err
+	}
+	for _, op := range p.Ops {
+		if err := s.b.Execute(ctx, op); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+func (s *Suite) probeApply(ctx context.Context) check.Result {
+	p, err := s.applyPlan(ctx, s.desired)
+	if err != nil {
+		return errorResult(err)
+	}
+	c, _, _ := p.Count()
+	if c == 0 {
+		return check.Result{Status: check.Differs, Detail: "the first plan creates nothing"}
+	}
+	return check.Result{Status: check.OK, Real: fmt.Sprintf("%d ops applied (%s shaper)", len(p.Ops), s.b.Capabilities(ctx).Shaper()), Expected: "every op applies"}
+}
+
+// replanEmpty requires an empty plan for desired.
+func (s *Suite) replanEmpty(ctx context.Context, desired shape.State) check.Result {
+	p, err := s.b.Plan(ctx, desired)
+	if err != nil {
+		return errorResult(err)
+	}
+	if !p.Empty() {
+		return check.Result{Status: check.Differs, Detail: "the re-plan is not empty: " + opList(p), Real: fmt.Sprintf("%d ops", len(p.Ops)), Expected: "No changes."}
+	}
+	return check.Result{Status: check.OK}
+}
+
+func opList(p plan.Plan) string {
+	var out []string
+	for _, op := range p.Ops {
+		out = append(out, fmt.Sprintf("%s %s (%s)", op.Action.Symbol(), op.Label, op.Reason))
+	}
+	return strings.Join(out, "; ")
+}
+
+func (s *Suite) probeConverged(ctx context.Context) check.Result {
+	return s.replanEmpty(ctx, s.desired)
+}
+
+func (s *Suite) probeReadback(ctx context.Context) check.Result {
+	shapers, err := s.b.LiveShapers(ctx)
+	if err != nil {
+		return errorResult(err)
+	}
+	cake := s.b.Capabilities(ctx).Cake
+	var got, want []string
+	for _, dir := range shape.Directions {
+		p := s.desired.Links[0].Pipe(dir)
+		q := p.QueueBytes
+		if cake {
+			q = 0 // cake sizes its own queue
+		}
+		want = append(want, fmt.Sprintf("%s %s %d B", dir, shape.FormatRate(p.RateBits), q))
+		for _, sh := range shapers {
+			if sh.Interface == linkDev && sh.Direction == dir.String() {
+				got = append(got, fmt.Sprintf("%s %s %d B", dir, shape.FormatRate(sh.RateBits), sh.QueueBytes))
+			}
+		}
+	}
+	r := check.Result{Status: check.OK, Real: strings.Join(got, ", "), Expected: strings.Join(want, ", ")}
+	if !slices.Equal(got, want) {
+		r.Status, r.Detail = check.Differs, "the live shapers differ from what the backend set"
+	}
+	return r
+}
+
+func (s *Suite) probeSetRate(ctx context.Context) check.Result {
+	l := s.desired.Links[0]
+	p := l.Download
+	p.RateBits = 30_000_000
+	if err := s.b.SetRate(ctx, l, shape.Download, p); err != nil {
+		return errorResult(err)
+	}
+	s.desired.Links[0].Download = p
+	return s.replanEmpty(ctx, s.desired)
+}
+
+func (s *Suite) probeDrift(ctx context.Context) check.Result {
+	// Another hand sets the upload shaper to 5 Mbit/s, as the backend's
+	// own hot path would.
+	l := s.desired.Links[0]
+	drifted := l.Upload
+	drifted.RateBits = 5_000_000
+	if err := s.b.SetRate(ctx, l, shape.Upload, drifted); err != nil {
+		return errorResult(err)
+	}
+	p, err := s.b.Plan(ctx, s.desired)
+	if err != nil {
+		return errorResult(err)
+	}
+	c, u, rm := p.Count()
+	if c != 0 || u != 1 || rm != 0 {
+		return check.Result{Status: check.Differs, Detail: "the plan for drifted upload: " + opList(p), Real: fmt.Sprintf("%d to create, %d to update, %d to remove", c, u, rm), Expected: "1 to update"}
+	}
+	if _, err := s.applyPlan(ctx, s.desired); err != nil {
+		return errorResult(err)
+	}
+	return s.replanEmpty(ctx, s.desired)
+}
+
+func (s *Suite) probeTeardown(ctx context.Context) check.Result {
+	if _, err := s.b.Teardown(ctx); err != nil {
+		return errorResult(err)
+	}
+	live, err := s.b.Observe(ctx)
+	if err != nil {
+		return errorResult(err)
+	}
+	var left []string
+	for name, dev := range live.Devices {
+		if _, ifb := tc.IFBSlot(name); ifb {
+			left = append(left, "device "+name)
+		}
+		if root := dev.Root(); root != nil && root.Handle == tc.RootHandle {
+			left = append(left, "root qdisc on "+name)
+		}
+	}
+	peer := live.Devices[peerDev]
+	var foreign string
+	if root := peer.Root(); root != nil {
+		foreign = fmt.Sprintf("%s %s", tc.FormatHandle(root.Handle), root.Kind)
+	}
+	slices.Sort(left)
+	r := check.Result{Status: check.OK, Real: fmt.Sprintf("left: %q; %s root: %s", left, peerDev, foreign), Expected: fmt.Sprintf("left: []; %s root: 8001: pfifo", peerDev)}
+	if len(left) > 0 || foreign != "8001: pfifo" {
+		r.Status, r.Detail = check.Differs, "teardown left macake's objects or changed another tool's"
+	}
+	if p, err := s.b.Plan(ctx, shape.State{}); err == nil && !p.Empty() {
+		r.Status, r.Detail = check.Differs, "a plan after teardown is not empty: "+opList(p)
+	}
+	return r
+}
