@@ -62,7 +62,10 @@ func call(args ...string) Call { return Call{Argv: append([]string{"{tool}"}, ar
 
 func TestRunComparesSkipsAndCaptures(t *testing.T) {
 	real, emu, rs, es := sides()
-	token := func(a Answer, s *Side) error { s.Vars["tok"] = strings.TrimSpace(strings.TrimPrefix(a.Stdout, "Token : ")); return nil }
+	token := func(a Answer, s *Side) error {
+		s.Vars["tok"] = strings.TrimSpace(strings.TrimPrefix(a.Stdout, "Token : "))
+		return nil
+	}
 	checks := []Check{
 		{ID: "a.same", Fact: "equal after normalising", Ref: "§1", Steps: []Step{{Call: call("show", "{n}"), Normalize: []Normalizer{upper}}}},
 		{ID: "a.rounding", Fact: "the second step differs, the third still runs", Steps: []Step{
