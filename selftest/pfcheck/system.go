@@ -5,7 +5,6 @@ package pfcheck
 import (
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/macake/macake/selftest/check"
 )
@@ -32,14 +31,4 @@ func systemChecks() []check.Check {
 			Fact: "lo0's exact ifdata counters and the rounded NET_RT_IFLIST2 dump agree; x/net/route names its interfaces alike",
 		},
 	}
-}
-
-// problemsResult is a probe's result from its disagreements.
-func problemsResult(problems []string, real, expected string) check.Result {
-	r := check.Result{Status: check.OK, Real: real, Expected: expected}
-	if len(problems) > 0 {
-		r.Status = check.Differs
-		r.Detail = strings.Join(problems, "; ")
-	}
-	return r
 }

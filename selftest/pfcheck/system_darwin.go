@@ -5,6 +5,7 @@ package pfcheck
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/macake/macake/selftest/check"
 	"github.com/macake/macake/sense/ifstat"
@@ -31,4 +32,14 @@ func probeCounters(context.Context) check.Result {
 	return problemsResult(problems,
 		fmt.Sprintf("lo0 %d B in, %d B out (exact)", exact.RxBytes, exact.TxBytes),
 		fmt.Sprintf("%d B in, %d B out (NET_RT_IFLIST2, 1 KiB steps, 32 bits)", rounded.RxBytes, rounded.TxBytes))
+}
+
+// problemsResult is a probe's result from its disagreements.
+func problemsResult(problems []string, real, expected string) check.Result {
+	r := check.Result{Status: check.OK, Real: real, Expected: expected}
+	if len(problems) > 0 {
+		r.Status = check.Differs
+		r.Detail = strings.Join(problems, "; ")
+	}
+	return r
 }
