@@ -193,10 +193,11 @@ func writeDiff(w io.Writer, indent string, st StepRecord) {
 }
 
 func lines(s string) []string {
-	if s == "" {
-		return nil
+	l := strings.SplitAfter(s, "\n")
+	if l[len(l)-1] == "" {
+		l = l[:len(l)-1]
 	}
-	return strings.SplitAfter(s, "\n")
+	return l
 }
 
 func at(l []string, i int) string {

@@ -183,7 +183,7 @@ func (s *Suite) Checks() []check.Check {
 		},
 		s.measureCheck(),
 		{
-			ID: "pfctl.flush", Ref: "§3.6", Needs: []string{"pfctl.load"}, Fact: "pfctl -a ANCHOR -F all prints its four lines; the emptied anchor is deleted",
+			ID: "pfctl.flush", Ref: "§3.6, §3.9", Needs: []string{"pfctl.load"}, Fact: "pfctl -a ANCHOR -F all prints its four lines; the emptied anchor is deleted",
 			Steps: []check.Step{
 				{Call: pfctl("-a", "{anchor}", "-F", "all"), Normalize: []check.Normalizer{noALTQ}, Accept: acceptStderr(flushedAll)},
 				{Call: pfctl("-a", "{anchor}", "-s", "dummynet"), Normalize: []check.Normalizer{noALTQ}, Accept: acceptAnchor(false, 0)},

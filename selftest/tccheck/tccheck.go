@@ -151,19 +151,19 @@ func RemoveScratch(ctx context.Context, r execrun.Runner, t tc.Tools, rec scratc
 // before left.
 func (s *Suite) Checks() []check.Check {
 	return []check.Check{
-		{ID: "tc.capabilities", Ref: "LINUX.md", Probe: s.probeCaps,
+		{ID: "tc.capabilities", Ref: "LINUX.md: What the kernel needs", Probe: s.probeCaps,
 			Fact: "the features found by trying them in a throwaway namespace match the kernel configuration read without root"},
-		{ID: "tc.apply", Ref: "LINUX.md", Probe: s.probeApply,
+		{ID: "tc.apply", Ref: "LINUX.md: What a link becomes", Probe: s.probeApply,
 			Fact: "the backend's first plan for a link applies: every tc and ip command succeeds"},
-		{ID: "tc.converged", Ref: "LINUX.md", Needs: []string{"tc.apply"}, Probe: s.probeConverged,
+		{ID: "tc.converged", Ref: "LINUX.md: The objects macake owns", Needs: []string{"tc.apply"}, Probe: s.probeConverged,
 			Fact: "a re-plan right after the apply is empty: the parsers read back what the renderer wrote"},
-		{ID: "tc.readback", Ref: "LINUX.md", Needs: []string{"tc.apply"}, Probe: s.probeReadback,
+		{ID: "tc.readback", Ref: "LINUX.md: Reading it with tc", Needs: []string{"tc.apply"}, Probe: s.probeReadback,
 			Fact: "the live shapers carry the rates and queues the backend set"},
-		{ID: "tc.setrate", Ref: "LINUX.md", Needs: []string{"tc.converged"}, Probe: s.probeSetRate,
+		{ID: "tc.setrate", Ref: "LINUX.md: Rate changes", Needs: []string{"tc.converged"}, Probe: s.probeSetRate,
 			Fact: "SetRate changes one direction's rate with one command, and the re-plan for the new rate is empty"},
-		{ID: "tc.drift", Ref: "LINUX.md", Needs: []string{"tc.converged"}, Probe: s.probeDrift,
+		{ID: "tc.drift", Ref: "LINUX.md: The objects macake owns", Needs: []string{"tc.converged"}, Probe: s.probeDrift,
 			Fact: "a shaper changed behind the backend's back is one update in the plan, and repaired"},
-		{ID: "tc.teardown", Ref: "LINUX.md", Needs: []string{"tc.apply"}, Probe: s.probeTeardown,
+		{ID: "tc.teardown", Ref: "LINUX.md: The objects macake owns", Needs: []string{"tc.apply"}, Probe: s.probeTeardown,
 			Fact: "teardown removes everything the backend made and leaves another tool's qdisc as it was"},
 		{ID: "tc.shaping", Ref: "MEASUREMENTS.md",
 			Skip: func() string {
