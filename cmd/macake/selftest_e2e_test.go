@@ -161,6 +161,11 @@ func TestSelftestKilledIsCleanedByTheNextRunOrDown(t *testing.T) {
 		if m.emu().Snapshot().String() == pristine {
 			t.Fatal("the killed selftest should have left its objects")
 		}
+		if next == "down" {
+			if code, _, stderr := m.run("down", "--dry-run"); code != exitOK || !strings.Contains(stderr, "those still there would be removed: anchor com.apple/macake-selftest, pipe 65") {
+				t.Fatalf("down --dry-run must name the leftovers: exit %d\n%s", code, stderr)
+			}
+		}
 		args := []string{next}
 		if next == "selftest" {
 			args = append(args, "--quick")
