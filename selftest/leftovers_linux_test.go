@@ -15,22 +15,24 @@ import (
 	"github.com/macake/macake/selftest/tccheck"
 )
 
-func netnsExists(t *testing.T, ip string) bool {
+// scratchNetns lists the selftest's namespaces that exist.
+func scratchNetns(t *testing.T, ip string) []string {
 	t.Helper()
 	out, err := exec.Command(ip, "netns", "list").Output()
 	if err != nil {
 		t.Fatalf("ip netns list: %v", err)
 	}
+	var found []string
 	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == tccheck.ScratchNetns {
-			return true
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == tccheck.ScratchNetns || f[0] == tccheck.PeerNetns) {
+			found = append(found, f[0])
 		}
 	}
-	return false
+	return found
 }
 
 // TestKilledTCSelftestIsCleanedUp: what a SIGKILLed tc selftest leaves
-// (its recorded namespace) is named by a dry run, deleted by the next
+// (its recorded namespace, which stands for its peer too) is named by a dry run, deleted by the next
 // RemoveLeftovers (`macake down`, or the next selftest), and then there
 // is nothing left to say.
 func TestKilledTCSelftestIsCleanedUp(t *testing.T) {
@@ -41,8 +43,8 @@ func TestKilledTCSelftestIsCleanedUp(t *testing.T) {
 	if !strings.HasPrefix(tools.IP, "/") {
 		t.Skip("skipping: ip (iproute2) is not installed")
 	}
-	if netnsExists(t, tools.IP) {
-		t.Skipf("skipping: network namespace %s exists: a selftest is running on this machine", tccheck.ScratchNetns)
+	if ns := scratchNetns(t, tools.IP); len(ns) > 0 {
+		t.Skipf("skipping: network namespace %s exists: a selftest is running on this machine", ns[0])
 	}
 	dir := t.TempDir()
 	// As the killed selftest did: the record first, then the namespace.
@@ -53,24 +55,27 @@ func TestKilledTCSelftestIsCleanedUp(t *testing.T) {
 	if err := led.SetNetns(tccheck.ScratchNetns); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(tools.IP, "netns", "add", tccheck.ScratchNetns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
+	for _, ns := range []string{tccheck.ScratchNetns, tccheck.PeerNetns} {
+		if out, err := exec.Command(tools.IP, "netns", "add", ns).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
+		}
+		t.Cleanup(func() { exec.Command(tools.IP, "netns", "del", ns).Run() })
 	}
-	t.Cleanup(func() { exec.Command(tools.IP, "netns", "del", tccheck.ScratchNetns).Run() })
 
 	o := Options{StateDir: dir, Getenv: func(string) string { return "" }}
-	if line, err := DescribeLeftovers(o); err != nil || !strings.Contains(line, "would be removed: network namespace "+tccheck.ScratchNetns) {
+	if line, err := DescribeLeftovers(o); err != nil || !strings.Contains(line, "would be removed: network namespaces "+tccheck.ScratchNetns+" and "+tccheck.PeerNetns) {
 		t.Fatalf("dry run: %q, %v", line, err)
 	}
-	if !netnsExists(t, tools.IP) {
-		t.Fatal("a dry run must not delete the namespace")
+	if ns := scratchNetns(t, tools.IP); len(ns) != 2 {
+		t.Fatalf("a dry run must not delete the namespaces; left %q", ns)
 	}
 	line, err := RemoveLeftovers(context.Background(), o)
-	if err != nil || !strings.Contains(line, "removed what an earlier selftest (pid") || !strings.Contains(line, "deleted network namespace "+tccheck.ScratchNetns) {
+	if err != nil || !strings.Contains(line, "removed what an earlier selftest (pid") ||
+		!strings.Contains(line, "deleted network namespace "+tccheck.ScratchNetns+", deleted network namespace "+tccheck.PeerNetns) {
 		t.Fatalf("RemoveLeftovers: %q, %v", line, err)
 	}
-	if netnsExists(t, tools.IP) {
-		t.Error("the namespace is still there")
+	if ns := scratchNetns(t, tools.IP); len(ns) > 0 {
+		t.Errorf("namespaces still there: %q", ns)
 	}
 	if _, ok, err := scratch.Load(dir); ok || err != nil {
 		t.Errorf("the scratch record must be gone (%v, %v)", ok, err)

@@ -20,8 +20,9 @@ rounding, limits and error messages, the routing socket and interface
 counters, and a short measurement of a pipe on lo0. Each answer is compared
 with the answer of the emulator macake's tests run against; one line per
 check says ok, or shows the real bytes and the emulator's one above the
-other. On Linux it checks the tc backend the same way, in a network
-namespace of its own.
+other. On Linux it checks the tc backend the same way, in two network
+namespaces of its own (macake-selftest and macake-selftest-peer), and
+measures TCP through its upload shaper.
 
 It touches only scratch objects: the pf anchor com.apple/macake-selftest,
 two dummynet pipes between 65000 and 65063 that nothing uses, pf enable
@@ -41,7 +42,7 @@ func init() { selftestCmd.run = runSelftest }
 func runSelftest(e *env, args []string) int {
 	fs := selftestCmd.flags()
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON document (attach it to a bug report)")
-	quick := fs.Bool("quick", false, "skip the few seconds of shaped loopback traffic")
+	quick := fs.Bool("quick", false, "skip the few seconds of shaped traffic (lo0 on a Mac, the scratch namespaces on Linux)")
 	force := fs.Bool("force", false, "run even while macake watch is running")
 	if done, code := selftestCmd.parse(e, fs, args); done {
 		return code

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/selftest/loopback"
 )
 
 // Status is how a check ended.
@@ -392,4 +393,19 @@ func Find(results []Result, id string) (Result, bool) {
 		return Result{}, false
 	}
 	return results[i], true
+}
+
+// Judged is the Result of a shaper measurement held to what the shaper
+// was given (loopback.Judge): ok within the bounds, Differs with the
+// problems otherwise, both sides summarised.
+func Judged(m loopback.Measurement, e loopback.Expectation) Result {
+	v, err := loopback.Judge(m, e)
+	if err != nil {
+		return Result{Status: Error, Detail: err.Error()}
+	}
+	r := Result{Status: OK, Real: v.Measured(), Expected: v.Model()}
+	if len(v.Problems) > 0 {
+		r.Status, r.Detail = Differs, strings.Join(v.Problems, "; ")
+	}
+	return r
 }

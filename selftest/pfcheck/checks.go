@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
@@ -334,22 +333,9 @@ func (s *Suite) measureCheck() check.Check {
 			if err != nil {
 				return check.Result{Status: check.Error, Detail: "measuring: " + err.Error()}
 			}
-			return judged(m, loopback.Expectation{RateBits: measuredPipe.RateBits, QueueBytes: measuredPipe.QueueBytes})
+			return check.Judged(m, loopback.Expectation{RateBits: measuredPipe.RateBits, QueueBytes: measuredPipe.QueueBytes})
 		},
 	}
-}
-
-// judged turns a measurement into the check's result.
-func judged(m loopback.Measurement, e loopback.Expectation) check.Result {
-	v, err := loopback.Judge(m, e)
-	if err != nil {
-		return check.Result{Status: check.Error, Detail: err.Error()}
-	}
-	r := check.Result{Status: check.OK, Real: v.Measured(), Expected: v.Model()}
-	if len(v.Problems) > 0 {
-		r.Status, r.Detail = check.Differs, strings.Join(v.Problems, "; ")
-	}
-	return r
 }
 
 // --- what each answer must satisfy on its own ---

@@ -2,15 +2,17 @@
 
 // Package tccheck is `macake selftest` on Linux: it drives the tc backend
 // through the real tc and ip, in a scratch network namespace of its own
-// holding a veth pair, and compares what the kernel then reports, read
-// with the backend's own parsers, with what the backend meant: the
-// capabilities it would assume without root, a plan that applies and
-// re-plans to nothing, the rates it set, drift it must repair, another
-// tool's qdisc it must not touch, and a teardown that leaves nothing.
+// whose veth reaches a second, peer namespace, and compares what the
+// kernel then reports, read with the backend's own parsers, with what the
+// backend meant: the capabilities it would assume without root, a plan
+// that applies and re-plans to nothing, the rates it set, drift it must
+// repair, the rate and queueing delay real TCP gets through the shaper,
+// another tool's qdisc it must not touch, and a teardown that leaves
+// nothing.
 //
-// The namespace is recorded before it exists and deleted at the end, so
-// nothing outside it is ever touched; a SIGKILL leaves only the namespace,
-// which the next selftest or `macake down` deletes.
+// The namespaces are recorded before they exist and deleted at the end, so
+// nothing outside them is ever touched; a SIGKILL leaves only the
+// namespaces, which the next selftest or `macake down` deletes.
 package tccheck
 
 import (
@@ -25,21 +27,33 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/selftest/check"
+	"github.com/macake/macake/selftest/loopback"
 	"github.com/macake/macake/selftest/scratch"
 	"github.com/macake/macake/shape"
 )
 
-// ScratchNetns is the selftest's network namespace.
-const ScratchNetns = "macake-selftest"
-
-// The veth pair inside it: the link's interface and its peer, which
-// carries another tool's qdisc.
+// ScratchNetns is the selftest's network namespace, where the backend
+// acts; PeerNetns holds the far end of the link, the measurement's
+// server. A scratch record that names ScratchNetns stands for both.
 const (
-	linkDev = "mst0"
-	peerDev = "mst1"
+	ScratchNetns = "macake-selftest"
+	PeerNetns    = ScratchNetns + "-peer"
 )
 
-// foreignQdisc is "another tool's" root qdisc on the peer.
+// The devices: the link's interface and its veth peer (in PeerNetns),
+// with addresses from the benchmarking range (RFC 2544) that exist only
+// in the two namespaces; and a second veth pair whose one end carries
+// another tool's qdisc.
+const (
+	linkDev    = "mst0"
+	farDev     = "mst1"
+	foreignDev = "mst2"
+	foreignEnd = "mst3"
+	linkAddr   = "198.18.0.1"
+	farAddr    = "198.18.0.2"
+)
+
+// foreignQdisc is "another tool's" root qdisc on foreignDev.
 var foreignQdisc = []string{"root", "handle", "8001:", "pfifo", "limit", "77"}
 
 // Options configure the tc suite.
@@ -50,8 +64,10 @@ type Options struct {
 	Tools tc.Tools
 	// Ledger records the namespace before it exists.
 	Ledger *scratch.Ledger
-	// SkipMeasure is accepted for symmetry with the pf suite.
+	// SkipMeasure skips the shaping measurement (--quick).
 	SkipMeasure bool
+	// Measure tunes the measurement (zero: loopback's defaults).
+	Measure loopback.Config
 }
 
 // Suite is one tc selftest.
@@ -61,6 +77,8 @@ type Suite struct {
 	b       *tc.Backend
 	desired shape.State
 	setup   []string
+	// offloads says why the veth's offloads stayed on ("" when off).
+	offloads string
 }
 
 // New creates the scratch namespace and its veth pair (recorded first)
@@ -74,19 +92,40 @@ func New(ctx context.Context, o Options) (*Suite, error) {
 	if err := o.Ledger.SetNetns(ScratchNetns); err != nil {
 		return nil, err
 	}
+	ipn := func(ns string, args ...string) []string { return append([]string{o.Tools.IP, "-n", ns}, args...) }
 	for _, argv := range [][]string{
 		{o.Tools.IP, "netns", "add", ScratchNetns},
-		{o.Tools.IP, "-n", ScratchNetns, "link", "set", "dev", "lo", "up"},
-		{o.Tools.IP, "-n", ScratchNetns, "link", "add", "name", linkDev, "type", "veth", "peer", "name", peerDev},
-		{o.Tools.IP, "-n", ScratchNetns, "link", "set", "dev", linkDev, "up"},
-		{o.Tools.IP, "-n", ScratchNetns, "link", "set", "dev", peerDev, "up"},
-		append([]string{o.Tools.TC, "-n", ScratchNetns, "qdisc", "add", "dev", peerDev}, foreignQdisc...),
+		{o.Tools.IP, "netns", "add", PeerNetns},
+		ipn(ScratchNetns, "link", "set", "dev", "lo", "up"),
+		ipn(PeerNetns, "link", "set", "dev", "lo", "up"),
+		ipn(ScratchNetns, "link", "add", "name", linkDev, "type", "veth", "peer", "name", farDev, "netns", PeerNetns),
+		ipn(ScratchNetns, "address", "add", linkAddr+"/24", "dev", linkDev),
+		ipn(PeerNetns, "address", "add", farAddr+"/24", "dev", farDev),
+		ipn(ScratchNetns, "link", "set", "dev", linkDev, "up"),
+		ipn(PeerNetns, "link", "set", "dev", farDev, "up"),
+		ipn(ScratchNetns, "link", "add", "name", foreignDev, "type", "veth", "peer", "name", foreignEnd),
+		ipn(ScratchNetns, "link", "set", "dev", foreignDev, "up"),
+		ipn(ScratchNetns, "link", "set", "dev", foreignEnd, "up"),
+		append([]string{o.Tools.TC, "-n", ScratchNetns, "qdisc", "add", "dev", foreignDev}, foreignQdisc...),
 	} {
 		if _, err := run(ctx, o.Runner, argv...); err != nil {
-			return nil, fmt.Errorf("preparing the scratch namespace: %w", err)
+			return nil, fmt.Errorf("preparing the scratch namespaces: %w", err)
 		}
 	}
-	s.setup = append(s.setup, fmt.Sprintf("created network namespace %s with veth pair %s–%s; a pfifo on %s plays another tool's qdisc", ScratchNetns, linkDev, peerDev, peerDev))
+	s.setup = append(s.setup, fmt.Sprintf("created network namespaces %s and %s, joined by veth pair %s–%s (%s, %s); a pfifo on %s plays another tool's qdisc",
+		ScratchNetns, PeerNetns, linkDev, farDev, linkAddr, farAddr, foreignDev))
+	// Segmentation offloads would hand the shaper 64 KB super-packets
+	// (DESIGN §6); ethtool is optional, so without it they stay on.
+	for _, end := range [][2]string{{ScratchNetns, linkDev}, {PeerNetns, farDev}} {
+		if _, err := run(ctx, o.Runner, o.Tools.IP, "netns", "exec", end[0], "ethtool", "-K", end[1], "tso", "off", "gso", "off", "gro", "off"); err != nil {
+			why, _, _ := strings.Cut(err.Error(), "\n")
+			s.offloads = "offloads left on (ethtool -K failed: " + why + ")"
+			break
+		}
+	}
+	if s.offloads != "" {
+		s.setup = append(s.setup, s.offloads)
+	}
 	s.b = &tc.Backend{Runner: o.Runner, Tools: s.tools}
 	s.desired = shape.State{Links: []shape.Link{{
 		Name: "selftest", Interface: linkDev, Slot: 0,
@@ -117,13 +156,13 @@ func (s *Suite) Describe() (real, expected string) {
 func (s *Suite) Real() *check.Side     { return &check.Side{Name: "real", Real: true} }
 func (s *Suite) Expected() *check.Side { return &check.Side{Name: "model"} }
 
-// Close deletes the scratch namespace, and everything in it.
+// Close deletes the scratch namespaces, and everything in them.
 func (s *Suite) Close(ctx context.Context) ([]string, []error) {
 	return RemoveScratch(ctx, s.opts.Runner, s.opts.Tools, s.opts.Ledger.Record())
 }
 
-// RemoveScratch deletes the namespace rec names, if it is the scratch
-// namespace and still exists.
+// RemoveScratch deletes the namespaces rec names (ScratchNetns, which
+// stands for PeerNetns too), those that still exist.
 func RemoveScratch(ctx context.Context, r execrun.Runner, t tc.Tools, rec scratch.Record) (done []string, errs []error) {
 	switch {
 	case rec.Netns == "":
@@ -135,16 +174,20 @@ func RemoveScratch(ctx context.Context, r execrun.Runner, t tc.Tools, rec scratc
 	if err != nil {
 		return nil, []error{err}
 	}
-	if !slices.ContainsFunc(strings.Split(string(res.Stdout), "\n"), func(l string) bool {
-		f := strings.Fields(l)
-		return len(f) > 0 && f[0] == ScratchNetns
-	}) {
-		return nil, nil
+	for _, ns := range []string{ScratchNetns, PeerNetns} {
+		if !slices.ContainsFunc(strings.Split(string(res.Stdout), "\n"), func(l string) bool {
+			f := strings.Fields(l)
+			return len(f) > 0 && f[0] == ns
+		}) {
+			continue
+		}
+		if _, err := run(ctx, r, t.IP, "netns", "del", ns); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		done = append(done, "deleted network namespace "+ns)
 	}
-	if _, err := run(ctx, r, t.IP, "netns", "del", ScratchNetns); err != nil {
-		return nil, []error{err}
-	}
-	return []string{"deleted network namespace " + ScratchNetns}, nil
+	return done, errs
 }
 
 // Checks returns the tc checks, in order: each builds on the state the one
@@ -163,13 +206,17 @@ func (s *Suite) Checks() []check.Check {
 			Fact: "SetRate changes one direction's rate with one command, and the re-plan for the new rate is empty"},
 		{ID: "tc.drift", Ref: "LINUX.md: The objects macake owns", Needs: []string{"tc.converged"}, Probe: s.probeDrift,
 			Fact: "a shaper changed behind the backend's back is one update in the plan, and repaired"},
+		{ID: "tc.shaping", Ref: "MEASUREMENTS.md", Needs: []string{"tc.drift"},
+			Skip: func() string {
+				if s.opts.SkipMeasure {
+					return "skipped on request (--quick)"
+				}
+				return ""
+			},
+			Probe: s.probeShaping,
+			Fact:  "the upload shaper passes TCP at its rate and a full queue adds Q/R, as the simulator assumes"},
 		{ID: "tc.teardown", Ref: "LINUX.md: The objects macake owns", Needs: []string{"tc.apply"}, Probe: s.probeTeardown,
 			Fact: "teardown removes everything the backend made and leaves another tool's qdisc as it was"},
-		{ID: "tc.shaping", Ref: "MEASUREMENTS.md",
-			Skip: func() string {
-				return "not measured by the selftest on Linux: the real-kernel tests (make e2e, and e2e in make test) measure tc's shaping"
-			},
-			Fact: "the shaper holds its rate and a full queue adds Q/R"},
 	}
 }
 
@@ -335,13 +382,13 @@ func (s *Suite) probeTeardown(ctx context.Context) check.Result {
 			left = append(left, "root qdisc on "+name)
 		}
 	}
-	peer := live.Devices[peerDev]
+	peer := live.Devices[foreignDev]
 	var foreign string
 	if root := peer.Root(); root != nil {
 		foreign = fmt.Sprintf("%s %s", tc.FormatHandle(root.Handle), root.Kind)
 	}
 	slices.Sort(left)
-	r := check.Result{Status: check.OK, Real: fmt.Sprintf("left: %q; %s root: %s", left, peerDev, foreign), Expected: fmt.Sprintf("left: []; %s root: 8001: pfifo", peerDev)}
+	r := check.Result{Status: check.OK, Real: fmt.Sprintf("left: %q; %s root: %s", left, foreignDev, foreign), Expected: fmt.Sprintf("left: []; %s root: 8001: pfifo", foreignDev)}
 	if len(left) > 0 || foreign != "8001: pfifo" {
 		r.Status, r.Detail = check.Differs, "teardown left macake's objects or changed another tool's"
 	}
