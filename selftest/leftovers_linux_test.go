@@ -4,6 +4,7 @@ package selftest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,8 +16,8 @@ import (
 	"github.com/macake/macake/selftest/tccheck"
 )
 
-// scratchNetns lists the selftest's namespaces that exist.
-func scratchNetns(t *testing.T, ip string) []string {
+// scratchNetns lists which of ns and its peer exist.
+func scratchNetns(t *testing.T, ip, ns string) []string {
 	t.Helper()
 	out, err := exec.Command(ip, "netns", "list").Output()
 	if err != nil {
@@ -24,7 +25,7 @@ func scratchNetns(t *testing.T, ip string) []string {
 	}
 	var found []string
 	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && (f[0] == tccheck.ScratchNetns || f[0] == tccheck.PeerNetns) {
+		if f := strings.Fields(l); len(f) > 0 && (f[0] == ns || f[0] == tccheck.Peer(ns)) {
 			found = append(found, f[0])
 		}
 	}
@@ -32,9 +33,9 @@ func scratchNetns(t *testing.T, ip string) []string {
 }
 
 // TestKilledTCSelftestIsCleanedUp: what a SIGKILLed tc selftest leaves
-// (its recorded namespace, which stands for its peer too) is named by a dry run, deleted by the next
-// RemoveLeftovers (`macake down`, or the next selftest), and then there
-// is nothing left to say.
+// (its recorded namespace, which stands for its peer too) is named by a
+// dry run, deleted by the next RemoveLeftovers (`macake down`, or the
+// next selftest), and then there is nothing left to say.
 func TestKilledTCSelftestIsCleanedUp(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipping: creates a network namespace, which needs root (CI runs as root)")
@@ -43,19 +44,18 @@ func TestKilledTCSelftestIsCleanedUp(t *testing.T) {
 	if !strings.HasPrefix(tools.IP, "/") {
 		t.Skip("skipping: ip (iproute2) is not installed")
 	}
-	if ns := scratchNetns(t, tools.IP); len(ns) > 0 {
-		t.Skipf("skipping: network namespace %s exists: a selftest is running on this machine", ns[0])
-	}
+	// A name of this test's own, as the tccheck tests use.
+	ns := fmt.Sprintf("%s-t%d", tccheck.ScratchNetns, os.Getpid())
 	dir := t.TempDir()
 	// As the killed selftest did: the record first, then the namespace.
 	led, err := scratch.Open(dir, "tc", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := led.SetNetns(tccheck.ScratchNetns); err != nil {
+	if err := led.SetNetns(ns); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range []string{tccheck.ScratchNetns, tccheck.PeerNetns} {
+	for _, ns := range []string{ns, tccheck.Peer(ns)} {
 		if out, err := exec.Command(tools.IP, "netns", "add", ns).CombinedOutput(); err != nil {
 			t.Fatalf("ip netns add %s: %v: %s", ns, err, out)
 		}
@@ -63,18 +63,18 @@ func TestKilledTCSelftestIsCleanedUp(t *testing.T) {
 	}
 
 	o := Options{StateDir: dir, Getenv: func(string) string { return "" }}
-	if line, err := DescribeLeftovers(o); err != nil || !strings.Contains(line, "would be removed: network namespaces "+tccheck.ScratchNetns+" and "+tccheck.PeerNetns) {
+	if line, err := DescribeLeftovers(o); err != nil || !strings.Contains(line, "would be removed: network namespaces "+ns+" and "+tccheck.Peer(ns)) {
 		t.Fatalf("dry run: %q, %v", line, err)
 	}
-	if ns := scratchNetns(t, tools.IP); len(ns) != 2 {
+	if ns := scratchNetns(t, tools.IP, ns); len(ns) != 2 {
 		t.Fatalf("a dry run must not delete the namespaces; left %q", ns)
 	}
 	line, err := RemoveLeftovers(context.Background(), o)
 	if err != nil || !strings.Contains(line, "removed what an earlier selftest (pid") ||
-		!strings.Contains(line, "deleted network namespace "+tccheck.ScratchNetns+", deleted network namespace "+tccheck.PeerNetns) {
+		!strings.Contains(line, "deleted network namespace "+ns+", deleted network namespace "+tccheck.Peer(ns)) {
 		t.Fatalf("RemoveLeftovers: %q, %v", line, err)
 	}
-	if ns := scratchNetns(t, tools.IP); len(ns) > 0 {
+	if ns := scratchNetns(t, tools.IP, ns); len(ns) > 0 {
 		t.Errorf("namespaces still there: %q", ns)
 	}
 	if _, ok, err := scratch.Load(dir); ok || err != nil {

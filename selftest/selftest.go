@@ -215,12 +215,8 @@ func DescribeLeftovers(o Options) (string, error) {
 	for _, t := range rec.Tokens {
 		what = append(what, "pf reference "+t)
 	}
-	switch rec.Netns {
-	case "":
-	case tccheck.ScratchNetns: // stands for its peer too
-		what = append(what, "network namespaces "+rec.Netns+" and "+tccheck.PeerNetns)
-	default:
-		what = append(what, "network namespace "+rec.Netns)
+	if rec.Netns != "" { // it stands for its peer too
+		what = append(what, "network namespaces "+rec.Netns+" and "+tccheck.Peer(rec.Netns))
 	}
 	return fmt.Sprintf("a selftest (pid %d, %s) recorded scratch objects; those still there would be removed: %s", rec.PID, rec.Started.Format(time.DateTime), strings.Join(what, ", ")), nil
 }

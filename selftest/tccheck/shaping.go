@@ -23,7 +23,7 @@ func (s *Suite) probeShaping(ctx context.Context) check.Result {
 		return check.Result{Status: check.Skipped, Detail: "this kernel shapes with cake, whose AQM keeps the queue near its target instead of filling it: the Q/R model is a drop-tail queue's (htb+bfifo); make e2e measures cake"}
 	}
 	var ln net.Listener
-	err := nsenter.Do(PeerNetns, func() (err error) {
+	err := nsenter.Do(s.peer, func() (err error) {
 		ln, err = (&net.ListenConfig{Control: nsenter.Cubic}).Listen(ctx, "tcp4", netip.AddrPortFrom(netip.MustParseAddr(farAddr), 0).String())
 		return err
 	})
@@ -34,7 +34,7 @@ func (s *Suite) probeShaping(ctx context.Context) check.Result {
 	defer srv.Close()
 	dial := func(ctx context.Context) (net.Conn, error) {
 		var c net.Conn
-		err := nsenter.Do(ScratchNetns, func() (err error) {
+		err := nsenter.Do(s.ns, func() (err error) {
 			c, err = (&net.Dialer{Control: nsenter.Cubic}).DialContext(ctx, "tcp4", srv.Addr().String())
 			return err
 		})

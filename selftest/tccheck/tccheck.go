@@ -33,14 +33,18 @@ import (
 )
 
 // ScratchNetns is the selftest's network namespace, where the backend
-// acts; PeerNetns holds the far end of the link, the measurement's
-// server. A scratch record that names ScratchNetns stands for both.
-const (
-	ScratchNetns = "macake-selftest"
-	PeerNetns    = ScratchNetns + "-peer"
-)
+// acts; Peer(ns) holds the far end of the link, the measurement's server.
+// A scratch record that names a namespace stands for its peer too.
+const ScratchNetns = "macake-selftest"
 
-// The devices: the link's interface and its veth peer (in PeerNetns),
+// Peer is the name of ns's peer namespace.
+func Peer(ns string) string { return ns + "-peer" }
+
+// ours reports whether a recorded namespace is one a selftest makes:
+// ScratchNetns, or a name of a test's own that begins with it.
+func ours(ns string) bool { return ns == ScratchNetns || strings.HasPrefix(ns, ScratchNetns+"-") }
+
+// The devices: the link's interface and its veth peer (in the peer),
 // with addresses from the benchmarking range (RFC 2544) that exist only
 // in the two namespaces; and a second veth pair whose one end carries
 // another tool's qdisc.
@@ -68,6 +72,10 @@ type Options struct {
 	SkipMeasure bool
 	// Measure tunes the measurement (zero: loopback's defaults).
 	Measure loopback.Config
+	// Netns names the scratch namespace: "" is ScratchNetns; tests give
+	// one of their own (starting with ScratchNetns) so that runs on one
+	// machine do not meet.
+	Netns string
 }
 
 // Suite is one tc selftest.
@@ -77,6 +85,8 @@ type Suite struct {
 	b       *tc.Backend
 	desired shape.State
 	setup   []string
+	// ns and peer are the two namespaces.
+	ns, peer string
 	// offloads says why the veth's offloads stayed on ("" when off).
 	offloads string
 }
@@ -87,36 +97,54 @@ func New(ctx context.Context, o Options) (*Suite, error) {
 	if o.Runner == nil || o.Ledger == nil {
 		return nil, errors.New("tccheck: New needs a runner and a ledger")
 	}
-	s := &Suite{opts: o, tools: o.Tools}
-	s.tools.Netns = ScratchNetns
-	if err := o.Ledger.SetNetns(ScratchNetns); err != nil {
+	s := &Suite{opts: o, tools: o.Tools, ns: o.Netns}
+	if s.ns == "" {
+		s.ns = ScratchNetns
+	}
+	if !ours(s.ns) {
+		return nil, fmt.Errorf("tccheck: namespace %q does not begin with %q", s.ns, ScratchNetns)
+	}
+	s.peer = Peer(s.ns)
+	s.tools.Netns = s.ns
+	// Leftovers in this state directory are gone by now: a namespace that
+	// exists is another selftest's, and must not be recorded as ours.
+	existing, err := namespaces(ctx, o.Runner, o.Tools)
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range []string{s.ns, s.peer} {
+		if slices.Contains(existing, ns) {
+			return nil, fmt.Errorf("network namespace %s exists: another macake selftest is running on this machine, or one killed while using another --state-dir left it (then: ip netns del %s)", ns, ns)
+		}
+	}
+	if err := o.Ledger.SetNetns(s.ns); err != nil {
 		return nil, err
 	}
 	ipn := func(ns string, args ...string) []string { return append([]string{o.Tools.IP, "-n", ns}, args...) }
 	for _, argv := range [][]string{
-		{o.Tools.IP, "netns", "add", ScratchNetns},
-		{o.Tools.IP, "netns", "add", PeerNetns},
-		ipn(ScratchNetns, "link", "set", "dev", "lo", "up"),
-		ipn(PeerNetns, "link", "set", "dev", "lo", "up"),
-		ipn(ScratchNetns, "link", "add", "name", linkDev, "type", "veth", "peer", "name", farDev, "netns", PeerNetns),
-		ipn(ScratchNetns, "address", "add", linkAddr+"/24", "dev", linkDev),
-		ipn(PeerNetns, "address", "add", farAddr+"/24", "dev", farDev),
-		ipn(ScratchNetns, "link", "set", "dev", linkDev, "up"),
-		ipn(PeerNetns, "link", "set", "dev", farDev, "up"),
-		ipn(ScratchNetns, "link", "add", "name", foreignDev, "type", "veth", "peer", "name", foreignEnd),
-		ipn(ScratchNetns, "link", "set", "dev", foreignDev, "up"),
-		ipn(ScratchNetns, "link", "set", "dev", foreignEnd, "up"),
-		append([]string{o.Tools.TC, "-n", ScratchNetns, "qdisc", "add", "dev", foreignDev}, foreignQdisc...),
+		{o.Tools.IP, "netns", "add", s.ns},
+		{o.Tools.IP, "netns", "add", s.peer},
+		ipn(s.ns, "link", "set", "dev", "lo", "up"),
+		ipn(s.peer, "link", "set", "dev", "lo", "up"),
+		ipn(s.ns, "link", "add", "name", linkDev, "type", "veth", "peer", "name", farDev, "netns", s.peer),
+		ipn(s.ns, "address", "add", linkAddr+"/24", "dev", linkDev),
+		ipn(s.peer, "address", "add", farAddr+"/24", "dev", farDev),
+		ipn(s.ns, "link", "set", "dev", linkDev, "up"),
+		ipn(s.peer, "link", "set", "dev", farDev, "up"),
+		ipn(s.ns, "link", "add", "name", foreignDev, "type", "veth", "peer", "name", foreignEnd),
+		ipn(s.ns, "link", "set", "dev", foreignDev, "up"),
+		ipn(s.ns, "link", "set", "dev", foreignEnd, "up"),
+		append([]string{o.Tools.TC, "-n", s.ns, "qdisc", "add", "dev", foreignDev}, foreignQdisc...),
 	} {
 		if _, err := run(ctx, o.Runner, argv...); err != nil {
 			return nil, fmt.Errorf("preparing the scratch namespaces: %w", err)
 		}
 	}
 	s.setup = append(s.setup, fmt.Sprintf("created network namespaces %s and %s, joined by veth pair %s–%s (%s, %s); a pfifo on %s plays another tool's qdisc",
-		ScratchNetns, PeerNetns, linkDev, farDev, linkAddr, farAddr, foreignDev))
+		s.ns, s.peer, linkDev, farDev, linkAddr, farAddr, foreignDev))
 	// Segmentation offloads would hand the shaper 64 KB super-packets
 	// (DESIGN §6); ethtool is optional, so without it they stay on.
-	for _, end := range [][2]string{{ScratchNetns, linkDev}, {PeerNetns, farDev}} {
+	for _, end := range [][2]string{{s.ns, linkDev}, {s.peer, farDev}} {
 		if _, err := run(ctx, o.Runner, o.Tools.IP, "netns", "exec", end[0], "ethtool", "-K", end[1], "tso", "off", "gso", "off", "gro", "off"); err != nil {
 			why, _, _ := strings.Cut(err.Error(), "\n")
 			s.offloads = "offloads left on (ethtool -K failed: " + why + ")"
@@ -147,7 +175,7 @@ func (s *Suite) Setup() []string { return s.setup }
 
 // Describe names the two sides.
 func (s *Suite) Describe() (real, expected string) {
-	return fmt.Sprintf("%s and %s in network namespace %s", s.opts.Tools.TC, s.opts.Tools.IP, ScratchNetns),
+	return fmt.Sprintf("%s and %s in network namespace %s", s.opts.Tools.TC, s.opts.Tools.IP, s.ns),
 		"the tc backend's own model: what it rendered, read back with its parsers"
 }
 
@@ -161,24 +189,21 @@ func (s *Suite) Close(ctx context.Context) ([]string, []error) {
 	return RemoveScratch(ctx, s.opts.Runner, s.opts.Tools, s.opts.Ledger.Record())
 }
 
-// RemoveScratch deletes the namespaces rec names (ScratchNetns, which
-// stands for PeerNetns too), those that still exist.
+// RemoveScratch deletes the namespaces rec names (one and its Peer),
+// those that still exist.
 func RemoveScratch(ctx context.Context, r execrun.Runner, t tc.Tools, rec scratch.Record) (done []string, errs []error) {
 	switch {
 	case rec.Netns == "":
 		return nil, nil
-	case rec.Netns != ScratchNetns:
-		return nil, []error{fmt.Errorf("the scratch record names network namespace %q, not %q; left alone", rec.Netns, ScratchNetns)}
+	case !ours(rec.Netns):
+		return nil, []error{fmt.Errorf("the scratch record names network namespace %q, not one of the selftest's (%s…); left alone", rec.Netns, ScratchNetns)}
 	}
-	res, err := run(ctx, r, t.IP, "netns", "list")
+	existing, err := namespaces(ctx, r, t)
 	if err != nil {
 		return nil, []error{err}
 	}
-	for _, ns := range []string{ScratchNetns, PeerNetns} {
-		if !slices.ContainsFunc(strings.Split(string(res.Stdout), "\n"), func(l string) bool {
-			f := strings.Fields(l)
-			return len(f) > 0 && f[0] == ns
-		}) {
+	for _, ns := range []string{rec.Netns, Peer(rec.Netns)} {
+		if !slices.Contains(existing, ns) {
 			continue
 		}
 		if _, err := run(ctx, r, t.IP, "netns", "del", ns); err != nil {
@@ -188,6 +213,21 @@ func RemoveScratch(ctx context.Context, r execrun.Runner, t tc.Tools, rec scratc
 		done = append(done, "deleted network namespace "+ns)
 	}
 	return done, errs
+}
+
+// namespaces lists the network namespaces `ip netns` knows.
+func namespaces(ctx context.Context, r execrun.Runner, t tc.Tools) ([]string, error) {
+	res, err := run(ctx, r, t.IP, "netns", "list")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(res.Stdout), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			out = append(out, f[0])
+		}
+	}
+	return out, nil
 }
 
 // Checks returns the tc checks, in order: each builds on the state the one

@@ -4,7 +4,9 @@ package tccheck
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +31,11 @@ func requireRoot(t *testing.T) tc.Tools {
 	return tools
 }
 
+// testNetns is this test binary's scratch namespace: not the selftest's
+// own name, so that a selftest or another checkout's tests running on the
+// same machine are not disturbed.
+func testNetns() string { return fmt.Sprintf("%s-t%d", ScratchNetns, os.Getpid()) }
+
 // TestSuiteOnThisKernel runs the tc selftest on the real kernel: every
 // check matches, and the scratch namespace is gone afterwards.
 func TestSuiteOnThisKernel(t *testing.T) {
@@ -39,7 +46,7 @@ func TestSuiteOnThisKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := execrun.Exec{Timeout: 30 * time.Second}
-	s, err := New(ctx, Options{Runner: run, Tools: tools, Ledger: led})
+	s, err := New(ctx, Options{Runner: run, Tools: tools, Ledger: led, Netns: testNetns()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +99,7 @@ func TestSuiteFailsOnAMisreadKernel(t *testing.T) {
 	base := execrun.Exec{Timeout: 30 * time.Second}
 	// The kernel shapes at the rate set; only what tc prints is rewritten,
 	// so the measurement, which would pass, is left out.
-	s, err := New(ctx, Options{Runner: base, Tools: tools, Ledger: led, SkipMeasure: true})
+	s, err := New(ctx, Options{Runner: base, Tools: tools, Ledger: led, SkipMeasure: true, Netns: testNetns()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +133,7 @@ func TestShapingDiffersFromAnotherRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(ctx, Options{Runner: execrun.Exec{Timeout: 30 * time.Second}, Tools: tools, Ledger: led, Measure: loopback.Config{Duration: 3 * time.Second}})
+	s, err := New(ctx, Options{Runner: execrun.Exec{Timeout: 30 * time.Second}, Tools: tools, Ledger: led, Measure: loopback.Config{Duration: 3 * time.Second}, Netns: testNetns()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +153,39 @@ func TestShapingDiffersFromAnotherRate(t *testing.T) {
 	r := s.probeShaping(ctx)
 	if r.Status != check.Differs || !strings.Contains(r.Detail, "the rate is") {
 		t.Errorf("a shaper at half the model's rate: %s: %s (real %s, expected %s)", r.Status, r.Detail, r.Real, r.Expected)
+	}
+}
+
+// TestRefusesAnotherSelftestsNamespace: when the scratch namespace (or
+// its peer) exists and this run's record does not name it, it belongs to
+// another selftest: New refuses, records nothing and leaves it.
+func TestRefusesAnotherSelftestsNamespace(t *testing.T) {
+	tools := requireRoot(t)
+	ctx := context.Background()
+	run := execrun.Exec{Timeout: 30 * time.Second}
+	ns := testNetns()
+	for _, other := range []string{ns, Peer(ns)} {
+		t.Run(other, func(t *testing.T) {
+			if _, err := run.Run(ctx, execrun.Command{Argv: []string{tools.IP, "netns", "add", other}}); err != nil {
+				t.Fatal(err)
+			}
+			defer run.Run(ctx, execrun.Command{Argv: []string{tools.IP, "netns", "del", other}})
+			led, err := scratch.Open(t.TempDir(), "tc", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, err := New(ctx, Options{Runner: run, Tools: tools, Ledger: led, Netns: ns}); err == nil || !strings.Contains(err.Error(), "network namespace "+other+" exists") {
+				if s != nil {
+					s.Close(ctx)
+				}
+				t.Fatalf("New: %v", err)
+			}
+			if rec := led.Record(); rec.Netns != "" {
+				t.Errorf("the record names %q", rec.Netns)
+			}
+			if got, _ := namespaces(ctx, run, tools); !slices.Contains(got, other) {
+				t.Error("the other selftest's namespace is gone")
+			}
+		})
 	}
 }
