@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -384,15 +383,6 @@ func Summarize(results []Result) Summary {
 		}
 	}
 	return s
-}
-
-// Find returns the result with id.
-func Find(results []Result, id string) (Result, bool) {
-	i := slices.IndexFunc(results, func(r Result) bool { return r.ID == id })
-	if i < 0 {
-		return Result{}, false
-	}
-	return results[i], true
 }
 
 // Judged is the Result of a shaper measurement held to what the shaper

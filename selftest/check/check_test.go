@@ -5,6 +5,7 @@ package check
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,10 +101,10 @@ func TestRunComparesSkipsAndCaptures(t *testing.T) {
 			t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Detail, want[r.ID])
 		}
 	}
-	if r, _ := Find(res, "a.rounding"); len(r.Steps) != 3 || !strings.HasPrefix(r.Detail, "step 2 (/bin/tool round 7): stdout differ") {
+	if r, _ := find(res, "a.rounding"); len(r.Steps) != 3 || !strings.HasPrefix(r.Detail, "step 2 (/bin/tool round 7): stdout differ") {
 		t.Errorf("rounding: %d steps, %q", len(r.Steps), r.Detail)
 	}
-	if r, _ := Find(res, "a.needs"); r.Detail != "needs a.rounding (differs)" {
+	if r, _ := find(res, "a.needs"); r.Detail != "needs a.rounding (differs)" {
 		t.Errorf("needs: %q", r.Detail)
 	}
 	if got := strings.Join(emu.asked, ";"); !strings.Contains(got, "tool use 22") || !strings.Contains(strings.Join(real.asked, ";"), "/bin/tool use 11") {
@@ -141,4 +142,13 @@ func TestRunStopsWhenInterrupted(t *testing.T) {
 	if !interrupted || len(res) != 2 || res[0].Status != OK || res[1].Status != Skipped || res[1].Detail != "interrupted" {
 		t.Fatalf("interrupted %v, results %+v", interrupted, res)
 	}
+}
+
+// find returns the result with id.
+func find(results []Result, id string) (Result, bool) {
+	i := slices.IndexFunc(results, func(r Result) bool { return r.ID == id })
+	if i < 0 {
+		return Result{}, false
+	}
+	return results[i], true
 }
