@@ -42,7 +42,8 @@ type Record struct {
 	Pipes []int `json:"pipes,omitempty"`
 	// Tokens are the pf enable references the run took (pfctl -E).
 	Tokens []string `json:"pf_tokens,omitempty"`
-	// Netns is the scratch network namespace (tc suite).
+	// Netns is the scratch network namespace (tc suite); it stands for
+	// its peer namespace too.
 	Netns string `json:"netns,omitempty"`
 }
 

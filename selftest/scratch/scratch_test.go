@@ -64,3 +64,39 @@ func TestCorruptRecordSaysWhatToDo(t *testing.T) {
 		t.Fatalf("corrupt record: %v", err)
 	}
 }
+
+// FuzzLoad: whatever bytes are in the record's place (a disk error, a
+// hand edit), Load returns a record or an error that names the file, and
+// never panics; a record it accepts survives being written again.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"pid":4242,"started":"2026-12-01T23:00:00Z","backend":"pf","anchor":"com.apple/macake-selftest","pipes":[65000,65001],"pf_tokens":["1234"]}`))
+	f.Add([]byte(`{"pid":1,"started":"2026-12-01T23:00:00Z","backend":"tc","netns":"macake-selftest"}`))
+	f.Add([]byte(`{"pipes":["x"]}`))
+	f.Add([]byte("{"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(Path(dir), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rec, ok, err := Load(dir)
+		if err != nil {
+			if ok || !strings.Contains(err.Error(), Path(dir)) {
+				t.Fatalf("ok %v, error %v: the error must name the file", ok, err)
+			}
+			return
+		}
+		if !ok {
+			t.Fatal("a record file that exists must load or fail")
+		}
+		l := &Ledger{dir: dir, rec: rec}
+		if err := l.save(); err != nil {
+			t.Fatal(err)
+		}
+		again, ok, err := Load(dir)
+		if err != nil || !ok || again.PID != rec.PID || again.Backend != rec.Backend || again.Anchor != rec.Anchor ||
+			again.Netns != rec.Netns || len(again.Pipes) != len(rec.Pipes) || len(again.Tokens) != len(rec.Tokens) {
+			t.Fatalf("written again: %+v %v %v, was %+v", again, ok, err, rec)
+		}
+	})
+}
