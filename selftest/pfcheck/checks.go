@@ -329,11 +329,10 @@ func (s *Suite) measureCheck() check.Check {
 			return ""
 		},
 		Probe: func(ctx context.Context) check.Result {
-			m, err := loopback.Measure(ctx, s.server, s.dial, s.opts.Measure)
-			if err != nil {
-				return check.Result{Status: check.Error, Detail: "measuring: " + err.Error()}
+			measure := func(ctx context.Context) (loopback.Measurement, error) {
+				return loopback.Measure(ctx, s.server, s.dial, s.opts.Measure)
 			}
-			return check.Judged(m, loopback.Expectation{RateBits: measuredPipe.RateBits, QueueBytes: measuredPipe.QueueBytes})
+			return check.Measured(ctx, measure, loopback.Expectation{RateBits: measuredPipe.RateBits, QueueBytes: measuredPipe.QueueBytes})
 		},
 	}
 }

@@ -40,12 +40,11 @@ func (s *Suite) probeShaping(ctx context.Context) check.Result {
 		})
 		return c, err
 	}
-	m, err := loopback.Measure(ctx, srv, dial, s.opts.Measure)
-	if err != nil {
-		return check.Result{Status: check.Error, Detail: "measuring: " + err.Error()}
+	measure := func(ctx context.Context) (loopback.Measurement, error) {
+		return loopback.Measure(ctx, srv, dial, s.opts.Measure)
 	}
 	up := s.desired.Links[0].Upload
-	r := check.Judged(m, loopback.Expectation{RateBits: up.RateBits, QueueBytes: up.QueueBytes})
+	r := check.Measured(ctx, measure, loopback.Expectation{RateBits: up.RateBits, QueueBytes: up.QueueBytes})
 	if s.offloads != "" && r.Status == check.Differs {
 		r.Detail += " (" + s.offloads + ")"
 	}
