@@ -245,7 +245,7 @@ func remove(ctx context.Context, o Options, rec scratch.Record) ([]string, []err
 	switch rec.Backend {
 	case "pf":
 		opts := reconcile.PFOptions(o.Settings, o.getenv)
-		return pfcheck.RemoveScratch(ctx, execrun.Exec{Timeout: opts.CommandTimeout}, opts.Pfctl, opts.Dnctl, rec)
+		return pfcheck.RemoveScratch(ctx, execrun.Exec{Timeout: opts.CommandTimeout}, opts.Pfctl, opts.Dnctl, rec, time.Now())
 	case "tc":
 		return tccheck.RemoveScratch(ctx, execrun.Exec{}, reconcile.TCTools(o.getenv), rec)
 	}

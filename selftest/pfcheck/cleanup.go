@@ -5,21 +5,35 @@ package pfcheck
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/selftest/scratch"
 )
 
+// tokenWindow is how long after its start a selftest may have taken a pf
+// reference (a run lasts well under a minute), and tokenSlack how much
+// earlier, for pf's whole-second ages and two clocks.
+const (
+	tokenWindow = 10 * time.Minute
+	tokenSlack  = time.Minute
+)
+
 // RemoveScratch removes the scratch objects rec names, in the order that
 // keeps traffic flowing: the anchor's rules first (a rule naming a
 // deleted pipe would blackhole its traffic), then the pipes, then the pf
 // references. What is already gone is fine. Only the scratch anchor and
-// pipes in ScratchPipes are ever touched, whatever the record says. It
-// returns what it removed and what it could not remove; a failure to
+// pipes in ScratchPipes are ever touched, whatever the record says; a
+// recorded token is released only if the reference holding it now was
+// taken during that selftest (now minus its age), because a token is a
+// hash of a kernel address: after a reboot or a pfctl -d invalidated the
+// selftest's, another holder's (the daemon's) can carry the same number.
+// It returns what it removed and what it could not remove; a failure to
 // flush the anchor stops it before the pipes.
-func RemoveScratch(ctx context.Context, run execrun.Runner, pfctl, dnctl string, rec scratch.Record) (done []string, errs []error) {
+func RemoveScratch(ctx context.Context, run execrun.Runner, pfctl, dnctl string, rec scratch.Record, now time.Time) (done []string, errs []error) {
 	do := func(argv ...string) (execrun.Result, error) {
 		cmd := execrun.Command{Argv: argv}
 		return run.Run(ctx, cmd)
@@ -84,10 +98,13 @@ func RemoveScratch(ctx context.Context, run execrun.Runner, pfctl, dnctl string,
 			errs = append(errs, fmt.Errorf("reading pf's references: %w", err))
 			return done, errs
 		}
-		live := pfdn.Live{References: refs}
 		for _, tok := range rec.Tokens {
-			if !live.HoldsToken(tok) {
+			i := slices.IndexFunc(refs, func(r pfdn.Reference) bool { return r.Token == tok })
+			if i < 0 {
 				continue // released already, or gone with pfctl -d or a reboot
+			}
+			if taken := now.Add(-refs[i].Age); taken.Before(rec.Started.Add(-tokenSlack)) || taken.After(rec.Started.Add(tokenWindow)) {
+				continue // the same number, another holder's reference
 			}
 			cmd := execrun.Command{Argv: []string{pfctl, "-X", tok}}
 			if _, err := runChecked(ctx, run, cmd); err != nil {

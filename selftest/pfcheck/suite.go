@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
@@ -162,7 +163,7 @@ func (s *Suite) Close(ctx context.Context) (done []string, errs []error) {
 	if s.server != nil {
 		s.server.Close()
 	}
-	return RemoveScratch(ctx, s.opts.Runner, s.opts.Pfctl, s.opts.Dnctl, s.opts.Ledger.Record())
+	return RemoveScratch(ctx, s.opts.Runner, s.opts.Pfctl, s.opts.Dnctl, s.opts.Ledger.Record(), time.Now())
 }
 
 func (s *Suite) readDummynet(ctx context.Context) (pfdn.Dummynet, error) {
