@@ -105,6 +105,12 @@ func New(ctx context.Context, o Options) (*Suite, error) {
 	if s.pipe, s.pipe2, err = pickPipes(live, o.Avoid); err != nil {
 		return nil, err
 	}
+	// Leftovers in this state directory are gone by now: rules in the
+	// scratch anchor are another selftest's, and must not be recorded
+	// (and flushed) as ours.
+	if err := s.anchorFree(ctx); err != nil {
+		return nil, err
+	}
 	if err := o.Ledger.SetAnchor(ScratchAnchor); err != nil {
 		return nil, err
 	}
@@ -177,6 +183,23 @@ func (s *Suite) readDummynet(ctx context.Context) (pfdn.Dummynet, error) {
 		return pfdn.Dummynet{}, fmt.Errorf("listing the dummynet pipes: %w", err)
 	}
 	return d, nil
+}
+
+// anchorFree fails when the scratch anchor holds rules.
+func (s *Suite) anchorFree(ctx context.Context) error {
+	cmd := execrun.Command{Argv: []string{s.opts.Pfctl, "-a", ScratchAnchor, "-s", "dummynet"}}
+	res, err := runChecked(ctx, s.opts.Runner, cmd)
+	if err != nil {
+		return fmt.Errorf("reading the scratch anchor: %w", err)
+	}
+	rules, err := pfdn.ParseRules(res.Stdout, res.Stderr)
+	if err != nil {
+		return fmt.Errorf("reading the scratch anchor: %w", err)
+	}
+	if rules.Exists && len(rules.Rules) > 0 {
+		return fmt.Errorf("pf anchor %s holds rules: another macake selftest is running on this Mac, or one killed while using another --state-dir left them (then: sudo pfctl -a %s -F all)", ScratchAnchor, ScratchAnchor)
+	}
+	return nil
 }
 
 // pickPipes returns the first free scratch pipe and a second one in the
