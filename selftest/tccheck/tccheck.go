@@ -91,8 +91,9 @@ type Suite struct {
 	offloads string
 }
 
-// New creates the scratch namespace and its veth pair (recorded first)
-// and the backend that acts in it.
+// New creates the scratch namespace (recorded first), its peer, the veth
+// pairs and the backend that acts in the scratch namespace. It refuses
+// when either namespace already exists.
 func New(ctx context.Context, o Options) (*Suite, error) {
 	if o.Runner == nil || o.Ledger == nil {
 		return nil, errors.New("tccheck: New needs a runner and a ledger")
