@@ -26,7 +26,11 @@ var measuredPipe = shape.Pipe{RateBits: 20_000_000, QueueBytes: 256 << 10}
 // The rules macake would render for a link on lo0 with one reflector of
 // each family: `pfctl -nv` must print them back exactly (pfcheck only
 // parses them, -n loads nothing).
-var printbackReflectors = []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}
+var printbackReflectors = []shape.Reflector{
+	shape.ICMPReflector(netip.MustParseAddr("192.0.2.1")), shape.ICMPReflector(netip.MustParseAddr("2001:db8::1")),
+	{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("192.0.2.2"), Port: 443},
+	{Kind: shape.ProbeUDP, Addr: netip.MustParseAddr("2001:db8::2"), Port: 53},
+}
 
 func pfctl(args ...string) check.Call { return check.Call{Argv: append([]string{"{pfctl}"}, args...)} }
 func dnctl(args ...string) check.Call { return check.Call{Argv: append([]string{"{dnctl}"}, args...)} }

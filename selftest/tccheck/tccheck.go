@@ -163,7 +163,7 @@ func New(ctx context.Context, o Options) (*Suite, error) {
 		// noise of a busy machine.
 		Upload:     shape.Pipe{RateBits: 20_000_000, QueueBytes: 256 << 10},
 		Download:   shape.Pipe{RateBits: 50_000_000, QueueBytes: 128 << 10},
-		Reflectors: []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")},
+		Reflectors: shape.ICMPReflectors([]netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")}),
 	}}}
 	return s, nil
 }
