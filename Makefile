@@ -8,6 +8,8 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := bin/staticcheck
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT := bin/actionlint
 PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
@@ -33,19 +35,26 @@ race:
 	GO='$(GO)' PKGS='$(PKGS)' .ci/test-packages -race -count=1 -timeout 25m
 
 darwin:
-	@echo ">> darwin/arm64 build and vet"
+	@echo ">> darwin/arm64 build and vet (with the real-Mac suite's tag)"
 	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
+	GOOS=darwin GOARCH=arm64 $(GO) vet -tags realmac $(PKGS)
 	GOOS=darwin GOARCH=amd64 $(GO) vet $(PKGS)
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin GOOS= GOARCH= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-tools: $(STATICCHECK)
+$(ACTIONLINT):
+	GOBIN=$(CURDIR)/bin GOOS= GOARCH= $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
-lint: $(STATICCHECK)
+tools: $(STATICCHECK) $(ACTIONLINT)
+
+## lint: staticcheck (Linux and darwin) and actionlint on .github/workflows.
+## The tools are built from the Go module proxy on first use.
+lint: $(STATICCHECK) $(ACTIONLINT)
 	$(STATICCHECK) $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(STATICCHECK) $(PKGS)
+	$(ACTIONLINT)
 
 fmt:
 	gofmt -l -w .

@@ -148,6 +148,33 @@ type LockOptions struct {
 	// for tests and for runs by a user other than root, as
 	// config.LoadOptions.SkipOwnershipCheck does for the config directory.
 	SkipOwnershipCheck bool
+	// Name is the lock file inside the state directory; "" is
+	// LockFileName. Another name is another lock: `macake selftest` keeps
+	// its own (SelftestLockName), so it never waits for, nor blocks, apply.
+	Name string
+}
+
+// SelftestLockName is the lock a running `macake selftest` holds, so that
+// `down` leaves its scratch objects to it and two selftests never share
+// them.
+const SelftestLockName = "selftest.lock"
+
+func (o LockOptions) name() string {
+	if o.Name == "" {
+		return LockFileName
+	}
+	return o.Name
+}
+
+// holderFileOf is the holder file of the lock file name: HolderFileName
+// for the state lock, NAME.pid for another (selftest.lock: selftest.pid),
+// so that each lock's holder keeps its own and releasing one lock never
+// removes the other's.
+func holderFileOf(name string) string {
+	if name == LockFileName {
+		return HolderFileName
+	}
+	return strings.TrimSuffix(name, ".lock") + ".pid"
 }
 
 // AcquireLock takes the state lock in dir (created if needed), waiting up
@@ -202,7 +229,7 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating the state directory: %w", err)
 	}
-	path := filepath.Join(dir, LockFileName)
+	path := filepath.Join(dir, o.name())
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file: %w", err)
@@ -227,7 +254,7 @@ func AcquireLockWith(ctx context.Context, dir string, o LockOptions) (*Lock, err
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		if ok {
-			l := &Lock{f: f, holderFile: filepath.Join(dir, HolderFileName)}
+			l := &Lock{f: f, holderFile: filepath.Join(dir, holderFileOf(o.name()))}
 			if err := l.writeHolder(holder); err != nil {
 				l.Release()
 				return nil, fmt.Errorf("writing the lock file %s: %w", path, err)
@@ -316,13 +343,18 @@ func parseHolder(s string) (pid int, holder string) {
 // who may not ask the daemon over its socket can still learn that it
 // runs. A missing lock file is a lock nobody holds.
 func Holder(dir string) (pid int, holder string, held bool, err error) {
-	path := filepath.Join(dir, LockFileName)
+	return HolderOf(dir, LockFileName)
+}
+
+// HolderOf is Holder for the lock file name in dir (SelftestLockName).
+func HolderOf(dir, name string) (pid int, holder string, held bool, err error) {
+	path := filepath.Join(dir, name)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, "", false, nil
 	}
 	if errors.Is(err, fs.ErrPermission) {
-		pid, holder, held = holderFromFile(dir)
+		pid, holder, held = holderFromFile(dir, name)
 		return pid, holder, held, nil
 	}
 	if err != nil {
@@ -341,11 +373,11 @@ func Holder(dir string) (pid int, holder string, held bool, err error) {
 	return pid, holder, true, nil
 }
 
-// holderFromFile is Holder for a user who may not open the lock, which is
+// holderFromFile is HolderOf for a user who may not open the lock, which is
 // root's alone: the holder file says who took it, and the process table
 // whether that one still runs.
-func holderFromFile(dir string) (pid int, holder string, held bool) {
-	pid, holder = readHolder(filepath.Join(dir, HolderFileName))
+func holderFromFile(dir, name string) (pid int, holder string, held bool) {
+	pid, holder = readHolder(filepath.Join(dir, holderFileOf(name)))
 	if pid > 0 && alive(pid) {
 		return pid, holder, true
 	}

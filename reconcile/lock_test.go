@@ -257,16 +257,41 @@ func TestHolderFileTellsUsersWhoHoldsTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pid, who, held := holderFromFile(dir); !held || pid != os.Getpid() || who != HolderWatch {
+	if pid, who, held := holderFromFile(dir, LockFileName); !held || pid != os.Getpid() || who != HolderWatch {
 		t.Fatalf("while held: %d %q %v", pid, who, held)
 	}
 	l.Release()
-	if _, _, held := holderFromFile(dir); held {
+	if _, _, held := holderFromFile(dir, LockFileName); held {
 		t.Fatal("released, but the holder file still says held")
 	}
 	// A crash leaves the file; a pid that no longer runs is no holder.
 	os.WriteFile(filepath.Join(dir, HolderFileName), []byte("999999999 watch\n"), 0o644)
-	if _, _, held := holderFromFile(dir); held {
+	if _, _, held := holderFromFile(dir, LockFileName); held {
 		t.Fatal("a dead pid reads as holding the lock")
+	}
+}
+
+// TestNamedLocksAreSeparate: the selftest's lock neither waits for nor
+// blocks the state lock, and HolderOf reads each on its own.
+func TestNamedLocksAreSeparate(t *testing.T) {
+	dir := t.TempDir()
+	st, err := AcquireLockWith(context.Background(), dir, LockOptions{Wait: time.Second, Name: SelftestLockName, Holder: "selftest", SkipOwnershipCheck: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Release()
+	main, err := AcquireLock(context.Background(), dir, 50*time.Millisecond)
+	if err != nil {
+		t.Fatalf("the state lock must be free while the selftest holds its own: %v", err)
+	}
+	main.Release()
+	if pid, who, held, err := HolderOf(dir, SelftestLockName); !held || pid != os.Getpid() || who != "selftest" || err != nil {
+		t.Fatalf("selftest lock: pid %d, holder %q, held %v, %v", pid, who, held, err)
+	}
+	if _, _, held, _ := Holder(dir); held {
+		t.Fatal("the state lock is not held")
+	}
+	if _, err := AcquireLockWith(context.Background(), dir, LockOptions{Wait: 50 * time.Millisecond, Name: SelftestLockName, SkipOwnershipCheck: true}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("a second selftest must not get the lock: %v", err)
 	}
 }

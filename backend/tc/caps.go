@@ -170,17 +170,7 @@ func probeFromConfig() Capabilities {
 	if runtime.GOOS != "linux" {
 		return Capabilities{Method: "unavailable: the tc backend needs Linux"}
 	}
-	release := ""
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		release = strings.TrimSpace(string(b))
-	}
-	for _, path := range []string{"/proc/config.gz", "/boot/config-" + release} {
-		cfg, err := readKernelConfig(path)
-		if err != nil {
-			continue
-		}
-		c := CapabilitiesFromConfig(cfg)
-		c.Method = "read from " + path + " (not tried: trying takes root with CAP_SYS_ADMIN, which the systemd unit does not keep)"
+	if c, ok := ConfigCapabilities(); ok {
 		return c
 	}
 	c := Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true}
@@ -194,6 +184,27 @@ func probeFromConfig() Capabilities {
 		}
 	}
 	return c
+}
+
+// ConfigCapabilities reads the capabilities from the kernel configuration
+// (/proc/config.gz, else /boot/config-RELEASE), as the backend does
+// without root; ok is false when neither can be read. `macake selftest`
+// compares it with what trying the features finds.
+func ConfigCapabilities() (c Capabilities, ok bool) {
+	release := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		release = strings.TrimSpace(string(b))
+	}
+	for _, path := range []string{"/proc/config.gz", "/boot/config-" + release} {
+		cfg, err := readKernelConfig(path)
+		if err != nil {
+			continue
+		}
+		c := CapabilitiesFromConfig(cfg)
+		c.Method = "read from " + path + " (not tried: trying takes root with CAP_SYS_ADMIN, which the systemd unit does not keep)"
+		return c, true
+	}
+	return Capabilities{}, false
 }
 
 func readKernelConfig(path string) (map[string]string, error) {

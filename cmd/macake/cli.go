@@ -55,7 +55,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
+		validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd, selftestCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
 		versionCmd,

@@ -20,6 +20,10 @@ not the main ruleset, not other anchors, not other tools' pipes. On Linux
 it removes macake's tc objects (root qdiscs 4d4b:, its ingress filters and
 ifb-macake* devices) and nothing else.
 
+It also removes what a 'macake selftest' killed with SIGKILL left (its
+scratch anchor, pipes, pf references or network namespace, as its record
+in the state directory names them), unless a selftest is running.
+
 It reads no policy files, so it works while they are broken; it needs only
 the daemon settings (anchor and pipe range). It works after a crash and with
 a missing or corrupt state file: the pipes are macake's when the state file
@@ -77,6 +81,7 @@ func (s *session) down(f applyFlags) (out applyOutcome) {
 			return stop(code)
 		}
 	}
+	s.selftestLeftovers(f.dryRun)
 	do := reconcile.ApplyPlan
 	if f.dryRun {
 		do = reconcile.PlanOnly

@@ -4,22 +4,20 @@ package netns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/nsenter"
 )
 
 // ChildEnv is set (to the namespace name) in the environment of a test
@@ -122,12 +120,9 @@ func (l *Lab) Namespace(name string) *Namespace {
 			l.tb.Errorf("cleanup: %v", err)
 		}
 	})
-	fd, err := unix.Open(filepath.Join("/run/netns", full), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := nsenter.Open(full)
 	if err != nil {
-		fd, err = unix.Open(filepath.Join("/var/run/netns", full), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		l.tb.Fatalf("opening namespace %s: %v", full, err)
+		l.tb.Fatal(err)
 	}
 	ns.fd = fd
 	ns.IP("link", "set", "lo", "up")
@@ -293,27 +288,7 @@ func (ns *Namespace) RunTest(ctx context.Context, test string, env ...string) (s
 // Paths under /proc/sys/net follow the thread too, but /sys/class/net
 // does not (it shows the namespace that mounted it): read sysfs through
 // RunTest or ExecContext instead.
-func (ns *Namespace) Do(fn func() error) error {
-	runtime.LockOSThread()
-	orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("opening the current network namespace: %w", err)
-	}
-	defer unix.Close(orig)
-	if err := unix.Setns(ns.fd, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("entering namespace %s: %w", ns.name, err)
-	}
-	ferr := fn()
-	if err := unix.Setns(orig, unix.CLONE_NEWNET); err != nil {
-		// The thread stays locked and dies with this goroutine rather
-		// than run other goroutines in the wrong namespace.
-		return errors.Join(ferr, fmt.Errorf("leaving namespace %s: %w", ns.name, err))
-	}
-	runtime.UnlockOSThread()
-	return ferr
-}
+func (ns *Namespace) Do(fn func() error) error { return nsenter.DoFD(ns.fd, ns.name, fn) }
 
 // Listen opens a listener inside the namespace; lc may be nil.
 func (ns *Namespace) Listen(lc *net.ListenConfig, network, address string) (net.Listener, error) {
@@ -420,27 +395,11 @@ func (b *Bottleneck) Limit() int64 { return b.limit }
 // defaults to BBR, which keeps queues short and would hide the very
 // bufferbloat a test wants to create.
 func CubicListenConfig() *net.ListenConfig {
-	return &net.ListenConfig{Control: cubicControl}
+	return &net.ListenConfig{Control: nsenter.Cubic}
 }
 
 // CubicDialer returns a Dialer whose sockets use CUBIC congestion control.
-func CubicDialer() *net.Dialer { return &net.Dialer{Control: cubicControl} }
-
-func cubicControl(network, address string, c syscall.RawConn) error {
-	if !strings.HasPrefix(network, "tcp") {
-		return nil
-	}
-	var serr error
-	if err := c.Control(func(fd uintptr) {
-		serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, "cubic")
-	}); err != nil {
-		return err
-	}
-	if serr != nil {
-		return fmt.Errorf("setting TCP_CONGESTION=cubic: %w", serr)
-	}
-	return nil
-}
+func CubicDialer() *net.Dialer { return &net.Dialer{Control: nsenter.Cubic} }
 
 // procSysPath maps a sysctl key ("net.ipv4.ping_group_range") to its
 // /proc/sys path.

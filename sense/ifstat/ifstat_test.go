@@ -347,3 +347,23 @@ func TestSysfsReader(t *testing.T) {
 		}
 	}
 }
+
+func TestAgreeWithinRounding(t *testing.T) {
+	before := Counters{Index: 1, RxBytes: 5000, TxBytes: 1<<32 - 100, RxPackets: 10, TxPackets: 20}
+	after := Counters{Index: 1, RxBytes: 9000, TxBytes: 1<<32 + 900, RxPackets: 12, TxPackets: 21}
+	for _, tt := range []struct {
+		name    string
+		rounded Counters
+		want    int
+	}{
+		{"within, the sent bytes wrapped", Counters{Index: 1, RxBytes: 4096, TxBytes: 512, RxPackets: 11, TxPackets: 20, Rounded: true}, 0},
+		{"within, before the wrap", Counters{Index: 1, RxBytes: 8192, TxBytes: 1<<32 - 1024, RxPackets: 12, TxPackets: 21}, 0},
+		{"bytes beyond the later reading", Counters{Index: 1, RxBytes: 10240, TxBytes: 512, RxPackets: 11, TxPackets: 20}, 1},
+		{"packets counted twice, another index", Counters{Index: 2, RxBytes: 8192, TxBytes: 512, RxPackets: 24, TxPackets: 42}, 3},
+		{"sent bytes between the wrapped bounds", Counters{Index: 1, RxBytes: 8192, TxBytes: 1 << 31, RxPackets: 11, TxPackets: 20}, 1},
+	} {
+		if got := AgreeWithinRounding(before, tt.rounded, after); len(got) != tt.want {
+			t.Errorf("%s: %q, want %d problems", tt.name, got, tt.want)
+		}
+	}
+}

@@ -70,29 +70,35 @@ func (e *Emulator) Run(ctx context.Context, cmd execrun.Command) (execrun.Result
 	res, hang, err := e.runLocked(cmd, e.m.NextPID, nil, false)
 	e.m.NextPID++
 	e.mu.Unlock()
-	if hang {
+	if hang > 0 {
 		<-ctx.Done()
 		return execrun.Result{ExitCode: -1}, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("timed out: %w", ctx.Err())}
 	}
 	return res, err
 }
 
-// runLocked runs cmd with faults and records it; e.mu must be held.
-func (e *Emulator) runLocked(cmd execrun.Command, pid int, stdin func() []byte, tty bool) (res execrun.Result, hang bool, err error) {
+// runLocked runs cmd with faults and records it; e.mu must be held. A
+// hung call returns how long a binary should hang (Fault.HangFor, default
+// an hour) and no result.
+func (e *Emulator) runLocked(cmd execrun.Command, pid int, stdin func() []byte, tty bool) (res execrun.Result, hang time.Duration, err error) {
 	call := Call{Argv: append([]string(nil), cmd.Argv...), Stdin: cmd.Stdin, Mutating: IsMutating(cmd.Argv)}
 	defer func() {
 		call.Result = res
 		e.calls = append(e.calls, call)
 	}()
 	if len(cmd.Argv) == 0 {
-		return execrun.Result{}, false, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("empty command")}
+		return execrun.Result{}, 0, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: fmt.Errorf("empty command")}
 	}
 	f := e.matchFault(cmd.Argv, call.Mutating)
 	if f != nil {
 		call.Fault = f.Kind.String()
 		switch f.Kind {
 		case Hang:
-			return execrun.Result{ExitCode: -1}, true, nil
+			hang = f.HangFor
+			if hang <= 0 {
+				hang = time.Hour
+			}
+			return execrun.Result{ExitCode: -1}, hang, nil
 		case Fail:
 			if f.AfterEffect {
 				// The command did its work and printed its output, then
@@ -100,24 +106,33 @@ func (e *Emulator) runLocked(cmd execrun.Command, pid int, stdin func() []byte, 
 				r, err := e.exec(cmd, pid, stdin, tty)
 				r.ExitCode = f.exitCode()
 				r.Stderr = append(r.Stderr, f.stderr(cmd.Argv)...)
-				return r, false, err
+				return r, 0, err
 			}
-			return execrun.Result{ExitCode: f.exitCode(), Stderr: []byte(f.stderr(cmd.Argv))}, false, nil
+			return execrun.Result{ExitCode: f.exitCode(), Stderr: []byte(f.stderr(cmd.Argv))}, 0, nil
 		case Garbage:
 			r, err := e.exec(cmd, pid, stdin, tty)
 			r.Stdout = []byte(garbage)
-			return r, false, err
+			return r, 0, err
+		case Rewrite:
+			r, err := e.exec(cmd, pid, stdin, tty)
+			if f.Stream == "stderr" {
+				r.Stderr = f.rewrite.ReplaceAll(r.Stderr, []byte(f.Replace))
+			} else {
+				r.Stdout = f.rewrite.ReplaceAll(r.Stdout, []byte(f.Replace))
+			}
+			return r, 0, err
 		case Kill:
 			e.exec(cmd, pid, stdin, tty)
-			return execrun.Result{ExitCode: -1}, false, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: errors.New("killed with the caller (pfdntest)")}
+			return execrun.Result{ExitCode: -1}, 0, &execrun.Error{Argv: cmd.Argv, ExitCode: -1, Err: errors.New("killed with the caller (pfdntest)")}
 		}
 	}
 	res, err = e.exec(cmd, pid, stdin, tty)
 	if err == errHung {
-		// A line of a file hung dnctl, after the lines before it.
-		return res, true, nil
+		// A line of a file hung dnctl, after the lines before it; such a
+		// hang has no HangFor of its own.
+		return res, time.Hour, nil
 	}
-	return res, false, err
+	return res, 0, err
 }
 
 // errHung is how exec says an injected fault hung the process midway.
@@ -487,6 +502,11 @@ const (
 	// command runs. A crash test then starts a new Backend on the same
 	// token store, as the next macake would on the same state file.
 	Kill
+	// Rewrite carries the command out and rewrites its output: every
+	// match of Find in Stream becomes Replace. It plays a Mac whose tools
+	// print what the emulator does not expect (another rounding, a
+	// missing line), the differences `macake selftest` must catch.
+	Rewrite
 )
 
 // String names the kind.
@@ -500,6 +520,8 @@ func (k FaultKind) String() string {
 		return "garbage"
 	case Kill:
 		return "kill"
+	case Rewrite:
+		return "rewrite"
 	}
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
@@ -523,12 +545,24 @@ type Fault struct {
 	// message).
 	ExitCode int    `json:"exit_code,omitempty"`
 	Stderr   string `json:"stderr,omitempty"`
+	// Find, Replace and Stream ("stdout", the default, or "stderr")
+	// shape a Rewrite: Find is a regular expression, Replace may use its
+	// groups ($1).
+	Find    string `json:"find,omitempty"`
+	Replace string `json:"replace,omitempty"`
+	Stream  string `json:"stream,omitempty"`
+	// HangFor is how long a hung emulator binary sleeps before it exits
+	// without answering (default an hour): a test that kills macake
+	// leaves no long-lived orphan behind. In-process, a hang lasts until
+	// the context is done.
+	HangFor time.Duration `json:"hang_for,omitempty"`
 }
 
 type faultState struct {
 	Fault
-	re   *regexp.Regexp
-	Seen int `json:"seen"`
+	re      *regexp.Regexp
+	rewrite *regexp.Regexp
+	Seen    int `json:"seen"`
 }
 
 func (f *faultState) exitCode() int {
@@ -565,6 +599,16 @@ func newFaultState(f Fault) (*faultState, error) {
 			return nil, fmt.Errorf("fault pattern %q: %w", f.Match, err)
 		}
 		fs.re = re
+	}
+	if f.Kind == Rewrite {
+		re, err := regexp.Compile(f.Find)
+		if err != nil || f.Find == "" {
+			return nil, fmt.Errorf("rewrite fault: Find %q must be a non-empty regular expression (%v)", f.Find, err)
+		}
+		if f.Stream != "" && f.Stream != "stdout" && f.Stream != "stderr" {
+			return nil, fmt.Errorf("rewrite fault: Stream %q must be stdout or stderr", f.Stream)
+		}
+		fs.rewrite = re
 	}
 	return fs, nil
 }

@@ -59,6 +59,27 @@ func TestFaultAfterEffectAndGarbage(t *testing.T) {
 	}
 }
 
+func TestFaultRewritesOneStream(t *testing.T) {
+	e := newTestEmulator()
+	mustRun(t, e, "", dnctlPath, "pipe", "7", "config", "bw", "1234Kbit/s")
+	if err := e.AddFault(Fault{Match: "^dnctl list", Kind: Rewrite, Find: `(\d)\.234 Mbit/s`, Replace: "${1}.233 Mbit/s"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := mustRun(t, e, "", dnctlPath, "list"); !strings.HasPrefix(o.stdout, "00007:   1.233 Mbit/s ") {
+		t.Errorf("rewritten stdout: %q", o.stdout)
+	}
+	e.ClearFaults()
+	e.AddFault(Fault{Match: "^pfctl", Kind: Rewrite, Stream: "stderr", Find: "(?m)^ALTQ related functions disabled\n", Replace: ""})
+	if o := mustRun(t, e, "", pfctlPath, "-s", "info"); o.stderr != "No ALTQ support in kernel\n" {
+		t.Errorf("rewritten stderr: %q", o.stderr)
+	}
+	for _, bad := range []Fault{{Kind: Rewrite}, {Kind: Rewrite, Find: "("}, {Kind: Rewrite, Find: "x", Stream: "stdin"}} {
+		if err := e.AddFault(bad); err == nil {
+			t.Errorf("fault %+v must be refused", bad)
+		}
+	}
+}
+
 func TestFaultHangReturnsAtTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newTestEmulator()

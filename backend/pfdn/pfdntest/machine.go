@@ -403,6 +403,10 @@ func (m *Machine) children(path string) []string {
 // bucket, newest first within a bucket.
 func dnHash(n int64) int64 { return ((n >> 8) ^ (n >> 4) ^ n) & 0x0f }
 
+// Bucket is the hash bucket `dnctl list` lists pipe or queue n in
+// (reference §1.7): two pipes in one bucket are listed newest first.
+func Bucket(n int) int { return int(dnHash(int64(n))) }
+
 func (m *Machine) pipe(n int32) *Pipe {
 	for _, p := range m.Dummynet.Pipes {
 		if p.Number == n {

@@ -167,10 +167,10 @@ func userMain(path string, args []string, stdout, stderr io.Writer) int {
 }
 
 // finish turns a run's outcome into the binary's output and exit code.
-func finish(args []string, res execrun.Result, hang bool, runErr error, stdout, stderr io.Writer) int {
-	if hang {
+func finish(args []string, res execrun.Result, hang time.Duration, runErr error, stdout, stderr io.Writer) int {
+	if hang > 0 {
 		// Hang until killed, as a stuck pfctl would; the lock is free.
-		time.Sleep(time.Hour)
+		time.Sleep(hang)
 		return 1
 	}
 	if runErr != nil {
