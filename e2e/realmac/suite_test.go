@@ -61,6 +61,10 @@ func newMac(t *testing.T) *mac {
 	if err := os.Mkdir(m.configDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// macake creates only its default state directory by itself.
+	if err := os.Mkdir(m.stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	settings := fmt.Sprintf("anchor = %q\npipe_range = { first = %d, last = %d }\n", testAnchor, firstPipe, lastPipe)
 	facts := filepath.Join(m.dir, "facts.json")
 	for path, text := range map[string]string{
@@ -311,8 +315,20 @@ func (m *mac) injectFailure(tool, match string) {
 		real = m.tools.dnctl
 	}
 	wrapper := filepath.Join(m.dir, tool)
-	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in *%q*) if [ ! -e %q ]; then : > %q; echo \"%s: injected failure\" >&2; exit 1; fi;; esac\nexec %q \"$@\"\n",
-		" "+match+" ", wrapper+".fired", wrapper+".fired", tool, real)
+	// dnctl's file mode (macake batches pipe configurations into one
+	// `dnctl /dev/stdin`) carries the commands on stdin: match those too.
+	script := fmt.Sprintf(`#!/bin/sh
+fired=%[2]q
+fail() { if [ ! -e "$fired" ]; then : > "$fired"; echo "%[3]s: injected failure" >&2; exit 1; fi; }
+if [ "$#" -eq 1 ] && [ "$1" = /dev/stdin ]; then
+	in=$(cat)
+	case " $(printf '%%s' "$in" | tr '\n' ' ') " in *%[1]q*) fail;; esac
+	printf '%%s\n' "$in" | %[4]q /dev/stdin
+	exit $?
+fi
+case " $* " in *%[1]q*) fail;; esac
+exec %[4]q "$@"
+`, " "+match+" ", wrapper+".fired", tool, real)
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		m.t.Fatal(err)
 	}
