@@ -40,6 +40,10 @@ type env struct {
 	// invokedAs is the command the user typed when it runs another's code
 	// (plan runs apply --dry-run), so help and messages name what was run.
 	invokedAs *command
+	// flagSink, when set, receives the command's flags instead of having
+	// them parsed, and the command stops there: how the completions and
+	// the manual learn the flags from the commands themselves (flagsOf).
+	flagSink func(fs *flag.FlagSet)
 }
 
 // command is one subcommand: its help texts and the function that runs it.
@@ -59,7 +63,7 @@ func init() {
 		validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
-		versionCmd,
+		completionCmd, manCmd, versionCmd,
 	}
 }
 
@@ -140,8 +144,12 @@ func commandNames() []string {
 	return names
 }
 
+// summary is macake in one line: the first line of --help and the
+// manual's NAME.
+const summary = "latency-driven adaptive bandwidth shaping, declaratively"
+
 func (e *env) usage(w io.Writer) {
-	fmt.Fprintln(w, "macake: latency-driven adaptive bandwidth shaping, declaratively.")
+	fmt.Fprintf(w, "macake: %s.\n", summary)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage: macake [--config-dir DIR] [--state-dir DIR] COMMAND [flags]")
 	fmt.Fprintln(w)
@@ -173,8 +181,8 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 				fmt.Fprintf(&b, " %s", name)
 			}
 			fmt.Fprintf(&b, "\n        %s", usage)
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-				fmt.Fprintf(&b, " (default %s)", f.DefValue)
+			if def := shownDefault(f); def != "" {
+				fmt.Fprintf(&b, " (default %s)", def)
 			}
 			b.WriteByte('\n')
 		})
@@ -182,6 +190,16 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
 		}
 	}
+}
+
+// shownDefault is a flag's default as help shows it: "" for the zero
+// values, which go without saying.
+func shownDefault(f *flag.Flag) string {
+	switch f.DefValue {
+	case "", "false", "0", "0s":
+		return ""
+	}
+	return f.DefValue
 }
 
 // durationVar defines a duration flag read as policy files read durations
@@ -217,6 +235,10 @@ func (c *command) flags() *flag.FlagSet {
 // parse parses args into fs. It returns done=true with the exit code when the
 // command must stop: after --help (0) or on a usage error (64).
 func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, code int) {
+	if e.flagSink != nil {
+		e.flagSink(fs)
+		return true, exitOK
+	}
 	// The global flags also work after the command name
 	// (`macake validate --config-dir DIR`), as people type them.
 	if fs.Lookup("config-dir") == nil {
