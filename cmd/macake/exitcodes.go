@@ -22,7 +22,7 @@ var exitStatuses = []struct {
 	meaning string
 }{
 	{exitOK, "success, with or without changes"},
-	{exitFailure, "failure, including an apply that stopped part-way (run it again: it continues from the live state)"},
+	{exitFailure, "failure, including an apply that stopped part-way (run it again: it continues from the live state), or a saved plan that no longer fits what it was made from"},
 	{exitChanges, "only with --detailed-exitcode: there were changes (planned in a dry run, applied otherwise)"},
 	{exitUsage, "usage: unknown command, bad flags or arguments"},
 	{exitUnavailable, "pfctl/dnctl (Linux: tc/ip) missing or unusable"},
