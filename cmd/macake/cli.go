@@ -60,7 +60,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
+		initCmd, validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
 		completionCmd, manCmd, versionCmd,
@@ -263,6 +263,26 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, cod
 		return true, exitUsage
 	}
 	return false, exitOK
+}
+
+// parseInterspersed is parse for a command whose operands may come before
+// its flags (`macake init home --download 250mbit`): Go's flag package
+// stops at the first operand, so parsing goes on after each one. It
+// returns the operands in order.
+func (c *command) parseInterspersed(e *env, fs *flag.FlagSet, args []string) (done bool, code int, operands []string) {
+	for {
+		if done, code := c.parse(e, fs, args); done {
+			return true, code, nil
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return false, exitOK, operands
+		}
+		if rest[0] == "--" {
+			return false, exitOK, append(operands, rest[1:]...)
+		}
+		operands, args = append(operands, rest[0]), rest[1:]
+	}
 }
 
 // noArgs rejects positional arguments for commands that take none.

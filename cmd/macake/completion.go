@@ -37,7 +37,9 @@ Load it for the current shell, or install it where the shell looks:
 
 Homebrew's directories are $(brew --prefix)/etc/bash_completion.d,
 $(brew --prefix)/share/zsh/site-functions and
-$(brew --prefix)/share/fish/vendor_completions.d.`,
+$(brew --prefix)/share/fish/vendor_completions.d.
+
+Exit status: 0; 64 usage (no shell, or one macake has no script for).`,
 }
 
 var manCmd = &command{
@@ -47,7 +49,9 @@ var manCmd = &command{
 	long: `Prints the manual page, generated from the same table as --help: every
 command with its help text and flags, the exit statuses, the environment
 and the files macake uses. 'make man' writes it to bin/man/macake.1;
-'make install' installs it.`,
+'make install' installs it.
+
+Exit status: 0; 64 usage.`,
 }
 
 func init() {
