@@ -63,7 +63,7 @@ func init() {
 		initCmd, validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
-		completionCmd, manCmd, versionCmd,
+		bugreportCmd, completionCmd, manCmd, versionCmd,
 	}
 }
 
@@ -107,7 +107,11 @@ func (e *env) main(args []string) int {
 	if *showVersion {
 		return versionCmd.run(e, nil)
 	}
-	rest := fs.Args()
+	return e.dispatch(fs.Args())
+}
+
+// dispatch runs the command rest names (after the global flags).
+func (e *env) dispatch(rest []string) int {
 	if len(rest) == 0 {
 		fmt.Fprintf(e.stderr, "macake: missing command: %s\n", strings.Join(commandNames(), ", "))
 		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
