@@ -162,4 +162,3 @@ func Journal(ctx context.Context, run execrun.Runner, unit string, n int) Sectio
 	}
 	return s
 }
-
