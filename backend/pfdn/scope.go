@@ -19,14 +19,7 @@ import (
 // updated or deleted; the pf reference is taken or released as the
 // merged anchor needs it.
 func (b *Backend) PlanLink(ctx context.Context, desired shape.State, link string) (plan.Plan, error) {
-	d, err := Render(desired, b.opts)
-	if err != nil {
-		return plan.Plan{}, err
-	}
-	if b.opts.KnownLinks != nil {
-		d.KnownLinks = b.opts.KnownLinks()
-	}
-	live, err := b.Observe(ctx)
+	d, live, err := b.observed(ctx, desired)
 	if err != nil {
 		return plan.Plan{}, err
 	}

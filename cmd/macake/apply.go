@@ -380,13 +380,7 @@ func (s *session) planText(f applyFlags, subject string) plan.TextOptions {
 }
 
 func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
-	stop := func(code int, errs ...error) applyOutcome {
-		out.code = code
-		out.errs = append(out.errs, errs...)
-		return out
-	}
-	// fail prints err and stops with the exit status it maps to.
-	fail := func(err error) applyOutcome { return stop(s.fail(err), err) }
+	stop, fail := s.stoppers(&out)
 
 	if code, ok := s.chooseBackend(); !ok {
 		return stop(code)
@@ -450,12 +444,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 // them), the state and the network, and runs the pass that checks and
 // applies it.
 func (s *session) applySaved(f applyFlags) (out applyOutcome) {
-	stop := func(code int, errs ...error) applyOutcome {
-		out.code = code
-		out.errs = append(out.errs, errs...)
-		return out
-	}
-	fail := func(err error) applyOutcome { return stop(s.fail(err), err) }
+	stop, fail := s.stoppers(&out)
 	saved, err := reconcile.ReadSavedPlan(f.saved)
 	if err != nil {
 		return fail(err)
@@ -490,6 +479,19 @@ func (s *session) applySaved(f applyFlags) (out applyOutcome) {
 		return out.withCode(code)
 	}
 	return out.withCode(s.changesCode(f, res))
+}
+
+// stoppers return the two ways an apply ends early: stop with an exit
+// status and the errors met, and fail, which prints err and stops with
+// the status it maps to.
+func (s *session) stoppers(out *applyOutcome) (stop func(code int, errs ...error) applyOutcome, fail func(err error) applyOutcome) {
+	stop = func(code int, errs ...error) applyOutcome {
+		out.code = code
+		out.errs = append(out.errs, errs...)
+		return *out
+	}
+	fail = func(err error) applyOutcome { return stop(s.fail(err), err) }
+	return stop, fail
 }
 
 // withCode returns the outcome with its exit status set.

@@ -75,11 +75,7 @@ func runDown(e *env, args []string) int {
 }
 
 func (s *session) down(f applyFlags) (out applyOutcome) {
-	stop := func(code int, errs ...error) applyOutcome {
-		out.code = code
-		out.errs = append(out.errs, errs...)
-		return out
-	}
+	stop, _ := s.stoppers(&out)
 	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings, s.openState, s.openBackend} {
 		if code, ok := step(); !ok {
 			return stop(code)
