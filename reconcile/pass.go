@@ -151,8 +151,8 @@ type Outcome struct {
 	Plan plan.Plan
 	// Blind: the plan was made without the live state (PassInput.Blind).
 	Blind bool
-	// Live is LiveFingerprint of the backend's plan ("" when Blind), for
-	// saving the plan (NewSavedPlan).
+	// Live is LiveFingerprint of the backend's plan, for saving it
+	// (NewSavedPlan): set by plan-only passes that read the live state.
 	Live string
 	// Applied is what was applied, and Took how long applying took.
 	Applied Applied
@@ -243,7 +243,9 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 		if in.Link != "" {
 			o.Plan = o.Plan.OnlyLink(in.Link, nil)
 		}
-	} else if _, blocked := backend.Blocked(err); err == nil || blocked {
+	} else if _, blocked := backend.Blocked(err); in.Do == PlanOnly && (err == nil || blocked) {
+		// Only a plan to show can be saved (plan --out); watch's passes
+		// need no fingerprint.
 		o.Live = LiveFingerprint(o.Plan)
 	}
 	warnings := o.Desire.Warnings

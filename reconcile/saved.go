@@ -138,6 +138,8 @@ func NewSavedPlan(o *Outcome, in PassInput, backendName, configDir string, polic
 		return nil, errors.New("the plan was made without reading the live state (it needs root), so it cannot be saved to apply later; run it with sudo")
 	case o.Step != StepDone:
 		return nil, fmt.Errorf("the plan is not complete (it stopped at %s), so it cannot be saved", o.Step)
+	case o.Live == "":
+		return nil, errors.New("the plan carries no fingerprint of the live state (only a plan-only pass makes one), so it cannot be saved")
 	}
 	return &SavedPlan{
 		Format: SavedPlanFormat, Made: made.UTC(), Backend: backendName, Link: in.Link,

@@ -138,6 +138,7 @@ var valueHints = map[string]clidoc.Completion{
 // operandHints complete the commands' positional arguments.
 var operandHints = map[string]clidoc.Completion{
 	"completion": {Words: clidoc.Shells},
+	"apply":      {Kind: clidoc.Files}, // a saved plan
 }
 
 func modeNames() []string {

@@ -71,6 +71,8 @@ func TestCompletionBashCompletesInARealBash(t *testing.T) {
 	for _, n := range []string{"home.toml", "tether.toml", "notes.txt"} {
 		os.WriteFile(filepath.Join(policies, n), nil, 0o644)
 	}
+	saved := filepath.Join(dir, "reviewed.plan")
+	os.WriteFile(saved, nil, 0o600)
 	for _, tc := range []struct {
 		line string // what is typed; the last word is completed
 		want []string
@@ -88,6 +90,8 @@ func TestCompletionBashCompletesInARealBash(t *testing.T) {
 		{"macake help ins", []string{"install-agent", "install-daemon"}},
 		{"macake --ver", []string{"--version"}},
 		{"macake status --j", []string{"--json"}},
+		{"macake apply " + filepath.Join(dir, "rev"), []string{saved}}, // a saved plan
+		{"macake plan --out " + filepath.Join(dir, "rev"), []string{saved}},
 	} {
 		words := strings.Fields(tc.line)
 		if strings.HasSuffix(tc.line, " ") {
