@@ -26,7 +26,8 @@ on this network. Every other key is there, commented out, with its default.
 
 The rates: --download and --upload set them; --measure measures the link
 first (as 'macake measure' does: about 20 seconds of load; the measurement
-flags apply) and writes 95 % of what it measured; without either, the
+flags apply; an --interface that does not carry the default route is
+measured through itself) and writes 95 % of what it measured; without either, the
 file says "auto", which is 95 % of what 'macake measure' measures later on
 this network.
 
@@ -102,9 +103,6 @@ func runInit(e *env, args []string) int {
 	if !ok {
 		return fail("no interface carries the default route, so there is no network to write a policy for; connect first, or name the interface with --interface")
 	}
-	if doMeasure && !f.Default {
-		return fail("--measure measures through the default route (%s), not %s; measure on %s's network, or give --download and --upload", defaultName(facts), f.Name, f.Name)
-	}
 	d := config.Draft{
 		Name: name, Interface: f.Name, GatewayIP: f.GatewayIP, GatewayMAC: f.GatewayMAC, SSID: f.SSID,
 		Mode: mode, Download: down, Upload: up, Written: time.Now(),
@@ -116,6 +114,7 @@ func runInit(e *env, args []string) int {
 	}
 	if doMeasure {
 		fmt.Fprintf(e.stderr, "Measuring %s before writing its policy (about %s) …\n", f.Name, (m.idle + 2*m.duration).Round(time.Second))
+		m.iface = f.Name
 		rep, err := e.measureOnce(m)
 		if err != nil {
 			return fail("measuring: %v; nothing written", err)
@@ -191,13 +190,6 @@ func interfaceNames(f linkfacts.Facts) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
-}
-
-func defaultName(f linkfacts.Facts) string {
-	if d, ok := linkfacts.DefaultInterface(f); ok {
-		return d.Name
-	}
-	return "none"
 }
 
 // rootHint suggests sudo for a write that failed without root.

@@ -132,7 +132,7 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 	}{
 		{`{"interfaces":[{"name":"en0","up":true}]}`, nil, exitFailure, "no interface carries the default route"},
 		{homeFacts, []string{"--interface", "en9"}, exitFailure, "no interface en9 here (interfaces: en0, en5)"},
-		{homeFacts, []string{"--interface", "en5", "--measure"}, exitFailure, "--measure measures through the default route (en0)"},
+		{homeFacts, []string{"--interface", "en5", "--measure"}, exitFailure, "interface en5 has no gateway (no route leaves through it; en0 carries the default route)"},
 		{homeFacts, []string{"--download", "10mbit"}, exitUsage, "both --download and --upload"},
 		{homeFacts, []string{"--measure", "--download", "1mbit", "--upload", "1mbit"}, exitUsage, "not both"},
 		{homeFacts, []string{"--mode", "turbo"}, exitUsage, "turbo"},

@@ -16,6 +16,8 @@ import (
 
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 )
 
@@ -40,9 +42,12 @@ responsiveness and the grade its working round trip gives are shown beside
 macake's. The result is saved as the link's profile in the state file, keyed
 by the link and its gateway's MAC address (the key macake watch looks up);
 nothing is saved if a phase fails or stalls. --link names the policy to
-measure; it must match the current network on the interface that carries
-the default route (the one the test's traffic crosses), else measure
-refuses rather than measure another interface under its name.
+measure; it must match the current network on its interface, else measure
+refuses rather than save a profile watch would never use. A link whose
+interface does not carry the default route is measured through itself:
+the probes and the speed test's connections are bound to its interface
+(it needs a gateway of its own), so the primary link is not measured
+under its name.
 It is written under the state lock; while 'macake watch' runs (and holds the
 lock), measure hands the profile to the daemon, which saves it and uses it at
 once.
@@ -72,6 +77,9 @@ type measureOpts struct {
 	streams        int
 	noNQ, quiet    bool
 	reflectors     reflectorList
+	// iface measures that interface for a link with no policy yet
+	// (init), instead of link's or the default route's.
+	iface string
 }
 
 // register defines the measurement's flags on fs.
@@ -95,7 +103,7 @@ func (o *measureOpts) check() error {
 func runMeasure(e *env, args []string) int {
 	fs := measureCmd.flags()
 	var o measureOpts
-	fs.StringVar(&o.link, "link", "", "the policy (links.d/NAME.toml) to measure and save the profile for; it must match this network on the default route's interface; default: the one matching this network")
+	fs.StringVar(&o.link, "link", "", "the policy (links.d/NAME.toml) to measure, through its own interface, and save the profile for; it must match this network; default: the one matching this network on the default route's interface")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")
@@ -158,7 +166,16 @@ func checkServerFlag(e *env, cmd, server string) (int, bool) {
 // reflectors, runs the load test with progress on stderr, and on macOS
 // cross-checks with networkQuality. It saves nothing.
 func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
-	target, err := resolveTarget(e, o.link, o.reflectors)
+	var target measure.Target
+	var err error
+	if o.iface != "" {
+		var facts linkfacts.Facts
+		if facts, err = linkfacts.Read(e.ctx, e.getenv); err == nil {
+			target, err = reconcile.InterfaceTarget(facts, o.iface, o.reflectors)
+		}
+	} else {
+		target, err = resolveTarget(e, o.link, o.reflectors)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +189,8 @@ func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
 	lt := measure.LoadTest{
 		Endpoint: endpoint, Streams: o.streams, Idle: o.idle, Duration: o.duration,
 		Targets: latencyTargets, Compare: target.Alternatives(), Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
-		Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
+		Interface: target.BoundInterface(),
+		Progress:  e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
 	}
 	res, err := lt.Run(e.ctx)
 	if err != nil {

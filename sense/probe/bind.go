@@ -39,13 +39,7 @@ func listenOn(ifname string) func(network, address string) (net.PacketConn, erro
 		case "udp4", "udp6":
 			c, err = listenDatagram(v6, address, ifi)
 		default:
-			lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
-				var serr error
-				if err := rc.Control(func(fd uintptr) { serr = bindToInterface(int(fd), v6, ifi) }); err != nil {
-					return err
-				}
-				return serr
-			}}
+			lc := net.ListenConfig{Control: BindControl(ifname)}
 			c, err = lc.ListenPacket(context.Background(), network, address)
 		}
 		if err != nil {
