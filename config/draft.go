@@ -211,11 +211,7 @@ func (d Draft) bounds(dir shape.Direction) (lo, hi Rate, err error) {
 // network describes what was detected, for the file's header.
 func (d Draft) network() string {
 	parts := []string{d.Interface}
-	if d.GatewayIP.IsValid() {
-		gw := "gateway " + d.GatewayIP.String()
-		if len(d.GatewayMAC) > 0 {
-			gw += " (" + d.GatewayMAC.String() + ")"
-		}
+	if gw := DescribeGateway(d.GatewayIP, d.GatewayMAC); gw != "" {
 		parts = append(parts, gw)
 	}
 	if d.SSID != "" {
