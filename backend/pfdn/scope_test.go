@@ -4,7 +4,6 @@ package pfdn_test
 
 import (
 	"context"
-	"net/netip"
 	"strings"
 	"testing"
 
@@ -24,7 +23,7 @@ func TestPlanLinkChangesOneLinkOnly(t *testing.T) {
 	lte, _ := wanLTE.Link("lte")
 	wan.Download.RateBits *= 2
 	lte.Download.RateBits *= 2
-	lte.Reflectors = []netip.Addr{cloudflare}
+	lte.Reflectors = []shape.Reflector{shape.ICMPReflector(cloudflare)}
 	changed := state(wan, lte)
 
 	p, err := h.b.PlanLink(ctx, changed, "lte")
