@@ -37,7 +37,9 @@ gateway it is. --no-redact keeps them. IP addresses are kept: they are
 private ones, or the reflectors. Read the file before you share it.
 
 Run it with sudo to include what only root can read (pf and dummynet on
-macOS, the daemon's log). It changes nothing.`,
+macOS, the daemon's log). It changes nothing.
+
+Exit status: 0 the report was written; 1 it could not be written; 64 usage.`,
 }
 
 func init() { bugreportCmd.run = runBugreport }
