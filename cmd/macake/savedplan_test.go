@@ -101,7 +101,8 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 }
 
 // TestApplyFileIsExactlyThePlan: what apply FILE runs is the saved
-// plan's commands, each of them, in order, and nothing else.
+// plan's commands, each of them, in order, and nothing else (pipe
+// configurations batched into one dnctl, as every apply sends them).
 func TestApplyFileIsExactlyThePlan(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	file := filepath.Join(t.TempDir(), "p")
@@ -120,6 +121,14 @@ func TestApplyFileIsExactlyThePlan(t *testing.T) {
 	r.mustRun(exitOK, "apply", file)
 	var ran []string
 	for _, c := range r.emu.MutatingCalls() {
+		// Pipe configurations are sent to one dnctl as a batch: each line
+		// of it is one of the plan's dnctl commands.
+		if len(c.Argv) == 2 && c.Argv[1] == "/dev/stdin" {
+			for _, line := range strings.Split(strings.TrimSpace(c.Stdin), "\n") {
+				ran = append(ran, c.Argv[0]+" "+line+" <<")
+			}
+			continue
+		}
 		ran = append(ran, strings.Join(c.Argv, " ")+" <<"+c.Stdin)
 	}
 	if len(want) == 0 || strings.Join(ran, "\n") != strings.Join(want, "\n") {
