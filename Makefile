@@ -13,7 +13,7 @@ ACTIONLINT := bin/actionlint
 PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
-.PHONY: all build test vet race darwin lint fmt demo bench bench-daemon e2e calibrate cross install clean tools
+.PHONY: all build test vet race darwin lint fmt demo bench bench-daemon e2e calibrate cross install clean tools man completions
 
 all: vet lint test build
 
@@ -126,9 +126,34 @@ cross:
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
 	    -o dist/macake-$$os-$$arch ./cmd/macake || exit 1; done
 
-install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
+## man: the manual page macake(1), generated from the command table
+## (bin/man/macake.1, dated by the last commit so it is reproducible);
+## linted with mandoc where it is installed.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+export SOURCE_DATE_EPOCH
+man: build
+	@mkdir -p bin/man
+	$(BIN) man > bin/man/macake.1
+	@if command -v mandoc >/dev/null 2>&1; then mandoc -T lint -W warning bin/man/macake.1 && echo "bin/man/macake.1: mandoc -T lint ok"; \
+	else echo "mandoc not installed; not linted (apt-get install mandoc)"; fi
+
+## completions: the bash, zsh and fish completion scripts, generated from
+## the command table, in bin/completions.
+completions: build
+	@mkdir -p bin/completions
+	$(BIN) completion bash > bin/completions/macake.bash
+	$(BIN) completion zsh > bin/completions/_macake
+	$(BIN) completion fish > bin/completions/macake.fish
+
+install: build man completions
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/macake
+	install -m 0644 bin/man/macake.1 $(DESTDIR)$(PREFIX)/share/man/man1/macake.1
+	install -m 0644 bin/completions/macake.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/macake
+	install -m 0644 bin/completions/_macake $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_macake
+	install -m 0644 bin/completions/macake.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/macake.fish
 
 clean:
 	rm -rf bin dist

@@ -132,6 +132,17 @@ type BlindPlanner interface {
 	PlanUnobserved(desired shape.State) (plan.Plan, error)
 }
 
+// LinkPlanner is a Backend that shares objects between links (pf's
+// anchor holds every link's rules) and so needs its own way to plan the
+// changes of one link alone (`macake apply --link NAME`, `down --link
+// NAME`): PlanLink is Plan, but only link's objects change and every
+// other link's live objects stay exactly as they are, even inside a
+// shared object. A backend whose objects each belong to one link (tc)
+// needs none: its plan, filtered to the link's ops, is that plan.
+type LinkPlanner interface {
+	PlanLink(ctx context.Context, desired shape.State, link string) (plan.Plan, error)
+}
+
 // SlotUse is what the live system says about slots (SlotReader).
 type SlotUse struct {
 	// Interfaces maps an interface to the slot macake's live shaping on it

@@ -2,7 +2,10 @@
 
 package config
 
-import "net"
+import (
+	"net"
+	"net/netip"
+)
 
 // HardwareAddr is a MAC address that reads and writes itself as text
 // ("74:24:9f:00:00:01"), in JSON and in TOML alike.
@@ -40,4 +43,17 @@ func (h *HardwareAddr) UnmarshalText(b []byte) error {
 // Equal reports whether h and o are the same address.
 func (h HardwareAddr) Equal(o HardwareAddr) bool {
 	return net.HardwareAddr(h).String() == net.HardwareAddr(o).String()
+}
+
+// DescribeGateway names a gateway for people: "gateway 192.168.1.1
+// (74:24:9f:00:00:01)", without the MAC when it is not known, "" without
+// an IP.
+func DescribeGateway(ip netip.Addr, mac HardwareAddr) string {
+	if !ip.IsValid() {
+		return ""
+	}
+	if len(mac) == 0 {
+		return "gateway " + ip.String()
+	}
+	return "gateway " + ip.String() + " (" + mac.String() + ")"
 }

@@ -54,7 +54,7 @@ func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi
 	case setting.Auto && capacity <= 0:
 		return 0, 0, 0, ErrNeedsMeasurement
 	case setting.Auto:
-		base = max(MinRate, min(top, capacity*95/100))
+		base = AutoBase(capacity, top)
 	case setting.Rate > 0:
 		base = setting.Rate
 	default:

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"net/netip"
 	"os"
@@ -71,7 +72,7 @@ func (n *fakeNet) set(f func(n *fakeNet)) {
 
 // Probe implements Sensors.
 func (n *fakeNet) Probe(spec ProbeSpec) (Probe, error) {
-	p := &fakeProbe{net: n, interval: spec.Interval, probes: spec.Probes, out: make(chan probe.Sample, 64)}
+	p := &fakeProbe{net: n, link: spec.Link, iface: spec.Interface, interval: spec.Interval, probes: spec.Probes, out: make(chan probe.Sample, 64)}
 	n.mu.Lock()
 	n.probes = append(n.probes, p)
 	n.mu.Unlock()
@@ -85,6 +86,8 @@ func (n *fakeNet) Counters(iface string, interval time.Duration) (Counters, erro
 
 type fakeProbe struct {
 	net      *fakeNet
+	link     string
+	iface    string // the interface its probes leave by
 	interval time.Duration
 	probes   []shape.Reflector
 	out      chan probe.Sample
@@ -454,6 +457,31 @@ func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
 		ctl := r.d.Status().Links[0].Controller
 		if got, want := r.pipeRate(48002), ctl.Download.PipeRateBits; got != want {
 			t.Errorf("download pipe %d bit/s, controller's rate %d: the drift check fought the controller", got, want)
+		}
+	})
+}
+
+// TestWatchProbesEachLinkThroughItsInterface: with two links up, each
+// controller's prober is bound to its own link's interface, so that each
+// measures its own path and not the default route's (sense/probe's
+// namespace test shows the binding at work).
+func TestWatchProbesEachLinkThroughItsInterface(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tether := strings.ReplaceAll(autorateLink, `interface = "en0"`, `interface = "en7"`)
+		tether = strings.ReplaceAll(tether, "gateway_mac = \""+homeMAC+"\"\n", "")
+		facts := factsOn("en0", homeMAC)
+		facts.Interfaces = append(facts.Interfaces, linkfacts.InterfaceFacts{Name: "en7", Up: true, GatewayIP: netip.MustParseAddr("172.20.10.1")})
+		r := newRig(t, map[string]string{"home": autorateLink, "tether": tether}, nil, facts)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		r.net.mu.Lock()
+		got := map[string]string{}
+		for _, p := range r.net.probes {
+			got[p.link] = p.iface
+		}
+		r.net.mu.Unlock()
+		if want := map[string]string{"home": "en0", "tether": "en7"}; !maps.Equal(got, want) {
+			t.Fatalf("probers per link: %v, want each bound to its link's interface %v\n%s", got, want, r.log)
 		}
 	})
 }

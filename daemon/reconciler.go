@@ -92,7 +92,7 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 			return changed
 		},
 		Keep: func(d reconcile.Desire, problems error) shape.State {
-			for _, e := range unjoin(problems) {
+			for _, e := range reconcile.Unjoin(problems) {
 				if le, ok := errors.AsType[*reconcile.LinkError](e); ok {
 					r.linkErrs[le.Link] = joinNote(r.linkErrs[le.Link], le.Err.Error())
 				} else {
@@ -320,17 +320,6 @@ func cloneState(s shape.State) shape.State {
 		out.Links[i] = l
 	}
 	return out
-}
-
-// unjoin splits an errors.Join result into its errors.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 func joinNote(a, b string) string {

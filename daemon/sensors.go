@@ -32,6 +32,10 @@ type Sensors interface {
 type ProbeSpec struct {
 	// Link names the link.
 	Link string
+	// Interface is the link's interface: every probe leaves through it
+	// and only replies arriving on it count (so that each link measures
+	// its own path, not the default route's).
+	Interface string
 	// Interval is the time between two probes to one reflector.
 	Interval time.Duration
 	// Probes says how each of the link's reflectors is probed
@@ -92,10 +96,10 @@ type SystemSensors struct {
 	Reader ifstat.Reader
 }
 
-// Probe implements Sensors with a probe.Prober; its sockets open with the
-// first reflectors.
+// Probe implements Sensors with a probe.Prober bound to the link's
+// interface; its sockets open with the first reflectors.
 func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
-	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes})
+	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface})
 	if err != nil {
 		return nil, err
 	}

@@ -332,7 +332,7 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 	inputs.State, inputs.MTU = in.State, in.MTU
 	desire, derr := reconcile.Desired(in.Policies, in.Facts, inputs)
 	linkErrs := map[string]string{}
-	for _, e := range unjoin(derr) {
+	for _, e := range reconcile.Unjoin(derr) {
 		if le, ok := errors.AsType[*reconcile.LinkError](e); ok {
 			linkErrs[le.Link] = le.Err.Error()
 		} else {

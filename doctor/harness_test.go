@@ -244,23 +244,31 @@ func (f fakeICMP) Open(network string) error { return f[network] }
 type fakePinger struct {
 	rtt    time.Duration
 	silent map[netip.Addr]bool
-	err    error
-	mu     sync.Mutex
-	asked  []netip.Addr
+	// silentVia are interfaces through which no target answers.
+	silentVia map[string]bool
+	err       error
+	mu        sync.Mutex
+	asked     []netip.Addr
+	// askedVia lists the targets asked through each interface.
+	askedVia map[string][]netip.Addr
 }
 
-func (p *fakePinger) Ping(_ context.Context, probes []shape.Reflector) ([]Echo, error) {
+func (p *fakePinger) Ping(_ context.Context, iface string, probes []shape.Reflector) ([]Echo, error) {
 	targets := shape.ReflectorAddrs(probes)
 	p.mu.Lock()
 	p.asked = append(p.asked, targets...)
+	if p.askedVia == nil {
+		p.askedVia = map[string][]netip.Addr{}
+	}
+	p.askedVia[iface] = append(p.askedVia[iface], targets...)
 	p.mu.Unlock()
 	if p.err != nil {
 		return nil, p.err
 	}
 	var out []Echo
 	for _, t := range targets {
-		e := Echo{Target: t, Sent: 3, Received: 3, RTT: p.rtt}
-		if p.silent[t] {
+		e := Echo{Target: t, Interface: iface, Sent: 3, Received: 3, RTT: p.rtt}
+		if p.silent[t] || p.silentVia[iface] {
 			e.Received, e.RTT = 0, 0
 		}
 		out = append(out, e)

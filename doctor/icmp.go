@@ -44,8 +44,9 @@ type ProbePinger struct {
 	Listen func(network, address string) (net.PacketConn, error)
 }
 
-// Ping implements Pinger.
-func (p ProbePinger) Ping(ctx context.Context, targets []shape.Reflector) ([]Echo, error) {
+// Ping implements Pinger: the probes are bound to iface as the
+// controller's are (Listen, when set, opens the sockets instead).
+func (p ProbePinger) Ping(ctx context.Context, iface string, targets []shape.Reflector) ([]Echo, error) {
 	count, interval, timeout := p.Count, p.Interval, p.Timeout
 	if count <= 0 {
 		count = 3
@@ -56,7 +57,7 @@ func (p ProbePinger) Ping(ctx context.Context, targets []shape.Reflector) ([]Ech
 	if timeout <= 0 {
 		timeout = time.Second
 	}
-	pr, err := probe.New(probe.Config{Reflectors: shape.ReflectorAddrs(targets), Probes: targets, Interval: interval, Timeout: timeout, NoTimestamps: true, Listen: p.Listen})
+	pr, err := probe.New(probe.Config{Reflectors: shape.ReflectorAddrs(targets), Probes: targets, Interval: interval, Timeout: timeout, NoTimestamps: true, Interface: iface, Listen: p.Listen})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (p ProbePinger) Ping(ctx context.Context, targets []shape.Reflector) ([]Ech
 	echoes := map[netip.Addr]*Echo{}
 	rtts := map[netip.Addr][]time.Duration{}
 	for _, t := range targets {
-		echoes[t.Addr.Unmap()] = &Echo{Target: t.Addr.Unmap()}
+		echoes[t.Addr.Unmap()] = &Echo{Target: t.Addr.Unmap(), Interface: iface}
 	}
 	finished := func() bool {
 		for _, e := range echoes {

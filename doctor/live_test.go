@@ -65,7 +65,7 @@ func TestProbePingerLoopback(t *testing.T) {
 		t.Skip("no ICMP socket allowed here (not root, and net.ipv4.ping_group_range excludes this user)")
 	}
 	targets := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
-	echoes, err := ProbePinger{Count: 2, Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond}.Ping(context.Background(), shape.ICMPReflectors(targets))
+	echoes, err := ProbePinger{Count: 2, Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond}.Ping(context.Background(), "", shape.ICMPReflectors(targets))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,21 +215,38 @@ func groupIn(groups []int, lo, hi int64) bool {
 	return false
 }
 
-// echoFacts is what the active reflectors answered.
+// echoFacts is what the active reflectors answered, through each probed
+// link's interface.
 type echoFacts struct {
-	targets []shape.Reflector
-	echoes  []Echo
-	err     error
+	echoes []Echo
+	err    error
 }
 
+// echoes probes each interface's links' active reflectors through that
+// interface, as their controllers do: a reflector that answers through
+// the default route but not through a second link is silent for it.
 func (in *Inspection) echoes(ctx context.Context) echoFacts {
 	return in.echoOnce.get(func() echoFacts {
 		var e echoFacts
-		e.targets = activeReflectors(probedLinks(in.facts(ctx).selection))
-		if len(e.targets) == 0 || in.sys.Pinger == nil {
+		if in.sys.Pinger == nil {
 			return e
 		}
-		e.echoes, e.err = in.sys.Pinger.Ping(ctx, e.targets)
+		links := probedLinks(in.facts(ctx).selection)
+		var ifaces []string
+		for _, l := range links {
+			if !slices.Contains(ifaces, l.Match.Interface) {
+				ifaces = append(ifaces, l.Match.Interface)
+			}
+		}
+		for _, iface := range ifaces {
+			targets := activeReflectors(slices.DeleteFunc(slices.Clone(links), func(l config.Link) bool { return l.Match.Interface != iface }))
+			echoes, err := in.sys.Pinger.Ping(ctx, iface, targets)
+			if err != nil {
+				e.err = fmt.Errorf("through %s: %w", iface, err)
+				return e
+			}
+			e.echoes = append(e.echoes, echoes...)
+		}
 		return e
 	})
 }
@@ -257,18 +275,25 @@ func checkReflectors(ctx context.Context, in *Inspection) Result {
 // some of them; it retires silent ones for spares.
 func judgeEchoes(echoes []Echo) Result {
 	var answered, silent, details []string
+	// With several links probed, each target is named with the interface
+	// it was probed through.
+	several := slices.ContainsFunc(echoes, func(e Echo) bool { return e.Interface != echoes[0].Interface })
 	for _, e := range echoes {
+		target := e.Target.String()
+		if several {
+			target += " via " + e.Interface
+		}
 		switch {
 		case e.Received > 0:
-			answered = append(answered, fmt.Sprintf("%s %s", e.Target, e.RTT.Round(100*time.Microsecond)))
-			details = append(details, fmt.Sprintf("%s: %d/%d replies, median %s", e.Target, e.Received, e.Sent, e.RTT.Round(100*time.Microsecond)))
+			answered = append(answered, fmt.Sprintf("%s %s", target, e.RTT.Round(100*time.Microsecond)))
+			details = append(details, fmt.Sprintf("%s: %d/%d replies, median %s", target, e.Received, e.Sent, e.RTT.Round(100*time.Microsecond)))
 		default:
-			silent = append(silent, e.Target.String())
+			silent = append(silent, target)
 			why := "no reply"
 			if e.Err != "" {
 				why = e.Err
 			}
-			details = append(details, fmt.Sprintf("%s: 0/%d replies (%s)", e.Target, e.Sent, why))
+			details = append(details, fmt.Sprintf("%s: 0/%d replies (%s)", target, e.Sent, why))
 		}
 	}
 	n := len(echoes)

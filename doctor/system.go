@@ -90,9 +90,12 @@ type ICMPOpener interface {
 
 // Echo is what a few echo requests to one reflector got back.
 type Echo struct {
-	Target   netip.Addr
-	Sent     int
-	Received int
+	Target netip.Addr
+	// Interface is the interface the probes left by ("" when they
+	// followed the routing table).
+	Interface string
+	Sent      int
+	Received  int
 	// RTT is the median round-trip time of the replies.
 	RTT time.Duration
 	// Err says why probes could not be sent (unreachable), when they could
@@ -101,9 +104,10 @@ type Echo struct {
 }
 
 // Pinger sends a few probes to each target (ICMP echo, or the target's
-// TCP or UDP probe) and reports the replies.
+// TCP or UDP probe) through interface iface ("" follows the routing
+// table), as that link's controller probes them, and reports the replies.
 type Pinger interface {
-	Ping(ctx context.Context, targets []shape.Reflector) ([]Echo, error)
+	Ping(ctx context.Context, iface string, targets []shape.Reflector) ([]Echo, error)
 }
 
 // WatchState says whether `macake watch` runs for a state directory.

@@ -135,11 +135,7 @@ func (rep LinksReport) WriteText(w io.Writer) error {
 			state = "up"
 		}
 		var details []string
-		if i.GatewayIP.IsValid() {
-			gw := "gateway " + i.GatewayIP.String()
-			if len(i.GatewayMAC) > 0 {
-				gw += " (" + i.GatewayMAC.String() + ")"
-			}
+		if gw := config.DescribeGateway(i.GatewayIP, i.GatewayMAC); gw != "" {
 			details = append(details, gw)
 		}
 		if i.SSID != "" {

@@ -58,6 +58,22 @@ type PassInput struct {
 	// state still differs (one-shot apply); watch's drift tick checks
 	// instead.
 	Verify bool
+	// Link, when set, acts on that one link alone (`apply --link NAME`,
+	// `down --link NAME`): only its objects change, every other link's
+	// live shaping stays exactly as it is (even inside an object links
+	// share, backend.LinkPlanner), other links' problems do not stop the
+	// pass, and only its slot is saved or released. With Teardown it
+	// removes that link's shaping and gives its slot back.
+	Link string
+	// Saved, when set, is a reviewed plan to apply exactly (`apply FILE`):
+	// the pass checks that nothing it was made from changed (ConfigDir's
+	// policy files, the network, the state file's slots, the live state)
+	// and stops at StepStale if anything did; else it applies the saved
+	// ops as they are. Links are not read (the fingerprints stand for
+	// them); Facts must be the network now.
+	Saved *SavedPlan
+	// ConfigDir is the policy directory, for Saved's check.
+	ConfigDir string
 
 	// Revise, when set, sees the desired state before it is planned and
 	// may change the inputs it is worked out from again: watch starts and
@@ -102,6 +118,9 @@ const (
 	StepObserve Step = "observe"
 	// StepBlocked: the plan is blocked (*backend.BlockedError).
 	StepBlocked Step = "blocked"
+	// StepStale: a saved plan no longer fits what it was made from
+	// (*StaleError); nothing was applied.
+	StepStale Step = "stale"
 	// StepSave: saving the slot allocation failed; nothing was applied.
 	StepSave Step = "save"
 	// StepApply: an op failed (*ApplyError) or the teardown did.
@@ -132,6 +151,9 @@ type Outcome struct {
 	Plan plan.Plan
 	// Blind: the plan was made without the live state (PassInput.Blind).
 	Blind bool
+	// Live is LiveFingerprint of the backend's plan, for saving it
+	// (NewSavedPlan): set by plan-only passes that read the live state.
+	Live string
 	// Applied is what was applied, and Took how long applying took.
 	Applied Applied
 	Took    time.Duration
@@ -157,7 +179,12 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 	// The slot lookup and the plan share one reading of the live state;
 	// the check after an apply reads afresh.
 	ctx = backend.WithLiveReading(ctx)
-	if in.Teardown {
+	switch {
+	case in.Saved != nil:
+		return applySaved(ctx, in)
+	case in.Teardown && in.Link != "":
+		return teardownLink(ctx, in)
+	case in.Teardown:
 		return teardown(ctx, in)
 	}
 	b := in.Backend
@@ -172,7 +199,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 
 	o.Desire, o.Problems = Desired(in.Links, in.Facts, inputs)
 	var slotErr error
-	if (in.Partial || o.Problems == nil) && o.Desire.AllocatesSlots(inputs.State) {
+	if (in.Partial || in.scoped(o.Problems) == nil) && o.Desire.AllocatesSlots(inputs.State) {
 		if sr, ok := b.(backend.SlotReader); ok {
 			var use backend.SlotUse
 			switch use, slotErr = sr.LiveSlots(ctx); {
@@ -188,8 +215,11 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 	if in.Revise != nil && in.Revise(o.Desire) {
 		o.Desire, o.Problems = Desired(in.Links, in.Facts, inputs)
 	}
-	if o.Problems != nil && !in.Partial {
-		return stop(StepDesire, o.Problems)
+	if err := in.scoped(o.Problems); err != nil && !in.Partial {
+		return stop(StepDesire, err)
+	}
+	if err := in.knownLink(o.Desire); err != nil {
+		return stop(StepDesire, err)
 	}
 	o.Desired = o.Desire.State
 	if in.Keep != nil {
@@ -203,26 +233,53 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 
 	var err error
 	if !o.Blind {
-		o.Plan, err = b.Plan(ctx, o.Desired)
+		o.Plan, err = planFor(ctx, b, o.Desired, in.Link)
 		if in.Blind && errors.Is(err, backend.ErrNeedsRoot) && blindPlanner(b) {
 			o.Blind = true
 		}
 	}
 	if o.Blind {
 		o.Plan, err = b.(backend.BlindPlanner).PlanUnobserved(o.Desired)
+		if in.Link != "" {
+			o.Plan = o.Plan.OnlyLink(in.Link, nil)
+		}
+	} else if _, blocked := backend.Blocked(err); in.Do == PlanOnly && (err == nil || blocked) {
+		// Only a plan to show can be saved (plan --out); watch's passes
+		// need no fingerprint.
+		o.Live = LiveFingerprint(o.Plan)
 	}
-	o.Plan.Warnings = append(append([]plan.Warning(nil), o.Desire.Warnings...), o.Plan.Warnings...)
-	_, blocked := backend.Blocked(err)
-	if err != nil && !blocked {
-		return stop(StepObserve, err)
+	warnings := o.Desire.Warnings
+	if in.Link != "" {
+		warnings = plan.Plan{Warnings: warnings}.OnlyLink(in.Link, nil).Warnings
 	}
-	o.Err = err
-	if !blocked && in.Do == ApplyPlan && !maps.Equal(in.Tokens.State.Slots, o.Desire.Slots) {
-		// Slots first, atomically: a pipe must never exist under a number
-		// the state file does not assign, or after a crash before the
-		// anchor names it nothing would prove it is macake's.
-		if err := in.Tokens.Update(func(st *state.State) { st.Slots = o.Desire.Slots }); err != nil {
-			return stop(StepSave, err)
+	o.Plan.Warnings = append(append([]plan.Warning(nil), warnings...), o.Plan.Warnings...)
+	return finish(ctx, in, o, err)
+}
+
+// finish carries a pass on from its plan (made with error planErr, which
+// may be a *backend.BlockedError): save the slot allocation, show the
+// plan, apply it, check, release the slots of removed links.
+func finish(ctx context.Context, in PassInput, o Outcome, planErr error) Outcome {
+	b := in.Backend
+	stop := func(step Step, err error) Outcome {
+		o.Step, o.Err = step, err
+		return o
+	}
+	_, blocked := backend.Blocked(planErr)
+	if planErr != nil && !blocked {
+		return stop(StepObserve, planErr)
+	}
+	o.Err = planErr
+	if slots := o.Desire.Slots; !blocked && in.Do == ApplyPlan {
+		slots = in.scopedSlots(slots)
+		if !maps.Equal(in.Tokens.State.Slots, slots) {
+			// Slots first, atomically: a pipe must never exist under a
+			// number the state file does not assign, or after a crash
+			// before the anchor names it nothing would prove it is
+			// macake's.
+			if err := in.Tokens.Update(func(st *state.State) { st.Slots = slots }); err != nil {
+				return stop(StepSave, err)
+			}
 		}
 	}
 	if in.Planned != nil {
@@ -231,15 +288,15 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 	if blocked {
 		// Nothing is applied: pf would never evaluate the rules, and
 		// macake never edits the main ruleset itself.
-		return stop(StepBlocked, err)
+		return stop(StepBlocked, planErr)
 	}
 	if in.Do == PlanOnly {
 		return stop(StepDone, nil)
 	}
 	if !o.Plan.Empty() {
 		start := time.Now()
-		o.Applied, err = Apply(ctx, b, o.Plan, in.Progress)
-		o.Took = time.Since(start)
+		applied, err := Apply(ctx, b, o.Plan, in.Progress)
+		o.Applied, o.Took = applied, time.Since(start)
 		if err != nil {
 			return stop(StepApply, err)
 		}
@@ -247,10 +304,10 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 			// Level-triggered check: right after an apply, the live state
 			// must match, or something else is changing it (or macake has
 			// a bug).
-			again, err := b.Plan(ctx, o.Desired)
+			again, err := planFor(ctx, b, o.Desired, in.OneLink())
 			if err == nil && !again.Empty() {
 				err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing %s at the same time; run 'macake apply' again",
-					english.Plural(len(again.Ops), "change"), info.System)
+					english.Plural(len(again.Ops), "change"), b.Info().System)
 			}
 			if err != nil {
 				return stop(StepVerify, err)
@@ -258,7 +315,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 		}
 	}
 	// The removed links' objects are gone: their slots are free again.
-	if err := in.Tokens.ReleaseSlots(o.Desire.Released); err != nil {
+	if err := in.Tokens.ReleaseSlots(in.scopedReleased(o.Desire.Released)); err != nil {
 		return stop(StepRelease, err)
 	}
 	return stop(StepDone, nil)

@@ -19,11 +19,12 @@ var ErrNoDefaultRoute = errors.New("no default route: not connected to a network
 
 // MeasureTarget finds what `macake measure`, `bench` and `monitor` measure on the network facts describes,
 // given the valid policies links. With named (one of links) the target is
-// that policy, which must match the current network on the interface
-// carrying the default route (the one the load and the probes leave by),
-// so that what is measured is that link and the profile lands under the key
-// macake watch looks up; without, the policy matching the current network
-// on the default-route interface is used when there is one. Explicit
+// that policy, which must match the current network on its interface, so
+// that the profile lands under the key macake watch looks up; when that
+// interface does not carry the default route the target is Bound to it
+// (the load and the probes leave through it, not the primary interface).
+// Without named, the policy matching the current network on the
+// default-route interface is used when there is one. Explicit
 // reflectors replace the configured ones. Without a default route the
 // error wraps ErrNoDefaultRoute, and the target still carries the
 // reflectors and the default probe interval, for a monitor that probes
@@ -33,11 +34,11 @@ func MeasureTarget(facts linkfacts.Facts, links []config.Link, named *config.Lin
 	def, haveDefault := linkfacts.DefaultInterface(facts)
 	var link *config.Link
 	if named != nil {
-		note, err := namedLinkHere(*named, links, facts)
+		note, bound, err := namedLinkHere(*named, links, facts)
 		if err != nil {
 			return t, err
 		}
-		t.Note = note
+		t.Note, t.Bound = note, bound
 		link = named
 	} else if haveDefault {
 		for _, l := range Match(links, facts).Active {
@@ -55,12 +56,7 @@ func MeasureTarget(facts linkfacts.Facts, links []config.Link, named *config.Lin
 			t.ProbeInterval = d
 		}
 	} else {
-		d := config.Defaults.Autorate
-		t.Reflectors = d.Reflectors[:min(d.ActiveReflectors, len(d.Reflectors))]
-		t.ProbeInterval = d.ProbeInterval.Std()
-		if len(reflectors) > 0 {
-			t.Reflectors = reflectors
-		}
+		t = defaultTarget(reflectors)
 		if !haveDefault {
 			return t, ErrNoDefaultRoute
 		}
@@ -75,36 +71,84 @@ func MeasureTarget(facts linkfacts.Facts, links []config.Link, named *config.Lin
 }
 
 // namedLinkHere checks that the policy l, named by the user, is what a
-// measurement here would measure: its interface exists, carries the
-// default route (the speed test's traffic and the probes follow it, so
-// any other interface would be measured under l's name), and l matches
-// the current network (else the profile's key, l plus this gateway's MAC,
-// is one macake watch never looks up for l). A policy that matches but is
-// outranked on its interface is measured, with a note.
-func namedLinkHere(l config.Link, links []config.Link, facts linkfacts.Facts) (note string, err error) {
+// measurement here would measure: its interface can be measured
+// (throughInterface), and l matches the current network (else the
+// profile's key, l plus this gateway's MAC, is one macake watch never
+// looks up for l). A policy that matches but is outranked on its
+// interface is measured, with a note.
+func namedLinkHere(l config.Link, links []config.Link, facts linkfacts.Facts) (note string, bound bool, err error) {
 	iface := l.Match.Interface
-	if _, ok := facts.Interface(iface); !ok {
-		return "", fmt.Errorf("its interface %s does not exist on this machine now (%s); measure while connected through it", iface, describeInterfaces(facts))
+	var notes []string
+	if note, bound, err = throughInterface(facts, iface); err != nil {
+		return "", false, fmt.Errorf("its %w", err)
 	}
-	def, ok := linkfacts.DefaultInterface(facts)
-	if !ok {
-		return "", fmt.Errorf("%w (%s carries no default route, so the speed test cannot run over it)", ErrNoDefaultRoute, iface)
-	}
-	if def.Name != iface {
-		return "", fmt.Errorf("its interface %s does not carry the default route (%s does), so the speed test's traffic would not cross it; measure while %s is the primary connection", iface, def.Name, iface)
+	if note != "" {
+		notes = append(notes, note)
 	}
 	for _, v := range Match(links, facts).Verdicts {
 		if v.Name != l.Name {
 			continue
 		}
 		if !v.Matches {
-			return "", fmt.Errorf("the policy does not match the current network: %s (see macake links)", v.Reason)
+			return "", false, fmt.Errorf("the policy does not match the current network: %s (see macake links)", v.Reason)
 		}
 		if !v.Active {
-			return fmt.Sprintf("%s is not the active policy on %s: %s", l.Name, iface, v.Reason), nil
+			notes = append(notes, fmt.Sprintf("%s is not the active policy on %s: %s", l.Name, iface, v.Reason))
 		}
 	}
-	return "", nil
+	return strings.Join(notes, "; "), bound, nil
+}
+
+// throughInterface says whether a measurement can cross interface iface:
+// it exists and is up; one that does not carry the default route is
+// measured bound to it (its probes and its load leave through it), so it
+// needs a gateway of its own (a route out of it). Errors start with
+// "interface IF".
+func throughInterface(facts linkfacts.Facts, iface string) (note string, bound bool, err error) {
+	f, ok := facts.Interface(iface)
+	if !ok {
+		return "", false, fmt.Errorf("interface %s does not exist on this machine now (%s); measure while connected through it", iface, describeInterfaces(facts))
+	}
+	def, haveDefault := linkfacts.DefaultInterface(facts)
+	switch {
+	case haveDefault && def.Name == iface:
+		return "", false, nil
+	case !f.Up:
+		return "", false, fmt.Errorf("interface %s is down; measure while connected through it", iface)
+	case !f.GatewayIP.IsValid() && !haveDefault:
+		return "", false, fmt.Errorf("interface %s has no gateway and nothing carries the default route, so the speed test cannot run over it: %w", iface, ErrNoDefaultRoute)
+	case !f.GatewayIP.IsValid():
+		return "", false, fmt.Errorf("interface %s has no gateway (no route leaves through it; %s carries the default route), so the speed test cannot run over it", iface, def.Name)
+	case haveDefault:
+		return fmt.Sprintf("%s does not carry the default route (%s does): the probes and the speed test are bound to %s", iface, def.Name, iface), true, nil
+	}
+	return "", true, nil
+}
+
+// InterfaceTarget is the target of measuring interface iface for a link
+// that has no policy yet (macake init --measure): the default reflectors,
+// or reflectors when given, bound to iface unless it carries the default
+// route (throughInterface).
+func InterfaceTarget(facts linkfacts.Facts, iface string, reflectors []config.Reflector) (measure.Target, error) {
+	t := defaultTarget(reflectors)
+	t.Interface = iface
+	var err error
+	if t.Note, t.Bound, err = throughInterface(facts, iface); err != nil {
+		return t, err
+	}
+	t.Facts, _ = facts.Interface(iface)
+	return t, nil
+}
+
+// defaultTarget probes what a policy with the default [autorate] would:
+// its active reflectors (or reflectors when given) at its interval.
+func defaultTarget(reflectors []config.Reflector) measure.Target {
+	d := config.Defaults.Autorate
+	t := measure.Target{Reflectors: d.Reflectors[:min(d.ActiveReflectors, len(d.Reflectors))], ProbeInterval: d.ProbeInterval.Std()}
+	if len(reflectors) > 0 {
+		t.Reflectors = reflectors
+	}
+	return t
 }
 
 // describeInterfaces lists the interfaces the facts know, for an error.

@@ -161,14 +161,7 @@ func (b *Backend) observe(ctx context.Context) (Live, error) {
 // CheckHook), so a dry run can still show it while apply refuses.
 // Plan may be called any number of times; it never changes the system.
 func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, error) {
-	d, err := Render(desired, b.opts)
-	if err != nil {
-		return plan.Plan{}, err
-	}
-	if b.opts.KnownLinks != nil {
-		d.KnownLinks = b.opts.KnownLinks()
-	}
-	live, err := b.Observe(ctx)
+	d, live, err := b.observed(ctx, desired)
 	if err != nil {
 		return plan.Plan{}, err
 	}
@@ -201,6 +194,20 @@ func (b *Backend) heldToken(live *Live) string {
 		b.tokens.SetEnableIntent(nil)
 	}
 	return held
+}
+
+// observed renders desired, with the state file's slots as ownership
+// evidence, and reads the live state to plan it against.
+func (b *Backend) observed(ctx context.Context, desired shape.State) (Desired, Live, error) {
+	d, err := Render(desired, b.opts)
+	if err != nil {
+		return Desired{}, Live{}, err
+	}
+	if b.opts.KnownLinks != nil {
+		d.KnownLinks = b.opts.KnownLinks()
+	}
+	live, err := b.Observe(ctx)
+	return d, live, err
 }
 
 // PlanUnobserved is Plan against a system where macake owns nothing,

@@ -23,7 +23,7 @@ import (
 
 var applyCmd = &command{
 	name:  "apply",
-	args:  "[--dry-run] [--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never]",
+	args:  "[--dry-run [--out FILE]] [--link NAME] [--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never] [FILE]",
 	short: "Reconcile pf and dummynet (Linux: tc) with the policy files once; print the plan, then what was applied.",
 	long: `Reads every policy file in the config directory, works out which policy is
 active on which interface now (see 'macake links'), reads the live pf anchor
@@ -39,6 +39,16 @@ one): macake's root qdiscs, its ingress filters and its ifb-macake* devices
 Each active link starts at its policy's rate (or the last rate the state file
 knows to be good on that network); 'macake watch' then steers it.
 
+Reviewed plans, as terraform does them: 'macake plan --out FILE' saves the
+plan with fingerprints of what it was made from (the policy files and
+macake.toml, the network of the interfaces they name, the state file's
+pipe slots and the live state); 'macake apply FILE' applies exactly that
+plan, and refuses (exit 1, saying what changed, changing nothing) if any
+of it changed since ('apply --dry-run FILE' only checks and shows it).
+--link NAME acts on one link alone: only its pipes
+and rules change, every other link's live shaping stays as it is, and
+other policies' problems do not stop it.
+
 If any policy file or the daemon settings are invalid, apply changes nothing
 and exits 78 with every problem listed, so a broken file never tears down
 shaping that works. If pf's main ruleset has lost the
@@ -52,7 +62,7 @@ only the differences); apply itself needs root.
 
 Exit status: 0 success (with or without changes); 1 failure, including an
 apply that stopped part-way (run apply again to continue from the live
-state); 2 only with --detailed-exitcode, when there were changes (planned in a
+state) and a saved plan that no longer fits; 2 only with --detailed-exitcode, when there were changes (planned in a
 dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable;
 77 not root (except a dry run); 78 configuration invalid.`,
 }
@@ -63,14 +73,17 @@ func init() { applyCmd.run = runApply }
 // a command of its own, so that it is listed and its help names it.
 var planCmd = &command{
 	name:  "plan",
-	args:  "[--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never]",
+	args:  "[--out FILE] [--link NAME] [--detailed-exitcode] [--show-commands] [--json] [--color auto|always|never]",
 	short: "Print the plan that 'macake apply' would carry out, and change nothing ('apply --dry-run').",
 	long: `The same as 'macake apply --dry-run': reads the policy files, the state file
 and the live shaping, and prints the plan that makes them match, without
 changing anything or taking the lock. On macOS, reading pf and dummynet
 needs root; without it the plan is everything macake would own for the
 links that match now (it says so). See 'macake apply --help' for the plan's
-format.
+format. --out FILE saves the plan, with fingerprints of what it was made
+from, for 'macake apply FILE' to apply exactly that plan once reviewed
+(saving needs the live state: on macOS, root); --link NAME plans for one
+link alone.
 
 Exit status: 0 success (with or without changes); 1 failure; 2 only with
 --detailed-exitcode, when there are changes; 64 usage; 69 pfctl/dnctl
@@ -95,6 +108,9 @@ var lockWait = reconcile.DefaultLockWait
 type applyFlags struct {
 	dryRun, detailed, showCommands, json bool
 	color                                colorMode
+	// out saves the plan of a dry run; link scopes to one link; saved is
+	// a saved plan to apply.
+	out, link, saved string
 }
 
 func runApply(e *env, args []string) int {
@@ -109,11 +125,26 @@ func runApply(e *env, args []string) int {
 	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command of the plan")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
 	fs.Var(&f.color, "color", "colour the plan: auto (only on a terminal, without NO_COLOR), always or never")
+	fs.StringVar(&f.out, "out", "", "with --dry-run (macake plan): save the plan to `FILE`, for 'macake apply FILE' to apply exactly that plan once reviewed")
+	fs.StringVar(&f.link, "link", "", "act on the link `NAME` (links.d/NAME.toml) alone; every other link's shaping stays as it is")
 	if done, code := cmd.parse(e, fs, args); done {
 		return code
 	}
-	if done, code := cmd.noArgs(e, fs); done {
-		return code
+	if fs.NArg() > 1 {
+		fmt.Fprintf(e.stderr, "macake %s: one saved plan FILE at most, not %q\n", cmd.name, fs.Args())
+		return exitUsage
+	}
+	f.saved = fs.Arg(0)
+	switch {
+	case cmd == planCmd && f.saved != "":
+		fmt.Fprintf(e.stderr, "macake plan: unexpected argument %q (to save the plan: macake plan --out %s)\n", f.saved, f.saved)
+		return exitUsage
+	case f.out != "" && !f.dryRun:
+		fmt.Fprintln(e.stderr, "macake apply: --out saves a plan without applying it: run 'macake plan --out FILE'")
+		return exitUsage
+	case f.saved != "" && (f.out != "" || f.link != ""):
+		fmt.Fprintf(e.stderr, "macake %s: a saved plan is applied as it was made (its --link with it): FILE takes no --out or --link\n", cmd.name)
+		return exitUsage
 	}
 	if !f.dryRun {
 		if ok, code := e.requireRoot("apply"); !ok {
@@ -326,7 +357,12 @@ type applyOutcome struct {
 const liveUnreadNote = "The live state cannot be read without root, so this is everything macake would own for the links that match now, not the difference from what is live. Run it with sudo to see only the differences."
 
 func (s *session) apply(f applyFlags) int {
-	out := s.applyOnce(f)
+	var out applyOutcome
+	if f.saved != "" {
+		out = s.applySaved(f)
+	} else {
+		out = s.applyOnce(f)
+	}
 	if f.json {
 		doc := plan.Document(out.plan, f.dryRun, out.applied, out.errs)
 		if out.liveUnread {
@@ -346,16 +382,19 @@ func (s *session) planText(f applyFlags, subject string) plan.TextOptions {
 }
 
 func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
-	stop := func(code int, errs ...error) applyOutcome {
-		out.code = code
-		out.errs = append(out.errs, errs...)
-		return out
-	}
-	// fail prints err and stops with the exit status it maps to.
-	fail := func(err error) applyOutcome { return stop(s.fail(err), err) }
+	stop, fail := s.stoppers(&out)
 
 	if code, ok := s.chooseBackend(); !ok {
 		return stop(code)
+	}
+	var prints map[string]string
+	if f.out != "" {
+		// Before loading: a file that changes in between makes the saved
+		// plan refuse to apply, never apply what nobody reviewed.
+		var err error
+		if prints, err = reconcile.PolicyFingerprints(s.e.configDir); err != nil {
+			return fail(err)
+		}
 	}
 	if code, ok := s.loadPolicies(func(problems []*config.Problem) {
 		for _, p := range problems {
@@ -374,41 +413,140 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	if err != nil {
 		return fail(fmt.Errorf("reading link facts: %w", err))
 	}
-	do := reconcile.ApplyPlan
-	if f.dryRun {
-		do = reconcile.PlanOnly
-	}
-	res := reconcile.Pass(s.e.ctx, reconcile.PassInput{
+	in := reconcile.PassInput{
 		Links: s.policies.Links, Facts: facts, Backend: s.backend, Tokens: s.tokens,
 		Inputs: reconcile.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
-		Do:     do, Verify: true,
+		Verify: true, Link: f.link,
 		// A dry run that may not read the live state plans without it:
 		// the backend refused a caller who is not root (pf and dummynet
-		// on macOS).
-		Blind: s.unreadablePlan && s.e.euid() != 0,
-		Planned: func(o *reconcile.Outcome) {
-			s.readingLive(o)
-			out.plan, out.liveUnread = o.Plan, o.Blind
-			if f.json {
-				return
-			}
-			fmt.Fprintln(s.e.stderr)
-			opts := s.planText(f, fmt.Sprintf("Live %s state matches %s.", s.info.System, s.e.configDir))
-			if blocked, ok := o.Blocked(); ok {
-				// Everything is in place, but the backend never makes it
-				// take effect: that is no "No changes ... matches".
-				opts.NoChanges = blocked.InPlace
-			} else if o.Blind {
-				fmt.Fprintf(s.e.stdout, "Note: %s\n\n", liveUnreadNote)
-				opts.NoChanges = fmt.Sprintf("No policy matches the network now, so macake would own nothing in %s.", s.info.System)
-			}
-			plan.WriteText(s.e.stdout, o.Plan, opts)
-		},
+		// on macOS). A plan to save must have read it.
+		Blind: s.unreadablePlan && s.e.euid() != 0 && f.out == "",
+	}
+	res := s.pass(f, &out, in)
+	if code, done := s.passFailed(f, &out, res); done {
+		return out.withCode(code)
+	}
+	if f.out != "" {
+		sp, err := reconcile.NewSavedPlan(&res, in, s.backendName, s.e.configDir, prints, time.Now())
+		if err == nil {
+			err = sp.Write(f.out)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("saving the plan to %s: %w", f.out, err))
+		}
+		if !f.json {
+			fmt.Fprintf(s.e.stdout, "\nSaved the plan to %s. To apply exactly this plan, run:\n  sudo macake apply %s\n", f.out, f.out)
+		}
+	}
+	return out.withCode(s.changesCode(f, res))
+}
+
+// applySaved applies a saved plan (macake apply FILE): it reads the file,
+// the daemon settings (not the policies: their fingerprints stand for
+// them), the state and the network, and runs the pass that checks and
+// applies it.
+func (s *session) applySaved(f applyFlags) (out applyOutcome) {
+	stop, fail := s.stoppers(&out)
+	saved, err := reconcile.ReadSavedPlan(f.saved)
+	if err != nil {
+		return fail(err)
+	}
+	scope := ""
+	if saved.Link != "" {
+		scope = ", for link " + saved.Link + " alone"
+	}
+	fmt.Fprintf(s.e.stderr, "Reading saved plan %s (made %s%s) … ok\n", f.saved, saved.Made.Local().Format(time.DateTime), scope)
+	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings, s.openState, s.openBackend} {
+		if code, ok := step(); !ok {
+			return stop(code)
+		}
+	}
+	facts, err := linkfacts.Read(s.e.ctx, s.e.getenv)
+	if err != nil {
+		return fail(fmt.Errorf("reading link facts: %w", err))
+	}
+	res := s.pass(f, &out, reconcile.PassInput{
+		Saved: saved, ConfigDir: s.e.configDir, Facts: facts, Backend: s.backend, Tokens: s.tokens, Verify: true,
 	})
+	if res.Step == reconcile.StepStale {
+		stale, _ := errors.AsType[*reconcile.StaleError](res.Err)
+		s.errorf("the saved plan %s no longer fits what it was made from; nothing was changed:", f.saved)
+		for _, c := range stale.Changes {
+			fmt.Fprintf(s.e.stderr, "  - %s\n", c)
+		}
+		fmt.Fprintln(s.e.stderr, "Make a new plan with 'macake plan --out FILE', review it, and apply that.")
+		return stop(exitFailure, res.Err)
+	}
+	if code, done := s.passFailed(f, &out, res); done {
+		return out.withCode(code)
+	}
+	return out.withCode(s.changesCode(f, res))
+}
+
+// stoppers return the two ways an apply ends early: stop with an exit
+// status and the errors met, and fail, which prints err and stops with
+// the status it maps to.
+func (s *session) stoppers(out *applyOutcome) (stop func(code int, errs ...error) applyOutcome, fail func(err error) applyOutcome) {
+	stop = func(code int, errs ...error) applyOutcome {
+		out.code = code
+		out.errs = append(out.errs, errs...)
+		return *out
+	}
+	fail = func(err error) applyOutcome { return stop(s.fail(err), err) }
+	return stop, fail
+}
+
+// withCode returns the outcome with its exit status set.
+func (out *applyOutcome) withCode(code int) applyOutcome {
+	out.code = code
+	return *out
+}
+
+// pass runs one reconcile pass for apply (or a dry run of it), printing
+// the plan when it has it and recording it in out.
+func (s *session) pass(f applyFlags, out *applyOutcome, in reconcile.PassInput) reconcile.Outcome {
+	in.Do = reconcile.ApplyPlan
+	if f.dryRun {
+		in.Do = reconcile.PlanOnly
+	}
+	in.Planned = func(o *reconcile.Outcome) {
+		s.readingLive(o)
+		out.plan, out.liveUnread = o.Plan, o.Blind
+		if f.json {
+			return
+		}
+		fmt.Fprintln(s.e.stderr)
+		subject := fmt.Sprintf("Live %s state matches %s.", s.info.System, s.e.configDir)
+		if link := in.OneLink(); link != "" {
+			subject = fmt.Sprintf("Live %s state of link %s matches %s.", s.info.System, link, s.e.configDir)
+		}
+		opts := s.planText(f, subject)
+		if blocked, ok := o.Blocked(); ok {
+			// Everything is in place, but the backend never makes it
+			// take effect: that is no "No changes ... matches".
+			opts.NoChanges = blocked.InPlace
+		} else if o.Blind {
+			fmt.Fprintf(s.e.stdout, "Note: %s\n\n", liveUnreadNote)
+			opts.NoChanges = fmt.Sprintf("No policy matches the network now, so macake would own nothing in %s.", s.info.System)
+		}
+		plan.WriteText(s.e.stdout, o.Plan, opts)
+	}
+	return reconcile.Pass(s.e.ctx, in)
+}
+
+// passFailed prints why a pass stopped short, records its errors in out,
+// and returns the exit status and true; false when it did what it was
+// asked.
+func (s *session) passFailed(f applyFlags, out *applyOutcome, res reconcile.Outcome) (int, bool) {
+	stop := func(code int, errs ...error) (int, bool) {
+		out.errs = append(out.errs, errs...)
+		return code, true
+	}
+	fail := func(err error) (int, bool) { return stop(s.fail(err), err) }
 	switch res.Step {
 	case reconcile.StepDesire:
 		s.errorf("nothing was changed:")
-		errs := unjoin(res.Err)
+		errs := reconcile.Unjoin(res.Err)
 		for _, e := range errs {
 			fmt.Fprintf(s.e.stderr, "  %v\n", e)
 		}
@@ -443,22 +581,20 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	case reconcile.StepVerify:
 		return fail(res.Err)
 	}
-	changes := exitOK
-	if f.detailed && !res.Plan.Empty() {
-		changes = exitChanges
-	}
-	if !f.dryRun && !res.Plan.Empty() && !f.json {
-		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, res.Took.Seconds())
-	}
-	return stop(changes)
+	return exitOK, false
 }
 
-// unjoin splits an errors.Join result into its errors.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
+// changesCode prints what a successful pass applied and returns its exit
+// status: 0, or 2 with --detailed-exitcode when there were changes.
+func (s *session) changesCode(f applyFlags, res reconcile.Outcome) int {
+	if !f.dryRun && !res.Plan.Empty() && !f.json {
+		c, u, r := res.Applied.Count()
+		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, res.Took.Seconds())
 	}
-	return []error{err}
+	if f.detailed && !res.Plan.Empty() {
+		return exitChanges
+	}
+	return exitOK
 }
 
 // watchReflectors returns the reflectors a running watch probes (and so

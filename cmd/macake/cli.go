@@ -39,6 +39,10 @@ type env struct {
 	// invokedAs is the command the user typed when it runs another's code
 	// (plan runs apply --dry-run), so help and messages name what was run.
 	invokedAs *command
+	// flagSink, when set, receives the command's flags instead of having
+	// them parsed, and the command stops there: how the completions and
+	// the manual learn the flags from the commands themselves (flagsOf).
+	flagSink func(fs *flag.FlagSet)
 }
 
 // command is one subcommand: its help texts and the function that runs it.
@@ -55,10 +59,10 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd, selftestCmd,
+		initCmd, validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd, selftestCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
-		versionCmd,
+		bugreportCmd, completionCmd, manCmd, versionCmd,
 	}
 }
 
@@ -102,7 +106,11 @@ func (e *env) main(args []string) int {
 	if *showVersion {
 		return versionCmd.run(e, nil)
 	}
-	rest := fs.Args()
+	return e.dispatch(fs.Args())
+}
+
+// dispatch runs the command rest names (after the global flags).
+func (e *env) dispatch(rest []string) int {
 	if len(rest) == 0 {
 		fmt.Fprintf(e.stderr, "macake: missing command: %s\n", strings.Join(commandNames(), ", "))
 		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
@@ -139,8 +147,12 @@ func commandNames() []string {
 	return names
 }
 
+// summary is macake in one line: the first line of --help and the
+// manual's NAME.
+const summary = "latency-driven adaptive bandwidth shaping, declaratively"
+
 func (e *env) usage(w io.Writer) {
-	fmt.Fprintln(w, "macake: latency-driven adaptive bandwidth shaping, declaratively.")
+	fmt.Fprintf(w, "macake: %s.\n", summary)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage: macake [--config-dir DIR] [--state-dir DIR] COMMAND [flags]")
 	fmt.Fprintln(w)
@@ -172,8 +184,8 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 				fmt.Fprintf(&b, " %s", name)
 			}
 			fmt.Fprintf(&b, "\n        %s", usage)
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
-				fmt.Fprintf(&b, " (default %s)", f.DefValue)
+			if def := shownDefault(f); def != "" {
+				fmt.Fprintf(&b, " (default %s)", def)
 			}
 			b.WriteByte('\n')
 		})
@@ -181,6 +193,16 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
 		}
 	}
+}
+
+// shownDefault is a flag's default as help shows it: "" for the zero
+// values, which go without saying.
+func shownDefault(f *flag.Flag) string {
+	switch f.DefValue {
+	case "", "false", "0", "0s":
+		return ""
+	}
+	return f.DefValue
 }
 
 // durationVar defines a duration flag read as policy files read durations
@@ -216,6 +238,10 @@ func (c *command) flags() *flag.FlagSet {
 // parse parses args into fs. It returns done=true with the exit code when the
 // command must stop: after --help (0) or on a usage error (64).
 func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, code int) {
+	if e.flagSink != nil {
+		e.flagSink(fs)
+		return true, exitOK
+	}
 	// The global flags also work after the command name
 	// (`macake validate --config-dir DIR`), as people type them.
 	if fs.Lookup("config-dir") == nil {
@@ -240,6 +266,26 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, cod
 		return true, exitUsage
 	}
 	return false, exitOK
+}
+
+// parseInterspersed is parse for a command whose operands may come before
+// its flags (`macake init home --download 250mbit`): Go's flag package
+// stops at the first operand, so parsing goes on after each one. It
+// returns the operands in order.
+func (c *command) parseInterspersed(e *env, fs *flag.FlagSet, args []string) (done bool, code int, operands []string) {
+	for {
+		if done, code := c.parse(e, fs, args); done {
+			return true, code, nil
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return false, exitOK, operands
+		}
+		if rest[0] == "--" {
+			return false, exitOK, append(operands, rest[1:]...)
+		}
+		operands, args = append(operands, rest[0]), rest[1:]
+	}
 }
 
 // noArgs rejects positional arguments for commands that take none.

@@ -84,6 +84,8 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"measure", "duration", false},
 		{"measure", "idle", false},
 		{"sim", "duration", false},
+		{"init", "duration", false},
+		{"init", "idle", false},
 		{"sim", "buffer", true},
 		{"sim", "base-rtt", true},
 		{"sim", "offset", true},

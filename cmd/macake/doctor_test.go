@@ -329,10 +329,10 @@ func (openAll) Open(string) error { return nil }
 // fakeEchoes answers every target in 12.3 ms but the silent ones.
 type fakeEchoes struct{ silent map[netip.Addr]bool }
 
-func (f fakeEchoes) Ping(_ context.Context, probes []shape.Reflector) ([]doctor.Echo, error) {
+func (f fakeEchoes) Ping(_ context.Context, iface string, probes []shape.Reflector) ([]doctor.Echo, error) {
 	var out []doctor.Echo
 	for _, t := range shape.ReflectorAddrs(probes) {
-		e := doctor.Echo{Target: t, Sent: 3, Received: 3, RTT: 12300 * time.Microsecond}
+		e := doctor.Echo{Target: t, Interface: iface, Sent: 3, Received: 3, RTT: 12300 * time.Microsecond}
 		if f.silent[t] {
 			e.Received, e.RTT = 0, 0
 		}

@@ -11,7 +11,7 @@ import (
 
 var downCmd = &command{
 	name:  "down",
-	args:  "[--dry-run] [--show-commands] [--json] [--color auto|always|never]",
+	args:  "[--link NAME] [--dry-run] [--show-commands] [--json] [--color auto|always|never]",
 	short: "Remove everything macake owns (anchor, pipes, pf reference); idempotent and safe after a crash.",
 	long: `Flushes macake's pf anchor, deletes the dummynet pipes in macake's range that
 macake made, and gives back macake's pf enable reference (pfctl -X), which
@@ -35,6 +35,13 @@ reads; only a pf reference whose token was lost cannot be given back. Running it
 fine: the second run finds nothing to do. Afterwards the state file keeps the
 measured profiles but no slots and no token.
 
+--link NAME removes one link's shaping alone (its pipes and its rules) and
+gives back its pipe slot; every other link's shaping stays as it is live,
+and the pf reference is released only when nothing is left. The link is
+known by its slot in the state file, so this needs the state file (without
+it, 'macake down' removes everything). The next apply (or watch) shapes
+the link again while its policy file is there and matches.
+
 Exit status: 0 success; 1 failure (run it again); 64 usage; 69 pfctl/dnctl
 (Linux: tc/ip) missing or unusable, or on macOS a dry run without root
 (reading pf and dummynet needs root); 77 not root (except a dry run); 78 the
@@ -50,6 +57,7 @@ func runDown(e *env, args []string) int {
 	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
 	fs.Var(&f.color, "color", "colour the output: auto, always or never")
+	fs.StringVar(&f.link, "link", "", "remove the shaping of the link `NAME` alone; every other link's stays as it is")
 	if done, code := downCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -71,11 +79,7 @@ func runDown(e *env, args []string) int {
 }
 
 func (s *session) down(f applyFlags) (out applyOutcome) {
-	stop := func(code int, errs ...error) applyOutcome {
-		out.code = code
-		out.errs = append(out.errs, errs...)
-		return out
-	}
+	stop, _ := s.stoppers(&out)
 	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings, s.openState, s.openBackend} {
 		if code, ok := step(); !ok {
 			return stop(code)
@@ -86,14 +90,18 @@ func (s *session) down(f applyFlags) (out applyOutcome) {
 	if f.dryRun {
 		do = reconcile.PlanOnly
 	}
+	subject := fmt.Sprintf("macake owns nothing in %s.", s.info.System)
+	if f.link != "" {
+		subject = fmt.Sprintf("macake shapes nothing for link %s in %s.", f.link, s.info.System)
+	}
 	res := reconcile.Pass(s.e.ctx, reconcile.PassInput{
-		Backend: s.backend, Tokens: s.tokens, Teardown: true, Do: do,
+		Backend: s.backend, Tokens: s.tokens, Teardown: true, Do: do, Link: f.link, Verify: f.link != "",
 		Planned: func(o *reconcile.Outcome) {
 			s.readingLive(o)
 			out.plan = o.Plan
 			if !f.json {
 				fmt.Fprintln(s.e.stderr)
-				plan.WriteText(s.e.stdout, o.Plan, s.planText(f, fmt.Sprintf("macake owns nothing in %s.", s.info.System)))
+				plan.WriteText(s.e.stdout, o.Plan, s.planText(f, subject))
 			}
 		},
 	})
@@ -106,7 +114,7 @@ func (s *session) down(f applyFlags) (out applyOutcome) {
 		code := s.fail(res.Err)
 		fmt.Fprintln(s.e.stderr, "Run 'macake down' again once the cause is fixed; it picks up where this one stopped.")
 		return stop(code, res.Err)
-	case reconcile.StepRelease:
+	case reconcile.StepRelease, reconcile.StepSave, reconcile.StepVerify:
 		return stop(s.fail(res.Err), res.Err)
 	}
 	if f.dryRun {

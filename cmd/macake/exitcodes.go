@@ -14,3 +14,18 @@ const (
 	exitNoPerm      = 77 // EX_NOPERM: the command needs root
 	exitConfig      = 78 // EX_CONFIG: policy files invalid (watch: macake.toml invalid; policy errors never stop it)
 )
+
+// exitStatuses says what each exit status means, for the manual's EXIT
+// STATUS section.
+var exitStatuses = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "success, with or without changes"},
+	{exitFailure, "failure, including an apply that stopped part-way (run it again: it continues from the live state), or a saved plan that no longer fits what it was made from"},
+	{exitChanges, "only with --detailed-exitcode: there were changes (planned in a dry run, applied otherwise)"},
+	{exitUsage, "usage: unknown command, bad flags or arguments"},
+	{exitUnavailable, "pfctl/dnctl (Linux: tc/ip) missing or unusable"},
+	{exitNoPerm, "the command needs root"},
+	{exitConfig, "a policy file or the daemon settings are invalid; nothing was changed"},
+}

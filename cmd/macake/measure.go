@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	iofs "io/fs"
 	"net"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 )
 
@@ -39,9 +42,12 @@ responsiveness and the grade its working round trip gives are shown beside
 macake's. The result is saved as the link's profile in the state file, keyed
 by the link and its gateway's MAC address (the key macake watch looks up);
 nothing is saved if a phase fails or stalls. --link names the policy to
-measure; it must match the current network on the interface that carries
-the default route (the one the test's traffic crosses), else measure
-refuses rather than measure another interface under its name.
+measure; it must match the current network on its interface, else measure
+refuses rather than save a profile watch would never use. A link whose
+interface does not carry the default route is measured through itself:
+the probes and the speed test's connections are bound to its interface
+(it needs a gateway of its own), so the primary link is not measured
+under its name.
 It is written under the state lock; while 'macake watch' runs (and holds the
 lock), measure hands the profile to the daemon, which saves it and uses it at
 once.
@@ -63,20 +69,45 @@ http(s) URL).`,
 
 func init() { measureCmd.run = runMeasure }
 
+// measureOpts are the flags of a measurement, shared by measure and
+// init --measure.
+type measureOpts struct {
+	link, server   string
+	duration, idle time.Duration
+	streams        int
+	noNQ, quiet    bool
+	reflectors     reflectorList
+	// iface measures that interface for a link with no policy yet
+	// (init), instead of link's or the default route's.
+	iface string
+}
+
+// register defines the measurement's flags on fs.
+func (o *measureOpts) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.server, "server", "", "speed-test server `URL` (started with macake measure --serve); default: speed.cloudflare.com")
+	durationVar(fs, &o.duration, "duration", 10*time.Second, "length of the download and of the upload phase")
+	durationVar(fs, &o.idle, "idle", 5*time.Second, "length of the idle phase")
+	fs.IntVar(&o.streams, "streams", 8, "parallel connections per direction")
+	fs.BoolVar(&o.noNQ, "no-networkquality", false, "skip the networkQuality cross-check (macOS)")
+	fs.Var(&o.reflectors, "reflector", "reflector to probe instead of the link's: `ADDR`, tcp:ADDR:PORT, udp:ADDR:PORT, or auto:ADDR:PORT to compare ICMP with TCP (repeatable)")
+}
+
+// check reports flags out of range, for a usage error.
+func (o *measureOpts) check() error {
+	if o.duration < 2*time.Second || o.idle < time.Second || o.streams < 1 || o.streams > 64 {
+		return errors.New("--duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
+	}
+	return nil
+}
+
 func runMeasure(e *env, args []string) int {
 	fs := measureCmd.flags()
-	linkName := fs.String("link", "", "the policy (links.d/NAME.toml) to measure and save the profile for; it must match this network on the default route's interface; default: the one matching this network")
-	server := fs.String("server", "", "speed-test server `URL` (started with macake measure --serve); default: speed.cloudflare.com")
+	var o measureOpts
+	fs.StringVar(&o.link, "link", "", "the policy (links.d/NAME.toml) to measure, through its own interface, and save the profile for; it must match this network; default: the one matching this network on the default route's interface")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
-	var duration, idle time.Duration
-	durationVar(fs, &duration, "duration", 10*time.Second, "length of the download and of the upload phase")
-	durationVar(fs, &idle, "idle", 5*time.Second, "length of the idle phase")
-	streams := fs.Int("streams", 8, "parallel connections per direction")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")
-	noNQ := fs.Bool("no-networkquality", false, "skip the networkQuality cross-check (macOS)")
-	var reflectors reflectorList
-	fs.Var(&reflectors, "reflector", "reflector to probe instead of the link's: `ADDR`, tcp:ADDR:PORT, udp:ADDR:PORT, or auto:ADDR:PORT to compare ICMP with TCP (repeatable)")
+	o.register(fs)
 	if done, code := measureCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -86,46 +117,18 @@ func runMeasure(e *env, args []string) int {
 	if *serve != "" {
 		return serveSpeedtest(e, *serve)
 	}
-	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 {
-		fmt.Fprintln(e.stderr, "macake measure: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
+	if err := o.check(); err != nil {
+		fmt.Fprintf(e.stderr, "macake measure: %v\n", err)
 		return exitUsage
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "macake measure: "+format+"\n", a...)
-		return exitFailure
-	}
-
-	if code, ok := checkServerFlag(e, "measure", *server); !ok {
+	if code, ok := checkServerFlag(e, "measure", o.server); !ok {
 		return code
 	}
-	target, err := resolveTarget(e, *linkName, reflectors)
+	o.quiet = *asJSON
+	rep, err := e.measureOnce(o)
 	if err != nil {
-		return fail("%v", err)
-	}
-	if target.Note != "" && !*asJSON {
-		fmt.Fprintf(e.stderr, "note: %s\n", target.Note)
-	}
-	endpoint, latencyTargets, err := measure.ChooseEndpoint(e.ctx, *server, target.Probes())
-	if err != nil {
-		return fail("%v", err)
-	}
-	lt := measure.LoadTest{
-		Endpoint: endpoint, Streams: *streams, Idle: idle, Duration: duration,
-		Targets: latencyTargets, Compare: target.Alternatives(), Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
-		Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
-	}
-	res, err := lt.Run(e.ctx)
-	if err != nil {
-		return fail("%v; nothing saved", err)
-	}
-	rep := measure.NewReport(target, endpoint, lt, res)
-	if runtime.GOOS == "darwin" && *server == "" && !*noNQ {
-		fmt.Fprintln(e.stderr, "measure: cross-checking with networkQuality (about 20 s; --no-networkquality skips it)")
-		if nq, err := measure.RunNetworkQuality(e.ctx, target.Interface); err == nil {
-			rep.NetworkQuality = nq
-		} else if !errors.Is(err, measure.ErrNoNetworkQuality) {
-			fmt.Fprintf(e.stderr, "note: networkQuality cross-check failed: %v\n", err)
-		}
+		fmt.Fprintf(e.stderr, "macake measure: %v\n", err)
+		return exitFailure
 	}
 	code := exitOK
 	if !*noSave {
@@ -157,6 +160,52 @@ func checkServerFlag(e *env, cmd, server string) (int, bool) {
 		return exitUsage, false
 	}
 	return exitOK, true
+}
+
+// measureOnce runs one measurement: it finds the link and its
+// reflectors, runs the load test with progress on stderr, and on macOS
+// cross-checks with networkQuality. It saves nothing.
+func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
+	var target measure.Target
+	var err error
+	if o.iface != "" {
+		var facts linkfacts.Facts
+		if facts, err = linkfacts.Read(e.ctx, e.getenv); err == nil {
+			target, err = reconcile.InterfaceTarget(facts, o.iface, o.reflectors)
+		}
+	} else {
+		target, err = resolveTarget(e, o.link, o.reflectors)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if target.Note != "" && !o.quiet {
+		fmt.Fprintf(e.stderr, "note: %s\n", target.Note)
+	}
+	endpoint, latencyTargets, err := measure.ChooseEndpoint(e.ctx, o.server, target.Probes())
+	if err != nil {
+		return nil, err
+	}
+	lt := measure.LoadTest{
+		Endpoint: endpoint, Streams: o.streams, Idle: o.idle, Duration: o.duration,
+		Targets: latencyTargets, Compare: target.Alternatives(), Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
+		Interface: target.BoundInterface(),
+		Progress:  e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
+	}
+	res, err := lt.Run(e.ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%v; nothing saved", err)
+	}
+	rep := measure.NewReport(target, endpoint, lt, res)
+	if runtime.GOOS == "darwin" && o.server == "" && !o.noNQ {
+		fmt.Fprintln(e.stderr, "measure: cross-checking with networkQuality (about 20 s; --no-networkquality skips it)")
+		if nq, err := measure.RunNetworkQuality(e.ctx, target.Interface); err == nil {
+			rep.NetworkQuality = nq
+		} else if !errors.Is(err, measure.ErrNoNetworkQuality) {
+			fmt.Fprintf(e.stderr, "note: networkQuality cross-check failed: %v\n", err)
+		}
+	}
+	return rep, nil
 }
 
 // notSavedMessage explains a failed save; only a permission error earns

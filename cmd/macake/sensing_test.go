@@ -58,7 +58,9 @@ func TestResolveTargetUsesThePolicyOrTheDefaultRoute(t *testing.T) {
 	facts := filepath.Join(dir, "facts.json")
 	os.WriteFile(facts, []byte(`{"interfaces":[
 		{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01","default":true},
-		{"name":"en5","up":true,"gateway_ip":"10.0.0.1"}]}`), 0o644)
+		{"name":"en5","up":true,"gateway_ip":"10.0.0.1"},
+		{"name":"en6","up":true},
+		{"name":"en8","up":false,"gateway_ip":"10.8.0.1"}]}`), 0o644)
 	links := filepath.Join(dir, "links.d")
 	os.Mkdir(links, 0o755)
 	os.WriteFile(filepath.Join(links, "home.toml"), []byte(`
@@ -78,6 +80,8 @@ probe_interval    = "100ms"
 	}
 	policy("dock", `interface = "en5"`)
 	policy("starlink", `interface = "en7"`)
+	policy("bridge", `interface = "en6"`)
+	policy("spare", `interface = "en8"`)
 	policy("office", "interface = \"en0\"\ngateway_mac = \"00:11:22:33:44:55\"")
 	policy("anyen0", `interface = "en0"`)
 
@@ -109,11 +113,24 @@ probe_interval    = "100ms"
 	if got.Link != "anyen0" || got.Interface != "en0" || got.ProfileKey() != "anyen0@74:24:9f:00:00:01" || !strings.Contains(got.Note, "outranked by home") {
 		t.Errorf("--link anyen0: %+v", got)
 	}
-	// --link of a policy that is not what the speed test would cross is
+	// A link beside the default route's is measured through itself: the
+	// probes and the load are bound to its interface.
+	got, err = resolveTarget(e, "dock", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Link != "dock" || got.BoundInterface() != "en5" || got.ProfileKey() != "dock" || !strings.Contains(got.Note, "bound to en5") {
+		t.Errorf("--link dock: %+v (key %s), want it bound to en5", got, got.ProfileKey())
+	}
+	if got, _ := resolveTarget(e, "home", nil); got.BoundInterface() != "" {
+		t.Errorf("--link home is bound to %s; the default route's link follows the routing table", got.BoundInterface())
+	}
+	// --link of a policy whose interface no measurement can cross is
 	// refused rather than measured under the wrong name.
 	for _, tc := range []struct{ link, want string }{
-		{"dock", "its interface en5 does not carry the default route (en0 does)"},
-		{"starlink", "its interface en7 does not exist on this machine now (interfaces: en0, en5)"},
+		{"bridge", "its interface en6 has no gateway (no route leaves through it; en0 carries the default route)"},
+		{"spare", "its interface en8 is down"},
+		{"starlink", "its interface en7 does not exist on this machine now (interfaces: en0, en5, en6, en8)"},
 		{"office", "the policy does not match the current network: gateway_mac is 74:24:9f:00:00:01, not 00:11:22:33:44:55"},
 	} {
 		if got, err := resolveTarget(e, tc.link, nil); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "--link "+tc.link+": ") {

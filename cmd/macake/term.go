@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 )
 
 // fdWriter is an output with a file descriptor (an *os.File).
@@ -24,14 +25,19 @@ type colorMode string
 
 func (m *colorMode) String() string { return string(*m) }
 
+// colorModes are the values of --color.
+var colorModes = []string{"auto", "always", "never"}
+
 func (m *colorMode) Set(s string) error {
-	switch s {
-	case "auto", "always", "never":
+	if slices.Contains(colorModes, s) {
 		*m = colorMode(s)
 		return nil
 	}
 	return fmt.Errorf("want auto, always or never, not %q", s)
 }
+
+// Choices lists the values --color takes, for the completions.
+func (m *colorMode) Choices() []string { return colorModes }
 
 // useColor decides whether to colour output written to w: always or never
 // as asked; with auto only when w is a terminal, NO_COLOR is unset and TERM

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/macake/macake/internal/speedtest"
@@ -39,6 +40,10 @@ type LoadTest struct {
 	// compared on the same load (LoadResult.Kinds).
 	Compare       []shape.Reflector
 	ProbeInterval time.Duration
+	// Interface, when set, binds the probes and the load's connections
+	// to that interface (Target.Bound): a link that does not carry the
+	// default route is measured through itself.
+	Interface string
 	// Stall fails a phase after this long without progress (default 5 s,
 	// at most half of Duration).
 	Stall time.Duration
@@ -111,13 +116,13 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	if lt.Gateway.IsValid() && !slices.Contains(addrs, lt.Gateway) {
 		targets = append(targets, shape.ICMPReflector(lt.Gateway))
 	}
-	p, err := newProber(targets, lt.ProbeInterval, probeTimeout)
+	p, err := newProber(targets, lt.ProbeInterval, probeTimeout, lt.Interface)
 	if err != nil {
 		return res, err
 	}
 	var pc *probe.Prober
 	if len(lt.Compare) > 0 {
-		if pc, err = newProber(lt.Compare, lt.ProbeInterval, probeTimeout); err != nil {
+		if pc, err = newProber(lt.Compare, lt.ProbeInterval, probeTimeout, lt.Interface); err != nil {
 			return res, err
 		}
 	}
@@ -170,6 +175,9 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	}
 
 	dialer := speedtest.NewDialer()
+	if lt.Interface != "" {
+		dialer.Control = boundControl(lt.Interface, dialer.Control)
+	}
 	client := speedtest.NewClient(dialer.DialContext)
 	config := func(progress func(time.Duration, float64)) speedtest.Config {
 		return speedtest.Config{Endpoint: lt.Endpoint, Client: client, Streams: lt.Streams, Duration: lt.Duration, StallTimeout: lt.Stall,
@@ -344,14 +352,29 @@ func medianOf(m map[netip.Addr]probe.Summary, pick func(probe.Summary) time.Dura
 func p50(s probe.Summary) time.Duration { return s.P50 }
 func p90(s probe.Summary) time.Duration { return s.P90 }
 
-// newProber opens the latency probe with a message that says what failed
-// when its sockets are not allowed.
-func newProber(targets []shape.Reflector, interval, timeout time.Duration) (*probe.Prober, error) {
-	p, err := probe.New(probe.Config{Reflectors: shape.ReflectorAddrs(targets), Probes: targets, Interval: interval, Timeout: timeout})
+// newProber opens the latency probe, bound to iface unless it is "", with
+// a message that says what failed when its sockets are not allowed.
+func newProber(targets []shape.Reflector, interval, timeout time.Duration, iface string) (*probe.Prober, error) {
+	p, err := probe.New(probe.Config{Reflectors: shape.ReflectorAddrs(targets), Probes: targets, Interval: interval, Timeout: timeout, Interface: iface})
 	if err != nil {
 		return nil, fmt.Errorf("opening the probes' sockets: %w", err)
 	}
 	return p, nil
+}
+
+// boundControl binds a load socket to iface before the load dialer's own
+// settings (then) are applied.
+func boundControl(iface string, then func(network, address string, c syscall.RawConn) error) func(network, address string, c syscall.RawConn) error {
+	bind := probe.BindControl(iface)
+	return func(network, address string, c syscall.RawConn) error {
+		if err := bind(network, address, c); err != nil {
+			return err
+		}
+		if then == nil {
+			return nil
+		}
+		return then(network, address, c)
+	}
 }
 
 // DescribeTargets lists latency targets for people, in their order:

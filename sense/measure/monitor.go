@@ -34,7 +34,7 @@ type Monitor struct {
 // wait for facts to name one; facts may be nil, and then the interface
 // never changes. Run hands over a MonitorLine every every.
 func NewMonitor(t Target, every time.Duration, facts linkfacts.Source) (*Monitor, error) {
-	p, err := newProber(t.Probes(), t.ProbeInterval, probe.DefaultTimeout)
+	p, err := newProber(t.Probes(), t.ProbeInterval, probe.DefaultTimeout, t.BoundInterface())
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,19 @@ type Target struct {
 	ProbeInterval time.Duration
 	// Note explains a fallback (printed on stderr).
 	Note string
+	// Bound: Interface does not carry the default route, so the probes
+	// and the load are bound to it (else they would cross the primary
+	// interface and measure another path under this link's name).
+	Bound bool
+}
+
+// BoundInterface is the interface the measurement's sockets are bound
+// to: Interface when Bound, else "" (they follow the routing table).
+func (t Target) BoundInterface() string {
+	if t.Bound {
+		return t.Interface
+	}
+	return ""
 }
 
 // Probes returns how the reflectors are probed first: auto reflectors

@@ -186,6 +186,11 @@ type Config struct {
 	Socket SocketMode
 	// Buffer is the capacity of the Samples channel (default 1024).
 	Buffer int
+	// Interface, when set, sends every probe out of this interface and
+	// takes replies only from it (SO_BINDTODEVICE on Linux, IP_BOUND_IF and
+	// IPV6_BOUND_IF on macOS), so that a link measures its own path
+	// instead of the default route's. "" follows the routing table.
+	Interface string
 	// Listen opens an ICMP socket; network is "udp4", "udp6", "ip4:icmp" or
 	// "ip6:ipv6-icmp". Default: icmp.ListenPacket. Tests replace it, e.g. to
 	// open the socket inside another network namespace.
@@ -235,7 +240,8 @@ type Stats struct {
 	ReadErrors int
 	// LastReply is when any reflector last answered (zero if none).
 	LastReply time.Time
-	// Sockets describes the open sockets, e.g. "udp4 (datagram)".
+	// Sockets describes the open sockets, e.g. "udp4 (datagram)" or
+	// "ip4:icmp (raw, via en0)".
 	Sockets []string
 }
 
@@ -365,7 +371,10 @@ func New(cfg Config) (*Prober, error) {
 	if cfg.Interval < time.Millisecond || cfg.Timeout < time.Millisecond || cfg.Buffer < 0 {
 		return nil, fmt.Errorf("probe: interval (%v), timeout (%v) and buffer (%d) must be positive", cfg.Interval, cfg.Timeout, cfg.Buffer)
 	}
-	if cfg.Listen == nil {
+	switch {
+	case cfg.Listen == nil && cfg.Interface != "":
+		cfg.Listen = listenOn(cfg.Interface)
+	case cfg.Listen == nil:
 		cfg.Listen = func(network, address string) (net.PacketConn, error) {
 			return icmp.ListenPacket(network, address)
 		}
@@ -521,6 +530,9 @@ func (p *Prober) Stats() Stats {
 			kind := "raw"
 			if k.dgrm {
 				kind = "datagram"
+			}
+			if dev := boundTo(k.pc); dev != "" {
+				kind += ", via " + dev
 			}
 			s.Sockets = append(s.Sockets, fmt.Sprintf("%s (%s)", k.network, kind))
 		}
@@ -896,7 +908,10 @@ func (p *Prober) open(v6 bool) (*sock, error) {
 // own requests). Where the system has no such filter (ICMP_FILTER is
 // Linux's; ICMP6_FILTER exists on both) matching still sorts them out.
 func filterReplies(pc net.PacketConn, v6 bool) {
-	c, ok := pc.(*icmp.PacketConn)
+	c, ok := pc.(interface {
+		IPv4PacketConn() *ipv4.PacketConn
+		IPv6PacketConn() *ipv6.PacketConn
+	})
 	if !ok {
 		return
 	}

@@ -4,6 +4,11 @@
 
 package probe
 
+import (
+	"fmt"
+	"net"
+)
+
 // Elsewhere only raw sockets are attempted.
 const (
 	datagramRewritesID  = false
@@ -13,3 +18,13 @@ const (
 )
 
 const datagramHint = "unprivileged ICMP sockets are not supported on this OS"
+
+// listenOn reports that probes cannot be bound to an interface here.
+func listenOn(ifname string) func(network, address string) (net.PacketConn, error) {
+	return func(string, string) (net.PacketConn, error) {
+		return nil, fmt.Errorf("binding probes to interface %s is not supported on this OS", ifname)
+	}
+}
+
+// boundTo names the interface a socket is bound to: never, here.
+func boundTo(net.PacketConn) string { return "" }

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBugreportHasEverythingAndLeaksNoMACOrSSID: the report holds the
+// version, the system, doctor, status, links and the plan, the policy
+// files, macake.toml and the log's last lines, and no MAC address or SSID
+// survives redaction: not in the policies, not in the log lines, not in
+// the commands' output.
+func TestBugreportHasEverythingAndLeaksNoMACOrSSID(t *testing.T) {
+	policy := strings.Replace(starlinkPolicy, "[shaper]", "ssid = \"Home Net 5G\"\n[shaper]", 1)
+	facts := `{"interfaces":[{"name":"en0","up":true,"default":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01","ssid":"Home Net 5G"}]}`
+	r := newRig(t, map[string]string{"starlink": policy, "cafe": strings.Replace(cablePolicy, "a4:91:b1:00:00:02", "00:1B:63:0A:0B:0C", 1)}, facts)
+	logFile := filepath.Join(t.TempDir(), "watch.log")
+	os.WriteFile(logFile, []byte(strings.Repeat("level=INFO msg=old\n", 300)+
+		`level=INFO msg="link changed" event=link_change interface=en0 from=cafe to=starlink reason="gateway 0:1b:63:a:b:c -> 74:24:9f:00:00:01, ssid Corner Cafe -> Home Net 5G"`+"\n"+
+		`level=INFO msg=reconciled event=apply result=applied`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(filepath.Dir(r.configDir), "macake.toml"), []byte("log_file = \""+logFile+"\"\n"), 0o644)
+	r.mustRun(exitOK, "apply")
+
+	out := filepath.Join(t.TempDir(), "report.txt")
+	stdout, _ := r.mustRun(exitOK, "bugreport", "--out", out, "--log-lines", "5")
+	mustContain(t, "bugreport's output", stdout, "Wrote "+out, "masked")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(b)
+	mustContain(t, "the report", report,
+		"===== version =====", "===== system =====",
+		"===== macake doctor --json (exit status", "===== macake status --json (exit status 0)",
+		"===== macake links --json (exit status 0)", "===== macake plan --show-commands --color never (exit status 0)",
+		"No changes.", "starlink.toml =====", "cafe.toml =====", "macake.toml =====",
+		"===== last log lines of "+logFile+" (5 lines) =====", `msg=reconciled`,
+		"gateway_mac = \"[MAC-1]\"", "ssid = \"[SSID-1]\"", `"profile_key": "starlink@[MAC-1]"`)
+	if lookup(bugreportSelftest) != nil {
+		mustContain(t, "the report", report, "===== macake selftest --json (exit status")
+	} else {
+		mustContain(t, "the report", report, "this build has no selftest command")
+	}
+	for _, leak := range []string{"74:24:9f", "00:1b:63", "00:1B:63", "0:1b:63", "Home Net", "Corner Cafe"} {
+		if strings.Contains(report, leak) {
+			i := strings.Index(report, leak)
+			t.Errorf("%q leaked into the report: …%s…", leak, report[max(0, i-200):min(len(report), i+100)])
+		}
+	}
+	// The café's gateway is one MAC however it is written.
+	mustContain(t, "the log line", report, "gateway [MAC-2] -> [MAC-1], ssid [SSID-2] -> [SSID-1]")
+	if strings.Count(report, "msg=old") > 3 {
+		t.Errorf("more log lines than --log-lines 5")
+	}
+
+	// --no-redact keeps them; - writes to stdout.
+	stdout, _ = r.mustRun(exitOK, "bugreport", "--out", "-", "--no-redact")
+	mustContain(t, "the unredacted report", stdout, "74:24:9f:00:00:01", "Home Net 5G", "Not redacted")
+}
+
+func TestBugreportUsage(t *testing.T) {
+	for _, args := range [][]string{{"bugreport", "extra"}, {"bugreport", "--log-lines", "-1"}} {
+		if code, _, stderr := runCLI(t, args...); code != exitUsage || stderr == "" {
+			t.Errorf("macake %v: exit %d, %q", args, code, stderr)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/netns"
+	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/sense/measure"
+)
+
+// TestNetnsMeasureAndInitEachLinkThroughItself: a client with two uplinks, wa
+// (20 Mbit/s down, 8 up) and wb (6 down, 2 up), each to its own router.
+// Both routers hold the same server address, so only the interface the
+// traffic leaves by decides which link is measured; the default route
+// prefers wa. `measure --link` of wb's policy measures wb's capacity (its
+// probes and its load bound to wb), not the default route's, and init
+// --interface wb --measure writes rates from wb's.
+func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
+	const server = "10.83.0.1"
+	lab := netns.New(t, "mbind")
+	client := lab.Namespace("c")
+	uplinks := []struct {
+		dev      string
+		down, up int64
+	}{{"wa", 20_000_000, 8_000_000}, {"wb", 6_000_000, 2_000_000}}
+	for i, u := range uplinks {
+		n := string(rune('1' + i))
+		r := lab.Namespace("r" + n)
+		lab.Link(client, u.dev, r, "wan")
+		client.AddAddr(u.dev, "10.83."+n+".2/24")
+		r.AddAddr("wan", "10.83."+n+".1/24")
+		r.AddAddr("lo", server+"/32")
+		client.IP("route", "add", "default", "via", "10.83."+n+".1", "dev", u.dev, "metric", "1"+n+"0")
+		r.Bottleneck("wan", u.down, u.down/8/10)
+		client.Bottleneck(u.dev, u.up, u.up/8/10)
+		ln, err := r.Listen(netns.CubicListenConfig(), "tcp", server+":8080")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: speedtest.Handler()}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}
+	// wb's replies arrive on wb although the best route back to the
+	// server is wa: strict reverse-path filtering would drop them.
+	for _, k := range []string{"all", "default", "wa", "wb"} {
+		client.Sysctl("net.ipv4.conf."+k+".rp_filter", "0")
+	}
+	dir := filepath.Join(t.TempDir(), "links.d")
+	os.Mkdir(dir, 0o755)
+	for name, dev := range map[string]string{"a": "wa", "b": "wb"} {
+		os.WriteFile(filepath.Join(dir, name+".toml"), []byte("[match]\ninterface = \""+dev+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"), 0o644)
+	}
+
+	for i, link := range []string{"a", "b"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		r := runCLIIn(t, ctx, client, "--config-dir", dir, "--state-dir", t.TempDir(), "measure", "--link", link, "--json", "--no-save",
+			"--server", "http://"+server+":8080", "--reflector", server, "--idle", "1s", "--duration", "4s")
+		cancel()
+		if r.Code != exitOK {
+			t.Fatalf("measure --link %s: exit %d\n%s\n%s", link, r.Code, r.Stdout, r.Stderr)
+		}
+		var rep measure.Report
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+			t.Fatalf("measure --link %s --json: %v\n%s", link, err, r.Stdout)
+		}
+		u := uplinks[i]
+		down, up := rep.Download.BitsPerSecond, rep.Upload.BitsPerSecond
+		t.Logf("measure --link %s (%s): %.1f Mbit/s down, %.1f up; stderr:\n%s", link, u.dev, float64(down)/1e6, float64(up)/1e6, r.Stderr)
+		// What TCP gets of an htb class: 75-100 % of its rate.
+		if rep.Interface != u.dev || down < u.down*3/4 || down > u.down || up < u.up*3/4 || up > u.up {
+			t.Errorf("measure --link %s: interface %s, %d bit/s down, %d up; want %s's %d and %d",
+				link, rep.Interface, down, up, u.dev, u.down, u.up)
+		}
+	}
+
+	// init --interface wb --measure writes 95 % of wb's capacity, not of
+	// the default route's.
+	fresh := filepath.Join(t.TempDir(), "links.d")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	r := runCLIIn(t, ctx, client, "--config-dir", fresh, "--state-dir", t.TempDir(), "init", "spare", "--interface", "wb", "--measure",
+		"--server", "http://"+server+":8080", "--reflector", server, "--idle", "1s", "--duration", "4s")
+	if r.Code != exitOK {
+		t.Fatalf("init --interface wb --measure: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	link, _, err := config.LoadFile(filepath.Join(fresh, "spare.toml"), config.LoadOptions{SkipOwnershipCheck: true})
+	if err != nil {
+		t.Fatalf("the written policy does not load: %v", err)
+	}
+	u := uplinks[1]
+	if down, up := link.Shaper.Download.Rate, link.Shaper.Upload.Rate; link.Match.Interface != "wb" ||
+		int64(down) < u.down*3/4*95/100 || int64(down) > u.down || int64(up) < u.up*3/4*95/100 || int64(up) > u.up {
+		t.Errorf("init --interface wb --measure wrote %s: %s down, %s up; want 95 %% of about %d and %d bit/s", link.Match.Interface, down, up, u.down, u.up)
+	}
+}

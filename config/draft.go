@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/macake/macake/shape"
+)
+
+// Draft is a first policy for a network, as `macake init` detects it:
+// what to match it by and the rates to start from. Render writes it as a
+// commented policy file whose every default comes from Defaults.
+type Draft struct {
+	// Name is the link's name (the file stem).
+	Name string
+	// Interface is the interface to shape; GatewayIP, GatewayMAC and SSID
+	// what is known of the network on it (zero when unknown).
+	Interface  string
+	GatewayIP  netip.Addr
+	GatewayMAC HardwareAddr
+	SSID       string
+	// Mode is the shaper mode; "" is the default.
+	Mode Mode
+	// Download and Upload are the base rates; 0 writes "auto" (95 % of
+	// what `macake measure` measures on this network).
+	Download, Upload Rate
+	// Measured, when set, says the rates came from a measurement of these
+	// capacities, made at When.
+	Measured *Measured
+	// Written is when the draft was made, for the file's first line.
+	Written time.Time
+}
+
+// Measured is a capacity measurement a draft's rates come from.
+type Measured struct {
+	Download, Upload Rate
+	When             time.Time
+}
+
+// AutoBase is the base rate "auto" stands for: AutoRateFraction (95 %)
+// of the measured capacity, within [MinRate, top] (MaxRate, or the
+// backend's limit when lower).
+func AutoBase(capacity, top Rate) Rate {
+	return max(MinRate, min(top, capacity*95/100))
+}
+
+// FromCapacity is the base rate a draft takes from a measured capacity:
+// AutoBase, rounded down to a rate a person reads at a glance (whole
+// Mbit/s from 10 Mbit/s, 100 kbit/s steps from 1 Mbit/s, whole kbit/s
+// below).
+func FromCapacity(capacity Rate) Rate {
+	r := AutoBase(capacity, MaxRate)
+	switch {
+	case r >= 10*Mbit:
+		return r / Mbit * Mbit
+	case r >= Mbit:
+		return r / (100 * Kbit) * (100 * Kbit)
+	}
+	return max(MinRate, r/Kbit*Kbit)
+}
+
+// NameFor suggests a link name for a network: its SSID, else the
+// interface, turned into a valid name ("My iPhone" -> "my-iphone"); "" when
+// neither gives one.
+func NameFor(ssid, iface string) string {
+	for _, s := range []string{ssid, iface} {
+		var b strings.Builder
+		for _, r := range strings.ToLower(s) {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+				b.WriteRune(r)
+			case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+				b.WriteByte('-')
+			}
+		}
+		name := strings.Trim(b.String(), "-_")
+		if len(name) > 32 {
+			name = strings.TrimRight(name[:32], "-_")
+		}
+		if linkNameRE.MatchString(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// Render writes the draft as a policy file: the detected match keys and
+// the rates set, every other key commented out with its default (from
+// Defaults) and what it does. What it writes parses back (Parse) to the
+// draft's policy; a draft that would not is an error.
+func (d Draft) Render() ([]byte, error) {
+	if !linkNameRE.MatchString(d.Name) {
+		return nil, fmt.Errorf("link name %q: want 1-32 of a-z, 0-9, _ and -, starting with a letter or digit", d.Name)
+	}
+	if err := CheckInterfaceName(d.Interface); err != nil {
+		return nil, fmt.Errorf("interface: %w", err)
+	}
+	mode := d.Mode
+	if mode == "" {
+		mode = Defaults.Shaper.Mode
+	}
+	def := Defaults
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	q := strconv.Quote
+
+	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. Every key is in docs/CONFIG.md; a commented key shows its default.",
+		d.Name, d.Written.Format(time.DateOnly), d.network())))
+	b.WriteString("\n")
+	w("description = %s\n\n", q(d.description()))
+
+	w("[match]\n")
+	w("interface   = %s\n", q(d.Interface))
+	if len(d.GatewayMAC) > 0 {
+		w("gateway_mac = %s    # the gateway's MAC: the stable key for this network\n", q(d.GatewayMAC.String()))
+	}
+	if d.SSID != "" {
+		w("ssid        = %s\n", q(d.SSID))
+	}
+	switch {
+	case d.GatewayIP.IsValid() && len(d.GatewayMAC) == 0:
+		w("gateway_ip  = %s    # no gateway MAC was found, so the IP tells this network apart\n", q(d.GatewayIP.String()))
+	case d.GatewayIP.IsValid():
+		w("# gateway_ip = %s  # DHCP may hand out another; the MAC above stays\n", q(d.GatewayIP.String()))
+	}
+	w("# priority  = %d              # higher wins when several policies match\n\n", def.Match.Priority)
+
+	w("[shaper]\n")
+	w("mode     = %s   # autorate | balanced | fixed | off\n", q(string(mode)))
+	if m := d.Measured; m != nil {
+		b.WriteString(commentLines(fmt.Sprintf("Measured on %s: %s down, %s up; the rates are 95 %% of that.",
+			m.When.Format(time.DateOnly), shape.FormatApprox(float64(m.Download)), shape.FormatApprox(float64(m.Upload)))))
+	}
+	note := "   # 95 % of what `macake measure` measures on this network"
+	rate := func(key string, r Rate) {
+		if r > 0 {
+			w("%-8s = %s\n", key, q(r.String()))
+			return
+		}
+		w("%-8s = \"auto\"%s\n", key, note)
+		note = ""
+	}
+	rate("download", d.Download)
+	rate("upload", d.Upload)
+	w("# queue    = %s   # the pipe's queue, resized with every rate change; or a size such as \"256KB\"\n", q(def.Shaper.Queue.String()))
+	w("# overhead = %d        # bytes of framing per packet (0-256), e.g. 18 for DOCSIS\n", def.Shaper.Overhead)
+	w("# mpu      = %d        # smallest packet on the wire, e.g. 64\n", def.Shaper.MPU)
+
+	if mode == ModeAutorate || mode == ModeBalanced {
+		a := def.Autorate
+		w("\n# [autorate]           # the controller; defaults follow cake-autorate\n")
+		if d.Download > 0 && d.Upload > 0 {
+			if lo, hi, err := d.bounds(shape.Download); err == nil {
+				w("# download = { min = %s, max = %s }   # derived from the base rate\n", q(lo.String()), q(hi.String()))
+			}
+			if lo, hi, err := d.bounds(shape.Upload); err == nil {
+				w("# upload   = { min = %s, max = %s }\n", q(lo.String()), q(hi.String()))
+			}
+		}
+		w("# reflectors = [%s, …]   # %d public resolvers by default\n", q(a.Reflectors[0].String()), len(a.Reflectors))
+		w("# active_reflectors = %d\n", a.ActiveReflectors)
+		w("# probe_interval  = %s\n", q(a.ProbeInterval.String()))
+		w("# delay_threshold = %s   # one-way delay above the baseline that counts as bufferbloat\n", q(a.DelayThreshold.String()))
+	}
+	if mode == ModeBalanced {
+		w("\n[balanced]\n")
+		w("# engage_after  = %s    # a standing queue this long engages the shaper\n", q(def.Balanced.EngageAfter.String()))
+		w("# release_after = %s   # clean latency this long releases it\n", q(def.Balanced.ReleaseAfter.String()))
+	}
+	out := []byte(b.String())
+	if _, _, err := Parse(d.Name+".toml", out, LoadOptions{}); err != nil {
+		return nil, fmt.Errorf("the drafted policy does not parse (a bug): %w", err)
+	}
+	return out, nil
+}
+
+// commentLines wraps text into TOML comment lines of at most 76 columns.
+func commentLines(text string) string {
+	var b strings.Builder
+	line := "#"
+	for _, word := range strings.Fields(text) {
+		if len(line)+1+len(word) > 76 && line != "#" {
+			b.WriteString(line + "\n")
+			line = "#"
+		}
+		line += " " + word
+	}
+	b.WriteString(line + "\n")
+	return b.String()
+}
+
+// bounds are the controller's floor and ceiling the draft's base rate
+// gives one direction when the policy sets none.
+func (d Draft) bounds(dir shape.Direction) (lo, hi Rate, err error) {
+	l := Link{Name: d.Name, Policy: defaultPolicy()}
+	l.Shaper.Mode = ModeAutorate
+	l.Shaper.Download.Rate, l.Shaper.Upload.Rate = d.Download, d.Upload
+	lo, _, hi, err = l.Rates(dir, 0, 0, 0)
+	return lo, hi, err
+}
+
+// network describes what was detected, for the file's header.
+func (d Draft) network() string {
+	parts := []string{d.Interface}
+	if gw := DescribeGateway(d.GatewayIP, d.GatewayMAC); gw != "" {
+		parts = append(parts, gw)
+	}
+	if d.SSID != "" {
+		parts = append(parts, "Wi-Fi "+strconv.Quote(d.SSID))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (d Draft) description() string {
+	if d.SSID != "" {
+		return fmt.Sprintf("%s on Wi-Fi %q", d.Interface, d.SSID)
+	}
+	if d.GatewayIP.IsValid() {
+		return fmt.Sprintf("%s via %s", d.Interface, d.GatewayIP)
+	}
+	return d.Interface
+}
+
+// ErrPolicyExists is returned by WriteNewPolicy when the file is there.
+var ErrPolicyExists = errors.New("policy file exists")
+
+// WriteNewPolicy writes text as dir/NAME.toml, creating dir (0755) when
+// missing, and never replaces a file that exists (ErrPolicyExists). The
+// file is 0644: policies are not secret, and only root may write them.
+// The new file must leave the directory valid: one that another policy
+// cannot be told apart from (the same network, the same priority) would
+// make every apply refuse, so it is removed again and that is the error.
+// Problems of other files are theirs, and do not stop it.
+func WriteNewPolicy(dir, name string, text []byte) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, name+".toml")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return path, fmt.Errorf("%s: %w; macake init never overwrites a policy (edit it, or name another link)", path, ErrPolicyExists)
+	}
+	if err != nil {
+		return path, err
+	}
+	if _, err := f.Write(text); err != nil {
+		f.Close()
+		os.Remove(path)
+		return path, fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return path, fmt.Errorf("writing %s: %w", path, err)
+	}
+	_, _, err = Load(dir, LoadOptions{SkipOwnershipCheck: true})
+	for _, p := range Problems(err) {
+		if p.File == path || strings.Contains(p.Message, path) {
+			os.Remove(path)
+			return path, fmt.Errorf("%w; nothing written", p)
+		}
+	}
+	return path, nil
+}
