@@ -65,7 +65,7 @@ func (w Warning) MarshalJSON() ([]byte, error) { return json.Marshal(w.Diagnosti
 
 // Diagnostic is the warning in the JSON form every document uses.
 func (w Warning) Diagnostic() diag.Diagnostic {
-	p := Problem{File: w.File, Line: w.Line, Col: w.Col, Message: w.Message}
+	p := Problem(w)
 	return p.Diagnostic()
 }
 

@@ -3,13 +3,8 @@
 package e2e
 
 import (
-	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -17,12 +12,8 @@ import (
 var (
 	phaseLength = flag.Duration("e2e.phase", 15*time.Second, "loaded length of each phase (the trace is cut or squeezed to it)")
 	traceNames  = flag.String("e2e.traces", "steps", "comma-separated scenarios (testdata/traces names, lte, or a path under the shared traces); NAME:upN adds N upload flows to that run")
-	reportFile  = flag.String("e2e.report", "", "append the Markdown tables to this file")
-	jsonFile    = flag.String("e2e.json", "", "append every phase's measures to this file, one JSON object a line (what the calibration table reads)")
 	idleLength  = flag.Duration("e2e.idle", 3*time.Second, "idle window of each phase (the controller's warm-up)")
 	upFlows     = flag.Int("e2e.up", 0, "upload flows besides the 4 download flows (every run without :upN)")
-	seriesDir   = flag.String("e2e.series", "", "write every phase's probe round trips (SCENARIO-ARM.csv) and watch's debug log (SCENARIO-ARM.log) to this directory")
-	withFixed   = flag.Bool("e2e.fixed", false, "add a fixed-rate macake apply at 90 % of the trace's mean after the drift-controlled phases")
 )
 
 // afterTests run once every test is done.
@@ -35,43 +26,4 @@ func TestMain(m *testing.M) {
 		f()
 	}
 	os.Exit(code)
-}
-
-// writeSeries writes a phase's probe series to dir/NAME.csv: seconds since
-// the load started, and the round trip in ms (empty when lost).
-func writeSeries(t *testing.T, dir, name string, p Phase) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("seconds,rtt_ms\n")
-	for i, at := range p.SeriesAt {
-		rtt := ""
-		if r := p.SeriesRTT[i]; r > 0 {
-			rtt = strconv.FormatFloat(float64(r)/float64(time.Millisecond), 'f', 3, 64)
-		}
-		fmt.Fprintf(&b, "%.3f,%s\n", at.Seconds(), rtt)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".csv"), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// seriesName is the file name of a scenario's arm in -e2e.series.
-func seriesName(scenario, arm string) string {
-	return strings.NewReplacer(":", "-", "/", "-").Replace(scenario) + "-" + arm
-}
-
-// appendMeasures adds measures to path, one JSON object a line.
-func appendMeasures(t *testing.T, path string, measures []Measure) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	enc := json.NewEncoder(f)
-	for _, m := range measures {
-		if err := enc.Encode(m); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

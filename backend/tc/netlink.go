@@ -19,6 +19,8 @@ import (
 
 // errNoDevice is matched by a netlink write to an interface that does not
 // exist (IsNotFound); its text is tc's.
+//
+//lint:ignore ST1005 the text is tc's own, capital and all, so messages read alike either way
 var errNoDevice = errors.New("Cannot find device")
 
 // htbClassParams are the fields of struct tc_htb_opt (and the 64-bit
@@ -40,10 +42,6 @@ type htbClassParams struct {
 	CellLog   uint8
 	CellAlign uint16
 }
-
-// linklayerEthernet is TC_LINKLAYER_ETHERNET: tc's default, which makes
-// the kernel compute transmit times itself (no rate table needed).
-const linklayerEthernet = 1
 
 // htbParamsFor returns the class parameters of s for a kernel whose
 // scheduler clock runs tickInUsec ticks per microsecond.

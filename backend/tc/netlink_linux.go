@@ -243,3 +243,7 @@ func (n *Netlink) ifindex(dev string) (uint32, error) {
 	n.index[dev] = i
 	return i, nil
 }
+
+// linklayerEthernet is TC_LINKLAYER_ETHERNET: tc's default, which makes
+// the kernel compute transmit times itself (no rate table needed).
+const linklayerEthernet = 1

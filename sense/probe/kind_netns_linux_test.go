@@ -13,14 +13,6 @@ import (
 	"github.com/macake/macake/shape"
 )
 
-// Ports on the testbed's server: 443 listens (SYN-ACK), 444 does not
-// (RST), 7 echoes UDP.
-const (
-	openPort   = 443
-	closedPort = 444
-	echoPort   = 7
-)
-
 // serveKinds starts the server side of the TCP and UDP probes on both of
 // the server's addresses.
 func (tb *testbed) serveKinds(t *testing.T) {
