@@ -29,7 +29,9 @@ func FuzzAnswer(f *testing.F) {
 	} {
 		f.Add([]byte(req))
 	}
-	h := Handler{Status: func(context.Context, Query) Status { return Status{FormatVersion: FormatVersion, Daemon: Daemon{Running: true, PID: 42}} }}
+	h := Handler{Status: func(context.Context, Query) Status {
+		return Status{FormatVersion: FormatVersion, Daemon: Daemon{Running: true, PID: 42}}
+	}}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		server, client := net.Pipe()
 		done := make(chan error, 1)
