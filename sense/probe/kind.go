@@ -418,10 +418,11 @@ var errClosed = errors.New("probe: sender closed")
 
 // readEach reads packets from pc until it is closed, handing each, with
 // the time it arrived, to handle (which must not keep b). A read error
-// other than the close (on some systems an ICMP error queued on the
-// socket) cannot be attributed to a probe, which then times out; after a
-// few in a row it backs off, so that a broken socket cannot spin.
-func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.Time)) {
+// other than the close (a ping socket's queued ICMP error, EHOSTUNREACH
+// and the like) cannot be attributed to a probe, which then times out:
+// readEach tells failed (when not nil), stops if it says so, and after a
+// few failures in a row backs off, so that a broken socket cannot spin.
+func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.Time), failed func() (stop bool)) {
 	buf := make([]byte, 1500)
 	failures := 0
 	for {
@@ -429,6 +430,9 @@ func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.T
 		now := time.Now()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if failed != nil && failed() {
 				return
 			}
 			failures++

@@ -956,37 +956,18 @@ func (p *Prober) startReader(s *sock) {
 	}()
 }
 
+// readLoop reads one ICMP socket's replies until it is closed (readEach)
+// and matches each; failed reads are counted, and end the loop once the
+// prober is closed.
 func (p *Prober) readLoop(s *sock) {
-	buf := make([]byte, 1500)
-	failures := 0
-	for {
-		n, from, err := s.pc.ReadFrom(buf)
-		now := time.Now()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			p.mu.Lock()
-			p.readErrs++
-			closed := p.closed
-			p.mu.Unlock()
-			if closed {
-				return
-			}
-			// A ping socket reports a queued ICMP error as a read error
-			// (EHOSTUNREACH, ...); it cannot be attributed to a probe,
-			// and the probe will time out. Back off if reads keep
-			// failing so a broken socket cannot spin.
-			failures++
-			if failures > 3 {
-				time.Sleep(min(time.Duration(failures)*10*time.Millisecond, time.Second))
-			}
-			continue
-		}
-		failures = 0
-		src := addrOf(from)
-		p.handle(s, src, parseReply(s.v6, buf[:n]), now)
-	}
+	readEach(s.pc, func(b []byte, from net.Addr, now time.Time) {
+		p.handle(s, addrOf(from), parseReply(s.v6, b), now)
+	}, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.readErrs++
+		return p.closed
+	})
 }
 
 func addrOf(a net.Addr) netip.Addr {

@@ -222,7 +222,7 @@ func (s *rawTCPSender) read() {
 		}
 		a, _ := netip.AddrFromSlice(ia.IP)
 		s.tr.match(seg.ack-1-s.secret, netip.AddrPortFrom(a.Unmap(), seg.sport), now)
-	})
+	}, nil)
 }
 
 func (s *rawTCPSender) closeSockets() {

@@ -79,7 +79,7 @@ func (s *udpSender) read() {
 			return
 		}
 		s.tr.match(seq, ap, now)
-	})
+	}, nil)
 }
 
 func (s *udpSender) close() {
