@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/macake/macake/shape"
@@ -33,7 +34,8 @@ type sender interface {
 	// close stops the sender and waits for its goroutines; outcomes of
 	// probes in flight are dropped.
 	close()
-	// describe says what the sender is, e.g. "tcp4 (raw SYN)".
+	// describe says what the sender is, e.g. "tcp4 (raw SYN)" or
+	// "udp6 (echo, via en0)".
 	describe() string
 }
 
@@ -229,6 +231,27 @@ func methodOf(k shape.ProbeKind) Method {
 		return MethodUDP
 	}
 	return MethodEcho
+}
+
+// bindControl is the Control function of the sockets of the TCP and UDP
+// probes: each is bound to Config.Interface (BindControl, as the ICMP
+// sockets are), so that its probes leave through the link they measure
+// and only that link's answers reach it; nil when the probes follow the
+// routing table.
+func bindControl(cfg Config) func(network, address string, c syscall.RawConn) error {
+	if cfg.Interface == "" {
+		return nil
+	}
+	return BindControl(cfg.Interface)
+}
+
+// via is how Stats.Sockets says that a socket is bound: ", via IF", or
+// nothing for one that follows the routing table.
+func via(iface string) string {
+	if iface == "" {
+		return ""
+	}
+	return ", via " + iface
 }
 
 // inNetwork runs fn, which opens a socket, where Config.InNetwork says.

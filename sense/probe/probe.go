@@ -189,7 +189,9 @@ type Config struct {
 	// Interface, when set, sends every probe out of this interface and
 	// takes replies only from it (SO_BINDTODEVICE on Linux, IP_BOUND_IF and
 	// IPV6_BOUND_IF on macOS), so that a link measures its own path
-	// instead of the default route's. "" follows the routing table.
+	// instead of the default route's: the ICMP sockets (unless Listen
+	// opens them), the TCP probes' raw socket or each connect()'s socket,
+	// and the UDP probes' socket. "" follows the routing table.
 	Interface string
 	// Listen opens an ICMP socket; network is "udp4", "udp6", "ip4:icmp" or
 	// "ip6:ipv6-icmp". Default: icmp.ListenPacket. Tests replace it, e.g. to
@@ -531,9 +533,7 @@ func (p *Prober) Stats() Stats {
 			if k.dgrm {
 				kind = "datagram"
 			}
-			if dev := boundTo(k.pc); dev != "" {
-				kind += ", via " + dev
-			}
+			kind += via(boundTo(k.pc))
 			s.Sockets = append(s.Sockets, fmt.Sprintf("%s (%s)", k.network, kind))
 		}
 	}
