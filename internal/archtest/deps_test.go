@@ -3,8 +3,12 @@
 package archtest
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,5 +47,57 @@ func TestTheBinaryLinksNoHeavyPackage(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestNoRegexpCompiledAtStart: no package macake links compiles a regexp
+// in a package variable, which would run at every start of every command
+// (lazyregexp compiles at first use instead).
+func TestNoRegexpCompiledAtStart(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("skipping: no go tool on PATH")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.Dir}}{{range .GoFiles}} {{.}}{{end}}`, "github.com/macake/macake/cmd/macake").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasPrefix(f[0], root+string(filepath.Separator)) {
+			continue // not macake's own
+		}
+		for _, name := range f[1:] {
+			checked++
+			path := filepath.Join(f[0], name)
+			file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range file.Decls {
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || g.Tok != token.VAR {
+					continue
+				}
+				ast.Inspect(g, func(n ast.Node) bool {
+					sel, ok := n.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					if x, isIdent := sel.X.(*ast.Ident); isIdent && x.Name == "regexp" && strings.Contains(sel.Sel.Name, "Compile") {
+						rel, _ := filepath.Rel(root, path)
+						t.Errorf("%s: a package variable calls regexp.%s at start-up; use lazyregexp.New", rel, sel.Sel.Name)
+					}
+					return true
+				})
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d files checked: the check sees nothing", checked)
 	}
 }
