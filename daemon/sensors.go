@@ -86,6 +86,12 @@ func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 	return controller.LoadSample{At: ls.At, RxBytes: k.RxBytes, TxBytes: k.TxBytes, RxPackets: k.RxPackets, TxPackets: k.TxPackets}, true
 }
 
+// sampleBuffer is the capacity of a prober's samples channel in the
+// daemon: the link's goroutine reads it as samples come, a round's replies
+// at most a few dozen at once, so the prober's default (1024 samples,
+// 130 KB a link, for consumers that may fall behind) would only be heap.
+const sampleBuffer = 64
+
 // SystemSensors are the real sensors: the prober (sense/probe) and the
 // interface byte counters (sense/ifstat).
 type SystemSensors struct {
@@ -99,7 +105,7 @@ type SystemSensors struct {
 // Probe implements Sensors with a probe.Prober bound to the link's
 // interface; its sockets open with the first reflectors.
 func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
-	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface})
+	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface, Buffer: sampleBuffer})
 	if err != nil {
 		return nil, err
 	}
@@ -108,5 +114,7 @@ func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
 
 // Counters implements Sensors with an ifstat.Sampler.
 func (s SystemSensors) Counters(iface string, interval time.Duration) (Counters, error) {
-	return ifstat.NewSampler(ifstat.Config{Reader: s.Reader, Interface: iface, Interval: interval}), nil
+	// The daemon calls Read itself and never Run, so the samples channel
+	// is never used: the smallest there is.
+	return ifstat.NewSampler(ifstat.Config{Reader: s.Reader, Interface: iface, Interval: interval, Buffer: 1}), nil
 }
