@@ -24,6 +24,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/reconcile"
@@ -62,6 +63,10 @@ type fakeNet struct {
 	// staleReads are counter readings stamped with a time other than
 	// when they were taken, by how much.
 	staleReads []time.Duration
+	// reads are when the counters were read; grids the grids the
+	// probers were given.
+	reads []time.Time
+	grids []tickgrid.Grid
 }
 
 func (n *fakeNet) set(f func(n *fakeNet)) {
@@ -75,6 +80,7 @@ func (n *fakeNet) Probe(spec ProbeSpec) (Probe, error) {
 	p := &fakeProbe{net: n, link: spec.Link, iface: spec.Interface, interval: spec.Interval, probes: spec.Probes, out: make(chan probe.Sample, 64)}
 	n.mu.Lock()
 	n.probes = append(n.probes, p)
+	n.grids = append(n.grids, spec.Grid)
 	n.mu.Unlock()
 	return p, nil
 }
@@ -166,6 +172,7 @@ func (c *fakeCounters) Read(now time.Time) ifstat.LoadSample {
 	if d := time.Since(now); d != 0 {
 		c.net.staleReads = append(c.net.staleReads, d)
 	}
+	c.net.reads = append(c.net.reads, now)
 	if c.net.busy && c.net.rate != nil && !c.last.IsZero() {
 		elapsed := int64(now.Sub(c.last))
 		down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
@@ -509,6 +516,40 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 		defer r.net.mu.Unlock()
 		if n := len(r.net.staleReads); n > 0 {
 			t.Errorf("%d counter readings stamped with another time than when taken (first off by %v)", n, r.net.staleReads[0])
+		}
+	})
+}
+
+// TestWatchLinkTimersShareOneGrid: the counter reads after the first,
+// the history's steps and the prober's rounds are all on the daemon's
+// grid, so that those whose periods meet cost one wake-up: each history
+// step is at a counter read's instant.
+func TestWatchLinkTimersShareOneGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		r.net.mu.Lock()
+		reads, grids := slices.Clone(r.net.reads), slices.Clone(r.net.grids)
+		r.net.mu.Unlock()
+		if len(reads) < 20 || len(grids) != 1 || grids[0] != r.d.grid {
+			t.Fatalf("%d counter reads, probers given grids %v; want about 25 and the daemon's grid", len(reads), grids)
+		}
+		at := map[time.Time]bool{}
+		for _, read := range reads[1:] {
+			if next := r.d.grid.Next(read.Add(-time.Nanosecond), 200*time.Millisecond); !next.Equal(read) {
+				t.Errorf("counter read at %v, off the 200 ms grid (its instant: %v)", read, next)
+			}
+			at[read] = true
+		}
+		h := r.d.hist.get("home", time.Time{})
+		if len(h) < 3 {
+			t.Fatalf("%d history samples in 5 s", len(h))
+		}
+		for _, s := range h {
+			if !at[s.At] {
+				t.Errorf("history step at %v, when no counter was read", s.At)
+			}
 		}
 	})
 }

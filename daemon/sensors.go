@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
@@ -41,6 +42,9 @@ type ProbeSpec struct {
 	// Probes says how each of the link's reflectors is probed
 	// (reconcile.Probes); an address not in it is probed with ICMP.
 	Probes []shape.Reflector
+	// Grid is the daemon's timer grid: rounds after the first fire on
+	// it, with the link's counter reads (probe.Config.Grid).
+	Grid tickgrid.Grid
 }
 
 // Probe measures the delay to a set of reflectors; *probe.Prober is one.
@@ -105,7 +109,7 @@ type SystemSensors struct {
 // Probe implements Sensors with a probe.Prober bound to the link's
 // interface; its sockets open with the first reflectors.
 func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
-	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface, Buffer: sampleBuffer})
+	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface, Buffer: sampleBuffer, Grid: spec.Grid})
 	if err != nil {
 		return nil, err
 	}
