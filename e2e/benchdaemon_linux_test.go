@@ -317,8 +317,9 @@ func timeSaves(t *testing.T, m *Macake, tb *Testbed, tr Trace, n int) []time.Dur
 
 // TestWatchStartsNoProcessPerRateChange: under load the controller
 // changes rates several times a second, and the daemon starts no process
-// for them: every tc or ip it runs (counted by a logging wrapper) is one
-// of the drift check's reads.
+// at all, drift checks included: every tc or ip it runs is counted by a
+// logging wrapper, and rate changes and readings of the live state go over
+// netlink.
 func TestWatchStartsNoProcessPerRateChange(t *testing.T) {
 	tr := Trace{Name: "constant", Steps: []Step{{Download: 50_000_000, Upload: 10_000_000}}, Length: time.Hour}
 	tb := NewTestbed(t, "mknp", tr)
@@ -329,6 +330,8 @@ func TestWatchStartsNoProcessPerRateChange(t *testing.T) {
 	m.Env = append(m.Env, "MACAKE_TC="+log.wrap(t, dir, "tc"), "MACAKE_IP="+log.wrap(t, dir, "ip"))
 	m.SetPolicy(t, "np", AutoratePolicy(tr, config.LawMacake))
 	w := newWatchShaper(m, tb)
+	// Three drift checks in the window below, not one every 30 s.
+	w.Args = []string{"--drift-interval", "5s"}
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -351,13 +354,9 @@ func TestWatchStartsNoProcessPerRateChange(t *testing.T) {
 	if changes == 0 {
 		t.Fatalf("no rate cut logged under load: the test proves nothing\n%s", out)
 	}
-	if all != reads {
+	if all != 0 {
 		f, _ := os.ReadFile(string(log))
-		t.Fatalf("under load the daemon started %d processes, %d of them not reads:\n%s", all, all-reads, f)
+		t.Fatalf("under load the daemon started %d processes (%d of them reads):\n%s", all, reads, f)
 	}
-	// One drift check (30 s) reads with a few processes; 15 s hold at most one.
-	if all > 12 {
-		t.Errorf("%d reads in 15 s: more than one drift check", all)
-	}
-	t.Logf("%d rate cuts logged; %d processes in 15 s under load, all reads", changes, all)
+	t.Logf("%d rate cuts logged; no process started in 15 s under load", changes)
 }
