@@ -112,3 +112,47 @@ func TestFormatU32HandleAsTC(t *testing.T) {
 		}
 	}
 }
+
+// A link message decodes to what `ip -d -j link show` says: name, index,
+// UP, and the kind of its link info.
+func TestDecodeLink(t *testing.T) {
+	hdr := make([]byte, sizeofIfinfomsg)
+	binary.NativeEndian.PutUint32(hdr[4:], 7)
+	binary.NativeEndian.PutUint32(hdr[8:], iffUp|0x1000)
+	ae := netlink.NewAttributeEncoder()
+	ae.String(iflaIfname, "ifb-macake3")
+	ae.Nested(iflaLinkinfo, func(nae *netlink.AttributeEncoder) error {
+		nae.String(iflaInfoKind, "ifb")
+		return nil
+	})
+	attrs, err := ae.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := decodeLink(append(hdr, attrs...))
+	if want := (Device{Name: "ifb-macake3", Index: 7, Kind: "ifb", Up: true}); err != nil || d != want {
+		t.Errorf("decodeLink = %+v, %v; want %+v", d, err, want)
+	}
+}
+
+// An htb class decodes with its exact rates (above 2^32−1 bytes/s from
+// the 64-bit attributes), overhead, mpu, quantum and leaf.
+func TestDecodeClass(t *testing.T) {
+	opt := make([]byte, 40) // struct tc_htb_opt
+	ne := binary.NativeEndian
+	ne.PutUint16(opt[2:], 18)         // rate.overhead
+	ne.PutUint16(opt[6:], 64)         // rate.mpu
+	ne.PutUint32(opt[8:], 0xffffffff) // rate.rate: see RATE64
+	ne.PutUint32(opt[20:], 3_765_432) // ceil.rate
+	ne.PutUint32(opt[32:], 1514)      // quantum
+	msg := tcMessage(t, ClassHandle, RootHandle, LeafHandle, "htb", func(ae *netlink.AttributeEncoder) {
+		ae.Bytes(tcaHTBParms, opt)
+		ae.Uint64(tcaHTBRate64, 5_000_000_000)
+	})
+	c, err := decodeClass(msg)
+	want := Class{Kind: "htb", Handle: ClassHandle, Parent: RootHandle, Leaf: LeafHandle, RateBits: 40_000_000_000,
+		CeilBits: 30_123_456, Exact: true, Overhead: 18, MPU: 64, Quantum: 1514}
+	if err != nil || c != want {
+		t.Errorf("decodeClass = %+v, %v\nwant %+v", c, err, want)
+	}
+}
