@@ -96,7 +96,7 @@ calibrate:
 ## CUBIC flows: CPU of the whole process tree and of the daemon, context
 ## switches, RSS, processes started (every tc and ip through a logging
 ## wrapper) and policy-save-to-live latency, beside a bare 20 Hz Go ticker
-## measured in the same windows, and the same watch with a tc process per
+## (a program of its own, GOMAXPROCS=1) measured in the same windows, and the same watch with a tc process per
 ## rate change (MACAKE_NETLINK=off). docs/MEASUREMENTS.md quotes it.
 BENCH_WINDOW ?= 30s
 BENCH_SAVES  ?= 10

@@ -4,9 +4,10 @@ package bugreport
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // Redactor masks what identifies a person's networks in a report: MAC
@@ -54,24 +55,24 @@ func (r *Redactor) learn(ssid string) {
 // by colons or dashes (macOS's arp prints "0:1b:..." without leading
 // zeros). isMAC then rejects runs that are part of something longer, an
 // IPv6 address above all.
-var macRE = regexp.MustCompile(`(?i)[0-9a-f]{1,2}([:-])[0-9a-f]{1,2}(?:[:-][0-9a-f]{1,2}){4}`)
+var macRE = lazyregexp.New(`(?i)[0-9a-f]{1,2}([:-])[0-9a-f]{1,2}(?:[:-][0-9a-f]{1,2}){4}`)
 
 // ssidValueREs find an SSID where macake's outputs put one, each with
 // the value as its second group: the policy key and the JSON field
 // (ssid = "X", "ssid": "X"), the log's ssid="X" and ssid=X, and the prose
 // SSID "X" and Wi-Fi "X", also inside a JSON string (SSID \"X\"). Bare
 // words after "ssid" are not taken: prose says "the ssid matches".
-var ssidValueREs = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)("?\bssid"?\s*[:=]\s*)"((?:[^"\\]|\\.)*)"`),
-	regexp.MustCompile(`(?i)(\bssid=)([^\s",}\]\\]+)`),
-	regexp.MustCompile(`(?i)(\b(?:ssid|wi-fi)\s+)"((?:[^"\\]|\\.)*)"`),
-	regexp.MustCompile(`(?i)(\b(?:ssid|wi-fi)\s+)\\"((?:[^"\\]|\\[^"])*)\\"`),
+var ssidValueREs = []*lazyregexp.Regexp{
+	lazyregexp.New(`(?i)("?\bssid"?\s*[:=]\s*)"((?:[^"\\]|\\.)*)"`),
+	lazyregexp.New(`(?i)(\bssid=)([^\s",}\]\\]+)`),
+	lazyregexp.New(`(?i)(\b(?:ssid|wi-fi)\s+)"((?:[^"\\]|\\.)*)"`),
+	lazyregexp.New(`(?i)(\b(?:ssid|wi-fi)\s+)\\"((?:[^"\\]|\\[^"])*)\\"`),
 }
 
 // ssidChangeRE finds the log's account of a network change, "ssid A ->
 // B", whose names are unquoted and may hold spaces; they end at a comma,
 // a quote or the line's end.
-var ssidChangeRE = regexp.MustCompile(`(?i)\bssid ([^,"\n]*?) -> ([^,"\n]*)`)
+var ssidChangeRE = lazyregexp.New(`(?i)\bssid ([^,"\n]*?) -> ([^,"\n]*)`)
 
 // Redact returns text with every MAC address and SSID masked.
 func (r *Redactor) Redact(text string) string {

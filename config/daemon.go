@@ -10,9 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // DaemonFile is where the optional daemon settings live.
@@ -81,7 +82,7 @@ func (f *LogFormat) UnmarshalText(b []byte) error {
 // that includes them would make macake treat NLC's pipes as its own.
 var nlcPipes = PipeRange{First: 40269, Last: 40270}
 
-var anchorRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
+var anchorRE = lazyregexp.New(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
 
 // LoadDaemon reads the daemon settings at path. A missing file gives
 // DaemonDefaults and no error. Problems are reported like Load's, and the

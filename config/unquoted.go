@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // unquotedValue is a line like `download = 100mbit`: a value with a unit,
@@ -29,10 +30,10 @@ var (
 	keyPart = `[A-Za-z0-9_-]+(?:[ \t]*\.[ \t]*[A-Za-z0-9_-]+)*`
 	// unquotedRE matches `key = <number><letters>`, with an optional
 	// space before the unit ("1.5 Mbit/s") and an optional comment.
-	unquotedRE = regexp.MustCompile(`^[ \t]*(` + keyPart + `)[ \t]*=[ \t]*([0-9][0-9._]*[ \t]*[A-Za-z][A-Za-z/]*)[ \t]*(?:#.*)?$`)
+	unquotedRE = lazyregexp.New(`^[ \t]*(` + keyPart + `)[ \t]*=[ \t]*([0-9][0-9._]*[ \t]*[A-Za-z][A-Za-z/]*)[ \t]*(?:#.*)?$`)
 	// tomlIntegerRE matches the integers TOML itself writes with letters.
-	tomlIntegerRE = regexp.MustCompile(`^0(?:x[0-9A-Fa-f_]+|o[0-7_]+|b[01_]+)$`)
-	tableRE       = regexp.MustCompile(`^[ \t]*\[\[?[ \t]*(` + keyPart + `)[ \t]*\]\]?[ \t]*(?:#.*)?$`)
+	tomlIntegerRE = lazyregexp.New(`^0(?:x[0-9A-Fa-f_]+|o[0-7_]+|b[01_]+)$`)
+	tableRE       = lazyregexp.New(`^[ \t]*\[\[?[ \t]*(` + keyPart + `)[ \t]*\]\]?[ \t]*(?:#.*)?$`)
 )
 
 // splitKey splits a dotted bare key as written into its parts.

@@ -6,15 +6,15 @@ import (
 	"cmp"
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/shape"
 )
 
-var linkNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+var linkNameRE = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
 // Limits of the values a policy may hold, with the reasons in the messages
 // that use them.

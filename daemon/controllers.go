@@ -112,7 +112,7 @@ func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) 
 	if d.cfg.Sensors == nil {
 		notes = append(notes, d.cfg.SensorsNote)
 	} else {
-		if r.probe, err = d.cfg.Sensors.Probe(ProbeSpec{Link: r.name, Interface: r.iface, Interval: cfg.PingInterval, Probes: r.probes}); err != nil {
+		if r.probe, err = d.cfg.Sensors.Probe(ProbeSpec{Link: r.name, Interface: r.iface, Interval: cfg.PingInterval, Probes: r.probes, Grid: d.grid}); err != nil {
 			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
 			r.probe = nil
 		}

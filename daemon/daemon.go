@@ -33,6 +33,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/reconcile"
@@ -132,6 +133,11 @@ type Daemon struct {
 	// their own locks: the shapers' counters, the links' recent samples.
 	stats shaperStats
 	hist  histories
+
+	// grid is where every periodic timer of the daemon's links fires
+	// (counter reads, probe rounds, controller ticks, history), so that
+	// timers whose periods meet cost one wake-up.
+	grid tickgrid.Grid
 }
 
 // network is the link facts as the loop last received them.
@@ -167,6 +173,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8),
 		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
+		grid: tickgrid.New(time.Now()),
 	}
 	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
 	d.ctls = newControllers(d)

@@ -24,6 +24,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/reconcile"
@@ -62,6 +63,10 @@ type fakeNet struct {
 	// staleReads are counter readings stamped with a time other than
 	// when they were taken, by how much.
 	staleReads []time.Duration
+	// reads are when the counters were read; grids the grids the
+	// probers were given.
+	reads []time.Time
+	grids []tickgrid.Grid
 }
 
 func (n *fakeNet) set(f func(n *fakeNet)) {
@@ -75,6 +80,7 @@ func (n *fakeNet) Probe(spec ProbeSpec) (Probe, error) {
 	p := &fakeProbe{net: n, link: spec.Link, iface: spec.Interface, interval: spec.Interval, probes: spec.Probes, out: make(chan probe.Sample, 64)}
 	n.mu.Lock()
 	n.probes = append(n.probes, p)
+	n.grids = append(n.grids, spec.Grid)
 	n.mu.Unlock()
 	return p, nil
 }
@@ -166,6 +172,7 @@ func (c *fakeCounters) Read(now time.Time) ifstat.LoadSample {
 	if d := time.Since(now); d != 0 {
 		c.net.staleReads = append(c.net.staleReads, d)
 	}
+	c.net.reads = append(c.net.reads, now)
 	if c.net.busy && c.net.rate != nil && !c.last.IsZero() {
 		elapsed := int64(now.Sub(c.last))
 		down := min(c.net.rate(shape.Download), c.net.capacity[shape.Download])
@@ -509,6 +516,40 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 		defer r.net.mu.Unlock()
 		if n := len(r.net.staleReads); n > 0 {
 			t.Errorf("%d counter readings stamped with another time than when taken (first off by %v)", n, r.net.staleReads[0])
+		}
+	})
+}
+
+// TestWatchLinkTimersShareOneGrid: the counter reads after the first,
+// the history's steps and the prober's rounds are all on the daemon's
+// grid, so that those whose periods meet cost one wake-up: each history
+// step is at a counter read's instant.
+func TestWatchLinkTimersShareOneGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		r.net.mu.Lock()
+		reads, grids := slices.Clone(r.net.reads), slices.Clone(r.net.grids)
+		r.net.mu.Unlock()
+		if len(reads) < 20 || len(grids) != 1 || grids[0] != r.d.grid {
+			t.Fatalf("%d counter reads, probers given grids %v; want about 25 and the daemon's grid", len(reads), grids)
+		}
+		at := map[time.Time]bool{}
+		for _, read := range reads[1:] {
+			if next := r.d.grid.Next(read.Add(-time.Nanosecond), 200*time.Millisecond); !next.Equal(read) {
+				t.Errorf("counter read at %v, off the 200 ms grid (its instant: %v)", read, next)
+			}
+			at[read] = true
+		}
+		h := r.d.hist.get("home", time.Time{})
+		if len(h) < 3 {
+			t.Fatalf("%d history samples in 5 s", len(h))
+		}
+		for _, s := range h {
+			if !at[s.At] {
+				t.Errorf("history step at %v, when no counter was read", s.At)
+			}
 		}
 	})
 }
@@ -1119,48 +1160,75 @@ func TestWatchProbesAutoReflectorsAsMeasured(t *testing.T) {
 	})
 }
 
-// TestWatchRepairsSoonAfterAFailedRateChange: a rate change that fails
-// (the pipe update errs) puts the live state in doubt; a pass reads it
-// and repairs within seconds, not at the next drift tick, and the pipe
-// ends at the controller's rate.
+// TestWatchRepairsSoonAfterAFailedRateChange: a rate change whose dnctl
+// fails, hangs (until the command timeout) or dies after doing its work
+// puts the live state in doubt; a pass reads it and repairs within
+// seconds, not at the next drift tick, the pipe ends at the controller's
+// rate, and the error is logged once, with its cause.
 func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		if err := r.emu.AddFault(pfdntest.Fault{Match: `^dnctl pipe 48002 config`, Nth: 1, Kind: pfdntest.Fail, ExitCode: 65, Stderr: "dnctl: injected\n"}); err != nil {
-			t.Fatal(err)
-		}
-		r.emu.ResetCalls()
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
+	for _, c := range []struct {
+		name  string
+		fault pfdntest.Fault
+		cause string
+	}{
+		{"fails", pfdntest.Fault{Kind: pfdntest.Fail, ExitCode: 65, Stderr: "dnctl: injected\n"}, "dnctl: injected"},
+		{"hangs", pfdntest.Fault{Kind: pfdntest.Hang}, "timed out"},
+		{"dies", pfdntest.Fault{Kind: pfdntest.Kill}, "killed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				fault := c.fault
+				fault.Match, fault.Nth = `^dnctl pipe 48002 config`, 2
+				if err := r.emu.AddFault(fault); err != nil {
+					t.Fatal(err)
+				}
+				r.emu.ResetCalls()
+				r.net.set(func(n *fakeNet) {
+					n.busy, n.bloat = true, 150*time.Millisecond
+					n.capacity[shape.Download] = 50_000_000
+				})
+				// Long before the next drift tick (30 s after the last),
+				// and past a hung dnctl's 10 s timeout.
+				time.Sleep(15 * time.Second)
+				synctest.Wait()
+				failed, readAfter := false, false
+				for _, call := range r.emu.Calls() {
+					line := strings.Join(call.Argv[1:], " ")
+					if call.Fault != "" {
+						failed = true
+					}
+					if failed && line == "-s info" {
+						readAfter = true
+					}
+				}
+				if !failed {
+					t.Fatalf("the fault never fired:\n%s", r.log)
+				}
+				if !readAfter {
+					t.Fatalf("no pass read the live state after the failed rate change:\n%s", r.log)
+				}
+				var logged []string
+				for _, line := range strings.Split(r.log.String(), "\n") {
+					// Only the warning: until the repair, the decisions that
+					// find the shaper in doubt are logged at debug level.
+					if strings.Contains(line, "setting a rate failed") && !strings.Contains(line, "level=DEBUG") {
+						logged = append(logged, line)
+					}
+				}
+				if len(logged) != 1 || !strings.Contains(logged[0], c.cause) {
+					t.Errorf("the failure is logged %d times, want once with its cause %q:\n%s", len(logged), c.cause, strings.Join(logged, "\n"))
+				}
+				r.net.set(func(n *fakeNet) { n.busy, n.bloat = false, 0 })
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				ctl := r.d.Status().Links[0].Controller
+				if got, want := r.pipeRate(48002), ctl.Download.PipeRateBits; got != want {
+					t.Errorf("download pipe %d bit/s after the repair, controller's rate %d\n%s", got, want, r.log)
+				}
+			})
 		})
-		// Long before the next drift tick (30 s after the last).
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		failed, readAfter := false, false
-		for _, c := range r.emu.Calls() {
-			line := strings.Join(c.Argv[1:], " ")
-			if c.Fault != "" {
-				failed = true
-			}
-			if failed && line == "-s info" {
-				readAfter = true
-			}
-		}
-		if !failed {
-			t.Fatalf("the fault never fired:\n%s", r.log)
-		}
-		if !readAfter {
-			t.Fatalf("no pass read the live state within 5 s of the failed rate change:\n%s", r.log)
-		}
-		r.net.set(func(n *fakeNet) { n.busy, n.bloat = false, 0 })
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		ctl := r.d.Status().Links[0].Controller
-		if got, want := r.pipeRate(48002), ctl.Download.PipeRateBits; got != want {
-			t.Errorf("download pipe %d bit/s after the repair, controller's rate %d", got, want)
-		}
-	})
+	}
 }

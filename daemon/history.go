@@ -77,16 +77,19 @@ func (h *histories) get(link string, since time.Time) []statusapi.HistorySample 
 
 // recordHistory samples every active link once a step until ctx ends. It
 // reads what Status reads (the published view, the controllers'
-// snapshots) and runs nothing.
+// snapshots) and runs nothing. Its steps are on the daemon's grid, where
+// they fire with a counter read of every link instead of on their own.
 func (d *Daemon) recordHistory(ctx context.Context) {
-	t := time.NewTicker(historyStep)
+	t := time.NewTimer(time.Until(d.grid.Next(time.Now(), historyStep)))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
+			now := time.Now()
 			d.hist.add(now, d.historySamples(now))
+			t.Reset(time.Until(d.grid.Next(now, historyStep)))
 		}
 	}
 }

@@ -116,22 +116,25 @@ func (r *linkRunner) stop() {
 // and refreshes the metrics once a second. One goroutine does all of it,
 // so a reply reaches the controller with one goroutine hand-off (from the
 // prober's reader) and a counter reading with none: at 20 replies a
-// second the daemon's cost is its wake-ups, not its work.
+// second the daemon's cost is its wake-ups, not its work. The counter
+// reads and the ticks share one timer on the daemon's grid (tickgrid),
+// where the prober's rounds and the history fire too.
 func (r *linkRunner) follow(ctx context.Context) {
 	r.loop.Start(ctx)
 	var samples <-chan probe.Sample
 	if r.probe != nil {
 		samples = r.probe.Samples()
 	}
-	var reads <-chan time.Time
+	now := time.Now()
+	var nextRead time.Time
 	if r.counters != nil {
-		t := time.NewTicker(r.every)
-		defer t.Stop()
-		reads = t.C
-		r.readCounters(ctx, time.Now()) // the baseline
+		r.readCounters(ctx, now) // the baseline
+		nextRead = r.d.grid.Next(now, r.every)
 	}
-	tick := time.NewTicker(r.loop.TickInterval())
-	defer tick.Stop()
+	tickEvery := r.loop.TickInterval()
+	nextTick := r.d.grid.Next(now, tickEvery)
+	timer := time.NewTimer(time.Until(earliest(nextRead, nextTick)))
+	defer timer.Stop()
 	var lastMetrics time.Time
 	current := r.initial
 	changes := r.loop.ProbeChanges()
@@ -155,18 +158,26 @@ func (r *linkRunner) follow(ctx context.Context) {
 			if replied {
 				r.loop.Delay(ctx, delaySample(s))
 			}
-		case <-reads:
-			// A tick carries the time it was due, which after a slow
-			// SetRate is long past: stamped with it, a reading would
-			// count the bytes of a longer window over a nominal
-			// interval and hide the gap from ifstat's check.
-			r.readCounters(ctx, time.Now())
-		case now := <-tick.C:
-			r.loop.Tick(ctx)
-			if r.metrics != nil && now.Sub(lastMetrics) >= time.Second-time.Millisecond {
-				lastMetrics = now
-				r.updateMetrics()
+		case <-timer.C:
+			now := time.Now()
+			if due(now, nextRead) {
+				// Stamped with the time of the reading, not of the
+				// timer: after a slow SetRate the timer is long past, and
+				// a reading stamped with it would count the bytes of a
+				// longer window over a nominal interval and hide the gap
+				// from ifstat's check.
+				r.readCounters(ctx, now)
+				nextRead = r.d.grid.Next(now, r.every)
 			}
+			if due(now, nextTick) {
+				r.loop.Tick(ctx)
+				if r.metrics != nil && now.Sub(lastMetrics) >= time.Second-time.Millisecond {
+					lastMetrics = now
+					r.updateMetrics()
+				}
+				nextTick = r.d.grid.Next(now, tickEvery)
+			}
+			timer.Reset(time.Until(earliest(nextRead, nextTick)))
 		case <-changes:
 			plan := r.loop.ProbePlan()
 			if r.probe != nil {
@@ -189,6 +200,17 @@ func (r *linkRunner) follow(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// due reports whether an instant set for the timer has come (zero: unset).
+func due(now, t time.Time) bool { return !t.IsZero() && !now.Before(t) }
+
+// earliest returns the earlier of the set times (zero: unset).
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // readCounters takes one counter reading and feeds it to the controller

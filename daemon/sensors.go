@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
@@ -41,6 +42,9 @@ type ProbeSpec struct {
 	// Probes says how each of the link's reflectors is probed
 	// (reconcile.Probes); an address not in it is probed with ICMP.
 	Probes []shape.Reflector
+	// Grid is the daemon's timer grid: rounds after the first fire on
+	// it, with the link's counter reads (probe.Config.Grid).
+	Grid tickgrid.Grid
 }
 
 // Probe measures the delay to a set of reflectors; *probe.Prober is one.
@@ -86,6 +90,12 @@ func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 	return controller.LoadSample{At: ls.At, RxBytes: k.RxBytes, TxBytes: k.TxBytes, RxPackets: k.RxPackets, TxPackets: k.TxPackets}, true
 }
 
+// sampleBuffer is the capacity of a prober's samples channel in the
+// daemon: the link's goroutine reads it as samples come, a round's replies
+// at most a few dozen at once, so the prober's default (1024 samples,
+// 130 KB a link, for consumers that may fall behind) would only be heap.
+const sampleBuffer = 64
+
 // SystemSensors are the real sensors: the prober (sense/probe) and the
 // interface byte counters (sense/ifstat).
 type SystemSensors struct {
@@ -99,7 +109,7 @@ type SystemSensors struct {
 // Probe implements Sensors with a probe.Prober bound to the link's
 // interface; its sockets open with the first reflectors.
 func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
-	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface})
+	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface, Buffer: sampleBuffer, Grid: spec.Grid})
 	if err != nil {
 		return nil, err
 	}
@@ -108,5 +118,7 @@ func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
 
 // Counters implements Sensors with an ifstat.Sampler.
 func (s SystemSensors) Counters(iface string, interval time.Duration) (Counters, error) {
-	return ifstat.NewSampler(ifstat.Config{Reader: s.Reader, Interface: iface, Interval: interval}), nil
+	// The daemon calls Read itself and never Run, so the samples channel
+	// is never used: the smallest there is.
+	return ifstat.NewSampler(ifstat.Config{Reader: s.Reader, Interface: iface, Interval: interval, Buffer: 1}), nil
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/reconcile"
 )
@@ -348,9 +348,9 @@ func checkDaemonRunning(ctx context.Context, in *Inspection) Result {
 }
 
 var (
-	lcState    = regexp.MustCompile(`(?m)^\s*state = (.+)$`)
-	lcPID      = regexp.MustCompile(`(?m)^\s*pid = (\d+)$`)
-	lcLastExit = regexp.MustCompile(`(?m)^\s*last exit code = (.+)$`)
+	lcState    = lazyregexp.New(`(?m)^\s*state = (.+)$`)
+	lcPID      = lazyregexp.New(`(?m)^\s*pid = (\d+)$`)
+	lcLastExit = lazyregexp.New(`(?m)^\s*last exit code = (.+)$`)
 )
 
 // judgeLaunchdPrint reads `launchctl print system/org.macake.watch`. Its

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/config"
 )
 
 // eventually polls cond every 100 ms until it holds or within passes,
@@ -115,4 +116,61 @@ func TestWatchRepairsTheKernel(t *testing.T) {
 	}
 	out := w.Output()
 	mustContain(t, "the watch log", out.Stdout+out.Stderr, "drift repaired", "root qdisc on wan0 replaced by someone else (pfifo 1:)")
+}
+
+// TestWatchRepairsAClassDeletedUnderLoad: under load the controller
+// changes rates over netlink several times a second; someone deletes the
+// upload class (and with it its queue) under the running daemon. The next
+// rate change fails, its error is logged once with the kernel's cause, and
+// the repair pass that failure sets off (well before the 30 s drift check)
+// puts the class back, with its queue, before the controller goes on.
+func TestWatchRepairsAClassDeletedUnderLoad(t *testing.T) {
+	tr := Trace{Name: "constant", Steps: []Step{{Download: 50_000_000, Upload: 10_000_000}}, Length: time.Hour}
+	tb := NewTestbed(t, "mkdc", tr)
+	tb.Client.DisableOffloads(ClientDev)
+	m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
+	m.SetPolicy(t, "dc", AutoratePolicy(tr, config.LawMacake))
+	w := newWatchShaper(m, tb)
+	ctx := context.Background()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			w.Stop(ctx)
+		}
+	}()
+	time.Sleep(3 * time.Second)
+	load, err := tb.StartLoad(ctx, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer load.Stop()
+	time.Sleep(3 * time.Second)
+	tb.Client.Exec("tc", "class", "del", "dev", ClientDev, "classid", "4d4b:1")
+	eventually(t, 20*time.Second, "the deleted class was not put back before the drift check", func() bool {
+		classes, _ := tb.Client.ExecContext(ctx, nil, "tc", "class", "show", "dev", ClientDev)
+		qdiscs, _ := tb.Client.ExecContext(ctx, nil, "tc", "qdisc", "show", "dev", ClientDev)
+		return strings.Contains(classes, "class htb 4d4b:1 ") && strings.Contains(qdiscs, "qdisc bfifo 4d4c:")
+	})
+	time.Sleep(2 * time.Second) // the controller goes on changing rates
+	load.Stop()
+	stopped = true
+	if _, err := w.Stop(ctx); err != nil {
+		t.Fatalf("%v\nwatch output:\n%s", err, w.Output())
+	}
+	out := w.Output().Stdout + w.Output().Stderr
+	var failed []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "setting a rate failed") && !strings.Contains(line, "level=DEBUG") {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0], "netlink") {
+		t.Errorf("the failed change is logged %d times, want once with its cause:\n%s", len(failed), strings.Join(failed, "\n"))
+	}
+	// The repair is the pass the failure set off, not the drift check.
+	mustContain(t, "the watch log", out, "trigger=retry result=applied")
+	t.Logf("%s", strings.Join(failed, "\n"))
 }

@@ -29,7 +29,7 @@ func families(t *testing.T) map[string][]string {
 	m.Reconciled(1, time.Millisecond, nil)
 	m.DriftRepaired("rules_missing")
 	m.LinkChanged()
-	mfs, err := m.Registry().Gather()
+	mfs, err := gatherer(m).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,9 @@
 
 // Package metrics is macake's optional Prometheus endpoint: the shaper
 // rates, delays, loads and counters of `macake watch`, plus the Go runtime
-// and process metrics, on a registry of its own, served on loopback only.
+// and process metrics, in the Prometheus text format, served on loopback
+// only. Nothing here runs or allocates unless the daemon calls New, which
+// it does only when metrics_listen is set.
 //
 // The daemon holds one *Metrics, a *Link per active link (Metrics.Link) and
 // a *Direction per shaped direction (Link.Direction). Those handles hold
@@ -13,15 +15,16 @@
 package metrics
 
 import (
+	"bufio"
+	"io"
 	"log/slog"
 	"math"
 	"net/netip"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/macake/macake/shape"
 )
@@ -55,48 +58,54 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Metrics is the registry and every macake metric family.
+// Metrics is every macake metric family.
 type Metrics struct {
-	reg *prometheus.Registry
 	log *slog.Logger
 	now func() time.Time
+	// families are the families with series of their own, written in
+	// name order with the shapers', the Go runtime's and the process's.
+	families []*family
 
-	shaperRate, rateMin, rateMax, achieved, load *prometheus.GaugeVec
-	baseline, delta, window, bloat               *prometheus.GaugeVec
-	rateChanges                                  *prometheus.CounterVec
-	state, engaged                               *prometheus.GaugeVec
-	probeSamples, probeLost                      *prometheus.CounterVec
-	probeRTT                                     *prometheus.HistogramVec
-	linkVecs                                     []*prometheus.MetricVec
+	shaperRate, rateMin, rateMax, achieved, load *family
+	baseline, delta, window, bloat               *family
+	rateChanges                                  *family
+	state, engaged                               *family
+	probeSamples, probeLost                      *family
+	probeRTT                                     *family
+	// linkFamilies are the families with a link label, for RemoveLink.
+	linkFamilies []*family
 
-	reconciles        [3]prometheus.Counter // no_changes, applied, failed
-	reconcileDuration prometheus.Histogram
-	lastSuccess       prometheus.Gauge
-	driftRepairs      *prometheus.CounterVec
-	linkChanges       prometheus.Counter
-	configErrors      prometheus.Gauge
+	reconciles        [3]Counter // no_changes, applied, failed
+	reconcileDuration Histogram
+	lastSuccess       Gauge
+	driftRepairs      *family
+	linkChanges       Counter
+	configErrors      Gauge
 	shapers           *shaperCollector
 
 	mu    sync.Mutex
 	links map[string]*Link
 }
 
-// New builds the registry: macake's metrics, macake_build_info, and the Go
-// runtime and process collectors. It never touches Prometheus's global
-// default registry, so nothing else in the process leaks into the scrape.
+// rttBuckets are the probe RTT histogram's bounds, 2.5 ms to 2 s: fibre
+// next door to a saturated LTE or satellite buffer.
+var rttBuckets = []float64{.0025, .005, .01, .015, .02, .03, .05, .075, .1, .15, .2, .3, .5, 1, 2}
+
+// New builds the metrics: macake's families, macake_build_info, and the
+// Go runtime's and the process's metrics, read at each scrape.
 func New(opts Options) *Metrics {
-	reg := prometheus.NewRegistry()
-	m := &Metrics{reg: reg, log: opts.Log, now: opts.Now, links: map[string]*Link{}}
+	m := &Metrics{log: opts.Log, now: opts.Now, links: map[string]*Link{}}
 	if m.now == nil {
 		m.now = time.Now
 	}
+	add := func(name, help, typ string, buckets []float64, labels ...string) *family {
+		f := newFamily(Namespace+"_"+name, help, typ, buckets, labels...)
+		m.families = append(m.families, f)
+		return f
+	}
 	dir := []string{"link", "direction"}
-	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
-		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-	}
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-	}
+	gauge := func(name, help string, labels ...string) *family { return add(name, help, typeGauge, nil, labels...) }
+	counter := func(name, help string, labels ...string) *family { return add(name, help, typeCounter, nil, labels...) }
 	m.shaperRate = gauge("shaper_rate_bits_per_second", "Rate the shaper is set to (the dummynet pipe or tc class), in bit/s; 0 while no shaper is installed.", dir...)
 	m.rateMin = gauge("shaper_rate_min_bits_per_second", "Lowest rate the controller may set, from the policy, in bit/s.", dir...)
 	m.rateMax = gauge("shaper_rate_max_bits_per_second", "Highest rate the controller may set, from the policy, in bit/s.", dir...)
@@ -111,55 +120,44 @@ func New(opts Options) *Metrics {
 	m.engaged = gauge("shaper_engaged", "1 while the link's shaper is installed; 0 while balanced mode has released it.", "link")
 	m.probeSamples = counter("probe_samples_total", "Reflector replies received.", "link", "reflector")
 	m.probeLost = counter("probe_lost_total", "Probes that got no reply in time.", "link", "reflector")
-	m.probeRTT = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "probe_rtt_seconds",
-		Help: "Round-trip time of reflector replies (probes bypass the shaper, so this is the path's own queueing plus distance).",
-		// 2.5 ms to 2 s: fibre next door to a saturated LTE or satellite buffer.
-		Buckets: []float64{.0025, .005, .01, .015, .02, .03, .05, .075, .1, .15, .2, .3, .5, 1, 2},
-	}, []string{"link"})
-	// The families with a link label, for RemoveLink.
-	m.linkVecs = []*prometheus.MetricVec{m.shaperRate.MetricVec, m.rateMin.MetricVec, m.rateMax.MetricVec,
-		m.achieved.MetricVec, m.load.MetricVec, m.baseline.MetricVec, m.delta.MetricVec, m.window.MetricVec, m.bloat.MetricVec,
-		m.rateChanges.MetricVec, m.state.MetricVec, m.engaged.MetricVec, m.probeSamples.MetricVec,
-		m.probeLost.MetricVec, m.probeRTT.MetricVec}
+	m.probeRTT = add("probe_rtt_seconds", "Round-trip time of reflector replies (probes bypass the shaper, so this is the path's own queueing plus distance).", typeHistogram, rttBuckets, "link")
+	m.linkFamilies = []*family{m.shaperRate, m.rateMin, m.rateMax, m.achieved, m.load, m.baseline, m.delta, m.window, m.bloat,
+		m.rateChanges, m.state, m.engaged, m.probeSamples, m.probeLost, m.probeRTT}
 
 	reconciles := counter("reconciles_total", "Reconciles (config change, link change, drift tick, resync), by result: no_changes, applied or failed.", "result")
 	for i, r := range []string{ResultNoChanges, ResultApplied, ResultFailed} {
-		m.reconciles[i] = reconciles.WithLabelValues(r)
+		m.reconciles[i] = reconciles.counter(r)
 	}
-	m.reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: Namespace, Name: "reconcile_duration_seconds",
-		Help:    "Time to observe, plan and apply one reconcile.",
-		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	})
-	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "reconcile_last_success_timestamp_seconds",
-		Help: "Unix time of the last reconcile that did not fail; 0 before the first."})
+	m.reconcileDuration = add("reconcile_duration_seconds", "Time to observe, plan and apply one reconcile.", typeHistogram,
+		[]float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}).histogram()
+	m.lastSuccess = gauge("reconcile_last_success_timestamp_seconds", "Unix time of the last reconcile that did not fail; 0 before the first.").gauge()
 	m.driftRepairs = counter("drift_repairs_total", "Changes made by someone else to what macake owns, put back, by kind (rules_missing, rules_changed, shaper_missing, shaper_changed, pf_disabled).", "kind")
-	m.linkChanges = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: "link_changes_total",
-		Help: "Changes of the policy matching an interface (network switches, interfaces going up or down)."})
-	m.configErrors = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "config_errors",
-		Help: "Policy file errors in force (the daemon runs on with the last good policy or none for those links)."})
-	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "build_info",
-		Help:        "Always 1; the labels say which macake is running.",
-		ConstLabels: prometheus.Labels{"version": opts.Version, "commit": opts.Commit, "goversion": runtime.Version()}})
-	buildInfo.Set(1)
+	m.linkChanges = counter("link_changes_total", "Changes of the policy matching an interface (network switches, interfaces going up or down).").counter()
+	m.configErrors = gauge("config_errors", "Policy file errors in force (the daemon runs on with the last good policy or none for those links).").gauge()
+	gauge("build_info", "Always 1; the labels say which macake is running.", "version", "commit", "goversion").
+		gauge(opts.Version, opts.Commit, runtime.Version()).Set(1)
 	m.shapers = newShaperCollector()
-
-	reg.MustRegister(
-		m.shapers,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		buildInfo,
-		m.shaperRate, m.rateMin, m.rateMax, m.achieved, m.load, m.baseline, m.delta, m.window, m.bloat,
-		m.rateChanges, m.state, m.engaged, m.probeSamples, m.probeLost, m.probeRTT,
-		reconciles, m.reconcileDuration, m.lastSuccess, m.driftRepairs, m.linkChanges, m.configErrors,
-	)
 	return m
 }
 
-// Registry returns the registry, e.g. to gather in tests or to serve it
-// from another mux.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+// WriteText writes every metric in the Prometheus text format (0.0.4):
+// what a scrape of /metrics gets.
+func (m *Metrics) WriteText(w io.Writer) error {
+	type writer struct {
+		name  string
+		write func(*expo)
+	}
+	ws := []writer{{"go_", writeGo}, {"process_", writeProcess}, {Namespace + "_shaper_", m.shapers.write}}
+	for _, f := range m.families {
+		ws = append(ws, writer{f.name, f.write})
+	}
+	slices.SortStableFunc(ws, func(a, b writer) int { return strings.Compare(a.name, b.name) })
+	e := &expo{w: bufio.NewWriter(w)}
+	for _, x := range ws {
+		x.write(e)
+	}
+	return e.w.Flush()
+}
 
 // Reconciled counts one reconcile: result failed when err is not nil,
 // no_changes when changes is 0, applied otherwise; observes its duration;
@@ -182,7 +180,7 @@ func (m *Metrics) Reconciled(changes int, took time.Duration, err error) {
 // DriftRepaired counts one repair of drift of the given kind (the
 // logging.Drift* kinds: rules_missing, shaper_changed, ...). Label values
 // are kept forever, so pass only those few words.
-func (m *Metrics) DriftRepaired(kind string) { m.driftRepairs.WithLabelValues(kind).Inc() }
+func (m *Metrics) DriftRepaired(kind string) { m.driftRepairs.counter(kind).Inc() }
 
 // LinkChanged counts one change of the policy matching an interface.
 func (m *Metrics) LinkChanged() { m.linkChanges.Inc() }
@@ -199,33 +197,33 @@ func (m *Metrics) Link(name string) *Link {
 	if l, ok := m.links[name]; ok {
 		return l
 	}
-	l := &Link{m: m, name: name, states: map[string]prometheus.Gauge{}, reflectors: map[netip.Addr]*Reflector{}}
+	l := &Link{m: m, name: name, states: map[string]Gauge{}, reflectors: map[netip.Addr]*Reflector{}}
 	for _, d := range shape.Directions {
 		ls := []string{name, d.String()}
 		l.dirs[d] = Direction{
-			rate:     m.shaperRate.WithLabelValues(ls...),
-			min:      m.rateMin.WithLabelValues(ls...),
-			max:      m.rateMax.WithLabelValues(ls...),
-			achieved: m.achieved.WithLabelValues(ls...),
-			load:     m.load.WithLabelValues(ls...),
-			baseline: m.baseline.WithLabelValues(ls...),
-			delta:    m.delta.WithLabelValues(ls...),
-			window:   m.window.WithLabelValues(ls...),
-			bloat:    m.bloat.WithLabelValues(ls...),
-			cuts:     m.rateChanges.WithLabelValues(name, d.String(), "cut"),
-			lowers:   m.rateChanges.WithLabelValues(name, d.String(), "lower"),
-			raises:   m.rateChanges.WithLabelValues(name, d.String(), "raise"),
+			rate:     m.shaperRate.gauge(ls...),
+			min:      m.rateMin.gauge(ls...),
+			max:      m.rateMax.gauge(ls...),
+			achieved: m.achieved.gauge(ls...),
+			load:     m.load.gauge(ls...),
+			baseline: m.baseline.gauge(ls...),
+			delta:    m.delta.gauge(ls...),
+			window:   m.window.gauge(ls...),
+			bloat:    m.bloat.gauge(ls...),
+			cuts:     m.rateChanges.counter(name, d.String(), "cut"),
+			lowers:   m.rateChanges.counter(name, d.String(), "lower"),
+			raises:   m.rateChanges.counter(name, d.String(), "raise"),
 		}
 		l.dirs[d].SetDelayUnknown()
 	}
 	for _, s := range States {
-		l.states[s] = m.state.WithLabelValues(name, s)
+		l.states[s] = m.state.gauge(name, s)
 	}
 	l.current = States[0]
 	l.states[l.current].Set(1)
-	l.engaged = m.engaged.WithLabelValues(name)
+	l.engaged = m.engaged.gauge(name)
 	l.engaged.Set(1)
-	l.rtt = m.probeRTT.WithLabelValues(name)
+	l.rtt = m.probeRTT.histogram(name)
 	m.links[name] = l
 	return l
 }
@@ -242,8 +240,8 @@ func (m *Metrics) RemoveLink(name string) {
 		l.mu.Unlock()
 	}
 	delete(m.links, name)
-	for _, v := range m.linkVecs {
-		v.DeletePartialMatch(prometheus.Labels{"link": name})
+	for _, f := range m.linkFamilies {
+		f.deleteWhere("link", name)
 	}
 	m.shapers.removeLink(name)
 }
@@ -253,25 +251,17 @@ type Link struct {
 	m       *Metrics
 	name    string
 	dirs    [2]Direction
-	engaged prometheus.Gauge
-	rtt     prometheus.Observer
+	engaged Gauge
+	rtt     Histogram
 
 	mu         sync.Mutex
-	states     map[string]prometheus.Gauge
+	states     map[string]Gauge
 	current    string
 	reflectors map[netip.Addr]*Reflector
 	// removed is set by RemoveLink: the handle must not create series
 	// again.
 	removed bool
 }
-
-// detached series take updates for a removed link; they are never
-// registered, so never scraped.
-var (
-	detachedGauge    = prometheus.NewGauge(prometheus.GaugeOpts{Name: "detached"})
-	detachedCounter  = prometheus.NewCounter(prometheus.CounterOpts{Name: "detached"})
-	detachedObserver = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "detached"})
-)
 
 // Direction returns the handle of one direction of the link.
 func (l *Link) Direction(d shape.Direction) *Direction {
@@ -291,9 +281,9 @@ func (l *Link) SetState(state string) {
 	}
 	g, ok := l.states[state]
 	if !ok {
-		g = detachedGauge
+		g = Gauge{detached(nil)}
 		if !l.removed {
-			g = l.m.state.WithLabelValues(l.name, state)
+			g = l.m.state.gauge(l.name, state)
 		}
 		l.states[state] = g
 	}
@@ -321,12 +311,13 @@ func (l *Link) Reflector(addr netip.Addr) *Reflector {
 		return r
 	}
 	if l.removed {
-		return &Reflector{samples: detachedCounter, lost: detachedCounter, rtt: detachedObserver}
+		// Updates to a removed link's handles go nowhere.
+		return &Reflector{samples: Counter{detached(nil)}, lost: Counter{detached(nil)}, rtt: Histogram{detached(rttBuckets)}}
 	}
 	s := addr.String()
 	r := &Reflector{
-		samples: l.m.probeSamples.WithLabelValues(l.name, s),
-		lost:    l.m.probeLost.WithLabelValues(l.name, s),
+		samples: l.m.probeSamples.counter(l.name, s),
+		lost:    l.m.probeLost.counter(l.name, s),
 		rtt:     l.rtt,
 	}
 	l.reflectors[addr] = r
@@ -339,16 +330,16 @@ func (l *Link) RemoveReflector(addr netip.Addr) {
 	defer l.mu.Unlock()
 	delete(l.reflectors, addr)
 	s := addr.String()
-	l.m.probeSamples.DeleteLabelValues(l.name, s)
-	l.m.probeLost.DeleteLabelValues(l.name, s)
+	l.m.probeSamples.delete(l.name, s)
+	l.m.probeLost.delete(l.name, s)
 }
 
 // Direction is one shaped direction of a link. Its setters are the hot
 // path: each is one atomic store.
 type Direction struct {
-	rate, min, max, achieved, load prometheus.Gauge
-	baseline, delta, window, bloat prometheus.Gauge
-	cuts, lowers, raises           prometheus.Counter
+	rate, min, max, achieved, load Gauge
+	baseline, delta, window, bloat Gauge
+	cuts, lowers, raises           Counter
 }
 
 // SetShaperRate sets the rate the shaper has, in bit/s (0 when none is
@@ -411,8 +402,8 @@ func (d *Direction) SetBufferbloatSamples(n int) { d.bloat.Set(float64(n)) }
 
 // Reflector is one reflector of a link.
 type Reflector struct {
-	samples, lost prometheus.Counter
-	rtt           prometheus.Observer
+	samples, lost Counter
+	rtt           Histogram
 }
 
 // Sample records a reply with its round-trip time.

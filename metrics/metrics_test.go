@@ -5,11 +5,13 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/metrics"
@@ -27,6 +32,28 @@ var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 500_000_000, time.UTC)
 
 func newMetrics() *metrics.Metrics {
 	return metrics.New(metrics.Options{Version: "1.2.3", Commit: "abc1234", Now: func() time.Time { return fixedNow }})
+}
+
+// gatherer reads m's exposition with the Prometheus client's own parser:
+// what a scraper sees, as the client library's families.
+func gatherer(m *metrics.Metrics) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var b strings.Builder
+		if err := m.WriteText(&b); err != nil {
+			return nil, err
+		}
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		byName, err := parser.TextToMetricFamilies(strings.NewReader(b.String()))
+		if err != nil {
+			return nil, fmt.Errorf("%w\n%s", err, b.String())
+		}
+		out := make([]*dto.MetricFamily, 0, len(byName))
+		for _, f := range byName {
+			out = append(out, f)
+		}
+		slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+		return out, nil
+	})
 }
 
 // serve starts the endpoint on a free loopback port and returns its base
@@ -182,13 +209,39 @@ macake_shaper_rate_min_bits_per_second{direction="upload",link="wan"} 0
 		t.Error(err)
 	}
 	body := get(t, url)
-	for _, want := range []string{"\ngo_goroutines ", "\ngo_memstats_alloc_bytes ", "\nprocess_start_time_seconds "} {
+	wants := []string{"\ngo_goroutines ", "\ngo_memstats_alloc_bytes ", "\ngo_gc_duration_seconds_count ",
+		"\nprocess_cpu_seconds_total ", "\nprocess_max_fds ", "\nprocess_open_fds ", "\nprocess_start_time_seconds "}
+	if runtime.GOOS == "linux" {
+		wants = append(wants, "\nprocess_resident_memory_bytes ", "\nprocess_virtual_memory_bytes ")
+	}
+	for _, want := range wants {
 		if !strings.Contains(body, want) {
 			t.Errorf("scrape lacks %q (Go runtime and process collectors)", strings.TrimSpace(want))
 		}
 	}
 	if got := get(t, strings.TrimSuffix(url, "metrics")); !strings.Contains(got, "/metrics") {
 		t.Errorf("index page: %q", got)
+	}
+}
+
+// A scraper that asks for gzip gets it (Go's client asks by default and
+// says whether it decompressed).
+func TestScrapeIsGzippedWhenAsked(t *testing.T) {
+	url := serve(t, newMetrics()) + "/metrics"
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.Uncompressed || !strings.Contains(string(body), "# TYPE go_goroutines gauge") {
+		t.Errorf("gzip asked: decompressed %v, body %.80q", resp.Uncompressed, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Errorf("Content-Type %q; want the text format's", ct)
 	}
 }
 
@@ -303,7 +356,7 @@ func TestRemoveLinkDropsItsSeries(t *testing.T) {
 	wan.Direction(shape.Download).SetShaperRate(1)
 	wan.SetState("weird")
 	wan.Reflector(netip.MustParseAddr("8.8.8.8")).Sample(time.Millisecond)
-	families, err := m.Registry().Gather()
+	families, err := gatherer(m).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +385,7 @@ macake_shaper_rate_bits_per_second{direction="download",link="wan"} 0
 macake_shaper_rate_bits_per_second{direction="upload",link="lte"} 5e+06
 macake_shaper_rate_bits_per_second{direction="upload",link="wan"} 0
 `
-	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected), "macake_shaper_rate_bits_per_second"); err != nil {
+	if err := testutil.GatherAndCompare(gatherer(m), strings.NewReader(expected), "macake_shaper_rate_bits_per_second"); err != nil {
 		t.Errorf("a re-added link starts afresh: %v", err)
 	}
 }
@@ -344,25 +397,19 @@ func TestRemoveReflector(t *testing.T) {
 		wan.Reflector(netip.MustParseAddr(a)).Lost()
 	}
 	wan.RemoveReflector(netip.MustParseAddr("9.9.9.9"))
-	if n := testutil.CollectAndCount(m.Registry(), "macake_probe_lost_total"); n != 1 {
-		t.Errorf("%d probe_lost series after removing a reflector; want 1", n)
+	if n, err := testutil.GatherAndCount(gatherer(m), "macake_probe_lost_total"); err != nil || n != 1 {
+		t.Errorf("%d probe_lost series after removing a reflector (%v); want 1", n, err)
 	}
 }
 
-func TestNoGlobalRegistryPollution(t *testing.T) {
-	m := newMetrics()
-	m.Link("wan").Direction(shape.Download).SetShaperRate(1)
-	families, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
+// Two instances (a restart inside one process, or tests) share nothing.
+func TestInstancesAreIndependent(t *testing.T) {
+	a, b := newMetrics(), newMetrics()
+	a.Link("wan").Direction(shape.Download).SetShaperRate(1)
+	n, err := testutil.GatherAndCount(gatherer(b), "macake_shaper_rate_bits_per_second")
+	if err != nil || n != 0 {
+		t.Errorf("a second instance has %d shaper rate series (%v); want none", n, err)
 	}
-	for _, f := range families {
-		if strings.HasPrefix(f.GetName(), "macake_") {
-			t.Errorf("%s is on the global default registry", f.GetName())
-		}
-	}
-	// Two instances (a restart inside one process, or tests) do not clash.
-	newMetrics()
 }
 
 // The daemon updates from the controller goroutine while Prometheus
@@ -390,7 +437,7 @@ func TestConcurrentUpdatesAndScrapes(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	families, err := m.Registry().Gather()
+	families, err := gatherer(m).Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +520,7 @@ func BenchmarkScrape(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.Registry().Gather(); err != nil {
+		if _, err := gatherer(m).Gather(); err != nil {
 			b.Fatal(err)
 		}
 	}

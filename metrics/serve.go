@@ -3,17 +3,15 @@
 package metrics
 
 import (
+	"compress/gzip"
 	"context"
-	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"strings"
 
 	"github.com/macake/macake/internal/loopback"
+	"github.com/macake/macake/logging"
 )
 
 // ErrNotLoopback matches (errors.Is) the error for a listen address that
@@ -32,19 +30,32 @@ var endpoint = loopback.Endpoint{
 // the listener's Addr says which.
 func Listen(addr string) (net.Listener, error) { return endpoint.Listen(addr) }
 
-// Handler returns the HTTP handler: the metrics at /metrics (text or
-// OpenMetrics, compressed if asked), a pointer to them at /, 404 elsewhere.
+// Handler returns the HTTP handler: the metrics at /metrics (the text
+// format, gzipped if the client asks), a pointer to them at /, 404
+// elsewhere. At most maxScrapes scrapes run at once; more get 503.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
-		// A collector failing (say, process stats) must not hide the rest.
-		ErrorHandling:       promhttp.ContinueOnError,
-		Registry:            m.reg,
-		MaxRequestsInFlight: 4,
-		Timeout:             10 * time.Second,
-		EnableOpenMetrics:   true,
-		ErrorLog:            promLogger{m.log},
-	}))
+	inFlight := make(chan struct{}, maxScrapes)
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case inFlight <- struct{}{}:
+			defer func() { <-inFlight }()
+		default:
+			http.Error(w, "too many scrapes at once", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		var out io.Writer = w
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			defer gz.Close()
+			out = gz
+		}
+		if err := m.WriteText(out); err != nil && m.log != nil {
+			m.log.Warn("metrics endpoint: writing a scrape", logging.KeyError, err)
+		}
+	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "macake metrics: /metrics\n")
@@ -52,13 +63,22 @@ func (m *Metrics) Handler() http.Handler {
 	return mux
 }
 
-// promLogger sends promhttp's errors to the daemon's log.
-type promLogger struct{ log *slog.Logger }
+// contentType is the Prometheus text format's.
+const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
-func (p promLogger) Println(v ...any) {
-	if p.log != nil {
-		p.log.Warn("metrics endpoint", "error", fmt.Sprint(v...))
+// maxScrapes bounds the scrapes served at once.
+const maxScrapes = 4
+
+// acceptsGzip reports whether an Accept-Encoding header allows gzip.
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			q, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q=")
+			return !ok || (q != "0" && q != "0.0" && q != "0.00" && q != "0.000")
+		}
 	}
+	return false
 }
 
 // Serve listens on addr (loopback only; see Listen) and serves the

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/macake/macake/shape"
 )
 
@@ -24,57 +22,52 @@ type ShaperCounters struct {
 }
 
 // shaperCollector reports the last reading as it is: the kernel keeps the
-// counters, so they are exported as const metrics rather than counted
-// here, and a shaper the reading no longer has disappears with it.
+// counters, so they are written as read rather than counted here, and a
+// shaper the reading no longer has disappears with it.
 type shaperCollector struct {
-	bytes, packets, drops, overlimits, backlogBytes, backlogPackets, readAt *prometheus.Desc
-
 	mu   sync.Mutex
 	last []ShaperCounters
 	at   time.Time
 }
 
-func newShaperCollector() *shaperCollector {
-	desc := func(name, help string, labels ...string) *prometheus.Desc {
-		return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil)
-	}
-	dir := []string{"link", "direction"}
-	return &shaperCollector{
-		bytes:          desc("shaper_bytes_total", "Bytes the shaper took in (dummynet pipe) or sent (tc root qdisc), from the kernel's counters (read on the drift tick and when status asks).", dir...),
-		packets:        desc("shaper_packets_total", "Packets the shaper took in (dummynet) or sent (tc).", dir...),
-		drops:          desc("shaper_drops_total", "Packets the shaper dropped because its queue was full.", dir...),
-		overlimits:     desc("shaper_overlimits_total", "Times the shaper held a packet back for its rate (tc only; 0 on dummynet).", dir...),
-		backlogBytes:   desc("shaper_backlog_bytes", "Bytes queued in the shaper at the last reading.", dir...),
-		backlogPackets: desc("shaper_backlog_packets", "Packets queued in the shaper at the last reading.", dir...),
-		readAt:         desc("shaper_stats_timestamp_seconds", "Unix time of the last reading of the shapers' counters."),
-	}
+func newShaperCollector() *shaperCollector { return &shaperCollector{} }
+
+// shaperFamilies are the families of a reading, in name order.
+var shaperFamilies = []struct {
+	name, help, typ string
+	value           func(ShaperCounters) uint64
+}{
+	{"shaper_backlog_bytes", "Bytes queued in the shaper at the last reading.", typeGauge, func(s ShaperCounters) uint64 { return s.BacklogBytes }},
+	{"shaper_backlog_packets", "Packets queued in the shaper at the last reading.", typeGauge, func(s ShaperCounters) uint64 { return s.BacklogPackets }},
+	{"shaper_bytes_total", "Bytes the shaper took in (dummynet pipe) or sent (tc root qdisc), from the kernel's counters (read on the drift tick and when status asks).", typeCounter, func(s ShaperCounters) uint64 { return s.Bytes }},
+	{"shaper_drops_total", "Packets the shaper dropped because its queue was full.", typeCounter, func(s ShaperCounters) uint64 { return s.Drops }},
+	{"shaper_overlimits_total", "Times the shaper held a packet back for its rate (tc only; 0 on dummynet).", typeCounter, func(s ShaperCounters) uint64 { return s.Overlimits }},
+	{"shaper_packets_total", "Packets the shaper took in (dummynet) or sent (tc).", typeCounter, func(s ShaperCounters) uint64 { return s.Packets }},
 }
 
-// Describe implements prometheus.Collector.
-func (c *shaperCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.bytes, c.packets, c.drops, c.overlimits, c.backlogBytes, c.backlogPackets, c.readAt} {
-		ch <- d
-	}
-}
-
-// Collect implements prometheus.Collector.
-func (c *shaperCollector) Collect(ch chan<- prometheus.Metric) {
+// write writes the last reading; nothing before the first.
+func (c *shaperCollector) write(e *expo) {
 	c.mu.Lock()
 	last, at := c.last, c.at
 	c.mu.Unlock()
 	if at.IsZero() {
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.readAt, prometheus.GaugeValue, float64(at.UnixMilli())/1e3)
-	for _, s := range last {
-		ls := []string{s.Link, s.Direction.String()}
-		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(s.Bytes), ls...)
-		ch <- prometheus.MustNewConstMetric(c.packets, prometheus.CounterValue, float64(s.Packets), ls...)
-		ch <- prometheus.MustNewConstMetric(c.drops, prometheus.CounterValue, float64(s.Drops), ls...)
-		ch <- prometheus.MustNewConstMetric(c.overlimits, prometheus.CounterValue, float64(s.Overlimits), ls...)
-		ch <- prometheus.MustNewConstMetric(c.backlogBytes, prometheus.GaugeValue, float64(s.BacklogBytes), ls...)
-		ch <- prometheus.MustNewConstMetric(c.backlogPackets, prometheus.GaugeValue, float64(s.BacklogPackets), ls...)
+	labels := make([]string, len(last))
+	for i, s := range last {
+		labels[i] = renderLabels([]string{"link", "direction"}, []string{s.Link, s.Direction.String()}, "", "")
 	}
+	for _, f := range shaperFamilies {
+		if len(last) == 0 {
+			break
+		}
+		name := Namespace + "_" + f.name
+		e.header(name, f.help, f.typ)
+		for i, s := range last {
+			e.sampleUint(name, labels[i], f.value(s))
+		}
+	}
+	e.single(Namespace+"_shaper_stats_timestamp_seconds", "Unix time of the last reading of the shapers' counters.", typeGauge, float64(at.UnixMilli())/1e3)
 }
 
 // SetShaperCounters replaces the shapers' counters with a reading taken

@@ -20,12 +20,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
 	"time"
 
 	"github.com/macake/macake/internal/fileowner"
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/internal/safefile"
 )
 
@@ -154,7 +154,7 @@ func Load(dir string) (*State, error) {
 // whole: pfctl -E tokens are decimal numbers, which rules out a partial
 // match of a torn value being mistaken for a whole one only when the
 // closing quote is there too.
-var tokenField = regexp.MustCompile(`"pf_token"\s*:\s*"([0-9]+)"`)
+var tokenField = lazyregexp.New(`"pf_token"\s*:\s*"([0-9]+)"`)
 
 // salvage copies the pf token of a corrupt file's bytes b into s, when
 // exactly one token field reads.

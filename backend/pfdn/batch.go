@@ -5,12 +5,12 @@ package pfdn
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/plan"
 )
 
@@ -115,7 +115,7 @@ func (b *Backend) batchablePipe(op plan.Op) bool {
 	return true
 }
 
-var dnctlLineRE = regexp.MustCompile(`(?m)^Line (\d+): `)
+var dnctlLineRE = lazyregexp.New(`(?m)^Line (\d+): `)
 
 // dnctlFailedLine reads the failed line's number from dnctl's file-mode
 // stderr ("Line N: message").

@@ -4,9 +4,10 @@ package pfdn
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // LivePipe is one pipe listed by `dnctl list`.
@@ -66,20 +67,20 @@ func (d Dummynet) Pipe(n int) (LivePipe, bool) {
 // print_flowset_parms and list_queues).
 var (
 	// prefix "%05d: %s %4d ms " + " %s%s %d queues (%d buckets) %s"
-	dnPipeLine = regexp.MustCompile(`^(\d+): +(.+?) +(-?\d+) ms +(-?\d+) (sl\.|KB|B)(?:plr (\d+\.\d+))? (-?\d+) queues \((-?\d+) buckets\) (droptail)?$`)
+	dnPipeLine = lazyregexp.New(`^(\d+): +(.+?) +(-?\d+) ms +(-?\d+) (sl\.|KB|B)(?:plr (\d+\.\d+))? (-?\d+) queues \((-?\d+) buckets\) (droptail)?$`)
 	// prefix "q%05d: weight %d pipe %d " + the same tail
-	dnQueueLine = regexp.MustCompile(`^q(\d+): weight (-?\d+) pipe (-?\d+) +(-?\d+) (sl\.|KB|B)(?:plr (\d+\.\d+))? (-?\d+) queues \((-?\d+) buckets\) (droptail)?$`)
-	dnRED       = regexp.MustCompile(`^\t  ([ G])RED w_q (\S+) min_th (-?\d+) max_th (-?\d+) max_p (\S+)$`)
-	dnMask      = regexp.MustCompile(`^    mask: 0x([0-9a-f]{2}) 0x([0-9a-f]{8})/0x([0-9a-f]{4}) -> 0x([0-9a-f]{8})/0x([0-9a-f]{4})$`)
-	dnMask6     = regexp.MustCompile(`^        mask: proto: 0x[0-9a-f]{2}, flow_id: 0x[0-9a-f]{8},  \S+/0x[0-9a-f]{4} -> \S+/0x[0-9a-f]{4}$`)
+	dnQueueLine = lazyregexp.New(`^q(\d+): weight (-?\d+) pipe (-?\d+) +(-?\d+) (sl\.|KB|B)(?:plr (\d+\.\d+))? (-?\d+) queues \((-?\d+) buckets\) (droptail)?$`)
+	dnRED       = lazyregexp.New(`^\t  ([ G])RED w_q (\S+) min_th (-?\d+) max_th (-?\d+) max_p (\S+)$`)
+	dnMask      = lazyregexp.New(`^    mask: 0x([0-9a-f]{2}) 0x([0-9a-f]{8})/0x([0-9a-f]{4}) -> 0x([0-9a-f]{8})/0x([0-9a-f]{4})$`)
+	dnMask6     = lazyregexp.New(`^        mask: proto: 0x[0-9a-f]{2}, flow_id: 0x[0-9a-f]{8},  \S+/0x[0-9a-f]{4} -> \S+/0x[0-9a-f]{4}$`)
 	// flow rows: "%3d %-4s %15s/%-5d %15s/%-5d %4llu %8llu %2u %4u %3u"
 	// (IPv6: proto, flow id, addresses, the same five counters).
-	dnFlow4  = regexp.MustCompile(`^ *\d+ +\S+ +\S+/\d+ +\S+/\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$`)
-	dnFlow6  = regexp.MustCompile(`^ *\d+ +\S+ +-?\d+ +\S+/\d+ +\S+/\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$`)
-	dnSF     = regexp.MustCompile(`^   S +\d+  F +\d+$`)
-	dnV      = regexp.MustCompile(`^   V +-?\d+$`)
-	dnRate   = regexp.MustCompile(`^(\d+)\.(\d{3}) (Mbit/s|Kbit/s|bit/s)$`)
-	dnIfName = regexp.MustCompile(`^[a-z][A-Za-z0-9._-]*$`)
+	dnFlow4  = lazyregexp.New(`^ *\d+ +\S+ +\S+/\d+ +\S+/\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$`)
+	dnFlow6  = lazyregexp.New(`^ *\d+ +\S+ +-?\d+ +\S+/\d+ +\S+/\d+ +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)$`)
+	dnSF     = lazyregexp.New(`^   S +\d+  F +\d+$`)
+	dnV      = lazyregexp.New(`^   V +-?\d+$`)
+	dnRate   = lazyregexp.New(`^(\d+)\.(\d{3}) (Mbit/s|Kbit/s|bit/s)$`)
+	dnIfName = lazyregexp.New(`^[a-z][A-Za-z0-9._-]*$`)
 )
 
 const (

@@ -6,12 +6,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // The stderr lines pfctl prints on every non-quiet call that opens
@@ -196,10 +196,10 @@ type Info struct {
 }
 
 var (
-	statusEnabled = regexp.MustCompile(`^Status: Enabled for (\d+) days (\d+):(\d+):(\d+)\s+(Debug: \S+)?$`)
-	statusOther   = regexp.MustCompile(`^Status: (Disabled|Enabled)\s*(Debug: \S+)?$`)
-	infoCounter   = regexp.MustCompile(`^  \S.*\s\d+\s*(\d+\.\d/s)?$`)
-	infoHeading   = regexp.MustCompile(`^(State Table|Source Tracking Table|Counters|Limit Counters|Interface Stats for|Hostid:|Checksum:)`)
+	statusEnabled = lazyregexp.New(`^Status: Enabled for (\d+) days (\d+):(\d+):(\d+)\s+(Debug: \S+)?$`)
+	statusOther   = lazyregexp.New(`^Status: (Disabled|Enabled)\s*(Debug: \S+)?$`)
+	infoCounter   = lazyregexp.New(`^  \S.*\s\d+\s*(\d+\.\d/s)?$`)
+	infoHeading   = lazyregexp.New(`^(State Table|Source Tracking Table|Counters|Limit Counters|Interface Stats for|Hostid:|Checksum:)`)
 )
 
 // ParseInfo parses `pfctl -s info`. The Status line is required; any other
@@ -254,8 +254,8 @@ type Reference struct {
 }
 
 var (
-	referenceRow    = regexp.MustCompile(`^(\d+)\s+(.*?)\s+(\d+)\s+(\d+) days (\d+):(\d+):(\d+)$`)
-	referenceHeader = regexp.MustCompile(`^PID\s+Process Name\s+TOKEN\s+TIMESTAMP$`)
+	referenceRow    = lazyregexp.New(`^(\d+)\s+(.*?)\s+(\d+)\s+(\d+) days (\d+):(\d+):(\d+)$`)
+	referenceHeader = lazyregexp.New(`^PID\s+Process Name\s+TOKEN\s+TIMESTAMP$`)
 )
 
 // ParseReferences parses `pfctl -s References`: either
@@ -303,7 +303,7 @@ func ParseReferences(stdout, stderr []byte) (refs []Reference, warnings []string
 	return refs, warnings, nil
 }
 
-var tokenLine = regexp.MustCompile(`(?m)^Token : (\d+)\s*$`)
+var tokenLine = lazyregexp.New(`(?m)^Token : (\d+)\s*$`)
 
 // ParseEnableToken returns the token `pfctl -E` printed on stderr
 // (`Token : 11012949885072952621`).

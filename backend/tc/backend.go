@@ -29,8 +29,9 @@ type Backend struct {
 	// keeps the record in memory for the life of the Backend.
 	Owners Ownership
 
-	// Netlink, when set, carries SetRate to the kernel without a child
-	// process (Linux); nil runs `tc` for each rate change.
+	// Netlink, when set, carries SetRate to the kernel and reads the
+	// live state (Observe, ShaperStats) without a child process (Linux);
+	// nil runs `tc` and `ip` for them.
 	Netlink *Netlink
 
 	mu sync.Mutex
@@ -80,7 +81,14 @@ func (b *Backend) Observe(ctx context.Context) (Live, error) {
 }
 
 func (b *Backend) observe(ctx context.Context) (Live, error) {
-	live, err := Observe(ctx, b.Runner, b.Tools)
+	var live Live
+	var err error
+	if b.Netlink != nil {
+		// No process: the drift check and every pass read this way.
+		live, err = b.Netlink.Observe(ctx, b.Tools)
+	} else {
+		live, err = Observe(ctx, b.Runner, b.Tools)
+	}
 	if err != nil {
 		return live, fmt.Errorf("tc: %w", err)
 	}

@@ -5,13 +5,13 @@ package tc
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/plan"
 )
 
@@ -202,7 +202,7 @@ func (b *Backend) toolArgv(tool string) []string {
 	return b.Tools.tcCmd().Argv
 }
 
-var failedLineRE = regexp.MustCompile(`Command failed -:(\d+)`)
+var failedLineRE = lazyregexp.New(`Command failed -:(\d+)`)
 
 // failedLine reads the line number from tc's or ip's "Command failed -:N".
 func failedLine(stderr []byte) (int, bool) {

@@ -8,12 +8,12 @@ import (
 	"context"
 	"io"
 	"os"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // Capabilities says which of the kernel pieces the backend uses exist.
@@ -96,7 +96,7 @@ filter add dev lo ingress protocol ip pref 1 u32 match u32 0 0 flowid ffff:1
 filter add dev lo ingress protocol all pref 2 u32 match u32 0 0 action mirred egress redirect dev lo
 `
 
-var batchFailRE = regexp.MustCompile(`Command failed [^:\s]*:(\d+)`)
+var batchFailRE = lazyregexp.New(`Command failed [^:\s]*:(\d+)`)
 
 // Probe finds out what the kernel supports. As root it tries each feature
 // in a throwaway network namespace (unshare --net), which is definitive and

@@ -4,11 +4,11 @@ package tc
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // The identities macake owns. They are chosen to be unlikely in hand-made
@@ -55,7 +55,7 @@ const (
 // "ifb-macake0". It fits IFNAMSIZ for every slot up to 99999.
 func IFBName(slot int) string { return IFBPrefix + strconv.Itoa(slot) }
 
-var ifbNameRE = regexp.MustCompile(`^ifb-macake(0|[1-9][0-9]{0,4})$`)
+var ifbNameRE = lazyregexp.New(`^ifb-macake(0|[1-9][0-9]{0,4})$`)
 
 // IFBSlot reports whether name is one of macake's IFB names, and its slot.
 func IFBSlot(name string) (int, bool) {

@@ -112,3 +112,35 @@ func TestKernelNetlinkSetRateOnDeletedClass(t *testing.T) {
 		t.Errorf("SetRate on a deleted interface = %v, want IsNotFound", err)
 	}
 }
+
+// A netlink socket that dies under the writer (closed, as a kernel or a
+// file-descriptor mix-up could) fails the change in hand and is replaced
+// by a fresh one at the next: the following change works.
+func TestKernelNetlinkSocketThatDiesIsReplaced(t *testing.T) {
+	requireRoot(t)
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	b := kernelBackend(t, ns, execrun.Exec{})
+	b.Netlink = NewNetlink(ns)
+	defer b.Netlink.Close()
+	wan := wanLink("wan0", 1)
+	apply(t, b, shape.State{Links: []shape.Link{wan}})
+	ctx := context.Background()
+	if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 7_000_000, QueueBytes: 9_000}); err != nil {
+		t.Fatalf("SetRate: %v", err)
+	}
+	b.Netlink.mu.Lock()
+	b.Netlink.conn.Close() // the socket dies
+	b.Netlink.mu.Unlock()
+	err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 8_000_000, QueueBytes: 9_000})
+	if err == nil {
+		t.Fatal("SetRate on a dead socket succeeded")
+	}
+	t.Logf("error: %v", err)
+	if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 9_000_000, QueueBytes: 9_000}); err != nil {
+		t.Fatalf("SetRate after the socket died: %v (the writer must open a new one)", err)
+	}
+	if out := sh(t, "tc", "-n", ns, "class", "show", "dev", "wan0"); !strings.Contains(out, "rate 9Mbit") {
+		t.Errorf("the change on the new socket did not reach the kernel:\n%s", out)
+	}
+}

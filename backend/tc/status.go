@@ -108,15 +108,32 @@ func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error)
 	return out, nil
 }
 
-// ShaperStats implements backend.StatsReader with one `tc -s -j qdisc
-// show`: the counters of macake's root qdiscs (htb, whose counters include
-// its leaf's drops and backlog, or cake), named as ShaperName names them.
-func (b *Backend) ShaperStats(ctx context.Context) ([]backend.ShaperStats, error) {
+// qdiscStats lists every qdisc with its counters: over netlink when the
+// Backend has it, else with `tc -s -j qdisc show`.
+func (b *Backend) qdiscStats(ctx context.Context) ([]Qdisc, error) {
+	if b.Netlink != nil {
+		live, err := b.Netlink.observe(ctx, b.Tools, true)
+		if err != nil {
+			return nil, err
+		}
+		var qs []Qdisc
+		for _, d := range live.Devices {
+			qs = append(qs, d.Qdiscs...)
+		}
+		return qs, nil
+	}
 	out, err := runOutput(ctx, b.Runner, b.Tools.tcCmd("-s", "-j", "qdisc", "show"))
 	if err != nil {
-		return nil, fmt.Errorf("tc: %w", err)
+		return nil, err
 	}
-	qs, err := ParseQdiscs(out)
+	return ParseQdiscs(out)
+}
+
+// ShaperStats implements backend.StatsReader with one reading of the
+// qdiscs' counters (qdiscStats): the counters of macake's root qdiscs (htb, whose counters include
+// its leaf's drops and backlog, or cake), named as ShaperName names them.
+func (b *Backend) ShaperStats(ctx context.Context) ([]backend.ShaperStats, error) {
+	qs, err := b.qdiscStats(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tc: %w", err)
 	}

@@ -15,11 +15,11 @@ package check
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/selftest/loopback"
 )
 
@@ -81,7 +81,7 @@ type Call struct {
 	Stdin string
 }
 
-var placeholder = regexp.MustCompile(`\{([a-z0-9_]+)\}`)
+var placeholder = lazyregexp.New(`\{([a-z0-9_]+)\}`)
 
 // Expand fills c's placeholders with s's Vars. An unknown placeholder is
 // an error: a value an earlier step should have captured is missing.

@@ -3,10 +3,10 @@
 package pfcheck
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/selftest/check"
 )
 
@@ -32,7 +32,7 @@ var onlyStderr = check.Normalizer{Name: "stderr only", Apply: func(a check.Answe
 	return a
 }}
 
-var tokenRE = regexp.MustCompile(`(?m)^Token : \d+$`)
+var tokenRE = lazyregexp.New(`(?m)^Token : \d+$`)
 
 var tokens = check.Normalizer{Name: "pf token values", Apply: func(a check.Answer, _ check.Vars) check.Answer {
 	a.Stderr = tokenRE.ReplaceAllString(a.Stderr, "Token : <TOKEN>")
@@ -41,18 +41,18 @@ var tokens = check.Normalizer{Name: "pf token values", Apply: func(a check.Answe
 
 // referenceRowRE is a TOKENS row: "%-8s %-28s %-24s %-s" of pid, process
 // name, token and age (reference §3.3).
-var referenceRowRE = regexp.MustCompile(`(?m)^\d+( +)(.*?) +\d+ +\d+ days \d\d:\d\d:\d\d$`)
+var referenceRowRE = lazyregexp.New(`(?m)^\d+( +)(.*?) +\d+ +\d+ days \d\d:\d\d:\d\d$`)
 
 var referenceRows = check.Normalizer{Name: "pids, tokens and ages of references", Apply: func(a check.Answer, _ check.Vars) check.Answer {
 	a.Stdout = referenceRowRE.ReplaceAllString(a.Stdout, "<PID> $2 <TOKEN> <AGE>")
 	return a
 }}
 
-var uptimeRE = regexp.MustCompile(`Status: Enabled for \d+ days \d\d:\d\d:\d\d +`)
+var uptimeRE = lazyregexp.New(`Status: Enabled for \d+ days \d\d:\d\d:\d\d +`)
 
 // counterRowRE is a `pfctl -s info` counter row: "  %-25s %14llu " and a
 // rate or padding.
-var counterRowRE = regexp.MustCompile(`(?m)^  (\S(?:.*\S)?) +\d+ +(?:\d+\.\d/s)? *$`)
+var counterRowRE = lazyregexp.New(`(?m)^  (\S(?:.*\S)?) +\d+ +(?:\d+\.\d/s)? *$`)
 
 var infoValues = check.Normalizer{Name: "pf's uptime and counter values", Apply: func(a check.Answer, _ check.Vars) check.Answer {
 	a.Stdout = uptimeRE.ReplaceAllString(a.Stdout, "Status: Enabled for <UPTIME> ")
@@ -87,8 +87,8 @@ func onlyLinesWith(what, text string) check.Normalizer {
 // pipeLineRE starts a pipe's section of `dnctl list`; queueLineRE a flow
 // set's. Everything up to the next such line belongs to the section.
 var (
-	pipeLineRE  = regexp.MustCompile(`^(\d{5,}): `)
-	queueLineRE = regexp.MustCompile(`^q\d{5,}: `)
+	pipeLineRE  = lazyregexp.New(`^(\d{5,}): `)
+	queueLineRE = lazyregexp.New(`^q\d{5,}: `)
 )
 
 // onlyPipes keeps the sections of the scratch pipes named by vars, in
@@ -134,7 +134,7 @@ func pipeSections(listing string, want map[int]bool) []string {
 
 // flowRowRE is an IPv4 flow row of `dnctl list` (reference §1.7):
 // bucket, protocol, source/port, destination/port, then the counters.
-var flowRowRE = regexp.MustCompile(`(?m)^ *\d+ (\S+) +(\S+)/\d+ +(\S+)/(\d+) +\d+ +\d+ +\d+ +\d+ +\d+$`)
+var flowRowRE = lazyregexp.New(`(?m)^ *\d+ (\S+) +(\S+)/\d+ +(\S+)/(\d+) +\d+ +\d+ +\d+ +\d+ +\d+$`)
 
 var flowCounters = check.Normalizer{Name: "flow source ports and counters", Apply: func(a check.Answer, _ check.Vars) check.Answer {
 	a.Stdout = flowRowRE.ReplaceAllString(a.Stdout, "<BKT> $1 $2/<PORT> $3/$4 <PKTS> <BYTES> <QLEN> <QBYTES> <DROPS>")

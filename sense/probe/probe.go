@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/shape"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
@@ -202,6 +203,12 @@ type Config struct {
 	// reflector whose address is not in it is probed with ICMP. Each
 	// address is probed one way.
 	Probes []shape.Reflector
+	// Grid, when set, puts the rounds after the first on its instants,
+	// so that they fire together with the caller's other timers on the
+	// same grid (the daemon's counter reads) instead of waking the
+	// process at instants of their own. The zero Grid paces rounds from
+	// the first.
+	Grid tickgrid.Grid
 	// InNetwork runs fn, which opens a socket for a TCP or UDP probe (or,
 	// for TCP probes timed with connect(), a whole handshake), where the
 	// probes must run. Default: it just runs fn. Tests pass a network
@@ -607,7 +614,7 @@ func (p *Prober) step(now time.Time) time.Duration {
 		}
 		if !now.Before(p.nextSend) {
 			p.sendRound(now)
-			p.nextSend = p.nextSend.Add(p.cfg.Interval)
+			p.nextSend = p.cfg.Grid.Next(p.nextSend, p.cfg.Interval)
 		}
 		wait = p.nextSend.Sub(now)
 	}

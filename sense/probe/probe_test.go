@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/macake/macake/internal/tickgrid"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -102,6 +104,35 @@ func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 			if d, u := s.OneWay(); d != 10*time.Millisecond || u != 10*time.Millisecond {
 				t.Fatalf("OneWay of an echo = %v/%v, want RTT/2 each", d, u)
 			}
+		}
+	})
+}
+
+// With a Grid, the rounds after the first fall on its instants, where the
+// caller's other timers fire: the first round at once, then every
+// interval from the grid's epoch, however far from it the prober started.
+func TestRoundsFallOnTheGrid(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		epoch := time.Now()
+		time.Sleep(1234 * time.Millisecond) // the link comes up between two instants
+		n := newFakeNet()
+		refl := []string{"192.0.2.1", "192.0.2.2"}
+		for _, r := range refl {
+			n.set(r, behaviour{delay: 20 * time.Millisecond})
+		}
+		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true, Grid: tickgrid.New(epoch)})
+		runFor(p, 2*time.Second)
+		sent := n.sentTo("192.0.2.1")
+		if len(sent) < 7 || sent[0].at.Sub(epoch) != 1234*time.Millisecond {
+			t.Fatalf("%d probes, the first at epoch+%v; want the first at once", len(sent), sent[0].at.Sub(epoch))
+		}
+		for i, s := range sent[1:] {
+			if off := s.at.Sub(epoch) % (300 * time.Millisecond); off != 0 {
+				t.Errorf("round %d at epoch+%v: %v off the 300 ms grid", i+2, s.at.Sub(epoch), off)
+			}
+		}
+		if gap := sent[1].at.Sub(sent[0].at); gap != 266*time.Millisecond {
+			t.Errorf("the second round came %v after the first, want 266ms (the next grid instant)", gap)
 		}
 	})
 }

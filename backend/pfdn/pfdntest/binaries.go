@@ -5,7 +5,6 @@ package pfdntest
 import (
 	"context"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"github.com/macake/macake/execrun"
@@ -22,9 +21,17 @@ func (b Binaries) Env(stateFile string) []string {
 	return []string{"MACAKE_PFCTL=" + b.Pfctl, "MACAKE_DNCTL=" + b.Dnctl, EnvState + "=" + stateFile}
 }
 
+// TB is the part of testing.TB that BuildBinaries uses. The emulator is
+// linked into macake itself (selftest compares a Mac with it), and naming
+// testing.TB here would link package testing into every macake binary.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
 // BuildBinaries builds the emulated pfctl and dnctl into dir with the go
 // tool, for end-to-end tests that run real processes.
-func BuildBinaries(tb testing.TB, dir string) Binaries {
+func BuildBinaries(tb TB, dir string) Binaries {
 	tb.Helper()
 	// go test puts the go tool's directory first on PATH.
 	cmd := execrun.Command{Argv: []string{"go", "build", "-o", dir,

@@ -5,9 +5,10 @@ package pfdntest
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/macake/macake/internal/lazyregexp"
 )
 
 // The C library behaviours dnctl's parsing rests on, reproduced exactly:
@@ -108,7 +109,7 @@ func atoi(s string) int32 {
 // cInt is a C (int) cast of an unsigned long.
 func cInt(v uint64) int32 { return int32(uint32(v)) }
 
-var strtodPrefix = regexp.MustCompile(`^[ \t\n\v\f\r]*([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:infinity|inf|nan)))`)
+var strtodPrefix = lazyregexp.New(`^[ \t\n\v\f\r]*([+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|(?i:infinity|inf|nan)))`)
 
 // strtod reads the longest float prefix of s, 0 when there is none.
 func strtod(s string) float64 {

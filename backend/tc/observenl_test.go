@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package tc
+
+import (
+	"encoding/binary"
+	"reflect"
+	"testing"
+
+	"github.com/mdlayher/netlink"
+)
+
+// tcMessage builds a qdisc, class or filter message as the kernel dumps
+// it: struct tcmsg, then TCA_KIND and TCA_OPTIONS (opts nil: none).
+func tcMessage(t *testing.T, handle, parent, info uint32, kind string, opts func(*netlink.AttributeEncoder)) []byte {
+	t.Helper()
+	b := make([]byte, sizeofTcmsg)
+	ne := binary.NativeEndian
+	ne.PutUint32(b[4:], 3)
+	ne.PutUint32(b[8:], handle)
+	ne.PutUint32(b[12:], parent)
+	ne.PutUint32(b[16:], info)
+	ae := netlink.NewAttributeEncoder()
+	ae.String(tcaKind, kind)
+	if opts != nil {
+		ae.Nested(tcaOptions, func(nae *netlink.AttributeEncoder) error { opts(nae); return nil })
+	}
+	attrs, err := ae.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, attrs...)
+}
+
+// CAKE's options decode as tc prints them. This kernel has no sch_cake,
+// so the kernel test cannot compare them with tc: the messages here are
+// built as sch_cake's cake_dump writes them (every attribute, in its
+// order), and must decode to what tc's JSON of the same qdiscs says
+// (recorded in testdata/diff/cake-drift).
+func TestDecodeCakeAsTCPrintsIt(t *testing.T) {
+	const recorded = `[{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":1000000,"diffserv":"besteffort","flowmode":"triple-isolate","nat":true,"wash":false,"ingress":false,"ack-filter":"enabled","split_gso":true,"rtt":100000,"raw":false,"atm":"noatm","overhead":18,"mpu":64,"fwmark":"0"}},` +
+		`{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":1000000,"diffserv":"diffserv3","flowmode":"triple-isolate","nat":false,"wash":false,"ingress":true,"ack-filter":"disabled","split_gso":true,"rtt":100000,"raw":true,"overhead":0,"fwmark":"0"}},` +
+		`{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":3765432,"diffserv":"diffserv4","flowmode":"dual-dsthost","nat":true,"wash":false,"ingress":true,"ack-filter":"aggressive","split_gso":true,"rtt":100000,"raw":false,"atm":"noatm","overhead":18,"mpu":64,"fwmark":"0"}}]`
+	want, err := ParseQdiscs([]byte(recorded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type kernel struct {
+		rate                                                 uint64
+		flowMode, ingress, ack, nat, diffserv, overhead, mpu uint32
+		raw                                                  bool
+	}
+	for i, k := range []kernel{
+		{rate: 1000000, flowMode: 7, ack: 1, nat: 1, diffserv: 3, overhead: 18, mpu: 64},
+		{rate: 1000000, flowMode: 7, ingress: 1, raw: true},
+		{rate: 3765432, flowMode: 6, ingress: 1, ack: 2, nat: 1, diffserv: 1, overhead: 18, mpu: 64},
+	} {
+		msg := tcMessage(t, RootHandle, tcHRoot, 0, "cake", func(ae *netlink.AttributeEncoder) {
+			ae.Uint64(tcaCakeBaseRate64, k.rate)
+			ae.Uint32(tcaCakeFlowMode, k.flowMode)
+			ae.Uint32(7, 100000) // RTT
+			ae.Uint32(8, 5000)   // TARGET
+			ae.Uint32(10, 0)     // MEMORY
+			ae.Uint32(9, 0)      // AUTORATE
+			ae.Uint32(tcaCakeIngress, k.ingress)
+			ae.Uint32(tcaCakeAckFilter, k.ack)
+			ae.Uint32(tcaCakeNAT, k.nat)
+			ae.Uint32(tcaCakeDiffservMode, k.diffserv)
+			ae.Uint32(13, 0) // WASH
+			ae.Uint32(tcaCakeOverhead, k.overhead)
+			if k.raw {
+				ae.Uint32(tcaCakeRaw, 0)
+			}
+			ae.Uint32(4, 0) // ATM
+			ae.Uint32(tcaCakeMPU, k.mpu)
+			ae.Uint32(17, 1) // SPLIT_GSO
+			ae.Uint32(18, 0) // FWMARK
+		})
+		got, err := decodeQdisc(msg, "wan0", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("qdisc %d: decoded %+v cake %+v\nwant tc's %+v cake %+v", i, got, *got.Cake, want[i], *want[i].Cake)
+		}
+	}
+}
+
+// A kind or an attribute macake has no use for is skipped, never an
+// error: a foreign qdisc must not make the whole reading fail.
+func TestDecodeSkipsUnknownKindsAndAttributes(t *testing.T) {
+	msg := tcMessage(t, 0x10000, tcHRoot, 0, "some_future_qdisc", func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(1, 7)
+		ae.Bytes(99, []byte{1, 2, 3})
+	})
+	q, err := decodeQdisc(msg, "eth0", false)
+	if err != nil || q.Kind != "some_future_qdisc" || !q.Root || q.Handle != 0x10000 {
+		t.Errorf("decodeQdisc = %+v, %v", q, err)
+	}
+	f, err := decodeFilter(tcMessage(t, 0x800800, 0, 5<<16|0x0300, "flower", func(ae *netlink.AttributeEncoder) {
+		ae.Uint32(1, 1)
+	}), func(int) string { return "" })
+	if err != nil || f.Kind != "flower" || f.Pref != 5 || f.Header {
+		t.Errorf("decodeFilter = %+v, %v", f, err)
+	}
+}
+
+func TestFormatU32HandleAsTC(t *testing.T) {
+	for h, want := range map[uint32]string{0: "none", 0x80000000: "800:", 0x80000800: "800::800", 0x80101001: "801:1:1"} {
+		if got := formatU32Handle(h); got != want {
+			t.Errorf("formatU32Handle(%#x) = %q, want %q", h, got, want)
+		}
+	}
+}
+
+// A link message decodes to what `ip -d -j link show` says: name, index,
+// UP, and the kind of its link info.
+func TestDecodeLink(t *testing.T) {
+	hdr := make([]byte, sizeofIfinfomsg)
+	binary.NativeEndian.PutUint32(hdr[4:], 7)
+	binary.NativeEndian.PutUint32(hdr[8:], iffUp|0x1000)
+	ae := netlink.NewAttributeEncoder()
+	ae.String(iflaIfname, "ifb-macake3")
+	ae.Nested(iflaLinkinfo, func(nae *netlink.AttributeEncoder) error {
+		nae.String(iflaInfoKind, "ifb")
+		return nil
+	})
+	attrs, err := ae.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := decodeLink(append(hdr, attrs...))
+	if want := (Device{Name: "ifb-macake3", Index: 7, Kind: "ifb", Up: true}); err != nil || d != want {
+		t.Errorf("decodeLink = %+v, %v; want %+v", d, err, want)
+	}
+}
+
+// An htb class decodes with its exact rates (above 2^32−1 bytes/s from
+// the 64-bit attributes), overhead, mpu, quantum and leaf.
+func TestDecodeClass(t *testing.T) {
+	opt := make([]byte, 40) // struct tc_htb_opt
+	ne := binary.NativeEndian
+	ne.PutUint16(opt[2:], 18)         // rate.overhead
+	ne.PutUint16(opt[6:], 64)         // rate.mpu
+	ne.PutUint32(opt[8:], 0xffffffff) // rate.rate: see RATE64
+	ne.PutUint32(opt[20:], 3_765_432) // ceil.rate
+	ne.PutUint32(opt[32:], 1514)      // quantum
+	msg := tcMessage(t, ClassHandle, RootHandle, LeafHandle, "htb", func(ae *netlink.AttributeEncoder) {
+		ae.Bytes(tcaHTBParms, opt)
+		ae.Uint64(tcaHTBRate64, 5_000_000_000)
+	})
+	c, err := decodeClass(msg)
+	want := Class{Kind: "htb", Handle: ClassHandle, Parent: RootHandle, Leaf: LeafHandle, RateBits: 40_000_000_000,
+		CeilBits: 30_123_456, Exact: true, Overhead: 18, MPU: 64, Quantum: 1514}
+	if err != nil || c != want {
+		t.Errorf("decodeClass = %+v, %v\nwant %+v", c, err, want)
+	}
+}
