@@ -266,6 +266,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.pass(step, "config")
 		case <-drift.C:
+			d.ctls.learnIdleRTTs(time.Now())
 			d.pass(step, "drift")
 			d.refreshStats(step, 0)
 		case <-d.retry.C:
@@ -274,6 +275,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.ctls.saveKnownGood()
 		case req := <-d.rateReqs:
 			req.reply <- d.setRate(step, req)
+			if d.ctls.learnIdleRTT(req.link, time.Now(), false) {
+				d.pass(step, "idle_rtt")
+			}
 		case req := <-d.switchReqs:
 			req.reply <- d.switchShaper(step, req)
 		case req := <-d.measReqs:
@@ -392,6 +396,7 @@ func (d *Daemon) onFacts(ctx context.Context, ev FactsEvent) string {
 // TeardownOnExit, removes everything macake owns.
 func (d *Daemon) shutdown(ctx context.Context) error {
 	d.log.Info("watch stopping")
+	d.ctls.learnIdleRTTs(time.Now())
 	d.ctls.saveKnownGood()
 	d.ctls.stopAll()
 	if !d.cfg.TeardownOnExit {
