@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/macake/macake/config"
@@ -188,19 +187,19 @@ type SimArm struct {
 func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	arms := []SimArm{{Name: ArmOff, Factory: mustBaseline("none")}}
 	for _, name := range append([]string{ArmUpstream, ArmOurs}, variants...) {
-		base, changes := name, ""
-		if i := strings.IndexAny(name, "+-"); i >= 0 {
-			base, changes = name[:i], name[i:]
+		tw := autorate.Tweak{Arm: name}
+		if name != ArmUpstream && name != ArmOurs {
+			var err error
+			if tw, err = autorate.ParseTweak(name); err != nil {
+				return nil, err
+			}
 		}
-		law := map[string]config.ControlLaw{ArmUpstream: config.LawUpstream, ArmOurs: config.LawMacake}[base]
-		if law == "" {
-			return nil, fmt.Errorf("variant %q: want ours or upstream, then +Switch or -Switch", name)
-		}
+		law := map[string]config.ControlLaw{ArmUpstream: config.LawUpstream, ArmOurs: config.LawMacake}[tw.Arm]
 		cfg, err := lawConfig(sc, law)
 		if err != nil {
 			return nil, err
 		}
-		if err := autorate.Switch(&cfg.Improvements, changes); err != nil {
+		if err := tw.Apply(&cfg); err != nil {
 			return nil, fmt.Errorf("variant %q: %w", name, err)
 		}
 		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: LawQueue})
