@@ -220,7 +220,7 @@ func TestBenchDaemon(t *testing.T) {
 		if !netlink {
 			m.Env = append(m.Env, "MACAKE_NETLINK=off")
 		}
-		m.SetPolicy(t, "bench", AutoratePolicy(tr, config.LawMacake))
+		m.SetPolicy(t, "bench", AutoratePolicy(tr, config.LawMacake, Reflectors))
 		w := newWatchShaper(m, tb)
 		ctx := context.Background()
 		if err := w.Start(ctx); err != nil {
@@ -289,7 +289,7 @@ func TestBenchDaemon(t *testing.T) {
 // times from each save until the leaf qdisc shows the new limit.
 func timeSaves(t *testing.T, m *Macake, tb *Testbed, tr Trace, n int) []time.Duration {
 	var lat []time.Duration
-	base := AutoratePolicy(tr, config.LawMacake)
+	base := AutoratePolicy(tr, config.LawMacake, Reflectors)
 	for i := 0; i < n; i++ {
 		kb := 100 + 10*(i%2) + 20*i
 		text := strings.Replace(base, `queue = "auto"`, fmt.Sprintf(`queue = "%dKB"`, kb), 1)
@@ -327,7 +327,7 @@ func TestWatchStartsNoProcessPerRateChange(t *testing.T) {
 	dir := t.TempDir()
 	log := toolLog(filepath.Join(dir, "tools.log"))
 	m.Env = append(m.Env, "MACAKE_TC="+log.wrap(t, dir, "tc"), "MACAKE_IP="+log.wrap(t, dir, "ip"))
-	m.SetPolicy(t, "np", AutoratePolicy(tr, config.LawMacake))
+	m.SetPolicy(t, "np", AutoratePolicy(tr, config.LawMacake, Reflectors))
 	w := newWatchShaper(m, tb)
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {

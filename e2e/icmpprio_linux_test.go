@@ -75,10 +75,10 @@ func TestICMPPriority(t *testing.T) {
 	icmpSeen := tb.icmpBeside(t)
 
 	icmpOn, secondOn, wantKind := "watch, ICMP reflectors", "watch, auto reflectors (measure chose tcp)", "tcp"
-	secondPolicy := autoratePolicyWith(tr, autoReflectors(Reflectors, 443))
+	secondPolicy := AutoratePolicy(tr, config.LawMacake, autoReflectors(Reflectors, 443))
 	if !prio {
 		secondOn, wantKind = "watch, TCP reflectors (tcp:R:443)", "icmp"
-		secondPolicy = autoratePolicyWith(tr, tcpReflectors(Reflectors, 443))
+		secondPolicy = AutoratePolicy(tr, config.LawMacake, tcpReflectors(Reflectors, 443))
 	}
 	run := Run{Trace: tr}
 	var icmpWindows []phaseWindow
@@ -96,12 +96,12 @@ func TestICMPPriority(t *testing.T) {
 	}
 	watch := newWatchShaper(m, tb)
 	phase("off", nil)
-	m.SetPolicy(t, "e2e", AutoratePolicy(tr, config.LawMacake))
+	m.SetPolicy(t, "e2e", AutoratePolicy(tr, config.LawMacake, Reflectors))
 	phase(icmpOn, watch)
 	icmpOutput := watch.Output()
 
 	// measure, unshaped, with the auto reflectors.
-	m.SetPolicy(t, "e2e", autoratePolicyWith(tr, autoReflectors(Reflectors, 443)))
+	m.SetPolicy(t, "e2e", AutoratePolicy(tr, config.LawMacake, autoReflectors(Reflectors, 443)))
 	res, err := m.Run(ctx, 2*time.Minute, "measure", "--server", speedURL, "--idle", "2s", "--duration", "6s", "--json")
 	if err != nil || res.Code != 0 {
 		t.Fatalf("macake measure: %v\n%s", err, res)
@@ -201,11 +201,6 @@ func autoReflectors(addrs []string, port int) []string {
 		out[i] = fmt.Sprintf("auto:%s:%d", a, port)
 	}
 	return out
-}
-
-// autoratePolicyWith is AutoratePolicy (macake's law) probing reflectors instead.
-func autoratePolicyWith(tr Trace, reflectors []string) string {
-	return strings.Replace(AutoratePolicy(tr, config.LawMacake), "reflectors = ["+quoted(Reflectors)+"]", "reflectors = ["+quoted(reflectors)+"]", 1)
 }
 
 // tcpReflectors returns tcp:R:port for each address.

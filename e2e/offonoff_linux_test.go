@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,7 +111,7 @@ func offOnOff(t *testing.T, spec string) {
 		law config.ControlLaw
 	}{{ArmUpstream, config.LawUpstream}, {ArmOurs, config.LawMacake}} {
 		m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
-		m.SetPolicy(t, "e2e", AutoratePolicy(tr, law.law))
+		m.SetPolicy(t, "e2e", AutoratePolicy(tr, law.law, Reflectors))
 		watches[law.arm] = newWatchShaper(m, tb)
 		if *seriesDir != "" {
 			watches[law.arm].Args = []string{"--log-level", "debug", "--log-file", filepath.Join(*seriesDir, seriesName(spec, law.arm)+".log")}
@@ -200,15 +201,32 @@ func newWatchShaper(m *Macake, tb *Testbed) *WatchShaper {
 }
 
 // TestPoliciesAreValid: the policies the e2e runs with, and the shipped
-// Linux example, pass validation for Linux without warnings; on macOS the
+// Linux example, pass validation for Linux without warnings, and the
+// autorate ones probe the reflectors they were given; on macOS the
 // example's [cake] table is warned about, key by key.
 func TestPoliciesAreValid(t *testing.T) {
 	tr := StarlinkLike(1, 30*time.Second)
-	for name, text := range map[string]string{"fixed": FixedPolicy(tr.Mean(true)*9/10, tr.Mean(false)*9/10),
-		"autorate": AutoratePolicy(tr, config.LawMacake), "upstream": AutoratePolicy(tr, config.LawUpstream)} {
-		_, warnings, err := config.Parse("links.d/"+name+".toml", []byte(text), config.LoadOptions{Target: config.TargetLinux})
+	for name, c := range map[string]struct {
+		text       string
+		reflectors []string
+	}{
+		"fixed":         {FixedPolicy(tr.Mean(true)*9/10, tr.Mean(false)*9/10), Reflectors},
+		"autorate":      {AutoratePolicy(tr, config.LawMacake, Reflectors), Reflectors},
+		"upstream":      {AutoratePolicy(tr, config.LawUpstream, Reflectors), Reflectors},
+		"autorate-auto": {AutoratePolicy(tr, config.LawMacake, autoReflectors(Reflectors, 443)), autoReflectors(Reflectors, 443)},
+		"autorate-tcp":  {AutoratePolicy(tr, config.LawMacake, tcpReflectors(Reflectors, 443)), tcpReflectors(Reflectors, 443)},
+	} {
+		pol, warnings, err := config.Parse("links.d/"+name+".toml", []byte(c.text), config.LoadOptions{Target: config.TargetLinux})
 		if err != nil || len(warnings) != 0 {
-			t.Errorf("%s policy: %v, warnings %v\n%s", name, err, warnings, text)
+			t.Errorf("%s policy: %v, warnings %v\n%s", name, err, warnings, c.text)
+			continue
+		}
+		var got []string
+		for _, r := range pol.Autorate.Reflectors {
+			got = append(got, r.String())
+		}
+		if !slices.Equal(got, c.reflectors) {
+			t.Errorf("%s policy probes %v, want %v", name, got, c.reflectors)
 		}
 	}
 	opts := config.LoadOptions{Target: config.TargetLinux, SkipOwnershipCheck: true}

@@ -212,9 +212,9 @@ func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	return arms, nil
 }
 
-// lawConfig is the controller watch builds from AutoratePolicy(sc, law).
+// lawConfig is the controller watch builds from AutoratePolicy(sc, law, Reflectors).
 func lawConfig(sc Scenario, law config.ControlLaw) (controller.Config, error) {
-	pol, _, err := config.Parse("links.d/e2e.toml", []byte(AutoratePolicy(sc.Trace, law)), config.LoadOptions{Target: config.TargetLinux})
+	pol, _, err := config.Parse("links.d/e2e.toml", []byte(AutoratePolicy(sc.Trace, law, Reflectors)), config.LoadOptions{Target: config.TargetLinux})
 	if err != nil {
 		return controller.Config{}, err
 	}

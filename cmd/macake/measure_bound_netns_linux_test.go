@@ -22,13 +22,16 @@ import (
 // Both routers hold the same server address, so only the interface the
 // traffic leaves by decides which link is measured; the default route
 // prefers wa. `measure --link` of wb's policy measures wb's capacity (its
-// probes and its load bound to wb), not the default route's, and init
-// --interface wb --measure writes rates from wb's.
+// load bound to wb), not the default route's, and the latency its load
+// adds there as every kind of probe sees it (ICMP, raw TCP SYNs to the
+// server, UDP echoes: each bound to wb; unbound, they would cross the idle
+// wa and see nothing added). init --interface wb --measure writes rates
+// from wb's.
 func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
-	const server = "10.83.0.1"
+	const server, echo, icmp = "10.83.0.1", "10.83.0.2", "10.83.0.3"
 	lab := netns.New(t, "mbind")
 	client := lab.Namespace("c")
 	uplinks := []struct {
@@ -42,6 +45,9 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 		client.AddAddr(u.dev, "10.83."+n+".2/24")
 		r.AddAddr("wan", "10.83."+n+".1/24")
 		r.AddAddr("lo", server+"/32")
+		r.AddAddr("lo", echo+"/32")
+		r.AddAddr("lo", icmp+"/32")
+		r.SlowUDPEcho(0, echo+":7")
 		client.IP("route", "add", "default", "via", "10.83."+n+".1", "dev", u.dev, "metric", "1"+n+"0")
 		r.Bottleneck("wan", u.down, u.down/8/10)
 		client.Bottleneck(u.dev, u.up, u.up/8/10)
@@ -67,7 +73,8 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 	for i, link := range []string{"a", "b"} {
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		r := runCLIIn(t, ctx, client, "--config-dir", dir, "--state-dir", t.TempDir(), "measure", "--link", link, "--json", "--no-save",
-			"--server", "http://"+server+":8080", "--reflector", server, "--idle", "1s", "--duration", "4s")
+			"--server", "http://"+server+":8080", "--reflector", icmp, "--reflector", "tcp:"+server+":8080", "--reflector", "udp:"+echo+":7",
+			"--idle", "1s", "--duration", "4s")
 		cancel()
 		if r.Code != exitOK {
 			t.Fatalf("measure --link %s: exit %d\n%s\n%s", link, r.Code, r.Stdout, r.Stderr)
@@ -83,6 +90,24 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 		if rep.Interface != u.dev || down < u.down*3/4 || down > u.down || up < u.up*3/4 || up > u.up {
 			t.Errorf("measure --link %s: interface %s, %d bit/s down, %d up; want %s's %d and %d",
 				link, rep.Interface, down, up, u.dev, u.down, u.up)
+		}
+		// Each bottleneck holds 100 ms of its rate; every kind of probe
+		// must see a good part of it under the download.
+		kinds := map[string]bool{}
+		for _, tr := range rep.Targets {
+			kinds[tr.Probe] = true
+			if tr.Idle.P50 == nil || tr.Download.P50 == nil {
+				t.Errorf("measure --link %s: %s (%s) has no idle or download latency", link, tr.Address, tr.Probe)
+				continue
+			}
+			added := time.Duration(*tr.Download.P50-*tr.Idle.P50) * time.Microsecond
+			t.Logf("measure --link %s: %s (%s) saw the download add %v", link, tr.Address, tr.Probe, added)
+			if added < 50*time.Millisecond {
+				t.Errorf("measure --link %s: %s (%s) saw %s's download add %v, want most of its 100 ms queue", link, tr.Address, tr.Probe, u.dev, added)
+			}
+		}
+		if !kinds["icmp"] || !kinds["tcp"] || !kinds["udp"] {
+			t.Errorf("measure --link %s probed %v, want icmp, tcp and udp", link, kinds)
 		}
 	}
 

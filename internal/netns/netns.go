@@ -4,7 +4,9 @@
 // [Lab] creates namespaces, veth pairs between them, addresses and routes,
 // turns segmentation offloads off, allows unprivileged ICMP, and shapes a
 // device into a bloated bottleneck (htb at a rate with a deep bfifo) whose
-// rate can be changed while traffic flows. Code runs inside a namespace
+// rate can be changed while traffic flows, and plays reflectors at the end
+// of a path of fixed delay (ICMP echo, UDP echo, TCP handshakes), which
+// the kernel cannot delay itself here (no netem). Code runs inside a namespace
 // either in-process ([Namespace.Do], [Namespace.Listen], [Namespace.Dial])
 // or as a child process ([Namespace.Exec], [Namespace.RunTest]).
 //

@@ -3,6 +3,7 @@
 package netns
 
 import (
+	"bytes"
 	"net"
 	"strings"
 	"time"
@@ -67,6 +68,37 @@ func (ns *Namespace) SlowReflector(delay time.Duration, addrs ...string) {
 					continue
 				}
 				time.AfterFunc(delay, func() { pc.WriteTo(out, src) })
+			}
+		}()
+	}
+}
+
+// SlowUDPEcho sends every datagram to addrs ("IP:port", on one of the
+// namespace's devices) back to its sender, delay after it arrived (at
+// once for 0): an RFC 862 echo service at the end of a path of known,
+// fixed delay. It stops at the test's Cleanup.
+func (ns *Namespace) SlowUDPEcho(delay time.Duration, addrs ...string) {
+	tb := ns.lab.tb
+	tb.Helper()
+	for _, addr := range addrs {
+		pc, err := ns.ListenPacket("udp", addr)
+		if err != nil {
+			tb.Fatalf("UDP echo in %s: %v", ns.name, err)
+		}
+		tb.Cleanup(func() { pc.Close() })
+		go func() {
+			buf := make([]byte, 2048)
+			for {
+				n, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return // closed at Cleanup
+				}
+				if delay == 0 {
+					pc.WriteTo(buf[:n], from)
+					continue
+				}
+				out := bytes.Clone(buf[:n])
+				time.AfterFunc(delay, func() { pc.WriteTo(out, from) })
 			}
 		}()
 	}

@@ -13,13 +13,16 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/netns"
+	"github.com/macake/macake/shape"
 )
 
 // twoLinks is a client with two uplinks, wa and wb, each to its own
-// router namespace. Both routers hold the same reflector address, which
-// answers after 10 ms behind wa and after 60 ms behind wb (user-space
-// replies: the kernel here has no netem). The client's default routes
-// prefer wa (metric 100) over wb (metric 200), as a Mac prefers its
+// router namespace. Both routers hold the same reflector addresses, which
+// answer after 10 ms behind wa and after 60 ms behind wb (user-space
+// replies: the kernel here has no netem): ICMP echo and a UDP echo on
+// port 7 at twoLinksReflector4 and twoLinksReflector6, TCP handshakes on
+// any port at twoLinksTCP4 and twoLinksTCP6. The client's default routes
+// prefer wa (metric 110) over wb (metric 120), as a Mac prefers its
 // primary interface and a multi-WAN router its first WAN: a probe that
 // follows the routing table always measures wa's path.
 type twoLinks struct {
@@ -29,6 +32,8 @@ type twoLinks struct {
 const (
 	twoLinksReflector4 = "10.81.0.1"
 	twoLinksReflector6 = "fd81::1"
+	twoLinksTCP4       = "10.81.0.3"
+	twoLinksTCP6       = "fd81::3"
 	fastDelay          = 10 * time.Millisecond
 	slowDelay          = 60 * time.Millisecond
 )
@@ -53,6 +58,8 @@ func newTwoLinks(t *testing.T) *twoLinks {
 		c.IP("route", "add", "default", "via", "10.81."+n+".1", "dev", l.dev, "metric", metric)
 		c.IP("-6", "route", "add", "default", "via", "fd81:"+n+"::1", "dev", l.dev, "metric", metric)
 		r.SlowReflector(l.delay, twoLinksReflector4, twoLinksReflector6)
+		r.SlowUDPEcho(l.delay, net.JoinHostPort(twoLinksReflector4, "7"), net.JoinHostPort(twoLinksReflector6, "7"))
+		r.SlowTCPReflector(l.delay, "wan", twoLinksTCP4, twoLinksTCP6)
 	}
 	// Replies to wb's probes arrive on wb although the best route back to
 	// the reflector is wa: strict reverse-path filtering would drop them.
@@ -75,8 +82,8 @@ func listenBoundIn(ns *netns.Namespace, iface string) func(network, address stri
 	}
 }
 
-// medianRTT probes refl for d through iface ("" follows the routing
-// table) and returns the median RTT of the replies.
+// medianRTT probes refl with ICMP for d through iface ("" follows the
+// routing table) and returns the median RTT of the replies.
 func (tl *twoLinks) medianRTT(ctx context.Context, iface string, mode SocketMode, refl netip.Addr, d time.Duration) (time.Duration, error) {
 	listen := listenBoundIn(tl.client, iface)
 	if iface == "" {
@@ -89,6 +96,26 @@ func (tl *twoLinks) medianRTT(ctx context.Context, iface string, mode SocketMode
 	if err != nil {
 		return 0, err
 	}
+	return runMedianRTT(ctx, p, iface, d)
+}
+
+// kindMedianRTT probes r (TCP or UDP) for d from the client, bound to
+// iface as a link's controller binds its probes (Config.Interface; ""
+// follows the routing table), and returns the median RTT of the replies.
+func (tl *twoLinks) kindMedianRTT(ctx context.Context, iface string, mode SocketMode, r shape.Reflector, d time.Duration) (time.Duration, error) {
+	p, err := New(Config{
+		Reflectors: []netip.Addr{r.Addr}, Probes: []shape.Reflector{r}, Interval: 50 * time.Millisecond, Timeout: time.Second,
+		Socket: mode, Interface: iface, InNetwork: tl.client.Do,
+	})
+	if err != nil {
+		return 0, err
+	}
+	return runMedianRTT(ctx, p, iface, d)
+}
+
+// runMedianRTT runs p for d and returns the median RTT of its replies;
+// with iface set, every socket p opened must say it is bound to iface.
+func runMedianRTT(ctx context.Context, p *Prober, iface string, d time.Duration) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	get := collect(p)
@@ -160,6 +187,66 @@ func TestNetnsEachLinkMeasuresItsOwnPath(t *testing.T) {
 			t.Errorf("%s (%s) via %s: median RTT %v, want %s %v", r.refl, kind, via, r.got, r.why, r.want)
 		default:
 			t.Logf("%s (%s) via %s: median RTT %v", r.refl, kind, via, r.got)
+		}
+	}
+}
+
+// TestNetnsEachLinksTCPAndUDPProbesMeasureItsOwnPath: TCP probes (raw
+// SYNs and connect()) and UDP echoes, bound to a link's interface as its
+// controller binds them (Config.Interface), see that link's delay, over
+// IPv4 and IPv6; following the routing table, they see the default
+// route's. Unbound, every probe "via wb" would see wa's 10 ms; a raw SYN
+// bound to wb but checksummed for wa's address would go unanswered.
+func TestNetnsEachLinksTCPAndUDPProbesMeasureItsOwnPath(t *testing.T) {
+	tl := newTwoLinks(t)
+	type run struct {
+		refl   shape.Reflector
+		mode   SocketMode
+		socket string
+		iface  string
+		want   time.Duration
+		why    string
+		got    time.Duration
+		err    error
+	}
+	var runs []*run
+	for _, c := range []struct {
+		refl   string
+		mode   SocketMode
+		socket string
+	}{
+		{"tcp:" + twoLinksTCP4 + ":443", SocketRaw, "raw SYN"},
+		{"tcp:[" + twoLinksTCP6 + "]:443", SocketRaw, "raw SYN"},
+		{"tcp:" + twoLinksTCP4 + ":443", SocketDatagram, "connect"},
+		{"tcp:[" + twoLinksTCP6 + "]:443", SocketDatagram, "connect"},
+		{"udp:" + twoLinksReflector4 + ":7", SocketAuto, "echo"},
+		{"udp:[" + twoLinksReflector6 + "]:7", SocketAuto, "echo"},
+	} {
+		refl := reflector(t, c.refl)
+		runs = append(runs,
+			&run{refl: refl, mode: c.mode, socket: c.socket, iface: "", want: fastDelay, why: "the default route's (else the testbed is not what it claims)"},
+			&run{refl: refl, mode: c.mode, socket: c.socket, iface: "wa", want: fastDelay, why: "wa's own"},
+			&run{refl: refl, mode: c.mode, socket: c.socket, iface: "wb", want: slowDelay, why: "wb's own, not the default route's"})
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Go(func() {
+			r.got, r.err = tl.kindMedianRTT(t.Context(), r.iface, r.mode, r.refl, time.Second)
+		})
+	}
+	wg.Wait()
+	for _, r := range runs {
+		via := r.iface
+		if via == "" {
+			via = "the routing table"
+		}
+		switch {
+		case r.err != nil:
+			t.Errorf("%s (%s) via %s: %v", r.refl, r.socket, via, r.err)
+		case r.got < r.want || r.got >= r.want+15*time.Millisecond:
+			t.Errorf("%s (%s) via %s: median RTT %v, want %s %v", r.refl, r.socket, via, r.got, r.why, r.want)
+		default:
+			t.Logf("%s (%s) via %s: median RTT %v", r.refl, r.socket, via, r.got)
 		}
 	}
 }

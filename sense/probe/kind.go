@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/macake/macake/shape"
@@ -33,7 +34,8 @@ type sender interface {
 	// close stops the sender and waits for its goroutines; outcomes of
 	// probes in flight are dropped.
 	close()
-	// describe says what the sender is, e.g. "tcp4 (raw SYN)".
+	// describe says what the sender is, e.g. "tcp4 (raw SYN)" or
+	// "udp6 (echo, via en0)".
 	describe() string
 }
 
@@ -231,6 +233,27 @@ func methodOf(k shape.ProbeKind) Method {
 	return MethodEcho
 }
 
+// bindControl is the Control function of the sockets of the TCP and UDP
+// probes: each is bound to Config.Interface (BindControl, as the ICMP
+// sockets are), so that its probes leave through the link they measure
+// and only that link's answers reach it; nil when the probes follow the
+// routing table.
+func bindControl(cfg Config) func(network, address string, c syscall.RawConn) error {
+	if cfg.Interface == "" {
+		return nil
+	}
+	return BindControl(cfg.Interface)
+}
+
+// via is how Stats.Sockets says that a socket is bound: ", via IF", or
+// nothing for one that follows the routing table.
+func via(iface string) string {
+	if iface == "" {
+		return ""
+	}
+	return ", via " + iface
+}
+
 // inNetwork runs fn, which opens a socket, where Config.InNetwork says.
 func inNetwork(cfg Config, fn func() error) error {
 	if cfg.InNetwork != nil {
@@ -418,10 +441,11 @@ var errClosed = errors.New("probe: sender closed")
 
 // readEach reads packets from pc until it is closed, handing each, with
 // the time it arrived, to handle (which must not keep b). A read error
-// other than the close (on some systems an ICMP error queued on the
-// socket) cannot be attributed to a probe, which then times out; after a
-// few in a row it backs off, so that a broken socket cannot spin.
-func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.Time)) {
+// other than the close (a ping socket's queued ICMP error, EHOSTUNREACH
+// and the like) cannot be attributed to a probe, which then times out:
+// readEach tells failed (when not nil), stops if it says so, and after a
+// few failures in a row backs off, so that a broken socket cannot spin.
+func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.Time), failed func() (stop bool)) {
 	buf := make([]byte, 1500)
 	failures := 0
 	for {
@@ -429,6 +453,9 @@ func readEach(pc net.PacketConn, handle func(b []byte, from net.Addr, now time.T
 		now := time.Now()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			if failed != nil && failed() {
 				return
 			}
 			failures++

@@ -19,21 +19,7 @@ func (tb *testbed) serveKinds(t *testing.T) {
 	t.Helper()
 	for _, a := range []string{serverIP4, serverIP6} {
 		tb.server.ServeTCP("tcp", net.JoinHostPort(a, "443"))
-		pc, err := tb.server.ListenPacket("udp", net.JoinHostPort(a, "7"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { pc.Close() })
-		go func() {
-			buf := make([]byte, 2048)
-			for {
-				n, from, err := pc.ReadFrom(buf)
-				if err != nil {
-					return
-				}
-				pc.WriteTo(buf[:n], from)
-			}
-		}()
+		tb.server.SlowUDPEcho(0, net.JoinHostPort(a, "7"))
 	}
 }
 

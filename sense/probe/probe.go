@@ -189,7 +189,9 @@ type Config struct {
 	// Interface, when set, sends every probe out of this interface and
 	// takes replies only from it (SO_BINDTODEVICE on Linux, IP_BOUND_IF and
 	// IPV6_BOUND_IF on macOS), so that a link measures its own path
-	// instead of the default route's. "" follows the routing table.
+	// instead of the default route's: the ICMP sockets (unless Listen
+	// opens them), the TCP probes' raw socket or each connect()'s socket,
+	// and the UDP probes' socket. "" follows the routing table.
 	Interface string
 	// Listen opens an ICMP socket; network is "udp4", "udp6", "ip4:icmp" or
 	// "ip6:ipv6-icmp". Default: icmp.ListenPacket. Tests replace it, e.g. to
@@ -531,9 +533,7 @@ func (p *Prober) Stats() Stats {
 			if k.dgrm {
 				kind = "datagram"
 			}
-			if dev := boundTo(k.pc); dev != "" {
-				kind += ", via " + dev
-			}
+			kind += via(boundTo(k.pc))
 			s.Sockets = append(s.Sockets, fmt.Sprintf("%s (%s)", k.network, kind))
 		}
 	}
@@ -956,37 +956,18 @@ func (p *Prober) startReader(s *sock) {
 	}()
 }
 
+// readLoop reads one ICMP socket's replies until it is closed (readEach)
+// and matches each; failed reads are counted, and end the loop once the
+// prober is closed.
 func (p *Prober) readLoop(s *sock) {
-	buf := make([]byte, 1500)
-	failures := 0
-	for {
-		n, from, err := s.pc.ReadFrom(buf)
-		now := time.Now()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			p.mu.Lock()
-			p.readErrs++
-			closed := p.closed
-			p.mu.Unlock()
-			if closed {
-				return
-			}
-			// A ping socket reports a queued ICMP error as a read error
-			// (EHOSTUNREACH, ...); it cannot be attributed to a probe,
-			// and the probe will time out. Back off if reads keep
-			// failing so a broken socket cannot spin.
-			failures++
-			if failures > 3 {
-				time.Sleep(min(time.Duration(failures)*10*time.Millisecond, time.Second))
-			}
-			continue
-		}
-		failures = 0
-		src := addrOf(from)
-		p.handle(s, src, parseReply(s.v6, buf[:n]), now)
-	}
+	readEach(s.pc, func(b []byte, from net.Addr, now time.Time) {
+		p.handle(s, addrOf(from), parseReply(s.v6, b), now)
+	}, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.readErrs++
+		return p.closed
+	})
 }
 
 func addrOf(a net.Addr) netip.Addr {

@@ -38,6 +38,9 @@ import (
 //     completed by the resent SYN would read as a 1 s delay; so a
 //     connect()-timed probe gives up at synRetransmit and counts as lost.
 //     Queues deeper than that show as loss, not as delay.
+//
+// Either way, a prober bound to a link (Config.Interface) binds the
+// sockets to its interface, as it binds its ICMP sockets (BindControl).
 
 // synRetransmit is the kernels' initial retransmission timeout for a SYN
 // (RFC 6298's 1 s, on Linux and macOS): a connect() that takes longer may
@@ -128,6 +131,9 @@ type connectSender struct {
 	network string
 	timeout time.Duration
 	cfg     Config
+	// bind binds each handshake's socket to Config.Interface (nil: the
+	// routing table's choice); it keeps the interface it looked up.
+	bind func(network, address string, c syscall.RawConn) error
 
 	mu     sync.Mutex
 	report func(outcome)
@@ -137,17 +143,20 @@ type connectSender struct {
 	closed bool
 }
 
-// openConnect returns the connect()-timed sender of one family.
+// openConnect returns the connect()-timed sender of one family, whose
+// handshakes leave through Config.Interface when it names one.
 func openConnect(v6 bool, cfg Config) *connectSender {
 	network := "tcp4"
 	if v6 {
 		network = "tcp6"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &connectSender{network: network, timeout: min(cfg.Timeout, synRetransmit), cfg: cfg, ctx: ctx, cancel: cancel}
+	return &connectSender{network: network, timeout: min(cfg.Timeout, synRetransmit), cfg: cfg, bind: bindControl(cfg), ctx: ctx, cancel: cancel}
 }
 
-func (s *connectSender) describe() string { return s.network + " (connect)" }
+func (s *connectSender) describe() string {
+	return s.network + " (connect" + via(s.cfg.Interface) + ")"
+}
 
 func (s *connectSender) start(report func(outcome)) {
 	s.mu.Lock()
@@ -181,7 +190,7 @@ func (s *connectSender) handshake(r shape.Reflector, seq uint32) outcome {
 	o := outcome{kind: shape.ProbeTCP, addr: r.Addr, seq: seq}
 	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
 	defer cancel()
-	d := net.Dialer{}
+	d := net.Dialer{Control: s.bind}
 	var c net.Conn
 	var err error
 	ierr := inNetwork(s.cfg, func() error {

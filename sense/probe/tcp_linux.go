@@ -3,6 +3,7 @@
 package probe
 
 import (
+	"context"
 	crand "crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -42,9 +43,12 @@ func openTCP(v6 bool, cfg Config, _ uint64) (sender, error) {
 // reserved port wake the reader: a raw TCP socket otherwise receives a
 // copy of every TCP segment the host receives.
 type rawTCPSender struct {
-	pc      net.PacketConn // "ip4:tcp" or "ip6:tcp"; Go strips the IPv4 header
-	v6      bool
-	cfg     Config
+	pc  net.PacketConn // "ip4:tcp" or "ip6:tcp"; Go strips the IPv4 header
+	v6  bool
+	cfg Config
+	// bind binds the raw socket, and the UDP socket that finds the source
+	// address, to Config.Interface (nil: the routing table's choice).
+	bind    func(network, address string, c syscall.RawConn) error
 	port    uint16 // the reserved source port
 	reserve int    // the bound (never listening) socket that holds port
 	secret  uint32
@@ -60,7 +64,9 @@ type rawTCPSender struct {
 
 // source is the local address the kernel uses towards a reflector, which
 // the IPv4 checksum covers; looked up again every sourceTTL, as routes
-// change.
+// change. A raw socket bound to an interface sends with that interface's
+// address, so the lookup is bound to it too: a checksum computed for the
+// default route's address would make the reflector drop the SYN.
 type source struct {
 	addr netip.Addr
 	at   time.Time
@@ -68,12 +74,16 @@ type source struct {
 
 const sourceTTL = 10 * time.Second
 
+// openRawTCP opens the raw TCP sender of one family. With
+// Config.Interface set, the raw socket is bound to it: the SYNs leave
+// through that link, and the socket reads only the answers that arrive
+// on it.
 func openRawTCP(v6 bool, cfg Config) (*rawTCPSender, error) {
 	network, family, any := "ip4:tcp", unix.AF_INET, "0.0.0.0"
 	if v6 {
 		network, family, any = "ip6:tcp", unix.AF_INET6, "::"
 	}
-	s := &rawTCPSender{v6: v6, cfg: cfg, tr: newTracker(shape.ProbeTCP, cfg.Timeout), src: map[netip.Addr]source{}, reserve: -1}
+	s := &rawTCPSender{v6: v6, cfg: cfg, bind: bindControl(cfg), tr: newTracker(shape.ProbeTCP, cfg.Timeout), src: map[netip.Addr]source{}, reserve: -1}
 	var secret [4]byte
 	if _, err := crand.Read(secret[:]); err != nil {
 		return nil, err
@@ -82,7 +92,8 @@ func openRawTCP(v6 bool, cfg Config) (*rawTCPSender, error) {
 	err := inNetwork(cfg, func() error {
 		// Reserve a port: a bound TCP socket that never listens keeps
 		// other connections off it, and the kernel answers a SYN-ACK to
-		// it with a reset.
+		// it with a reset. It is not bound to the interface, so that it
+		// keeps the port on every interface.
 		fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 		if err != nil {
 			return err
@@ -105,7 +116,8 @@ func openRawTCP(v6 bool, cfg Config) (*rawTCPSender, error) {
 		case *unix.SockaddrInet6:
 			s.port = uint16(b.Port)
 		}
-		pc, err := net.ListenPacket(network, any)
+		lc := net.ListenConfig{Control: s.bind}
+		pc, err := lc.ListenPacket(context.Background(), network, any)
 		if err != nil {
 			return fmt.Errorf("opening a raw %s socket: %w (needs root or CAP_NET_RAW)", network, err)
 		}
@@ -158,9 +170,9 @@ func (s *rawTCPSender) setup() error {
 
 func (s *rawTCPSender) describe() string {
 	if s.v6 {
-		return "tcp6 (raw SYN)"
+		return "tcp6 (raw SYN" + via(s.cfg.Interface) + ")"
 	}
-	return "tcp4 (raw SYN)"
+	return "tcp4 (raw SYN" + via(s.cfg.Interface) + ")"
 }
 
 func (s *rawTCPSender) send(r shape.Reflector, seq uint32, now time.Time) error {
@@ -182,14 +194,16 @@ func (s *rawTCPSender) send(r shape.Reflector, seq uint32, now time.Time) error 
 }
 
 // source returns the local address towards r: the kernel's choice for a
-// UDP socket connected there (connecting sends nothing).
+// UDP socket connected there (connecting sends nothing), bound to the
+// interface the raw socket is bound to.
 func (s *rawTCPSender) source(r shape.Reflector, now time.Time) (netip.Addr, error) {
 	if e, ok := s.src[r.Addr]; ok && now.Sub(e.at) < sourceTTL {
 		return e.addr, nil
 	}
 	var local netip.Addr
 	err := inNetwork(s.cfg, func() error {
-		c, err := net.DialUDP("udp4", nil, net.UDPAddrFromAddrPort(r.AddrPort()))
+		d := net.Dialer{Control: s.bind}
+		c, err := d.Dial("udp4", r.AddrPort().String())
 		if err != nil {
 			return err
 		}
@@ -222,7 +236,7 @@ func (s *rawTCPSender) read() {
 		}
 		a, _ := netip.AddrFromSlice(ia.IP)
 		s.tr.match(seg.ack-1-s.secret, netip.AddrPortFrom(a.Unmap(), seg.sport), now)
-	})
+	}, nil)
 }
 
 func (s *rawTCPSender) closeSockets() {

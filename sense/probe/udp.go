@@ -3,6 +3,7 @@
 package probe
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -21,6 +22,7 @@ import (
 type udpSender struct {
 	pc      net.PacketConn
 	network string
+	iface   string // the interface the socket is bound to, "" for none
 	nonce   uint64
 	tr      *tracker
 	buf     [payloadLen]byte // send runs under the prober's lock
@@ -28,24 +30,27 @@ type udpSender struct {
 	once    sync.Once
 }
 
-// openUDP opens the UDP socket of one family.
+// openUDP opens the UDP socket of one family, bound to Config.Interface
+// when it names one: the echoes then leave through that link and only
+// its replies come back to the socket.
 func openUDP(v6 bool, cfg Config, nonce uint64) (sender, error) {
 	network, any := "udp4", "0.0.0.0:0"
 	if v6 {
 		network, any = "udp6", "[::]:0"
 	}
+	lc := net.ListenConfig{Control: bindControl(cfg)}
 	var pc net.PacketConn
 	err := inNetwork(cfg, func() (err error) {
-		pc, err = net.ListenPacket(network, any)
+		pc, err = lc.ListenPacket(context.Background(), network, any)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("opening a %s socket: %w", network, err)
 	}
-	return &udpSender{pc: pc, network: network, nonce: nonce, tr: newTracker(shape.ProbeUDP, cfg.Timeout)}, nil
+	return &udpSender{pc: pc, network: network, iface: cfg.Interface, nonce: nonce, tr: newTracker(shape.ProbeUDP, cfg.Timeout)}, nil
 }
 
-func (s *udpSender) describe() string { return s.network + " (echo)" }
+func (s *udpSender) describe() string { return s.network + " (echo" + via(s.iface) + ")" }
 
 func (s *udpSender) send(r shape.Reflector, seq uint32, now time.Time) error {
 	to := r.AddrPort()
@@ -79,7 +84,7 @@ func (s *udpSender) read() {
 			return
 		}
 		s.tr.match(seq, ap, now)
-	})
+	}, nil)
 }
 
 func (s *udpSender) close() {
