@@ -218,6 +218,16 @@ type Improvements struct {
 	// suppresses almost nothing, and 2–5 % change the dynamics, costing
 	// score on some links (docs/MEASUREMENTS.md "The dead band").
 	DeadBand bool
+	// JitterThreshold (macake): the delay thresholds follow how much the
+	// delay signal jitters. Upstream's 30 ms lets a steady link (Starlink,
+	// fibre, 5G) hold 30 ms of standing queue before it reacts, which a
+	// link whose delay jitters by a few milliseconds does not need; on a
+	// bursty radio link the same 30 ms is what keeps jitter from voting.
+	// The jitter is an EWMA of the second difference of consecutive
+	// delays, which a queue growing or draining at a steady pace does not
+	// raise; the thresholds (delay, full increase, full cut) are scaled by
+	// JitterScale × jitter / delay threshold, between JitterFloor and 1.
+	JitterThreshold bool
 	// DropCounterResets skips an achieved-rate sample whose byte counter
 	// went backwards (interface reset) instead of reporting it as 0 kbit/s,
 	// which upstream does and which looks like a spurious idle sample
@@ -369,6 +379,11 @@ type Config struct {
 	// AchievedCut is the share of the achieved rate a CutToAchieved cut
 	// goes to (0.9); it only matters with that improvement on.
 	AchievedCut float64
+
+	// JitterScale and JitterFloor shape Improvements.JitterThreshold: the
+	// thresholds are JitterScale × the delay jitter (relative to the delay
+	// threshold), but never below JitterFloor of the configured ones.
+	JitterScale, JitterFloor float64
 }
 
 // DefaultConfig returns upstream cake-autorate's defaults (autorate.md §3),
@@ -472,6 +487,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.SmallestIncrease >= 1 && c.SmallestIncrease <= c.LargestIncrease && c.LargestIncrease <= 2) {
 		bad("increase factors must satisfy 1 ≤ smallest (%v) ≤ largest (%v) ≤ 2", c.SmallestIncrease, c.LargestIncrease)
+	}
+	if c.Improvements.JitterThreshold && !(c.JitterScale > 0 && c.JitterScale <= 1000 && c.JitterFloor >= minPositiveFactor && c.JitterFloor <= 1) {
+		bad("jitter scale %v must be in (0, 1000] and jitter floor %v in (0, 1] with JitterThreshold", c.JitterScale, c.JitterFloor)
 	}
 	if c.Improvements.CutToAchieved && !(c.AchievedCut >= minPositiveFactor && c.AchievedCut <= 1) {
 		bad("achieved cut %v must be in (0, 1] with CutToAchieved", c.AchievedCut)

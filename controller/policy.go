@@ -14,6 +14,13 @@ import (
 // macake's CutToAchieved, which no policy key tunes.
 const defaultAchievedCut = 0.9
 
+// defaultJitterScale and defaultJitterFloor are Config.JitterScale and
+// JitterFloor (Improvements.JitterThreshold), which no policy key tunes.
+const (
+	defaultJitterScale = 3
+	defaultJitterFloor = 1.0 / 3
+)
+
 // policyModes maps a policy's shaper.mode onto the controller's.
 var policyModes = map[config.Mode]Mode{
 	config.ModeAutorate: ModeAutorate,
@@ -83,6 +90,8 @@ func FromPolicy(p config.Policy) (Config, error) {
 		EngageAfter:           p.Balanced.EngageAfter.Std(),
 		ReleaseAfter:          p.Balanced.ReleaseAfter.Std(),
 		AchievedCut:           defaultAchievedCut,
+		JitterScale:           defaultJitterScale,
+		JitterFloor:           defaultJitterFloor,
 	}
 	if a.Controller != config.LawUpstream {
 		c.Improvements = MacakeImprovements()
