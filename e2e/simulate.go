@@ -146,8 +146,9 @@ func gcd(a, b time.Duration) time.Duration {
 // loss) that answer ICMP timestamps as Linux does, on the client's own
 // clock, so the daemon's prober measures each direction's one-way delay
 // (sense/probe prefers timestamps), tc's
-// actuation in about 2 ms, and an auto queue sized as a daemon that never
-// measured the link sizes it (reconcile.DefaultIdleRTT).
+// actuation in about 2 ms, and an auto queue sized from the path's own idle
+// RTT, as watch sizes it once its controller has measured the path (a few
+// seconds into the phase on the kernel; from the start here).
 func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 	return sim.Options{
 		Duration:        idle + sc.Trace.Length,
@@ -163,7 +164,6 @@ func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 		ProbeOWD:        true,
 		ReflectorClock:  -1,
 		ActuationDelay:  2 * time.Millisecond,
-		IdleRTT:         reconcile.DefaultIdleRTT,
 	}
 }
 

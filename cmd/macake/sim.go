@@ -78,7 +78,7 @@ func runSim(e *env, args []string) int {
 	durationVar(fs, &f.ActuationDelay, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
 	durationVar(fs, &f.Warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
 	fs.StringVar(&f.Loss, "loss", "", "random loss at the bottleneck, `DOWN,UP` probabilities (e.g. 0.0001,0.002 as LeoCC models Starlink)")
-	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the variants the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+"; none: no estimate)")
+	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the variants the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+": the 36 variants of the tuning grid macake's law was chosen from; none: no estimate)")
 	fs.StringVar(&f.Phases, "phases", "auto", "controller for the off/on/off table (auto, none to skip)")
 	fs.StringVar(&svg, "svg", "", "write rates, capacity and added delay over time to `FILE`")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
@@ -33,7 +34,23 @@ var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // with min/base/max from the link (benchmark.md §6.2: p5/p25/p95 of the
 // trace, or a policy's bounds).
 func UpstreamConfig(env *sim.Env) controller.Config {
-	cfg := controller.DefaultConfig()
+	return lawConfig(config.LawUpstream, env)
+}
+
+// OursConfig is macake's law as `macake watch` runs it for a policy that
+// sets no [autorate] tunable (config.Defaults: the law's improvements and
+// tuned defaults), with the link's min/base/max.
+func OursConfig(env *sim.Env) controller.Config {
+	return lawConfig(config.LawMacake, env)
+}
+
+// lawConfig is the controller of a policy under law with every default,
+// bounded as the link says.
+func lawConfig(law config.ControlLaw, env *sim.Env) controller.Config {
+	cfg, err := controller.FromPolicy(config.DefaultsFor(law))
+	if err != nil {
+		panic("autorate: the default policy does not map: " + err.Error())
+	}
 	set := func(dc *controller.DirectionConfig, b sim.Bounds) {
 		dc.Min, dc.Base, dc.Max = b.Min, b.Base, b.Max
 	}
@@ -46,21 +63,9 @@ func UpstreamConfig(env *sim.Env) controller.Config {
 	return cfg
 }
 
-// OursConfig is macake's tuned controller: the upstream configuration with
-// the improvements that won in the simulator (docs/MEASUREMENTS.md).
-func OursConfig(env *sim.Env) controller.Config {
-	cfg := UpstreamConfig(env)
-	cfg.Improvements = OursImprovements
-	return cfg
-}
-
 // OursImprovements are the switches `ours` turns on: exactly the daemon's
 // default control law (controller.MacakeImprovements), so the simulator
-// measures what users run. MeasuredInterval and ProbeLiveness tie in the
-// simulator, which has no timer jitter and no dying prober;
-// SurfaceBackendErrors and DropCounterResets never trigger in it. They fix
-// real failure modes and stay. BaseRecovery helped the built-in links but
-// not the traces, so it is off.
+// measures what users run.
 var OursImprovements = controller.MacakeImprovements()
 
 // Factory runs the production controller with the configuration build
