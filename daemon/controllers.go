@@ -327,8 +327,9 @@ const (
 
 // learnIdleRTT records in the state file the idle round trip that link's
 // controller has measured, when the profile of its network has none or
-// one that sizes a different auto queue, and reports whether it did: the
-// next pass then resizes the link's queues from the profile. Without it an
+// one that sizes a different auto queue, and returns it (0 when it recorded
+// nothing): the next pass sizes the link's queues from the profile.
+// Without it an
 // unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
 // round trip is a fraction of a millisecond (issue 14), and the state file
 // has no baseline after watch stops.
@@ -336,22 +337,22 @@ const (
 // The owner asks after a rate change (at most every idleRTTEvery), on
 // every drift tick (a link resting at its maximum changes no rate) and at
 // shutdown; every means the last two ask whatever the time.
-func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) bool {
+func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.Duration {
 	r := c.runners[link]
 	if r == nil || !r.policy.Shaper.Queue.Auto || (!every && now.Sub(r.idleCheckedAt) < idleRTTEvery) {
-		return false
+		return 0
 	}
 	r.idleCheckedAt = now
 	st := r.loop.State()
 	if st.Counters.Responses < idleRTTResponses {
-		return false
+		return 0
 	}
 	idle := max(st.IdleRTT, minIdleRTT)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {
 		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)
 		if float64(is) < idleRTTChange*float64(was) && float64(was) < idleRTTChange*float64(is) {
-			return false
+			return 0
 		}
 	}
 	err := c.d.cfg.Tokens.Update(func(st *state.State) {
@@ -364,22 +365,17 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) bool 
 	})
 	if err != nil {
 		c.d.log.Error("saving the measured idle RTT", logging.KeyLink, link, logging.KeyError, err)
-		return false
+		return 0
 	}
 	c.d.log.Info("measured the idle RTT; queue = \"auto\" follows it", logging.KeyLink, link, "idle_rtt", idle, "was", p.IdleRTT)
-	return true
+	return idle
 }
 
-// learnIdleRTTs is learnIdleRTT for every running controller; it reports
-// whether any profile changed.
-func (c *controllers) learnIdleRTTs(now time.Time) bool {
-	changed := false
+// learnIdleRTTs is learnIdleRTT for every running controller.
+func (c *controllers) learnIdleRTTs(now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
-		if c.learnIdleRTT(name, now, true) {
-			changed = true
-		}
+		c.learnIdleRTT(name, now, true)
 	}
-	return changed
 }
 
 // profile returns the state file's profile under key.

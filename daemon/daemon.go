@@ -275,8 +275,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.ctls.saveKnownGood()
 		case req := <-d.rateReqs:
 			req.reply <- d.setRate(step, req)
-			if d.ctls.learnIdleRTT(req.link, time.Now(), false) {
-				d.pass(step, "idle_rtt")
+			if idle := d.ctls.learnIdleRTT(req.link, time.Now(), false); idle > 0 {
+				// The next rate change carries the new queue, with no
+				// process and no pass (the next pass agrees: it sizes
+				// the queue from the profile just written).
+				d.rec.useIdleRTT(req.link, idle)
 			}
 		case req := <-d.switchReqs:
 			req.reply <- d.switchShaper(step, req)
