@@ -9,10 +9,12 @@ import (
 	"time"
 )
 
-// Defaults is every default of a policy file, in one place. The controller
-// values are cake-autorate's (reference/autorate.md §3, upstream
-// defaults.sh at 94238be); docs/CONFIG.md lists them. Treat it as
-// read-only: Parse starts each file from a copy.
+// Defaults is every default of a policy file, in one place, under the
+// default control law (macake's). The controller values are cake-autorate's
+// (reference/autorate.md §3, upstream defaults.sh at 94238be) except the
+// five that macake's law tunes, whose upstream values are in
+// upstreamTunables (controller = "upstream" takes them); docs/CONFIG.md
+// lists both. Treat it as read-only: Parse starts each file from a copy.
 //
 // Bounds are the exception to "fill in the default": upstream's
 // min/max (5/80 Mbit/s download, 5/35 Mbit/s upload) belong to its default
@@ -35,14 +37,14 @@ var Defaults = Policy{
 		DelayThreshold:     Duration(30 * time.Millisecond),  // *_owd_delta_delay_thr_ms
 		Controller:         LawMacake,
 		FullIncreaseBelow:  Duration(10 * time.Millisecond),   // *_avg_owd_delta_max_adjust_up_thr_ms
-		FullCutAbove:       Duration(60 * time.Millisecond),   // *_avg_owd_delta_max_adjust_down_thr_ms
+		FullCutAbove:       Duration(45 * time.Millisecond),   // macake's; upstreamTunables
 		BufferbloatWindow:  6,                                 // bufferbloat_detection_window
 		BufferbloatSamples: 3,                                 // bufferbloat_detection_thr
-		MaxCut:             0.75,                              // shaper_rate_max_adjust_down_bufferbloat
-		MaxIncrease:        1.04,                              // shaper_rate_max_adjust_up_load_high
-		HighLoad:           0.75,                              // high_load_thr
+		MaxCut:             0.6,                               // macake's; upstreamTunables
+		MaxIncrease:        1.08,                              // macake's; upstreamTunables
+		HighLoad:           0.6,                               // macake's; upstreamTunables
 		ActiveThreshold:    2000 * Kbit,                       // connection_active_thr_kbps
-		CutRefractory:      Duration(300 * time.Millisecond),  // bufferbloat_refractory_period_ms
+		CutRefractory:      Duration(200 * time.Millisecond),  // macake's; upstreamTunables
 		DecayRefractory:    Duration(1000 * time.Millisecond), // decay_refractory_period_ms
 		ResponseDeadline:   Duration(1 * time.Second),         // reflector_response_deadline_s
 		Sleep:              true,                              // enable_sleep_function
@@ -76,6 +78,58 @@ var Defaults = Policy{
 		EngageAfter:  Duration(4 * time.Second),
 		ReleaseAfter: Duration(20 * time.Second),
 	},
+}
+
+// LawTunable is one [autorate] key whose default depends on the control
+// law: Defaults holds macake's value, Upstream sets cake-autorate's.
+type LawTunable struct {
+	// Key is the key's path, e.g. "autorate.max_increase".
+	Key string
+	// Upstream sets cake-autorate's default (defaults.sh) in a.
+	Upstream func(a *Autorate)
+}
+
+// upstreamTunables are the keys macake's law tunes away from
+// cake-autorate's defaults, with upstream's values: the settings that won
+// in the simulator's leave-one-source-out tuning on 36 traces of six
+// sources (docs/MEASUREMENTS.md, "How ours was built"). Under macake's law
+// a steadier link is probed faster (max_increase), a cut answers a smaller
+// queue harder (full_cut_above, max_cut), a direction counts as loaded
+// sooner (high_load), and cuts and increases follow one another sooner
+// (cut_refractory).
+var upstreamTunables = []LawTunable{
+	{"autorate.max_increase", func(a *Autorate) { a.MaxIncrease = 1.04 }},                                 // shaper_rate_max_adjust_up_load_high
+	{"autorate.max_cut", func(a *Autorate) { a.MaxCut = 0.75 }},                                           // shaper_rate_max_adjust_down_bufferbloat
+	{"autorate.high_load", func(a *Autorate) { a.HighLoad = 0.75 }},                                       // high_load_thr
+	{"autorate.full_cut_above", func(a *Autorate) { a.FullCutAbove = Duration(60 * time.Millisecond) }},   // *_avg_owd_delta_max_adjust_down_thr_ms
+	{"autorate.cut_refractory", func(a *Autorate) { a.CutRefractory = Duration(300 * time.Millisecond) }}, // bufferbloat_refractory_period_ms
+}
+
+// UpstreamTunables lists the keys whose default depends on the law, with
+// cake-autorate's values (for docs and tests).
+func UpstreamTunables() []LawTunable { return slices.Clone(upstreamTunables) }
+
+// DefaultsFor returns the policy defaults under law: Defaults, with
+// cake-autorate's values for the keys macake's law tunes when law is
+// LawUpstream. Treat it as read-only, as Defaults.
+func DefaultsFor(law ControlLaw) Policy {
+	p := Defaults
+	p.Autorate.Controller = law
+	applyLaw(&p, func(string) bool { return false })
+	return p
+}
+
+// applyLaw gives a policy under the upstream law cake-autorate's default
+// for every law-dependent key the file does not set (given).
+func applyLaw(p *Policy, given func(key string) bool) {
+	if p.Autorate.Controller != LawUpstream {
+		return
+	}
+	for _, t := range upstreamTunables {
+		if !given(t.Key) {
+			t.Upstream(&p.Autorate)
+		}
+	}
 }
 
 // AutoRateFraction is the share of the measured capacity that "auto" base

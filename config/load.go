@@ -99,6 +99,7 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	}
 	link.Policy = defaultPolicy()
 	d.decodeStruct(reflect.ValueOf(&link.Policy).Elem(), d.root)
+	applyLaw(&link.Policy, d.given)
 	d.validatePolicy(&link.Policy, opts.target())
 	d.checkLimits(&link.Policy, opts.Limits)
 	return link, d

@@ -223,7 +223,7 @@ func TestParseRules(t *testing.T) {
 
 		// Controller tunables.
 		{name: "threshold order", text: minimal + "[autorate]\nfull_increase_below = \"40ms\"\n", problems: []string{"4:23: autorate.full_increase_below: full_increase_below (40ms) must not be above delay_threshold (30ms)"}},
-		{name: "cut threshold order", text: minimal + "[autorate]\ndelay_threshold = \"80ms\"\n", problems: []string{"4:19: autorate.delay_threshold: full_cut_above (60ms) must not be below delay_threshold (80ms)"}},
+		{name: "cut threshold order", text: minimal + "[autorate]\ndelay_threshold = \"80ms\"\n", problems: []string{"4:19: autorate.delay_threshold: full_cut_above (45ms) must not be below delay_threshold (80ms)"}},
 		{name: "window and samples", text: minimal + "[autorate]\nbufferbloat_window = 4\nbufferbloat_samples = 5\n", problems: []string{"5:23: autorate.bufferbloat_samples: bufferbloat_samples 5 is outside 1..bufferbloat_window (4)"}},
 		{name: "factors", text: minimal + "[autorate]\nmax_cut = 1.2\nmax_increase = 0.9\nhigh_load = 75\n", problems: []string{"4:11: autorate.max_cut: 1.2 is outside (0, 0.99]", "5:16: autorate.max_increase: 0.9 is outside [1, 2]", "6:13: autorate.high_load: 75 is outside (0, 1)"}},
 		{name: "nan", text: minimal + "[autorate]\nhigh_load = nan\n", problems: []string{"4:13: autorate.high_load: must be a finite number"}},
@@ -231,7 +231,10 @@ func TestParseRules(t *testing.T) {
 		{name: "explicit active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n[autorate]\nactive_threshold = \"2mbit\"\n", problems: []string{"6:20: autorate.active_threshold: 2mbit is above the upload minimum rate 1mbit"}},
 		{name: "default active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n", warnings: []string{"4:1: the upload minimum rate 1mbit is below autorate.active_threshold (2mbit, the default)"}},
 		{name: "short response deadline", text: minimal + "[autorate]\nresponse_deadline = \"500ms\"\n", warnings: []string{"4:1: response_deadline (500ms) is shorter than two probe intervals (600ms)"}},
-		{name: "three reflectors", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"4:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (300ms)"}},
+		{name: "three reflectors", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"4:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (200ms)"}},
+		{name: "three reflectors, upstream's law", text: minimal + "[autorate]\ncontroller = \"upstream\"\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"5:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (300ms)"}},
+		{name: "macake's default refractory, default window", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\", \"1.0.0.1\", \"8.8.4.4\", \"9.9.9.10\"]\n"},
+		{name: "a refractory the file sets below the window", text: minimal + "[autorate]\ncut_refractory = \"250ms\"\n", warnings: []string{"4:1: the bufferbloat window spans 300ms (6 samples 50ms apart, from 6 active reflectors), longer than cut_refractory (250ms)"}},
 		{name: "three reflectors, longer refractory", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\ncut_refractory = \"600ms\"\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,17 +10,19 @@ import (
 	"github.com/macake/macake/shape"
 )
 
-// TestDefaultsAreCakeAutorates pins every default to reference/autorate.md
-// §3 (upstream defaults.sh): changing one must be a deliberate act.
+// TestDefaultsAreCakeAutorates pins every default under the upstream law
+// to reference/autorate.md §3 (upstream defaults.sh): changing one must be
+// a deliberate act.
 func TestDefaultsAreCakeAutorates(t *testing.T) {
-	a, in := Defaults.Autorate, Defaults.Autorate.Internal
+	up := DefaultsFor(LawUpstream)
+	a, in := up.Autorate, up.Autorate.Internal
 	ms := time.Millisecond
 	for _, c := range []struct {
 		name      string
 		got, want any
 	}{
-		{"base_dl_shaper_rate_kbps", Defaults.Shaper.Download.Rate, 20000 * Kbit},
-		{"base_ul_shaper_rate_kbps", Defaults.Shaper.Upload.Rate, 20000 * Kbit},
+		{"base_dl_shaper_rate_kbps", up.Shaper.Download.Rate, 20000 * Kbit},
+		{"base_ul_shaper_rate_kbps", up.Shaper.Upload.Rate, 20000 * Kbit},
 		{"min_dl_shaper_rate_kbps", a.Download.Min, 5000 * Kbit},
 		{"max_dl_shaper_rate_kbps", a.Download.Max.Rate, 80000 * Kbit},
 		{"min_ul_shaper_rate_kbps", a.Upload.Min, 5000 * Kbit},
@@ -64,10 +66,10 @@ func TestDefaultsAreCakeAutorates(t *testing.T) {
 		{"connection_stall_thr_kbps", in.StallRate, 10 * Kbit},
 		{"global_ping_response_timeout_s", in.GlobalPingTimeout, 10 * time.Second},
 		{"monitor_achieved_rates_interval_ms", in.MonitorInterval, 200 * ms},
-		{"balanced engage_after", Defaults.Balanced.EngageAfter.Std(), 4 * time.Second},
-		{"balanced release_after", Defaults.Balanced.ReleaseAfter.Std(), 20 * time.Second},
-		{"mode", Defaults.Shaper.Mode, ModeAutorate},
-		{"queue", Defaults.Shaper.Queue, SizeOrAuto{Auto: true}},
+		{"balanced engage_after", up.Balanced.EngageAfter.Std(), 4 * time.Second},
+		{"balanced release_after", up.Balanced.ReleaseAfter.Std(), 20 * time.Second},
+		{"mode", up.Shaper.Mode, ModeAutorate},
+		{"queue", up.Shaper.Queue, SizeOrAuto{Auto: true}},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -125,5 +127,36 @@ func TestRates(t *testing.T) {
 				t.Errorf("min/base/max = %v/%v/%v, want %v/%v/%v", lo, base, hi, tc.want.lo, tc.want.base, tc.want.hi)
 			}
 		})
+	}
+}
+
+// TestLawTunables: the five keys macake's law tunes have macake's values
+// in Defaults and cake-autorate's under controller = "upstream"; a value
+// the file sets wins under either law.
+func TestLawTunables(t *testing.T) {
+	mac := Defaults.Autorate
+	if mac.MaxIncrease != 1.08 || mac.MaxCut != 0.6 || mac.HighLoad != 0.6 || mac.FullCutAbove.Std() != 45*time.Millisecond || mac.CutRefractory.Std() != 200*time.Millisecond {
+		t.Errorf("macake's law: max_increase %v, max_cut %v, high_load %v, full_cut_above %v, cut_refractory %v", mac.MaxIncrease, mac.MaxCut, mac.HighLoad, mac.FullCutAbove, mac.CutRefractory)
+	}
+	parse := func(text string) Autorate {
+		t.Helper()
+		l, probs, _ := parseTest(t, "links.d/test.toml", "[match]\ninterface = \"en0\"\n[autorate]\n"+text, TargetLinux)
+		if len(probs) > 0 {
+			t.Fatalf("%q: %v", text, probs)
+		}
+		return l.Autorate
+	}
+	up := parse("controller = \"upstream\"\n")
+	if up.MaxIncrease != 1.04 || up.MaxCut != 0.75 || up.HighLoad != 0.75 || up.FullCutAbove.Std() != 60*time.Millisecond || up.CutRefractory.Std() != 300*time.Millisecond {
+		t.Errorf("upstream's law: %+v", up)
+	}
+	if got := parse("controller = \"upstream\"\nmax_increase = 1.1\n"); got.MaxIncrease != 1.1 || got.MaxCut != 0.75 {
+		t.Errorf("upstream's law with max_increase set: max_increase %v, max_cut %v", got.MaxIncrease, got.MaxCut)
+	}
+	if got := parse("high_load = 0.8\n"); got.HighLoad != 0.8 || got.MaxIncrease != 1.08 {
+		t.Errorf("macake's law with high_load set: high_load %v, max_increase %v", got.HighLoad, got.MaxIncrease)
+	}
+	if len(UpstreamTunables()) != 5 {
+		t.Errorf("%d law-dependent keys, want the five above", len(UpstreamTunables()))
 	}
 }

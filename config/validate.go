@@ -200,12 +200,25 @@ func (d *decoder) checkAutorate(p *Policy) {
 		// episode of bufferbloat cut the rate again before it has refreshed.
 		spacing := a.ProbeInterval.Std() / time.Duration(active)
 		span := time.Duration(a.BufferbloatWindow) * spacing
-		if a.CutRefractory.Std() < span {
+		limit := a.CutRefractory.Std()
+		if a.Controller != LawUpstream && !d.given("autorate.cut_refractory") {
+			// macake's default (200 ms) is shorter than the default
+			// window (300 ms) by design (docs/CONFIG.md): only a window
+			// longer than the default one deserves the warning.
+			limit = max(limit, defaultWindowSpan())
+		}
+		if limit < span {
 			d.warnAt(firstGiven(d, "autorate.cut_refractory", "autorate.reflectors", "autorate.active_reflectors", "autorate.bufferbloat_window", "autorate.probe_interval"),
 				"the bufferbloat window spans %s (%d samples %s apart, from %d active reflectors), longer than cut_refractory (%s): one episode of bufferbloat can cut the rate twice; probe more reflectors at once or set cut_refractory to at least %s",
 				span, a.BufferbloatWindow, spacing, active, a.CutRefractory, span)
 		}
 	}
+}
+
+// defaultWindowSpan is the time the default bufferbloat window spans.
+func defaultWindowSpan() time.Duration {
+	a := Defaults.Autorate
+	return time.Duration(a.BufferbloatWindow) * a.ProbeInterval.Std() / time.Duration(a.ActiveReflectors)
 }
 
 // firstGiven returns the first of the key paths the file gives, or the

@@ -68,6 +68,12 @@ type dirState struct {
 	avg      int64
 	bloat    bool
 
+	// Delay jitter (Improvements.JitterThreshold): the last two deltas,
+	// how many have been seen, and 16 × the EWMA of the second difference.
+	prevDelta  [2]int64
+	seenDeltas int
+	jitter16   int64
+
 	// Overhead compensation: decaying sums of observed bytes and of the
 	// bytes they took on the wire, and their ratio in ppm.
 	bytesSum, wireSum int64
@@ -411,6 +417,11 @@ func (c *Controller) response(t int64, p int, at int64, owd [2]int64, method Del
 		// direction shows at its full size.
 		delta[dn], delta[up] = 2*delta[dn], 2*delta[up]
 	}
+	if c.cfg.Improvements.JitterThreshold {
+		for d := range c.dir {
+			c.trackJitter(&c.dir[d], &c.p.dir[d], delta[d])
+		}
+	}
 	c.window(delta)
 
 	if c.shaping() {
@@ -600,12 +611,48 @@ func inDeadBand(r Reason, rate, last int64, dp *dirParams) bool {
 }
 
 // compensate recomputes the serialisation-delay compensation and the
-// compensated thresholds from the current rate (AR-19).
+// compensated thresholds from the current rate (AR-19), scaled to the
+// delay jitter with Improvements.JitterThreshold.
 func (c *Controller) compensate(ds *dirState, dp *dirParams) {
 	ds.comp = compensation(c.p.wirePacketBits, ds.rate)
-	ds.tDelay = dp.delay + ds.comp
-	ds.tUp = dp.up + ds.comp
-	ds.tDown = dp.down + ds.comp
+	share := c.thresholdShare(ds, dp)
+	ds.tDelay = dp.delay*share/1000 + ds.comp
+	ds.tUp = dp.up*share/1000 + ds.comp
+	ds.tDown = dp.down*share/1000 + ds.comp
+}
+
+// jitterWarmup is how many deltas JitterThreshold sees before it trusts
+// its jitter estimate; until then the thresholds are the configured ones.
+const jitterWarmup = 40
+
+// trackJitter updates the direction's delay jitter with a new delta and
+// its thresholds with it (Improvements.JitterThreshold). The jitter is
+// the EWMA (weight 1/16) of |δ − 2δ₋₁ + δ₋₂|: a queue that grows or drains
+// at a steady pace has no second difference, so only the noise of the
+// signal counts, not the bloat the thresholds are there to catch.
+func (c *Controller) trackJitter(ds *dirState, dp *dirParams, delta int64) {
+	if ds.seenDeltas >= 2 {
+		sd := abs(delta - 2*ds.prevDelta[0] + ds.prevDelta[1])
+		// One spike moves the estimate by at most the delay threshold / 16.
+		sd = min(sd, 16*dp.delay)
+		ds.jitter16 += sd - ds.jitter16/16
+	}
+	ds.prevDelta[1], ds.prevDelta[0] = ds.prevDelta[0], delta
+	if ds.seenDeltas < jitterWarmup {
+		ds.seenDeltas++
+	}
+	c.compensate(ds, dp)
+}
+
+// thresholdShare is the share of the configured thresholds in force, in
+// thousandths: 1000, or with JitterThreshold JitterScale × jitter / delay
+// threshold, between JitterFloor and 1000.
+func (c *Controller) thresholdShare(ds *dirState, dp *dirParams) int64 {
+	if !c.cfg.Improvements.JitterThreshold || ds.seenDeltas < jitterWarmup || dp.delay <= 0 {
+		return 1000
+	}
+	share := c.p.jitterScale * (ds.jitter16 / 16) / dp.delay
+	return max(c.p.jitterFloor, min(1000, share))
 }
 
 // pipeRate is the rate in kbit/s to give the pipe for the controller's

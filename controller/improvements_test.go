@@ -432,3 +432,68 @@ func TestImprovementWholeRTT(t *testing.T) {
 		}
 	}
 }
+
+// TestImprovementJitterThreshold: on a steady path (replies within ±0.5 ms)
+// the switch lowers the delay threshold to its floor, so a 15 ms rise
+// (one-way) votes, where upstream's 30 ms does not; a path whose replies
+// jitter by up to 30 ms one way keeps the configured threshold; and a queue that grows
+// at a steady 2 ms per reply does not count as jitter.
+func TestImprovementJitterThreshold(t *testing.T) {
+	// Every reflector sees the same path; noise differs reply by reply.
+	noise := func(i int, max time.Duration) time.Duration {
+		return time.Duration((uint64(i)*2654435761)%1000) * max / 1000
+	}
+	steady := func(i int) time.Duration { return 40*time.Millisecond + noise(i, time.Millisecond) }
+	noisy := func(i int) time.Duration { return 40*time.Millisecond + noise(i, 60*time.Millisecond) }
+	for _, tc := range []struct {
+		name      string
+		on        bool
+		rtt       func(i int) time.Duration
+		threshold time.Duration // one-way delay threshold in force
+	}{
+		{"upstream, steady", false, steady, 30 * time.Millisecond},
+		{"steady", true, steady, 10 * time.Millisecond},
+		{"noisy", true, noisy, 30 * time.Millisecond},
+	} {
+		cfg := exampleConfig()
+		cfg.Improvements.JitterThreshold = tc.on
+		h := newHarness(t, cfg)
+		ms := 0.0
+		for i := range 100 {
+			ms += 50
+			h.rtt(ms, i%6, tc.rtt(i))
+		}
+		if got := usDuration(h.c.dir[dn].tDelay); !near(got, tc.threshold) {
+			t.Errorf("%s: threshold %v, want %v", tc.name, got, tc.threshold)
+		}
+		if got := usDuration(h.c.dir[dn].tDown); !near(got, 2*tc.threshold) {
+			t.Errorf("%s: full-cut threshold %v, want it scaled alike: %v", tc.name, got, 2*tc.threshold)
+		}
+	}
+	// A queue growing 2 ms a reply (a steady overload) is no jitter: the
+	// threshold stays at its floor while it grows.
+	cfg := exampleConfig()
+	cfg.Improvements.JitterThreshold = true
+	h := newHarness(t, cfg)
+	ms := 0.0
+	for i := range 100 {
+		ms += 50
+		h.rtt(ms, i%6, steady(i))
+	}
+	for i := range 20 {
+		ms += 50
+		h.rtt(ms, i%6, 40*time.Millisecond+time.Duration(4*(i+1))*time.Millisecond)
+	}
+	if got := usDuration(h.c.dir[dn].tDelay); !near(got, 10*time.Millisecond) {
+		t.Errorf("growing queue: threshold %v, want the floor 10ms", got)
+	}
+	if h.c.dir[dn].nDelayed < 3 {
+		t.Errorf("a one-way rise of up to 40 ms voted %d times; want bufferbloat", h.c.dir[dn].nDelayed)
+	}
+}
+
+// near reports whether a threshold is b within the 0.1 % rounding of the
+// law's thousandths.
+func near(a, b time.Duration) bool {
+	return a >= b-b/1000-time.Microsecond && a <= b+b/1000+time.Microsecond
+}

@@ -51,6 +51,8 @@ type params struct {
 	engageAfter, releaseAfter int64 // µs
 
 	achievedCut int64 // thousandths (Improvements.CutToAchieved)
+
+	jitterScale, jitterFloor int64 // thousandths (Improvements.JitterThreshold)
 }
 
 type dirParams struct {
@@ -95,6 +97,8 @@ func newParams(c Config) params {
 		engageAfter:     us(c.EngageAfter),
 		releaseAfter:    us(c.ReleaseAfter),
 		achievedCut:     thousandths(c.AchievedCut),
+		jitterScale:     thousandths(c.JitterScale),
+		jitterFloor:     thousandths(c.JitterFloor),
 	}
 	if p.pingers > 0 {
 		p.spacing = p.pingInterval / int64(p.pingers)

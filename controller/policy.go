@@ -12,7 +12,16 @@ import (
 // defaultAchievedCut is Config.AchievedCut's value. It is the one
 // controller constant with no home in config.Defaults: it belongs to
 // macake's CutToAchieved, which no policy key tunes.
-const defaultAchievedCut = 0.9
+// 0.8, chosen with macake's tuned defaults (docs/MEASUREMENTS.md): a cut
+// that leaves a fifth of the link's capacity to drain the queue behind it.
+const defaultAchievedCut = 0.8
+
+// defaultJitterScale and defaultJitterFloor are Config.JitterScale and
+// JitterFloor (Improvements.JitterThreshold), which no policy key tunes.
+const (
+	defaultJitterScale = 3
+	defaultJitterFloor = 0.333 // a third, to the thousandth the law computes in
+)
 
 // policyModes maps a policy's shaper.mode onto the controller's.
 var policyModes = map[config.Mode]Mode{
@@ -83,6 +92,8 @@ func FromPolicy(p config.Policy) (Config, error) {
 		EngageAfter:           p.Balanced.EngageAfter.Std(),
 		ReleaseAfter:          p.Balanced.ReleaseAfter.Std(),
 		AchievedCut:           defaultAchievedCut,
+		JitterScale:           defaultJitterScale,
+		JitterFloor:           defaultJitterFloor,
 	}
 	if a.Controller != config.LawUpstream {
 		c.Improvements = MacakeImprovements()

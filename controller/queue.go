@@ -51,6 +51,14 @@ func drainBytes(rateBits int64, d time.Duration) int64 {
 	return min(rateBits, MaxRate) / 8 * int64(d/time.Microsecond) / 1_000_000
 }
 
+// AutoQueueDrain is the drain time an automatic queue aims at for a path
+// of the given idle RTT: the RTT itself (the bandwidth-delay product), but
+// no less than AutoQueueMinDrain and no more than AutoQueueTarget. Two idle
+// RTTs with the same AutoQueueDrain size the same queue at every rate.
+func AutoQueueDrain(idleRTT time.Duration) time.Duration {
+	return min(max(idleRTT, AutoQueueMinDrain), AutoQueueTarget)
+}
+
 // AutoQueueBytes is the pipe queue for `queue = "auto"` (DESIGN §2): the
 // bandwidth-delay product at the idle baseline, rateBits/8 × idleRTT, but
 // no more than AutoQueueTarget of drain time, floored at AutoQueueFloor

@@ -304,6 +304,80 @@ func (c *controllers) saveProfiles(rs []*linkRunner) {
 	}
 }
 
+// Idle RTT learning: how the daemon keeps `queue = "auto"` sized for the
+// path its controllers measure rather than for reconcile.DefaultIdleRTT.
+const (
+	// idleRTTResponses is how many replies a controller must have
+	// processed before its idle RTT counts: its reflectors start from a
+	// 100 ms baseline that takes a few replies to fall.
+	idleRTTResponses = 100
+	// idleRTTEvery is how often the owner asks a steering controller for
+	// its idle RTT after a rate change.
+	idleRTTEvery = 5 * time.Second
+	// idleRTTChange is how far (as a ratio) the auto queue's drain time
+	// must move before a new idle RTT is recorded: the baseline wanders a
+	// little all the time, and each recording costs a state-file write
+	// and a reconcile.
+	idleRTTChange = 1.25
+	// minIdleRTT stands for an idle RTT the controller measured as 0 (ICMP
+	// timestamps count whole milliseconds): "measured, and short", where
+	// 0 in the state file means "not measured".
+	minIdleRTT = 100 * time.Microsecond
+)
+
+// learnIdleRTT records in the state file the idle round trip that link's
+// controller has measured, when the profile of its network has none or
+// one that sizes a different auto queue, and returns it (0 when it recorded
+// nothing): the next pass sizes the link's queues from the profile.
+// Without it an
+// unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
+// round trip is a fraction of a millisecond (issue 14), and the state file
+// has no baseline after watch stops.
+//
+// The owner asks after a rate change (at most every idleRTTEvery), on
+// every drift tick (a link resting at its maximum changes no rate) and at
+// shutdown; every means the last two ask whatever the time.
+func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.Duration {
+	r := c.runners[link]
+	if r == nil || !r.policy.Shaper.Queue.Auto || (!every && now.Sub(r.idleCheckedAt) < idleRTTEvery) {
+		return 0
+	}
+	r.idleCheckedAt = now
+	st := r.loop.State()
+	if st.Counters.Responses < idleRTTResponses {
+		return 0
+	}
+	idle := max(st.IdleRTT, minIdleRTT)
+	p := c.profile(r.profileKey)
+	if p.IdleRTT > 0 {
+		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)
+		if float64(is) < idleRTTChange*float64(was) && float64(was) < idleRTTChange*float64(is) {
+			return 0
+		}
+	}
+	err := c.d.cfg.Tokens.Update(func(st *state.State) {
+		if st.Profiles == nil {
+			st.Profiles = map[string]state.Profile{}
+		}
+		p := st.Profiles[r.profileKey]
+		p.Link, p.IdleRTT, p.UpdatedAt = r.name, idle, now.UTC()
+		st.Profiles[r.profileKey] = p
+	})
+	if err != nil {
+		c.d.log.Error("saving the measured idle RTT", logging.KeyLink, link, logging.KeyError, err)
+		return 0
+	}
+	c.d.log.Info("measured the idle RTT; queue = \"auto\" follows it", logging.KeyLink, link, "idle_rtt", idle, "was", p.IdleRTT)
+	return idle
+}
+
+// learnIdleRTTs is learnIdleRTT for every running controller.
+func (c *controllers) learnIdleRTTs(now time.Time) {
+	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
+		c.learnIdleRTT(name, now, true)
+	}
+}
+
 // profile returns the state file's profile under key.
 func (c *controllers) profile(key string) state.Profile {
 	return c.d.cfg.Tokens.State.Profiles[key]

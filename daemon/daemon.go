@@ -273,6 +273,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.pass(step, "config")
 		case <-drift.C:
+			d.ctls.learnIdleRTTs(time.Now())
 			d.pass(step, "drift")
 			d.refreshStats(step, 0)
 		case <-d.retry.C:
@@ -281,6 +282,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.ctls.saveKnownGood()
 		case req := <-d.rateReqs:
 			req.reply <- d.setRate(step, req)
+			if idle := d.ctls.learnIdleRTT(req.link, time.Now(), false); idle > 0 {
+				// The next rate change carries the new queue, with no
+				// process and no pass (the next pass agrees: it sizes
+				// the queue from the profile just written).
+				d.rec.useIdleRTT(req.link, idle)
+			}
 		case req := <-d.switchReqs:
 			req.reply <- d.switchShaper(step, req)
 		case req := <-d.measReqs:
@@ -399,6 +406,7 @@ func (d *Daemon) onFacts(ctx context.Context, ev FactsEvent) string {
 // TeardownOnExit, removes everything macake owns.
 func (d *Daemon) shutdown(ctx context.Context) error {
 	d.log.Info("watch stopping")
+	d.ctls.learnIdleRTTs(time.Now())
 	d.ctls.saveKnownGood()
 	d.ctls.stopAll()
 	if !d.cfg.TeardownOnExit {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/tickgrid"
@@ -1231,4 +1232,43 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestWatchSizesAutoQueueFromTheIdleRTTItMeasures: on a network without a
+// measured idle RTT, an auto queue starts sized for DefaultIdleRTT (20 ms
+// of drain); once the controller has measured a 2 ms path, watch records
+// it in the network's profile and resizes the queues from it (the 5 ms
+// floor at the rate), and the state file keeps it after watch stops.
+func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		queue := func(n int) int64 {
+			for _, p := range r.emu.Machine().Dummynet.Pipes {
+				if int(p.Number) == n {
+					return int64(p.FS.QSize)
+				}
+			}
+			return 0
+		}
+		if got, want := queue(48002), controller.AutoQueueBytes(80_000_000, reconcile.DefaultIdleRTT, 1500); got != want {
+			t.Fatalf("download queue at start %d bytes, want %d (DefaultIdleRTT)", got, want)
+		}
+		r.net.set(func(n *fakeNet) { n.rtt, n.busy = 2*time.Millisecond, true })
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		rate := r.pipeRate(48002)
+		if got, want := queue(48002), controller.AutoQueueBytes(rate, 2*time.Millisecond, 1500); got != want {
+			t.Errorf("download queue after 30 s on a 2 ms path: %d bytes at %d bit/s, want %d\n%s", got, rate, want, r.log)
+		}
+		if !strings.Contains(r.log.String(), "measured the idle RTT") {
+			t.Errorf("no log line says the idle RTT was measured:\n%s", r.log)
+		}
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+		saved, _ := state.Load(r.stateDir)
+		if got := saved.Profiles[state.ProfileKey("home", homeMAC)].IdleRTT; got < time.Millisecond || got > 3*time.Millisecond {
+			t.Errorf("idle RTT in the state file after stop: %v, want about 2 ms", got)
+		}
+	})
 }

@@ -303,6 +303,23 @@ func (r *reconciler) setRate(ctx context.Context, link string, dir shape.Directi
 	return nil
 }
 
+// useIdleRTT sizes link's auto queues for idle in the desired state, so
+// that setRate gives the next rate its queue from it; the next pass works
+// the same out from the network's profile.
+func (r *reconciler) useIdleRTT(link string, idle time.Duration) {
+	for i := range r.desire.Active {
+		a := &r.desire.Active[i]
+		if a.Policy.Name != link {
+			continue
+		}
+		for _, q := range []*reconcile.QueueSizer{&a.Upload.Queue, &a.Download.Queue} {
+			if q.Auto {
+				q.IdleRTT = idle
+			}
+		}
+	}
+}
+
 // activeLink is link's desired state as the last pass worked it out.
 func (r *reconciler) activeLink(link string) (reconcile.ActiveLink, bool) {
 	for _, a := range r.desire.Active {

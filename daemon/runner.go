@@ -55,6 +55,10 @@ type linkRunner struct {
 	wg      sync.WaitGroup
 	started bool
 
+	// idleCheckedAt is when the owner last asked the controller for its
+	// idle RTT (controllers.learnIdleRTT); touched only by the owner.
+	idleCheckedAt time.Time
+
 	// Touched only by the runner's goroutine (OnApply).
 	last       [2]int64
 	lastFailed time.Time

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/macake/macake/config"
@@ -147,8 +146,9 @@ func gcd(a, b time.Duration) time.Duration {
 // loss) that answer ICMP timestamps as Linux does, on the client's own
 // clock, so the daemon's prober measures each direction's one-way delay
 // (sense/probe prefers timestamps), tc's
-// actuation in about 2 ms, and an auto queue sized as a daemon that never
-// measured the link sizes it (reconcile.DefaultIdleRTT).
+// actuation in about 2 ms, and an auto queue sized from the path's own idle
+// RTT, as watch sizes it once its controller has measured the path (a few
+// seconds into the phase on the kernel; from the start here).
 func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 	return sim.Options{
 		Duration:        idle + sc.Trace.Length,
@@ -164,7 +164,6 @@ func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 		ProbeOWD:        true,
 		ReflectorClock:  -1,
 		ActuationDelay:  2 * time.Millisecond,
-		IdleRTT:         reconcile.DefaultIdleRTT,
 	}
 }
 
@@ -188,19 +187,19 @@ type SimArm struct {
 func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	arms := []SimArm{{Name: ArmOff, Factory: mustBaseline("none")}}
 	for _, name := range append([]string{ArmUpstream, ArmOurs}, variants...) {
-		base, changes := name, ""
-		if i := strings.IndexAny(name, "+-"); i >= 0 {
-			base, changes = name[:i], name[i:]
+		tw := autorate.Tweak{Arm: name}
+		if name != ArmUpstream && name != ArmOurs {
+			var err error
+			if tw, err = autorate.ParseTweak(name); err != nil {
+				return nil, err
+			}
 		}
-		law := map[string]config.ControlLaw{ArmUpstream: config.LawUpstream, ArmOurs: config.LawMacake}[base]
-		if law == "" {
-			return nil, fmt.Errorf("variant %q: want ours or upstream, then +Switch or -Switch", name)
-		}
+		law := map[string]config.ControlLaw{ArmUpstream: config.LawUpstream, ArmOurs: config.LawMacake}[tw.Arm]
 		cfg, err := lawConfig(sc, law)
 		if err != nil {
 			return nil, err
 		}
-		if err := autorate.Switch(&cfg.Improvements, changes); err != nil {
+		if err := tw.Apply(&cfg); err != nil {
 			return nil, fmt.Errorf("variant %q: %w", name, err)
 		}
 		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: LawQueue})

@@ -122,31 +122,44 @@ type immediate interface{ immediateActuation() bool }
 // Baselines lists the built-in baselines by name, in table order. The
 // oracle takes any lag and share of the capacity (ParseOracle); these are
 // the variants the tables use.
-var Baselines = []string{"none", "fixed", "fixed-p5", "oracle", "oracle-lag0.1", "oracle-lag0.3", "oracle-lag0.5", "oracle-lag1", "oracle-frac0.9", "oracle-frac0.9-lag0.3"}
+var Baselines = []string{"none", "fixed", "fixed-p5", "oracle", "oracle-lag0.1", "oracle-lag0.3", "oracle-lag0.5", "oracle-lag1", "oracle-frac0.9", "oracle-frac0.9-lag0.3", "oracle-frac0.8-lag0.3-bounded"}
 
 // OracleShare is the share of the true capacity the oracle sets by default.
 const OracleShare = 0.95
 
+// Oracle is an oracle baseline's parameters.
+type Oracle struct {
+	// Share is the share of the true capacity it sets (OracleShare).
+	Share float64
+	// Lag is how old the capacity it sees is.
+	Lag time.Duration
+	// Bounded keeps its rate within the min/max the controllers get
+	// (Env.Bounds): the best a controller held to the same bounds could
+	// do, where the plain oracle may go below a trace's p5 minimum.
+	Bounded bool
+}
+
 // ParseOracle reads an oracle's name: "oracle", then optionally
 // "-fracF" (the share of the capacity it sets, 0 < F ≤ 1; default
-// OracleShare) and "-lagS" (how many seconds old the capacity it sees is;
-// default 0), in that order: "oracle-frac0.9-lag0.3".
-func ParseOracle(name string) (share float64, lag time.Duration, err error) {
+// OracleShare), "-lagS" (how many seconds old the capacity it sees is;
+// default 0) and "-bounded", in that order: "oracle-frac0.9-lag0.3-bounded".
+func ParseOracle(name string) (Oracle, error) {
 	rest, ok := strings.CutPrefix(name, "oracle")
 	if !ok {
-		return 0, 0, fmt.Errorf("%q is not an oracle", name)
+		return Oracle{}, fmt.Errorf("%q is not an oracle", name)
 	}
-	share = OracleShare
-	bad := func() (float64, time.Duration, error) {
-		return 0, 0, fmt.Errorf("oracle %q: want oracle[-fracF][-lagS], F in (0, 1], S seconds from 0 to 10, e.g. oracle-frac0.9-lag0.3", name)
+	o := Oracle{Share: OracleShare}
+	bad := func() (Oracle, error) {
+		return Oracle{}, fmt.Errorf("oracle %q: want oracle[-fracF][-lagS][-bounded], F in (0, 1], S seconds from 0 to 10, e.g. oracle-frac0.9-lag0.3", name)
 	}
+	rest, o.Bounded = strings.CutSuffix(rest, "-bounded")
 	if v, ok := strings.CutPrefix(rest, "-frac"); ok {
 		num, after, _ := strings.Cut(v, "-")
 		f, err := strconv.ParseFloat(num, 64)
 		if err != nil || !(f > 0 && f <= 1) {
 			return bad()
 		}
-		share, rest = f, ""
+		o.Share, rest = f, ""
 		if after != "" {
 			rest = "-" + after
 		}
@@ -156,12 +169,12 @@ func ParseOracle(name string) (share float64, lag time.Duration, err error) {
 		if err != nil || !(sec >= 0 && sec <= 10) {
 			return bad()
 		}
-		lag, rest = time.Duration(math.Round(sec*1000))*time.Millisecond, ""
+		o.Lag, rest = time.Duration(math.Round(sec*1000))*time.Millisecond, ""
 	}
 	if rest != "" {
 		return bad()
 	}
-	return share, lag, nil
+	return o, nil
 }
 
 // Baseline returns the factory of a built-in baseline.
@@ -179,11 +192,11 @@ func Baseline(name string) (Factory, error) {
 		}, nil
 	}
 	if strings.HasPrefix(name, "oracle") {
-		share, lag, err := ParseOracle(name)
+		o, err := ParseOracle(name)
 		if err != nil {
 			return nil, err
 		}
-		return oracleFactory(share, lag), nil
+		return oracleFactory(o), nil
 	}
 	return nil, fmt.Errorf("unknown baseline %q", name)
 }
@@ -217,14 +230,20 @@ type oracle struct {
 	cap   func(shape.Direction, time.Duration) int64
 	a     Actuator
 	last  int64
+	// bounds, when set, clamp the rate to the min/max a controller gets.
+	bounds *[2]Bounds
 }
 
-func oracleFactory(share float64, lag time.Duration) Factory {
+func oracleFactory(spec Oracle) Factory {
 	return func(env *Env) (Controller, error) {
 		if env.Capacity == nil {
 			return nil, fmt.Errorf("oracle: no capacity function")
 		}
-		return &oracle{share: share, lag: lag, cap: env.Capacity, last: -1}, nil
+		o := &oracle{share: spec.Share, lag: spec.Lag, cap: env.Capacity, last: -1}
+		if spec.Bounded {
+			o.bounds = &env.Bounds
+		}
+		return o, nil
 	}
 }
 
@@ -246,7 +265,11 @@ func (o *oracle) Tick(now time.Duration) {
 	}
 	o.last = bin
 	for _, d := range shape.Directions {
-		o.a.SetRate(d, floorRate(o.share*float64(o.cap(d, seen))))
+		r := floorRate(o.share * float64(o.cap(d, seen)))
+		if b := o.bounds; b != nil {
+			r = min(max(r, b[d].Min), b[d].Max)
+		}
+		o.a.SetRate(d, r)
 	}
 }
 

@@ -87,26 +87,28 @@ func TestHTBPipeTakesWhatFits(t *testing.T) {
 // TestParseOracle: the oracle's share and lag come from its name.
 func TestParseOracle(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		share float64
-		lag   time.Duration
-		err   bool
+		name string
+		want Oracle
+		err  bool
 	}{
-		{"oracle", OracleShare, 0, false},
-		{"oracle-lag0.3", OracleShare, 300 * time.Millisecond, false},
-		{"oracle-frac0.9", 0.9, 0, false},
-		{"oracle-frac0.9-lag0.5", 0.9, 500 * time.Millisecond, false},
-		{"oracle-lag0.5-frac0.9", 0, 0, true},
-		{"oracle-frac0", 0, 0, true},
-		{"oracle-frac1.5", 0, 0, true},
-		{"oracle-lag-1", 0, 0, true},
-		{"oracle-lag11", 0, 0, true},
-		{"oracle-fast", 0, 0, true},
-		{"oracles", 0, 0, true},
+		{"oracle", Oracle{Share: OracleShare}, false},
+		{"oracle-lag0.3", Oracle{Share: OracleShare, Lag: 300 * time.Millisecond}, false},
+		{"oracle-frac0.9", Oracle{Share: 0.9}, false},
+		{"oracle-frac0.9-lag0.5", Oracle{Share: 0.9, Lag: 500 * time.Millisecond}, false},
+		{"oracle-bounded", Oracle{Share: OracleShare, Bounded: true}, false},
+		{"oracle-frac0.8-lag0.3-bounded", Oracle{Share: 0.8, Lag: 300 * time.Millisecond, Bounded: true}, false},
+		{"oracle-bounded-lag0.3", Oracle{}, true},
+		{"oracle-lag0.5-frac0.9", Oracle{}, true},
+		{"oracle-frac0", Oracle{}, true},
+		{"oracle-frac1.5", Oracle{}, true},
+		{"oracle-lag-1", Oracle{}, true},
+		{"oracle-lag11", Oracle{}, true},
+		{"oracle-fast", Oracle{}, true},
+		{"oracles", Oracle{}, true},
 	} {
-		share, lag, err := ParseOracle(tc.name)
-		if (err != nil) != tc.err || share != tc.share || lag != tc.lag {
-			t.Errorf("ParseOracle(%q) = %v, %v, %v", tc.name, share, lag, err)
+		got, err := ParseOracle(tc.name)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseOracle(%q) = %+v, %v", tc.name, got, err)
 		}
 		if _, berr := Baseline(tc.name); (berr != nil) != tc.err {
 			t.Errorf("Baseline(%q): %v", tc.name, berr)

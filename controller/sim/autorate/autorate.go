@@ -14,9 +14,11 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
@@ -32,7 +34,23 @@ var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 // with min/base/max from the link (benchmark.md §6.2: p5/p25/p95 of the
 // trace, or a policy's bounds).
 func UpstreamConfig(env *sim.Env) controller.Config {
-	cfg := controller.DefaultConfig()
+	return lawConfig(config.LawUpstream, env)
+}
+
+// OursConfig is macake's law as `macake watch` runs it for a policy that
+// sets no [autorate] tunable (config.Defaults: the law's improvements and
+// tuned defaults), with the link's min/base/max.
+func OursConfig(env *sim.Env) controller.Config {
+	return lawConfig(config.LawMacake, env)
+}
+
+// lawConfig is the controller of a policy under law with every default,
+// bounded as the link says.
+func lawConfig(law config.ControlLaw, env *sim.Env) controller.Config {
+	cfg, err := controller.FromPolicy(config.DefaultsFor(law))
+	if err != nil {
+		panic("autorate: the default policy does not map: " + err.Error())
+	}
 	set := func(dc *controller.DirectionConfig, b sim.Bounds) {
 		dc.Min, dc.Base, dc.Max = b.Min, b.Base, b.Max
 	}
@@ -45,21 +63,9 @@ func UpstreamConfig(env *sim.Env) controller.Config {
 	return cfg
 }
 
-// OursConfig is macake's tuned controller: the upstream configuration with
-// the improvements that won in the simulator (docs/MEASUREMENTS.md).
-func OursConfig(env *sim.Env) controller.Config {
-	cfg := UpstreamConfig(env)
-	cfg.Improvements = OursImprovements
-	return cfg
-}
-
 // OursImprovements are the switches `ours` turns on: exactly the daemon's
 // default control law (controller.MacakeImprovements), so the simulator
-// measures what users run. MeasuredInterval and ProbeLiveness tie in the
-// simulator, which has no timer jitter and no dying prober;
-// SurfaceBackendErrors and DropCounterResets never trigger in it. They fix
-// real failure modes and stay. BaseRecovery helped the built-in links but
-// not the traces, so it is off.
+// measures what users run.
 var OursImprovements = controller.MacakeImprovements()
 
 // Factory runs the production controller with the configuration build
@@ -101,33 +107,119 @@ func Arms() map[string]sim.Factory {
 	}
 }
 
-// Variant parses "upstream+A+B" or "ours-A" into a factory: the named arm
-// with improvement switches A, B (field names of controller.Improvements)
-// turned on (+) or off (−). It is how a single change is measured against
-// the faithful port.
+// Variant parses "upstream+A+B", "ours-A" or "ours+A@F=v" into a
+// factory: the named arm with improvement switches A, B (field names of
+// controller.Improvements) turned on (+) or off (−), and configuration
+// fields set (Set). It is how a single change is measured against the
+// faithful port.
 func Variant(name string) (sim.Factory, error) {
-	i := strings.IndexAny(name, "+-")
-	if i < 0 {
-		return nil, fmt.Errorf("%q is not a variant (want upstream+Switch or ours-Switch)", name)
+	t, err := ParseTweak(name)
+	if err != nil {
+		return nil, err
 	}
-	var build func(*sim.Env) controller.Config
-	switch name[:i] {
-	case "upstream":
-		build = UpstreamConfig
-	case "ours":
-		build = OursConfig
-	default:
-		return nil, fmt.Errorf("variant %q: want it to start with upstream or ours", name)
-	}
-	changes := name[i:]
-	if err := Switch(&controller.Improvements{}, changes); err != nil {
-		return nil, fmt.Errorf("variant %q: %w", name, err)
-	}
+	build := map[string]func(*sim.Env) controller.Config{"upstream": UpstreamConfig, "ours": OursConfig}[t.Arm]
 	return Factory(func(env *sim.Env) controller.Config {
 		cfg := build(env)
-		Switch(&cfg.Improvements, changes) // checked above
+		t.Apply(&cfg) // checked by ParseTweak
 		return cfg
 	}), nil
+}
+
+// Tweak is a variant's name taken apart: the arm it starts from (upstream
+// or ours), the improvement switches it changes ("+A-B") and the
+// configuration fields it sets ("F=v@G=w").
+type Tweak struct {
+	Arm, Switches, Settings string
+}
+
+// ParseTweak takes a variant's name apart and checks its switches and
+// settings.
+func ParseTweak(name string) (Tweak, error) {
+	rest, settings, _ := strings.Cut(name, "@")
+	i := strings.IndexAny(rest, "+-")
+	if i < 0 {
+		i = len(rest)
+	}
+	t := Tweak{Arm: rest[:i], Switches: rest[i:], Settings: settings}
+	if t.Arm != "upstream" && t.Arm != "ours" {
+		return Tweak{}, fmt.Errorf("variant %q: want it to start with upstream or ours", name)
+	}
+	if t.Switches == "" && t.Settings == "" {
+		return Tweak{}, fmt.Errorf("%q is not a variant (want upstream+Switch, ours-Switch or ours@Field=value)", name)
+	}
+	probe := controller.DefaultConfig()
+	if err := t.Apply(&probe); err != nil {
+		return Tweak{}, fmt.Errorf("variant %q: %w", name, err)
+	}
+	return t, nil
+}
+
+// Apply makes the tweak's changes to cfg.
+func (t Tweak) Apply(cfg *controller.Config) error {
+	if err := Switch(&cfg.Improvements, t.Switches); err != nil {
+		return err
+	}
+	return Set(cfg, t.Settings)
+}
+
+// Set applies settings such as "AchievedCut=0.8@Dir.DelayThreshold=20ms"
+// to cfg: each names a field of controller.Config (a float, an integer,
+// a duration or a bool; "Dir.F" sets F of both directions).
+func Set(cfg *controller.Config, settings string) error {
+	if settings == "" {
+		return nil
+	}
+	for _, kv := range strings.Split(settings, "@") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("setting %q: want Field=value", kv)
+		}
+		paths := []string{k}
+		if f, ok := strings.CutPrefix(k, "Dir."); ok {
+			paths = []string{"Download." + f, "Upload." + f}
+		}
+		for _, p := range paths {
+			f := reflect.ValueOf(cfg).Elem()
+			for _, part := range strings.Split(p, ".") {
+				if f.Kind() != reflect.Struct {
+					return fmt.Errorf("setting %q: %s is not a field of the controller's configuration", kv, p)
+				}
+				f = f.FieldByName(part)
+				if !f.IsValid() {
+					return fmt.Errorf("setting %q: %s is not a field of the controller's configuration", kv, p)
+				}
+			}
+			switch {
+			case f.Type() == reflect.TypeOf(time.Duration(0)):
+				d, err := time.ParseDuration(v)
+				if err != nil {
+					return fmt.Errorf("setting %q: %w", kv, err)
+				}
+				f.SetInt(int64(d))
+			case f.Kind() == reflect.Float64:
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return fmt.Errorf("setting %q: %w", kv, err)
+				}
+				f.SetFloat(x)
+			case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+				x, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return fmt.Errorf("setting %q: %w", kv, err)
+				}
+				f.SetInt(x)
+			case f.Kind() == reflect.Bool:
+				x, err := strconv.ParseBool(v)
+				if err != nil {
+					return fmt.Errorf("setting %q: %w", kv, err)
+				}
+				f.SetBool(x)
+			default:
+				return fmt.Errorf("setting %q: %s cannot be set from the command line", kv, p)
+			}
+		}
+	}
+	return nil
 }
 
 // Switch applies changes such as "+A-B" to imp: switch A (a field name

@@ -53,7 +53,21 @@ func TestVariants(t *testing.T) {
 	if _, err := Variant("ours-FastRecovery"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"upstream+Magic", "oracle+CutToAchieved", "upstream"} {
+	if _, err := Variant("ours+WholeRTT@AchievedCut=0.8@Dir.DelayThreshold=20ms@BufferbloatVotes=4"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := OursConfig(&sim.Env{Bounds: [2]sim.Bounds{{Min: 1e6, Base: 2e6, Max: 4e6}, {Min: 1e6, Base: 2e6, Max: 4e6}}})
+	tw, err := ParseTweak("ours+WholeRTT@AchievedCut=0.8@Dir.DelayThreshold=20ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Improvements.WholeRTT || cfg.AchievedCut != 0.8 || cfg.Download.DelayThreshold != 20*time.Millisecond || cfg.Upload.DelayThreshold != 20*time.Millisecond {
+		t.Errorf("tweak not applied: WholeRTT %v, AchievedCut %v, thresholds %v/%v", cfg.Improvements.WholeRTT, cfg.AchievedCut, cfg.Download.DelayThreshold, cfg.Upload.DelayThreshold)
+	}
+	for _, bad := range []string{"upstream+Magic", "oracle+CutToAchieved", "upstream", "ours@Magic=1", "ours@AchievedCut=fast", "ours@AchievedCut", "ours@Improvements=1", "ours@Dir.DelayThreshold=20"} {
 		if _, err := Variant(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -12,10 +12,70 @@ import (
 )
 
 // DefaultCandidates are the variants `make bench` re-decides without each
-// source: macake's law (ours), each of its switches taken out again, and
-// the switches measured and left out (docs/MEASUREMENTS.md, "How ours was
-// built").
-const DefaultCandidates = "ours,ours-CutToAchieved,ours-FastRecovery,upstream+CutToAchieved,ours+BaseRecovery"
+// source: the tuning grid macake's law was chosen from (TuningGrid).
+const DefaultCandidates = "grid"
+
+// tuningKnobs are the dimensions of the tuning grid, each with the values
+// tried. Every value sets its knob outright (never "as ours has it"), so a
+// grid point means the same controller whatever macake's law is today.
+var tuningKnobs = [][]string{
+	// The delay thresholds: upstream's, or following the delay's jitter
+	// down to a third or a fifth of them.
+	{"-JitterThreshold", "+JitterThreshold@JitterFloor=0.333", "+JitterThreshold@JitterFloor=0.2"},
+	// The largest increase per achieved-rate sample.
+	{"@LargestIncrease=1.04", "@LargestIncrease=1.06", "@LargestIncrease=1.08"},
+	// The strongest graded cut.
+	{"@StrongestCut=0.75", "@StrongestCut=0.6"},
+	// Upstream's pace, or a faster one: a deeper achieved cut, high load
+	// from 60 %, cuts and increases 200 ms apart, the full cut at 45 ms.
+	{"@AchievedCut=0.9@HighLoad=0.75@BufferbloatRefractory=300ms@Dir.FullCutThreshold=60ms",
+		"@AchievedCut=0.8@HighLoad=0.6@BufferbloatRefractory=200ms@Dir.FullCutThreshold=45ms"},
+}
+
+// TuningGrid is every combination of the tuning knobs, as variants of
+// ours (macake's law with its other improvements): the candidates the
+// leave-one-source-out estimate chooses among (docs/MEASUREMENTS.md, "How
+// ours was built"). `--candidates grid` names it.
+func TuningGrid() []string {
+	points := []string{"ours"}
+	for _, knob := range tuningKnobs {
+		var next []string
+		for _, p := range points {
+			for _, v := range knob {
+				next = append(next, p+v)
+			}
+		}
+		points = next
+	}
+	// Switches come before settings in a variant's name.
+	for i, p := range points {
+		var sw, set strings.Builder
+		for _, part := range splitVariant(strings.TrimPrefix(p, "ours")) {
+			if part[0] == '@' {
+				set.WriteString(part)
+			} else {
+				sw.WriteString(part)
+			}
+		}
+		points[i] = "ours" + sw.String() + set.String()
+	}
+	return points
+}
+
+// splitVariant cuts "+A@F=v-B" into its parts "+A", "@F=v", "-B".
+func splitVariant(s string) []string {
+	var parts []string
+	for s != "" {
+		j := strings.IndexAny(s[1:], "+-@")
+		if j < 0 {
+			parts = append(parts, s)
+			break
+		}
+		parts = append(parts, s[:j+1])
+		s = s[j+1:]
+	}
+	return parts
+}
 
 // Bench is a --traces benchmark, built and checked: every trace of the
 // directory with every arm, seed and start offset.
@@ -44,6 +104,8 @@ func NewBench(s Spec) (*Bench, error) {
 		if list == "" {
 			list = DefaultCandidates
 		}
+		list = strings.ReplaceAll(","+list+",", ",grid,", ","+strings.Join(TuningGrid(), ",")+",")
+		list = strings.Trim(list, ",")
 		extra, err := candidateArms(list)
 		if err != nil {
 			return nil, err

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/controller/sim"
+	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/shape"
 )
 
@@ -218,13 +220,15 @@ func TestNewBench(t *testing.T) {
 	}
 	// The candidates of the leave-one-source-out estimate run after the
 	// controllers, each once.
-	want := strings.ReplaceAll(benchControllers+",ours-CutToAchieved,ours-FastRecovery,upstream+CutToAchieved,ours+BaseRecovery", ",", ", ")
-	if got := armNames(b.Config.Arms); got != want || len(b.Cases) != 1 || b.Runs() != 1*11*5*3 || b.Config.Flows != 4 || len(b.Candidates) != 5 {
+	grid := TuningGrid()
+	want := strings.ReplaceAll(benchControllers+","+strings.Join(grid, ","), ",", ", ")
+	if got := armNames(b.Config.Arms); got != want || len(b.Cases) != 1 || b.Runs() != 1*(7+len(grid))*5*3 || b.Config.Flows != 4 || len(b.Candidates) != len(grid) {
 		t.Errorf("arms %s, %d runs, candidates %v", got, b.Runs(), b.Candidates)
 	}
 	for _, tc := range []struct{ list, want string }{
 		{"none", ""},
 		{"upstream+CutToAchieved", "upstream+CutToAchieved"},
+		{"ours,grid", "ours," + strings.Join(grid, ",")},
 	} {
 		s.Candidates = tc.list
 		b, err := NewBench(s)
@@ -240,5 +244,39 @@ func TestNewBench(t *testing.T) {
 	s.Traces = "/no/such/dir"
 	if _, err := NewBench(s); err == nil || errors.As(err, new(UsageError)) {
 		t.Errorf("missing directory: %v; want a plain error", err)
+	}
+}
+
+// TestTuningGrid: the grid is every combination of its knobs, each point a
+// valid variant, and macake's law as users run it is exactly one of them
+// (the one the leave-one-source-out tuning chose).
+func TestTuningGrid(t *testing.T) {
+	grid := TuningGrid()
+	if len(grid) != 3*3*2*2 {
+		t.Fatalf("%d grid points, want 36", len(grid))
+	}
+	env := &sim.Env{Bounds: [2]sim.Bounds{{Min: 1e6, Base: 2e6, Max: 4e6}, {Min: 1e6, Base: 2e6, Max: 4e6}}}
+	ours := autorate.OursConfig(env)
+	seen := map[string]bool{}
+	matches := 0
+	for _, p := range grid {
+		if seen[p] {
+			t.Errorf("%s twice", p)
+		}
+		seen[p] = true
+		tw, err := autorate.ParseTweak(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		cfg := autorate.OursConfig(env)
+		if err := tw.Apply(&cfg); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if reflect.DeepEqual(cfg, ours) {
+			matches++
+		}
+	}
+	if matches != 1 {
+		t.Errorf("macake's law is %d points of the grid, want exactly one", matches)
 	}
 }
