@@ -14,8 +14,8 @@ import (
 // trace's mean and may range from 5 Mbit/s (2 up) to 20 % above the
 // trace's peak, probing reflectors (the six of Reflectors, as ICMP, in
 // most tests; entries as the policy file writes them, so "tcp:R:443" or
-// "auto:R:443" too) at the default 20 Hz; every other key is
-// cake-autorate's default. The simulated twin runs the same text.
+// "auto:R:443" too) at the default 20 Hz; every other key is its law's
+// default (docs/CONFIG.md). The simulated twin runs the same text.
 func AutoratePolicy(tr Trace, law config.ControlLaw, reflectors []string) string {
 	return fmt.Sprintf(`description = "e2e: autorate"
 [match]

@@ -129,7 +129,7 @@ func TestWatchRepairsAClassDeletedUnderLoad(t *testing.T) {
 	tb := NewTestbed(t, "mkdc", tr)
 	tb.Client.DisableOffloads(ClientDev)
 	m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
-	m.SetPolicy(t, "dc", AutoratePolicy(tr, config.LawMacake))
+	m.SetPolicy(t, "dc", AutoratePolicy(tr, config.LawMacake, Reflectors))
 	w := newWatchShaper(m, tb)
 	ctx := context.Background()
 	if err := w.Start(ctx); err != nil {
