@@ -466,8 +466,11 @@ func TestImprovementJitterThreshold(t *testing.T) {
 		if got := usDuration(h.c.dir[dn].tDelay); !near(got, tc.threshold) {
 			t.Errorf("%s: threshold %v, want %v", tc.name, got, tc.threshold)
 		}
-		if got := usDuration(h.c.dir[dn].tDown); !near(got, 2*tc.threshold) {
-			t.Errorf("%s: full-cut threshold %v, want it scaled alike: %v", tc.name, got, 2*tc.threshold)
+		if got := usDuration(h.c.dir[dn].tUp); !near(got, tc.threshold/3) {
+			t.Errorf("%s: full-increase threshold %v, want it scaled alike: %v", tc.name, got, tc.threshold/3)
+		}
+		if got := usDuration(h.c.dir[dn].tDown); got != 60*time.Millisecond {
+			t.Errorf("%s: full-cut threshold %v, want the configured 60ms: the queue's size says how hard to cut", tc.name, got)
 		}
 	}
 	// A queue growing 2 ms a reply (a steady overload) is no jitter: the
