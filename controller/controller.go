@@ -611,14 +611,17 @@ func inDeadBand(r Reason, rate, last int64, dp *dirParams) bool {
 }
 
 // compensate recomputes the serialisation-delay compensation and the
-// compensated thresholds from the current rate (AR-19), scaled to the
-// delay jitter with Improvements.JitterThreshold.
+// compensated thresholds from the current rate (AR-19). With
+// Improvements.JitterThreshold the delay and full-increase thresholds are
+// scaled to the delay's jitter; the full-cut threshold is not: when to cut
+// follows the jitter, how hard follows the queue's size, so a 20 ms
+// average on a steady link cuts gently, not at the strongest factor.
 func (c *Controller) compensate(ds *dirState, dp *dirParams) {
 	ds.comp = compensation(c.p.wirePacketBits, ds.rate)
 	share := c.thresholdShare(ds, dp)
 	ds.tDelay = dp.delay*share/1000 + ds.comp
 	ds.tUp = dp.up*share/1000 + ds.comp
-	ds.tDown = dp.down*share/1000 + ds.comp
+	ds.tDown = dp.down + ds.comp
 }
 
 // jitterWarmup is how many deltas JitterThreshold sees before it trusts

@@ -434,8 +434,8 @@ func TestImprovementWholeRTT(t *testing.T) {
 }
 
 // TestImprovementJitterThreshold: on a steady path (replies within ±0.5 ms)
-// the switch lowers the delay threshold to its floor, so a 15 ms rise
-// (one-way) votes, where upstream's 30 ms does not; a path whose replies
+// the switch lowers the delay threshold to its floor (a fifth: 6 ms), so a
+// 15 ms rise (one-way) votes, where upstream's 30 ms does not; a path whose replies
 // jitter by up to 30 ms one way keeps the configured threshold; and a queue that grows
 // at a steady 2 ms per reply does not count as jitter.
 func TestImprovementJitterThreshold(t *testing.T) {
@@ -452,7 +452,7 @@ func TestImprovementJitterThreshold(t *testing.T) {
 		threshold time.Duration // one-way delay threshold in force
 	}{
 		{"upstream, steady", false, steady, 30 * time.Millisecond},
-		{"steady", true, steady, 10 * time.Millisecond},
+		{"steady", true, steady, 6 * time.Millisecond},
 		{"noisy", true, noisy, 30 * time.Millisecond},
 	} {
 		cfg := exampleConfig()
@@ -466,8 +466,11 @@ func TestImprovementJitterThreshold(t *testing.T) {
 		if got := usDuration(h.c.dir[dn].tDelay); !near(got, tc.threshold) {
 			t.Errorf("%s: threshold %v, want %v", tc.name, got, tc.threshold)
 		}
-		if got := usDuration(h.c.dir[dn].tDown); !near(got, 2*tc.threshold) {
-			t.Errorf("%s: full-cut threshold %v, want it scaled alike: %v", tc.name, got, 2*tc.threshold)
+		if got := usDuration(h.c.dir[dn].tUp); !near(got, tc.threshold*10/30) {
+			t.Errorf("%s: full-increase threshold %v, want it scaled alike: %v", tc.name, got, tc.threshold/3)
+		}
+		if got := usDuration(h.c.dir[dn].tDown); got != 60*time.Millisecond {
+			t.Errorf("%s: full-cut threshold %v, want the configured 60ms: the queue's size says how hard to cut", tc.name, got)
 		}
 	}
 	// A queue growing 2 ms a reply (a steady overload) is no jitter: the
@@ -484,8 +487,8 @@ func TestImprovementJitterThreshold(t *testing.T) {
 		ms += 50
 		h.rtt(ms, i%6, 40*time.Millisecond+time.Duration(4*(i+1))*time.Millisecond)
 	}
-	if got := usDuration(h.c.dir[dn].tDelay); !near(got, 10*time.Millisecond) {
-		t.Errorf("growing queue: threshold %v, want the floor 10ms", got)
+	if got := usDuration(h.c.dir[dn].tDelay); !near(got, 6*time.Millisecond) {
+		t.Errorf("growing queue: threshold %v, want the floor 6ms", got)
 	}
 	if h.c.dir[dn].nDelayed < 3 {
 		t.Errorf("a one-way rise of up to 40 ms voted %d times; want bufferbloat", h.c.dir[dn].nDelayed)

@@ -20,7 +20,7 @@ const defaultAchievedCut = 0.8
 // JitterFloor (Improvements.JitterThreshold), which no policy key tunes.
 const (
 	defaultJitterScale = 3
-	defaultJitterFloor = 0.333 // a third, to the thousandth the law computes in
+	defaultJitterFloor = 0.2
 )
 
 // policyModes maps a policy's shaper.mode onto the controller's.

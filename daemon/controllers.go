@@ -328,14 +328,13 @@ const (
 // learnIdleRTT records in the state file the idle round trip that link's
 // controller has measured, when the profile of its network has none or
 // one that sizes a different auto queue, and returns it (0 when it recorded
-// nothing): the next pass sizes the link's queues from the profile.
-// Without it an
+// nothing); Daemon.learnIdleRTT hands it to the hot path. Without it an
 // unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
 // round trip is a fraction of a millisecond (issue 14), and the state file
 // has no baseline after watch stops.
 //
-// The owner asks after a rate change (at most every idleRTTEvery), on
-// every drift tick (a link resting at its maximum changes no rate) and at
+// The owner asks after a rate change (at most every idleRTTEvery), after
+// every drift check (a link resting at its maximum changes no rate) and at
 // shutdown; every means the last two ask whatever the time.
 func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.Duration {
 	r := c.runners[link]
@@ -371,11 +370,16 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.
 	return idle
 }
 
-// learnIdleRTTs is learnIdleRTT for every running controller.
-func (c *controllers) learnIdleRTTs(now time.Time) {
+// learnIdleRTTs is learnIdleRTT for every running controller; it returns
+// the idle RTTs it recorded, by link.
+func (c *controllers) learnIdleRTTs(now time.Time) map[string]time.Duration {
+	learned := map[string]time.Duration{}
 	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
-		c.learnIdleRTT(name, now, true)
+		if idle := c.learnIdleRTT(name, now, true); idle > 0 {
+			learned[name] = idle
+		}
 	}
+	return learned
 }
 
 // profile returns the state file's profile under key.

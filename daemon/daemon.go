@@ -273,9 +273,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 			d.pass(step, "config")
 		case <-drift.C:
-			d.ctls.learnIdleRTTs(time.Now())
 			d.pass(step, "drift")
 			d.refreshStats(step, 0)
+			for link, idle := range d.ctls.learnIdleRTTs(time.Now()) {
+				d.rec.useIdleRTT(link, idle)
+			}
 		case <-d.retry.C:
 			d.pass(step, "retry")
 		case <-save.C:
@@ -283,9 +285,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case req := <-d.rateReqs:
 			req.reply <- d.setRate(step, req)
 			if idle := d.ctls.learnIdleRTT(req.link, time.Now(), false); idle > 0 {
-				// The next rate change carries the new queue, with no
-				// process and no pass (the next pass agrees: it sizes
-				// the queue from the profile just written).
 				d.rec.useIdleRTT(req.link, idle)
 			}
 		case req := <-d.switchReqs:

@@ -1254,11 +1254,14 @@ func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 			t.Fatalf("download queue at start %d bytes, want %d (DefaultIdleRTT)", got, want)
 		}
 		r.net.set(func(n *fakeNet) { n.rtt, n.busy = 2*time.Millisecond, true })
-		time.Sleep(30 * time.Second)
+		// The rates reach their maximum within seconds and stay: the
+		// first drift check (30 s) records the idle RTT and the next
+		// (60 s) installs the queue that goes with it.
+		time.Sleep(61 * time.Second)
 		synctest.Wait()
 		rate := r.pipeRate(48002)
 		if got, want := queue(48002), controller.AutoQueueBytes(rate, 2*time.Millisecond, 1500); got != want {
-			t.Errorf("download queue after 30 s on a 2 ms path: %d bytes at %d bit/s, want %d\n%s", got, rate, want, r.log)
+			t.Errorf("download queue after 61 s on a 2 ms path: %d bytes at %d bit/s, want %d\n%s", got, rate, want, r.log)
 		}
 		if !strings.Contains(r.log.String(), "measured the idle RTT") {
 			t.Errorf("no log line says the idle RTT was measured:\n%s", r.log)

@@ -304,8 +304,9 @@ func (r *reconciler) setRate(ctx context.Context, link string, dir shape.Directi
 }
 
 // useIdleRTT sizes link's auto queues for idle in the desired state, so
-// that setRate gives the next rate its queue from it; the next pass works
-// the same out from the network's profile.
+// that the next rate change carries the new queue, with no process and no
+// pass under load; the next pass works the same out from the network's
+// profile, and installs it itself for a link whose rate did not change.
 func (r *reconciler) useIdleRTT(link string, idle time.Duration) {
 	for i := range r.desire.Active {
 		a := &r.desire.Active[i]
