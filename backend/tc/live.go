@@ -6,7 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/macake/macake/execrun"
@@ -128,12 +129,7 @@ func Observe(ctx context.Context, r execrun.Runner, t Tools) (Live, error) {
 			d.Qdiscs = append(d.Qdiscs, q)
 		}
 	}
-	names := make([]string, 0, len(live.Devices))
-	for n := range live.Devices {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(live.Devices)) {
 		d := live.Devices[n]
 		if root := d.Root(); root != nil && root.Handle == RootHandle && root.Kind == "htb" {
 			if out, err = runOutput(ctx, r, t.tcCmd("-d", "-j", "class", "show", "dev", n)); err != nil {

@@ -8,9 +8,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -79,12 +80,7 @@ func (n *Netlink) observe(ctx context.Context, t Tools, withStats bool) (Live, e
 	if withStats {
 		return live, nil
 	}
-	names := make([]string, 0, len(live.Devices))
-	for name := range live.Devices {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(live.Devices)) {
 		d := live.Devices[name]
 		if root := d.Root(); root != nil && root.Handle == RootHandle && root.Kind == "htb" {
 			if msgs, err = dump(c, unix.RTM_GETTCLASS, tcmsgFor(d.Index, 0)); err != nil {
