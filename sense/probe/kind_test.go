@@ -132,3 +132,22 @@ func TestISNNamesTheProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcomeAfterStopIsDropped: a TCP or UDP sender's lost-probe timer
+// runs on its own goroutine and can report while Run is stopping; that
+// outcome must be dropped, not sent on the samples channel Run closed
+// (a panic in the daemon). The race detector caught the window in CI.
+func TestOutcomeAfterStopIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// The fake network has no TCP or UDP: the outcome is handed in as
+		// the sender's timer would hand it, for a reflector of the kind
+		// the prober probes.
+		a := netip.MustParseAddr("192.0.2.7")
+		p := newProber(t, newFakeNet(), Config{Reflectors: []netip.Addr{a}, NoTimestamps: true, Timeout: time.Hour})
+		runFor(p, 10*time.Millisecond)
+		p.kindOutcome(outcome{kind: shape.ProbeICMP, addr: a, seq: 1, ev: evLost, sent: time.Now()})
+		if st := p.Stats(); st.Reflectors[0].Lost != 1 {
+			t.Errorf("lost = %d, want the late outcome counted once", st.Reflectors[0].Lost)
+		}
+	})
+}

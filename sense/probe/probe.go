@@ -814,8 +814,14 @@ func (p *Prober) send(s *sock, t *target, m Method, discovery bool, now time.Tim
 
 // deliver hands s to the consumer without ever blocking: when the channel
 // is full the oldest sample makes room and is counted as dropped. Called
-// with p.mu held (so there is one producer at a time).
+// with p.mu held (so there is one producer at a time). Once Run has
+// begun to stop, samples are dropped: a lost-probe timer of a TCP or UDP
+// sender can still be reporting while Run closes the channel, and a send
+// on it would then panic.
 func (p *Prober) deliver(s Sample) {
+	if p.closed {
+		return
+	}
 	for {
 		select {
 		case p.samples <- s:
