@@ -309,8 +309,14 @@ func (c *controllers) saveProfiles(rs []*linkRunner) {
 const (
 	// idleRTTResponses is how many replies a controller must have
 	// processed before its idle RTT counts: its reflectors start from a
-	// 100 ms baseline that takes a few replies to fall.
-	idleRTTResponses = 100
+	// 100 ms baseline that falls by alpha_baseline_decrease of the gap at
+	// every reply below it (0.9: within 0.1 ms after three). A figure
+	// taken too early is too high, which only sizes a larger queue, and
+	// the settled one replaces it once the drain time moves by a quarter
+	// (idleRTTChange). Waiting for 100 kept the first seconds of every
+	// new network on DefaultIdleRTT's 20 ms queue, which hands a dip in
+	// the link's capacity 20 ms of the rate as a queue at the ISP.
+	idleRTTResponses = 20
 	// idleRTTEvery is how often the owner asks a steering controller for
 	// its idle RTT after a rate change.
 	idleRTTEvery = 5 * time.Second
@@ -333,19 +339,23 @@ const (
 // round trip is a fraction of a millisecond (issue 14), and the state file
 // has no baseline after watch stops.
 //
-// The owner asks after a rate change (at most every idleRTTEvery), after
-// every drift check (a link resting at its maximum changes no rate) and at
-// shutdown; every means the last two ask whatever the time.
+// The owner asks once the runner has seen idleRTTResponses replies (an
+// idle link changes no rate), after a rate change (at most every
+// idleRTTEvery), after every drift check (a link resting at its maximum
+// changes no rate) and at shutdown; every means all but the rate change
+// ask whatever the time.
 func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.Duration {
 	r := c.runners[link]
 	if r == nil || !r.policy.Shaper.Queue.Auto || (!every && now.Sub(r.idleCheckedAt) < idleRTTEvery) {
 		return 0
 	}
-	r.idleCheckedAt = now
 	st := r.loop.State()
 	if st.Counters.Responses < idleRTTResponses {
+		// Not yet: the next rate change asks again, so the first one
+		// after enough replies records it, not one idleRTTEvery later.
 		return 0
 	}
+	r.idleCheckedAt = now
 	idle := max(st.IdleRTT, minIdleRTT)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {

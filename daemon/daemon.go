@@ -119,6 +119,7 @@ type Daemon struct {
 	rateReqs   chan rateRequest
 	switchReqs chan switchRequest
 	reflReqs   chan reflectorNote
+	idleReqs   chan linkNote
 	measReqs   chan measurementRequest
 	pauseReqs  chan pauseRequest
 	// pausedUntil is when a pause (Pause) ends; zero when none runs.
@@ -171,7 +172,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
-		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8),
+		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8), idleReqs: make(chan linkNote, 8),
 		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
 		grid: tickgrid.New(time.Now()),
 	}
@@ -207,6 +208,13 @@ type reflectorNote struct {
 	link  string
 	gen   uint64
 	addrs []netip.Addr
+}
+
+// linkNote says that the controller of generation gen on link has
+// replies enough for its idle RTT to be recorded (linkRunner.follow).
+type linkNote struct {
+	link string
+	gen  uint64
 }
 
 // measurementRequest is a measurement handed to the daemon (by `macake
@@ -299,6 +307,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if d.ctls.current(n.link, n.gen) != nil {
 				d.ctls.reflectors[n.link] = n.addrs
 				d.pass(step, "reflectors")
+			}
+		case n := <-d.idleReqs:
+			if d.ctls.current(n.link, n.gen) == nil {
+				continue
+			}
+			if idle := d.ctls.learnIdleRTT(n.link, time.Now(), true); idle > 0 {
+				// A pass installs the queue now: an idle link changes no
+				// rate that could carry it.
+				d.rec.useIdleRTT(n.link, idle)
+				d.pass(step, "idle-rtt")
 			}
 		}
 	}

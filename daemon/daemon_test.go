@@ -1234,6 +1234,35 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 	}
 }
 
+// TestWatchSizesAutoQueueBeforeTheFirstLoad: on an idle link no rate
+// changes and the first drift check is 30 s away; the queue still follows
+// the measured 2 ms path within seconds, so the first download meets it
+// rather than DefaultIdleRTT's 20 ms of drain.
+func TestWatchSizesAutoQueueBeforeTheFirstLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r.net.set(func(n *fakeNet) { n.rtt = 2 * time.Millisecond })
+		start := r.pipeRate(48002)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if rate := r.pipeRate(48002); rate != start {
+			t.Fatalf("the idle link's rate moved from %d to %d bit/s; the test wants a link no rate change resizes", start, rate)
+		}
+		var got int64
+		for _, p := range r.emu.Machine().Dummynet.Pipes {
+			if p.Number == 48002 {
+				got = int64(p.FS.QSize)
+			}
+		}
+		if want := controller.AutoQueueBytes(start, 2*time.Millisecond, 1500); got != want {
+			t.Errorf("download queue 5 s into an idle 2 ms path: %d bytes, want %d\n%s", got, want, r.log)
+		}
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestWatchSizesAutoQueueFromTheIdleRTTItMeasures: on a network without a
 // measured idle RTT, an auto queue starts sized for DefaultIdleRTT (20 ms
 // of drain); once the controller has measured a 2 ms path, watch records
@@ -1254,17 +1283,20 @@ func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 			t.Fatalf("download queue at start %d bytes, want %d (DefaultIdleRTT)", got, want)
 		}
 		r.net.set(func(n *fakeNet) { n.rtt, n.busy = 2*time.Millisecond, true })
+		// A rate change records the idle RTT as soon as the controller
+		// has a few replies, long before the first drift check (30 s).
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if !strings.Contains(r.log.String(), "measured the idle RTT") {
+			t.Errorf("5 s into a loaded link the idle RTT is not recorded yet:\n%s", r.log)
+		}
 		// The rates reach their maximum within seconds and stay: the
-		// first drift check (30 s) records the idle RTT and the next
-		// (60 s) installs the queue that goes with it.
-		time.Sleep(61 * time.Second)
+		// next drift check installs the queue that goes with it.
+		time.Sleep(56 * time.Second)
 		synctest.Wait()
 		rate := r.pipeRate(48002)
 		if got, want := queue(48002), controller.AutoQueueBytes(rate, 2*time.Millisecond, 1500); got != want {
 			t.Errorf("download queue after 61 s on a 2 ms path: %d bytes at %d bit/s, want %d\n%s", got, rate, want, r.log)
-		}
-		if !strings.Contains(r.log.String(), "measured the idle RTT") {
-			t.Errorf("no log line says the idle RTT was measured:\n%s", r.log)
 		}
 		if err := r.stop(); err != nil {
 			t.Fatal(err)

@@ -62,6 +62,9 @@ type linkRunner struct {
 	// Touched only by the runner's goroutine (OnApply).
 	last       [2]int64
 	lastFailed time.Time
+	// replies counts the prober's replies until idleRTTResponses, when
+	// the runner tells the owner the idle RTT can be learned (follow).
+	replies int
 }
 
 // sameSpec reports whether r runs the controller that a would get, with
@@ -161,6 +164,16 @@ func (r *linkRunner) follow(ctx context.Context) {
 			}
 			if replied {
 				r.loop.Delay(ctx, delaySample(s))
+				if r.replies++; r.replies == idleRTTResponses && r.policy.Shaper.Queue.Auto {
+					// On an idle link no rate changes and the next drift
+					// check can be half a minute away: the first download
+					// would meet DefaultIdleRTT's queue.
+					select {
+					case r.d.idleReqs <- linkNote{link: r.name, gen: r.gen}:
+					case <-ctx.Done():
+						return
+					}
+				}
 			}
 		case <-timer.C:
 			now := time.Now()

@@ -147,8 +147,8 @@ func gcd(a, b time.Duration) time.Duration {
 // clock, so the daemon's prober measures each direction's one-way delay
 // (sense/probe prefers timestamps), tc's
 // actuation in about 2 ms, and an auto queue sized from the path's own idle
-// RTT, as watch sizes it once its controller has measured the path (a few
-// seconds into the phase on the kernel; from the start here).
+// RTT, as watch sizes it once its controller has 20 replies (within the
+// phase's idle window on the kernel, so before the load starts).
 func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 	return sim.Options{
 		Duration:        idle + sc.Trace.Length,
