@@ -136,7 +136,7 @@ type Daemon struct {
 	hist  histories
 
 	// grid is where every periodic timer of the daemon's links fires
-	// (counter reads, probe rounds, controller ticks, history), so that
+	// (counter reads, probe sends, controller ticks, history), so that
 	// timers whose periods meet cost one wake-up.
 	grid tickgrid.Grid
 }

@@ -125,7 +125,7 @@ func (r *linkRunner) stop() {
 // prober's reader) and a counter reading with none: at 20 replies a
 // second the daemon's cost is its wake-ups, not its work. The counter
 // reads and the ticks share one timer on the daemon's grid (tickgrid),
-// where the prober's rounds and the history fire too.
+// where the prober's sends and the history fire too.
 func (r *linkRunner) follow(ctx context.Context) {
 	r.loop.Start(ctx)
 	var samples <-chan probe.Sample

@@ -42,7 +42,7 @@ type ProbeSpec struct {
 	// Probes says how each of the link's reflectors is probed
 	// (reconcile.Probes); an address not in it is probed with ICMP.
 	Probes []shape.Reflector
-	// Grid is the daemon's timer grid: rounds after the first fire on
+	// Grid is the daemon's timer grid: probes after the first fire on
 	// it, with the link's counter reads (probe.Config.Grid).
 	Grid tickgrid.Grid
 }

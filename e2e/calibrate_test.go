@@ -21,6 +21,7 @@ var (
 	simSeeds    = flag.Int("e2e.seeds", 5, "with -e2e.calibrate: simulator seeds per scenario")
 	calibReport = flag.String("e2e.calibration", "", "with -e2e.calibrate: write the table to this file too")
 	lawQueue    = flag.String("e2e.queue", "", "with -e2e.calibrate: the queue rule of the laws' pipes in the twin (sim --queue syntax; default the daemon's auto)")
+	probeBurst  = flag.Int("e2e.burst", 0, "with -e2e.calibrate: probes the twin's prober sends at once (default as watch's: 2 of its 6 reflectors every 100 ms; 6 the rounds it sent before, 1 as cake-autorate)")
 	variants    = flag.String("e2e.variants", "", "with -e2e.calibrate: comma-separated variants to simulate besides the laws, e.g. ours+PlateauHold,upstream+CutToAchieved")
 )
 
@@ -65,6 +66,7 @@ func TestCalibration(t *testing.T) {
 			}
 			LawQueue = q
 		}
+		ProbeBurst = *probeBurst
 		ms, err := Simulate(sc, *idleLength, *simSeeds, vs...)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/macake/macake/controller/sim/autorate"
 	simtrace "github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -146,11 +147,17 @@ func gcd(a, b time.Duration) time.Duration {
 // loss) that answer ICMP timestamps as Linux does, on the client's own
 // clock, so the daemon's prober measures each direction's one-way delay
 // (sense/probe prefers timestamps), tc's
-// actuation in about 2 ms, and an auto queue sized from the path's own idle
+// actuation in about 2 ms, an auto queue sized from the path's own idle
 // RTT, as watch sizes it once its controller has 20 replies (within the
-// phase's idle window on the kernel, so before the load starts).
+// phase's idle window on the kernel, so before the load starts), and the
+// probes sent as watch's prober sends them (probe.Pace).
 func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
+	interval := config.Defaults.Autorate.ProbeInterval.Std()
+	burst, _ := probe.Pace(len(Reflectors), interval)
 	return sim.Options{
+		Reflectors:      len(Reflectors),
+		ProbeInterval:   interval,
+		ProbeBurst:      burst,
 		Duration:        idle + sc.Trace.Length,
 		Warmup:          idle,
 		FlowStart:       idle,
@@ -166,6 +173,12 @@ func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 		ActuationDelay:  2 * time.Millisecond,
 	}
 }
+
+// ProbeBurst, when set, is how many probes the twin's prober sends at
+// once (sim.Options.ProbeBurst) instead of as watch's does (probe.Pace):
+// 6 measures again what the old rounds cost, 1 samples as cake-autorate
+// does (docs/MEASUREMENTS.md, "Probe rounds").
+var ProbeBurst int
 
 // LawQueue is the queue rule of the twin's watch arms: the daemon's
 // `queue = "auto"` (sim.DefaultQueue) unless a tuning run tries another.
@@ -245,6 +258,9 @@ func Simulate(sc Scenario, idle time.Duration, seeds int, variants ...string) ([
 		for s := range seeds {
 			opt := sc.SimOptions(idle, uint64(s+1))
 			opt.Queue = a.Queue
+			if ProbeBurst > 0 {
+				opt.ProbeBurst = ProbeBurst
+			}
 			jobs = append(jobs, sim.Job{Link: link, Options: opt, Arm: sim.Arm{Name: a.Name, Factory: a.Factory}})
 		}
 	}

@@ -235,3 +235,39 @@ func TestRebin(t *testing.T) {
 		t.Errorf("rebinned %v", r.Rates)
 	}
 }
+
+// sentAt records when every probe whose reply reached it was sent.
+type sentAt struct {
+	noShaping
+	sent []time.Duration
+}
+
+func (s *sentAt) Delay(d DelaySample) { s.sent = append(s.sent, d.Sent) }
+
+// TestProbeBurstSendsThatManyAtOnce: by default the prober sends one probe
+// every ProbeInterval / Reflectors, as cake-autorate does; ProbeBurst 2
+// sends two at once every 100 ms, as watch's prober does with 6
+// reflectors, and 6 all at once every 300 ms (the rounds it sent before).
+func TestProbeBurstSendsThatManyAtOnce(t *testing.T) {
+	for _, burst := range []int{0, 2, 6} {
+		c := &sentAt{}
+		e := newTestEngine(t, constLink(10_000_000, 10_000_000), Options{Duration: 2 * time.Second, ProbeBurst: burst}, c)
+		e.run()
+		instants := map[time.Duration]int{}
+		for _, s := range c.sent {
+			instants[s]++
+		}
+		if len(c.sent) < 30 {
+			t.Fatalf("burst %d: %d replies in 2 s, want about 40", burst, len(c.sent))
+		}
+		want := max(burst, 1)
+		for at, n := range instants {
+			if n != want && at < 1700*time.Millisecond {
+				t.Errorf("burst %d: %d probes sent at %v, want %d", burst, n, at, want)
+			}
+		}
+	}
+	if err := (Options{Reflectors: 6, ProbeBurst: 7}).Validate(); err == nil {
+		t.Error("a burst of 7 of 6 reflectors accepted")
+	}
+}

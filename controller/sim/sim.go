@@ -57,9 +57,15 @@ type Options struct {
 	IdleRTT time.Duration
 	// Reflectors is the number of probe targets (default 6), each probed
 	// every ProbeInterval (default 300 ms), round robin: one reply every
-	// 50 ms, as cake-autorate does.
+	// 50 ms, as cake-autorate and watch's prober (sense/probe) do.
 	Reflectors    int
 	ProbeInterval time.Duration
+	// ProbeBurst is how many probes go out at once, every ProbeBurst ×
+	// ProbeInterval / Reflectors: 0 or 1 one at a time (cake-autorate),
+	// 2 as watch's prober sends six reflectors' (probe.Pace), Reflectors
+	// the rounds watch's prober sent until they made the kernel testbed
+	// disagree with its twin (docs/MEASUREMENTS.md, "Probe rounds").
+	ProbeBurst int
 	// ProbeOWD makes the prober use ICMP timestamps, so samples carry
 	// one-way delays.
 	ProbeOWD bool
@@ -190,6 +196,9 @@ func (o Options) Validate() error {
 		if v.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v: want zero (the default) or more", v.name, v.d))
 		}
+	}
+	if o.ProbeBurst < 0 || o.ProbeBurst > max(o.Reflectors, 6) {
+		errs = append(errs, fmt.Errorf("probe burst %d: want 0 to the number of reflectors", o.ProbeBurst))
 	}
 	if o.Reflectors < 0 || o.Reflectors > 64 {
 		errs = append(errs, fmt.Errorf("reflectors %d: want 1–64 (0: the default 6)", o.Reflectors))
@@ -862,10 +871,14 @@ func (e *engine) tick() {
 	e.phaseSwitch()
 	if e.controlOn {
 		for e.now >= e.nextProbe {
-			if e.pauser == nil || !e.pauser.ProbesPaused() {
-				e.sendProbe()
+			paused := e.pauser != nil && e.pauser.ProbesPaused()
+			n := min(max(e.opt.ProbeBurst, 1), e.opt.Reflectors)
+			for range n {
+				if !paused {
+					e.sendProbe()
+				}
 			}
-			e.nextProbe += int64(e.opt.ProbeInterval) / int64(e.opt.Reflectors)
+			e.nextProbe += int64(e.opt.ProbeInterval) * int64(n) / int64(e.opt.Reflectors)
 		}
 	}
 	for e.now >= e.nextMeasure {

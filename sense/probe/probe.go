@@ -7,11 +7,19 @@
 // that treat ICMP unlike the user's traffic: a TCP handshake to a port
 // (SYN to SYN-ACK or RST; tcp.go) or a UDP echo (udp.go).
 //
-// A [Prober] sends its probes in rounds: every [Config.Interval] one probe
-// to each reflector, all in one wake-up (6 reflectors every 300 ms is 20
-// probes a second, in 3.3 wake-ups). Timeouts are checked on the rounds,
-// so a lost probe is reported at most one interval after its timeout and
-// no timer fires between rounds. Every probe
+// A [Prober] spreads its probes over the interval: each reflector every
+// [Config.Interval], round robin, as few at a time as keeps sends at least
+// 100 ms apart (6 reflectors every 300 ms: two every 100 ms; cake-autorate
+// sends one every 50 ms). The controller counts on samples that come
+// spread out: its stall timeout is five of upstream's 50 ms spacings, it
+// raises a rate at most once per load sample and only on a reply, and its
+// cut refractory is shorter than the interval. Sent in rounds (all six at
+// once every 300 ms, which saved wake-ups), replies came as one burst a
+// round, an idle link "stalled" between bursts, and the rate climbed back
+// from a cut at two thirds of its pace (docs/MEASUREMENTS.md, "Probe
+// rounds"). Timeouts are checked when probes go out, so a lost probe is
+// reported at most one send after its timeout and no timer fires between
+// sends. Every probe
 // ends as exactly one [Sample] on [Prober.Samples]: a reply, a loss
 // (timeout) or an unreachable report. The channel never blocks the prober:
 // when the consumer falls behind, the oldest sample is dropped and counted.
@@ -203,10 +211,10 @@ type Config struct {
 	// reflector whose address is not in it is probed with ICMP. Each
 	// address is probed one way.
 	Probes []shape.Reflector
-	// Grid, when set, puts the rounds after the first on its instants,
+	// Grid, when set, puts the probes after the first on its instants,
 	// so that they fire together with the caller's other timers on the
 	// same grid (the daemon's counter reads) instead of waking the
-	// process at instants of their own. The zero Grid paces rounds from
+	// process at instants of their own. The zero Grid paces probes from
 	// the first.
 	Grid tickgrid.Grid
 	// InNetwork runs fn, which opens a socket for a TCP or UDP probe (or,
@@ -278,7 +286,7 @@ type target struct {
 	// dst is addr as its socket's WriteTo wants it, built once.
 	dst      net.Addr
 	ts       tsState
-	tsTries  int // discovery probes sent in this round
+	tsTries  int // timestamp discovery probes sent
 	tsMisses int // consecutive unanswered timestamp probes (discovery or real)
 	sinceTry int // echo probes since timestamps failed
 	stats    ReflectorStats
@@ -607,14 +615,17 @@ func (p *Prober) step(now time.Time) time.Duration {
 	wait := time.Hour
 	probing := len(p.targets) > 0 && !p.paused
 	if probing {
-		if p.nextSend.IsZero() || now.Sub(p.nextSend) > p.cfg.Interval {
-			// First round, or we fell behind (a stopped clock after
+		if _, every := p.pace(); p.nextSend.IsZero() || now.Sub(p.nextSend) > every {
+			// First probe, or we fell behind (a stopped clock after
 			// sleep, a slow consumer of the lock): never burst to catch up.
 			p.nextSend = now
 		}
 		if !now.Before(p.nextSend) {
-			p.sendRound(now)
-			p.nextSend = p.cfg.Grid.Next(p.nextSend, p.cfg.Interval)
+			n, every := p.pace()
+			for range n {
+				p.sendNext(now)
+			}
+			p.nextSend = p.cfg.Grid.Next(p.nextSend, every)
 		}
 		wait = p.nextSend.Sub(now)
 	}
@@ -622,12 +633,12 @@ func (p *Prober) step(now time.Time) time.Duration {
 		p.release(p.queue.pop())
 	}
 	if p.queue.len() > 0 && !probing {
-		// While probing, a probe's timeout is noticed at the first round
-		// after it (at most one interval late) instead of waking the
-		// prober once more: timers coalesce on the rounds.
+		// While probing, a probe's timeout is noticed at the first send
+		// after it (at most one spacing late) instead of waking the
+		// prober once more: timers coalesce on the sends.
 		wait = min(wait, p.queue.front().deadline.Sub(now))
 	}
-	// Finished probes are forgotten lazily, at the next step (every round
+	// Finished probes are forgotten lazily, at the next step (every send
 	// while probing): a wake-up of their own would double the prober's
 	// wake-ups, and unmatched treats one past its time as forgotten.
 	return max(wait, 0)
@@ -711,18 +722,37 @@ func (p *Prober) target(a netip.Addr) *target {
 	return nil
 }
 
-// sendRound sends one probe to every reflector, in one wake-up: the
-// prober's cost is its wake-ups, not its packets. This is where the
-// scheduler drives the senders; a reflector's probe goes out on the
-// socket of its family.
-func (p *Prober) sendRound(now time.Time) {
-	for range p.targets {
-		p.sendNext(now)
+// minSendGap is the shortest time between two sends: 6 reflectors every
+// 300 ms go out two at a time every 100 ms, not one every 50 ms. One every
+// 50 ms doubled watch's CPU time and context switches (docs/MEASUREMENTS.md,
+// "Probe rounds"); two every 100 ms costs half that and, in the
+// simulator, controls as well: the controller's stall timeout (250 ms)
+// stays well above the gap and a burst still comes between two load
+// samples.
+const minSendGap = 100 * time.Millisecond
+
+// pace is Pace for the prober's reflectors.
+func (p *Prober) pace() (n int, every time.Duration) {
+	return Pace(len(p.targets), p.cfg.Interval)
+}
+
+// Pace returns how many probes a prober of reflectors, each probed every
+// interval, sends at once and the time between two sends: as few at a
+// time as keep the sends minSendGap apart (the simulator's twin of watch
+// sends as it does).
+func Pace(reflectors int, interval time.Duration) (n int, every time.Duration) {
+	if reflectors < 1 || interval <= 0 {
+		return 1, max(interval, time.Millisecond)
 	}
+	k := time.Duration(reflectors)
+	n = min(reflectors, max(1, int((k*minSendGap+interval-1)/interval)))
+	return n, max(interval*time.Duration(n)/k, time.Millisecond)
 }
 
 // sendNext sends the next reflector's probe (and, while its timestamp
-// capability is being discovered, a timestamp discovery probe too).
+// capability is being discovered, a timestamp discovery probe too). This
+// is where the scheduler drives the senders; a reflector's probe goes out
+// on the socket of its family.
 func (p *Prober) sendNext(now time.Time) {
 	t := p.targets[p.rr]
 	p.rr = (p.rr + 1) % len(p.targets)
@@ -1002,8 +1032,8 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// Timeouts are checked on the rounds; a reply that comes after its
-	// probe's timeout but before the next round is late all the same.
+	// Timeouts are checked on the sends; a reply that comes after its
+	// probe's timeout but before the next send is late all the same.
 	p.expire(now)
 	if s.matchID && r.id != s.wireID {
 		p.foreign++

@@ -5,6 +5,7 @@ package probe
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"syscall"
@@ -68,19 +69,19 @@ func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
 		samples := runFor(p, 3*time.Second-time.Millisecond)
 		sent := n.sentTo("")
-		// 20 probes a second: 60 in 3 s (the first round at t=0, the last
-		// before 3 s), in rounds of one probe to each reflector at the
-		// same instant, 300 ms apart.
+		// 20 probes a second: 60 in 3 s (the first at t=0, the last
+		// before 3 s), two every 100 ms: spread out, as the controller
+		// expects its samples, but no more than ten wake-ups a second.
 		if len(sent) != 60 {
 			t.Fatalf("sent %d probes in 3s, want 60 (20 Hz over 6 reflectors)", len(sent))
 		}
 		for i := 1; i < len(sent); i++ {
 			want := time.Duration(0)
-			if i%len(refl) == 0 {
-				want = 300 * time.Millisecond
+			if i%2 == 0 {
+				want = 100 * time.Millisecond
 			}
 			if gap := sent[i].at.Sub(sent[i-1].at); gap != want {
-				t.Fatalf("probe %d came %v after the previous one, want %v (rounds of %d)", i, gap, want, len(refl))
+				t.Fatalf("probe %d came %v after the previous one, want %v (two every 100 ms)", i, gap, want)
 			}
 		}
 		for _, r := range refl {
@@ -108,10 +109,42 @@ func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 	})
 }
 
-// With a Grid, the rounds after the first fall on its instants, where the
-// caller's other timers fire: the first round at once, then every
-// interval from the grid's epoch, however far from it the prober started.
-func TestRoundsFallOnTheGrid(t *testing.T) {
+// TestPaceKeepsEveryReflectorsIntervalWithSendsAtLeast100msApart: each
+// reflector is probed every interval whatever their number, and the
+// probes go out as few at a time as keep the sends 100 ms apart or more.
+func TestPaceKeepsEveryReflectorsIntervalWithSendsAtLeast100msApart(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		reflectors int
+		interval   time.Duration
+		n          int
+		every      time.Duration
+	}{
+		{1, 300 * ms, 1, 300 * ms},
+		{2, 300 * ms, 1, 150 * ms},
+		{3, 300 * ms, 1, 100 * ms},
+		{4, 300 * ms, 2, 150 * ms},
+		{6, 300 * ms, 2, 100 * ms},
+		{9, 300 * ms, 3, 100 * ms},
+		{6, time.Second, 1, 166666666},
+		{6, 100 * ms, 6, 100 * ms},
+	} {
+		var refl []string
+		for i := range c.reflectors {
+			refl = append(refl, fmt.Sprintf("192.0.2.%d", i+1))
+		}
+		p := newProber(t, newFakeNet(), Config{Reflectors: addrs(refl...), Interval: c.interval, NoTimestamps: true})
+		n, every := p.pace()
+		if n != c.n || every != c.every {
+			t.Errorf("%d reflectors every %v: %d probes every %v, want %d every %v", c.reflectors, c.interval, n, every, c.n, c.every)
+		}
+	}
+}
+
+// With a Grid, the probes after the first fall on its instants, where the
+// caller's other timers fire: the first at once, then every spacing from
+// the grid's epoch, however far from it the prober started.
+func TestProbesFallOnTheGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		epoch := time.Now()
 		time.Sleep(1234 * time.Millisecond) // the link comes up between two instants
@@ -128,21 +161,21 @@ func TestRoundsFallOnTheGrid(t *testing.T) {
 		}
 		for i, s := range sent[1:] {
 			if off := s.at.Sub(epoch) % (300 * time.Millisecond); off != 0 {
-				t.Errorf("round %d at epoch+%v: %v off the 300 ms grid", i+2, s.at.Sub(epoch), off)
+				t.Errorf("probe %d at epoch+%v: %v off the 300 ms grid", i+2, s.at.Sub(epoch), off)
 			}
 		}
 		if gap := sent[1].at.Sub(sent[0].at); gap != 266*time.Millisecond {
-			t.Errorf("the second round came %v after the first, want 266ms (the next grid instant)", gap)
+			t.Errorf("the reflector's second probe came %v after its first, want 266ms (its next grid instant)", gap)
 		}
 	})
 }
 
-// TestPacerWakesOncePerRound: the pacing goroutine wakes once per round
-// of probes (one to every reflector), not once per probe: forgetting
-// finished probes (after 4× the timeout) and noticing timeouts wait for
-// the next round instead of waking it once more. At 20 probes a second
-// each wake-up is most of what the prober costs.
-func TestPacerWakesOncePerRound(t *testing.T) {
+// TestPacerWakesOncePerSend: the pacing goroutine wakes once per send
+// (two probes with 6 reflectors) and no more: forgetting finished probes
+// (after 4× the timeout) and noticing timeouts wait for the next send
+// instead of waking it once more. At 20 probes a second each wake-up is
+// most of what the prober costs.
+func TestPacerWakesOncePerSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		refl := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5", "192.0.2.6"}
@@ -155,8 +188,8 @@ func TestPacerWakesOncePerRound(t *testing.T) {
 		if sent != 240 || count(samples, KindReply, "") != 240 {
 			t.Fatalf("sent %d, %d replies; want 240 each", sent, count(samples, KindReply, ""))
 		}
-		if rounds := sent / len(refl); p.steps > rounds+2 {
-			t.Errorf("the pacer woke %d times for %d rounds of probes; want one wake-up per round", p.steps, rounds)
+		if p.steps > sent/2+2 {
+			t.Errorf("the pacer woke %d times for %d probes; want one wake-up per two", p.steps, sent)
 		}
 		if p.recentQ.len() > 200 {
 			t.Errorf("%d finished probes remembered; those older than 8 s should be forgotten", p.recentQ.len())
@@ -174,8 +207,9 @@ func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 		if got := count(samples, KindReply, "192.0.2.9"); got != 0 {
 			t.Fatalf("%d replies from a silent reflector", got)
 		}
-		// Rounds at 0, 0.3, ..., 3.0 s; the probes sent by 1.8 s have timed
-		// out by 2.8 s and the round at 3.0 s notices it: 7 of 11.
+		// A probe every 150 ms, the silent reflector's at 0.15, 0.45, ...,
+		// 2.85 s (10); one times out 1 s after it was sent and the next
+		// probe notices it, at 1.2, 1.5, ..., 3.0 s: 7 of 10.
 		lost := 0
 		for _, s := range samples {
 			if s.Reflector == netip.MustParseAddr("192.0.2.9") {
@@ -189,7 +223,7 @@ func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 			t.Errorf("lost = %d, want 7", lost)
 		}
 		st := p.Stats()
-		if st.Reflectors[1].Lost != 7 || st.Reflectors[1].Sent != 11 {
+		if st.Reflectors[1].Lost != 7 || st.Reflectors[1].Sent != 10 {
 			t.Errorf("stats %+v", st.Reflectors[1])
 		}
 		if count(samples, KindReply, "192.0.2.1") != 10 {
@@ -210,12 +244,12 @@ func TestLateAndDuplicateRepliesAreCountedNotDelivered(t *testing.T) {
 		}
 		st := p.Stats()
 		late := st.Reflectors[0]
-		// Sent at 0, 0.3, ... 2.7 s; the rounds up to 2.7 s notice the
-		// timeouts of those sent by 1.5 s (the one sent at 1.8 s times out
-		// at 2.8 s, with no round before 3 s to notice), and the replies
-		// of those sent by 1.2 s arrived (1.5 s late) by 3 s.
-		if late.Sent != 10 || late.Lost != 6 || late.Late != 5 {
-			t.Errorf("late reflector: %+v; want sent 10, lost 6, late 5", late)
+		// Sent at 0, 0.3, ... 2.7 s; the probes (every 150 ms) up to
+		// 2.85 s notice the timeouts of those sent by 1.8 s (at 1.05, 1.35,
+		// ..., 2.85 s), and the replies of those sent by 1.2 s arrived
+		// (1.5 s late) by 3 s.
+		if late.Sent != 10 || late.Lost != 7 || late.Late != 5 {
+			t.Errorf("late reflector: %+v; want sent 10, lost 7, late 5", late)
 		}
 		dup := st.Reflectors[1]
 		if got := count(samples, KindReply, "192.0.2.2"); got != dup.Sent || dup.Duplicates != 2*dup.Sent {
@@ -540,10 +574,10 @@ func TestSequenceCollisionWithFailedSendKeepsRecordsApart(t *testing.T) {
 	})
 }
 
-// TestReplyAfterTimeoutBetweenRoundsIsLate: timeouts are noticed on the
-// rounds, but a reply that comes after its timeout and before the next
-// round is late, never a sample with an RTT above the timeout.
-func TestReplyAfterTimeoutBetweenRoundsIsLate(t *testing.T) {
+// TestReplyAfterTimeoutBetweenSendsIsLate: timeouts are noticed when a
+// probe goes out, but a reply that comes after its timeout and before the
+// next send is late, never a sample with an RTT above the timeout.
+func TestReplyAfterTimeoutBetweenSendsIsLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{delay: 1100 * time.Millisecond}) // between the timeout (1 s) and the next round (1.2 s)
