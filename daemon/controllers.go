@@ -334,7 +334,7 @@ const (
 // learnIdleRTT records in the state file the idle round trip that link's
 // controller has measured, when the profile of its network has none or
 // one that sizes a different auto queue, and returns it (0 when it recorded
-// nothing); Daemon.learnIdleRTT hands it to the hot path. Without it an
+// nothing); the owner hands it to the hot path (reconciler.useIdleRTT). Without it an
 // unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
 // round trip is a fraction of a millisecond (issue 14), and the state file
 // has no baseline after watch stops.

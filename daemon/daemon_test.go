@@ -522,7 +522,7 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 }
 
 // TestWatchLinkTimersShareOneGrid: the counter reads after the first,
-// the history's steps and the prober's rounds are all on the daemon's
+// the history's steps and the prober's sends are all on the daemon's
 // grid, so that those whose periods meet cost one wake-up: each history
 // step is at a counter read's instant.
 func TestWatchLinkTimersShareOneGrid(t *testing.T) {
@@ -1306,4 +1306,19 @@ func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 			t.Errorf("idle RTT in the state file after stop: %v, want about 2 ms", got)
 		}
 	})
+}
+
+// TestIdleRTTAskBacksOff: the runner asks the owner to learn the idle RTT
+// at 20 replies and, in case the controller counted fewer, at 40, 80, 160
+// and 320, and then no more.
+func TestIdleRTTAskBacksOff(t *testing.T) {
+	var asked []int
+	for n := 1; n <= 2000; n++ {
+		if idleRTTAsk(n) {
+			asked = append(asked, n)
+		}
+	}
+	if want := []int{20, 40, 80, 160, 320}; !slices.Equal(asked, want) {
+		t.Errorf("asked at replies %v, want %v", asked, want)
+	}
 }

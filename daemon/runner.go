@@ -62,9 +62,17 @@ type linkRunner struct {
 	// Touched only by the runner's goroutine (OnApply).
 	last       [2]int64
 	lastFailed time.Time
-	// replies counts the prober's replies until idleRTTResponses, when
-	// the runner tells the owner the idle RTT can be learned (follow).
+	// replies counts the prober's replies, so that the runner tells the
+	// owner when the idle RTT can be learned (follow, idleRTTAsk).
 	replies int
+}
+
+// idleRTTAsk reports whether the runner asks the owner to learn the idle
+// RTT at its nth reply: at idleRTTResponses and at 2, 4, 8 and 16 times
+// that.
+func idleRTTAsk(n int) bool {
+	k := n / idleRTTResponses
+	return n%idleRTTResponses == 0 && k <= 16 && k&(k-1) == 0
 }
 
 // sameSpec reports whether r runs the controller that a would get, with
@@ -164,10 +172,13 @@ func (r *linkRunner) follow(ctx context.Context) {
 			}
 			if replied {
 				r.loop.Delay(ctx, delaySample(s))
-				if r.replies++; r.replies == idleRTTResponses && r.policy.Shaper.Queue.Auto {
+				if r.replies++; r.policy.Shaper.Queue.Auto && idleRTTAsk(r.replies) {
 					// On an idle link no rate changes and the next drift
 					// check can be half a minute away: the first download
-					// would meet DefaultIdleRTT's queue.
+					// would meet DefaultIdleRTT's queue. Asked again at
+					// twice as many replies, a few times, because the
+					// controller counts fewer responses than the prober
+					// delivers replies (stale ones, the one ending a stall).
 					select {
 					case r.d.idleReqs <- linkNote{link: r.name, gen: r.gen}:
 					case <-ctx.Done():

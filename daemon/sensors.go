@@ -91,8 +91,8 @@ func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 }
 
 // sampleBuffer is the capacity of a prober's samples channel in the
-// daemon: the link's goroutine reads it as samples come, a round's replies
-// at most a few dozen at once, so the prober's default (1024 samples,
+// daemon: the link's goroutine reads it as samples come, a send's replies
+// at most a few at once, so the prober's default (1024 samples,
 // 130 KB a link, for consumers that may fall behind) would only be heap.
 const sampleBuffer = 64
 

@@ -56,8 +56,9 @@ type Options struct {
 	// measured the link sizes `queue = "auto"` from its default.
 	IdleRTT time.Duration
 	// Reflectors is the number of probe targets (default 6), each probed
-	// every ProbeInterval (default 300 ms), round robin: one reply every
-	// 50 ms, as cake-autorate and watch's prober (sense/probe) do.
+	// every ProbeInterval (default 300 ms), round robin: by default one
+	// probe every 50 ms, as cake-autorate sends them (ProbeBurst sends as
+	// watch's prober does).
 	Reflectors    int
 	ProbeInterval time.Duration
 	// ProbeBurst is how many probes go out at once, every ProbeBurst ×
@@ -197,7 +198,7 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %v: want zero (the default) or more", v.name, v.d))
 		}
 	}
-	if o.ProbeBurst < 0 || o.ProbeBurst > max(o.Reflectors, 6) {
+	if o.ProbeBurst < 0 || o.ProbeBurst > o.withDefaults().Reflectors {
 		errs = append(errs, fmt.Errorf("probe burst %d: want 0 to the number of reflectors", o.ProbeBurst))
 	}
 	if o.Reflectors < 0 || o.Reflectors > 64 {

@@ -3,11 +3,12 @@
 // Package tickgrid puts periodic timers on one grid, so that timers of
 // different periods fire at the same instants where their periods meet.
 // macake watch's cost is its wake-ups, not its work: the counter reads
-// (200 ms), the probes (one every 50 ms with 6 reflectors), the
-// controller's tick and the history (1 s) of every link, each on a ticker
-// of its own started at its own moment, woke the process at up to four
-// different instants where one would do. On one grid every counter read
-// and every 1 s timer fires with a probe. The Go runtime runs every
+// (200 ms), the prober's sends (every 100 ms with 6 reflectors at the
+// default 300 ms), the controller's tick and the history (1 s) of every
+// link, each on a ticker of its own started at its own moment, woke the
+// process at up to four different instants where one would do. On one grid
+// the 1 s timers fire with a counter read, and with the default probing
+// every counter read fires with a send. The Go runtime runs every
 // timer that is due when it wakes, so timers due at the same instant cost
 // one wake-up.
 package tickgrid

@@ -580,7 +580,7 @@ func TestSequenceCollisionWithFailedSendKeepsRecordsApart(t *testing.T) {
 func TestReplyAfterTimeoutBetweenSendsIsLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
-		n.set("192.0.2.1", behaviour{delay: 1100 * time.Millisecond}) // between the timeout (1 s) and the next round (1.2 s)
+		n.set("192.0.2.1", behaviour{delay: 1100 * time.Millisecond}) // between the timeout (1 s) and the next send (1.2 s)
 		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Timeout: time.Second, NoTimestamps: true})
 		samples := runFor(p, 2*time.Second)
 		for _, s := range samples {
