@@ -76,6 +76,7 @@ func runSim(e *env, args []string) int {
 	fs.StringVar(&f.Queue, "queue", "auto", "pipe queue at each rate change: auto (the daemon's: min of the BDP and 20 ms), bdp, a delay target like 10ms, or a size like 256KB")
 	fs.StringVar(&f.Shaper, "shaper", "dummynet", "the pipes' drop rule: dummynet (macOS: full once over the limit) or htb (Linux htb + bfifo: a packet that does not fit)")
 	durationVar(fs, &f.ActuationDelay, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
+	fs.IntVar(&f.ProbeBurst, "probe-burst", 1, "probes sent at once by the 6-reflector prober: 1 one every 50 ms (cake-autorate), 2 two every 100 ms (macake watch), up to 6")
 	durationVar(fs, &f.Warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
 	fs.StringVar(&f.Loss, "loss", "", "random loss at the bottleneck, `DOWN,UP` probabilities (e.g. 0.0001,0.002 as LeoCC models Starlink)")
 	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the variants the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+": the 36 variants of the tuning grid macake's law was chosen from; none: no estimate)")

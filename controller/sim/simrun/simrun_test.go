@@ -41,6 +41,7 @@ func TestCheckNamesTheFlag(t *testing.T) {
 		{func(s *Spec) { s.Offset = -time.Second }, "--offset -1s: want 0 or more"},
 		{func(s *Spec) { s.Buffer = time.Nanosecond }, "--buffer 1ns: want 10ms–1m of the mean capacity"},
 		{func(s *Spec) { s.ActuationDelay = 11 * time.Second }, "--actuation-delay 11s: want 0 (none) to 10s"},
+		{func(s *Spec) { s.ProbeBurst = 7 }, "--probe-burst 7: want 1"},
 		{func(s *Spec) { s.BaseRTT = 11 * time.Second }, "--base-rtt 11s: want a positive RTT up to 10s"},
 		{func(s *Spec) { s.Rebin = 10 * time.Millisecond }, "--rebin needs --trace and a positive step"},
 		{func(s *Spec) { s.Trace, s.Rebin = "x", 1500*time.Microsecond }, "--rebin 1.5ms: want whole milliseconds"},

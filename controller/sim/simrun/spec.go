@@ -48,6 +48,9 @@ type Spec struct {
 	Buffer, BaseRTT, Rebin time.Duration
 	// ActuationDelay 0 means no delay at all (not sim's default).
 	ActuationDelay time.Duration
+	// ProbeBurst is how many probes go out at once (sim.Options.ProbeBurst):
+	// 0 or 1 as cake-autorate sends them, 2 as macake watch does.
+	ProbeBurst int
 
 	// Flows are the bulk TCP flows per loaded direction.
 	Flows int
@@ -152,6 +155,9 @@ func (s *Spec) check() error {
 	if s.ActuationDelay < 0 || s.ActuationDelay > 10*time.Second {
 		return fmt.Errorf("--actuation-delay %v: want 0 (none) to 10s", s.ActuationDelay)
 	}
+	if s.ProbeBurst < 0 || s.ProbeBurst > 6 {
+		return fmt.Errorf("--probe-burst %d: want 1 (one probe every 50 ms, as cake-autorate) to 6 (every reflector at once)", s.ProbeBurst)
+	}
 	if s.BaseRTT < 0 || s.BaseRTT > 10*time.Second {
 		return fmt.Errorf("--base-rtt %v: want a positive RTT up to 10s (0: the link's own)", s.BaseRTT)
 	}
@@ -206,7 +212,7 @@ func (s *Spec) options() (sim.Options, error) {
 	}
 	opt := sim.Options{
 		Duration: s.Duration, CC: cc, Buffer: s.Buffer, Seed: s.Seed, Offset: s.Offset,
-		ActuationDelay: act, Queue: q, Warmup: s.Warmup, Shaper: shaper,
+		ActuationDelay: act, Queue: q, Warmup: s.Warmup, Shaper: shaper, ProbeBurst: s.ProbeBurst,
 	}
 	switch s.Direction {
 	case "both":
