@@ -129,7 +129,7 @@ func (o Options) withDefaults() Options {
 		o.ActuationDelay = 10 * time.Millisecond
 	}
 	if o.Reflectors <= 0 {
-		o.Reflectors = 6
+		o.Reflectors = DefaultReflectors
 	}
 	if o.ProbeInterval <= 0 {
 		o.ProbeInterval = 300 * time.Millisecond
@@ -176,6 +176,10 @@ func (o Options) withDefaults() Options {
 // end of the run would weigh as much as the rest).
 const MinMeasured = 2 * time.Second
 
+// DefaultReflectors is the number of probe targets when Options gives
+// none: six, as cake-autorate and watch probe by default.
+const DefaultReflectors = 6
+
 // MinBuffer is the smallest bottleneck buffer a run accepts, in time at the
 // mean capacity: below it the FIFO holds a packet or two at most rates and
 // measures the buffer, not the controllers.
@@ -202,7 +206,7 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("probe burst %d: want 0 to the number of reflectors", o.ProbeBurst))
 	}
 	if o.Reflectors < 0 || o.Reflectors > 64 {
-		errs = append(errs, fmt.Errorf("reflectors %d: want 1–64 (0: the default 6)", o.Reflectors))
+		errs = append(errs, fmt.Errorf("reflectors %d: want 1–64 (0: the default %d)", o.Reflectors, DefaultReflectors))
 	}
 	if o.RwndBytes < 0 {
 		errs = append(errs, fmt.Errorf("receive window %d bytes: want zero (the default) or more", o.RwndBytes))
@@ -872,10 +876,9 @@ func (e *engine) tick() {
 	e.phaseSwitch()
 	if e.controlOn {
 		for e.now >= e.nextProbe {
-			paused := e.pauser != nil && e.pauser.ProbesPaused()
 			n := min(max(e.opt.ProbeBurst, 1), e.opt.Reflectors)
-			for range n {
-				if !paused {
+			if e.pauser == nil || !e.pauser.ProbesPaused() {
+				for range n {
 					e.sendProbe()
 				}
 			}

@@ -615,13 +615,13 @@ func (p *Prober) step(now time.Time) time.Duration {
 	wait := time.Hour
 	probing := len(p.targets) > 0 && !p.paused
 	if probing {
-		if _, every := p.pace(); p.nextSend.IsZero() || now.Sub(p.nextSend) > every {
+		n, every := p.pace()
+		if p.nextSend.IsZero() || now.Sub(p.nextSend) > every {
 			// First probe, or we fell behind (a stopped clock after
 			// sleep, a slow consumer of the lock): never burst to catch up.
 			p.nextSend = now
 		}
 		if !now.Before(p.nextSend) {
-			n, every := p.pace()
 			for range n {
 				p.sendNext(now)
 			}

@@ -155,8 +155,8 @@ func (s *Spec) check() error {
 	if s.ActuationDelay < 0 || s.ActuationDelay > 10*time.Second {
 		return fmt.Errorf("--actuation-delay %v: want 0 (none) to 10s", s.ActuationDelay)
 	}
-	if s.ProbeBurst < 0 || s.ProbeBurst > 6 {
-		return fmt.Errorf("--probe-burst %d: want 1 (one probe every 50 ms, as cake-autorate) to 6 (every reflector at once)", s.ProbeBurst)
+	if s.ProbeBurst < 0 || s.ProbeBurst > sim.DefaultReflectors {
+		return fmt.Errorf("--probe-burst %d: want 1 (one probe every 50 ms, as cake-autorate) to %d (every reflector at once)", s.ProbeBurst, sim.DefaultReflectors)
 	}
 	if s.BaseRTT < 0 || s.BaseRTT > 10*time.Second {
 		return fmt.Errorf("--base-rtt %v: want a positive RTT up to 10s (0: the link's own)", s.BaseRTT)
