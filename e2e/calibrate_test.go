@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	simtrace "github.com/macake/macake/controller/sim/trace"
+	"github.com/macake/macake/sim"
+	simtrace "github.com/macake/macake/sim/trace"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	simtrace "github.com/macake/macake/controller/sim/trace"
+	simtrace "github.com/macake/macake/sim/trace"
 )
 
 var (

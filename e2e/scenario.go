@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	simtrace "github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	simtrace "github.com/macake/macake/sim/trace"
 )
 
 // Scenario is one run of the kernel testbed and of its simulated twin: a
@@ -98,7 +98,7 @@ func ParseScenario(spec, testdata, tracesDir string, length time.Duration, upFlo
 }
 
 // RecordedTrace turns a recorded capacity trace (any file package
-// controller/sim/trace reads) into a testbed trace of one rate per step:
+// sim/trace reads) into a testbed trace of one rate per step:
 // its own direction from the file, the other from the paired mahimahi file
 // (X.down ↔ X.up) when there is one, else constant at the recorded
 // direction's mean. Rates below 100 kbit/s are raised to it.

@@ -8,12 +8,12 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/autorate"
-	simtrace "github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/autorate"
+	simtrace "github.com/macake/macake/sim/trace"
 	"github.com/macake/macake/state"
 )
 

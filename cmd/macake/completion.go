@@ -12,11 +12,11 @@ import (
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller/sim/linkmodel"
 	"github.com/macake/macake/internal/clidoc"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sim/linkmodel"
 )
 
 var completionCmd = &command{

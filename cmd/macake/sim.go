@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/autorate"
-	"github.com/macake/macake/controller/sim/linkmodel"
-	"github.com/macake/macake/controller/sim/report"
-	"github.com/macake/macake/controller/sim/simrun"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/autorate"
+	"github.com/macake/macake/sim/linkmodel"
+	"github.com/macake/macake/sim/report"
+	"github.com/macake/macake/sim/simrun"
 )
 
 var simCmd = &command{

@@ -61,7 +61,7 @@ func TestSimJSONAndSVG(t *testing.T) {
 }
 
 func TestSimTraceFile(t *testing.T) {
-	code, out, errb := runCLI(t, "sim", "--trace", "../../controller/sim/trace/testdata/step.down", "--duration=4s", "--warmup=1s", "--controllers", "none,fixed")
+	code, out, errb := runCLI(t, "sim", "--trace", "../../sim/trace/testdata/step.down", "--duration=4s", "--warmup=1s", "--controllers", "none,fixed")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
@@ -76,7 +76,7 @@ func TestSimTraceDirectory(t *testing.T) {
 		{"step.down", "mahimahi/step.down"},
 		{"constant-50mbit.csv", "other/constant.csv"},
 	} {
-		src, err := os.ReadFile("../../controller/sim/trace/testdata/" + f.from)
+		src, err := os.ReadFile("../../sim/trace/testdata/" + f.from)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--actuation-delay", "-5ms", quick}, exitUsage, "-actuation-delay: duration \"-5ms\" must not be negative"},
 		{[]string{"--base-rtt", "-10ms", quick}, exitUsage, "-base-rtt: duration \"-10ms\" must not be negative"},
 		{[]string{"--duration", "2001ms"}, exitUsage, "measures only 1ms"},
-		{[]string{"--trace", "../../controller/sim/trace/testdata/step.down", "--rebin", "1h", quick}, exitUsage, "--rebin 1h0m0s"},
+		{[]string{"--trace", "../../sim/trace/testdata/step.down", "--rebin", "1h", quick}, exitUsage, "--rebin 1h0m0s"},
 		{[]string{"--controllers", "none,policy", quick}, exitUsage, "needs --policy"},
 		{[]string{"--policy", "x.toml", quick}, exitConfig, "x.toml"},
 		{[]string{"--policy", "../../examples/links.d/starlink.toml", "--traces", "."}, exitUsage, "every trace takes its own"},

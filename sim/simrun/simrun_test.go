@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/autorate"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/autorate"
 )
 
 // spec is a request with the flags' defaults, as `macake sim` declares them.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/trace"
 )
 
 // ClassRTT is the base RTT the simulator gives a trace's path by class

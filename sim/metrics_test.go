@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/linkmodel"
-	"github.com/macake/macake/controller/sim/report"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/linkmodel"
+	"github.com/macake/macake/sim/report"
 )
 
 // TestOptionsNeverPanic: no value of any option makes a run panic; each is

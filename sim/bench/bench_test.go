@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 )
 
 func outcome(c *Case, name string, u, d95 []float64) *Outcome {

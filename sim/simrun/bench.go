@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/bench"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/bench"
 )
 
 // DefaultCandidates are the variants `make bench` re-decides without each

@@ -17,10 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/linkmodel"
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/linkmodel"
+	"github.com/macake/macake/sim/trace"
 )
 
 // Case is one trace of the benchmark, loaded in its own direction.

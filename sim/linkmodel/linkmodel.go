@@ -23,9 +23,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/trace"
 )
 
 // Names lists the built-in models.

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim/trace"
 )
 
 // ScoreReference is the delay at which the score halves (benchmark.md

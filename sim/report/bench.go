@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/sim/bench"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim/bench"
 )
 
 // Bench prints the trace benchmark: per trace and controller the median U,

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim/trace"
 )
 
 // Link is what a run replays: each direction's capacity and the path's delay.

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/linkmodel"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/linkmodel"
 )
 
 func TestTableAligns(t *testing.T) {

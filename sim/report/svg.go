@@ -9,8 +9,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 )
 
 // palette gives each controller a colour that stays the same in every

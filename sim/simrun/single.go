@@ -9,10 +9,10 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/autorate"
-	"github.com/macake/macake/controller/sim/linkmodel"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/autorate"
+	"github.com/macake/macake/sim/linkmodel"
 )
 
 // Single is one link's comparison, built and checked: every arm on the same

@@ -20,8 +20,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 )
 
 // Epoch is the wall-clock time of simulated time 0: the start of a

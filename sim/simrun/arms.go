@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/autorate"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/autorate"
 )
 
 // policyArm is the name of the arm --policy adds.

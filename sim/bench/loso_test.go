@@ -6,8 +6,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 )
 
 // fakeResult builds a Result whose arms score as scores[arm][case] on

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/autorate"
-	"github.com/macake/macake/controller/sim/linkmodel"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/autorate"
+	"github.com/macake/macake/sim/linkmodel"
 )
 
 func cpuTime(b *testing.B) time.Duration {

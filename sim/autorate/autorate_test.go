@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/linkmodel"
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/linkmodel"
+	"github.com/macake/macake/sim/trace"
 )
 
 // TestSimulatorQueueIsTheDaemons: the simulator sizes its pipes with the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/controller/sim"
+	"github.com/macake/macake/sim"
 )
 
 // FuzzPrepare feeds `macake sim`'s string options to the parsers: whatever

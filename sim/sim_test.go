@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
-	"github.com/macake/macake/controller/sim/linkmodel"
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
+	"github.com/macake/macake/sim/linkmodel"
+	"github.com/macake/macake/sim/trace"
 )
 
 func run(t *testing.T, l *sim.Link, opt sim.Options, name string) *sim.Result {

@@ -7,9 +7,9 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 	"github.com/macake/macake/state"
 )
 

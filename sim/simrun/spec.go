@@ -27,8 +27,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller/sim"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 )
 
 // Spec is a run as the user asks for it, in the flags' own terms: strings

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller/sim/trace"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim/trace"
 )
 
 func constLink(down, up int64) *Link {
