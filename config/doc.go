@@ -7,7 +7,7 @@
 // reported at once as "FILE:LINE:COL: message".
 //
 // Load reads a directory and returns the valid links; Link.Rates resolves a
-// direction's floor, base and ceiling (reconcile.Match picks the active link
+// direction's floor, base and ceiling (desired.Match picks the active link
 // per interface from the link facts). Rate, Size and Duration are the value types of the
 // files, and flags use the same grammar (they implement flag.Value).
 // Defaults holds every default in one place. docs/CONFIG.md documents every

@@ -43,5 +43,5 @@
 // when the pipe limits. Before any packets are seen the ratio assumes
 // MTU-sized packets. With all three unset, pipe rate = S exactly. wire and
 // the ratio-to-rate step are shape.Framing's and shape.PipeKbit, the same
-// functions a one-shot apply uses (reconcile.PipeRate).
+// functions a one-shot apply uses (desired.PipeRate).
 package controller

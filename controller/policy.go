@@ -36,7 +36,7 @@ var policyModes = map[config.Mode]Mode{
 // config.Internal, the [shaper] framing (overhead, mpu) and the [balanced]
 // timers. It is the only place where a policy value becomes a controller
 // field, so DefaultConfig (config.Defaults) and a daemon's link
-// (reconcile.ControllerConfig) cannot drift apart. autorate.controller
+// (desired.ControllerConfig) cannot drift apart. autorate.controller
 // picks the law: macake's (MacakeImprovements) or upstream's exactly.
 //
 // The rates are left to the caller, because "auto" rates and the

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )
 
@@ -26,9 +26,9 @@ func benchDaemon(b *testing.B) (*Daemon, *pfdntest.Emulator) {
 	os.Mkdir(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "cable.toml"), []byte("[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"), 0o644)
 	stateDir := b.TempDir()
-	tokens := &reconcile.StateTokens{Dir: stateDir, State: &state.State{}}
+	tokens := &state.File{Dir: stateDir, State: &state.State{}}
 	emu := pfdntest.New()
-	backend, err := reconcile.OpenBackend(reconcile.BackendConfig{Tokens: tokens, Runner: emu, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	backend, err := backend.Open(backend.Config{Store: tokens, Runner: emu, GOOS: "darwin", Getenv: func(string) string { return "" }})
 	if err != nil {
 		b.Fatal(err)
 	}

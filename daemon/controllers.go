@@ -12,8 +12,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -25,7 +25,7 @@ import (
 type controllers struct {
 	d            *Daemon
 	runners      map[string]*linkRunner
-	rates        map[string]reconcile.Rates
+	rates        map[string]desired.Rates
 	engaged      map[string]bool
 	reflectors   map[string][]netip.Addr
 	switchFailed map[string]time.Time
@@ -37,7 +37,7 @@ type controllers struct {
 
 func newControllers(d *Daemon) *controllers {
 	return &controllers{
-		d: d, runners: map[string]*linkRunner{}, rates: map[string]reconcile.Rates{}, engaged: map[string]bool{},
+		d: d, runners: map[string]*linkRunner{}, rates: map[string]desired.Rates{}, engaged: map[string]bool{},
 		reflectors: map[string][]netip.Addr{}, switchFailed: map[string]time.Time{},
 	}
 }
@@ -54,7 +54,7 @@ func (c *controllers) current(link string, gen uint64) *linkRunner {
 // from the one it replaces.
 type carried struct {
 	// rates are the old controller's rates (controller rates, bit/s).
-	rates reconcile.Rates
+	rates desired.Rates
 	cfg   controller.Config
 }
 
@@ -66,10 +66,10 @@ type carried struct {
 // The returned Rates are the pipe rates the desired state carries for the
 // new controller: the old pipe rate, the new base's, or 0 (Desired
 // decides: known-good or policy).
-func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) (*linkRunner, reconcile.Rates, error) {
+func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*linkRunner, desired.Rates, error) {
 	d := c.d
-	var pipes reconcile.Rates
-	cfg, err := reconcile.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu, d.cfg.Backend.Info().Limits)
+	var pipes desired.Rates
+	cfg, err := desired.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu, d.cfg.Backend.Info().Limits)
 	if err != nil {
 		return nil, pipes, err
 	}
@@ -93,7 +93,7 @@ func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) 
 			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
 				dc.Start = rate
 			} else {
-				dc.Start, pipe = dc.Base, reconcile.ShaperRate(a.Policy, dc.Base, mtu, kernelOverhead)
+				dc.Start, pipe = dc.Base, desired.ShaperRate(a.Policy, dc.Base, mtu, kernelOverhead)
 			}
 			pipes = pipes.With(dir, pipe)
 		}
@@ -106,7 +106,7 @@ func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) 
 	r := &linkRunner{
 		d: d, gen: c.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
 		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
-		probes: reconcile.Probes(a.Policy, c.profile(a.ProfileKey)),
+		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)),
 	}
 	var notes []string
 	if d.cfg.Sensors == nil {
@@ -161,8 +161,8 @@ func (c *controllers) newRunner(a reconcile.ActiveLink, mtu int, from *carried) 
 // controller that cannot be built is noted in linkErrs. It returns the
 // new runners (started by the caller once their shapers are installed),
 // and whether the set changed.
-func (c *controllers) sync(desire reconcile.Desire, mtu map[string]int, linkErrs map[string]string) (fresh []*linkRunner, changed bool) {
-	want := map[string]reconcile.ActiveLink{}
+func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs map[string]string) (fresh []*linkRunner, changed bool) {
+	want := map[string]desired.ActiveLink{}
 	for _, a := range desire.Active {
 		want[a.Policy.Name] = a
 	}
@@ -175,13 +175,13 @@ func (c *controllers) sync(desire reconcile.Desire, mtu map[string]int, linkErrs
 	for _, name := range slices.Sorted(maps.Keys(c.runners)) {
 		r := c.runners[name]
 		a, active := want[name]
-		if active && !c.rebaseline && r.sameSpec(a, mtu[r.iface], reconcile.Probes(a.Policy, c.profile(a.ProfileKey))) {
+		if active && !c.rebaseline && r.sameSpec(a, mtu[r.iface], desired.Probes(a.Policy, c.profile(a.ProfileKey))) {
 			continue
 		}
 		c.saveProfiles([]*linkRunner{r})
 		if active && a.ProfileKey == r.profileKey {
 			st := r.loop.State()
-			carry[name] = &carried{rates: reconcile.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
+			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
 		}
 		c.stop(r)
 		changed = true
@@ -305,7 +305,7 @@ func (c *controllers) saveProfiles(rs []*linkRunner) {
 }
 
 // Idle RTT learning: how the daemon keeps `queue = "auto"` sized for the
-// path its controllers measure rather than for reconcile.DefaultIdleRTT.
+// path its controllers measure rather than for desired.DefaultIdleRTT.
 const (
 	// idleRTTResponses is how many replies a controller must have
 	// processed before its idle RTT counts: its reflectors start from a

@@ -33,6 +33,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -73,7 +74,7 @@ type Config struct {
 	Settings config.Daemon
 	// Backend shapes; Tokens is the state file it shares with the daemon.
 	Backend backend.Backend
-	Tokens  *reconcile.StateTokens
+	Tokens  *state.File
 	// Facts delivers the network's state.
 	Facts FactsWatcher
 	// ConfigChanges signals (debounced) that the policy files may have
@@ -489,7 +490,7 @@ func (d *Daemon) switchShaper(ctx context.Context, req switchRequest) error {
 	trigger := "release"
 	if req.engage {
 		trigger = "engage"
-		c.rates[req.link] = reconcile.Rates{Upload: req.upBits, Download: req.dnBits}
+		c.rates[req.link] = desired.Rates{Upload: req.upBits, Download: req.dnBits}
 	}
 	d.pass(ctx, trigger)
 	if a := d.rec.lastApply; a != nil && a.err != nil {

@@ -20,15 +20,16 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
@@ -291,8 +292,8 @@ func (r *rig) start(facts linkfacts.Facts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := &reconcile.StateTokens{Dir: r.stateDir, State: loaded}
-	b, err := reconcile.OpenBackend(reconcile.BackendConfig{Tokens: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	tokens := &state.File{Dir: r.stateDir, State: loaded}
+	b, err := backend.Open(backend.Config{Store: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1279,7 +1280,7 @@ func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 			}
 			return 0
 		}
-		if got, want := queue(48002), controller.AutoQueueBytes(80_000_000, reconcile.DefaultIdleRTT, 1500); got != want {
+		if got, want := queue(48002), controller.AutoQueueBytes(80_000_000, desired.DefaultIdleRTT, 1500); got != want {
 			t.Fatalf("download queue at start %d bytes, want %d (DefaultIdleRTT)", got, want)
 		}
 		r.net.set(func(n *fakeNet) { n.rtt, n.busy = 2*time.Millisecond, true })

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
@@ -28,7 +28,7 @@ type linkChanges struct {
 }
 
 // note logs the changes of sel (matched on facts) since the last pass.
-func (c *linkChanges) note(ctx context.Context, sel reconcile.Selection, facts linkfacts.Facts) {
+func (c *linkChanges) note(ctx context.Context, sel desired.Selection, facts linkfacts.Facts) {
 	now := map[string]string{}
 	for _, l := range sel.Active {
 		now[l.Match.Interface] = l.Name

@@ -14,7 +14,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
 )
 
 // policySet is the policies in force: what each file said when it last
@@ -26,7 +26,7 @@ type policySet struct {
 	ev  logging.Events
 
 	lastGood map[string]config.Link // by link name
-	copies   *reconcile.LastGoodStore
+	copies   *state.LastGoodStore
 	// copyFailed is the last error saving each link's copy, logged once.
 	copyFailed map[string]string
 	// inForce are the problems of each file with errors, as last logged.
@@ -36,7 +36,7 @@ type policySet struct {
 
 func newPolicySet(cfg *Config, log *slog.Logger, ev logging.Events) *policySet {
 	return &policySet{
-		cfg: cfg, log: log, ev: ev, lastGood: map[string]config.Link{}, copies: reconcile.NewLastGoodStore(cfg.StateDir),
+		cfg: cfg, log: log, ev: ev, lastGood: map[string]config.Link{}, copies: state.NewLastGoodStore(cfg.StateDir),
 		copyFailed: map[string]string{}, inForce: map[string][]*config.Problem{},
 	}
 }

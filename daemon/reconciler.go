@@ -13,6 +13,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
@@ -32,7 +33,7 @@ type reconciler struct {
 	mtu      map[string]int
 	live     shape.State // what was last applied (and rates set since)
 	liveOK   bool        // live is known to be in place
-	desire   reconcile.Desire
+	desire   desired.Desire
 	linkErrs map[string]string
 	hookErr  string
 	// unshaped holds, per link and direction, why the last plan could not
@@ -78,11 +79,11 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 	rec := &applyRecord{at: start, trigger: trigger}
 	out := reconcile.Pass(ctx, reconcile.PassInput{
 		Links: links, Facts: facts, Backend: r.cfg.Backend, Tokens: r.cfg.Tokens,
-		Inputs: reconcile.Inputs{
+		Inputs: desired.Inputs{
 			State: r.cfg.Tokens.State, Rates: ctls.rates, Engaged: ctls.engaged, Reflectors: ctls.reflectors, MTU: r.mtu,
 		},
 		Do: reconcile.ApplyPlan, Partial: true,
-		Revise: func(d reconcile.Desire) bool {
+		Revise: func(d desired.Desire) bool {
 			r.changes.note(ctx, d.Selection, facts)
 			r.linkErrs = map[string]string{}
 			var changed bool
@@ -91,9 +92,9 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 			fresh, changed = ctls.sync(d, r.mtu, r.linkErrs)
 			return changed
 		},
-		Keep: func(d reconcile.Desire, problems error) shape.State {
+		Keep: func(d desired.Desire, problems error) shape.State {
 			for _, e := range reconcile.Unjoin(problems) {
-				if le, ok := errors.AsType[*reconcile.LinkError](e); ok {
+				if le, ok := errors.AsType[*desired.LinkError](e); ok {
 					r.linkErrs[le.Link] = joinNote(r.linkErrs[le.Link], le.Err.Error())
 				} else {
 					r.linkErrs[""] = joinNote(r.linkErrs[""], e.Error())
@@ -313,7 +314,7 @@ func (r *reconciler) useIdleRTT(link string, idle time.Duration) {
 		if a.Policy.Name != link {
 			continue
 		}
-		for _, q := range []*reconcile.QueueSizer{&a.Upload.Queue, &a.Download.Queue} {
+		for _, q := range []*desired.QueueSizer{&a.Upload.Queue, &a.Download.Queue} {
 			if q.Auto {
 				q.IdleRTT = idle
 			}
@@ -322,13 +323,13 @@ func (r *reconciler) useIdleRTT(link string, idle time.Duration) {
 }
 
 // activeLink is link's desired state as the last pass worked it out.
-func (r *reconciler) activeLink(link string) (reconcile.ActiveLink, bool) {
+func (r *reconciler) activeLink(link string) (desired.ActiveLink, bool) {
 	for _, a := range r.desire.Active {
 		if a.Policy.Name == link && a.Shaped {
 			return a, true
 		}
 	}
-	return reconcile.ActiveLink{}, false
+	return desired.ActiveLink{}, false
 }
 
 func cloneState(s shape.State) shape.State {

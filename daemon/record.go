@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/macake/macake/daemon/statusapi"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )
 
@@ -21,7 +21,7 @@ const lockTries = 3
 
 // lockWait is how long RecordMeasurement waits for a one-shot command's lock (tests
 // shorten it).
-var lockWait = reconcile.DefaultLockWait
+var lockWait = state.DefaultLockWait
 
 // RecordMeasurement writes the measured profile m under key to the state file in
 // stateDir the way every other writer does, under the state lock, so that
@@ -37,7 +37,7 @@ var lockWait = reconcile.DefaultLockWait
 func RecordMeasurement(ctx context.Context, stateDir, key string, m state.Profile, warn io.Writer) (viaWatch bool, err error) {
 	wait := time.Duration(0) // first find out at once whether watch holds it
 	for try := 1; ; try++ {
-		lock, err := reconcile.AcquireLock(ctx, stateDir, wait)
+		lock, err := state.AcquireLock(ctx, stateDir, state.LockOptions{Wait: wait, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 		if err == nil {
 			defer lock.Release()
 			st, err := state.Load(stateDir)
@@ -53,12 +53,12 @@ func RecordMeasurement(ctx context.Context, stateDir, key string, m state.Profil
 			st.RecordMeasurement(key, m)
 			return false, state.Save(stateDir, st)
 		}
-		var locked *reconcile.LockedError
-		if !errors.As(err, &locked) || try >= lockTries && locked.Holder != reconcile.HolderWatch {
+		var locked *state.LockedError
+		if !errors.As(err, &locked) || try >= lockTries && locked.Holder != state.HolderWatch {
 			return false, err
 		}
 		wait = lockWait
-		if locked.Holder != reconcile.HolderWatch {
+		if locked.Holder != state.HolderWatch {
 			continue // an apply or down: wait for it as they wait for each other
 		}
 		err = statusapi.SendMeasurement(ctx, statusapi.SocketPath(stateDir), statusapi.Measurement{Key: key, Profile: m})

@@ -6,13 +6,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/daemon/statusapi"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )
 
@@ -31,7 +31,7 @@ func TestRecordWaitsForTheStateLock(t *testing.T) {
 	if err := state.Save(dir, &state.State{Profiles: map[string]state.Profile{measuredKey: {Link: "home", GoodDownload: 80_000_000}}}); err != nil {
 		t.Fatal(err)
 	}
-	apply, err := reconcile.AcquireLock(t.Context(), dir, 0)
+	apply, err := state.AcquireLock(t.Context(), dir, state.LockOptions{Wait: 0, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestRecordHandsTheProfileToWatch(t *testing.T) {
 	defer func(w time.Duration) { lockWait = w }(lockWait)
 	lockWait = 50 * time.Millisecond
 	dir := t.TempDir()
-	watch, err := reconcile.AcquireLockAs(t.Context(), dir, 0, reconcile.HolderWatch)
+	watch, err := state.AcquireLock(t.Context(), dir, state.LockOptions{Wait: 0, Holder: state.HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
@@ -78,7 +78,7 @@ func idleRTTAsk(n int) bool {
 // sameSpec reports whether r runs the controller that a would get, with
 // probes probed the same way, so it can keep running (with its
 // baselines) across a reconcile.
-func (r *linkRunner) sameSpec(a reconcile.ActiveLink, mtu int, probes []shape.Reflector) bool {
+func (r *linkRunner) sameSpec(a desired.ActiveLink, mtu int, probes []shape.Reflector) bool {
 	return r.profileKey == a.ProfileKey && r.iface == a.Policy.Match.Interface && r.mtu == mtu &&
 		reflect.DeepEqual(r.policy, a.Policy) && slices.Equal(r.probes, probes)
 }

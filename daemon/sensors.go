@@ -40,7 +40,7 @@ type ProbeSpec struct {
 	// Interval is the time between two probes to one reflector.
 	Interval time.Duration
 	// Probes says how each of the link's reflectors is probed
-	// (reconcile.Probes); an address not in it is probed with ICMP.
+	// (desired.Probes); an address not in it is probed with ICMP.
 	Probes []shape.Reflector
 	// Grid is the daemon's timer grid: probes after the first fire on
 	// it, with the link's counter reads (probe.Config.Grid).

@@ -21,8 +21,8 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/state"
 )
 
@@ -82,12 +82,6 @@ type ServeOptions struct {
 // when ctx ends while it waits for the lock; an error that kept the daemon
 // from starting (also given to StartFailed), or Run's error, otherwise.
 func Serve(ctx context.Context, o ServeOptions) error {
-	var lock *reconcile.Lock
-	defer func() {
-		if lock != nil {
-			lock.Release()
-		}
-	}()
 	startFailed := func(err error) error {
 		if o.StartFailed != nil {
 			o.StartFailed(err)
@@ -122,48 +116,52 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	stopHUP := reopenOnHangup(logger)
 	defer stopHUP()
 
-	stateDir := settings.StateDirFor(o.StateDir, o.StateDirIsDefault)
-	if pid, holder, held, err := reconcile.Holder(stateDir); err == nil && held {
+	if pid, holder, held, err := state.Holder(settings.StateDirFor(o.StateDir, o.StateDirIsDefault)); err == nil && held {
 		// Say at once why nothing happens for a while: a restart waits
 		// for the old watch to let go, anything else is refused after.
 		log.Info("the state lock is held; waiting for it", "holder", holder, "pid", pid, "wait", o.LockWait.String())
 	}
-	lock, err = reconcile.AcquireLockWith(ctx, stateDir, reconcile.LockOptions{
-		Wait: o.LockWait, Holder: reconcile.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, MayCreate: o.StateDirIsDefault,
+	ses, err := session.Open(ctx, session.Options{
+		ConfigDir: o.ConfigDir, StateDir: o.StateDir, StateDirIsDefault: o.StateDirIsDefault, Settings: &settings,
+		Lock: &state.LockOptions{
+			Wait: o.LockWait, Holder: state.HolderWatch, SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, MayCreate: o.StateDirIsDefault,
+		},
+		SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, Runner: o.Runner, Getenv: getenv,
 	})
-	if err != nil {
+	defer ses.Close()
+	if ses.PruneErr != nil {
+		log.Warn("cannot prune the last good copies of removed policy files", logging.KeyError, ses.PruneErr)
+	}
+	if errors.Is(ses.StateErr, state.ErrCorrupt) {
+		log.Warn("the state file is corrupt; starting from an empty one (it is rebuilt from the live state)", logging.KeyError, ses.StateErr)
+		if ses.AsideErr == nil {
+			log.Warn("a copy of the corrupt state file is kept for you to look at", "path", ses.Aside)
+		}
+	}
+	switch session.StepOf(err) {
+	case "":
+	case session.StepLock:
 		if errors.Is(err, ctx.Err()) && ctx.Err() != nil {
 			return nil
 		}
-		var locked *reconcile.LockedError
-		if errors.As(err, &locked) && locked.Holder == reconcile.HolderWatch {
+		if locked, ok := errors.AsType[*state.LockedError](err); ok && locked.Holder == state.HolderWatch {
 			// Another daemon, not an apply: its advice (stop it to
 			// apply by hand) is not what a second watch needs.
 			err = anotherWatch(locked.PID, runtime.GOOS)
 		}
 		log.Error("cannot take the state lock", logging.KeyError, err)
 		return startFailed(err)
-	}
-	st, err := state.Load(stateDir)
-	if err != nil {
-		if !errors.Is(err, state.ErrCorrupt) {
-			log.Error("cannot read the state file", logging.KeyError, err)
-			return startFailed(err)
-		}
-		log.Warn("the state file is corrupt; starting from an empty one (it is rebuilt from the live state)", logging.KeyError, err)
-		if aside, err := state.SetAside(stateDir); err == nil {
-			log.Warn("a copy of the corrupt state file is kept for you to look at", "path", aside)
-		}
-	}
-	tokens := &reconcile.StateTokens{Dir: stateDir, State: st}
-	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
-		Settings: settings, Tokens: tokens, Runner: o.Runner, Getenv: getenv,
-	})
-	if err != nil {
+	case session.StepState:
+		log.Error("cannot read the state file", logging.KeyError, err)
+		return startFailed(err)
+	case session.StepBackend, session.StepChoose:
 		startFailed(err)
 		log.Error("shaping is not available", "backend", o.BackendName)
 		return err
+	default:
+		return startFailed(err)
 	}
+	stateDir, tokens, b := ses.StateDir, ses.State, ses.Backend
 
 	src, err := linkfacts.FromEnv(getenv, linkfacts.PolicyOptions())
 	if err != nil {

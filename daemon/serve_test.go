@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/state"
 )
 
 // serveOptions runs Serve on the pf emulator, an empty policy directory
@@ -37,7 +38,7 @@ func serveOptions(t *testing.T, log io.Writer) ServeOptions {
 	if err := os.Mkdir(filepath.Join(dir, "state"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{reconcile.EnvBackend: "pf", linkfacts.EnvFile: facts}
+	env := map[string]string{backend.EnvBackend: "pf", linkfacts.EnvFile: facts}
 	return ServeOptions{
 		ConfigDir: configDir, StateDir: filepath.Join(dir, "state"),
 		LoadOptions: config.LoadOptions{SkipOwnershipCheck: true}, BackendName: "pf",
@@ -61,7 +62,7 @@ func TestServeRunsUntilStopped(t *testing.T) {
 		}
 	}
 	// The lock is released: the next watch starts at once.
-	l, err := reconcile.AcquireLockWith(context.Background(), o.StateDir, reconcile.LockOptions{SkipOwnershipCheck: true})
+	l, err := state.AcquireLock(context.Background(), o.StateDir, state.LockOptions{SkipOwnershipCheck: true})
 	if err != nil {
 		t.Fatalf("lock still held after Serve: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestServeRunsUntilStopped(t *testing.T) {
 func TestServeWhileAnotherWatchRuns(t *testing.T) {
 	var log syncBuffer
 	o := serveOptions(t, &log)
-	l, err := reconcile.AcquireLockWith(context.Background(), o.StateDir, reconcile.LockOptions{Holder: reconcile.HolderWatch, SkipOwnershipCheck: true})
+	l, err := state.AcquireLock(context.Background(), o.StateDir, state.LockOptions{Holder: state.HolderWatch, SkipOwnershipCheck: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestServeRefusesAMissingStateDir(t *testing.T) {
 	var failed error
 	o.StartFailed = func(err error) { failed = err }
 	err := Serve(context.Background(), o)
-	var missing *reconcile.MissingStateDirError
+	var missing *state.MissingStateDirError
 	if !errors.As(err, &missing) || missing.Dir != o.StateDir || failed == nil {
 		t.Fatalf("Serve: %v (StartFailed %v)", err, failed)
 	}

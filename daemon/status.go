@@ -16,6 +16,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/reconcile"
@@ -37,7 +38,7 @@ type statusParts struct {
 	// policies are the policies in force and verdicts matching's verdict
 	// on them (nil when matching did not run on these policies).
 	policies []config.Link
-	verdicts []reconcile.Verdict
+	verdicts []desired.Verdict
 	// problems are the policy file problems in force; kept says whether a
 	// link's last good policy stands in for its broken file.
 	problems []*config.Problem
@@ -84,7 +85,7 @@ func newStatus(p statusParts) statusapi.Status {
 }
 
 // linkRow is the part of a link's row both pictures share.
-func linkRow(a reconcile.ActiveLink, err string) statusapi.Link {
+func linkRow(a desired.ActiveLink, err string) statusapi.Link {
 	return statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
 		ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: diag.Text(err)}
 }
@@ -97,7 +98,7 @@ type published struct {
 }
 
 type publishedLink struct {
-	active reconcile.ActiveLink
+	active desired.ActiveLink
 	err    string
 	runner *linkRunner
 	// unshaped maps a direction to why it is not shaped.
@@ -163,7 +164,7 @@ func (d *Daemon) publish() {
 		// A link that could not be worked out (it needs a measurement, no
 		// free slot) is matched but not among Desire.Active; it is shown
 		// with its problem.
-		a := reconcile.ActiveLink{Policy: l}
+		a := desired.ActiveLink{Policy: l}
 		a.Facts, _ = d.net.facts.Interface(l.Match.Interface)
 		a.ProfileKey = state.ProfileKey(l.Name, a.Facts.GatewayMAC.String())
 		for _, x := range rec.desire.Active {
@@ -215,7 +216,7 @@ func (d *Daemon) Status() statusapi.Status {
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: l.Pipe(dir).RateBits, QueueBytes: l.Pipe(dir).QueueBytes,
 					Source: string(a.Direction(dir).Source)}
 				if ctl != nil && ctl.Direction(dir).LastApplied > 0 && ctl.Shaping {
-					sh.Source = string(reconcile.FromController)
+					sh.Source = string(desired.FromController)
 				}
 				if names != nil {
 					sh.Name = names.ShaperName(l, dir)
@@ -305,7 +306,7 @@ type StaticInput struct {
 	// NotRoot: the caller is not root (reading the live state may need
 	// it).
 	NotRoot bool
-	// MTU is each interface's MTU (reconcile.Inputs.MTU).
+	// MTU is each interface's MTU (desired.Inputs.MTU).
 	MTU map[string]int
 }
 
@@ -321,7 +322,7 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		notes = append(notes, "link facts: "+in.FactsErr.Error())
 	}
 	var bs statusapi.Backend
-	var inputs reconcile.Inputs
+	var inputs desired.Inputs
 	if in.Backend != nil {
 		info := in.Backend.Info()
 		bs = statusapi.Backend{Name: info.Name, System: info.System, Scope: info.Scope}
@@ -330,10 +331,10 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		bs.LiveError = diag.OfPtr(in.BackendErr)
 	}
 	inputs.State, inputs.MTU = in.State, in.MTU
-	desire, derr := reconcile.Desired(in.Policies, in.Facts, inputs)
+	desire, derr := desired.Desired(in.Policies, in.Facts, inputs)
 	linkErrs := map[string]string{}
 	for _, e := range reconcile.Unjoin(derr) {
-		if le, ok := errors.AsType[*reconcile.LinkError](e); ok {
+		if le, ok := errors.AsType[*desired.LinkError](e); ok {
 			linkErrs[le.Link] = le.Err.Error()
 		} else {
 			notes = append(notes, e.Error())

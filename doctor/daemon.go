@@ -17,7 +17,7 @@ import (
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
 )
 
 // SystemdUnitPath is where `macake install-daemon --systemd-unit` tells
@@ -53,7 +53,7 @@ func (in *Inspection) watch(ctx context.Context) watchFacts {
 		}
 		if w.status != nil {
 			// The daemon itself answered: that beats reading its lock.
-			w.state = WatchState{Running: true, PID: w.status.Daemon.PID, Holder: reconcile.HolderWatch, Via: "its socket " + statusapi.SocketPath(dir)}
+			w.state = WatchState{Running: true, PID: w.status.Daemon.PID, Holder: state.HolderWatch, Via: "its socket " + statusapi.SocketPath(dir)}
 			w.err = nil
 		}
 		return w

@@ -5,15 +5,14 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"maps"
 	"strings"
 
 	"github.com/macake/macake/backend"
-	"github.com/macake/macake/backend/pfdn"
-	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/session"
 )
 
 // driftFacts is the plan a one-shot apply would make now: what differs
@@ -56,20 +55,17 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 			return d
 		}
 		st := in.state().state
-		tokens := &pfdn.MemoryTokens{}
-		tokens.SetPFToken(st.PFToken)
-		b, err := reconcile.OpenBackend(reconcile.BackendConfig{
-			Settings: cfg.policies.Settings, Tokens: tokens, Runner: in.sys.Runner, Getenv: in.sys.Getenv,
-			GOOS: in.sys.GOOS, KnownLinks: func() map[string]int { return maps.Clone(st.Slots) },
-			// A copy: doctor never writes the state file.
-			Ownership: tc.NewMemoryOwnershipOf(st.TCOwnedRoots, st.TCOwnedHooks),
+		ses, _ := session.Open(ctx, session.Options{
+			Settings: &cfg.policies.Settings, State: st, Inspect: true,
+			Runner: in.sys.Runner, Getenv: in.sys.Getenv, GOOS: in.sys.GOOS,
 		})
+		b, err := ses.Backend, ses.BackendErr
 		if err != nil {
 			d.blocked = "the backend cannot be opened (see System)"
 			return d
 		}
 		links := cfg.policies.Links
-		inputs := reconcile.Inputs{State: st, MTU: reconcile.PolicyMTUs(links)}
+		inputs := desired.Inputs{State: st, MTU: reconcile.PolicyMTUs(links)}
 		if w := in.watch(ctx); w.status != nil {
 			// watch exempts its controllers' current reflectors, which
 			// are not the policy's first ones once it has rotated any.

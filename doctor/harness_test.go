@@ -14,15 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -134,7 +137,7 @@ func (m *fakeMac) run() Report {
 func (m *fakeMac) apply() {
 	m.t.Helper()
 	ctx := context.Background()
-	pol, err := reconcile.LoadPolicies(m.configDir, config.LoadOptions{SkipOwnershipCheck: true})
+	pol, err := config.LoadPolicies(m.configDir, config.LoadOptions{SkipOwnershipCheck: true})
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -142,9 +145,9 @@ func (m *fakeMac) apply() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	tokens := &reconcile.StateTokens{Dir: m.stateDir, State: st}
-	b, err := reconcile.OpenBackend(reconcile.BackendConfig{Settings: pol.Settings, Tokens: tokens, Runner: m.emu, GOOS: "darwin",
-		Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots})
+	tokens := &state.File{Dir: m.stateDir, State: st}
+	b, err := backend.Open(backend.Config{Settings: session.BackendSettings(pol.Settings), Store: tokens, Runner: m.emu, GOOS: "darwin",
+		Getenv: func(string) string { return "" }})
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -152,7 +155,7 @@ func (m *fakeMac) apply() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	out := reconcile.Pass(ctx, reconcile.PassInput{Links: pol.Links, Facts: facts, Inputs: reconcile.Inputs{State: st}, Backend: b, Tokens: tokens, Do: reconcile.ApplyPlan})
+	out := reconcile.Pass(ctx, reconcile.PassInput{Links: pol.Links, Facts: facts, Inputs: desired.Inputs{State: st}, Backend: b, Tokens: tokens, Do: reconcile.ApplyPlan})
 	if out.Err != nil {
 		m.t.Fatal(out.Err)
 	}
@@ -176,7 +179,7 @@ func (m *fakeMac) installDaemon() launchd.Program {
 	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
 		m.t.Fatal(err)
 	}
-	m.watch.state = WatchState{Running: true, PID: 4242, Holder: reconcile.HolderWatch, Via: "the state lock"}
+	m.watch.state = WatchState{Running: true, PID: 4242, Holder: state.HolderWatch, Via: "the state lock"}
 	m.watch.status = healthyDaemon()
 	return prog
 }

@@ -3,11 +3,12 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
-	"github.com/macake/macake/backend/pfdn"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/backend"
+	"github.com/macake/macake/session"
 )
 
 // checkUser says who runs doctor: as root every check can look; as anyone
@@ -35,15 +36,16 @@ func checkOS(_ context.Context, in *Inspection) Result {
 
 // checkBackend says which shaping backend this machine uses and whether it
 // can be opened. Whether its tools run is the next checks' business.
-func checkBackend(_ context.Context, in *Inspection) Result {
+func checkBackend(ctx context.Context, in *Inspection) Result {
 	b := in.backend()
 	if b.err != nil {
-		return problem(fmt.Sprintf("unset %s, or set it to pf or tc", reconcile.EnvBackend), "%v", b.err)
+		return problem(fmt.Sprintf("unset %s, or set it to pf or tc", backend.EnvBackend), "%v", b.err)
 	}
-	opened, err := reconcile.OpenBackend(reconcile.BackendConfig{
-		Settings: in.config().policies.Settings, Tokens: &pfdn.MemoryTokens{}, Runner: in.sys.Runner,
-		Getenv: in.sys.Getenv, GOOS: in.sys.GOOS,
+	settings := in.config().policies.Settings
+	ses, _ := session.Open(ctx, session.Options{
+		Settings: &settings, NoState: true, Inspect: true, Runner: in.sys.Runner, Getenv: in.sys.Getenv, GOOS: in.sys.GOOS,
 	})
+	opened, err := ses.Backend, cmp.Or(ses.ChooseErr, ses.BackendErr)
 	if err != nil {
 		return problem("see the checks below, or run macake on macOS", "%s backend (%s) cannot be used: %v", b.name, b.why, err)
 	}

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"io/fs"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/state"
 )
 
@@ -62,11 +64,11 @@ type backendFacts struct {
 
 func (in *Inspection) backend() backendFacts {
 	return in.backendOnce.get(func() backendFacts {
-		name, err := reconcile.ChooseBackend(in.sys.GOOS, in.sys.Getenv)
+		name, err := backend.Choose(in.sys.GOOS, in.sys.Getenv)
 		b := backendFacts{name: name, err: err}
 		switch {
-		case in.sys.Getenv(reconcile.EnvBackend) != "":
-			b.why = "chosen by " + reconcile.EnvBackend + "=" + name
+		case in.sys.Getenv(backend.EnvBackend) != "":
+			b.why = "chosen by " + backend.EnvBackend + "=" + name
 		case in.sys.GOOS == "darwin":
 			b.why = "chosen for macOS"
 		case name == "pf":
@@ -87,7 +89,7 @@ func (in *Inspection) isTC() bool { return in.backend().name == "tc" }
 type configFacts struct {
 	dir        string
 	dirMissing bool
-	policies   reconcile.Policies
+	policies   config.Policies
 	// policyProblems and settingsProblems are the problems of the policy
 	// files and of macake.toml.
 	policyProblems   []*config.Problem
@@ -110,7 +112,7 @@ func (in *Inspection) config() configFacts {
 		}
 		// Ownership is judged by its own check, as root sees it, whoever
 		// runs doctor.
-		p, err := reconcile.LoadPolicies(c.dir, reconcile.LoadOptionsFor(target, true))
+		p, err := config.LoadPolicies(c.dir, session.LoadOptions(target, true))
 		c.policies = p
 		if _, serr := in.sys.FS.Stat(p.SettingsFile); serr == nil {
 			c.settingsPresent = true
@@ -161,7 +163,7 @@ func (in *Inspection) state() stateFacts {
 type linkFacts struct {
 	facts      linkfacts.Facts
 	err        error
-	selection  reconcile.Selection
+	selection  desired.Selection
 	def        linkfacts.InterfaceFacts
 	hasDefault bool
 }
@@ -177,7 +179,7 @@ func (in *Inspection) facts(ctx context.Context) linkFacts {
 		if f.err != nil {
 			return f
 		}
-		f.selection = reconcile.Match(in.config().policies.Links, f.facts)
+		f.selection = desired.Match(in.config().policies.Links, f.facts)
 		f.def, f.hasDefault = linkfacts.DefaultInterface(f.facts)
 		return f
 	})

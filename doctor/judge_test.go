@@ -19,13 +19,13 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
 )
@@ -389,14 +389,14 @@ func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 func TestJudgeLinks(t *testing.T) {
 	wan := config.Link{Name: "wan", Policy: config.Policy{Match: config.MatchKeys{Interface: "en0"}}}
 	def := linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: mustAddr("192.168.1.1"), Default: true}
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: reconcile.Selection{Active: []config.Link{wan}}}, 1), OK,
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: desired.Selection{Active: []config.Link{wan}}}, 1), OK,
 		"default route via en0 (gateway 192.168.1.1); active: wan on en0")
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: reconcile.Selection{Verdicts: []reconcile.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: desired.Selection{Verdicts: []desired.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
 		"no policy matches this network", "lte (en5): interface en5 is down")
 	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), Info, "no policy files")
 	// The example's eth0 copied to a machine whose port has another name.
 	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, facts: linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{def}},
-		selection: reconcile.Selection{Verdicts: []reconcile.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), Warning,
+		selection: desired.Selection{Verdicts: []desired.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), Warning,
 		"router names eth9, which this machine does not have")
 	expect(t, judgeLinks(linkFacts{}, 1), Warning, "no default route: not connected")
 }

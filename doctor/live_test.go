@@ -17,8 +17,8 @@ import (
 
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
 )
 
 // TestLockProbe finds watch through the real state lock: nobody, a
@@ -30,7 +30,7 @@ func TestLockProbe(t *testing.T) {
 	if err != nil || s.Running || s.PID != 0 {
 		t.Fatalf("no lock file: %+v, %v", s, err)
 	}
-	l, err := reconcile.AcquireLock(ctx, dir, time.Second)
+	l, err := state.AcquireLock(ctx, dir, state.LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +38,12 @@ func TestLockProbe(t *testing.T) {
 	if err != nil || s.Running || s.PID != os.Getpid() {
 		t.Fatalf("a one-shot command holds the lock: %+v, %v; want not running, pid %d", s, err, os.Getpid())
 	}
-	// What `macake watch` writes (reconcile.AcquireLockAs with "watch").
-	if err := os.WriteFile(filepath.Join(dir, reconcile.LockFileName), []byte(strconv.Itoa(os.Getpid())+" watch\n"), 0o644); err != nil {
+	// What `macake watch` writes (state.AcquireLock with "watch").
+	if err := os.WriteFile(filepath.Join(dir, state.LockFileName), []byte(strconv.Itoa(os.Getpid())+" watch\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s, err = LockProbe{}.Watch(ctx, dir)
-	if err != nil || !s.Running || s.PID != os.Getpid() || s.Holder != reconcile.HolderWatch {
+	if err != nil || !s.Running || s.PID != os.Getpid() || s.Holder != state.HolderWatch {
 		t.Fatalf("watch holds the lock: %+v, %v", s, err)
 	}
 	l.Release()
@@ -52,7 +52,7 @@ func TestLockProbe(t *testing.T) {
 		t.Fatalf("after release: %+v, %v", s, err)
 	}
 	// Probing must not keep the lock from the next run.
-	l, err = reconcile.AcquireLock(ctx, dir, time.Second)
+	l, err = state.AcquireLock(ctx, dir, state.LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatalf("the probe left the lock held: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestProbePingerLoopback(t *testing.T) {
 func TestDaemonHealthFromARealSocket(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	l, err := reconcile.AcquireLockAs(ctx, dir, time.Second, reconcile.HolderWatch)
+	l, err := state.AcquireLock(ctx, dir, state.LockOptions{Wait: time.Second, Holder: state.HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}

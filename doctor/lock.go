@@ -6,11 +6,11 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
 )
 
 // LockProbe finds a running `macake watch` through the state lock
-// (reconcile.Holder): watch holds an exclusive flock on it for as long as
+// (state.Holder): watch holds an exclusive flock on it for as long as
 // it runs and writes "PID watch" into it and into the holder file beside
 // it. As root, probing takes a shared lock for an instant when nobody
 // holds it, which only ever delays another macake by one retry; without
@@ -20,11 +20,11 @@ type LockProbe struct{}
 
 // Watch implements WatchProbe.
 func (LockProbe) Watch(_ context.Context, stateDir string) (WatchState, error) {
-	s := WatchState{Via: "the state lock " + filepath.Join(stateDir, reconcile.LockFileName)}
-	pid, holder, held, err := reconcile.Holder(stateDir)
+	s := WatchState{Via: "the state lock " + filepath.Join(stateDir, state.LockFileName)}
+	pid, holder, held, err := state.Holder(stateDir)
 	if err != nil || !held {
 		return s, err
 	}
-	s.PID, s.Holder, s.Running = pid, holder, holder == reconcile.HolderWatch
+	s.PID, s.Holder, s.Running = pid, holder, holder == state.HolderWatch
 	return s, nil
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/english"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/shape"
 )
@@ -90,7 +90,7 @@ func judgeLinks(f linkFacts, policies int) Result {
 }
 
 // probedLinks are the active links whose controller probes reflectors.
-func probedLinks(sel reconcile.Selection) []config.Link {
+func probedLinks(sel desired.Selection) []config.Link {
 	var out []config.Link
 	for _, l := range sel.Active {
 		if l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced {

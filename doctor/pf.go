@@ -13,7 +13,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/internal/english"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/shape"
 )
 
@@ -24,7 +24,7 @@ type pfTools struct {
 }
 
 func (in *Inspection) pfOptions() pfdn.Options {
-	return reconcile.PFOptions(in.config().policies.Settings, in.sys.Getenv)
+	return pfdn.OptionsFor(session.BackendSettings(in.config().policies.Settings), in.sys.Getenv)
 }
 
 func (in *Inspection) pfTools(ctx context.Context) pfTools {

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
@@ -193,7 +194,7 @@ type SimArm struct {
 }
 
 // SimArms builds the twin's controllers for sc: no shaper, the policy
-// watch runs under each law (reconcile.ControllerConfig on an unmeasured
+// watch runs under each law (desired.ControllerConfig on an unmeasured
 // network, MTU 1500, as watch builds it), the oracle, and any variants
 // ("ours+Switch-Switch" or "upstream+Switch": a law with improvement
 // switches turned on or off, for tuning in the twin).
@@ -231,7 +232,7 @@ func lawConfig(sc Scenario, law config.ControlLaw) (controller.Config, error) {
 	if err != nil {
 		return controller.Config{}, err
 	}
-	return reconcile.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500, reconcile.TargetLimits(config.TargetLinux))
+	return desired.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500, tc.Limits)
 }
 
 func mustBaseline(name string) sim.Factory {

@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
@@ -70,7 +72,7 @@ func shapedMac(b *testing.B) (*pfdntest.Emulator, *state.State) {
 	withForeignState(b, emu)
 	m := newMac(b, emu)
 	links, facts := fiftyLinks(b, "100mbit")
-	d, err := reconcile.Desired(links, facts, reconcile.Inputs{State: m.tokens.State, MaxSlots: m.backend.Info().MaxSlots})
+	d, err := desired.Desired(links, facts, desired.Inputs{State: m.tokens.State, MaxSlots: m.backend.Info().MaxSlots})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,14 +100,14 @@ func BenchmarkPlan50Links(b *testing.B) {
 	}{{"unchanged", "100mbit", 0}, {"all-rates-changed", "120mbit", 50}} {
 		b.Run(tc.name, func(b *testing.B) {
 			links, facts := fiftyLinks(b, tc.download)
-			backend, err := reconcile.OpenBackend(reconcile.BackendConfig{Runner: rep, Tokens: &reconcile.StateTokens{State: st}, GOOS: "darwin", Getenv: func(string) string { return "" }})
+			backend, err := backend.Open(backend.Config{Runner: rep, Store: state.InMemory(st), GOOS: "darwin", Getenv: func(string) string { return "" }})
 			if err != nil {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				out := reconcile.Pass(ctx, reconcile.PassInput{Links: links, Facts: facts, Inputs: reconcile.Inputs{State: st}, Backend: backend})
+				out := reconcile.Pass(ctx, reconcile.PassInput{Links: links, Facts: facts, Inputs: desired.Inputs{State: st}, Backend: backend})
 				if out.Err != nil {
 					b.Fatal(out.Err)
 				}
@@ -125,17 +127,17 @@ func BenchmarkPlan50Links(b *testing.B) {
 func BenchmarkApplyNoop(b *testing.B) {
 	emu, st := shapedMac(b)
 	links, facts := fiftyLinks(b, "100mbit")
-	backend, err := reconcile.OpenBackend(reconcile.BackendConfig{Runner: emu, Tokens: &reconcile.StateTokens{State: st}, GOOS: "darwin", Getenv: func(string) string { return "" }})
+	backend, err := backend.Open(backend.Config{Runner: emu, Store: state.InMemory(st), GOOS: "darwin", Getenv: func(string) string { return "" }})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	emu.ResetCalls()
 	b.ReportAllocs()
-	tokens := &reconcile.StateTokens{State: st}
+	tokens := &state.File{State: st}
 	for b.Loop() {
 		out := reconcile.Pass(ctx, reconcile.PassInput{
-			Links: links, Facts: facts, Inputs: reconcile.Inputs{State: st}, Backend: backend,
+			Links: links, Facts: facts, Inputs: desired.Inputs{State: st}, Backend: backend,
 			Tokens: tokens, Do: reconcile.ApplyPlan, Verify: true,
 		})
 		if out.Err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
@@ -46,7 +47,7 @@ func withForeignState(t testing.TB, emu *pfdntest.Emulator) {
 type desiredConfig struct {
 	name         string
 	links, facts string
-	in           reconcile.Inputs
+	in           desired.Inputs
 }
 
 // goldenConfigs returns every golden case whose Desired succeeds and whose
@@ -113,7 +114,7 @@ func TestConvergenceInRandomOrder(t *testing.T) {
 func TestApplyStopsAtTheFirstFailure(t *testing.T) {
 	emu := pfdntest.New()
 	m := newMac(t, emu)
-	d := m.mustDesire("testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json", reconcile.Inputs{})
+	d := m.mustDesire("testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json", desired.Inputs{})
 	if err := emu.AddFault(pfdntest.Fault{Match: `^dnctl pipe 48002 config`, Kind: pfdntest.Fail}); err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestCrashBetweenPipesAndRules(t *testing.T) {
 	const links, facts = "testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json"
 	crash := func(t *testing.T, emu *pfdntest.Emulator, dir string) {
 		m := newMacIn(t, emu, dir, config.Daemon{})
-		d := m.mustDesire(links, facts, reconcile.Inputs{})
+		d := m.mustDesire(links, facts, desired.Inputs{})
 		if err := emu.AddFault(pfdntest.Fault{Match: `^pfctl -a com\.apple/macake -f -`, Kind: pfdntest.Fail}); err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func TestCrashBetweenPipesAndRules(t *testing.T) {
 		dir := t.TempDir()
 		crash(t, emu, dir)
 		m := newMacIn(t, emu, dir, config.Daemon{}) // the next run
-		d := m.mustDesire(links, facts, reconcile.Inputs{})
+		d := m.mustDesire(links, facts, desired.Inputs{})
 		if d.Slots["starlink"] != 0 {
 			t.Fatalf("the slot moved: %v", d.Slots)
 		}
@@ -200,7 +201,7 @@ func TestCrashBetweenPipesAndRules(t *testing.T) {
 		crash(t, emu, t.TempDir())
 		orphans := emu.Snapshot()
 		m := newMac(t, emu) // a new, empty state directory
-		d := m.mustDesire(links, facts, reconcile.Inputs{})
+		d := m.mustDesire(links, facts, desired.Inputs{})
 		if d.Slots["starlink"] != 1 {
 			t.Fatalf("starlink got slot %d; slot 0 holds pipes nothing proves are macake's, so it must take 1", d.Slots["starlink"])
 		}
@@ -238,7 +239,7 @@ func TestForeignPipeInRangeIsNeverTouched(t *testing.T) {
 	}
 	before := emu.Snapshot()
 	m := newMac(t, emu)
-	d := m.mustDesire("testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json", reconcile.Inputs{})
+	d := m.mustDesire("testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json", desired.Inputs{})
 	if d.Slots["starlink"] != 2 {
 		t.Fatalf("starlink got slot %d, want 2 (slots 0 and 1 hold another tool's pipes)", d.Slots["starlink"])
 	}
@@ -286,16 +287,16 @@ reflectors = ["9.9.9.9", "2606:4700:4700::1111", "1.1.1.1", "2001:4860:4860::888
 		t.Fatal(err)
 	}
 	facts := "testdata/golden/empty-mac/facts.json"
-	sorted := reconcile.Inputs{Reflectors: map[string][]netip.Addr{"wan": {
+	sorted := desired.Inputs{Reflectors: map[string][]netip.Addr{"wan": {
 		netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("9.9.9.9"),
 		netip.MustParseAddr("2001:4860:4860::8888"), netip.MustParseAddr("2606:4700:4700::1111"),
 	}}}
 	for _, c := range []struct {
 		name        string
-		first, then reconcile.Inputs
+		first, then desired.Inputs
 	}{
-		{"one-shot apply, then watch", reconcile.Inputs{}, sorted},
-		{"watch, then one-shot plan", sorted, reconcile.Inputs{}},
+		{"one-shot apply, then watch", desired.Inputs{}, sorted},
+		{"watch, then one-shot plan", sorted, desired.Inputs{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m := newMac(t, pfdntest.New())

@@ -22,7 +22,7 @@
 // what the failed one meant to do.
 //
 // Around the pass the package keeps what it works from: the state file
-// shared with the backend (StateTokens), the last good copies of the policy
+// shared with the backend (state.File), the last good copies of the policy
 // files (LastGoodStore), the state lock (Lock), and the policy's controller
 // configuration (ControllerConfig). OpenBackend chooses the backend by name
 // from a table: "pf" (pf + dummynet) on macOS, and on Linux when

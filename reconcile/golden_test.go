@@ -61,7 +61,7 @@ func TestGoldenPlans(t *testing.T) {
 			switch {
 			case derr != nil:
 				if _, err := os.Stat(filepath.Join(dir, "setup.txt")); err == nil || !p.Empty() {
-					t.Fatal("a case whose Desired fails must start from a clean Mac")
+					t.Fatal("a case whose desired.Desired fails must start from a clean Mac")
 				}
 			case isBlocked(errs0(errs)):
 				// Apply refuses; restoring the hook (as the person would,

@@ -16,9 +16,11 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/state"
 )
 
@@ -28,7 +30,7 @@ import (
 type mac struct {
 	t       testing.TB
 	emu     *pfdntest.Emulator
-	tokens  *reconcile.StateTokens
+	tokens  *state.File
 	backend backend.Backend
 }
 
@@ -43,10 +45,10 @@ func newMacIn(t testing.TB, emu *pfdntest.Emulator, stateDir string, settings co
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := &reconcile.StateTokens{Dir: stateDir, State: st}
-	b, err := reconcile.OpenBackend(reconcile.BackendConfig{
-		Settings: settings, Tokens: tokens, Runner: emu, GOOS: "darwin",
-		Getenv: func(string) string { return "" }, KnownLinks: tokens.Slots,
+	tokens := &state.File{Dir: stateDir, State: st}
+	b, err := backend.Open(backend.Config{
+		Settings: session.BackendSettings(settings), Store: tokens, Runner: emu, GOOS: "darwin",
+		Getenv: func(string) string { return "" },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +57,9 @@ func newMacIn(t testing.TB, emu *pfdntest.Emulator, stateDir string, settings co
 }
 
 // desire runs the first three steps of a pass: policies, facts, Desired.
-func (m *mac) desire(linksDir, factsFile string, in reconcile.Inputs) (reconcile.Desire, error) {
+func (m *mac) desire(linksDir, factsFile string, in desired.Inputs) (desired.Desire, error) {
 	m.t.Helper()
-	pol, err := reconcile.LoadPolicies(linksDir, config.LoadOptions{SkipOwnershipCheck: true})
+	pol, err := config.LoadPolicies(linksDir, config.LoadOptions{SkipOwnershipCheck: true})
 	if err != nil {
 		m.t.Fatalf("policies in %s: %v", linksDir, err)
 	}
@@ -66,7 +68,7 @@ func (m *mac) desire(linksDir, factsFile string, in reconcile.Inputs) (reconcile
 		m.t.Fatal(err)
 	}
 	in.State, in.MaxSlots = m.tokens.State, m.backend.Info().MaxSlots
-	d, err := reconcile.Desired(pol.Links, facts, in)
+	d, err := desired.Desired(pol.Links, facts, in)
 	if err == nil && d.AllocatesSlots(in.State) && in.LiveSlots == nil && in.ForeignSlots == nil {
 		// As the commands do: new slots go to the interfaces' live ones
 		// and never to a slot another tool's pipes occupy.
@@ -75,12 +77,12 @@ func (m *mac) desire(linksDir, factsFile string, in reconcile.Inputs) (reconcile
 			m.t.Fatal(err)
 		}
 		in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
-		return reconcile.Desired(pol.Links, facts, in)
+		return desired.Desired(pol.Links, facts, in)
 	}
 	return d, err
 }
 
-func (m *mac) mustDesire(linksDir, factsFile string, in reconcile.Inputs) reconcile.Desire {
+func (m *mac) mustDesire(linksDir, factsFile string, in desired.Inputs) desired.Desire {
 	m.t.Helper()
 	d, err := m.desire(linksDir, factsFile, in)
 	if err != nil {
@@ -92,7 +94,7 @@ func (m *mac) mustDesire(linksDir, factsFile string, in reconcile.Inputs) reconc
 // apply runs the rest of a pass as `macake apply` does: plan, save the
 // new slots (before anything changes), apply, and release the slots of
 // removed links once everything applied.
-func (m *mac) apply(d reconcile.Desire) (plan.Plan, reconcile.Applied, error) {
+func (m *mac) apply(d desired.Desire) (plan.Plan, reconcile.Applied, error) {
 	m.t.Helper()
 	p, err := m.backend.Plan(context.Background(), d.State)
 	if err != nil {
@@ -112,7 +114,7 @@ func (m *mac) apply(d reconcile.Desire) (plan.Plan, reconcile.Applied, error) {
 
 // converge applies d and checks the level-triggered promises: a re-plan
 // is empty, and a second apply runs no mutating command.
-func (m *mac) converge(d reconcile.Desire) plan.Plan {
+func (m *mac) converge(d desired.Desire) plan.Plan {
 	m.t.Helper()
 	p, _, err := m.apply(d)
 	if err != nil {
@@ -122,7 +124,7 @@ func (m *mac) converge(d reconcile.Desire) plan.Plan {
 	return p
 }
 
-func (m *mac) assertConverged(d reconcile.Desire) {
+func (m *mac) assertConverged(d desired.Desire) {
 	m.t.Helper()
 	again, err := m.backend.Plan(context.Background(), d.State)
 	if err != nil {
@@ -179,7 +181,7 @@ func (m *mac) runSetup(dir string) {
 			if len(w) != 3 {
 				bad()
 			}
-			if _, _, err := m.apply(m.mustDesire(filepath.Join(dir, w[1]), filepath.Join(dir, w[2]), reconcile.Inputs{})); err != nil {
+			if _, _, err := m.apply(m.mustDesire(filepath.Join(dir, w[1]), filepath.Join(dir, w[2]), desired.Inputs{})); err != nil {
 				m.t.Fatalf("%s/setup.txt:%d: %v", dir, n, err)
 			}
 		case "apply-failing-at":
@@ -190,7 +192,7 @@ func (m *mac) runSetup(dir string) {
 			if err := m.emu.AddFault(pfdntest.Fault{MutatingOnly: true, Nth: k, Kind: pfdntest.Fail}); err != nil {
 				m.t.Fatal(err)
 			}
-			if _, _, err := m.apply(m.mustDesire(filepath.Join(dir, w[2]), filepath.Join(dir, w[3]), reconcile.Inputs{})); err == nil {
+			if _, _, err := m.apply(m.mustDesire(filepath.Join(dir, w[2]), filepath.Join(dir, w[3]), desired.Inputs{})); err == nil {
 				m.t.Fatalf("%s/setup.txt:%d: the apply did not fail", dir, n)
 			}
 			m.emu.ClearFaults()
@@ -235,14 +237,14 @@ func (m *mac) runSetup(dir string) {
 }
 
 // caseInputs reads a case's inputs.json (watch's inputs), if any.
-func caseInputs(t testing.TB, dir string) reconcile.Inputs {
+func caseInputs(t testing.TB, dir string) desired.Inputs {
 	var in struct {
-		Engaged map[string]bool            `json:"engaged"`
-		Rates   map[string]reconcile.Rates `json:"rates"`
+		Engaged map[string]bool          `json:"engaged"`
+		Rates   map[string]desired.Rates `json:"rates"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "inputs.json"))
 	if errors.Is(err, os.ErrNotExist) {
-		return reconcile.Inputs{}
+		return desired.Inputs{}
 	}
 	if err == nil {
 		err = json.Unmarshal(b, &in)
@@ -250,7 +252,7 @@ func caseInputs(t testing.TB, dir string) reconcile.Inputs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reconcile.Inputs{Engaged: in.Engaged, Rates: in.Rates}
+	return desired.Inputs{Engaged: in.Engaged, Rates: in.Rates}
 }
 
 // caseState loads a case's state.json into the Mac's state, if any.

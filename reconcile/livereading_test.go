@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/state"
 )
@@ -25,7 +26,7 @@ func TestApplyReadsTheLiveStateOncePerStep(t *testing.T) {
 		t.Helper()
 		emu.ResetCalls()
 		out := reconcile.Pass(context.Background(), reconcile.PassInput{
-			Links: links, Facts: facts, Inputs: reconcile.Inputs{State: m.tokens.State}, Backend: m.backend,
+			Links: links, Facts: facts, Inputs: desired.Inputs{State: m.tokens.State}, Backend: m.backend,
 			Tokens: m.tokens, Do: reconcile.ApplyPlan, Verify: true,
 		})
 		if out.Err != nil {

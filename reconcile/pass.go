@@ -11,6 +11,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
@@ -28,13 +29,13 @@ type PassInput struct {
 	// Inputs are the rest of what Desired needs (the state file, the
 	// controllers' rates, MTUs). Pass fills in MaxSlots, KernelOverhead and Limits
 	// from the backend.
-	Inputs Inputs
+	Inputs desired.Inputs
 	// Backend plans and applies.
 	Backend backend.Backend
 	// Tokens is the state file the pass saves the slot allocation to
 	// before it applies, and releases the slots of removed links from once
 	// the live state matches. Only Apply and Teardown passes use it.
-	Tokens *StateTokens
+	Tokens *state.File
 
 	// Do is what the pass does once it has the plan.
 	Do Action
@@ -79,11 +80,11 @@ type PassInput struct {
 	// may change the inputs it is worked out from again: watch starts and
 	// stops controllers there, whose rates and reflectors it carries. It
 	// returns whether it changed anything.
-	Revise func(d Desire) (changed bool)
+	Revise func(d desired.Desire) (changed bool)
 	// Keep, when set, turns the desired state (and the problems of links
 	// that could not be worked out) into the state to plan: watch keeps
 	// the live shaping of such links.
-	Keep func(d Desire, problems error) shape.State
+	Keep func(d desired.Desire, problems error) shape.State
 	// Planned, when set, sees the plan before it is applied (and after
 	// the slot allocation is saved): the CLI prints it, watch logs what it
 	// repairs.
@@ -139,7 +140,7 @@ const (
 // Outcome is what a pass found and did.
 type Outcome struct {
 	// Desire is the desired state as worked out (after Revise).
-	Desire Desire
+	Desire desired.Desire
 	// Problems joins the *LinkError of every active link that could not be
 	// worked out (Desired's error), whether or not the pass went on.
 	Problems error
@@ -197,7 +198,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 		return o
 	}
 
-	o.Desire, o.Problems = Desired(in.Links, in.Facts, inputs)
+	o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, inputs)
 	var slotErr error
 	if (in.Partial || in.scoped(o.Problems) == nil) && o.Desire.AllocatesSlots(inputs.State) {
 		if sr, ok := b.(backend.SlotReader); ok {
@@ -205,7 +206,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 			switch use, slotErr = sr.LiveSlots(ctx); {
 			case slotErr == nil:
 				inputs.LiveSlots, inputs.ForeignSlots = use.Interfaces, use.Foreign
-				o.Desire, o.Problems = Desired(in.Links, in.Facts, inputs)
+				o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, inputs)
 			case in.Blind && errors.Is(slotErr, backend.ErrNeedsRoot) && blindPlanner(b):
 				// The slots stay as the state file assigns them.
 				o.Blind, slotErr = true, nil
@@ -213,7 +214,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 		}
 	}
 	if in.Revise != nil && in.Revise(o.Desire) {
-		o.Desire, o.Problems = Desired(in.Links, in.Facts, inputs)
+		o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, inputs)
 	}
 	if err := in.scoped(o.Problems); err != nil && !in.Partial {
 		return stop(StepDesire, err)

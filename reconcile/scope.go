@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
@@ -46,7 +47,7 @@ func (in PassInput) scoped(problems error) error {
 	}
 	var keep []error
 	for _, e := range Unjoin(problems) {
-		if le, ok := errors.AsType[*LinkError](e); !ok || le.Link == in.Link {
+		if le, ok := errors.AsType[*desired.LinkError](e); !ok || le.Link == in.Link {
 			keep = append(keep, e)
 		}
 	}
@@ -55,7 +56,7 @@ func (in PassInput) scoped(problems error) error {
 
 // knownLink refuses a pass on a link macake knows nothing of: no policy
 // of that name and no slot in the state file.
-func (in PassInput) knownLink(d Desire) error {
+func (in PassInput) knownLink(d desired.Desire) error {
 	if in.Link == "" {
 		return nil
 	}
@@ -150,7 +151,7 @@ func teardownLink(ctx context.Context, in PassInput) Outcome {
 		}
 	}
 	o.Desired = shape.State{Unshaped: []shape.Unshaped{u}}
-	o.Desire = Desire{State: o.Desired, Slots: maps.Clone(in.Tokens.State.Slots), Released: []string{in.Link}}
+	o.Desire = desired.Desire{State: o.Desired, Slots: maps.Clone(in.Tokens.State.Slots), Released: []string{in.Link}}
 	p, err := planFor(ctx, in.Backend, o.Desired, in.Link)
 	o.Plan = p
 	if _, blocked := backend.Blocked(err); blocked {
@@ -170,7 +171,7 @@ func applySaved(ctx context.Context, in PassInput) Outcome {
 		return o
 	}
 	o.Desired = s.Desired
-	o.Desire = Desire{State: s.Desired, Slots: s.Slots, Released: s.Released}
+	o.Desire = desired.Desire{State: s.Desired, Slots: s.Slots, Released: s.Released}
 	o.Plan = s.Plan
 	policies, err := PolicyFingerprints(in.ConfigDir)
 	if err != nil {

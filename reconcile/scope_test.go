@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/backend/tc/tctest"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
@@ -33,11 +35,12 @@ func TestPlanForOneLinkOnTC(t *testing.T) {
 	if err := json.Unmarshal(js, &desired); err != nil {
 		t.Fatal(err)
 	}
-	b, err := OpenBackend(BackendConfig{GOOS: "linux", Getenv: envOf(), Runner: readRecorded(t, "../backend/tc/testdata/diff/htb-fresh/live.txtar")})
+	run, err := tctest.ReadRecorded("../backend/tc/testdata/diff/htb-fresh/live.txtar")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.(*tc.Backend).SetCapabilities(tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"})
+	b := &tc.Backend{Runner: run, Tools: tc.ToolsFromEnv(func(string) string { return "" })}
+	b.SetCapabilities(tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"})
 	all, err := planFor(ctx, b, desired, "")
 	if err != nil {
 		t.Fatal(err)
@@ -70,10 +73,10 @@ func TestPlanForOneLinkOnTC(t *testing.T) {
 }
 
 func TestScopedProblemsSlotsAndReleases(t *testing.T) {
-	other := &LinkError{Link: "lte", Err: errors.New("needs a measurement")}
-	mine := &LinkError{Link: "wan", Err: errors.New("no slot")}
+	other := &desired.LinkError{Link: "lte", Err: errors.New("needs a measurement")}
+	mine := &desired.LinkError{Link: "wan", Err: errors.New("no slot")}
 	global := errors.New("settings")
-	in := PassInput{Link: "wan", Tokens: &StateTokens{State: &state.State{Slots: map[string]int{"lte": 1, "old": 2}}}}
+	in := PassInput{Link: "wan", Tokens: &state.File{State: &state.State{Slots: map[string]int{"lte": 1, "old": 2}}}}
 	if got := Unjoin(in.scoped(errors.Join(other, mine, global))); len(got) != 2 || got[0] != mine || got[1] != global {
 		t.Errorf("scoped problems: %v; want wan's and the settings', not lte's", got)
 	}

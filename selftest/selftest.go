@@ -22,14 +22,17 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/selftest/check"
 	"github.com/macake/macake/selftest/pfcheck"
 	"github.com/macake/macake/selftest/scratch"
 	"github.com/macake/macake/selftest/tccheck"
+	"github.com/macake/macake/session"
+	"github.com/macake/macake/state"
 )
 
 // cleanupTimeout bounds the removal of the scratch objects after an
@@ -91,24 +94,21 @@ type suite interface {
 // tools missing: errors.Is backend.ErrUnavailable, leftovers that would
 // not go); differences are in the report.
 func Run(ctx context.Context, o Options) (*check.Report, error) {
-	name, err := reconcile.ChooseBackend(runtime.GOOS, o.getenv)
-	if err != nil {
-		return nil, err
-	}
-	if pid, holder, held, err := reconcile.Holder(o.StateDir); err == nil && held && holder == reconcile.HolderWatch && !o.Force {
+	if pid, holder, held, err := state.Holder(o.StateDir); err == nil && held && holder == state.HolderWatch && !o.Force {
 		return nil, &WatchRunningError{PID: pid}
 	}
-	lock, err := reconcile.AcquireLockWith(ctx, o.StateDir, reconcile.LockOptions{
-		Name: reconcile.SelftestLockName, Wait: time.Second, Holder: "selftest", SkipOwnershipCheck: o.SkipOwnershipCheck,
+	ses, err := session.Open(ctx, session.Options{
+		StateDir: o.StateDir, Settings: &o.Settings, NoState: true, NoBackend: true, Getenv: o.getenv,
+		Lock: &state.LockOptions{Name: state.SelftestLockName, Wait: time.Second, Holder: "selftest", SkipOwnershipCheck: o.SkipOwnershipCheck},
 	})
+	defer ses.Close()
 	if err != nil {
-		var le *reconcile.LockedError
-		if errors.As(err, &le) {
+		if le, ok := errors.AsType[*state.LockedError](err); ok {
 			return nil, fmt.Errorf("another macake selftest (pid %d) is running; wait for it to finish", le.PID)
 		}
 		return nil, err
 	}
-	defer lock.Release()
+	name := ses.BackendName
 
 	r := &check.Report{Started: time.Now(), Host: host(o)}
 	if done, err := removeLeftovers(ctx, o); err != nil {
@@ -127,7 +127,7 @@ func Run(ctx context.Context, o Options) (*check.Report, error) {
 		s, err = newPF(ctx, o, led)
 	case "tc":
 		r.Suite = "tc"
-		s, err = tccheck.New(ctx, tccheck.Options{Runner: execrun.Exec{}, Tools: reconcile.TCTools(o.getenv), Ledger: led, SkipMeasure: o.Quick})
+		s, err = tccheck.New(ctx, tccheck.Options{Runner: execrun.Exec{}, Tools: tc.ToolsFromEnv(o.getenv), Ledger: led, SkipMeasure: o.Quick})
 	}
 	if err != nil {
 		// New creates nothing but the record (and on tc, maybe the
@@ -170,8 +170,8 @@ func Run(ctx context.Context, o Options) (*check.Report, error) {
 // environment; the emulator binaries when PFDN_EMU_STATE names their
 // state (there is then no packet path to measure).
 func newPF(ctx context.Context, o Options, led *scratch.Ledger) (suite, error) {
-	opts := reconcile.PFOptions(o.Settings, o.getenv)
-	if _, err := reconcile.OpenBackend(reconcile.BackendConfig{Settings: o.Settings, Getenv: o.getenv, GOOS: "darwin"}); err != nil {
+	opts := pfdn.OptionsFor(session.BackendSettings(o.Settings), o.getenv)
+	if _, err := backend.Open(backend.Config{Settings: session.BackendSettings(o.Settings), Getenv: o.getenv, GOOS: "darwin"}); err != nil {
 		return nil, err // the tools are missing: ErrUnavailable, with the paths
 	}
 	po := pfcheck.Options{
@@ -192,7 +192,7 @@ func newPF(ctx context.Context, o Options, led *scratch.Ledger) (suite, error) {
 // names it), unless a selftest is running now; `macake down` calls it. It
 // returns one line saying what it removed, "" when there was nothing.
 func RemoveLeftovers(ctx context.Context, o Options) (string, error) {
-	if pid, _, held, err := reconcile.HolderOf(o.StateDir, reconcile.SelftestLockName); err == nil && held {
+	if pid, _, held, err := state.HolderOf(o.StateDir, state.SelftestLockName); err == nil && held {
 		return fmt.Sprintf("a macake selftest (pid %d) is running; its scratch objects are left to it", pid), nil
 	}
 	return removeLeftovers(ctx, o)
@@ -244,10 +244,10 @@ func removeLeftovers(ctx context.Context, o Options) (string, error) {
 func remove(ctx context.Context, o Options, rec scratch.Record) ([]string, []error) {
 	switch rec.Backend {
 	case "pf":
-		opts := reconcile.PFOptions(o.Settings, o.getenv)
+		opts := pfdn.OptionsFor(session.BackendSettings(o.Settings), o.getenv)
 		return pfcheck.RemoveScratch(ctx, execrun.Exec{Timeout: opts.CommandTimeout}, opts.Pfctl, opts.Dnctl, rec, time.Now())
 	case "tc":
-		return tccheck.RemoveScratch(ctx, execrun.Exec{}, reconcile.TCTools(o.getenv), rec)
+		return tccheck.RemoveScratch(ctx, execrun.Exec{}, tc.ToolsFromEnv(o.getenv), rec)
 	}
 	return nil, []error{fmt.Errorf("the scratch record %s names backend %q, which this macake does not know", scratch.Path(o.StateDir), rec.Backend)}
 }

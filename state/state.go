@@ -18,9 +18,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"time"
 
@@ -386,4 +388,20 @@ func rootOwner() string {
 		return "root:wheel"
 	}
 	return "root:root"
+}
+
+// Clone returns a deep copy of s (nil for nil).
+func (s *State) Clone() *State {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	if p := s.PFEnablePending; p != nil {
+		c.PFEnablePending = &PFEnablePending{At: p.At, Before: slices.Clone(p.Before)}
+	}
+	c.Slots = maps.Clone(s.Slots)
+	c.Profiles = maps.Clone(s.Profiles)
+	c.TCOwnedRoots = slices.Clone(s.TCOwnedRoots)
+	c.TCOwnedHooks = slices.Clone(s.TCOwnedHooks)
+	return &c
 }

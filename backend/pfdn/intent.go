@@ -7,21 +7,13 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/backend"
 )
 
 // EnableIntent is what macake records, durably, just before it runs
-// `pfctl -E`: when, and which references pf held then. pf hands the token
-// back only on pfctl's stderr, so a macake killed after pfctl took the
-// reference but before the token was saved would otherwise leak that
-// reference for good (issue 12). From the intent the next run finds the
-// token in `pfctl -s References` instead: one taken by pfctl since the
-// intent, that was not there before.
-type EnableIntent struct {
-	// At is when the intent was recorded (wall clock).
-	At time.Time
-	// Before are the tokens pf held just before, sorted.
-	Before []string
-}
+// `pfctl -E` (backend.EnableIntent, kept by the backend.Store).
+type EnableIntent = backend.EnableIntent
 
 // enableProcess is the process name pf records for a `pfctl -E`.
 const enableProcess = "pfctl"

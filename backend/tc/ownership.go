@@ -12,7 +12,7 @@ import (
 // live system alone cannot tell "someone replaced macake's shaper" from
 // "another tool's qdisc was there before macake": the record can. A root
 // macake created and someone then replaced is drift, restored; a foreign
-// root with no record is never touched. reconcile.StateTokens keeps the
+// root with no record is never touched. state.File keeps the
 // record in the state file; MemoryOwnership keeps it for one process.
 type Ownership interface {
 	// OwnedRoots returns the interfaces whose root qdisc macake created

@@ -23,20 +23,24 @@ type Tools struct {
 	Netns string
 }
 
-// DefaultTools returns the tools from the environment (MACAKE_TC,
-// MACAKE_IP, MACAKE_UNSHARE), else the first of the usual sbin paths that
-// exists, else the bare name looked up on PATH.
-func DefaultTools() Tools {
+// DefaultTools returns ToolsFromEnv of the process's environment.
+func DefaultTools() Tools { return ToolsFromEnv(os.Getenv) }
+
+// ToolsFromEnv returns the tools getenv names (MACAKE_TC, MACAKE_IP,
+// MACAKE_UNSHARE), else the first of the usual sbin paths that exists,
+// else the bare name looked up on PATH.
+func ToolsFromEnv(getenv func(string) string) Tools {
 	return Tools{
-		TC:      toolPath("MACAKE_TC", "tc"),
-		IP:      toolPath("MACAKE_IP", "ip"),
-		Unshare: toolPath("MACAKE_UNSHARE", "unshare"),
+		TC:      toolPath(getenv(EnvTC), "tc"),
+		IP:      toolPath(getenv(EnvIP), "ip"),
+		Unshare: toolPath(getenv(EnvUnshare), "unshare"),
 	}
 }
 
-func toolPath(env, name string) string {
-	if p := os.Getenv(env); p != "" {
-		return p
+// toolPath is set when the environment gave one, else where name is found.
+func toolPath(set, name string) string {
+	if set != "" {
+		return set
 	}
 	for _, dir := range []string{"/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"} {
 		if fi, err := os.Stat(dir + name); err == nil && !fi.IsDir() {

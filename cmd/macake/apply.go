@@ -7,17 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"runtime"
 	"time"
 
 	"github.com/macake/macake/backend"
-	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/state"
 )
 
@@ -102,7 +102,7 @@ func init() {
 var backendRunner execrun.Runner
 
 // lockWait is how long a mutating command waits for another one.
-var lockWait = reconcile.DefaultLockWait
+var lockWait = state.DefaultLockWait
 
 // applyFlags are apply's flags.
 type applyFlags struct {
@@ -151,14 +151,14 @@ func runApply(e *env, args []string) int {
 			return code
 		}
 	}
-	s := &session{e: e, cmd: cmd.name, dryRun: f.dryRun, unreadablePlan: f.dryRun}
+	s := &invocation{e: e, cmd: cmd.name, dryRun: f.dryRun, unreadablePlan: f.dryRun}
 	defer s.close()
 	return s.apply(f)
 }
 
-// session is one run of a command that reads, and maybe changes, the live
+// invocation is one run of a command that reads, and maybe changes, the live
 // shaping state: the configuration, the state file, the lock and the backend.
-type session struct {
+type invocation struct {
 	e      *env
 	cmd    string
 	dryRun bool
@@ -167,27 +167,23 @@ type session struct {
 	unreadablePlan bool
 
 	backendName string
-	policies    reconcile.Policies
+	policies    config.Policies
 	stateDir    string
-	lock        *reconcile.Lock
-	tokens      *reconcile.StateTokens
+	opened      *session.Session
+	tokens      *state.File
 	backend     backend.Backend
 	info        backend.Info
 }
 
-func (s *session) close() {
-	if s.lock != nil {
-		s.lock.Release()
-	}
-}
+func (s *invocation) close() { s.opened.Close() }
 
 // errorf prints "macake CMD: message" on stderr.
-func (s *session) errorf(format string, args ...any) {
+func (s *invocation) errorf(format string, args ...any) {
 	fmt.Fprintf(s.e.stderr, "macake %s: %s\n", s.cmd, fmt.Sprintf(format, args...))
 }
 
 // fail prints err and returns the exit status it maps to.
-func (s *session) fail(err error) int {
+func (s *invocation) fail(err error) int {
 	s.errorf("%v", err)
 	switch {
 	case backend.Unavailable(err):
@@ -201,136 +197,105 @@ func (s *session) fail(err error) int {
 	return exitFailure
 }
 
-// chooseBackend picks the backend by name (it decides the config target).
-func (s *session) chooseBackend() (int, bool) {
-	name, err := reconcile.ChooseBackend(runtime.GOOS, s.e.getenv)
-	if err != nil {
+// What open opens (session.Open), besides the backend's choice.
+type opening int
+
+const (
+	// openSettings reads the settings only (watch and selftest, which
+	// open the rest themselves).
+	openSettings opening = iota
+	// openForDown reads the settings, then takes the lock (unless a dry
+	// run), reads the state file and opens the backend.
+	openForDown
+	// openForApply is openForDown with the policy files.
+	openForApply
+)
+
+// open opens what the command works from (session.Open) and says on
+// stderr what a person needs to know on the way. A dry run takes no lock
+// and writes nothing. onProblems, when set, hears the policy files'
+// problems, which stop the command (exit 78): applying only the valid
+// files would tear down the links of the broken ones.
+func (s *invocation) open(what opening, onProblems func(problems []*config.Problem)) (int, bool) {
+	e := s.e
+	o := session.Options{
+		ConfigDir: e.configDir, StateDir: e.stateDir, StateDirIsDefault: e.stateDir == defaultStateDir,
+		Policies: what == openForApply, StopAtProblems: true, NoState: what == openSettings, NoBackend: what == openSettings,
+		SkipOwnershipCheck: e.euid() != 0, Getenv: e.getenv, Runner: backendRunner,
+	}
+	if !s.dryRun && what != openSettings {
+		o.Lock = &state.LockOptions{Wait: lockWait, SkipOwnershipCheck: e.euid() != 0, MayCreate: e.stateDir == defaultStateDir}
+	}
+	ses, err := session.Open(e.ctx, o)
+	s.opened, s.backendName, s.policies, s.stateDir = ses, ses.BackendName, ses.Policies, ses.StateDir
+	if session.StepOf(err) == session.StepChoose {
 		if backend.Unavailable(err) {
 			return s.fail(err), false
 		}
 		s.errorf("%v", err)
 		return exitUsage, false
 	}
-	s.backendName = name
-	return exitOK, true
-}
-
-func (s *session) loadOptions() config.LoadOptions {
-	target := config.TargetDarwin
-	if s.backendName == "tc" {
-		target = config.TargetLinux
+	for _, w := range ses.Policies.Warnings {
+		fmt.Fprintln(e.stderr, w.String())
 	}
-	o := reconcile.LoadOptionsFor(target, s.e.euid() != 0)
-	o.Context = s.e.ctx
-	return o
-}
-
-// loadPolicies reads the policy files and the settings. Any problem stops
-// the command (exit 78): applying only the valid files would tear down the
-// links of the broken ones.
-func (s *session) loadPolicies(onProblems func(problems []*config.Problem)) (int, bool) {
-	p, err := reconcile.LoadPolicies(s.e.configDir, s.loadOptions())
-	s.policies = p
-	for _, w := range p.Warnings {
-		fmt.Fprintln(s.e.stderr, w.String())
-	}
-	if err != nil {
+	switch step := session.StepOf(err); {
+	case step == session.StepSettings:
+		for _, pr := range config.Problems(err) {
+			fmt.Fprintln(e.stderr, pr.Error())
+		}
+		s.errorf("the daemon settings are invalid; nothing was changed (they name the anchor and pipe range macake owns)")
+		return exitConfig, false
+	case step == session.StepPolicies:
 		problems := config.Problems(err)
-		fmt.Fprintf(s.e.stderr, "Reading policy files in %s … failed\n", s.e.configDir)
+		fmt.Fprintf(e.stderr, "Reading policy files in %s … failed\n", e.configDir)
 		for _, pr := range problems {
-			fmt.Fprintln(s.e.stderr, pr.Error())
+			fmt.Fprintln(e.stderr, pr.Error())
 		}
 		s.errorf("%s: nothing was changed, so shaping that works stays as it is; fix the files (see 'macake validate') and run it again", plural(len(problems), "configuration problem"))
 		if onProblems != nil {
 			onProblems(problems)
 		}
 		return exitConfig, false
-	}
-	fmt.Fprintf(s.e.stderr, "Reading %s in %s … ok\n", plural(len(p.Links), "file"), s.e.configDir)
-	if len(p.Links) == 0 {
-		fmt.Fprintf(s.e.stderr, "warning: no policy files (*.toml) in %s: nothing is to be shaped, so everything macake shapes now is removed\n", s.e.configDir)
-	}
-	return exitOK, true
-}
-
-// loadSettings reads only the daemon settings (down needs no policies).
-func (s *session) loadSettings() (int, bool) {
-	file := config.DaemonFileFor(s.e.configDir)
-	settings, warns, err := config.LoadDaemon(file, s.loadOptions())
-	for _, w := range warns {
-		fmt.Fprintln(s.e.stderr, w.String())
-	}
-	if err != nil {
-		for _, pr := range config.Problems(err) {
-			fmt.Fprintln(s.e.stderr, pr.Error())
-		}
-		s.errorf("the daemon settings are invalid; nothing was changed (they name the anchor and pipe range macake owns)")
-		return exitConfig, false
-	}
-	s.policies.Settings, s.policies.SettingsFile = settings, file
-	return exitOK, true
-}
-
-// openState takes the lock (unless dry run) and reads the state file.
-func (s *session) openState() (int, bool) {
-	s.stateDir = s.policies.Settings.StateDirFor(s.e.stateDir, s.e.stateDir == defaultStateDir)
-	if !s.dryRun {
-		l, err := reconcile.AcquireLockWith(s.e.ctx, s.stateDir, reconcile.LockOptions{
-			Wait: lockWait, SkipOwnershipCheck: s.e.euid() != 0, MayCreate: s.e.stateDir == defaultStateDir,
-		})
-		if err != nil {
-			return s.fail(err), false
-		}
-		s.lock = l
-		if err := reconcile.PruneLastGood(s.stateDir, s.e.configDir); err != nil {
-			fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
+	case what == openForApply:
+		fmt.Fprintf(e.stderr, "Reading %s in %s … ok\n", plural(len(ses.Policies.Links), "file"), e.configDir)
+		if len(ses.Policies.Links) == 0 {
+			fmt.Fprintf(e.stderr, "warning: no policy files (*.toml) in %s: nothing is to be shaped, so everything macake shapes now is removed\n", e.configDir)
 		}
 	}
-	st, err := state.Load(s.stateDir)
+	if session.StepOf(err) == session.StepLock {
+		return s.fail(err), false
+	}
+	if ses.PruneErr != nil {
+		fmt.Fprintf(e.stderr, "warning: %v\n", ses.PruneErr)
+	}
 	switch {
-	case errors.Is(err, state.ErrCorrupt):
-		fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
-		if !s.dryRun {
-			// Keep the broken file for a person; the rebuilt state is
-			// written in its place.
-			if aside, err := state.SetAside(s.stateDir); err == nil {
-				fmt.Fprintf(s.e.stderr, "warning: a copy of the corrupt state file is kept in %s\n", aside)
-			} else {
-				fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
-			}
+	case errors.Is(ses.StateErr, state.ErrCorrupt):
+		fmt.Fprintf(e.stderr, "warning: %v\n", ses.StateErr)
+		switch {
+		case s.dryRun:
+		case ses.AsideErr == nil:
+			fmt.Fprintf(e.stderr, "warning: a copy of the corrupt state file is kept in %s\n", ses.Aside)
+		default:
+			fmt.Fprintf(e.stderr, "warning: %v\n", ses.AsideErr)
 		}
-	case err != nil && !s.dryRun:
+	case session.StepOf(err) == session.StepState:
 		return s.fail(err), false
-	case err != nil:
-		fmt.Fprintf(s.e.stderr, "warning: %v; planning as if it were empty\n", err)
+	case ses.StateErr != nil:
+		fmt.Fprintf(e.stderr, "warning: %v; planning as if it were empty\n", ses.StateErr)
 	}
-	s.tokens = &reconcile.StateTokens{Dir: s.stateDir, State: st}
-	return exitOK, true
-}
-
-// openBackend opens the chosen backend.
-func (s *session) openBackend() (int, bool) {
-	cfg := reconcile.BackendConfig{
-		Settings: s.policies.Settings, Tokens: s.tokens, Runner: backendRunner, Getenv: s.e.getenv,
-	}
-	if s.dryRun {
-		// A dry run holds no lock and changes nothing: what tc learns
-		// about its own roots while looking stays in memory, or it would
-		// write the state file (over what watch or measure saved since,
-		// or over a corrupt one a person should see).
-		cfg.Ownership = tc.NewMemoryOwnershipOf(s.tokens.State.TCOwnedRoots, s.tokens.State.TCOwnedHooks)
-	}
-	b, err := reconcile.OpenBackend(cfg)
 	if err != nil {
 		return s.fail(err), false
 	}
-	s.backend, s.info = b, b.Info()
+	s.tokens, s.backend = ses.State, ses.Backend
+	if s.backend != nil {
+		s.info = s.backend.Info()
+	}
 	return exitOK, true
 }
 
 // readingLive prints the progress line `Reading live state (SCOPE) … ok`
 // for a pass that read (or tried to read) the live state.
-func (s *session) readingLive(out *reconcile.Outcome) {
+func (s *invocation) readingLive(out *reconcile.Outcome) {
 	result := "ok"
 	switch {
 	case out.Blind:
@@ -356,7 +321,7 @@ type applyOutcome struct {
 // liveUnreadNote qualifies a plan made without reading the live state.
 const liveUnreadNote = "The live state cannot be read without root, so this is everything macake would own for the links that match now, not the difference from what is live. Run it with sudo to see only the differences."
 
-func (s *session) apply(f applyFlags) int {
+func (s *invocation) apply(f applyFlags) int {
 	var out applyOutcome
 	if f.saved != "" {
 		out = s.applySaved(f)
@@ -373,20 +338,17 @@ func (s *session) apply(f applyFlags) int {
 	return out.code
 }
 
-// planText are the plan's text options for this session.
-func (s *session) planText(f applyFlags, subject string) plan.TextOptions {
+// planText are the plan's text options for this invocation.
+func (s *invocation) planText(f applyFlags, subject string) plan.TextOptions {
 	return plan.TextOptions{
 		Color: s.e.useColor(f.color, s.e.stdout), ShowCommands: f.showCommands, DryRun: f.dryRun, Symbols: true,
 		SharedGroup: s.info.SharedGroup, Subject: subject,
 	}
 }
 
-func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
+func (s *invocation) applyOnce(f applyFlags) (out applyOutcome) {
 	stop, fail := s.stoppers(&out)
 
-	if code, ok := s.chooseBackend(); !ok {
-		return stop(code)
-	}
 	var prints map[string]string
 	if f.out != "" {
 		// Before loading: a file that changes in between makes the saved
@@ -396,17 +358,11 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 			return fail(err)
 		}
 	}
-	if code, ok := s.loadPolicies(func(problems []*config.Problem) {
+	if code, ok := s.open(openForApply, func(problems []*config.Problem) {
 		for _, p := range problems {
 			out.errs = append(out.errs, p)
 		}
 	}); !ok {
-		return stop(code)
-	}
-	if code, ok := s.openState(); !ok {
-		return stop(code)
-	}
-	if code, ok := s.openBackend(); !ok {
 		return stop(code)
 	}
 	facts, err := linkfacts.Read(s.e.ctx, s.e.getenv)
@@ -415,7 +371,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 	}
 	in := reconcile.PassInput{
 		Links: s.policies.Links, Facts: facts, Backend: s.backend, Tokens: s.tokens,
-		Inputs: reconcile.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
+		Inputs: desired.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
 		Verify: true, Link: f.link,
 		// A dry run that may not read the live state plans without it:
 		// the backend refused a caller who is not root (pf and dummynet
@@ -445,7 +401,7 @@ func (s *session) applyOnce(f applyFlags) (out applyOutcome) {
 // the daemon settings (not the policies: their fingerprints stand for
 // them), the state and the network, and runs the pass that checks and
 // applies it.
-func (s *session) applySaved(f applyFlags) (out applyOutcome) {
+func (s *invocation) applySaved(f applyFlags) (out applyOutcome) {
 	stop, fail := s.stoppers(&out)
 	saved, err := reconcile.ReadSavedPlan(f.saved)
 	if err != nil {
@@ -456,10 +412,8 @@ func (s *session) applySaved(f applyFlags) (out applyOutcome) {
 		scope = ", for link " + saved.Link + " alone"
 	}
 	fmt.Fprintf(s.e.stderr, "Reading saved plan %s (made %s%s) … ok\n", f.saved, saved.Made.Local().Format(time.DateTime), scope)
-	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings, s.openState, s.openBackend} {
-		if code, ok := step(); !ok {
-			return stop(code)
-		}
+	if code, ok := s.open(openForDown, nil); !ok {
+		return stop(code)
 	}
 	facts, err := linkfacts.Read(s.e.ctx, s.e.getenv)
 	if err != nil {
@@ -486,7 +440,7 @@ func (s *session) applySaved(f applyFlags) (out applyOutcome) {
 // stoppers return the two ways an apply ends early: stop with an exit
 // status and the errors met, and fail, which prints err and stops with
 // the status it maps to.
-func (s *session) stoppers(out *applyOutcome) (stop func(code int, errs ...error) applyOutcome, fail func(err error) applyOutcome) {
+func (s *invocation) stoppers(out *applyOutcome) (stop func(code int, errs ...error) applyOutcome, fail func(err error) applyOutcome) {
 	stop = func(code int, errs ...error) applyOutcome {
 		out.code = code
 		out.errs = append(out.errs, errs...)
@@ -504,7 +458,7 @@ func (out *applyOutcome) withCode(code int) applyOutcome {
 
 // pass runs one reconcile pass for apply (or a dry run of it), printing
 // the plan when it has it and recording it in out.
-func (s *session) pass(f applyFlags, out *applyOutcome, in reconcile.PassInput) reconcile.Outcome {
+func (s *invocation) pass(f applyFlags, out *applyOutcome, in reconcile.PassInput) reconcile.Outcome {
 	in.Do = reconcile.ApplyPlan
 	if f.dryRun {
 		in.Do = reconcile.PlanOnly
@@ -537,7 +491,7 @@ func (s *session) pass(f applyFlags, out *applyOutcome, in reconcile.PassInput) 
 // passFailed prints why a pass stopped short, records its errors in out,
 // and returns the exit status and true; false when it did what it was
 // asked.
-func (s *session) passFailed(f applyFlags, out *applyOutcome, res reconcile.Outcome) (int, bool) {
+func (s *invocation) passFailed(f applyFlags, out *applyOutcome, res reconcile.Outcome) (int, bool) {
 	stop := func(code int, errs ...error) (int, bool) {
 		out.errs = append(out.errs, errs...)
 		return code, true
@@ -586,7 +540,7 @@ func (s *session) passFailed(f applyFlags, out *applyOutcome, res reconcile.Outc
 
 // changesCode prints what a successful pass applied and returns its exit
 // status: 0, or 2 with --detailed-exitcode when there were changes.
-func (s *session) changesCode(f applyFlags, res reconcile.Outcome) int {
+func (s *invocation) changesCode(f applyFlags, res reconcile.Outcome) int {
 	if !f.dryRun && !res.Plan.Empty() && !f.json {
 		c, u, r := res.Applied.Count()
 		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, res.Took.Seconds())
@@ -602,7 +556,7 @@ func (s *session) changesCode(f applyFlags, res reconcile.Outcome) int {
 // follow its controllers' current reflectors, not the policy's first
 // ones, and a plan against the policy's would show them as drift. A real
 // apply cannot run beside watch (the lock), so it needs none.
-func watchReflectors(s *session) map[string][]netip.Addr {
+func watchReflectors(s *invocation) map[string][]netip.Addr {
 	if !s.dryRun {
 		return nil
 	}

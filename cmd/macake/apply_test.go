@@ -16,9 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
@@ -83,7 +84,7 @@ func newRig(t *testing.T, policies map[string]string, facts string) *rig {
 	oldWait := lockWait
 	lockWait = 200 * time.Millisecond
 	t.Cleanup(func() { backendRunner, lockWait = nil, oldWait })
-	t.Setenv(reconcile.EnvBackend, "pf")
+	t.Setenv(backend.EnvBackend, "pf")
 	t.Setenv(linkfacts.EnvFile, r.factsFile)
 	t.Setenv("NO_COLOR", "")
 	r.setPolicies(policies)
@@ -366,14 +367,14 @@ func TestApplyBackendUnavailable(t *testing.T) {
 	if code != exitUnavailable || !strings.Contains(stderr, "no-pfctl does not exist") {
 		t.Errorf("missing pfctl: exit %d, stderr %s", code, stderr)
 	}
-	t.Setenv(reconcile.EnvBackend, "tc")
-	t.Setenv(reconcile.EnvTC, filepath.Join(t.TempDir(), "no-tc"))
+	t.Setenv(backend.EnvBackend, "tc")
+	t.Setenv(tc.EnvTC, filepath.Join(t.TempDir(), "no-tc"))
 	code, _, stderr = r.run("apply")
 	if code != exitUnavailable || !strings.Contains(stderr, "no-tc does not exist") || !strings.Contains(stderr, "apt-get install iproute2") {
 		t.Errorf("tc missing: exit %d, stderr %s", code, stderr)
 	}
 	backendRunner = r.emu
-	t.Setenv(reconcile.EnvBackend, "pf")
+	t.Setenv(backend.EnvBackend, "pf")
 	code, _, stderr = r.runAs(501, "down", "--dry-run")
 	if code != exitUnavailable || !strings.Contains(stderr, "Run with sudo") {
 		t.Errorf("pfctl without root: exit %d, stderr %s", code, stderr)
@@ -382,7 +383,7 @@ func TestApplyBackendUnavailable(t *testing.T) {
 
 func TestApplyWaitsForTheLock(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	l, err := reconcile.AcquireLock(context.Background(), r.stateDir, time.Second)
+	l, err := state.AcquireLock(context.Background(), r.stateDir, state.LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}

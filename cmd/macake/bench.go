@@ -169,15 +169,15 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 // apply (watch does not run), their plans shown on stderr.
 type oneShotSwitch struct{ e *env }
 
-func (o oneShotSwitch) session() (*session, applyFlags) {
+func (o oneShotSwitch) invocation() (*invocation, applyFlags) {
 	quiet := *o.e
 	quiet.stdout = o.e.stderr
-	return &session{e: &quiet, cmd: "bench --compare"}, applyFlags{color: "never"}
+	return &invocation{e: &quiet, cmd: "bench --compare"}, applyFlags{color: "never"}
 }
 
 // Off implements measure.ShapingSwitch; a one-shot down holds no lease.
 func (o oneShotSwitch) Off(context.Context, time.Duration) error {
-	s, f := o.session()
+	s, f := o.invocation()
 	defer s.close()
 	if out := s.down(f); out.code != exitOK {
 		return fmt.Errorf("macake down failed (exit %d): %w", out.code, errors.Join(out.errs...))
@@ -187,7 +187,7 @@ func (o oneShotSwitch) Off(context.Context, time.Duration) error {
 
 // On implements measure.ShapingSwitch.
 func (o oneShotSwitch) On(context.Context) error {
-	s, f := o.session()
+	s, f := o.invocation()
 	defer s.close()
 	if out := s.applyOnce(f); out.code != exitOK {
 		return fmt.Errorf("macake apply failed (exit %d): %w", out.code, errors.Join(out.errs...))

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
 )
 
 // Default locations; --config-dir and --state-dir override them.
@@ -303,7 +303,7 @@ func (e *env) requireRoot(name string) (ok bool, code int) {
 		return true, exitOK
 	}
 	what := "pf/dummynet"
-	if backend, err := reconcile.ChooseBackend(hostGOOS, e.getenv); err == nil && backend == "tc" {
+	if backend, err := backend.Choose(hostGOOS, e.getenv); err == nil && backend == "tc" {
 		what = "the interfaces' qdiscs (tc)"
 	}
 	fmt.Fprintf(e.stderr, "macake %s: needs root to change %s. Run with sudo.\n", name, what)

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/clidoc"
 	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sim/linkmodel"
 )
@@ -231,8 +232,8 @@ on a terminal without NO_COLOR.`,
 	env := []string{
 		pfdn.EnvPfctl + "\tpath of pfctl (default " + pfdn.DefaultOptions().Pfctl + "); the tests point it at the emulator",
 		pfdn.EnvDnctl + "\tpath of dnctl (default " + pfdn.DefaultOptions().Dnctl + ")",
-		reconcile.EnvTC + ", " + reconcile.EnvIP + "\tpaths of tc and ip on Linux",
-		reconcile.EnvBackend + "\tpf or tc: the shaping backend, instead of the one this system has",
+		tc.EnvTC + ", " + tc.EnvIP + "\tpaths of tc and ip on Linux",
+		backend.EnvBackend + "\tpf or tc: the shaping backend, instead of the one this system has",
 		linkfacts.EnvFile + "\ta JSON file of link facts (interfaces, gateways, SSIDs) that replaces detection",
 		"NO_COLOR\tno colour, even on a terminal",
 	}

@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
 )
 
 // doctorPolicy probes documentation addresses: the fake pinger answers for
@@ -72,7 +73,7 @@ func newDoctorRig(t *testing.T) *doctorRig {
 func (r *doctorRig) hook(sys *doctor.System) {
 	getenv := sys.Getenv
 	sys.Getenv = func(k string) string {
-		if k == reconcile.EnvBackend {
+		if k == backend.EnvBackend {
 			return "" // the platform chooses, as on a Mac
 		}
 		return getenv(k)
@@ -128,7 +129,7 @@ func (r *doctorRig) installDaemon() {
 	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
 		r.t.Fatal(err)
 	}
-	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: reconcile.HolderWatch, Via: "the state lock"}
+	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: state.HolderWatch, Via: "the state lock"}
 	r.serveDaemonStatus()
 }
 

@@ -69,7 +69,7 @@ func runDown(e *env, args []string) int {
 			return code
 		}
 	}
-	s := &session{e: e, cmd: "down", dryRun: f.dryRun}
+	s := &invocation{e: e, cmd: "down", dryRun: f.dryRun}
 	defer s.close()
 	out := s.down(f)
 	if f.json {
@@ -78,12 +78,10 @@ func runDown(e *env, args []string) int {
 	return out.code
 }
 
-func (s *session) down(f applyFlags) (out applyOutcome) {
+func (s *invocation) down(f applyFlags) (out applyOutcome) {
 	stop, _ := s.stoppers(&out)
-	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings, s.openState, s.openBackend} {
-		if code, ok := step(); !ok {
-			return stop(code)
-		}
+	if code, ok := s.open(openForDown, nil); !ok {
+		return stop(code)
 	}
 	s.selftestLeftovers(f.dryRun)
 	do := reconcile.ApplyPlan

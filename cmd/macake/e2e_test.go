@@ -15,8 +15,8 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/state"
 )
 
 // buildMacake builds the macake binary into dir.
@@ -123,7 +123,7 @@ func TestEndToEndWithBinaries(t *testing.T) {
 
 	// The lock across processes: held here, the binary waits, then gives
 	// up naming this process.
-	l, err := reconcile.AcquireLock(context.Background(), stateDir, time.Second)
+	l, err := state.AcquireLock(context.Background(), stateDir, state.LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}

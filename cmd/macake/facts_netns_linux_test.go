@@ -13,9 +13,9 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile"
 )
 
 // TestNetnsEveryCommandMatchesOnTheGatewayMAC: with real detection (no
@@ -65,7 +65,7 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 		return r
 	}
 
-	var lr reconcile.LinksReport
+	var lr desired.LinksReport
 	if r := cli("links", "--json"); json.Unmarshal([]byte(r.Stdout), &lr) != nil {
 		t.Fatalf("links --json: %s", r.Stdout)
 	}

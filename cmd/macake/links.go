@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 )
 
 var linksCmd = &command{
@@ -42,10 +44,10 @@ func runLinks(e *env, args []string) int {
 		return code
 	}
 	target := config.TargetDarwin
-	if name, err := reconcile.ChooseBackend(runtime.GOOS, e.getenv); err == nil && name == "tc" {
+	if name, err := backend.Choose(runtime.GOOS, e.getenv); err == nil && name == "tc" {
 		target = config.TargetLinux
 	}
-	pol, err := reconcile.LoadPolicies(e.configDir, reconcile.LoadOptionsFor(target, e.euid() != 0))
+	pol, err := config.LoadPolicies(e.configDir, session.LoadOptions(target, e.euid() != 0))
 	problems := config.Problems(err)
 	code := exitOK
 	if len(problems) > 0 {
@@ -60,7 +62,7 @@ func runLinks(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "macake links: %v\n", ferr)
 		return exitFailure
 	}
-	rep := reconcile.NewLinksReport(pol, problems, facts, source)
+	rep := desired.NewLinksReport(pol, problems, facts, source)
 
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")

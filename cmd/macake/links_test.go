@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/desired"
 )
 
 func TestLinksExplainsEveryPolicy(t *testing.T) {
@@ -36,7 +36,7 @@ func TestLinksExplainsEveryPolicy(t *testing.T) {
 	}
 
 	code, stdout, _ = r.runAs(501, "links", "--json")
-	var rep reconcile.LinksReport
+	var rep desired.LinksReport
 	if code != exitOK || json.Unmarshal([]byte(stdout), &rep) != nil {
 		t.Fatalf("--json: exit %d, %s", code, stdout)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 )
@@ -171,7 +170,7 @@ func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
 	if o.iface != "" {
 		var facts linkfacts.Facts
 		if facts, err = linkfacts.Read(e.ctx, e.getenv); err == nil {
-			target, err = reconcile.InterfaceTarget(facts, o.iface, o.reflectors)
+			target, err = interfaceTarget(facts, o.iface, o.reflectors)
 		}
 	} else {
 		target, err = resolveTarget(e, o.link, o.reflectors)

@@ -10,8 +10,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 )
@@ -76,11 +76,11 @@ func runMonitor(e *env, args []string) int {
 	}
 	target, err := resolveTarget(e, "", reflectors)
 	switch {
-	case errors.Is(err, reconcile.ErrNoDefaultRoute) && len(reflectors) > 0:
+	case errors.Is(err, desired.ErrNoDefaultRoute) && len(reflectors) > 0:
 		// The given reflectors may well be reachable (on the LAN, in a
 		// lab): probe them; throughput waits for a default route.
 		fmt.Fprintf(e.stderr, "note: %v; probing only, throughput is not shown until a default route appears\n", err)
-	case errors.Is(err, reconcile.ErrNoDefaultRoute):
+	case errors.Is(err, desired.ErrNoDefaultRoute):
 		fmt.Fprintf(e.stderr, "macake monitor: %v (or pass --reflector ADDR to probe a reachable host without throughput)\n", err)
 		return exitFailure
 	case err != nil:

@@ -53,11 +53,9 @@ func runSelftest(e *env, args []string) int {
 	if ok, code := e.requireRoot("selftest"); !ok {
 		return code
 	}
-	s := &session{e: e, cmd: "selftest"}
-	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings} {
-		if code, ok := step(); !ok {
-			return code
-		}
+	s := &invocation{e: e, cmd: "selftest"}
+	if code, ok := s.open(openSettings, nil); !ok {
+		return code
 	}
 	settings := s.policies.Settings
 	o := selftest.Options{
@@ -98,7 +96,7 @@ func runSelftest(e *env, args []string) int {
 
 // selftestLeftovers removes (or, in a dry run, names) what a killed
 // selftest left, for `macake down`; it prints on stderr.
-func (s *session) selftestLeftovers(dryRun bool) {
+func (s *invocation) selftestLeftovers(dryRun bool) {
 	o := selftest.Options{StateDir: s.stateDir, Settings: s.policies.Settings, Getenv: s.e.getenv}
 	var line string
 	var err error

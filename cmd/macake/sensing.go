@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
@@ -46,7 +45,7 @@ func (a *reflectorList) Set(v string) error {
 	return nil
 }
 
-// resolveTarget finds what to measure (see reconcile.MeasureTarget) from the
+// resolveTarget finds what to measure (see measureTarget) from the
 // network's facts and the policies in the config directory. With linkName
 // that policy must exist, and only then must the directory be valid; its
 // errors name the flag.
@@ -73,7 +72,7 @@ func resolveTarget(e *env, linkName string, reflectors []config.Reflector) (meas
 		}
 		named = &links[i]
 	}
-	t, err = reconcile.MeasureTarget(facts, links, named, reflectors)
+	t, err = measureTarget(facts, links, named, reflectors)
 	if err != nil && named != nil {
 		err = fmt.Errorf("--link %s: %w", linkName, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/desired"
 )
 
 func TestSensingCommandsRejectBadFlags(t *testing.T) {
@@ -155,11 +155,11 @@ probe_interval    = "100ms"
 	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"en0","up":true}]}`), 0o644)
 	given := config.ICMPReflectors([]netip.Addr{netip.MustParseAddr("127.0.0.1")})
 	got, err = resolveTarget(e, "", given)
-	if !errors.Is(err, reconcile.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
+	if !errors.Is(err, desired.ErrNoDefaultRoute) || len(got.Reflectors) != 1 || got.Reflectors[0] != given[0] || got.ProbeInterval <= 0 || got.Interface != "" {
 		t.Errorf("no default route: %+v, %v", got, err)
 	}
 	e.configDir = links
-	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, reconcile.ErrNoDefaultRoute) {
+	if _, err := resolveTarget(e, "home", nil); !errors.Is(err, desired.ErrNoDefaultRoute) {
 		t.Errorf("--link without a default route: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/session"
 	"github.com/macake/macake/state"
 )
 
@@ -153,7 +154,7 @@ func stateDirOf(e *env) string {
 // gatherStatus asks the daemon, or assembles the static picture when it
 // does not answer.
 func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
-	s := &session{e: e, cmd: "status", dryRun: true}
+	s := &invocation{e: e, cmd: "status", dryRun: true}
 	quiet := *e
 	quiet.stderr = io.Discard // the static picture reports its own problems
 	s.e = &quiet
@@ -180,7 +181,7 @@ func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 		// No answer is not proof that watch is not running: the state lock
 		// it holds is (issue 12: a socket that could not be bound made a
 		// shaping watch look stopped).
-		if pid, holder, held, herr := reconcile.Holder(stateDir); herr == nil && held && holder == reconcile.HolderWatch {
+		if pid, holder, held, herr := state.Holder(stateDir); herr == nil && held && holder == state.HolderWatch {
 			st.Daemon.Running, st.Daemon.PID = true, pid
 			why := "nothing listens there"
 			if !errors.Is(err0, statusapi.ErrNotRunning) {
@@ -194,12 +195,12 @@ func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 	// The socket exists but may not be opened: whether watch runs is in
 	// the state lock it holds, which anyone may probe.
 	st.Daemon.PermissionDenied = true
-	pid, holder, held, herr := reconcile.Holder(stateDir)
+	pid, holder, held, herr := state.Holder(stateDir)
 	switch {
 	case herr != nil:
 		// The socket is there and watch removes it when it stops.
 		st.Daemon.Running = true
-	case held && holder == reconcile.HolderWatch:
+	case held && holder == state.HolderWatch:
 		st.Daemon.Running, st.Daemon.PID = true, pid
 	default:
 		st.Daemon.Note = "nothing holds the state lock, so " + socket + " is left over from a watch that did not stop cleanly"
@@ -208,23 +209,27 @@ func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 }
 
 // staticStatus is the picture without a daemon (daemon.Static), read now.
-func staticStatus(s *session, stateDir, socket, note string) (statusapi.Status, error) {
+func staticStatus(s *invocation, stateDir, socket, note string) (statusapi.Status, error) {
 	e := s.e
-	if name, err := reconcile.ChooseBackend(runtime.GOOS, e.getenv); err == nil {
-		s.backendName = name
-	}
 	in := daemon.StaticInput{
 		Daemon:  statusapi.Daemon{Socket: socket, Note: note, ConfigDir: e.configDir, StateDir: stateDir},
 		NotRoot: e.euid() != 0,
 	}
-	pol, perr := reconcile.LoadPolicies(e.configDir, s.loadOptions())
-	in.Problems = config.Problems(perr)
+	ses, _ := session.Open(e.ctx, session.Options{
+		ConfigDir: e.configDir, StateDir: stateDir, Policies: true, Inspect: true,
+		SkipOwnershipCheck: e.euid() != 0, Getenv: e.getenv, Runner: backendRunner,
+	})
+	pol := ses.Policies
+	in.Problems = config.Problems(ses.Problems)
 	// What watch keeps in force for a broken file, it would keep at a
 	// start too: the picture shows the same policies.
-	in.Kept = reconcile.KeepLastGood(&pol, in.Problems, stateDir, s.loadOptions())
+	in.Kept = state.KeepLastGood(&pol, in.Problems, stateDir, ses.LoadOptions)
 	in.Policies, in.MTU = pol.Links, reconcile.PolicyMTUs(pol.Links)
-	in.State, in.StateErr = state.Load(stateDir)
-	in.Backend, in.BackendErr = reconcile.OpenBackend(reconcile.BackendConfig{Settings: pol.Settings, Runner: backendRunner, Getenv: e.getenv})
+	in.State, in.StateErr = ses.State.State, ses.StateErr
+	in.Backend, in.BackendErr = ses.Backend, ses.BackendErr
+	if ses.ChooseErr != nil {
+		in.BackendErr = ses.ChooseErr
+	}
 	in.Facts, in.FactsErr = linkfacts.Read(e.ctx, e.getenv)
 	return daemon.Static(e.ctx, in), nil
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/state"
 )
 
 // TestStatusWithoutDaemon: with no daemon, status says so and shows the
@@ -73,7 +73,7 @@ func TestStatusWithoutDaemonKeepsTheLastGoodPolicy(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
 	setHostGOOS(t, "darwin")
 	r.mustRun(exitOK, "apply")
-	saved := reconcile.LastGoodDir(r.stateDir)
+	saved := state.LastGoodDir(r.stateDir)
 	if err := os.MkdirAll(saved, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestStatusWithoutDaemonKeepsTheLastGoodPolicy(t *testing.T) {
 // next start. Copies of files that still exist stay.
 func TestApplyPrunesCopiesOfDeletedPolicies(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	saved := reconcile.LastGoodDir(r.stateDir)
+	saved := state.LastGoodDir(r.stateDir)
 	if err := os.MkdirAll(saved, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestStatusSocketDenied(t *testing.T) {
 		return statusapi.Status{}, fmt.Errorf("%w: %s answers root only; run with sudo", statusapi.ErrPermission, socket)
 	}
 	defer func() { fetchStatus = old }()
-	l, err := reconcile.AcquireLockAs(context.Background(), r.stateDir, time.Second, reconcile.HolderWatch)
+	l, err := state.AcquireLock(context.Background(), r.stateDir, state.LockOptions{Wait: time.Second, Holder: state.HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestStatusSocketDenied(t *testing.T) {
 func TestStatusWatchWithoutSocket(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	r.mustRun(exitOK, "apply")
-	l, err := reconcile.AcquireLockAs(context.Background(), r.stateDir, time.Second, reconcile.HolderWatch)
+	l, err := state.AcquireLock(context.Background(), r.stateDir, state.LockOptions{Wait: time.Second, Holder: state.HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestSecondWatchSaysSo(t *testing.T) {
 	old := watchLockWait
 	watchLockWait = 100 * time.Millisecond
 	defer func() { watchLockWait = old }()
-	l, err := reconcile.AcquireLockAs(context.Background(), r.stateDir, time.Second, reconcile.HolderWatch)
+	l, err := state.AcquireLock(context.Background(), r.stateDir, state.LockOptions{Wait: time.Second, Holder: state.HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/session"
 )
 
 var validateCmd = &command{
@@ -76,7 +76,7 @@ func runValidate(e *env, args []string) int {
 		return exitUsage
 	}
 	asRoot := e.euid() == 0
-	opts := reconcile.LoadOptionsFor(t, !asRoot)
+	opts := session.LoadOptions(t, !asRoot)
 	opts.Context = e.ctx
 	if !asRoot {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")

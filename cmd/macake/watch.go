@@ -114,16 +114,14 @@ func runWatch(e *env, args []string) int {
 		// millisecond, for 1.8 MiB less resident (docs/MEASUREMENTS.md).
 		debug.SetGCPercent(watchGCPercent)
 	}
-	s := &session{e: e, cmd: "watch"}
-	for _, step := range []func() (int, bool){s.chooseBackend, s.loadSettings} {
-		if code, ok := step(); !ok {
-			return code
-		}
+	s := &invocation{e: e, cmd: "watch"}
+	if code, ok := s.open(openSettings, nil); !ok {
+		return code
 	}
 	code := exitOK
 	err = daemon.Serve(e.ctx, daemon.ServeOptions{
 		ConfigDir: e.configDir, StateDir: e.stateDir, StateDirIsDefault: e.stateDir == defaultStateDir,
-		Settings: s.policies.Settings, LoadOptions: s.loadOptions(),
+		Settings: s.policies.Settings, LoadOptions: s.opened.LoadOptions,
 		BackendName: s.backendName, Runner: backendRunner, Getenv: e.getenv,
 		LogLevel: level, LogFile: f.logFile, Stderr: e.stderr, LockWait: watchLockWait, Sensors: watchSensors,
 		DriftInterval: f.drift, TeardownOnExit: f.teardown, Version: version, Commit: commit,

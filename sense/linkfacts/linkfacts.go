@@ -5,7 +5,7 @@
 // stable identity of a network; SSIDs are mostly hidden on modern macOS),
 // which interface carries the default route, and the SSID as an optional
 // label where the OS still discloses it. It produces [Facts], the
-// input of reconcile.Match.
+// input of desired.Match.
 //
 // Sources: macOS routing sysctls through golang.org/x/net/route (the route
 // dump for gateways, the RTF_LLINFO dump for MACs, like arp -an) and a

@@ -5,7 +5,7 @@ package linkfacts
 import "net"
 
 // MTUs returns the MTU of each named interface that exists here (what
-// reconcile.Inputs.MTU wants); interfaces it cannot find are left out.
+// desired.Inputs.MTU wants); interfaces it cannot find are left out.
 func MTUs(names []string) map[string]int {
 	mtus := map[string]int{}
 	for _, n := range names {

@@ -84,7 +84,7 @@ func Factory(build func(env *sim.Env) controller.Config) sim.Factory {
 
 // ConfigFactory runs the production controller with one fixed
 // configuration, whatever the link: what `macake watch` builds from a
-// policy (reconcile.ControllerConfig). Its mode is honoured as the daemon
+// policy (desired.ControllerConfig). Its mode is honoured as the daemon
 // honours it: autorate steers the pipes; fixed installs them at the base
 // rates and only observes; off installs nothing; balanced installs them
 // when the controller engages and removes them when it releases.

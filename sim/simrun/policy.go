@@ -5,9 +5,10 @@ package simrun
 import (
 	"fmt"
 
+	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
-	"github.com/macake/macake/reconcile"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/state"
@@ -21,12 +22,12 @@ reflector addresses only name the simulator's modelled reflectors, and shaper.ov
 the pipe rate as the daemon does while the simulated link itself carries no framing overhead.`
 
 // applyPolicy loads --policy, builds the controller configuration the
-// daemon would run (reconcile.ControllerConfig, on a network measured at the
+// daemon would run (desired.ControllerConfig, on a network measured at the
 // link's mean capacity, MTU 1500) and puts the policy's rate bounds (and a
 // fixed queue size) into opt for the other autorate arms.
 func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, controller.Config, error) {
 	// The simulator's pipes are dummynet's: the policy is checked as for a Mac.
-	pol, _, err := config.LoadFile(s.Policy, reconcile.LoadOptionsFor(config.TargetDarwin, true))
+	pol, _, err := config.LoadFile(s.Policy, config.LoadOptions{Target: config.TargetDarwin, SkipOwnershipCheck: true, Limits: pfdn.Limits})
 	if err != nil {
 		return nil, controller.Config{}, err
 	}
@@ -38,7 +39,7 @@ func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, cont
 		PeakUpload:       int64(link.Mean(shape.Upload)),
 		IdleRTT:          link.MinRTT(),
 	}
-	cfg, err := reconcile.ControllerConfig(pol, profile, 1500, reconcile.TargetLimits(config.TargetDarwin))
+	cfg, err := desired.ControllerConfig(pol, profile, 1500, pfdn.Limits)
 	if err != nil {
 		return nil, controller.Config{}, fmt.Errorf("%s: %w", s.Policy, err)
 	}
