@@ -101,7 +101,7 @@ func (d Draft) Render() ([]byte, error) {
 	if !linkNameRE.MatchString(d.Name) {
 		return nil, fmt.Errorf("link name %q: want 1-32 of a-z, 0-9, _ and -, starting with a letter or digit", d.Name)
 	}
-	if err := CheckInterfaceName(d.Interface); err != nil {
+	if err := shape.CheckInterfaceName(d.Interface); err != nil {
 		return nil, fmt.Errorf("interface: %w", err)
 	}
 	mode := d.Mode

@@ -42,14 +42,8 @@ func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi
 	if limit > 0 {
 		top = min(top, limit)
 	}
-	setting, bounds := l.Shaper.Download, l.Autorate.Download
-	defBounds := Defaults.Autorate.Download
-	defBase := Defaults.Shaper.Download.Rate
-	if d == shape.Upload {
-		setting, bounds = l.Shaper.Upload, l.Autorate.Upload
-		defBounds = Defaults.Autorate.Upload
-		defBase = Defaults.Shaper.Upload.Rate
-	}
+	setting, bounds := l.Shaper.Rate(d), l.Autorate.Bounds(d)
+	defBounds, defBase := Defaults.Autorate.Bounds(d), Defaults.Shaper.Rate(d).Rate
 	switch {
 	case setting.Auto && capacity <= 0:
 		return 0, 0, 0, ErrNeedsMeasurement

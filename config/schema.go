@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/shape"
 )
 
 // Link is one validated policy file: the link's name (the file stem), the
@@ -265,4 +267,14 @@ func parseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	return fmt.Errorf("%s", msg)
+}
+
+// Rate returns the base rate setting of direction d.
+func (s Shaper) Rate(d shape.Direction) RateOrAuto {
+	return shape.ByDirection[RateOrAuto]{Upload: s.Upload, Download: s.Download}.Of(d)
+}
+
+// Bounds returns the controller bounds of direction d.
+func (a Autorate) Bounds(d shape.Direction) Bounds {
+	return shape.ByDirection[Bounds]{Upload: a.Upload, Download: a.Download}.Of(d)
 }

@@ -79,8 +79,8 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 		if d.decoded("match", "match.interface") {
 			d.probs.add(d.file, d.keyPosOf("match"), `[match] needs interface, the interface this policy shapes, e.g. interface = "en0"`)
 		}
-	} else if m.Interface != "" && CheckInterfaceName(m.Interface) != nil {
-		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, MaxInterfaceName)
+	} else if m.Interface != "" && shape.CheckInterfaceName(m.Interface) != nil {
+		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
 	}
 	if mac := m.GatewayMAC; len(mac) == 6 {
 		switch {
@@ -260,11 +260,7 @@ func (d *decoder) checkActiveThreshold(p *Policy) {
 	a := &p.Autorate
 	l := Link{Policy: *p}
 	for _, dir := range shape.Directions {
-		setting := p.Shaper.Download
-		if dir == shape.Upload {
-			setting = p.Shaper.Upload
-		}
-		if setting.Auto {
+		if p.Shaper.Rate(dir).Auto {
 			continue
 		}
 		lo, _, _, err := l.Rates(dir, 0, 0, 0)

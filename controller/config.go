@@ -411,7 +411,7 @@ func DefaultConfig() Config {
 		if err != nil {
 			panic("controller: config.Defaults has no default rates: " + err.Error())
 		}
-		dc := c.direction(d)
+		dc := c.Direction(d)
 		dc.Min, dc.Base, dc.Max = int64(lo), int64(base), int64(hi)
 	}
 	return c

@@ -99,7 +99,7 @@ func FromPolicy(p config.Policy) (Config, error) {
 		c.Improvements = MacakeImprovements()
 	}
 	for _, d := range shape.Directions {
-		dc := c.direction(d)
+		dc := c.Direction(d)
 		dc.DelayThreshold = a.DelayThreshold.Std()
 		dc.FullIncreaseThreshold = a.FullIncreaseBelow.Std()
 		dc.FullCutThreshold = a.FullCutAbove.Std()
@@ -107,8 +107,8 @@ func FromPolicy(p config.Policy) (Config, error) {
 	return c, nil
 }
 
-// direction returns the per-direction tunables of d, for changing them.
-func (c *Config) direction(d shape.Direction) *DirectionConfig {
+// Direction returns the per-direction tunables of d, for changing them.
+func (c *Config) Direction(d shape.Direction) *DirectionConfig {
 	if d == shape.Upload {
 		return &c.Upload
 	}

@@ -69,31 +69,21 @@ type carried struct {
 func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*linkRunner, desired.Rates, error) {
 	d := c.d
 	var pipes desired.Rates
-	cfg, err := desired.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu, d.cfg.Backend.Info().Limits)
+	be := desired.BackendFactsOf(d.cfg.Backend.Info())
+	cfg, err := desired.ControllerConfig(a.Policy, c.profile(a.ProfileKey), mtu, be)
 	if err != nil {
 		return nil, pipes, err
-	}
-	kernelOverhead := d.cfg.Backend.Info().KernelOverhead
-	if kernelOverhead {
-		// The backend's qdisc adds overhead and mpu to every packet, so
-		// the controller's rate goes to it unchanged (Inputs.KernelOverhead);
-		// compensating here too would count the overhead twice.
-		cfg.Overhead, cfg.MPU = 0, 0
 	}
 	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
 	if from != nil && adaptive {
 		old := c.rates[a.Policy.Name]
 		for _, dir := range shape.Directions {
-			dc, oc := &cfg.Download, from.cfg.Download
-			rate, pipe := from.rates.Download, old.Download
-			if dir == shape.Upload {
-				dc, oc = &cfg.Upload, from.cfg.Upload
-				rate, pipe = from.rates.Upload, old.Upload
-			}
+			dc, oc := cfg.Direction(dir), from.cfg.Direction(dir)
+			rate, pipe := from.rates.Of(dir), old.Of(dir)
 			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
 				dc.Start = rate
 			} else {
-				dc.Start, pipe = dc.Base, desired.ShaperRate(a.Policy, dc.Base, mtu, kernelOverhead)
+				dc.Start, pipe = dc.Base, desired.ShaperRate(a.Policy, dc.Base, mtu, be.KernelOverhead)
 			}
 			pipes = pipes.With(dir, pipe)
 		}
@@ -144,10 +134,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if d.cfg.Metrics != nil {
 		r.metrics = d.cfg.Metrics.Link(r.name)
 		for _, dir := range shape.Directions {
-			dc := cfg.Download
-			if dir == shape.Upload {
-				dc = cfg.Upload
-			}
+			dc := cfg.Direction(dir)
 			r.metrics.Direction(dir).SetRateBounds(dc.Min, dc.Max)
 		}
 	}

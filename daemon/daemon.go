@@ -431,7 +431,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 		d.log.Info("watch stopped; shaping left in place (macake down removes it)")
 		return nil
 	}
-	out := reconcile.Pass(ctx, reconcile.PassInput{Backend: d.cfg.Backend, Tokens: d.cfg.Tokens, Teardown: true, Do: reconcile.ApplyPlan})
+	out := reconcile.Teardown(ctx, reconcile.Run{Backend: d.cfg.Backend, Store: d.cfg.Tokens, Do: reconcile.ApplyPlan})
 	if out.Step == reconcile.StepRelease {
 		d.log.Error("saving the state file after teardown", logging.KeyError, out.Err)
 		out.Err = nil

@@ -78,11 +78,15 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 	r.mtu = r.cfg.MTU(reconcile.PolicyInterfaces(links))
 	rec := &applyRecord{at: start, trigger: trigger}
 	out := reconcile.Pass(ctx, reconcile.PassInput{
-		Links: links, Facts: facts, Backend: r.cfg.Backend, Tokens: r.cfg.Tokens,
+		Run: reconcile.Run{
+			Backend: r.cfg.Backend, Store: r.cfg.Tokens, Do: reconcile.ApplyPlan,
+			Planned:  r.planned(ctx, rec),
+			Progress: func(op plan.Op, err error) { r.ev.Change(ctx, op, err) },
+		},
+		Links: links, Facts: facts, Partial: true,
 		Inputs: desired.Inputs{
 			State: r.cfg.Tokens.State, Rates: ctls.rates, Engaged: ctls.engaged, Reflectors: ctls.reflectors, MTU: r.mtu,
 		},
-		Do: reconcile.ApplyPlan, Partial: true,
 		Revise: func(d desired.Desire) bool {
 			r.changes.note(ctx, d.Selection, facts)
 			r.linkErrs = map[string]string{}
@@ -104,28 +108,6 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 			r.desire = d
 			return kept
 		},
-		Planned: func(o *reconcile.Outcome) {
-			was := r.hookErr
-			if r.noteHook(ctx, o.Err) {
-				rec.quiet = was != ""
-				return
-			}
-			r.noteUnshaped(ctx, o.Plan)
-			if r.liveOK && shape.SameSettings(o.Desired.Links, r.live.Links) && !o.Plan.Empty() {
-				// Nothing macake decided changed, yet the live state
-				// differs: someone else changed what macake owns.
-				rec.trigger = "drift"
-				for _, op := range o.Plan.Ops {
-					kind := driftKind(op)
-					r.ev.DriftRepaired(ctx, logging.Drift{Link: op.Link, Kind: kind, Detail: op.Label + ": " + op.Reason})
-					r.driftCounts[string(kind)]++
-					if r.cfg.Metrics != nil {
-						r.cfg.Metrics.DriftRepaired(string(kind))
-					}
-				}
-			}
-		},
-		Progress: func(op plan.Op, err error) { r.ev.Change(ctx, op, err) },
 	})
 	if out.Step != reconcile.StepSlots && out.Step != reconcile.StepSave {
 		rec.plan = out.Plan
@@ -346,4 +328,31 @@ func joinNote(a, b string) string {
 		return b
 	}
 	return a + "; " + b
+}
+
+// planned is a pass's Planned hook: it notes a blocked plan (the hook
+// line) and the links left unshaped, and when nothing macake decided
+// changed yet the plan is not empty, records the ops as drift repaired.
+func (r *reconciler) planned(ctx context.Context, rec *applyRecord) func(o *reconcile.Outcome) {
+	return func(o *reconcile.Outcome) {
+		was := r.hookErr
+		if r.noteHook(ctx, o.Err) {
+			rec.quiet = was != ""
+			return
+		}
+		r.noteUnshaped(ctx, o.Plan)
+		if r.liveOK && shape.SameSettings(o.Desired.Links, r.live.Links) && !o.Plan.Empty() {
+			// Nothing macake decided changed, yet the live state
+			// differs: someone else changed what macake owns.
+			rec.trigger = "drift"
+			for _, op := range o.Plan.Ops {
+				kind := driftKind(op)
+				r.ev.DriftRepaired(ctx, logging.Drift{Link: op.Link, Kind: kind, Detail: op.Label + ": " + op.Reason})
+				r.driftCounts[string(kind)]++
+				if r.cfg.Metrics != nil {
+					r.cfg.Metrics.DriftRepaired(string(kind))
+				}
+			}
+		}
+	}
 }

@@ -322,16 +322,15 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		notes = append(notes, "link facts: "+in.FactsErr.Error())
 	}
 	var bs statusapi.Backend
-	var inputs desired.Inputs
+	var be desired.BackendFacts
 	if in.Backend != nil {
 		info := in.Backend.Info()
 		bs = statusapi.Backend{Name: info.Name, System: info.System, Scope: info.Scope}
-		inputs.MaxSlots, inputs.KernelOverhead, inputs.Limits = info.MaxSlots, info.KernelOverhead, info.Limits
+		be = desired.BackendFactsOf(info)
 	} else if in.BackendErr != nil {
 		bs.LiveError = diag.OfPtr(in.BackendErr)
 	}
-	inputs.State, inputs.MTU = in.State, in.MTU
-	desire, derr := desired.Desired(in.Policies, in.Facts, inputs)
+	desire, derr := desired.Desired(in.Policies, in.Facts, desired.Inputs{State: in.State, MTU: in.MTU}, be)
 	linkErrs := map[string]string{}
 	for _, e := range reconcile.Unjoin(derr) {
 		if le, ok := errors.AsType[*desired.LinkError](e); ok {

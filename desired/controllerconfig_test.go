@@ -12,7 +12,6 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/sense/linkfacts"
-	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
@@ -30,11 +29,11 @@ func parsePolicy(t *testing.T, name, text string) config.Link {
 // defaults (controller's DefaultConfig, reflectors included), on an
 // interface of DefaultConfig's MTU; without the key it runs macake's law.
 func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
-	if c, err := ControllerConfig(parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n"), state.Profile{}, 1500, shape.Limits{}); err != nil || c.Improvements != controller.MacakeImprovements() {
+	if c, err := ControllerConfig(parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n"), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Improvements != controller.MacakeImprovements() {
 		t.Errorf("the default law: %+v, %v; want macake's", c.Improvements, err)
 	}
 	l := parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n[autorate]\ncontroller = \"upstream\"\n")
-	got, err := ControllerConfig(l, state.Profile{}, 1500, shape.Limits{})
+	got, err := ControllerConfig(l, state.Profile{}, 1500, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +86,7 @@ min_rates_on_sleep = true
 engage_after = "3s"
 release_after = "30s"
 `)
-	got, err := ControllerConfig(l, state.Profile{GoodDownload: 55_000_000, GoodUpload: 500_000}, 1492, shape.Limits{})
+	got, err := ControllerConfig(l, state.Profile{GoodDownload: 55_000_000, GoodUpload: 500_000}, 1492, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +134,11 @@ release_after = "30s"
 
 func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	fixed := parsePolicy(t, "cable", "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"90mbit\"\nupload = \"9mbit\"\n")
-	c, err := ControllerConfig(fixed, state.Profile{GoodDownload: 50_000_000}, 0, shape.Limits{})
+	c, err := ControllerConfig(fixed, state.Profile{GoodDownload: 50_000_000}, 0, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if lo, err := ControllerConfig(fixed, state.Profile{}, 65536, shape.Limits{}); err != nil || lo.MTU != 65535 {
+	if lo, err := ControllerConfig(fixed, state.Profile{}, 65536, BackendFacts{}); err != nil || lo.MTU != 65535 {
 		t.Errorf("Linux loopback's 64 KiB MTU: %v, MTU %d", err, lo.MTU)
 	}
 	if c.Mode != controller.ModeFixed || c.Download.Min != 90_000_000 || c.Download.Max != 90_000_000 || c.Download.Start != 0 || c.MTU != controller.DefaultMTU {
@@ -148,15 +147,15 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	// The default 2 Mbit/s activity threshold is above this minimum: the
 	// controller would refuse it, so it is lowered.
 	slow := parsePolicy(t, "dsl", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"4mbit\"\nupload = \"1mbit\"\n")
-	if c, err = ControllerConfig(slow, state.Profile{}, 1500, shape.Limits{}); err != nil || c.ConnectionActive != c.Upload.Min {
+	if c, err = ControllerConfig(slow, state.Profile{}, 1500, BackendFacts{}); err != nil || c.ConnectionActive != c.Upload.Min {
 		t.Errorf("slow link: activity threshold %d, upload minimum %d, err %v", c.ConnectionActive, c.Upload.Min, err)
 	}
 
 	auto := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"%s\"\ndownload = \"auto\"\n"
-	if _, err := ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{}, 1500, shape.Limits{}); err == nil || !strings.Contains(err.Error(), "measure") {
+	if _, err := ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{}, 1500, BackendFacts{}); err == nil || !strings.Contains(err.Error(), "measure") {
 		t.Errorf("autorate with an unmeasured auto rate: %v, want the measurement hint", err)
 	}
-	c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{DownloadCapacity: 200_000_000}, 1500, shape.Limits{})
+	c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{DownloadCapacity: 200_000_000}, 1500, BackendFacts{})
 	if err != nil || c.Download.Base != 190_000_000 {
 		t.Errorf("auto = 95 %% of the measured capacity: base %d, err %v", c.Download.Base, err)
 	}
@@ -168,15 +167,15 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	st.RecordMeasurement("sat", state.Profile{DownloadCapacity: 200_000_000, UploadCapacity: 20_000_000})
 	st.RecordMeasurement("sat", state.Profile{DownloadCapacity: 40_000_000, UploadCapacity: 20_000_000})
 	autoMax := strings.Replace(auto, "%s", "autorate", 1) + "[autorate]\ndownload = { min = \"5mbit\", max = \"auto\" }\n"
-	c, err = ControllerConfig(parsePolicy(t, "sat", autoMax), st.Profiles["sat"], 1500, shape.Limits{})
+	c, err = ControllerConfig(parsePolicy(t, "sat", autoMax), st.Profiles["sat"], 1500, BackendFacts{})
 	if err != nil || c.Download.Base != 38_000_000 || c.Download.Max != 200_000_000 {
 		t.Errorf("max = \"auto\" after 200 then 40 Mbit/s: base %d max %d, err %v; want base 38 Mbit/s (95 %% of the latest), max 200 Mbit/s (the highest)", c.Download.Base, c.Download.Max, err)
 	}
-	d, err := Desired([]config.Link{parsePolicy(t, "sat", autoMax)}, linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st})
+	d, err := Desired([]config.Link{parsePolicy(t, "sat", autoMax)}, linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st}, BackendFacts{})
 	if err != nil || len(d.Active) != 1 || d.Active[0].Download.Max != 200_000_000 || d.Active[0].Download.Base != 38_000_000 {
 		t.Errorf("Desired with max = \"auto\": %+v, err %v", d.Active, err)
 	}
-	if c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500, shape.Limits{}); err != nil || c.Mode != controller.ModeOff {
+	if c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeOff {
 		t.Errorf("off with an unmeasured auto rate observes anyway: %v", err)
 	}
 }

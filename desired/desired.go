@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/diag"
@@ -30,28 +31,7 @@ const DefaultIdleRTT = 20 * time.Millisecond
 // Rates are a controller's current pipe rates for one link, in bit/s, as
 // its decisions carry them (overhead compensation already applied). 0
 // means "no decision yet" for that direction.
-type Rates struct {
-	Upload   int64 `json:"upload_bits_per_second"`
-	Download int64 `json:"download_bits_per_second"`
-}
-
-// With returns r with direction d's rate replaced.
-func (r Rates) With(d shape.Direction, bits int64) Rates {
-	if d == shape.Upload {
-		r.Upload = bits
-	} else {
-		r.Download = bits
-	}
-	return r
-}
-
-// Of returns the rate of direction d.
-func (r Rates) Of(d shape.Direction) int64 {
-	if d == shape.Upload {
-		return r.Upload
-	}
-	return r.Download
-}
+type Rates = shape.ByDirection[int64]
 
 // Inputs are what Desired needs besides the policies and the link facts.
 // The zero value is a one-shot `apply` on a machine with an empty state
@@ -77,6 +57,12 @@ type Inputs struct {
 	// MTU is each interface's MTU in bytes; a missing one is
 	// controller.DefaultMTU.
 	MTU map[string]int
+}
+
+// BackendFacts are what Desired needs to know of the backend the state
+// is for: what a pass learns from it (backend.Info, backend.SlotReader),
+// apart from what its caller gives (Inputs).
+type BackendFacts struct {
 	// MaxSlots is how many links the backend can hold at once (pfdn: the
 	// pipe range's Slots()); 0 means no limit.
 	MaxSlots int
@@ -102,6 +88,12 @@ type Inputs struct {
 	// link never takes one: that would overwrite another tool's pipe and,
 	// once the slot is in the state file, make it look like macake's.
 	ForeignSlots map[int]bool
+}
+
+// BackendFactsOf are the facts a backend's Info gives; the live slots
+// come from its SlotReader.
+func BackendFactsOf(info backend.Info) BackendFacts {
+	return BackendFacts{MaxSlots: info.MaxSlots, KernelOverhead: info.KernelOverhead, Limits: info.Limits}
 }
 
 // RateSource says where a desired rate came from.
@@ -173,10 +165,7 @@ type ActiveLink struct {
 
 // Direction returns the desired shaper of direction d.
 func (a ActiveLink) Direction(d shape.Direction) DirectionRate {
-	if d == shape.Upload {
-		return a.Upload
-	}
-	return a.Download
+	return shape.ByDirection[DirectionRate]{Upload: a.Upload, Download: a.Download}.Of(d)
 }
 
 // Desire is the outcome of Desired.
@@ -253,7 +242,7 @@ func (e *LinkError) Diagnostic() diag.Diagnostic {
 // policy's base rate ("auto" is 95 % of the measured capacity). Policy rates
 // are controller rates, counted on the wire: with overhead or mpu set they
 // are converted to the pipe rate the controller would send (PipeRate),
-// unless in.KernelOverhead says the backend's shaper counts the overhead
+// unless be.KernelOverhead says the backend's shaper counts the overhead
 // itself (then shape.Link.Cake carries overhead and mpu to it). The queue is the policy's
 // fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
 // profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
@@ -266,7 +255,7 @@ func (e *LinkError) Diagnostic() diag.Diagnostic {
 // callers refuse to apply on any error; watch keeps the failed link's
 // previous desired state so that a problem never tears working shaping
 // down.
-func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, error) {
+func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFacts) (Desire, error) {
 	st := in.State
 	if st == nil {
 		st = &state.State{}
@@ -282,13 +271,13 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, err
 			released = append(released, name)
 		}
 	}
-	maxSlots := in.MaxSlots
+	maxSlots := be.MaxSlots
 	if maxSlots <= 0 {
 		maxSlots = 1 << 20
 	}
 
 	sel := Match(links, facts)
-	adoptLiveSlots(&slots, sel.Active, in, maxSlots)
+	adoptLiveSlots(&slots, sel.Active, in, be, maxSlots)
 	d := Desire{Selection: sel, State: shape.State{Links: []shape.Link{}}}
 	var errs []error
 	broken := map[string]bool{}
@@ -314,30 +303,27 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs) (Desire, err
 		}
 		var failed bool
 		for _, dir := range shape.Directions {
-			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu, in.KernelOverhead, in.Limits)
+			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu, be)
 			if err != nil {
 				errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: err})
 				failed = true
 				broken[l.Name] = true
 				break
 			}
-			if dir == shape.Upload {
-				a.Upload = r
-			} else {
-				a.Download = r
-			}
-			if msg := aboveLimit(l, dir, profile, in.Limits); msg != "" {
+			rates := shape.ByDirection[DirectionRate]{Upload: a.Upload, Download: a.Download}.With(dir, r)
+			a.Upload, a.Download = rates.Upload, rates.Download
+			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" {
 				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: msg})
 			}
 		}
 		if failed {
 			continue
 		}
-		slot, ok := slots.Slot(l.Name, maxSlots, in.ForeignSlots)
+		slot, ok := slots.Slot(l.Name, maxSlots, be.ForeignSlots)
 		if !ok {
 			msg := fmt.Sprintf("no free slot: the backend holds at most %d links at once", maxSlots)
-			if len(in.ForeignSlots) > 0 {
-				msg += fmt.Sprintf(", and %d of its slots hold pipes macake did not make (see the plan's warnings)", len(in.ForeignSlots))
+			if len(be.ForeignSlots) > 0 {
+				msg += fmt.Sprintf(", and %d of its slots hold pipes macake did not make (see the plan's warnings)", len(be.ForeignSlots))
 			}
 			if len(released) > 0 {
 				msg += "; the slots of removed links are free again after the next successful apply"
@@ -412,8 +398,8 @@ func unshapedReason(l config.Link, v Verdict) string {
 // that is live on its interface, when no other link holds it. It runs
 // before any new slot is allocated, so a lowest-free allocation never
 // takes a slot another link is about to adopt.
-func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, maxSlots int) {
-	if len(in.LiveSlots) == 0 {
+func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, be BackendFacts, maxSlots int) {
+	if len(be.LiveSlots) == 0 {
 		return
 	}
 	used := map[int]bool{}
@@ -424,7 +410,7 @@ func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, maxSlot
 		if _, has := slots.Slots[l.Name]; has || !shaped(l, in) {
 			continue
 		}
-		n, ok := in.LiveSlots[l.Match.Interface]
+		n, ok := be.LiveSlots[l.Match.Interface]
 		if !ok || n < 0 || n >= maxSlots || used[n] {
 			continue
 		}
@@ -447,20 +433,51 @@ func shaped(l config.Link, in Inputs) bool {
 	return true
 }
 
-// profileCapacity returns one direction's latest and peak measured
-// capacity and its last known-good rate from the network's profile.
-func profileCapacity(p state.Profile, dir shape.Direction) (latest, peak, good int64) {
-	peakDown, peakUp := p.Peaks()
-	if dir == shape.Upload {
-		return p.UploadCapacity, peakUp, p.GoodUpload
+// Bounds are one direction's rates as the policy and the network decide
+// them, in bit/s on the wire (controller rates, before overhead
+// compensation).
+type Bounds struct {
+	// Min, Base and Max are the controller's bounds (config.Link.Rates
+	// with the measured capacity, capped at the backend's highest rate).
+	Min, Base, Max int64
+	// Start is where shaping starts without a controller's rate: the last
+	// known-good rate on this network clamped into [Min, Max] (autorate
+	// and balanced), else Base; Source says which.
+	Start  int64
+	Source RateSource
+}
+
+// LinkBounds decides direction d's rates of link l on the network whose
+// profile is p, for a backend whose highest rate is lim: the one home of
+// the bounds, the known-good start and its clamping, which both the
+// desired state and the controller take. Mode "off" observes at its
+// configured rate, or at the default rate when that is an unmeasured
+// "auto" (nothing is shaped, so the rate only scales the load classes).
+// An unmeasured "auto" rate otherwise fails with config.ErrNeedsMeasurement.
+func LinkBounds(l config.Link, d shape.Direction, p state.Profile, lim shape.Limits) (Bounds, error) {
+	capacity, peak, good := p.Capacity(d)
+	lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
+	if errors.Is(err, config.ErrNeedsMeasurement) && l.Shaper.Mode == config.ModeOff {
+		lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0, 0)
 	}
-	return p.DownloadCapacity, peakDown, p.GoodDownload
+	if err != nil {
+		return Bounds{}, err
+	}
+	b := Bounds{Min: int64(lo), Base: int64(base), Max: int64(hi), Start: int64(base), Source: FromPolicy}
+	if adaptive(l) && good > 0 {
+		b.Start, b.Source = max(b.Min, min(b.Max, good)), FromKnownGood
+	}
+	return b, nil
+}
+
+// adaptive reports whether a controller steers the link's rates.
+func adaptive(l config.Link) bool {
+	return l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
 }
 
 // directionRate resolves one direction's desired pipe.
-func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, kernelOverhead bool, lim shape.Limits) (DirectionRate, error) {
-	capacity, peak, good := profileCapacity(p, dir)
-	lo, base, hi, err := l.Rates(dir, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
+func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, be BackendFacts) (DirectionRate, error) {
+	b, err := LinkBounds(l, dir, p, be.Limits)
 	if errors.Is(err, config.ErrNeedsMeasurement) {
 		return DirectionRate{}, &measurementError{fmt.Sprintf(
 			"shaper.%s is \"auto\" (95 %% of the measured capacity), but this network has not been measured yet; "+
@@ -469,19 +486,14 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	if err != nil {
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
 	}
-	r := DirectionRate{Min: int64(lo), Base: int64(base), Max: int64(hi), Source: FromPolicy, Queue: queueSizer(l, p, mtu)}
-	adaptive := l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
-	wire := r.Base
-	switch {
-	case current > 0:
+	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu)}
+	if current > 0 {
 		// A controller's rate is a pipe rate already.
 		r.Source = FromController
 		r.Pipe = r.Queue.Pipe(current)
 		return r, nil
-	case adaptive && good > 0:
-		r.Source, wire = FromKnownGood, max(r.Min, min(r.Max, good))
 	}
-	rate, comp := shaperCompensation(l, wire, mtu, kernelOverhead)
+	rate, comp := shaperCompensation(l, b.Start, mtu, be.KernelOverhead)
 	r.Pipe = r.Queue.Pipe(rate)
 	r.Pipe.Compensation = comp
 	return r, nil

@@ -56,7 +56,7 @@ func slotsOf(d Desire) map[string]int {
 func TestDesiredSlotsAreStable(t *testing.T) {
 	a, b, c := simple(t, "a", "en0", ""), simple(t, "b", "en1", ""), simple(t, "c", "en2", "")
 	st := &state.State{}
-	d, err := Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{State: st})
+	d, err := Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{State: st}, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestDesiredSlotsAreStable(t *testing.T) {
 	// in the state file until an apply has removed b's pipes (the slot is
 	// what proves they are macake's), so z does not take it yet.
 	z := simple(t, "z", "en3", "")
-	d, err = Desired([]config.Link{a, c, z}, up("en0", "en2", "en3"), Inputs{State: st})
+	d, err = Desired([]config.Link{a, c, z}, up("en0", "en2", "en3"), Inputs{State: st}, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +87,13 @@ func TestDesiredSlotsAreStable(t *testing.T) {
 
 	// Once released, the slot is free again.
 	y := simple(t, "y", "en4", "")
-	d, err = Desired([]config.Link{a, c, z, y}, up("en0", "en2", "en3", "en4"), Inputs{State: st})
+	d, err = Desired([]config.Link{a, c, z, y}, up("en0", "en2", "en3", "en4"), Inputs{State: st}, BackendFacts{})
 	if err != nil || d.Slots["y"] != 1 || len(d.Released) != 0 {
 		t.Fatalf("y: slots %v, released %v, %v", d.Slots, d.Released, err)
 	}
 
 	// a link whose interface is down keeps its slot while in the config.
-	d, err = Desired([]config.Link{a, c, z}, up("en2", "en3"), Inputs{State: st})
+	d, err = Desired([]config.Link{a, c, z}, up("en2", "en3"), Inputs{State: st}, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestDesiredSlotsAreStable(t *testing.T) {
 
 func TestDesiredRunsOutOfSlots(t *testing.T) {
 	a, b := simple(t, "a", "en0", ""), simple(t, "b", "en1", "")
-	d, err := Desired([]config.Link{a, b}, up("en0", "en1"), Inputs{MaxSlots: 1})
+	d, err := Desired([]config.Link{a, b}, up("en0", "en1"), Inputs{}, BackendFacts{MaxSlots: 1})
 	var le *LinkError
 	if !errors.As(err, &le) || le.Link != "b" || !strings.Contains(err.Error(), "no free slot") {
 		t.Fatalf("err %v, want a LinkError for b", err)
@@ -150,7 +150,7 @@ upload = "10mbit"
 		{"fixed ignores known good", fixed, Inputs{State: good}, 100_000_000, 10_000_000, FromPolicy, FromPolicy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := Desired([]config.Link{tc.link}, facts, tc.in)
+			d, err := Desired([]config.Link{tc.link}, facts, tc.in, BackendFacts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,15 +173,15 @@ func TestDesiredQueues(t *testing.T) {
 	fixedQ := simple(t, "wan", "en0", "queue = \"200KB\"\n")
 	measured := &state.State{Profiles: map[string]state.Profile{"wan": {IdleRTT: 40 * time.Millisecond}}}
 
-	d, _ := Desired([]config.Link{auto}, up("en0"), Inputs{MTU: map[string]int{"en0": 9000}})
+	d, _ := Desired([]config.Link{auto}, up("en0"), Inputs{MTU: map[string]int{"en0": 9000}}, BackendFacts{})
 	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, DefaultIdleRTT, 9000); got != want {
 		t.Errorf("auto queue without a profile: %d, want %d", got, want)
 	}
-	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured})
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, BackendFacts{})
 	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500); got != want {
 		t.Errorf("auto queue with a measured idle RTT: %d, want %d", got, want)
 	}
-	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured})
+	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, BackendFacts{})
 	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
 		t.Errorf("fixed queue: %d, want %d", got, 200*1024)
 	}
@@ -190,7 +190,7 @@ func TestDesiredQueues(t *testing.T) {
 func TestDesiredModes(t *testing.T) {
 	off := simple(t, "off", "en0", "mode = \"off\"\n")
 	bal := simple(t, "bal", "en1", "mode = \"balanced\"\n")
-	d, err := Desired([]config.Link{off, bal}, up("en0", "en1"), Inputs{})
+	d, err := Desired([]config.Link{off, bal}, up("en0", "en1"), Inputs{}, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestDesiredModes(t *testing.T) {
 	if len(d.Warnings) != 1 || d.Warnings[0].Link != "bal" {
 		t.Fatalf("want one note for the idle balanced link, got %+v", d.Warnings)
 	}
-	d, _ = Desired([]config.Link{off, bal}, up("en0", "en1"), Inputs{Engaged: map[string]bool{"bal": true}})
+	d, _ = Desired([]config.Link{off, bal}, up("en0", "en1"), Inputs{Engaged: map[string]bool{"bal": true}}, BackendFacts{})
 	if len(d.State.Links) != 1 || d.State.Links[0].Name != "bal" {
 		t.Fatalf("engaged balanced must be shaped: %+v", d.State.Links)
 	}
@@ -211,7 +211,7 @@ func TestDesiredModes(t *testing.T) {
 
 func TestDesiredReflectorsAndCake(t *testing.T) {
 	l := simple(t, "wan", "en0", "overhead = 18\n[autorate]\nreflectors = [\"1.1.1.1\", \"tcp:8.8.8.8:443\", \"auto:9.9.9.9:443\"]\nactive_reflectors = 2\n[cake]\ndiffserv = \"diffserv4\"\n")
-	d, err := Desired([]config.Link{l}, up("en0"), Inputs{})
+	d, err := Desired([]config.Link{l}, up("en0"), Inputs{}, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,13 +231,13 @@ func TestDesiredReflectorsAndCake(t *testing.T) {
 		want string
 	}{{"", "[9.9.9.9 tcp:8.8.8.8:443]"}, {"icmp", "[9.9.9.9 tcp:8.8.8.8:443]"}, {"tcp", "[tcp:9.9.9.9:443 tcp:8.8.8.8:443]"}} {
 		st := &state.State{Profiles: map[string]state.Profile{"wan": {Link: "wan", ProbeKind: c.kind}}}
-		d, _ = Desired([]config.Link{l}, up("en0"), Inputs{State: st, Reflectors: active})
+		d, _ = Desired([]config.Link{l}, up("en0"), Inputs{State: st, Reflectors: active}, BackendFacts{})
 		if got := fmt.Sprint(d.State.Links[0].Reflectors); got != c.want {
 			t.Errorf("probe kind %q measured: exemptions %s, want %s", c.kind, got, c.want)
 		}
 	}
 	plain := simple(t, "plain", "en0", "")
-	d, _ = Desired([]config.Link{plain}, up("en0"), Inputs{})
+	d, _ = Desired([]config.Link{plain}, up("en0"), Inputs{}, BackendFacts{})
 	if d.State.Links[0].Cake != nil {
 		t.Errorf("a policy without CAKE options got %+v", d.State.Links[0].Cake)
 	}
@@ -289,7 +289,7 @@ func TestPipeRateMatchesController(t *testing.T) {
 func TestDesiredAdoptsLiveSlots(t *testing.T) {
 	a, b, c := simple(t, "a", "en0", ""), simple(t, "b", "en1", ""), simple(t, "c", "en2", "")
 	live := map[string]int{"en1": 0, "en2": 4, "en0": 7}
-	d, err := Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{LiveSlots: live})
+	d, err := Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{}, BackendFacts{LiveSlots: live})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +297,7 @@ func TestDesiredAdoptsLiveSlots(t *testing.T) {
 		t.Fatalf("slots %v, want the live ones", got)
 	}
 	st := &state.State{Slots: map[string]int{"a": 0}}
-	d, _ = Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{State: st, LiveSlots: live, MaxSlots: 5})
+	d, _ = Desired([]config.Link{a, b, c}, up("en0", "en1", "en2"), Inputs{State: st}, BackendFacts{LiveSlots: live, MaxSlots: 5})
 	if got := slotsOf(d); !maps.Equal(got, map[string]int{"a": 0, "b": 1, "c": 4}) {
 		t.Fatalf("slots %v: a keeps its slot, b cannot adopt a's, c adopts 4", got)
 	}
@@ -314,7 +314,7 @@ func TestDesiredAdoptsLiveSlots(t *testing.T) {
 // keeps it (the state file is the proof).
 func TestDesiredSkipsForeignSlots(t *testing.T) {
 	a, b := simple(t, "a", "en0", ""), simple(t, "b", "en1", "")
-	d, err := Desired([]config.Link{a, b}, up("en0", "en1"), Inputs{ForeignSlots: map[int]bool{0: true, 2: true}})
+	d, err := Desired([]config.Link{a, b}, up("en0", "en1"), Inputs{}, BackendFacts{ForeignSlots: map[int]bool{0: true, 2: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,10 +322,10 @@ func TestDesiredSkipsForeignSlots(t *testing.T) {
 		t.Fatalf("slots %v, want a 1 and b 3", got)
 	}
 	st := &state.State{Slots: map[string]int{"a": 0}}
-	if d, _ := Desired([]config.Link{a}, up("en0"), Inputs{State: st, ForeignSlots: map[int]bool{0: true}}); d.Slots["a"] != 0 {
+	if d, _ := Desired([]config.Link{a}, up("en0"), Inputs{State: st}, BackendFacts{ForeignSlots: map[int]bool{0: true}}); d.Slots["a"] != 0 {
 		t.Fatalf("a held slot moved: %v", d.Slots)
 	}
-	_, err = Desired([]config.Link{a}, up("en0"), Inputs{MaxSlots: 1, ForeignSlots: map[int]bool{0: true}})
+	_, err = Desired([]config.Link{a}, up("en0"), Inputs{}, BackendFacts{MaxSlots: 1, ForeignSlots: map[int]bool{0: true}})
 	if err == nil || !strings.Contains(err.Error(), "hold pipes macake did not make") {
 		t.Fatalf("err %v, want no free slot because of foreign pipes", err)
 	}
@@ -361,7 +361,7 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 	st := &state.State{Slots: map[string]int{
 		"shaped": 0, "down": 1, "absent": 2, "elsewhere": 3, "off": 4, "idle": 5, "winner": 6, "loser": 7, "deleted": 8,
 	}}
-	d, err := Desired(links, facts, Inputs{State: st})
+	d, err := Desired(links, facts, Inputs{State: st}, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,8 @@ import (
 // rates derived from it (an "auto" rate, an "auto" max) are capped there:
 // the cap is never silent. It is "" otherwise.
 func aboveLimit(l config.Link, dir shape.Direction, p state.Profile, lim shape.Limits) string {
-	capacity, peak, _ := profileCapacity(p, dir)
-	setting, bounds := l.Shaper.Download, l.Autorate.Download
-	if dir == shape.Upload {
-		setting, bounds = l.Shaper.Upload, l.Autorate.Upload
-	}
-	if !setting.Auto && !bounds.Max.Auto {
+	capacity, peak, _ := p.Capacity(dir)
+	if !l.Shaper.Rate(dir).Auto && !l.Autorate.Bounds(dir).Max.Auto {
 		return ""
 	}
 	measured := max(capacity, peak)

@@ -24,16 +24,16 @@ func TestMeasuredCapacityAboveTheBackendsLimit(t *testing.T) {
 	l := policy(t, "fiber", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"auto\"\nupload = \"auto\"\nqueue = \"1MB\"\n[autorate]\ndownload = { max = \"auto\" }\n")
 	for _, c := range []struct {
 		name     string
-		in       Inputs
+		be       BackendFacts
 		download int64
 		warning  string
 	}{
-		{"tc", Inputs{State: st, KernelOverhead: true, Limits: tc.Limits}, 16_720_000_000, ""},
-		{"dummynet", Inputs{State: st, Limits: pfdn.Limits}, 2_147_483_000,
+		{"tc", BackendFacts{KernelOverhead: true, Limits: tc.Limits}, 16_720_000_000, ""},
+		{"dummynet", BackendFacts{Limits: pfdn.Limits}, 2_147_483_000,
 			"the measured download capacity, 17.6 Gbit/s, is above 2147.483 Mbit/s, the highest rate dummynet shapes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			d, err := Desired([]config.Link{l}, facts, c.in)
+			d, err := Desired([]config.Link{l}, facts, Inputs{State: st}, c.be)
 			if err != nil {
 				t.Fatal(err)
 			}

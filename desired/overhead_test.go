@@ -30,7 +30,7 @@ func TestDesiredCountsOverheadOnce(t *testing.T) {
 		{"dummynet", false, 21_739_000}, // 22000 kbit/s × 1500/1518
 		{"tc", true, 22_000_000},
 	} {
-		d, err := Desired([]config.Link{l}, up("eth0"), Inputs{MTU: mtu, KernelOverhead: tt.kernelOverhead})
+		d, err := Desired([]config.Link{l}, up("eth0"), Inputs{MTU: mtu}, BackendFacts{KernelOverhead: tt.kernelOverhead})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestDesiredCountsOverheadOnce(t *testing.T) {
 
 	// Composed with the tc backend's planner on a kernel without CAKE: the
 	// htb class runs at the wire rate and adds the overhead per packet.
-	d, err := Desired([]config.Link{l}, up("eth0"), Inputs{MTU: mtu, KernelOverhead: true})
+	d, err := Desired([]config.Link{l}, up("eth0"), Inputs{MTU: mtu}, BackendFacts{KernelOverhead: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ ingress_isolation = "dual-dsthost"
 nat = true
 ack_filter = true
 `)
-	d, err := Desired([]config.Link{l}, up("eth0"), Inputs{KernelOverhead: true})
+	d, err := Desired([]config.Link{l}, up("eth0"), Inputs{}, BackendFacts{KernelOverhead: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 		}
 		// As a dry run plans: a link without a slot takes the one live on
 		// its interface, so a lost state file shows no phantom change.
-		out := reconcile.Pass(ctx, reconcile.PassInput{Links: links, Facts: facts.facts, Inputs: inputs, Backend: b})
+		out := reconcile.Pass(ctx, reconcile.PassInput{Run: reconcile.Run{Backend: b}, Links: links, Facts: facts.facts, Inputs: inputs})
 		d.plan = out.Plan
 		switch out.Step {
 		case reconcile.StepDone, reconcile.StepBlocked:

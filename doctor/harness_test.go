@@ -155,7 +155,7 @@ func (m *fakeMac) apply() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	out := reconcile.Pass(ctx, reconcile.PassInput{Links: pol.Links, Facts: facts, Inputs: desired.Inputs{State: st}, Backend: b, Tokens: tokens, Do: reconcile.ApplyPlan})
+	out := reconcile.Pass(ctx, reconcile.PassInput{Run: reconcile.Run{Backend: b, Store: tokens, Do: reconcile.ApplyPlan}, Links: pol.Links, Facts: facts, Inputs: desired.Inputs{State: st}})
 	if out.Err != nil {
 		m.t.Fatal(out.Err)
 	}

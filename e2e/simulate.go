@@ -232,7 +232,7 @@ func lawConfig(sc Scenario, law config.ControlLaw) (controller.Config, error) {
 	if err != nil {
 		return controller.Config{}, err
 	}
-	return desired.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500, tc.Limits)
+	return desired.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500, desired.BackendFacts{Limits: tc.Limits})
 }
 
 func mustBaseline(name string) sim.Factory {

@@ -72,7 +72,7 @@ func shapedMac(b *testing.B) (*pfdntest.Emulator, *state.State) {
 	withForeignState(b, emu)
 	m := newMac(b, emu)
 	links, facts := fiftyLinks(b, "100mbit")
-	d, err := desired.Desired(links, facts, desired.Inputs{State: m.tokens.State, MaxSlots: m.backend.Info().MaxSlots})
+	d, err := desired.Desired(links, facts, desired.Inputs{State: m.tokens.State}, desired.BackendFactsOf(m.backend.Info()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func BenchmarkPlan50Links(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				out := reconcile.Pass(ctx, reconcile.PassInput{Links: links, Facts: facts, Inputs: desired.Inputs{State: st}, Backend: backend})
+				out := reconcile.Pass(ctx, reconcile.PassInput{Run: reconcile.Run{Backend: backend}, Links: links, Facts: facts, Inputs: desired.Inputs{State: st}})
 				if out.Err != nil {
 					b.Fatal(out.Err)
 				}
@@ -136,10 +136,8 @@ func BenchmarkApplyNoop(b *testing.B) {
 	b.ReportAllocs()
 	tokens := &state.File{State: st}
 	for b.Loop() {
-		out := reconcile.Pass(ctx, reconcile.PassInput{
-			Links: links, Facts: facts, Inputs: desired.Inputs{State: st}, Backend: backend,
-			Tokens: tokens, Do: reconcile.ApplyPlan, Verify: true,
-		})
+		out := reconcile.Pass(ctx, reconcile.PassInput{Run: reconcile.Run{Backend: backend, Store: tokens, Do: reconcile.ApplyPlan, Verify: true},
+			Links: links, Facts: facts, Inputs: desired.Inputs{State: st}})
 		if out.Err != nil {
 			b.Fatal(out.Err)
 		}

@@ -67,17 +67,18 @@ func (m *mac) desire(linksDir, factsFile string, in desired.Inputs) (desired.Des
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	in.State, in.MaxSlots = m.tokens.State, m.backend.Info().MaxSlots
-	d, err := desired.Desired(pol.Links, facts, in)
-	if err == nil && d.AllocatesSlots(in.State) && in.LiveSlots == nil && in.ForeignSlots == nil {
+	in.State = m.tokens.State
+	be := desired.BackendFactsOf(m.backend.Info())
+	d, err := desired.Desired(pol.Links, facts, in, be)
+	if err == nil && d.AllocatesSlots(in.State) {
 		// As the commands do: new slots go to the interfaces' live ones
 		// and never to a slot another tool's pipes occupy.
 		use, err := m.backend.(backend.SlotReader).LiveSlots(context.Background())
 		if err != nil {
 			m.t.Fatal(err)
 		}
-		in.LiveSlots, in.ForeignSlots = use.Interfaces, use.Foreign
-		return desired.Desired(pol.Links, facts, in)
+		be.LiveSlots, be.ForeignSlots = use.Interfaces, use.Foreign
+		return desired.Desired(pol.Links, facts, in, be)
 	}
 	return d, err
 }
@@ -239,8 +240,11 @@ func (m *mac) runSetup(dir string) {
 // caseInputs reads a case's inputs.json (watch's inputs), if any.
 func caseInputs(t testing.TB, dir string) desired.Inputs {
 	var in struct {
-		Engaged map[string]bool          `json:"engaged"`
-		Rates   map[string]desired.Rates `json:"rates"`
+		Engaged map[string]bool `json:"engaged"`
+		Rates   map[string]struct {
+			Upload   int64 `json:"upload_bits_per_second"`
+			Download int64 `json:"download_bits_per_second"`
+		} `json:"rates"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "inputs.json"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -252,7 +256,11 @@ func caseInputs(t testing.TB, dir string) desired.Inputs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return desired.Inputs{Engaged: in.Engaged, Rates: in.Rates}
+	rates := map[string]desired.Rates{}
+	for link, r := range in.Rates {
+		rates[link] = desired.Rates{Upload: r.Upload, Download: r.Download}
+	}
+	return desired.Inputs{Engaged: in.Engaged, Rates: rates}
 }
 
 // caseState loads a case's state.json into the Mac's state, if any.

@@ -25,10 +25,8 @@ func TestApplyReadsTheLiveStateOncePerStep(t *testing.T) {
 	pass := func() reconcile.Outcome {
 		t.Helper()
 		emu.ResetCalls()
-		out := reconcile.Pass(context.Background(), reconcile.PassInput{
-			Links: links, Facts: facts, Inputs: desired.Inputs{State: m.tokens.State}, Backend: m.backend,
-			Tokens: m.tokens, Do: reconcile.ApplyPlan, Verify: true,
-		})
+		out := reconcile.Pass(context.Background(), reconcile.PassInput{Run: reconcile.Run{Backend: m.backend, Store: m.tokens, Do: reconcile.ApplyPlan, Verify: true},
+			Links: links, Facts: facts, Inputs: desired.Inputs{State: m.tokens.State}})
 		if out.Err != nil {
 			t.Fatal(out.Err)
 		}

@@ -19,32 +19,50 @@ import (
 	"github.com/macake/macake/state"
 )
 
-// PassInput is everything one reconcile pass works from. The zero value of
-// every optional field is what a one-shot `macake apply` wants.
+// Run is what every reconcile acts through and how it reports: the part
+// a pass (Pass), a teardown (Teardown) and the apply of a saved plan
+// (ApplySaved) share. The zero value of every optional field is what a
+// one-shot `macake apply` wants.
+type Run struct {
+	// Backend plans and applies.
+	Backend backend.Backend
+	// Store is the state file: the slot allocation is saved to it before
+	// anything is applied, and the slots of removed links are released
+	// from it once the live state matches. Only passes that apply use it.
+	Store *state.File
+	// Do is what the run does once it has the plan.
+	Do Action
+	// Link, when set, acts on that one link alone (`apply --link NAME`,
+	// `down --link NAME`): only its objects change, every other link's
+	// live shaping stays exactly as it is (even inside an object links
+	// share, backend.LinkPlanner), other links' problems do not stop the
+	// pass, and only its slot is saved or released.
+	Link string
+	// Verify plans again after a successful apply and fails when the live
+	// state still differs (one-shot apply); watch's drift tick checks
+	// instead.
+	Verify bool
+	// Planned, when set, sees the plan before it is applied (and after
+	// the slot allocation is saved): the CLI prints it, watch logs what it
+	// repairs.
+	Planned func(o *Outcome)
+	// Progress, when set, hears the outcome of each op applied.
+	Progress func(op plan.Op, err error)
+}
+
+// PassInput is what one reconcile pass works from, besides its Run: the
+// policies, the network, and what the caller knows that the desired state
+// depends on. What the pass learns from the backend (its limits, the live
+// slots) it finds itself (desired.BackendFacts).
 type PassInput struct {
+	Run
 	// Links are the policies in force; Facts the network they are matched
 	// against.
 	Links []config.Link
 	Facts linkfacts.Facts
-	// Inputs are the rest of what Desired needs (the state file, the
-	// controllers' rates, MTUs). Pass fills in MaxSlots, KernelOverhead and Limits
-	// from the backend.
+	// Inputs are the rest of what Desired needs from the caller: the state
+	// file, the controllers' rates, MTUs.
 	Inputs desired.Inputs
-	// Backend plans and applies.
-	Backend backend.Backend
-	// Tokens is the state file the pass saves the slot allocation to
-	// before it applies, and releases the slots of removed links from once
-	// the live state matches. Only Apply and Teardown passes use it.
-	Tokens *state.File
-
-	// Do is what the pass does once it has the plan.
-	Do Action
-	// Teardown makes the desired state empty: the pass removes everything
-	// macake owns, with Backend.Teardown, and clears the state file's
-	// slots and pf token; Links and Facts are not read. A Planned hook is
-	// shown the plan first (watch's shutdown has none, and so reads
-	// nothing before it tears down).
-	Teardown bool
 	// Blind lets a plan-only pass plan without the live state when
 	// reading it needs root (backend.ErrNeedsRoot) and the backend can
 	// plan blind (backend.BlindPlanner): a dry run by a user who is not
@@ -55,27 +73,6 @@ type PassInput struct {
 	// that a problem never tears working shaping down (watch). Without it
 	// any such problem stops the pass before the live state is read.
 	Partial bool
-	// Verify plans again after a successful apply and fails when the live
-	// state still differs (one-shot apply); watch's drift tick checks
-	// instead.
-	Verify bool
-	// Link, when set, acts on that one link alone (`apply --link NAME`,
-	// `down --link NAME`): only its objects change, every other link's
-	// live shaping stays exactly as it is (even inside an object links
-	// share, backend.LinkPlanner), other links' problems do not stop the
-	// pass, and only its slot is saved or released. With Teardown it
-	// removes that link's shaping and gives its slot back.
-	Link string
-	// Saved, when set, is a reviewed plan to apply exactly (`apply FILE`):
-	// the pass checks that nothing it was made from changed (ConfigDir's
-	// policy files, the network, the state file's slots, the live state)
-	// and stops at StepStale if anything did; else it applies the saved
-	// ops as they are. Links are not read (the fingerprints stand for
-	// them); Facts must be the network now.
-	Saved *SavedPlan
-	// ConfigDir is the policy directory, for Saved's check.
-	ConfigDir string
-
 	// Revise, when set, sees the desired state before it is planned and
 	// may change the inputs it is worked out from again: watch starts and
 	// stops controllers there, whose rates and reflectors it carries. It
@@ -85,12 +82,6 @@ type PassInput struct {
 	// that could not be worked out) into the state to plan: watch keeps
 	// the live shaping of such links.
 	Keep func(d desired.Desire, problems error) shape.State
-	// Planned, when set, sees the plan before it is applied (and after
-	// the slot allocation is saved): the CLI prints it, watch logs what it
-	// repairs.
-	Planned func(o *Outcome)
-	// Progress, when set, hears the outcome of each op applied.
-	Progress func(op plan.Op, err error)
 }
 
 // Action is what a pass does once it has the plan.
@@ -173,40 +164,29 @@ func (o *Outcome) Blocked() (*backend.BlockedError, bool) { return backend.Block
 // state file renumbers nothing and no slot of another tool's is taken;
 // plan against the live system; then (ApplyPlan) save the slot allocation
 // before any pipe can exist under a new number, show the plan (Planned),
-// apply it in order,
-// optionally plan again to check, and release the slots of removed links
-// once their objects are gone.
+// apply it in order, optionally plan again to check, and release the
+// slots of removed links once their objects are gone.
 func Pass(ctx context.Context, in PassInput) Outcome {
 	// The slot lookup and the plan share one reading of the live state;
 	// the check after an apply reads afresh.
 	ctx = backend.WithLiveReading(ctx)
-	switch {
-	case in.Saved != nil:
-		return applySaved(ctx, in)
-	case in.Teardown && in.Link != "":
-		return teardownLink(ctx, in)
-	case in.Teardown:
-		return teardown(ctx, in)
-	}
 	b := in.Backend
-	info := b.Info()
-	inputs := in.Inputs
-	inputs.MaxSlots, inputs.KernelOverhead, inputs.Limits = info.MaxSlots, info.KernelOverhead, info.Limits
+	be := desired.BackendFactsOf(b.Info())
 	var o Outcome
 	stop := func(step Step, err error) Outcome {
 		o.Step, o.Err = step, err
 		return o
 	}
 
-	o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, inputs)
+	o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, in.Inputs, be)
 	var slotErr error
-	if (in.Partial || in.scoped(o.Problems) == nil) && o.Desire.AllocatesSlots(inputs.State) {
+	if (in.Partial || in.scoped(o.Problems) == nil) && o.Desire.AllocatesSlots(in.Inputs.State) {
 		if sr, ok := b.(backend.SlotReader); ok {
 			var use backend.SlotUse
 			switch use, slotErr = sr.LiveSlots(ctx); {
 			case slotErr == nil:
-				inputs.LiveSlots, inputs.ForeignSlots = use.Interfaces, use.Foreign
-				o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, inputs)
+				be.LiveSlots, be.ForeignSlots = use.Interfaces, use.Foreign
+				o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, in.Inputs, be)
 			case in.Blind && errors.Is(slotErr, backend.ErrNeedsRoot) && blindPlanner(b):
 				// The slots stay as the state file assigns them.
 				o.Blind, slotErr = true, nil
@@ -214,7 +194,7 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 		}
 	}
 	if in.Revise != nil && in.Revise(o.Desire) {
-		o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, inputs)
+		o.Desire, o.Problems = desired.Desired(in.Links, in.Facts, in.Inputs, be)
 	}
 	if err := in.scoped(o.Problems); err != nil && !in.Partial {
 		return stop(StepDesire, err)
@@ -254,13 +234,13 @@ func Pass(ctx context.Context, in PassInput) Outcome {
 		warnings = plan.Plan{Warnings: warnings}.OnlyLink(in.Link, nil).Warnings
 	}
 	o.Plan.Warnings = append(append([]plan.Warning(nil), warnings...), o.Plan.Warnings...)
-	return finish(ctx, in, o, err)
+	return in.finish(ctx, o, err)
 }
 
 // finish carries a pass on from its plan (made with error planErr, which
 // may be a *backend.BlockedError): save the slot allocation, show the
 // plan, apply it, check, release the slots of removed links.
-func finish(ctx context.Context, in PassInput, o Outcome, planErr error) Outcome {
+func (in Run) finish(ctx context.Context, o Outcome, planErr error) Outcome {
 	b := in.Backend
 	stop := func(step Step, err error) Outcome {
 		o.Step, o.Err = step, err
@@ -273,12 +253,12 @@ func finish(ctx context.Context, in PassInput, o Outcome, planErr error) Outcome
 	o.Err = planErr
 	if slots := o.Desire.Slots; !blocked && in.Do == ApplyPlan {
 		slots = in.scopedSlots(slots)
-		if !maps.Equal(in.Tokens.State.Slots, slots) {
+		if !maps.Equal(in.Store.State.Slots, slots) {
 			// Slots first, atomically: a pipe must never exist under a
 			// number the state file does not assign, or after a crash
 			// before the anchor names it nothing would prove it is
 			// macake's.
-			if err := in.Tokens.Update(func(st *state.State) { st.Slots = slots }); err != nil {
+			if err := in.Store.Update(func(st *state.State) { st.Slots = slots }); err != nil {
 				return stop(StepSave, err)
 			}
 		}
@@ -305,7 +285,7 @@ func finish(ctx context.Context, in PassInput, o Outcome, planErr error) Outcome
 			// Level-triggered check: right after an apply, the live state
 			// must match, or something else is changing it (or macake has
 			// a bug).
-			again, err := planFor(ctx, b, o.Desired, in.OneLink())
+			again, err := planFor(ctx, b, o.Desired, in.Link)
 			if err == nil && !again.Empty() {
 				err = fmt.Errorf("the live state still differs after applying (%s left); another tool may be changing %s at the same time; run 'macake apply' again",
 					english.Plural(len(again.Ops), "change"), b.Info().System)
@@ -316,43 +296,8 @@ func finish(ctx context.Context, in PassInput, o Outcome, planErr error) Outcome
 		}
 	}
 	// The removed links' objects are gone: their slots are free again.
-	if err := in.Tokens.ReleaseSlots(in.scopedReleased(o.Desire.Released)); err != nil {
+	if err := in.Store.ReleaseSlots(in.scopedReleased(o.Desire.Released)); err != nil {
 		return stop(StepRelease, err)
-	}
-	return stop(StepDone, nil)
-}
-
-// teardown is a Teardown pass.
-func teardown(ctx context.Context, in PassInput) Outcome {
-	var o Outcome
-	stop := func(step Step, err error) Outcome {
-		o.Step, o.Err = step, err
-		return o
-	}
-	if in.Planned != nil {
-		// Teardown plans again and executes: it also forgets a token pf
-		// no longer knows.
-		var err error
-		if o.Plan, err = in.Backend.Plan(ctx, shape.State{}); err != nil {
-			return stop(StepObserve, err)
-		}
-		in.Planned(&o)
-	}
-	if in.Do == PlanOnly {
-		return stop(StepDone, nil)
-	}
-	start := time.Now()
-	done, err := in.Backend.Teardown(ctx)
-	o.Took = time.Since(start)
-	o.Plan = done
-	if err != nil {
-		return stop(StepApply, err)
-	}
-	o.Applied.Ops = done.Ops
-	if st := in.Tokens.State; len(st.Slots) > 0 || st.PFToken != "" {
-		if err := in.Tokens.Update(func(st *state.State) { st.Slots, st.PFToken = nil, "" }); err != nil {
-			return stop(StepRelease, err)
-		}
 	}
 	return stop(StepDone, nil)
 }

@@ -3,6 +3,7 @@
 package reconcile
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,7 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
@@ -146,7 +149,7 @@ func NewSavedPlan(o *Outcome, in PassInput, backendName, configDir string, polic
 		From: Fingerprints{
 			ConfigDir: configDir, Policies: policies,
 			Network: NetworkFingerprints(in.Facts, PolicyInterfaces(in.Links)),
-			Slots:   maps.Clone(in.Tokens.State.Slots), Live: o.Live,
+			Slots:   maps.Clone(in.Store.State.Slots), Live: o.Live,
 		},
 		Desired: o.Desired, Slots: o.Desire.Slots, Released: o.Desire.Released, Plan: o.Plan,
 	}, nil
@@ -275,4 +278,37 @@ func (s *SavedPlan) liveChanges(now plan.Plan) []string {
 		out = append(out, "the live state changed (the same changes are needed, but the system's answers differ: warnings or commands)")
 	}
 	return out
+}
+
+// ApplySaved applies a reviewed plan exactly (`apply FILE`), once nothing
+// it was made from has changed: the policy files of configDir, the
+// network (facts must be the network now), the state file's slots and the
+// live state. Otherwise it stops at StepStale and applies nothing. Its
+// scope is the saved plan's (in.Link is not read).
+func ApplySaved(ctx context.Context, in Run, s *SavedPlan, configDir string, facts linkfacts.Facts) Outcome {
+	ctx = backend.WithLiveReading(ctx)
+	in.Link = s.Link
+	var o Outcome
+	stop := func(step Step, err error) Outcome {
+		o.Step, o.Err = step, err
+		return o
+	}
+	o.Desired = s.Desired
+	o.Desire = desired.Desire{State: s.Desired, Slots: s.Slots, Released: s.Released}
+	o.Plan = s.Plan
+	policies, err := PolicyFingerprints(configDir)
+	if err != nil {
+		return stop(StepDesire, err)
+	}
+	changes := s.inputChanges(in.Backend.Info().Name, configDir, policies, facts, in.Store.State.Slots)
+	now, err := planFor(ctx, in.Backend, s.Desired, s.Link)
+	if _, blocked := backend.Blocked(err); err != nil && !blocked {
+		return stop(StepObserve, err)
+	}
+	o.Live = LiveFingerprint(now)
+	changes = append(changes, s.liveChanges(now)...)
+	if len(changes) > 0 {
+		return stop(StepStale, &StaleError{Changes: changes})
+	}
+	return in.finish(ctx, o, err)
 }

@@ -16,7 +16,7 @@ import (
 // pass that took no fingerprint (only plan-only passes take one) are
 // refused, each saying why.
 func TestNewSavedPlanRefusesWhatCannotBeCheckedLater(t *testing.T) {
-	in := PassInput{Tokens: &state.File{State: &state.State{}}}
+	in := PassInput{Run: Run{Store: &state.File{State: &state.State{}}}}
 	for _, tc := range []struct {
 		name string
 		o    Outcome

@@ -76,7 +76,7 @@ func TestScopedProblemsSlotsAndReleases(t *testing.T) {
 	other := &desired.LinkError{Link: "lte", Err: errors.New("needs a measurement")}
 	mine := &desired.LinkError{Link: "wan", Err: errors.New("no slot")}
 	global := errors.New("settings")
-	in := PassInput{Link: "wan", Tokens: &state.File{State: &state.State{Slots: map[string]int{"lte": 1, "old": 2}}}}
+	in := PassInput{Run: Run{Link: "wan", Store: &state.File{State: &state.State{Slots: map[string]int{"lte": 1, "old": 2}}}}}
 	if got := Unjoin(in.scoped(errors.Join(other, mine, global))); len(got) != 2 || got[0] != mine || got[1] != global {
 		t.Errorf("scoped problems: %v; want wan's and the settings', not lte's", got)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/macake/macake/internal/fileowner"
 	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/internal/safefile"
+	"github.com/macake/macake/shape"
 )
 
 // FileName is the state file's name inside the state directory.
@@ -107,6 +108,15 @@ type Profile struct {
 // measurement as its peak.
 func (p Profile) Peaks() (download, upload int64) {
 	return max(p.PeakDownload, p.DownloadCapacity), max(p.PeakUpload, p.UploadCapacity)
+}
+
+// Capacity returns direction d's latest and peak measured capacity and
+// its last known-good rate, in bit/s (0 where unknown).
+func (p Profile) Capacity(d shape.Direction) (latest, peak, good int64) {
+	down, up := p.Peaks()
+	return shape.ByDirection[int64]{Upload: p.UploadCapacity, Download: p.DownloadCapacity}.Of(d),
+		shape.ByDirection[int64]{Upload: up, Download: down}.Of(d),
+		shape.ByDirection[int64]{Upload: p.GoodUpload, Download: p.GoodDownload}.Of(d)
 }
 
 // ProfileKey is the identity of a network: the link's name plus, when

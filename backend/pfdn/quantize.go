@@ -84,7 +84,7 @@ func Quantize(p shape.Pipe) Quantized {
 		q.Notes = append(q.Notes, fmt.Sprintf("queue %d bytes is not positive; using 1 KB", p.QueueBytes))
 	case q.QueueKB > MaxQueueKB:
 		q.QueueKB = MaxQueueKB
-		q.Notes = append(q.Notes, fmt.Sprintf("queue %s is above dummynet's 1 MB maximum; using 1024 KB", FormatBytes(p.QueueBytes)))
+		q.Notes = append(q.Notes, fmt.Sprintf("queue %s is above dummynet's 1 MB maximum; using 1024 KB", shape.FormatBytes(p.QueueBytes)))
 	}
 	return q
 }
@@ -117,17 +117,6 @@ func PipeCommand(dnctl string, n int, p shape.Pipe) execrun.Command {
 	return execrun.Command{Argv: argv}
 }
 
-// FormatBytes renders a queue size: "1500 B", "256 KB", "1 MB".
-func FormatBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MB"
-	case n >= 1024 && n%1024 == 0:
-		return strconv.FormatInt(n>>10, 10) + " KB"
-	}
-	return strconv.FormatInt(n, 10) + " B"
-}
-
 // String renders the configuration for people, e.g. "500 Mbit/s, queue 256 KB".
 func (c PipeConfig) String() string {
 	var b strings.Builder
@@ -152,7 +141,7 @@ func (c PipeConfig) queueString() string {
 	if c.QueueSlots != 0 {
 		return fmt.Sprintf("%d slots", c.QueueSlots)
 	}
-	return FormatBytes(c.QueueBytes)
+	return shape.FormatBytes(c.QueueBytes)
 }
 
 // rateString renders the bandwidth for people: shape.FormatRate, except

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
 )
 
@@ -160,7 +159,7 @@ func Render(s shape.State, opts Options) (Desired, error) {
 		if l.Name == "" {
 			return Desired{}, fmt.Errorf("a link on %q has no name", l.Interface)
 		}
-		if err := config.CheckInterfaceName(l.Interface); err != nil {
+		if err := shape.CheckInterfaceName(l.Interface); err != nil {
 			return Desired{}, fmt.Errorf("link %q: interface: %w", l.Name, err)
 		}
 		if other, dup := byIface[l.Interface]; dup {

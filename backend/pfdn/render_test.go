@@ -51,8 +51,8 @@ func TestFormat(t *testing.T) {
 		}
 	}
 	for n, want := range map[int64]string{1500: "1500 B", 1024: "1 KB", 256 << 10: "256 KB", 1 << 20: "1 MB"} {
-		if got := pfdn.FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
+		if got := shape.FormatBytes(n); got != want {
+			t.Errorf("shape.FormatBytes(%d) = %q, want %q", n, got, want)
 		}
 	}
 }

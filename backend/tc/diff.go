@@ -228,7 +228,7 @@ func createFields(s shaperSpec) []plan.Field {
 		{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRate(s.pipe.RateBits), AfterValue: s.pipe.RateBits},
 	}
 	if !s.cake {
-		f = append(f, plan.Field{Name: "queue", Key: "queue_bytes", After: humanSize(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes})
+		f = append(f, plan.Field{Name: "queue", Key: "queue_bytes", After: shape.FormatBytes(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes})
 	}
 	if s.overhead != 0 {
 		f = append(f, plan.Field{Name: "overhead", Key: "overhead_bytes", After: strconv.Itoa(s.overhead), AfterValue: s.overhead})
@@ -328,13 +328,13 @@ func (d *differ) updateHTB(op *plan.Op, s shaperSpec, dev *DeviceState, root *Qd
 	if len(fs.changed) > before {
 		cmds = append(cmds, d.t.tcCmd(htbClassArgs("replace", s)...))
 	}
-	queue := plan.Field{Name: "queue", Key: "queue_bytes", After: humanSize(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes}
+	queue := plan.Field{Name: "queue", Key: "queue_bytes", After: shape.FormatBytes(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes}
 	switch leaf := dev.Leaf(ClassHandle); {
 	case leaf == nil:
 		fs.compare(false, queue)
 		cmds = append(cmds, d.t.tcCmd(leafArgs("replace", s)...))
 	case leaf.Kind == "bfifo" && leaf.Handle == LeafHandle:
-		queue.Before, queue.BeforeValue = humanSize(leaf.Limit), leaf.Limit
+		queue.Before, queue.BeforeValue = shape.FormatBytes(leaf.Limit), leaf.Limit
 		fs.compare(leaf.Limit == s.pipe.QueueBytes, queue)
 		if leaf.Limit != s.pipe.QueueBytes {
 			cmds = append(cmds, d.t.tcCmd(leafArgs("replace", s)...))

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/lazyregexp"
+	"github.com/macake/macake/shape"
 )
 
 // The identities macake owns. They are chosen to be unlikely in hand-made
@@ -44,7 +44,7 @@ const (
 	// IFBPrefix starts the name of every IFB device macake creates.
 	IFBPrefix = "ifb-macake"
 	// maxIfName is IFNAMSIZ-1, the longest Linux interface name.
-	maxIfName = config.MaxInterfaceName
+	maxIfName = shape.MaxInterfaceName
 	// htbQuantum is the htb class quantum: with a single class it has no
 	// effect on scheduling, and setting it stops the kernel from warning
 	// "quantum of class is big" on every rate change at high rates.

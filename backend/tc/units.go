@@ -128,17 +128,6 @@ func parseTCSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// humanSize renders bytes for plan output, e.g. "64 KB" or "1500 B".
-func humanSize(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KB"
-	}
-	return strconv.FormatInt(n, 10) + " B"
-}
-
 // htbBurst is the htb bucket size for a rate: one millisecond of traffic,
 // at least tc's own default of 1600 bytes. tc's default bucket (rate/HZ +
 // MTU, quantised to scheduler ticks) collapses to 0 bytes at 10 Gbit/s and

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
 )
 
@@ -67,7 +66,7 @@ func ValidateLink(l shape.Link) error {
 // checkLink is ValidateLink without the link's name in the message.
 func checkLink(l shape.Link) error {
 	bad := fmt.Errorf
-	if err := config.CheckInterfaceName(l.Interface); err != nil {
+	if err := shape.CheckInterfaceName(l.Interface); err != nil {
 		return bad("interface: %v", err)
 	}
 	if _, ours := IFBSlot(l.Interface); ours {

@@ -370,15 +370,15 @@ func (s *invocation) applyOnce(f applyFlags) (out applyOutcome) {
 		return fail(fmt.Errorf("reading link facts: %w", err))
 	}
 	in := reconcile.PassInput{
-		Links: s.policies.Links, Facts: facts, Backend: s.backend, Tokens: s.tokens,
+		Run:   s.run(f, &out, f.link),
+		Links: s.policies.Links, Facts: facts,
 		Inputs: desired.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
-		Verify: true, Link: f.link,
 		// A dry run that may not read the live state plans without it:
 		// the backend refused a caller who is not root (pf and dummynet
 		// on macOS). A plan to save must have read it.
 		Blind: s.unreadablePlan && s.e.euid() != 0 && f.out == "",
 	}
-	res := s.pass(f, &out, in)
+	res := reconcile.Pass(s.e.ctx, in)
 	if code, done := s.passFailed(f, &out, res); done {
 		return out.withCode(code)
 	}
@@ -419,9 +419,7 @@ func (s *invocation) applySaved(f applyFlags) (out applyOutcome) {
 	if err != nil {
 		return fail(fmt.Errorf("reading link facts: %w", err))
 	}
-	res := s.pass(f, &out, reconcile.PassInput{
-		Saved: saved, ConfigDir: s.e.configDir, Facts: facts, Backend: s.backend, Tokens: s.tokens, Verify: true,
-	})
+	res := reconcile.ApplySaved(s.e.ctx, s.run(f, &out, saved.Link), saved, s.e.configDir, facts)
 	if res.Step == reconcile.StepStale {
 		stale, _ := errors.AsType[*reconcile.StaleError](res.Err)
 		s.errorf("the saved plan %s no longer fits what it was made from; nothing was changed:", f.saved)
@@ -456,10 +454,11 @@ func (out *applyOutcome) withCode(code int) applyOutcome {
 	return *out
 }
 
-// pass runs one reconcile pass for apply (or a dry run of it), printing
-// the plan when it has it and recording it in out.
-func (s *invocation) pass(f applyFlags, out *applyOutcome, in reconcile.PassInput) reconcile.Outcome {
-	in.Do = reconcile.ApplyPlan
+// run is how apply's reconcile (or a dry run of it) acts on link (""
+// for every link): it prints the plan when it has it and records it in
+// out.
+func (s *invocation) run(f applyFlags, out *applyOutcome, link string) reconcile.Run {
+	in := reconcile.Run{Backend: s.backend, Store: s.tokens, Link: link, Verify: true, Do: reconcile.ApplyPlan}
 	if f.dryRun {
 		in.Do = reconcile.PlanOnly
 	}
@@ -471,7 +470,7 @@ func (s *invocation) pass(f applyFlags, out *applyOutcome, in reconcile.PassInpu
 		}
 		fmt.Fprintln(s.e.stderr)
 		subject := fmt.Sprintf("Live %s state matches %s.", s.info.System, s.e.configDir)
-		if link := in.OneLink(); link != "" {
+		if link != "" {
 			subject = fmt.Sprintf("Live %s state of link %s matches %s.", s.info.System, link, s.e.configDir)
 		}
 		opts := s.planText(f, subject)
@@ -485,7 +484,7 @@ func (s *invocation) pass(f applyFlags, out *applyOutcome, in reconcile.PassInpu
 		}
 		plan.WriteText(s.e.stdout, o.Plan, opts)
 	}
-	return reconcile.Pass(s.e.ctx, in)
+	return in
 }
 
 // passFailed prints why a pass stopped short, records its errors in out,

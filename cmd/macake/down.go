@@ -92,8 +92,8 @@ func (s *invocation) down(f applyFlags) (out applyOutcome) {
 	if f.link != "" {
 		subject = fmt.Sprintf("macake shapes nothing for link %s in %s.", f.link, s.info.System)
 	}
-	res := reconcile.Pass(s.e.ctx, reconcile.PassInput{
-		Backend: s.backend, Tokens: s.tokens, Teardown: true, Do: do, Link: f.link, Verify: f.link != "",
+	res := reconcile.Teardown(s.e.ctx, reconcile.Run{
+		Backend: s.backend, Store: s.tokens, Do: do, Link: f.link, Verify: f.link != "",
 		Planned: func(o *reconcile.Outcome) {
 			s.readingLive(o)
 			out.plan = o.Plan

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -115,7 +114,7 @@ func writeHistory(w io.Writer, h *History) {
 	}
 	if now, _, hi, ok := stats(h.RTT); ok {
 		marks := bucket(h.RTT, sparkWidth, true)
-		lat := func(s float64) string { return probe.FormatLatency(seconds(s)) }
+		lat := func(s float64) string { return shape.FormatLatency(seconds(s)) }
 		base := ""
 		if b, _, _, ok := stats(h.Baseline); ok {
 			base = "; idle baseline " + lat(b)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/logging"
-	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -108,8 +107,8 @@ func writeLinkTable(w io.Writer, st Status) {
 		}
 		state, base, delay, load, bloat := linkState(l, st.Backend.LiveError != nil), "-", "-", "-", "-"
 		if c := l.Controller; c != nil && c.Responses > 0 {
-			base = probe.FormatLatency(seconds(c.IdleRTTSeconds))
-			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + probe.FormatLatencyChange(seconds(c.Upload.DelayDeltaSeconds))
+			base = shape.FormatLatency(seconds(c.IdleRTTSeconds))
+			delay = signedShort(c.Download.DelayDeltaSeconds) + "/" + shape.FormatLatencyChange(seconds(c.Upload.DelayDeltaSeconds))
 			bloat = fmt.Sprintf("%d/%d", c.Download.Delayed, c.Upload.Delayed)
 		}
 		if c := l.Controller; c != nil {
@@ -196,7 +195,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 		measured := c.Responses > 0
 		lastReply := "no reply yet"
 		if measured {
-			lastReply = "last reply " + probe.FormatLatency(seconds(c.SinceResponseSeconds)) + " ago"
+			lastReply = "last reply " + shape.FormatLatency(seconds(c.SinceResponseSeconds)) + " ago"
 		}
 		fmt.Fprintf(w, "  controller: %s; %d replies, %d cuts, %d increases; %s\n",
 			c.Status, c.Responses, c.Cuts, c.Increases, lastReply)
@@ -210,14 +209,14 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			}
 			baseline, delay := "-", "-"
 			if measured {
-				baseline, delay = probe.FormatLatency(seconds(d.d.BaselineSeconds)), probe.FormatLatencyChange(seconds(d.d.DelayDeltaSeconds))
+				baseline, delay = shape.FormatLatency(seconds(d.d.BaselineSeconds)), shape.FormatLatencyChange(seconds(d.d.DelayDeltaSeconds))
 				if d.d.BaselineSeconds < 0 {
 					baseline += " " + clockOffsetNote
 				}
 			}
 			fmt.Fprintf(w, "  %-8s achieved %s (%d%%, %s), baseline %s, delay %s (threshold %s), %d delayed%s\n",
 				d.name, shape.FormatApprox(float64(d.d.AchievedBits)), d.d.LoadPercent, d.d.Load, baseline,
-				delay, probe.FormatLatency(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
+				delay, shape.FormatLatency(seconds(d.d.DelayThresholdSeconds)), d.d.Delayed, bloat)
 		}
 		for _, r := range c.Reflectors {
 			if r.Responses == 0 {
@@ -228,12 +227,12 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			if r.Offences > 0 {
 				health = fmt.Sprintf("%d missed checks", r.Offences)
 			}
-			base := "↓" + probe.FormatLatency(seconds(r.BaselineDownSeconds)) + " ↑" + probe.FormatLatency(seconds(r.BaselineUpSeconds))
+			base := "↓" + shape.FormatLatency(seconds(r.BaselineDownSeconds)) + " ↑" + shape.FormatLatency(seconds(r.BaselineUpSeconds))
 			if r.BaselineDownSeconds < 0 || r.BaselineUpSeconds < 0 {
-				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, probe.FormatLatency(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
+				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, shape.FormatLatency(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
 			}
 			fmt.Fprintf(w, "  reflector %-15s baseline %s, %d replies, last %s ago, %s\n", r.label(),
-				base, r.Responses, probe.FormatLatency(seconds(r.SinceResponseSeconds)), health)
+				base, r.Responses, shape.FormatLatency(seconds(r.SinceResponseSeconds)), health)
 		}
 	}
 	for _, l := range st.Links {
@@ -308,7 +307,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 				parts = append(parts, fmt.Sprintf("measured %s / %s", bitsOrDash(p.DownloadCapacityBits), bitsOrDash(p.UploadCapacityBits)))
 			}
 			if p.IdleRTTSeconds > 0 {
-				parts = append(parts, "idle rtt "+probe.FormatLatency(seconds(p.IdleRTTSeconds)))
+				parts = append(parts, "idle rtt "+shape.FormatLatency(seconds(p.IdleRTTSeconds)))
 			}
 			fmt.Fprintf(w, "  %s: %s\n", p.Key, strings.Join(parts, ", "))
 		}
@@ -378,9 +377,9 @@ func bitsOrDash(bits int64) string {
 	return shape.FormatApprox(float64(bits))
 }
 
-// signedShort is probe.FormatLatencyChange without the unit, for "+3.2/+0.4ms".
+// signedShort is shape.FormatLatencyChange without the unit, for "+3.2/+0.4ms".
 func signedShort(s float64) string {
-	return strings.TrimSuffix(probe.FormatLatencyChange(seconds(s)), "ms")
+	return strings.TrimSuffix(shape.FormatLatencyChange(seconds(s)), "ms")
 }
 
 // clockOffsetNote explains a negative one-way baseline: ICMP timestamps

@@ -15,7 +15,6 @@ import (
 
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/headless"
-	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -120,8 +119,8 @@ func TestPageInChromium(t *testing.T) {
 		}
 	}
 	for i, d := range lats {
-		if want := probe.FormatLatency(d); js.Lats[i] != want {
-			t.Errorf("fmtLatency(%v) = %q, probe.FormatLatency says %q", d, js.Lats[i], want)
+		if want := shape.FormatLatency(d); js.Lats[i] != want {
+			t.Errorf("fmtLatency(%v) = %q, shape.FormatLatency says %q", d, js.Lats[i], want)
 		}
 	}
 	// A second poll has come and gone (with ?since=), changing nothing.

@@ -38,7 +38,7 @@ var sysfsStats = [4]string{"rx_bytes", "tx_bytes", "rx_packets", "tx_packets"}
 func (r *sysfsReader) Read(iface string) (Counters, error) {
 	// Any name the kernel has may be read: the default route's interface,
 	// which measure and doctor read, need not be one a policy could name
-	// (config.CheckInterfaceName). Only a path out of root is refused.
+	// (shape.CheckInterfaceName). Only a path out of root is refused.
 	if iface == "" || strings.ContainsAny(iface, "/\x00") || iface == "." || iface == ".." {
 		return Counters{}, fmt.Errorf("reading counters: invalid interface name %q: %w", iface, ErrNoInterface)
 	}

@@ -24,7 +24,7 @@ import (
 // Unknown keys, duplicate or empty interface names and trailing data are
 // errors that name the file. Any name the kernel could have is taken, as
 // from detection: only a policy's interface is held to the policy grammar
-// (config.CheckInterfaceName). When no interface says "default", the first
+// (shape.CheckInterfaceName). When no interface says "default", the first
 // one that is up and has a gateway is taken as the default.
 type FileSource struct {
 	Path string

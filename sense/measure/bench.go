@@ -7,7 +7,6 @@ import (
 	"io"
 
 	"github.com/macake/macake/internal/speedtest"
-	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -51,7 +50,7 @@ func (rep BenchReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "bench against %s; latency to %s (not exempt from shaping)\n", rep.Server, DescribeTargets(rep.targets))
 	row := func(name, throughput, a, b string) { fmt.Fprintf(w, "%-10s %-33s %-10s %s\n", name, throughput, a, b) }
 	row("", "throughput", "p50", "p90")
-	row("idle", "", probe.FormatLatency(res.idle(p50)), probe.FormatLatency(res.idle(p90)))
+	row("idle", "", shape.FormatLatency(res.idle(p50)), shape.FormatLatency(res.idle(p90)))
 	for _, ph := range []struct {
 		name string
 		bps  float64

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -167,7 +166,7 @@ func (rep CompareReport) WriteText(w io.Writer) {
 		gradeOrDash(rep.Before), gradeOrDash(rep.After), kept(on.Download.BitsPerSecond, off1.Download.BitsPerSecond, off2.Download.BitsPerSecond),
 		kept(on.Upload.BitsPerSecond, off1.Upload.BitsPerSecond, off2.Upload.BitsPerSecond))
 	if a, b := meanAdded(off1.BothLatency, off2.BothLatency), on.BothLatency.Added.P50; a >= 0 && on.BothLatency.Added.Targets > 0 {
-		fmt.Fprintf(w, "; with both directions loaded it added %s instead of %s", probe.FormatLatencyChange(b), probe.FormatLatencyChange(a))
+		fmt.Fprintf(w, "; with both directions loaded it added %s instead of %s", shape.FormatLatencyChange(b), shape.FormatLatencyChange(a))
 	}
 	fmt.Fprintln(w, ".")
 	if n := len(rep.Runs[1].Report.Grades.Notes); n > 0 {

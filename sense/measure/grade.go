@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // Grade is a bufferbloat grade as the DSLReports and Waveform tests give
@@ -203,7 +204,7 @@ func confidenceNotes(res LoadResult, g Grades) []string {
 		}
 		if jitter > 0 {
 			if lo, hi := GradeFor(ph.g.added-jitter), GradeFor(ph.g.added+jitter); lo != hi {
-				notes = append(notes, fmt.Sprintf("the idle jitter (±%s) makes the %s grade anything from %s to %s", probe.FormatLatency(jitter), ph.name, lo, hi))
+				notes = append(notes, fmt.Sprintf("the idle jitter (±%s) makes the %s grade anything from %s to %s", shape.FormatLatency(jitter), ph.name, lo, hi))
 			}
 		}
 		if len(perTarget) > 1 {
@@ -254,7 +255,7 @@ func (g Grades) writeText(w io.Writer, width int) {
 			parts = append(parts, p.name+" -")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s (%s)", p.name, p.g.Grade, probe.FormatLatencyChange(p.g.added)))
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", p.name, p.g.Grade, shape.FormatLatencyChange(p.g.added)))
 	}
 	overall := ""
 	if g.Overall != "" {

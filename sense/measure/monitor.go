@@ -299,9 +299,9 @@ func usOrDash(v *int64, signed bool) string {
 	}
 	d := time.Duration(*v) * time.Microsecond
 	if signed {
-		return probe.FormatLatencyChange(d)
+		return shape.FormatLatencyChange(d)
 	}
-	return probe.FormatLatency(d)
+	return shape.FormatLatency(d)
 }
 
 func rateOrDash(v *int64) string {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
@@ -33,13 +32,13 @@ type NetworkQuality struct {
 func (nq *NetworkQuality) writeText(w io.Writer, width int) {
 	base := time.Duration(nq.BaseRTTMs * float64(time.Millisecond))
 	line := fmt.Sprintf("download %s, upload %s, idle %s, responsiveness %.0f RPM", shape.FormatApprox(nq.DownloadBitsPerSecond),
-		shape.FormatApprox(nq.UploadBitsPerSecond), probe.FormatLatency(base), nq.Responsiveness)
+		shape.FormatApprox(nq.UploadBitsPerSecond), shape.FormatLatency(base), nq.Responsiveness)
 	if c := RPMClass(nq.Responsiveness); c != "" {
 		line += " (" + c + ")"
 	}
 	if nq.Responsiveness > 0 && base > 0 {
 		working := time.Duration(float64(time.Minute) / nq.Responsiveness)
-		line += fmt.Sprintf("; working round trip %s, %s over idle: grade %s", probe.FormatLatency(working), probe.FormatLatencyChange(working-base), GradeFor(working-base))
+		line += fmt.Sprintf("; working round trip %s, %s over idle: grade %s", shape.FormatLatency(working), shape.FormatLatencyChange(working-base), GradeFor(working-base))
 	}
 	fmt.Fprintf(w, "%-*s %s\n", width, "networkQuality", line)
 }

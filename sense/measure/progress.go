@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/shape"
 )
 
 // progressLine writes progress to stderr: one updating line on a terminal,
@@ -72,5 +73,5 @@ func (p *progressLine) rtt(rec *probe.Recorder, targets []netip.Addr) string {
 	if len(all) == 0 {
 		return "-"
 	}
-	return probe.FormatLatency(probe.Percentile(all, 50))
+	return shape.FormatLatency(probe.Percentile(all, 50))
 }

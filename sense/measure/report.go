@@ -202,7 +202,7 @@ func probeKindNote(kind shape.ProbeKind, icmp, tcp KindLatency) string {
 		if k.Targets == 0 {
 			return "nothing (no answers)"
 		}
-		return probe.FormatLatencyChange(max(k.Download.P50, k.Upload.P50))
+		return shape.FormatLatencyChange(max(k.Download.P50, k.Upload.P50))
 	}
 	if kind == shape.ProbeTCP {
 		return fmt.Sprintf("ICMP saw %s at the median under load, TCP handshakes %s: this network treats ICMP apart from other traffic, so the link's auto reflectors are probed with TCP.", worst(icmp), worst(tcp))
@@ -239,21 +239,21 @@ func verdict(down, up PhaseLatency, haveGateway bool) string {
 	if worst.Added.P50 < bloatThreshold {
 		// Loaded below idle is noise (probe resolution, a quieter
 		// moment), not latency the load removed.
-		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", probe.FormatLatencyChange(max(worst.Added.P50, 0)))
+		return fmt.Sprintf("No significant bufferbloat: load adds at most %s at the median.", shape.FormatLatencyChange(max(worst.Added.P50, 0)))
 	}
 	where := "the gateway's latency was not measured, so where the queue builds is unknown"
 	if haveGateway && worst.GatewayAdded.Targets > 0 {
 		if worst.GatewayAdded.P50 >= worst.Added.P50/2 {
-			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this machine, Wi-Fi or the LAN", probe.FormatLatencyChange(worst.GatewayAdded.P50))
+			where = fmt.Sprintf("the gateway's latency rose too (%s), so the queue builds at or before the gateway: this machine, Wi-Fi or the LAN", shape.FormatLatencyChange(worst.GatewayAdded.P50))
 		} else {
-			where = fmt.Sprintf("the gateway stayed at %s, so the queue builds beyond the gateway, on the ISP's link: shaping on this machine will help", probe.FormatLatencyChange(worst.GatewayAdded.P50))
+			where = fmt.Sprintf("the gateway stayed at %s, so the queue builds beyond the gateway, on the ISP's link: shaping on this machine will help", shape.FormatLatencyChange(worst.GatewayAdded.P50))
 		}
 	}
 	article := "a"
 	if dir == "upload" {
 		article = "an"
 	}
-	return fmt.Sprintf("Bufferbloat: %s %s adds %s at the median and %s at p90; %s.", article, dir, probe.FormatLatencyChange(worst.Added.P50), probe.FormatLatencyChange(worst.Added.P90), where)
+	return fmt.Sprintf("Bufferbloat: %s %s adds %s at the median and %s at p90; %s.", article, dir, shape.FormatLatencyChange(worst.Added.P50), shape.FormatLatencyChange(worst.Added.P90), where)
 }
 
 // WriteText writes the report for people; stateDir names the state file
@@ -289,7 +289,7 @@ func (r *Report) WriteText(w io.Writer, stateDir string) {
 		fmt.Fprintf(w, " %-12s %s", "gateway p50", "gateway p90")
 	}
 	fmt.Fprintln(w)
-	row("idle", probe.FormatLatency(r.res.idle(p50)), probe.FormatLatency(r.res.idle(p90)), probe.FormatLatency(r.res.GatewayIdle.P50), probe.FormatLatency(r.res.GatewayIdle.P90))
+	row("idle", shape.FormatLatency(r.res.idle(p50)), shape.FormatLatency(r.res.idle(p90)), shape.FormatLatency(r.res.GatewayIdle.P50), shape.FormatLatency(r.res.GatewayIdle.P90))
 	for _, ph := range []struct {
 		name string
 		pl   PhaseLatency
@@ -320,7 +320,7 @@ func signedOrDash(d time.Duration) string {
 	if d == -1 {
 		return "-"
 	}
-	return probe.FormatLatencyChange(d)
+	return shape.FormatLatencyChange(d)
 }
 
 // Profile is the measurement as the link's profile in the state file,

@@ -39,15 +39,12 @@ func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, cont
 		PeakUpload:       int64(link.Mean(shape.Upload)),
 		IdleRTT:          link.MinRTT(),
 	}
-	cfg, err := desired.ControllerConfig(pol, profile, 1500, pfdn.Limits)
+	cfg, err := desired.ControllerConfig(pol, profile, 1500, desired.BackendFacts{Limits: pfdn.Limits})
 	if err != nil {
 		return nil, controller.Config{}, fmt.Errorf("%s: %w", s.Policy, err)
 	}
 	for _, d := range shape.Directions {
-		dc := cfg.Download
-		if d == shape.Upload {
-			dc = cfg.Upload
-		}
+		dc := *cfg.Direction(d)
 		opt.Bounds[d] = sim.Bounds{Min: dc.Min, Base: dc.Base, Max: dc.Max}
 	}
 	if q := pol.Shaper.Queue; !q.Auto && q.Size > 0 && s.Queue == "auto" {
