@@ -16,6 +16,11 @@ import (
 	"github.com/macake/macake/shape"
 )
 
+// ConfigDocURL is where every policy key is explained: the file init
+// writes points there, since a user of the installed binary has no
+// source tree (and `macake man` covers the commands, not the keys).
+const ConfigDocURL = "https://github.com/macake/macake/blob/main/docs/CONFIG.md"
+
 // Draft is a first policy for a network, as `macake init` detects it:
 // what to match it by and the rates to start from. Render writes it as a
 // commented policy file whose every default comes from Defaults.
@@ -113,7 +118,7 @@ func (d Draft) Render() ([]byte, error) {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	q := strconv.Quote
 
-	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. Every key is in docs/CONFIG.md; a commented key shows its default.",
+	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+ConfigDocURL+".",
 		d.Name, d.Written.Format(time.DateOnly), d.network())))
 	b.WriteString("\n")
 	w("description = %s\n\n", q(d.description()))

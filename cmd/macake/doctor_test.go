@@ -153,20 +153,7 @@ func (r *doctorRig) healthy() {
 
 func doctorGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "doctor", name)
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	checkGoldenFile(t, filepath.Join("testdata", "doctor", name), got)
 }
 
 func TestDoctorHealthyGolden(t *testing.T) {
