@@ -216,7 +216,7 @@ func (d Draft) bounds(dir shape.Direction) (lo, hi Rate, err error) {
 // network describes what was detected, for the file's header.
 func (d Draft) network() string {
 	parts := []string{d.Interface}
-	if gw := DescribeGateway(d.GatewayIP, d.GatewayMAC); gw != "" {
+	if gw := DescribeGateway(AddrText(d.GatewayIP), d.GatewayMAC.String()); gw != "" {
 		parts = append(parts, gw)
 	}
 	if d.SSID != "" {

@@ -45,15 +45,23 @@ func (h HardwareAddr) Equal(o HardwareAddr) bool {
 	return net.HardwareAddr(h).String() == net.HardwareAddr(o).String()
 }
 
-// DescribeGateway names a gateway for people: "gateway 192.168.1.1
-// (74:24:9f:00:00:01)", without the MAC when it is not known, "" without
-// an IP.
-func DescribeGateway(ip netip.Addr, mac HardwareAddr) string {
+// DescribeGateway names a gateway for people from its addresses as text:
+// "gateway 192.168.1.1 (74:24:9f:00:00:01)", without the MAC when it is
+// not known, "" without an IP.
+func DescribeGateway(ip, mac string) string {
+	switch {
+	case ip == "":
+		return ""
+	case mac == "":
+		return "gateway " + ip
+	}
+	return "gateway " + ip + " (" + mac + ")"
+}
+
+// AddrText is ip as text, "" for the zero (unknown) address.
+func AddrText(ip netip.Addr) string {
 	if !ip.IsValid() {
 		return ""
 	}
-	if len(mac) == 0 {
-		return "gateway " + ip.String()
-	}
-	return "gateway " + ip.String() + " (" + mac.String() + ")"
+	return ip.String()
 }

@@ -54,12 +54,9 @@ func newStatus(p statusParts) statusapi.Status {
 	st := statusapi.Status{
 		FormatVersion: statusapi.FormatVersion,
 		Daemon:        p.daemon, Backend: p.backend,
-		Interfaces: slices.Clone(p.facts.Interfaces), Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
+		Interfaces: reportInterfaces(p.facts.Interfaces), Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
 		ConfigErrors: []statusapi.ConfigError{}, Problems: diag.Messages(p.notes),
 		DriftRepairs: maps.Clone(p.drift), Profiles: ProfilesStatus(p.state),
-	}
-	if st.Interfaces == nil {
-		st.Interfaces = []linkfacts.InterfaceFacts{}
 	}
 	broken := map[string]bool{}
 	for _, pr := range p.problems {
@@ -459,4 +456,14 @@ func ProfilesStatus(st *state.State) []statusapi.Profile {
 // applyResult is a reconcile's outcome in the log's words.
 func applyResult(r *applyRecord) string {
 	return logging.ApplyResult{Plan: r.plan, Err: r.err}.Result()
+}
+
+// reportInterfaces are the sensed interfaces as the status document shows
+// them ([] for none).
+func reportInterfaces(facts []linkfacts.InterfaceFacts) []desired.InterfaceReport {
+	out := make([]desired.InterfaceReport, 0, len(facts))
+	for _, f := range facts {
+		out = append(out, desired.ReportInterface(f))
+	}
+	return out
 }

@@ -29,12 +29,34 @@ type LinksReport struct {
 	// surprising match better than any verdict.
 	FactsSource string `json:"facts_source"`
 	// Interfaces are only those a policy names or that have a gateway.
-	Interfaces []linkfacts.InterfaceFacts `json:"interfaces"`
+	Interfaces []InterfaceReport `json:"interfaces"`
 	// Policies are the valid policies, in the order Match saw them.
 	Policies []LinksPolicy `json:"policies"`
 	Active   []LinksActive `json:"active"`
 	// Errors are the problems of the files left out of Policies.
 	Errors []*config.Problem `json:"errors"`
+}
+
+// InterfaceReport is one network interface as matching saw it, as the
+// links and status documents show it: their own form of the sensed
+// facts, so that a change to the sensors never changes a document by
+// itself.
+type InterfaceReport struct {
+	Name       string `json:"name"`
+	Up         bool   `json:"up"`
+	GatewayIP  string `json:"gateway_ip,omitempty"`
+	GatewayMAC string `json:"gateway_mac,omitempty"`
+	SSID       string `json:"ssid,omitempty"`
+	// Default: the interface carries the default route.
+	Default bool `json:"default,omitempty"`
+}
+
+// ReportInterface is f as the documents show it.
+func ReportInterface(f linkfacts.InterfaceFacts) InterfaceReport {
+	return InterfaceReport{
+		Name: f.Name, Up: f.Up, SSID: f.SSID, Default: f.Default,
+		GatewayIP: config.AddrText(f.GatewayIP), GatewayMAC: f.GatewayMAC.String(),
+	}
 }
 
 // LinksPolicy is one policy and its Verdict.
@@ -101,15 +123,15 @@ func NewLinksReport(pol config.Policies, problems []*config.Problem, facts linkf
 
 // relevantInterfaces keeps the interfaces a policy names or that have a
 // gateway: a Mac lists many (awdl0, utun3, bridge0) nobody shapes.
-func relevantInterfaces(f linkfacts.Facts, links []config.Link) []linkfacts.InterfaceFacts {
+func relevantInterfaces(f linkfacts.Facts, links []config.Link) []InterfaceReport {
 	named := map[string]bool{}
 	for _, l := range links {
 		named[l.Match.Interface] = true
 	}
-	out := []linkfacts.InterfaceFacts{}
+	out := []InterfaceReport{}
 	for _, i := range f.Interfaces {
 		if named[i.Name] || i.GatewayIP.IsValid() || i.Default {
-			out = append(out, i)
+			out = append(out, ReportInterface(i))
 		}
 	}
 	return out

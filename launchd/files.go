@@ -7,9 +7,8 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/macake/macake/state"
-
 	"github.com/macake/macake/internal/fileowner"
+	"github.com/macake/macake/internal/safefile"
 )
 
 // OSFiles is Files on the real file system.
@@ -32,7 +31,7 @@ func (OSFiles) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) 
 // then the owner. launchd reads the plist only at bootstrap, which comes
 // after, so it never sees the moment between rename and chown.
 func (OSFiles) WriteFile(path string, data []byte, perm fs.FileMode, owner Owner) error {
-	if err := state.WriteFileAtomic(path, data, perm); err != nil {
+	if err := safefile.WriteAtomic(path, data, perm); err != nil {
 		return err
 	}
 	return chown(path, owner)

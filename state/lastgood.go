@@ -108,7 +108,7 @@ func (s *LastGoodStore) Save(l config.Link, opts config.LoadOptions) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", s.dir, err)
 	}
-	if err := WriteFileAtomic(s.Path(l.Name), src, 0o600); err != nil {
+	if err := safefile.WriteAtomic(s.Path(l.Name), src, 0o600); err != nil {
 		return err
 	}
 	s.saved[l.Name] = &savedPolicy{link: l, src: src}

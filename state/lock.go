@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/macake/macake/internal/safefile"
 )
 
 // LockFileName is the lock file inside the state directory. It is root's
@@ -273,7 +275,7 @@ func (l *Lock) writeHolder(holder string) error {
 	if _, err := l.f.WriteAt([]byte(line+"\n"), 0); err != nil {
 		return err
 	}
-	return WriteFileAtomic(l.holderFile, []byte(line+"\n"), 0o644)
+	return safefile.WriteAtomic(l.holderFile, []byte(line+"\n"), 0o644)
 }
 
 // lockBlocker finds out whether the lock on f, which this run could not

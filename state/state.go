@@ -201,7 +201,7 @@ func SetAside(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("copying the corrupt state file aside: %w", err)
 	}
-	if err := WriteFileAtomic(to, b, 0o644); err != nil {
+	if err := safefile.WriteAtomic(to, b, 0o644); err != nil {
 		return "", fmt.Errorf("copying the corrupt state file aside: %w", err)
 	}
 	return to, nil
@@ -277,42 +277,7 @@ func Save(dir string, s *State) error {
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
 	}
-	return WriteFileAtomic(Path(dir), append(b, '\n'), 0o644)
-}
-
-// WriteFileAtomic writes data to path via a temporary file in the same
-// directory, fsyncs it, renames it over path and fsyncs the directory.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		d.Sync() // best effort: not every filesystem supports it
-		d.Close()
-	}
-	return nil
+	return safefile.WriteAtomic(Path(dir), append(b, '\n'), 0o644)
 }
 
 // Slot returns the slot of link, allocating the lowest free one (at most

@@ -75,7 +75,7 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	var vc bool
 	for _, i := range lr.Interfaces {
 		if i.Name == "vc" {
-			vc = i.GatewayIP.String() == "10.82.1.1" && i.GatewayMAC.String() == mac && i.Default
+			vc = i.GatewayIP == "10.82.1.1" && i.GatewayMAC == mac && i.Default
 		}
 	}
 	if !vc {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
@@ -110,7 +111,7 @@ func newE2EMac(t *testing.T) *e2eMac {
 func (m *e2eMac) setFacts(mac string) {
 	m.t.Helper()
 	b := fmt.Sprintf(`{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":%q}]}`, mac)
-	if err := state.WriteFileAtomic(m.facts, []byte(b), 0o644); err != nil {
+	if err := safefile.WriteAtomic(m.facts, []byte(b), 0o644); err != nil {
 		m.t.Fatal(err)
 	}
 }
@@ -119,7 +120,7 @@ func (m *e2eMac) setFacts(mac string) {
 // over the old one.
 func (m *e2eMac) write(name, text string) time.Time {
 	m.t.Helper()
-	if err := state.WriteFileAtomic(filepath.Join(m.configDir, name+".toml"), []byte(text), 0o644); err != nil {
+	if err := safefile.WriteAtomic(filepath.Join(m.configDir, name+".toml"), []byte(text), 0o644); err != nil {
 		m.t.Fatal(err)
 	}
 	return time.Now()

@@ -18,8 +18,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
-	"github.com/macake/macake/sense/linkfacts"
 )
 
 // FormatVersion is the version of the Status document and of the request.
@@ -43,7 +43,7 @@ type Status struct {
 	// Backend names the shaping backend and what it owns.
 	Backend Backend `json:"backend"`
 	// Interfaces are the network's facts as matching saw them.
-	Interfaces []linkfacts.InterfaceFacts `json:"interfaces"`
+	Interfaces []desired.InterfaceReport `json:"interfaces"`
 	// Policies are every policy in force (the last good version of a
 	// broken file) with matching's verdict.
 	Policies []Policy `json:"policies"`

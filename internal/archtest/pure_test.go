@@ -25,7 +25,7 @@ var pure = []struct {
 	// The Loop (loop.go) drives the control law with timers, its clock
 	// injectable (LoopConfig.Now, testing/synctest); the law itself is pure.
 	{dir: "controller", why: "the control law", files: except("loop.go")},
-	{dir: "reconcile", why: "the planner", files: []string{"desired.go", "match.go", "controllerconfig.go"}},
+	{dir: "desired", why: "the desired state and matching"},
 }
 
 // except marks a pure entry as every file but these.

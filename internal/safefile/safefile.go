@@ -13,6 +13,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -89,4 +90,39 @@ func Read(path string, limit int64) ([]byte, fs.FileInfo, error) {
 		return nil, info, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, limit)
 	}
 	return data, info, nil
+}
+
+// WriteAtomic writes data to path via a temporary file in the same
+// directory, fsyncs it, renames it over path and fsyncs the directory.
+func WriteAtomic(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		d.Sync() // best effort: not every filesystem supports it
+		d.Close()
+	}
+	return nil
 }

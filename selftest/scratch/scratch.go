@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/macake/macake/state"
+	"github.com/macake/macake/internal/safefile"
 )
 
 // FileName is the record's file in the state directory.
@@ -150,7 +150,7 @@ func (l *Ledger) save() error {
 	if err != nil {
 		return err
 	}
-	if err := state.WriteFileAtomic(Path(l.dir), append(b, '\n'), 0o644); err != nil {
+	if err := safefile.WriteAtomic(Path(l.dir), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing the selftest's scratch record: %w", err)
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/state"
+	"github.com/macake/macake/internal/safefile"
 )
 
 // EnvState names the file the emulator binaries keep the emulated Mac in.
@@ -77,7 +77,7 @@ func (e *Emulator) SaveFile(path string) error {
 	if err != nil {
 		return err
 	}
-	return state.WriteFileAtomic(path, b, 0o644)
+	return safefile.WriteAtomic(path, b, 0o644)
 }
 
 // UpdateFile applies f to the emulator stored at path under the file lock,
