@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/config/tomltext"
 )
 
 // BenchmarkParse measures decoding and validating one commented policy
@@ -41,7 +43,7 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkParseHostile(b *testing.B) {
 	var keys strings.Builder
 	keys.WriteString("[match]\ninterface = \"en0\"\n[x]\n")
-	for i := range MaxKeys - 3 {
+	for i := range tomltext.MaxKeys - 3 {
 		fmt.Fprintf(&keys, "k%d = 1\n", i)
 	}
 	for _, bc := range []struct{ name, text string }{

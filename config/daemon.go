@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/macake/macake/config/tomltext"
 	"github.com/macake/macake/internal/lazyregexp"
 )
 
@@ -94,7 +95,7 @@ func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
 	var probs problemList
 	if !opts.SkipOwnershipCheck {
 		if msg := unsafeAncestor(path); msg != "" {
-			probs.add(path, pos{}, "%s", msg)
+			probs.add(path, tomltext.Pos{}, "%s", msg)
 			return DaemonDefaults, nil, probs.err(nil)
 		}
 	}
@@ -112,7 +113,7 @@ func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
 	s := DaemonDefaults
 	d := newDecoder(name, &probs, reflect.TypeFor[Daemon]())
 	if len(data) > MaxFileSize {
-		probs.add(name, pos{}, "is %d bytes; a settings file is at most %d", len(data), MaxFileSize)
+		probs.add(name, tomltext.Pos{}, "is %d bytes; a settings file is at most %d", len(data), MaxFileSize)
 	} else if d.parseTOML(string(data)) {
 		d.decodeStruct(reflect.ValueOf(&s).Elem(), d.root)
 		d.validateDaemon(&s)

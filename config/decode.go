@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/macake/macake/config/tomltext"
 )
 
 // MaxFileSize bounds what the loader reads, in bytes: policy files are a few hundred
@@ -31,7 +32,7 @@ const MaxFileSize = 64 << 10
 // struct fields itself by their exact toml tags.
 type decoder struct {
 	file  string
-	src   *source
+	src   *tomltext.Source
 	md    toml.MetaData
 	probs *problemList
 	// index holds every key of the file by its dotted path.
@@ -111,15 +112,15 @@ func (positionProbe) UnmarshalTOML(any) error { return errProbe }
 // write them, then quoted in a copy of the text and the copy parsed again,
 // to check everything else in the same run.
 func (d *decoder) parseTOML(text string) (ok bool) {
-	d.src = newSource(text)
-	if off, problem, bad := tooComplex(text); bad {
+	d.src = tomltext.NewSource(text)
+	if off, problem, bad := tomltext.TooComplex(text); bad {
 		// Before the library sees it: see MaxNesting and MaxKeys.
-		d.probs.add(d.file, d.src.at(off), "%s", problem)
+		d.probs.add(d.file, d.src.At(off), "%s", problem)
 		return false
 	}
 	top, err := decodeTOML(text, &d.md)
 	if err != nil {
-		unquoted := findUnquoted(text)
+		unquoted := tomltext.FindUnquoted(text)
 		if len(unquoted) == 0 {
 			d.syntaxProblem(err)
 			return false
@@ -127,10 +128,10 @@ func (d *decoder) parseTOML(text string) (ok bool) {
 		d.muted = map[int]bool{}
 		for _, u := range unquoted {
 			d.unquoted = append(d.unquoted, d.unquotedProblem(u))
-			d.muted[u.line] = true
+			d.muted[u.Line] = true
 		}
-		fixed := quoteValues(text, unquoted)
-		d.src = newSource(fixed)
+		fixed := tomltext.QuoteValues(text, unquoted)
+		d.src = tomltext.NewSource(fixed)
 		if top, err = decodeTOML(fixed, &d.md); err != nil {
 			d.syntaxProblem(err)
 			return false
@@ -160,15 +161,15 @@ func (d *decoder) syntaxProblem(err error) {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
 		at := d.hintPos(pe.Position.Line, pe.Position.Start)
-		if pe.Position.Start > 0 && pe.Position.Start <= len(d.src.text) {
+		if pe.Position.Start > 0 && pe.Position.Start <= len(d.src.Text) {
 			// The offset is exact; the lexer's line may already be past
 			// the newline the error is about.
-			at = d.src.at(pe.Position.Start)
+			at = d.src.At(pe.Position.Start)
 		}
 		d.probs.add(d.file, at, "TOML syntax: %s", pe.Message)
 		return
 	}
-	d.probs.add(d.file, pos{1, 1}, "TOML: %s", strings.TrimPrefix(err.Error(), "toml: "))
+	d.probs.add(d.file, tomltext.Pos{Line: 1, Col: 1}, "TOML: %s", strings.TrimPrefix(err.Error(), "toml: "))
 }
 
 func (d *decoder) buildChildren(path toml.Key, m map[string]toml.Primitive) []*entry {
@@ -208,39 +209,39 @@ func (d *decoder) buildChildren(path toml.Key, m map[string]toml.Primitive) []*e
 
 // hintPos turns a library line and byte offset into a position, trusting
 // the line and using the offset only when it lies on that line.
-func (d *decoder) hintPos(line, start int) pos {
-	ls, le, ok := d.src.line(line)
+func (d *decoder) hintPos(line, start int) tomltext.Pos {
+	ls, le, ok := d.src.Line(line)
 	if !ok {
 		if start > 0 {
-			return d.src.at(start)
+			return d.src.At(start)
 		}
-		return pos{1, 1}
+		return tomltext.Pos{Line: 1, Col: 1}
 	}
 	if start >= ls && start <= le {
-		return d.src.at(start)
+		return d.src.At(start)
 	}
-	return pos{line, 1}
+	return tomltext.Pos{Line: line, Col: 1}
 }
 
 // findKey finds e's key in the text. The library's line is usually the
 // key's, but for a multi-line value it is the line the value ends on, so
 // the line of its byte offset is tried too.
 func (d *decoder) findKey(e *entry) (int, bool) {
-	if off, ok := d.src.findKey(e.line, e.start, e.name()); ok {
+	if off, ok := d.src.FindKey(e.line, e.start, e.name()); ok {
 		return off, true
 	}
 	if e.start > 0 {
-		if l := d.src.at(e.start).line; l != e.line {
-			return d.src.findKey(l, e.start, e.name())
+		if l := d.src.At(e.start).Line; l != e.line {
+			return d.src.FindKey(l, e.start, e.name())
 		}
 	}
 	return 0, false
 }
 
 // keyPos is where e's key is written.
-func (d *decoder) keyPos(e *entry) pos {
+func (d *decoder) keyPos(e *entry) tomltext.Pos {
 	if off, ok := d.findKey(e); ok {
-		return d.src.at(off)
+		return d.src.At(off)
 	}
 	return d.hintPos(e.line, e.start)
 }
@@ -248,7 +249,7 @@ func (d *decoder) keyPos(e *entry) pos {
 // valueOffset is the byte offset where e's value starts, or -1.
 func (d *decoder) valueOffset(e *entry) int {
 	if off, ok := d.findKey(e); ok {
-		if v := d.src.valueAfter(off, e.name()); v != off {
+		if v := d.src.ValueAfter(off, e.name()); v != off {
 			return v
 		}
 	}
@@ -256,25 +257,25 @@ func (d *decoder) valueOffset(e *entry) int {
 }
 
 // valuePos is where e's value is written.
-func (d *decoder) valuePos(e *entry) pos {
+func (d *decoder) valuePos(e *entry) tomltext.Pos {
 	if v := d.valueOffset(e); v >= 0 {
-		return d.src.at(v)
+		return d.src.At(v)
 	}
 	return d.keyPos(e)
 }
 
 // elemPos is where element i of the array e is written.
-func (d *decoder) elemPos(e *entry, i int) pos {
+func (d *decoder) elemPos(e *entry, i int) tomltext.Pos {
 	if e.elems == nil {
 		// Found once per array: a problem in each element of a long
 		// one must not scan it again each time.
 		e.elems = []int{}
 		if v := d.valueOffset(e); v >= 0 {
-			e.elems = d.src.arrayElems(v)
+			e.elems = d.src.ArrayElems(v)
 		}
 	}
 	if i < len(e.elems) {
-		return d.src.at(e.elems[i])
+		return d.src.At(e.elems[i])
 	}
 	return d.valuePos(e)
 }
@@ -305,7 +306,7 @@ func (d *decoder) given(path string) bool { return d.index[path] != nil }
 
 // posOf returns the position of a key's value, or when the file does not
 // give it, that of the nearest enclosing table it does give, or 1:1.
-func (d *decoder) posOf(path string) pos {
+func (d *decoder) posOf(path string) tomltext.Pos {
 	for p := path; p != ""; {
 		if e := d.index[p]; e != nil {
 			if p == path {
@@ -319,11 +320,11 @@ func (d *decoder) posOf(path string) pos {
 		}
 		p = p[:i]
 	}
-	return pos{1, 1}
+	return tomltext.Pos{Line: 1, Col: 1}
 }
 
 // keyPosOf returns the position of a key (not its value), like posOf.
-func (d *decoder) keyPosOf(path string) pos {
+func (d *decoder) keyPosOf(path string) tomltext.Pos {
 	if e := d.index[path]; e != nil {
 		return d.keyPos(e)
 	}
@@ -491,10 +492,10 @@ func example(t reflect.Type) string {
 // it when elem >= 0), or records why it cannot.
 func (d *decoder) decodeValue(fv reflect.Value, raw any, e *entry, elem int) {
 	name := e.path.String()
-	at := func() pos { return d.valuePos(e) }
+	at := func() tomltext.Pos { return d.valuePos(e) }
 	if elem >= 0 {
 		name = fmt.Sprintf("%s[%d]", name, elem)
-		at = func() pos { return d.elemPos(e, elem) }
+		at = func() tomltext.Pos { return d.elemPos(e, elem) }
 	}
 	bad := func(format string, args ...any) {
 		d.markFailed(e.path.String())

@@ -162,9 +162,9 @@ func mustAddrs(ss ...string) []netip.Addr {
 	return out
 }
 
-// defaultPolicy returns a copy of Defaults that shares no memory with it,
+// DefaultPolicy returns a copy of Defaults that shares no memory with it,
 // with the bounds cleared: they derive from the base rate (see Defaults).
-func defaultPolicy() Policy {
+func DefaultPolicy() Policy {
 	p := Defaults
 	p.Autorate.Reflectors = slices.Clone(Defaults.Autorate.Reflectors)
 	p.Autorate.Download = Bounds{}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/config/tomltext"
 	"github.com/macake/macake/internal/fileowner"
 	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/shape"
@@ -86,10 +87,10 @@ func Parse(name string, data []byte, opts LoadOptions) (Link, []Warning, error) 
 func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (Link, *decoder) {
 	link := Link{Name: LinkName(name), File: name}
 	if !linkNameRE.MatchString(link.Name) {
-		probs.add(name, pos{1, 1}, "link name %q (from the file name) must be lower-case letters, digits, - and _, starting with a letter or digit, at most 32 characters; rename the file", link.Name)
+		probs.add(name, tomltext.Pos{Line: 1, Col: 1}, "link name %q (from the file name) must be lower-case letters, digits, - and _, starting with a letter or digit, at most 32 characters; rename the file", link.Name)
 	}
 	if len(data) > MaxFileSize {
-		probs.add(name, pos{}, "is %d bytes; a policy file is at most %d", len(data), MaxFileSize)
+		probs.add(name, tomltext.Pos{}, "is %d bytes; a policy file is at most %d", len(data), MaxFileSize)
 		return link, nil
 	}
 	d := newDecoder(name, probs, reflect.TypeFor[Policy]())
@@ -97,7 +98,7 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	if !d.parseTOML(string(data)) {
 		return link, nil
 	}
-	link.Policy = defaultPolicy()
+	link.Policy = DefaultPolicy()
 	d.decodeStruct(reflect.ValueOf(&link.Policy).Elem(), d.root)
 	applyLaw(&link.Policy, d.given)
 	d.validatePolicy(&link.Policy, opts.target())
@@ -130,18 +131,18 @@ func readPolicy(probs *problemList, path string, opts LoadOptions) ([]byte, bool
 	var notRegular *safefile.NotRegularError
 	switch {
 	case errors.As(err, &notRegular):
-		probs.add(path, pos{}, "is %s, not a regular file: macake reads only regular files", safefile.Kind(notRegular.Type))
+		probs.add(path, tomltext.Pos{}, "is %s, not a regular file: macake reads only regular files", safefile.Kind(notRegular.Type))
 		return nil, false
 	case errors.Is(err, safefile.ErrTooLarge):
-		probs.add(path, pos{}, "is larger than %d bytes, the most a policy or settings file may be", MaxFileSize)
+		probs.add(path, tomltext.Pos{}, "is larger than %d bytes, the most a policy or settings file may be", MaxFileSize)
 		return nil, false
 	case err != nil:
-		probs.add(path, pos{}, "cannot read: %v", unwrapPathError(err))
+		probs.add(path, tomltext.Pos{}, "cannot read: %v", unwrapPathError(err))
 		return nil, false
 	}
 	if !opts.SkipOwnershipCheck {
 		if msg := unsafeOwnership(path, info); msg != "" {
-			probs.add(path, pos{}, "%s", msg)
+			probs.add(path, tomltext.Pos{}, "%s", msg)
 			return nil, false
 		}
 	}
@@ -204,13 +205,13 @@ func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
 	info, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		probs.add(dir, pos{}, "no such directory (create it: sudo mkdir -p %s)", dir)
+		probs.add(dir, tomltext.Pos{}, "no such directory (create it: sudo mkdir -p %s)", dir)
 		return nil, nil, probs.err(order)
 	case err != nil:
-		probs.add(dir, pos{}, "cannot read: %v", unwrapPathError(err))
+		probs.add(dir, tomltext.Pos{}, "cannot read: %v", unwrapPathError(err))
 		return nil, nil, probs.err(order)
 	case !info.IsDir():
-		probs.add(dir, pos{}, "is not a directory")
+		probs.add(dir, tomltext.Pos{}, "is not a directory")
 		return nil, nil, probs.err(order)
 	}
 	if !opts.SkipOwnershipCheck {
@@ -219,13 +220,13 @@ func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
 			msg = unsafeAncestor(dir)
 		}
 		if msg != "" {
-			probs.add(dir, pos{}, "%s", msg)
+			probs.add(dir, tomltext.Pos{}, "%s", msg)
 			return nil, nil, probs.err(order)
 		}
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		probs.add(dir, pos{}, "cannot list: %v", unwrapPathError(err))
+		probs.add(dir, tomltext.Pos{}, "cannot list: %v", unwrapPathError(err))
 		return nil, nil, probs.err(order)
 	}
 	var names []string
@@ -239,17 +240,17 @@ func Load(dir string, opts LoadOptions) ([]Link, []Warning, error) {
 	var parsed []parsedLink
 	for i, n := range names {
 		if err := opts.stopped(); err != nil {
-			probs.add(dir, pos{}, "reading stopped after %d of %d files: %v", i, len(names), err)
+			probs.add(dir, tomltext.Pos{}, "reading stopped after %d of %d files: %v", i, len(names), err)
 			return nil, nil, probs.err(order)
 		}
 		path := filepath.Join(dir, n)
 		order[path] = i
 		if msg := linkOutside(dir, path); msg != "" {
-			probs.add(path, pos{}, "%s", msg)
+			probs.add(path, tomltext.Pos{}, "%s", msg)
 			continue
 		}
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			probs.warn(path, pos{}, "is a directory; skipped")
+			probs.warn(path, tomltext.Pos{}, "is a directory; skipped")
 			continue
 		}
 		data, ok := readPolicy(&probs, path, opts)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/tomltext"
 	"github.com/macake/macake/shape"
 )
 
@@ -443,14 +444,14 @@ func TestFindUnquoted(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, u := range findUnquoted(tc.text) {
-				table := u.table.String()
-				if !u.tableKnown {
+			for _, u := range tomltext.FindUnquoted(tc.text) {
+				table := u.Table.String()
+				if !u.TableKnown {
 					table = "?"
 				}
-				got = append(got, fmt.Sprintf("%d %s %s %s", u.line, table, u.key, u.value))
-				if tc.text[u.start:u.end] != u.value {
-					t.Errorf("offsets %d..%d hold %q, not %q", u.start, u.end, tc.text[u.start:u.end], u.value)
+				got = append(got, fmt.Sprintf("%d %s %s %s", u.Line, table, u.Key, u.Value))
+				if tc.text[u.Start:u.End] != u.Value {
+					t.Errorf("offsets %d..%d hold %q, not %q", u.Start, u.End, tc.text[u.Start:u.End], u.Value)
 				}
 			}
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {

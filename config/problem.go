@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/macake/macake/config/tomltext"
 	"github.com/macake/macake/diag"
 )
 
@@ -109,12 +110,12 @@ type problemList struct {
 	warnings []Warning
 }
 
-func (l *problemList) add(file string, p pos, format string, args ...any) {
-	l.problems = append(l.problems, &Problem{File: Printable(file), Line: p.line, Col: p.col, Message: Printable(fmt.Sprintf(format, args...))})
+func (l *problemList) add(file string, p tomltext.Pos, format string, args ...any) {
+	l.problems = append(l.problems, &Problem{File: Printable(file), Line: p.Line, Col: p.Col, Message: Printable(fmt.Sprintf(format, args...))})
 }
 
-func (l *problemList) warn(file string, p pos, format string, args ...any) {
-	l.warnings = append(l.warnings, Warning{File: Printable(file), Line: p.line, Col: p.col, Message: Printable(fmt.Sprintf(format, args...))})
+func (l *problemList) warn(file string, p tomltext.Pos, format string, args ...any) {
+	l.warnings = append(l.warnings, Warning{File: Printable(file), Line: p.Line, Col: p.Col, Message: Printable(fmt.Sprintf(format, args...))})
 }
 
 // Printable returns s with every control character, invalid byte and

@@ -10,11 +10,17 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/macake/macake/config/tomltext"
 	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/shape"
 )
 
 var linkNameRE = lazyregexp.New(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// ValidLinkName reports whether name may name a link (a policy file's
+// stem): lower-case letters, digits, - and _, starting with a letter or
+// digit, at most 32 characters.
+func ValidLinkName(name string) bool { return linkNameRE.MatchString(name) }
 
 // Limits of the values a policy may hold, with the reasons in the messages
 // that use them.
@@ -287,11 +293,11 @@ func (d *decoder) checkReflectors(a *Autorate) {
 		if !r.Addr.IsValid() {
 			continue // already reported by the decoder
 		}
-		at := func() pos {
+		at := func() tomltext.Pos {
 			if e != nil {
 				return d.elemPos(e, i)
 			}
-			return pos{1, 1}
+			return tomltext.Pos{Line: 1, Col: 1}
 		}
 		u := r.Addr.Unmap()
 		switch {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/draft"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
@@ -103,12 +104,12 @@ func runInit(e *env, args []string) int {
 	if !ok {
 		return fail("no interface carries the default route, so there is no network to write a policy for; connect first, or name the interface with --interface")
 	}
-	d := config.Draft{
+	d := draft.Draft{
 		Name: name, Interface: f.Name, GatewayIP: f.GatewayIP, GatewayMAC: f.GatewayMAC, SSID: f.SSID,
 		Mode: mode, Download: down, Upload: up, Written: time.Now(),
 	}
 	if d.Name == "" {
-		if d.Name = config.NameFor(f.SSID, f.Name); d.Name == "" {
+		if d.Name = draft.NameFor(f.SSID, f.Name); d.Name == "" {
 			return usage("no link name can be made from %q; name it: macake init NAME", f.Name)
 		}
 	}
@@ -123,16 +124,16 @@ func runInit(e *env, args []string) int {
 		if mdown <= 0 || mup <= 0 {
 			return fail("the measurement found no capacity (download %s, upload %s); nothing written", mdown.Human(), mup.Human())
 		}
-		d.Measured = &config.Measured{Download: mdown, Upload: mup, When: time.Now()}
+		d.Measured = &draft.Measured{Download: mdown, Upload: mup, When: time.Now()}
 		d.Download, d.Upload = config.FromCapacity(mdown), config.FromCapacity(mup)
 	}
 	text, err := d.Render()
 	if err != nil {
 		return fail("%v", err)
 	}
-	path, err := config.WriteNewPolicy(e.configDir, d.Name, text)
+	path, err := draft.WriteNewPolicy(e.configDir, d.Name, text)
 	if err != nil {
-		if errors.Is(err, config.ErrPolicyExists) {
+		if errors.Is(err, draft.ErrPolicyExists) {
 			return fail("%v", err)
 		}
 		return fail("%v%s", err, rootHint(e))
@@ -164,7 +165,7 @@ func runInit(e *env, args []string) int {
 
 // nextCommands are the three commands to run after init, with what each
 // does: measure first when the rates are "auto".
-func nextCommands(e *env, d config.Draft) [][2]string {
+func nextCommands(e *env, d draft.Draft) [][2]string {
 	dir := ""
 	if e.configDir != defaultConfigDir {
 		dir = " --config-dir " + e.configDir

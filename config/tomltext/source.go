@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package tomltext
 
 import (
 	"sort"
@@ -8,28 +8,28 @@ import (
 	"unicode/utf8"
 )
 
-// pos is a 1-based line and column (in characters). The zero pos means
+// Pos is a 1-based line and column (in characters). The zero Pos means
 // "the file as a whole".
-type pos struct{ line, col int }
+type Pos struct{ Line, Col int }
 
-// source finds positions in a policy file's text. BurntSushi/toml keeps key
+// Source finds positions in a policy file's text. BurntSushi/toml keeps key
 // positions unexported and only hints at them through its errors (a line
 // that is right, a byte offset that is sometimes off by one, nothing for
 // implicit tables), so the decoder takes the library's hint and confirms it
 // against the text here.
-type source struct {
-	text       string
+type Source struct {
+	Text       string
 	lineStarts []int // byte offset of each line's first byte
 	// last is the latest position at computed, at offset lastOff: the
 	// next one on the same line counts characters from there, so that
 	// the problems of a long one-line array cost linear time, not
 	// quadratic.
-	last    pos
+	last    Pos
 	lastOff int
 }
 
-func newSource(text string) *source {
-	s := &source{text: text, lineStarts: []int{0}}
+func NewSource(text string) *Source {
+	s := &Source{Text: text, lineStarts: []int{0}}
 	for i := 0; i < len(text); i++ {
 		if text[i] == '\n' {
 			s.lineStarts = append(s.lineStarts, i+1)
@@ -38,49 +38,49 @@ func newSource(text string) *source {
 	return s
 }
 
-// at converts a byte offset to a position.
-func (s *source) at(off int) pos {
-	off = max(0, min(off, len(s.text)))
+// At converts a byte offset to a position.
+func (s *Source) At(off int) Pos {
+	off = max(0, min(off, len(s.Text)))
 	line := sort.Search(len(s.lineStarts), func(i int) bool { return s.lineStarts[i] > off }) // first start after off
 	start := s.lineStarts[line-1]
-	p := pos{line: line}
-	if s.last.line == line && s.lastOff <= off && s.lastOff >= start {
-		p.col = s.last.col + utf8.RuneCountInString(s.text[s.lastOff:off])
+	p := Pos{Line: line}
+	if s.last.Line == line && s.lastOff <= off && s.lastOff >= start {
+		p.Col = s.last.Col + utf8.RuneCountInString(s.Text[s.lastOff:off])
 	} else {
-		p.col = utf8.RuneCountInString(s.text[start:off]) + 1
+		p.Col = utf8.RuneCountInString(s.Text[start:off]) + 1
 	}
 	s.last, s.lastOff = p, off
 	return p
 }
 
-// line returns the byte range [start, end) of a 1-based line, without its
-// newline; ok is false for a line that does not exist.
-func (s *source) line(n int) (start, end int, ok bool) {
+// Line returns the byte range [start, end) of a 1-based Line, without its
+// newline; ok is false for a Line that does not exist.
+func (s *Source) Line(n int) (start, end int, ok bool) {
 	if n < 1 || n > len(s.lineStarts) {
 		return 0, 0, false
 	}
 	start = s.lineStarts[n-1]
-	end = len(s.text)
+	end = len(s.Text)
 	if n < len(s.lineStarts) {
 		end = s.lineStarts[n] - 1
 	}
 	return start, end, true
 }
 
-func isBareKeyChar(c byte) bool {
+func IsBareKeyChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
-// findKey returns the byte offset of key written as a TOML key on the given
+// FindKey returns the byte offset of key written as a TOML key on the given
 // line: bare or quoted, followed by "=", "." or "]". hint is the library's
 // byte offset for the key's value or table; among several candidates the
 // last one before hint wins (a value follows its key), else the first.
-func (s *source) findKey(line, hint int, key string) (int, bool) {
-	start, end, ok := s.line(line)
+func (s *Source) FindKey(line, hint int, key string) (int, bool) {
+	start, end, ok := s.Line(line)
 	if !ok || key == "" {
 		return 0, false
 	}
-	text := s.text[start:end]
+	text := s.Text[start:end]
 	var cands []int
 	for _, form := range []string{key, `"` + key + `"`, "'" + key + "'"} {
 		for i := 0; ; {
@@ -91,7 +91,7 @@ func (s *source) findKey(line, hint int, key string) (int, bool) {
 			j += i
 			i = j + 1
 			if form == key {
-				if j > 0 && isBareKeyChar(text[j-1]) || j+len(key) < len(text) && isBareKeyChar(text[j+len(key)]) {
+				if j > 0 && IsBareKeyChar(text[j-1]) || j+len(key) < len(text) && IsBareKeyChar(text[j+len(key)]) {
 					continue
 				}
 			}
@@ -115,37 +115,37 @@ func (s *source) findKey(line, hint int, key string) (int, bool) {
 	return best, true
 }
 
-// valueAfter returns the byte offset of the value that follows the key at
+// ValueAfter returns the byte offset of the value that follows the key at
 // keyOff ("key = value"), or keyOff when the text is not of that shape.
-func (s *source) valueAfter(keyOff int, key string) int {
+func (s *Source) ValueAfter(keyOff int, key string) int {
 	i := keyOff
-	if i < len(s.text) && (s.text[i] == '"' || s.text[i] == '\'') {
+	if i < len(s.Text) && (s.Text[i] == '"' || s.Text[i] == '\'') {
 		i += len(key) + 2
 	} else {
 		i += len(key)
 	}
 	skip := func() {
-		for i < len(s.text) && (s.text[i] == ' ' || s.text[i] == '\t') {
+		for i < len(s.Text) && (s.Text[i] == ' ' || s.Text[i] == '\t') {
 			i++
 		}
 	}
 	skip()
-	if i >= len(s.text) || s.text[i] != '=' {
+	if i >= len(s.Text) || s.Text[i] != '=' {
 		return keyOff
 	}
 	i++
 	skip()
-	if i >= len(s.text) || s.text[i] == '\n' || s.text[i] == '\r' {
+	if i >= len(s.Text) || s.Text[i] == '\n' || s.Text[i] == '\r' {
 		return keyOff
 	}
 	return i
 }
 
-// arrayElems returns the byte offsets of the elements of the array whose
+// ArrayElems returns the byte offsets of the elements of the array whose
 // "[" is at open. It understands strings, nested arrays and tables, commas
 // and comments, which is all a valid array holds.
-func (s *source) arrayElems(open int) []int {
-	t := s.text
+func (s *Source) ArrayElems(open int) []int {
+	t := s.Text
 	if open < 0 || open >= len(t) || t[open] != '[' {
 		return nil
 	}
@@ -163,15 +163,15 @@ func (s *source) arrayElems(open int) []int {
 			return elems
 		default:
 			elems = append(elems, i)
-			i = s.skipValue(i)
+			i = s.SkipValue(i)
 		}
 	}
 	return elems
 }
 
-// skipValue returns the offset just after the value starting at i.
-func (s *source) skipValue(i int) int {
-	t := s.text
+// SkipValue returns the offset just after the value starting at i.
+func (s *Source) SkipValue(i int) int {
+	t := s.Text
 	switch t[i] {
 	case '"', '\'':
 		q := t[i]
@@ -201,7 +201,7 @@ func (s *source) skipValue(i int) int {
 		for j < len(t) && t[j] != closer {
 			switch t[j] {
 			case '"', '\'', '[', '{':
-				j = s.skipValue(j)
+				j = s.SkipValue(j)
 			case '#':
 				for j < len(t) && t[j] != '\n' {
 					j++

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package tomltext
 
 import "fmt"
 
@@ -47,9 +47,9 @@ type textShape struct {
 	problem string
 }
 
-// tooComplex returns where and how text exceeds MaxNesting or MaxKeys;
+// TooComplex returns where and how text exceeds MaxNesting or MaxKeys;
 // ok is false when it stays within both.
-func tooComplex(text string) (off int, problem string, ok bool) {
+func TooComplex(text string) (off int, problem string, ok bool) {
 	sh := scanShape(text)
 	return sh.overAt, sh.problem, sh.overAt >= 0
 }

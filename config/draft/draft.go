@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package draft
 
 import (
 	"errors"
@@ -13,13 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config"
+
 	"github.com/macake/macake/shape"
 )
-
-// ConfigDocURL is where every policy key is explained: the file init
-// writes points there, since a user of the installed binary has no
-// source tree (and `macake man` covers the commands, not the keys).
-const ConfigDocURL = "https://github.com/macake/macake/blob/main/docs/CONFIG.md"
 
 // Draft is a first policy for a network, as `macake init` detects it:
 // what to match it by and the rates to start from. Render writes it as a
@@ -31,13 +28,13 @@ type Draft struct {
 	// what is known of the network on it (zero when unknown).
 	Interface  string
 	GatewayIP  netip.Addr
-	GatewayMAC HardwareAddr
+	GatewayMAC config.HardwareAddr
 	SSID       string
 	// Mode is the shaper mode; "" is the default.
-	Mode Mode
+	Mode config.Mode
 	// Download and Upload are the base rates; 0 writes "auto" (95 % of
 	// what `macake measure` measures on this network).
-	Download, Upload Rate
+	Download, Upload config.Rate
 	// Measured, when set, says the rates came from a measurement of these
 	// capacities, made at When.
 	Measured *Measured
@@ -47,30 +44,8 @@ type Draft struct {
 
 // Measured is a capacity measurement a draft's rates come from.
 type Measured struct {
-	Download, Upload Rate
+	Download, Upload config.Rate
 	When             time.Time
-}
-
-// AutoBase is the base rate "auto" stands for: AutoRateFraction (95 %)
-// of the measured capacity, within [MinRate, top] (MaxRate, or the
-// backend's limit when lower).
-func AutoBase(capacity, top Rate) Rate {
-	return max(MinRate, min(top, capacity*95/100))
-}
-
-// FromCapacity is the base rate a draft takes from a measured capacity:
-// AutoBase, rounded down to a rate a person reads at a glance (whole
-// Mbit/s from 10 Mbit/s, 100 kbit/s steps from 1 Mbit/s, whole kbit/s
-// below).
-func FromCapacity(capacity Rate) Rate {
-	r := AutoBase(capacity, MaxRate)
-	switch {
-	case r >= 10*Mbit:
-		return r / Mbit * Mbit
-	case r >= Mbit:
-		return r / (100 * Kbit) * (100 * Kbit)
-	}
-	return max(MinRate, r/Kbit*Kbit)
 }
 
 // NameFor suggests a link name for a network: its SSID, else the
@@ -91,7 +66,7 @@ func NameFor(ssid, iface string) string {
 		if len(name) > 32 {
 			name = strings.TrimRight(name[:32], "-_")
 		}
-		if linkNameRE.MatchString(name) {
+		if config.ValidLinkName(name) {
 			return name
 		}
 	}
@@ -103,7 +78,7 @@ func NameFor(ssid, iface string) string {
 // Defaults) and what it does. What it writes parses back (Parse) to the
 // draft's policy; a draft that would not is an error.
 func (d Draft) Render() ([]byte, error) {
-	if !linkNameRE.MatchString(d.Name) {
+	if !config.ValidLinkName(d.Name) {
 		return nil, fmt.Errorf("link name %q: want 1-32 of a-z, 0-9, _ and -, starting with a letter or digit", d.Name)
 	}
 	if err := shape.CheckInterfaceName(d.Interface); err != nil {
@@ -111,14 +86,14 @@ func (d Draft) Render() ([]byte, error) {
 	}
 	mode := d.Mode
 	if mode == "" {
-		mode = Defaults.Shaper.Mode
+		mode = config.Defaults.Shaper.Mode
 	}
-	def := Defaults
+	def := config.Defaults
 	var b strings.Builder
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	q := strconv.Quote
 
-	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+ConfigDocURL+".",
+	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+config.ConfigDocURL+".",
 		d.Name, d.Written.Format(time.DateOnly), d.network())))
 	b.WriteString("\n")
 	w("description = %s\n\n", q(d.description()))
@@ -146,7 +121,7 @@ func (d Draft) Render() ([]byte, error) {
 			m.When.Format(time.DateOnly), shape.FormatApprox(float64(m.Download)), shape.FormatApprox(float64(m.Upload)))))
 	}
 	note := "   # 95 % of what `macake measure` measures on this network"
-	rate := func(key string, r Rate) {
+	rate := func(key string, r config.Rate) {
 		if r > 0 {
 			w("%-8s = %s\n", key, q(r.String()))
 			return
@@ -160,7 +135,7 @@ func (d Draft) Render() ([]byte, error) {
 	w("# overhead = %d        # bytes of framing per packet (0-256), e.g. 18 for DOCSIS\n", def.Shaper.Overhead)
 	w("# mpu      = %d        # smallest packet on the wire, e.g. 64\n", def.Shaper.MPU)
 
-	if mode == ModeAutorate || mode == ModeBalanced {
+	if mode == config.ModeAutorate || mode == config.ModeBalanced {
 		a := def.Autorate
 		w("\n# [autorate]           # the controller; defaults follow cake-autorate\n")
 		if d.Download > 0 && d.Upload > 0 {
@@ -176,13 +151,13 @@ func (d Draft) Render() ([]byte, error) {
 		w("# probe_interval  = %s\n", q(a.ProbeInterval.String()))
 		w("# delay_threshold = %s   # one-way delay above the baseline that counts as bufferbloat\n", q(a.DelayThreshold.String()))
 	}
-	if mode == ModeBalanced {
+	if mode == config.ModeBalanced {
 		w("\n[balanced]\n")
 		w("# engage_after  = %s    # a standing queue this long engages the shaper\n", q(def.Balanced.EngageAfter.String()))
 		w("# release_after = %s   # clean latency this long releases it\n", q(def.Balanced.ReleaseAfter.String()))
 	}
 	out := []byte(b.String())
-	if _, _, err := Parse(d.Name+".toml", out, LoadOptions{}); err != nil {
+	if _, _, err := config.Parse(d.Name+".toml", out, config.LoadOptions{}); err != nil {
 		return nil, fmt.Errorf("the drafted policy does not parse (a bug): %w", err)
 	}
 	return out, nil
@@ -205,9 +180,9 @@ func commentLines(text string) string {
 
 // bounds are the controller's floor and ceiling the draft's base rate
 // gives one direction when the policy sets none.
-func (d Draft) bounds(dir shape.Direction) (lo, hi Rate, err error) {
-	l := Link{Name: d.Name, Policy: defaultPolicy()}
-	l.Shaper.Mode = ModeAutorate
+func (d Draft) bounds(dir shape.Direction) (lo, hi config.Rate, err error) {
+	l := config.Link{Name: d.Name, Policy: config.DefaultPolicy()}
+	l.Shaper.Mode = config.ModeAutorate
 	l.Shaper.Download.Rate, l.Shaper.Upload.Rate = d.Download, d.Upload
 	lo, _, hi, err = l.Rates(dir, 0, 0, 0)
 	return lo, hi, err
@@ -216,7 +191,7 @@ func (d Draft) bounds(dir shape.Direction) (lo, hi Rate, err error) {
 // network describes what was detected, for the file's header.
 func (d Draft) network() string {
 	parts := []string{d.Interface}
-	if gw := DescribeGateway(AddrText(d.GatewayIP), d.GatewayMAC.String()); gw != "" {
+	if gw := config.DescribeGateway(config.AddrText(d.GatewayIP), d.GatewayMAC.String()); gw != "" {
 		parts = append(parts, gw)
 	}
 	if d.SSID != "" {
@@ -266,8 +241,8 @@ func WriteNewPolicy(dir, name string, text []byte) (string, error) {
 		os.Remove(path)
 		return path, fmt.Errorf("writing %s: %w", path, err)
 	}
-	_, _, err = Load(dir, LoadOptions{SkipOwnershipCheck: true})
-	for _, p := range Problems(err) {
+	_, _, err = config.Load(dir, config.LoadOptions{SkipOwnershipCheck: true})
+	for _, p := range config.Problems(err) {
 		if p.File == path || strings.Contains(p.Message, path) {
 			os.Remove(path)
 			return path, fmt.Errorf("%w; nothing written", p)
