@@ -185,7 +185,7 @@ type Desire struct {
 	// macake's.
 	Slots map[string]int
 	// Released names the links gone from the config that still hold a slot.
-	// Their slots are dropped from the state file (StateTokens.ReleaseSlots)
+	// Their slots are dropped from the state file (state.File.ReleaseSlots)
 	// only after an apply has left the live state matching, and no new link
 	// takes one before that.
 	Released []string

@@ -83,7 +83,7 @@ func TestDesiredSlotsAreStable(t *testing.T) {
 		t.Fatalf("b's slot must be kept until released: slots %v, released %v", d.Slots, d.Released)
 	}
 	st.Slots = d.Slots
-	delete(st.Slots, "b") // what StateTokens.ReleaseSlots does after the apply
+	delete(st.Slots, "b") // what state.File.ReleaseSlots does after the apply
 
 	// Once released, the slot is free again.
 	y := simple(t, "y", "en4", "")

@@ -45,7 +45,7 @@ var directions = []rule{
 		why: "the simulator runs the law offline, never the daemon"},
 	{from: "sense/...", to: []string{"reconcile", "desired", "session", "backend/...", "daemon/...", "cmd/..."},
 		why: "sensing observes the world; what to do about it is decided above"},
-	{from: "config", only: []string{"shape", "diag", "internal/..."},
+	{from: "config/...", only: []string{"config/...", "shape", "diag", "internal/..."},
 		why: "policies are read before anything else exists"},
 	{from: "shape", only: []string{},
 		why: "the shared vocabulary depends on nothing"},
