@@ -11,9 +11,10 @@ import (
 	"github.com/macake/macake/backend"
 )
 
-// File is the pfdn.TokenStore on the state file: the pf enable token
-// lives in State.PFToken, and every change is written to Dir atomically
-// before SetPFToken returns. The intent recorded before `pfctl -E`
+// File is the one handle on the state file: the backend.Store the
+// backends record what they own in, and the slot allocation the pass
+// saves. The pf enable token lives in State.PFToken, and every change is
+// written to Dir atomically before its Set method returns. The intent recorded before `pfctl -E`
 // (State.PFEnablePending) is saved the same way, so a crash between
 // pfctl taking the reference and the token being saved leaves what the
 // next run needs to find it. It shares State with the rest of the

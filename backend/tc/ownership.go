@@ -12,8 +12,8 @@ import (
 // live system alone cannot tell "someone replaced macake's shaper" from
 // "another tool's qdisc was there before macake": the record can. A root
 // macake created and someone then replaced is drift, restored; a foreign
-// root with no record is never touched. state.File keeps the
-// record in the state file; MemoryOwnership keeps it for one process.
+// root with no record is never touched. The state file keeps the
+// record in the state file (backend.Store); MemoryOwnership keeps it for one process.
 type Ownership interface {
 	// OwnedRoots returns the interfaces whose root qdisc macake created
 	// and has not removed since.
