@@ -28,13 +28,9 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
-	lab := netns.New(t, "gwm")
-	client, gw := lab.Namespace("c"), lab.Namespace("g")
-	lab.Link(client, "vc", gw, "gc")
-	client.AddAddr("vc", "10.82.1.2/24")
-	gw.AddAddr("gc", "10.82.1.1/24")
-	client.Route("default", "via", "10.82.1.1")
-	mac := gw.HardwareAddr("gc").String()
+	client, gw := netns.New(t, "gwm").Pair()
+	client.Route("default", "via", netns.ServerIP4)
+	mac := gw.HardwareAddr(netns.ServerDev).String()
 	dir := t.TempDir()
 	// apply plans against the pf/dummynet emulator (the child inherits
 	// the environment).
@@ -74,14 +70,14 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	}
 	var vc bool
 	for _, i := range lr.Interfaces {
-		if i.Name == "vc" {
-			vc = i.GatewayIP == "10.82.1.1" && i.GatewayMAC == mac && i.Default
+		if i.Name == netns.ClientDev {
+			vc = i.GatewayIP == netns.ServerIP4 && i.GatewayMAC == mac && i.Default
 		}
 	}
 	if !vc {
-		t.Errorf("links does not show vc's gateway 10.82.1.1 (%s): %+v", mac, lr.Interfaces)
+		t.Errorf("links does not show vc's gateway %s (%s): %+v", netns.ServerIP4, mac, lr.Interfaces)
 	}
-	if r := cli("links"); !strings.Contains(r.Stdout, "gateway 10.82.1.1 ("+mac+"), default route") {
+	if r := cli("links"); !strings.Contains(r.Stdout, "gateway "+netns.ServerIP4+" ("+mac+"), default route") {
 		t.Errorf("links text lacks the gateway:\n%s", r.Stdout)
 	}
 

@@ -23,9 +23,9 @@ import (
 )
 
 // The lab: client — gw — server. The ISP's bloated link is between gw and
-// server: 20 Mbit/s down (server egress) and 8 Mbit/s up (gw egress
-// towards the server), each with 100 ms of drop-tail buffer. The gateway
-// itself is not behind the bottleneck, as a home router is not.
+// server, shaped on the server's end (netns.WAN): 20 Mbit/s down and
+// 8 Mbit/s up, each with 100 ms of drop-tail buffer. The gateway itself is
+// not behind the bottleneck, as a home router is not.
 const (
 	labDown    = 20_000_000
 	labUp      = 8_000_000
@@ -52,8 +52,7 @@ func newSensingLab(t *testing.T) *sensingLab {
 	l.gw.Forward()
 	l.client.Route("default", "via", labGateway)
 	l.server.Route("10.81.1.0/24", "via", "10.81.2.1")
-	l.server.Bottleneck("vs", labDown, labDown/8/10)
-	l.gw.Bottleneck("gs", labUp, labUp/8/10)
+	l.server.WAN("vs", labDown, labUp, 100*time.Millisecond)
 	l.gwMAC = l.gw.HardwareAddr("gc")
 
 	serve := func(port string, h http.Handler) string {

@@ -21,25 +21,19 @@ import (
 // server's kernel is the reflector; its egress towards the client is a
 // 10 Mbit/s bottleneck with a 250 KB drop-tail buffer (200 ms of bloat).
 type testbed struct {
-	lab            *netns.Lab
 	client, server *netns.Namespace
 	bottleneck     *netns.Bottleneck
 }
 
 const (
-	serverIP4 = "10.78.0.1"
-	serverIP6 = "fd78::1"
+	serverIP4 = netns.ServerIP4
+	serverIP6 = netns.ServerIP6
 )
 
 func newTestbed(t *testing.T) *testbed {
-	lab := netns.New(t, "probe")
-	tb := &testbed{lab: lab, client: lab.Namespace("c"), server: lab.Namespace("s")}
-	lab.Link(tb.client, "vc", tb.server, "vs")
-	tb.client.AddAddr("vc", "10.78.0.2/24")
-	tb.server.AddAddr("vs", serverIP4+"/24")
-	tb.client.AddAddr("vc", "fd78::2/64")
-	tb.server.AddAddr("vs", serverIP6+"/64")
-	tb.bottleneck = tb.server.Bottleneck("vs", 10_000_000, 250_000)
+	tb := &testbed{}
+	tb.client, tb.server = netns.New(t, "probe").Pair()
+	tb.bottleneck = tb.server.Bottleneck(netns.ServerDev, 10_000_000, 250_000)
 	return tb
 }
 
@@ -280,7 +274,7 @@ func TestNetnsSilentUnreachableAndVanishingInterface(t *testing.T) {
 	if p.Stalled(time.Now(), 500*time.Millisecond) {
 		t.Error("stalled although the server answers again")
 	}
-	tb.client.IP("link", "del", "vc")
+	tb.client.IP("link", "del", netns.ClientDev)
 	time.Sleep(700 * time.Millisecond)
 	cancel()
 	if err := <-done; err != nil {
