@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/sense/ifstat"
@@ -153,7 +154,7 @@ func (r *doctorRig) healthy() {
 
 func doctorGolden(t *testing.T, name, got string) {
 	t.Helper()
-	checkGoldenFile(t, filepath.Join("testdata", "doctor", name), got)
+	golden.Check(t, filepath.Join("testdata", "doctor", name), []byte(got), docsShowIt)
 }
 
 func TestDoctorHealthyGolden(t *testing.T) {
