@@ -23,6 +23,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
@@ -332,9 +333,7 @@ func (r *rig) stop() error {
 
 func (r *rig) write(name, text string) {
 	r.t.Helper()
-	if err := os.WriteFile(filepath.Join(r.dir, name+".toml"), []byte(text), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
+	configtest.Write(r.t, r.dir, name, text)
 }
 
 // edited tells the daemon that the directory changed and waits until it
@@ -384,18 +383,13 @@ func (r *rig) mutating() []string {
 	return out
 }
 
-const autorateLink = `
-[match]
-interface = "en0"
-gateway_mac = "` + homeMAC + `"
-[shaper]
-download = "80mbit"
-upload = "20mbit"
-[autorate]
+// sixReflectors are the fake net's reflectors, as a policy names them.
+const sixReflectors = `reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]` + "\n"
+
+var autorateLink = configtest.Policy{Interface: "en0", GatewayMAC: homeMAC, Download: "80mbit", Upload: "20mbit", More: `[autorate]
 download = { min = "10mbit", max = "100mbit" }
 upload = { min = "2mbit", max = "30mbit" }
-reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-`
+` + sixReflectors}.TOML()
 
 // TestWatchControllerDecisionsAreSinglePipeUpdates: under a bloated
 // bottleneck the controller cuts, each decision is exactly one `dnctl
@@ -556,18 +550,10 @@ func TestWatchLinkTimersShareOneGrid(t *testing.T) {
 	})
 }
 
-const hotelLink = `
-[match]
-interface = "en0"
-gateway_mac = "` + hotelMAC + `"
-[shaper]
-download = "20mbit"
-upload = "5mbit"
-[autorate]
+var hotelLink = configtest.Policy{Interface: "en0", GatewayMAC: hotelMAC, Download: "20mbit", Upload: "5mbit", More: `[autorate]
 download = { min = "2mbit", max = "40mbit" }
 upload = { min = "1mbit", max = "10mbit" }
-reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-`
+` + sixReflectors}.TOML()
 
 // TestWatchLinkSwitchStartsFromKnownGood: the network changes under a
 // running daemon (another gateway on en0): the old link's pipes and rules
@@ -654,21 +640,13 @@ func TestWatchWakeRebaselines(t *testing.T) {
 	})
 }
 
-const balancedLink = `
-[match]
-interface = "en0"
-[shaper]
-mode = "balanced"
-download = "40mbit"
-upload = "10mbit"
-[autorate]
+var balancedLink = configtest.Policy{Interface: "en0", Mode: "balanced", Download: "40mbit", Upload: "10mbit", More: `[autorate]
 download = { min = "5mbit", max = "60mbit" }
 upload = { min = "2mbit", max = "20mbit" }
-reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-[balanced]
+` + sixReflectors + `[balanced]
 engage_after = "3s"
 release_after = "10s"
-`
+`}.TOML()
 
 // TestWatchBalancedEngagesAndReleases: a balanced link installs nothing
 // until a standing queue lasts engage_after; then the controller's engage
@@ -721,7 +699,7 @@ func TestWatchBalancedEngagesAndReleases(t *testing.T) {
 // link.
 func TestWatchKeepsLastGoodPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"%s\"\nupload = \"5mbit\"\n"
+		fixed := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "%s", Upload: "5mbit"}.TOML()
 		r := newRig(t, map[string]string{"cable": strings.Replace(fixed, "%s", "50mbit", 1)}, nil, factsOn("en0", ""))
 		if got := r.pipeRate(48002); got != 50_000_000 {
 			t.Fatalf("cable at start: %d", got)
@@ -772,7 +750,7 @@ func TestWatchKeepsLastGoodPolicy(t *testing.T) {
 // the link, and the copy with it.
 func TestWatchKeepsLastGoodPolicyAcrossRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"%s\"\nupload = \"5mbit\"\n"
+		fixed := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "%s", Upload: "5mbit"}.TOML()
 		r := newRig(t, map[string]string{"cable": strings.Replace(fixed, "%s", "50mbit", 1)}, nil, factsOn("en0", ""))
 		if got := r.pipeRate(48002); got != 50_000_000 {
 			t.Fatalf("cable at start: %d", got)
@@ -838,7 +816,7 @@ func TestWatchKeepsLastGoodPolicyAcrossRestart(t *testing.T) {
 // repaired.
 func TestWatchRepairsDrift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"
+		fixed := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "5mbit"}.TOML()
 		r := newRig(t, map[string]string{"cable": fixed}, nil, factsOn("en0", ""))
 		// The reference is taken again by a new pfctl process: compare the
 		// rest.

@@ -19,6 +19,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
@@ -99,9 +100,7 @@ func (r *rig) setPolicies(policies map[string]string) {
 		os.Remove(filepath.Join(r.configDir, e.Name()))
 	}
 	for name, text := range policies {
-		if err := os.WriteFile(filepath.Join(r.configDir, name+".toml"), []byte(text), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
+		configtest.Write(r.t, r.configDir, name, text)
 	}
 }
 

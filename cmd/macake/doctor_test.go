@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/internal/golden"
@@ -195,9 +196,8 @@ func TestDoctorBrokenGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.silent = map[netip.Addr]bool{netip.MustParseAddr("192.0.2.2"): true}
-	if err := os.WriteFile(filepath.Join(r.configDir, "lte.toml"), []byte("[match]\ninterface = \"en5\"\n[shaper]\ndownload = \"30mbps\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	configtest.Write(t, r.configDir, "lte", configtest.Policy{Interface: "en5", Download: "30mbps"}.TOML()) // an ambiguous unit, refused
+
 	code, stdout, stderr := r.doctor(0)
 	if code != exitFailure {
 		t.Errorf("exit %d, want 1\n%s%s", code, stdout, stderr)

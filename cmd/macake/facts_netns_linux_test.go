@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/netns"
@@ -40,15 +41,9 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	links := filepath.Join(dir, "links.d")
-	os.Mkdir(links, 0o755)
 	os.Mkdir(filepath.Join(dir, "state"), 0o755)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("home", "[match]\ninterface = \"vc\"\ngateway_mac = \""+mac+"\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\n")
-	write("hotel", "[match]\ninterface = \"vc\"\ngateway_mac = \"02:00:00:00:00:99\"\npriority = 10\n[shaper]\nmode = \"fixed\"\ndownload = \"5mbit\"\nupload = \"1mbit\"\n")
+	configtest.Write(t, links, "home", configtest.Policy{Interface: netns.ClientDev, GatewayMAC: mac, Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
+	configtest.Write(t, links, "hotel", configtest.Policy{Interface: netns.ClientDev, GatewayMAC: "02:00:00:00:00:99", Priority: 10, Mode: "fixed", Download: "5mbit", Upload: "1mbit"}.TOML())
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
@@ -56,9 +56,8 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 		t.Cleanup(func() { srv.Close() })
 	}
 	dir := filepath.Join(t.TempDir(), "links.d")
-	os.Mkdir(dir, 0o755)
 	for name, dev := range map[string]string{"a": "wa", "b": "wb"} {
-		os.WriteFile(filepath.Join(dir, name+".toml"), []byte("[match]\ninterface = \""+dev+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"), 0o644)
+		configtest.Write(t, dir, name, configtest.Policy{Interface: dev, Download: "100mbit", Upload: "10mbit"}.TOML())
 	}
 
 	for i, link := range []string{"a", "b"} {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
@@ -416,16 +417,12 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 	t.Parallel()
 	l := newSensingLab(t)
 	links := filepath.Join(t.TempDir(), "links.d")
-	os.Mkdir(links, 0o755)
-	policy := func(name, match string) {
-		b := "[match]\n" + match + "\n[shaper]\ndownload = \"20mbit\"\nupload = \"8mbit\"\n"
-		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	policy := func(name, iface, mac string) {
+		configtest.Write(t, links, name, configtest.Policy{Interface: iface, GatewayMAC: mac, Download: "20mbit", Upload: "8mbit"}.TOML())
 	}
-	policy("starlink", `interface = "en0"`)
-	policy("office", "interface = \"vc\"\ngateway_mac = \"00:11:22:33:44:55\"")
-	policy("lab", "interface = \"vc\"\ngateway_mac = \""+l.gwMAC.String()+"\"")
+	policy("starlink", "en0", "")
+	policy("office", "vc", "00:11:22:33:44:55")
+	policy("lab", "vc", l.gwMAC.String())
 	measureLink := func(link string) (childResult, string) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/linkfacts"
@@ -33,11 +34,7 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	dir := t.TempDir()
 	macake := buildMacake(t, dir)
 	links := filepath.Join(dir, "links.d")
-	os.Mkdir(links, 0o755)
-	policy := "[match]\ninterface = \"" + netns.ClientDev + "\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\n"
-	if err := os.WriteFile(filepath.Join(links, "lab.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	configtest.Write(t, links, "lab", configtest.Policy{Interface: netns.ClientDev, Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
 	// systemd creates the unit's StateDirectory= before it starts it;
 	// macake creates only its default one itself.
 	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
