@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"golang.org/x/net/icmp"
-	"golang.org/x/sys/unix"
 
 	"github.com/macake/macake/internal/netns"
+	"github.com/macake/macake/internal/speedtest"
 )
 
 // testbed is a client and a server namespace on one veth pair. The
@@ -66,7 +66,7 @@ func (tb *testbed) download(t *testing.T, ctx context.Context) {
 			return
 		}
 		defer c.Close()
-		if cc := congestion(c); cc != "cubic" {
+		if cc := speedtest.Congestion(c.(*net.TCPConn)); cc != "cubic" {
 			t.Errorf("load socket uses %q, want cubic", cc)
 		}
 		buf := make([]byte, 32<<10)
@@ -85,18 +85,6 @@ func (tb *testbed) download(t *testing.T, ctx context.Context) {
 		c.Close()
 	}()
 	go io.Copy(io.Discard, c)
-}
-
-func congestion(c net.Conn) string {
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		return err.Error()
-	}
-	var cc string
-	rc.Control(func(fd uintptr) {
-		cc, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-	})
-	return cc
 }
 
 // p50 is the median of ds, -1 when empty.
