@@ -26,14 +26,7 @@ import (
 
 // doctorPolicy probes documentation addresses: the fake pinger answers for
 // them, and nothing is ever sent.
-const doctorPolicy = `description = "Starlink"
-[match]
-interface   = "en0"
-gateway_mac = "74:24:9f:00:00:01"
-[shaper]
-download = "150mbit"
-upload   = "15mbit"
-[autorate]
+const doctorPolicy = starlinkShaping + `[autorate]
 reflectors        = ["192.0.2.1", "192.0.2.2"]
 active_reflectors = 2
 cut_refractory    = "1s"

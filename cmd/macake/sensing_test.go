@@ -64,14 +64,7 @@ func TestResolveTargetUsesThePolicyOrTheDefaultRoute(t *testing.T) {
 		{"name":"en8","up":false,"gateway_ip":"10.8.0.1"}]}`), 0o644)
 	links := filepath.Join(dir, "links.d")
 	os.Mkdir(links, 0o755)
-	os.WriteFile(filepath.Join(links, "home.toml"), []byte(`
-[match]
-interface   = "en0"
-gateway_mac = "74:24:9f:00:00:01"
-[shaper]
-download = "150mbit"
-upload   = "15mbit"
-[autorate]
+	os.WriteFile(filepath.Join(links, "home.toml"), []byte(starlinkShaping+`[autorate]
 reflectors        = ["192.0.2.1", "192.0.2.2", "192.0.2.3"]
 active_reflectors = 2
 probe_interval    = "100ms"
