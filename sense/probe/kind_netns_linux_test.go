@@ -138,14 +138,7 @@ func TestNetnsTCPProbesSeeTheQueue(t *testing.T) {
 		go p.Run(ctx)
 		gets = append(gets, collect(p))
 	}
-	start := time.Now()
-	time.Sleep(time.Second)
-	loadStart := time.Now()
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	tb.download(t, loadCtx)
-	time.Sleep(3 * time.Second)
-	stopLoad()
+	start, loadStart := tb.idleThenLoaded(t, ctx, time.Second)
 	time.Sleep(300 * time.Millisecond)
 	// The download's thousands of segments never reach the raw socket's
 	// reader: its filter passes only what goes to the reserved port.

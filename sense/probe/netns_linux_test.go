@@ -87,6 +87,19 @@ func (tb *testbed) download(t *testing.T, ctx context.Context) {
 	go io.Copy(io.Discard, c)
 }
 
+// idleThenLoaded lets the probers run idle for idle, then under a CUBIC
+// download for 3 s, and returns when each phase began.
+func (tb *testbed) idleThenLoaded(t *testing.T, ctx context.Context, idle time.Duration) (start, loadStart time.Time) {
+	start = time.Now()
+	time.Sleep(idle)
+	loadStart = time.Now()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	tb.download(t, loadCtx)
+	time.Sleep(3 * time.Second)
+	return start, loadStart
+}
+
 // p50 is the median of ds, -1 when empty.
 func p50(ds []time.Duration) time.Duration { return Percentile(ds, 50) }
 
@@ -134,14 +147,7 @@ func TestNetnsProbesSeeQueueingDelayGrowUnderLoad(t *testing.T) {
 	go ts.Run(ctx)
 	echoSamples, tsSamples := collect(echo), collect(ts)
 
-	start := time.Now()
-	time.Sleep(1200 * time.Millisecond)
-	loadStart := time.Now()
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	tb.download(t, loadCtx)
-	time.Sleep(3 * time.Second)
-	stopLoad()
+	start, loadStart := tb.idleThenLoaded(t, ctx, 1200*time.Millisecond)
 
 	split := func(samples []Sample, from, to time.Time, pick func(Sample) time.Duration) []time.Duration {
 		var out []time.Duration
