@@ -256,6 +256,13 @@ func factsOn(iface, mac string) linkfacts.Facts {
 	return linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{f}}
 }
 
+// newHomeRig is the rig most tests start from: the autorate link "home"
+// on en0 behind homeMAC, no state file.
+func newHomeRig(t *testing.T) *rig {
+	t.Helper()
+	return newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+}
+
 // newRig writes the policies and the state file, then starts the daemon
 // with facts as the network. It must run inside a synctest bubble.
 func newRig(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts) *rig {
@@ -397,7 +404,7 @@ upload = { min = "2mbit", max = "30mbit" }
 // rate instead of writing the policy's rate back.
 func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		if got := r.pipeRate(48002); got != 80_000_000 {
 			t.Fatalf("download pipe at start: %d, want the policy's 80 Mbit/s\n%s", got, r.log)
 		}
@@ -495,7 +502,7 @@ func TestWatchProbesEachLinkThroughItsInterface(t *testing.T) {
 // taken, or the controller sees 1.5 s of bytes over 200 ms.
 func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		r.slowSetRate.Store(int64(1500 * time.Millisecond))
@@ -522,7 +529,7 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 // step is at a counter read's instant.
 func TestWatchLinkTimersShareOneGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		r.net.mu.Lock()
@@ -612,7 +619,7 @@ func TestWatchLinkSwitchStartsFromKnownGood(t *testing.T) {
 // at the rates it had, so the pipes do not move.
 func TestWatchWakeRebaselines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		before := r.d.Status().Links[0].Controller
@@ -880,7 +887,7 @@ func TestWatchRepairsDrift(t *testing.T) {
 // state; with TeardownOnExit removes everything macake owns.
 func TestWatchShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.busy = true })
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -914,7 +921,7 @@ func TestWatchShutdown(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.d.cfg.TeardownOnExit = true
 		if err := r.stop(); err != nil {
 			t.Fatal(err)
@@ -931,7 +938,7 @@ func TestWatchShutdown(t *testing.T) {
 // rate changed starts at the new base at once.
 func TestWatchPolicyEditRestartsTheController(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.busy = true }) // no bloat: the rates climb
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -960,7 +967,7 @@ func TestWatchPolicyEditRestartsTheController(t *testing.T) {
 // starting baseline; its first reply fills it in (issue 12 item 19).
 func TestWatchMetricsBeforeAReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.silent = true })
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
@@ -997,7 +1004,7 @@ func (r *rig) scrape() string {
 // repairs; a link that goes away takes its series with it.
 func TestWatchMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		m := r.scrape()
@@ -1157,7 +1164,7 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+				r := newHomeRig(t)
 				time.Sleep(10 * time.Second)
 				synctest.Wait()
 				fault := c.fault
@@ -1219,7 +1226,7 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 // rather than DefaultIdleRTT's 20 ms of drain.
 func TestWatchSizesAutoQueueBeforeTheFirstLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.rtt = 2 * time.Millisecond })
 		start := r.pipeRate(48002)
 		time.Sleep(5 * time.Second)
@@ -1249,7 +1256,7 @@ func TestWatchSizesAutoQueueBeforeTheFirstLoad(t *testing.T) {
 // floor at the rate), and the state file keeps it after watch stops.
 func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		queue := func(n int) int64 {
 			for _, p := range r.emu.Machine().Dummynet.Pipes {
 				if int(p.Number) == n {
