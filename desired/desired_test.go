@@ -14,24 +14,17 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
-// policy parses one policy file's text as links.d/NAME.toml.
-func policy(t *testing.T, name, text string) config.Link {
-	t.Helper()
-	l, _, err := config.Parse("links.d/"+name+".toml", []byte(text), config.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func simple(t *testing.T, name, iface, extra string) config.Link {
-	return policy(t, name, "[match]\ninterface = \""+iface+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"+extra)
+// simple is a policy shaping iface at 100 and 10 Mbit/s; more follows
+// its [shaper] keys.
+func simple(t *testing.T, name, iface, more string) config.Link {
+	return configtest.Parse(t, name, configtest.Policy{Interface: iface, Download: "100mbit", Upload: "10mbit", More: more}.TOML())
 }
 
 func up(names ...string) linkfacts.Facts {
@@ -121,22 +114,8 @@ func TestDesiredRateSources(t *testing.T) {
 	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac}}}
 	key := state.ProfileKey("wan", mac.String())
 	good := &state.State{Profiles: map[string]state.Profile{key: {GoodDownload: 80_000_000, GoodUpload: 500_000_000}}}
-	auto := policy(t, "wan", `[match]
-interface = "en0"
-[shaper]
-download = "100mbit"
-upload = "10mbit"
-queue = "64KB"
-[autorate]
-upload = { min = "2mbit", max = "20mbit" }
-`)
-	fixed := policy(t, "wan", `[match]
-interface = "en0"
-[shaper]
-mode = "fixed"
-download = "100mbit"
-upload = "10mbit"
-`)
+	auto := simple(t, "wan", "en0", "queue = \"64KB\"\n[autorate]\nupload = { min = \"2mbit\", max = \"20mbit\" }\n")
+	fixed := simple(t, "wan", "en0", "mode = \"fixed\"\n")
 	for _, tc := range []struct {
 		name               string
 		link               config.Link
@@ -347,10 +326,10 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 		simple(t, "shaped", "en0", ""),
 		simple(t, "down", "en1", ""),
 		simple(t, "absent", "en9", ""),
-		policy(t, "elsewhere", "[match]\ninterface = \"en2\"\ngateway_mac = \"74:24:9f:00:00:01\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		configtest.Parse(t, "elsewhere", configtest.Policy{Interface: "en2", GatewayMAC: "74:24:9f:00:00:01", Download: "100mbit", Upload: "10mbit"}.TOML()),
 		simple(t, "off", "en3", "mode = \"off\"\n"),
 		simple(t, "idle", "en4", "mode = \"balanced\"\n"),
-		policy(t, "winner", "[match]\ninterface = \"en5\"\npriority = 10\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		configtest.Parse(t, "winner", configtest.Policy{Interface: "en5", Priority: 10, Download: "100mbit", Upload: "10mbit"}.TOML()),
 		simple(t, "loser", "en5", ""),
 		simple(t, "new", "en6", "mode = \"off\"\n"),
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
@@ -77,7 +78,7 @@ func TestCompareRunsOffOnOff(t *testing.T) {
 	}
 	var b bytes.Buffer
 	rep.WriteText(&b)
-	golden(t, "compare.txt", b.String())
+	golden.Check(t, "testdata/compare.txt", b.Bytes(), "what `macake bench --compare` prints; docs/USAGE.md shows it")
 
 	// A run that fails still puts the shaping back; without LeaveOn it
 	// stays off.
