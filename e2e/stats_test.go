@@ -18,15 +18,35 @@ func msDurations(ms ...float64) []time.Duration {
 }
 
 func TestAddedIsLikeForLike(t *testing.T) {
-	idle := Summarize(msDurations(1, 1, 1, 1, 1, 1, 1, 1, 2, 9), 0)
-	loaded := Summarize(msDurations(10, 11, 12, 13, 14, 15, 16, 17, 18, 100), 2)
+	idle := Summarize(msDurations(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2), 0, time.Second)
+	loaded := Summarize(msDurations(10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 100), 0, LostRTT(idle, time.Second))
 	a := AddedDelay(idle, loaded)
-	// p50: 14 − 1; p90: 18 − 2 (the idle p90, not its minimum); p99: 100 − 9.
-	if a.P50 != 13*time.Millisecond || a.P90 != 16*time.Millisecond || a.P99 != 91*time.Millisecond {
+	// p50: 15 − 1; p90: 19 − 1 (the idle p90, not its minimum); p99: 91.9 − 1.9.
+	if a.P50 != 14*time.Millisecond || a.P90 != 18*time.Millisecond || a.P99 != 90*time.Millisecond {
 		t.Errorf("added %+v", a)
 	}
-	if got := loaded.LossPercent(); math.Abs(got-100*2.0/12) > 1e-9 {
+}
+
+// TestALostPingCountsAsTheLostDelay: the loaded percentiles are taken over
+// every ping sent, a lost one counting as the idle median plus the lost
+// delay, so losing the tail of a window moves its p90 to the lost delay
+// instead of leaving it out.
+func TestALostPingCountsAsTheLostDelay(t *testing.T) {
+	idle := Summarize(msDurations(2, 2, 2, 2, 2), 0, time.Second)
+	delivered := msDurations(10, 10, 10, 10, 10, 10, 10, 10)
+	survivors := Summarize(delivered, 0, LostRTT(idle, time.Second))
+	honest := Summarize(delivered, 2, LostRTT(idle, time.Second))
+	if survivors.P90 != 10*time.Millisecond {
+		t.Fatalf("survivors' p90 %v", survivors.P90)
+	}
+	if got := AddedDelay(idle, honest).P90; got != time.Second {
+		t.Errorf("with 2 of 10 pings lost the added p90 is %v; want the lost delay, 1s", got)
+	}
+	if got := honest.LossPercent(); math.Abs(got-20) > 1e-9 {
 		t.Errorf("loss %.3f %%", got)
+	}
+	if half := Summarize(delivered, 2, LostRTT(idle, 500*time.Millisecond)); AddedDelay(idle, half).P90 != 500*time.Millisecond {
+		t.Errorf("a lost delay of 500ms: added p90 %v", AddedDelay(idle, half).P90)
 	}
 }
 

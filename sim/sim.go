@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 )
 
@@ -93,6 +94,15 @@ type Options struct {
 	// MeasureInterval is the period of the measurement probe (default
 	// 10 ms, 100 Hz).
 	MeasureInterval time.Duration
+	// CallInterval is the period of the interactive call: a VoIP-like
+	// stream of CallBytes packets each way, through the pipes like any
+	// of the user's traffic (default 20 ms, 50 packets a second;
+	// negative: no call).
+	CallInterval time.Duration
+	// LostDelay is the delay a lost measurement probe or call packet
+	// counts as in the percentiles and the score (default
+	// score.DefaultLostDelay, 1 s).
+	LostDelay time.Duration
 	// LoadInterval is the period of the interface-counter samples (default
 	// 200 ms).
 	LoadInterval time.Duration
@@ -155,6 +165,10 @@ func (o Options) withDefaults() Options {
 	if o.MeasureInterval <= 0 {
 		o.MeasureInterval = 10 * time.Millisecond
 	}
+	if o.CallInterval == 0 {
+		o.CallInterval = DefaultCallInterval
+	}
+	o.LostDelay = score.LostOrDefault(o.LostDelay)
 	if o.LoadInterval <= 0 {
 		o.LoadInterval = 200 * time.Millisecond
 	}
@@ -169,6 +183,10 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// DefaultCallInterval is the call's packet period when Options gives none:
+// 20 ms of audio a packet, 50 packets a second each way.
+const DefaultCallInterval = 20 * time.Millisecond
 
 // MinMeasured is the shortest stretch a run may measure after its
 // warm-up: 200 samples of the 100 Hz probe and 20 bins of capacity, below
@@ -197,6 +215,7 @@ func (o Options) Validate() error {
 		{"probe interval", o.ProbeInterval}, {"reflector spread", o.ReflectorSpread},
 		{"reflector jitter", o.ReflectorJitter}, {"measure interval", o.MeasureInterval},
 		{"load interval", o.LoadInterval}, {"tick interval", o.TickInterval}, {"flow start", o.FlowStart}, {"idle RTT", o.IdleRTT},
+		{"lost delay", o.LostDelay},
 	} {
 		if v.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v: want zero (the default) or more", v.name, v.d))
@@ -240,10 +259,14 @@ func (o Options) Validate() error {
 	}{
 		{"probe spacing (probe interval / reflectors)", o.ProbeInterval / time.Duration(o.Reflectors)},
 		{"measure interval", o.MeasureInterval}, {"load interval", o.LoadInterval}, {"tick interval", o.TickInterval},
+		{"call interval", max(o.CallInterval, time.Millisecond)},
 	} {
 		if v.d < time.Millisecond {
 			errs = append(errs, fmt.Errorf("%s %v: want at least 1ms, the simulator's tick", v.name, v.d))
 		}
+	}
+	if o.LostDelay > time.Minute {
+		errs = append(errs, fmt.Errorf("lost delay %v: want at most a minute", o.LostDelay))
 	}
 	if o.ActuationDelay > 10*time.Second {
 		errs = append(errs, fmt.Errorf("actuation delay %v: want at most 10 s", o.ActuationDelay))
@@ -314,14 +337,16 @@ func ParseShaper(s string) (ShaperKind, error) {
 // pipe is a dummynet pipe as macOS runs it: a byte-limited drop-tail FIFO
 // served at a rate in 1 ms ticks (the kernel's dummynet timer), with credit
 // that accrues only while packets wait and is zeroed by every reconfigure.
-// With bfifo set it drops as Linux's bfifo does instead.
+// With bfifo set it drops as Linux's bfifo does instead, and counts each
+// packet's framing in its queue and its rate as htb and bfifo do.
 type pipe struct {
-	rate   int64 // bit/s; 0 = no pipe (packets pass)
-	limit  int64 // queue limit in bytes
-	bfifo  bool
-	q      ring[packet]
-	bytes  int64
-	credit int64 // bit·ms
+	rate    int64 // bit/s; 0 = no pipe (packets pass)
+	limit   int64 // queue limit in bytes
+	bfifo   bool
+	framing int64 // bytes counted per packet beyond its IP length
+	q       ring[packet]
+	bytes   int64
+	credit  int64 // bit·ms
 
 	drops     int64
 	dropBytes int64
@@ -331,19 +356,23 @@ type pipe struct {
 // queue is full when its byte length already exceeds the limit) or bfifo's
 // (the packet does not fit under the limit).
 func (p *pipe) enqueue(pk packet) bool {
+	size := p.len(pk)
 	full := p.bytes > p.limit
 	if p.bfifo {
-		full = p.bytes+int64(pk.size) > p.limit
+		full = p.bytes+size > p.limit
 	}
 	if full {
 		p.drops++
-		p.dropBytes += int64(pk.size)
+		p.dropBytes += size
 		return false
 	}
 	p.q.push(pk)
-	p.bytes += int64(pk.size)
+	p.bytes += size
 	return true
 }
+
+// len is what the pipe counts for pk, in bytes.
+func (p *pipe) len(pk packet) int64 { return int64(pk.size) + p.framing }
 
 // bottleneck is the ISP's queue: a deep drop-tail FIFO in bytes, served by
 // the trace's delivery opportunities (each up to 1500 bytes; a packet may
@@ -434,9 +463,10 @@ type engine struct {
 	pauser               ProbePauser
 	loadEvery            int64
 
-	nextTick, nextProbe, nextMeasure, nextLoad, nextCtrlTick int64
-	probeSeq                                                 int32
-	controlOn, starting                                      bool
+	nextTick, nextProbe, nextMeasure, nextLoad, nextCtrlTick, nextCall int64
+	probeSeq                                                           int32
+	callSeq                                                            [2]int32
+	controlOn, starting                                                bool
 
 	owdUntil int64
 	owdNow   int64
@@ -509,7 +539,9 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 		e.imm = im.immediateActuation()
 	}
 	for _, d := range shape.Directions {
-		e.pipes[d].bfifo = opt.Shaper == ShaperHTB
+		if opt.Shaper == ShaperHTB {
+			e.pipes[d].bfifo, e.pipes[d].framing = true, ethernetFraming
+		}
 		mean := link.Mean(d)
 		limit := int64(mean / 8 * opt.Buffer.Seconds())
 		if b := link.BufferBytes[d]; b > 0 {
@@ -550,6 +582,10 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 	e.rec = newRecorder(e)
 	e.nextProbe = int64(Uniform(cfg, 0, float64(opt.ProbeInterval)/float64(opt.Reflectors)))
 	e.nextMeasure = int64(Uniform(cfg, 0, float64(opt.MeasureInterval)))
+	e.nextCall = never
+	if opt.CallInterval > 0 {
+		e.nextCall = int64(Uniform(cfg, 0, float64(opt.CallInterval)))
+	}
 	e.loadEvery = int64(opt.LoadInterval)
 	e.nextLoad = e.loadEvery
 	return e
@@ -689,7 +725,7 @@ func (e *engine) serveBottleneck(d shape.Direction) {
 func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 	if d == shape.Upload {
 		owd := e.owd()
-		if p.kind == kindMeasure {
+		if p.kind == kindMeasure || p.kind == kindCall {
 			p.base += owd
 		}
 		e.props[shape.Upload].push(p, e.now+owd)
@@ -712,7 +748,7 @@ func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 // measurement echo) towards the Mac.
 func (e *engine) fromFar(p packet) {
 	owd := e.owd()
-	if p.kind == kindMeasure {
+	if p.kind == kindMeasure || p.kind == kindCall {
 		p.base += owd
 	}
 	e.props[shape.Download].push(p, e.now+owd)
@@ -746,6 +782,8 @@ func (e *engine) atFar(p packet) {
 		e.rec.measureUp(p.sent, p.aux)
 		p.base = 0
 		e.fromFar(p)
+	case kindCall:
+		e.rec.callArrived(shape.Upload, p, e.now)
 	}
 }
 
@@ -805,6 +843,8 @@ func (e *engine) atClient(p packet) {
 		e.ctrl.Delay(s)
 	case kindMeasure:
 		e.rec.measureDown(p, e.now)
+	case kindCall:
+		e.rec.callArrived(shape.Download, p, e.now)
 	}
 }
 
@@ -889,6 +929,10 @@ func (e *engine) tick() {
 		e.fromClient(packet{kind: kindMeasure, size: probeBytes, seq: e.rec.measureSent(), sent: e.now})
 		e.nextMeasure += int64(e.opt.MeasureInterval)
 	}
+	for e.now >= e.nextCall {
+		e.sendCall()
+		e.nextCall += int64(e.opt.CallInterval)
+	}
 	if e.now >= e.nextLoad {
 		if e.controlOn {
 			e.ctrl.Load(LoadSample{At: time.Duration(e.now), RxBytes: e.rxBytes, TxBytes: e.txBytes, RxPackets: e.rxPackets, TxPackets: e.txPackets})
@@ -924,6 +968,20 @@ func (e *engine) phaseSwitch() {
 	}
 }
 
+// sendCall sends one packet of the call each way: from the Mac through the
+// upload pipe, and from the far end towards the download pipe.
+func (e *engine) sendCall() {
+	for _, d := range shape.Directions {
+		e.callSeq[d]++
+		p := packet{kind: kindCall, size: CallBytes, flow: int32(d), seq: e.callSeq[d], sent: e.now}
+		if d == shape.Upload {
+			e.fromClient(p)
+		} else {
+			e.fromFar(p)
+		}
+	}
+}
+
 func (e *engine) sendProbe() {
 	e.probeSeq++
 	refl := e.probeSeq % int32(e.opt.Reflectors)
@@ -945,13 +1003,13 @@ func (e *engine) servePipe(d shape.Direction) {
 	}
 	p.credit += p.rate
 	for p.q.len() > 0 {
-		need := int64(p.q.front().size) * 8000
+		need := p.len(*p.q.front()) * 8000
 		if p.credit < need {
 			break
 		}
 		p.credit -= need
 		pk := p.q.pop()
-		p.bytes -= int64(pk.size)
+		p.bytes -= p.len(pk)
 		e.pipeOut(d, pk)
 	}
 	if p.q.len() == 0 {

@@ -105,10 +105,38 @@ func TestShapingMovesTheQueue(t *testing.T) {
 	l := linkmodel.Constant("c20", 20e6, 20e6, 30*time.Millisecond)
 	none := run(t, l, download(4, 20*time.Second), "none").Dir[shape.Download]
 	opt := download(4, 20*time.Second)
-	opt.Queue = sim.QueueRule{Target: 5 * time.Millisecond}
+	opt.Queue = sim.QueueRule{Target: 40 * time.Millisecond}
 	fixed := run(t, l, opt, "fixed").Dir[shape.Download]
-	if none.D50 < 300 || fixed.D95 > 15 || fixed.Score < 3*none.Score {
-		t.Errorf("none D50 %.0f ms score %.3f; fixed D95 %.1f ms score %.3f", none.D50, none.Score, fixed.D95, fixed.Score)
+	if none.D50 < 300 || fixed.D95 > 50 || fixed.ProbeLoss > 0.02 || fixed.Score < 3*none.Score {
+		t.Errorf("none D50 %.0f ms score %.3f; fixed D95 %.1f ms, probe loss %.3f, score %.3f", none.D50, none.Score, fixed.D95, fixed.ProbeLoss, fixed.Score)
+	}
+}
+
+// TestASmallDummynetQueueDropsTheUsersPackets: four CUBIC flows keep a
+// 5 ms dummynet queue full often enough that it drops more than 5 % of a
+// sparse flow's packets (the probe's and the call's), several times the
+// share of the bulk flows' own; the score counts each as the lost delay,
+// so it falls far below the score over the survivors. Linux's bfifo still
+// takes the 84-byte probe where a full-sized segment does not fit, but not
+// the 200-byte call's packets every time.
+func TestASmallDummynetQueueDropsTheUsersPackets(t *testing.T) {
+	l := linkmodel.Constant("c20", 20e6, 20e6, 30*time.Millisecond)
+	opt := download(4, 20*time.Second)
+	opt.Queue = sim.QueueRule{Target: 5 * time.Millisecond}
+	dn := run(t, l, opt, "fixed").Dir[shape.Download]
+	if dn.ProbeLoss < 0.05 || dn.Call.Loss < 0.05 || dn.ProbeLoss < 2*dn.PipeLoss || dn.D95 != 1000 || dn.Score > dn.ScoreSurvivors/10 {
+		t.Errorf("dummynet, 5 ms: probe loss %.3f, call loss %.3f, bulk %.3f, D95 %.0f ms, score %.3f (over the survivors %.3f)",
+			dn.ProbeLoss, dn.Call.Loss, dn.PipeLoss, dn.D95, dn.Score, dn.ScoreSurvivors)
+	}
+	opt.Shaper = sim.ShaperHTB
+	htb := run(t, l, opt, "fixed").Dir[shape.Download]
+	if htb.ProbeLoss > 0.005 || htb.Call.Loss < 0.01 {
+		t.Errorf("htb + bfifo, 5 ms: probe loss %.3f (want none: 98-byte frames fit), call loss %.3f (want some)", htb.ProbeLoss, htb.Call.Loss)
+	}
+	opt.Queue = sim.QueueRule{Target: 40 * time.Millisecond}
+	opt.Shaper = sim.ShaperDummynet
+	if big := run(t, l, opt, "fixed").Dir[shape.Download]; big.ProbeLoss > 0.02 || big.Score < 5*dn.Score {
+		t.Errorf("dummynet, 40 ms: probe loss %.3f, score %.3f; 5 ms scored %.3f", big.ProbeLoss, big.Score, dn.Score)
 	}
 }
 
