@@ -60,15 +60,15 @@ fmt:
 	gofmt -l -w .
 
 ## e2e: the real-kernel proof (root, Linux): on every scenario (constant,
-## steps, a Starlink-like wobble, a recorded LTE trace from $(TRACES), both
-## directions loaded) the drift-controlled off / upstream / ours / oracle /
+## steps, a Starlink-like wobble, two recorded cellular traces from
+## $(TRACES), both directions loaded) the drift-controlled off / upstream / ours / oracle /
 ## off again, with longer phases than CI, then the actuation benchmark;
 ## prints the tables docs/MEASUREMENTS.md quotes and writes every phase's
 ## measures to $(E2E_JSON) for `make calibrate`; then the ISP that
 ## prioritises ICMP (ICMP-only control against auto reflectors), then the
 ## actuation benchmark. `make test` runs the short version.
 E2E_PHASE  ?= 30s
-E2E_TRACES ?= constant,steps,wobble,lte,wobble:up2
+E2E_TRACES ?= constant,steps,wobble,lte,train,wobble:up2
 E2E_REPORT ?= bin/e2e-report.md
 E2E_JSON   ?= bin/e2e-measures.jsonl
 e2e:

@@ -213,14 +213,21 @@ type SimArm struct {
 // watch runs under each law (reconcile.ControllerConfig on an unmeasured
 // network, MTU 1500, as watch builds it), the oracle, and any variants
 // ("ours+Switch-Switch" or "upstream+Switch": a law with improvement
-// switches turned on or off, for tuning in the twin).
+// switches turned on or off; "ours#QUEUE": a law with another queue rule,
+// sim.SplitArm; for tuning in the twin).
 func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	arms := []SimArm{{Name: ArmOff, Factory: mustBaseline("none")}}
 	for _, name := range append([]string{ArmUpstream, ArmOurs}, variants...) {
-		tw := autorate.Tweak{Arm: name}
-		if name != ArmUpstream && name != ArmOurs {
-			var err error
-			if tw, err = autorate.ParseTweak(name); err != nil {
+		ctl, queue, err := sim.SplitArm(name)
+		if err != nil {
+			return nil, err
+		}
+		if queue == nil {
+			queue = &LawQueue
+		}
+		tw := autorate.Tweak{Arm: ctl}
+		if ctl != ArmUpstream && ctl != ArmOurs {
+			if tw, err = autorate.ParseTweak(ctl); err != nil {
 				return nil, err
 			}
 		}
@@ -232,7 +239,7 @@ func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 		if err := tw.Apply(&cfg); err != nil {
 			return nil, fmt.Errorf("variant %q: %w", name, err)
 		}
-		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: LawQueue})
+		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: *queue})
 	}
 	oracle, err := sim.Baseline(fmt.Sprintf("oracle-frac%g", OracleShare))
 	if err != nil {

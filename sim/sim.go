@@ -301,6 +301,10 @@ func (o Options) Validate() error {
 
 const binWidth = 100 * time.Millisecond
 
+// achievedEvery is the period of the engine's own achieved rates
+// (QueueRule.Achieved): the controller's load interval.
+const achievedEvery = 200 * time.Millisecond
+
 // ShaperKind is the client's shaper the pipes model.
 type ShaperKind uint8
 
@@ -350,6 +354,18 @@ type pipe struct {
 
 	drops     int64
 	dropBytes int64
+	passed    int64 // packets served
+
+	// QueueRule.Adapt's state: the size's scale, the counters at the last
+	// look and the looks since the last drop.
+	scale                 float64
+	lastDrops, lastPassed int64
+	quiet                 int
+
+	// QueueRule.RED's state: the average queue and its random stream.
+	red    bool
+	avg    float64
+	redRNG *rand.Rand
 }
 
 // enqueue applies the drop test and queues the packet: dummynet's (the
@@ -361,6 +377,9 @@ func (p *pipe) enqueue(pk packet) bool {
 	if p.bfifo {
 		full = p.bytes+size > p.limit
 	}
+	if p.red && !full {
+		full = p.earlyDrop()
+	}
 	if full {
 		p.drops++
 		p.dropBytes += size
@@ -369,6 +388,26 @@ func (p *pipe) enqueue(pk packet) bool {
 	p.q.push(pk)
 	p.bytes += size
 	return true
+}
+
+// earlyDrop is gred's test at an arrival (QueueRule.RED).
+func (p *pipe) earlyDrop() bool {
+	const wq, maxP = 0.02, 0.1
+	p.avg = float64((1-wq)*p.avg) + float64(wq*float64(p.bytes))
+	lim := float64(p.limit)
+	minTh, maxTh := 0.2*lim, 0.6*lim
+	var pb float64
+	switch {
+	case p.avg < minTh:
+		return false
+	case p.avg < maxTh:
+		pb = maxP * (p.avg - minTh) / (maxTh - minTh)
+	case p.avg < 2*maxTh:
+		pb = maxP + float64((1-maxP)*(p.avg-maxTh)/maxTh)
+	default:
+		return true
+	}
+	return p.redRNG.Float64() < pb
 }
 
 // len is what the pipe counts for pk, in bytes.
@@ -471,6 +510,13 @@ type engine struct {
 	owdUntil int64
 	owdNow   int64
 
+	// achieved is each direction's rate over the last achievedEvery, as
+	// the interface counters show it (download before the pipe, upload
+	// after it): what QueueRule.Achieved sizes from.
+	achieved [2]int64
+	achBytes [2]uint64
+	achSince int64
+
 	rec *recorder
 }
 
@@ -541,6 +587,9 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 	for _, d := range shape.Directions {
 		if opt.Shaper == ShaperHTB {
 			e.pipes[d].bfifo, e.pipes[d].framing = true, ethernetFraming
+		}
+		if opt.Queue.RED {
+			e.pipes[d].red, e.pipes[d].redRNG = true, NewStream(opt.Seed, streamRED+uint64(d)*16)
 		}
 		mean := link.Mean(d)
 		limit := int64(mean / 8 * opt.Buffer.Seconds())
@@ -933,6 +982,18 @@ func (e *engine) tick() {
 		e.sendCall()
 		e.nextCall += int64(e.opt.CallInterval)
 	}
+	if d := e.now - e.achSince; d >= int64(achievedEvery) {
+		for dir, b := range [2]uint64{shape.Download: e.rxBytes, shape.Upload: e.txBytes} {
+			e.achieved[dir] = int64(b-e.achBytes[dir]) * 8 * int64(time.Second) / d
+			e.achBytes[dir] = b
+		}
+		e.achSince = e.now
+		if e.opt.Queue.Adapt > 0 {
+			for _, dir := range shape.Directions {
+				e.adaptQueue(dir)
+			}
+		}
+	}
 	if e.now >= e.nextLoad {
 		if e.controlOn {
 			e.ctrl.Load(LoadSample{At: time.Duration(e.now), RxBytes: e.rxBytes, TxBytes: e.txBytes, RxPackets: e.rxPackets, TxPackets: e.txPackets})
@@ -1010,6 +1071,7 @@ func (e *engine) servePipe(d shape.Direction) {
 		p.credit -= need
 		pk := p.q.pop()
 		p.bytes -= p.len(pk)
+		p.passed++
 		e.pipeOut(d, pk)
 	}
 	if p.q.len() == 0 {
@@ -1070,9 +1132,42 @@ func (e *engine) applyRate(d shape.Direction, rate int64) {
 	p.rate = rate
 	p.credit = 0
 	if rate > 0 {
-		p.limit = e.opt.Queue.Size(rate, e.env.IdleRTT)
+		p.limit = e.queueSize(d)
 	}
 	e.rec.rateChanged(d, rate)
+}
+
+// queueSize is direction d's pipe queue at its rate, by the run's rule.
+func (e *engine) queueSize(d shape.Direction) int64 {
+	p := &e.pipes[d]
+	return e.opt.Queue.SizeFor(p.rate, e.env.IdleRTT, QueueState{Flows: e.opt.Flows[d], Achieved: e.achieved[d], Scale: p.scale})
+}
+
+// adaptQueue is QueueRule.Adapt's look at direction d's pipe every
+// achievedEvery: grow the queue while it drops more than the share, shrink
+// it after each second without a drop. The new size applies at once, as a
+// daemon would reconfigure the pipe.
+func (e *engine) adaptQueue(d shape.Direction) {
+	p := &e.pipes[d]
+	drops, passed := p.drops-p.lastDrops, p.passed-p.lastPassed
+	p.lastDrops, p.lastPassed = p.drops, p.passed
+	if p.scale < 1 {
+		p.scale = 1
+	}
+	old := p.scale
+	switch {
+	case drops > 0 && float64(drops) > e.opt.Queue.Adapt*float64(drops+passed):
+		p.scale, p.quiet = min(p.scale*1.5, 8), 0
+	case drops == 0:
+		if p.quiet++; p.quiet >= int(time.Second/achievedEvery) {
+			p.scale, p.quiet = max(p.scale/1.25, 1), 0
+		}
+	default:
+		p.quiet = 0
+	}
+	if p.scale != old && p.rate > 0 {
+		p.limit = e.queueSize(d)
+	}
 }
 
 var _ Actuator = (*engine)(nil)

@@ -275,6 +275,66 @@ func TestQueueRules(t *testing.T) {
 	}
 }
 
+// TestQueueCandidates: the modifiers of issue 24's candidates size the
+// queue as they say, each only from the input it names.
+func TestQueueCandidates(t *testing.T) {
+	const idle = 40 * time.Millisecond
+	for _, tc := range []struct {
+		in   string
+		rate int64
+		st   sim.QueueState
+		want int64
+	}{
+		{"auto", 2e6, sim.QueueState{Flows: 8}, 6 * 1024},                                   // the 4-packet floor, flows ignored
+		{"auto:perflow=3", 2e6, sim.QueueState{Flows: 8}, 36 * 1024},                        // 24 packets
+		{"auto:packets=12", 2e6, sim.QueueState{}, 18 * 1024},                               // 12 packets
+		{"auto:floor=20ms", 8e6, sim.QueueState{}, 20 * 1024},                               // 20 000 B at 8 Mbit/s
+		{"auto:target=40ms", 10e6, sim.QueueState{}, 49 * 1024},                             // the BDP, 40 ms, is now under the ceiling
+		{"auto:achieved", 10e6, sim.QueueState{Achieved: 20e6}, 49 * 1024},                  // 20 ms at 20 Mbit/s
+		{"auto:achieved", 10e6, sim.QueueState{Achieved: 5e6}, 25 * 1024},                   // never below the pipe's own rate
+		{"auto:adapt=0.01", 10e6, sim.QueueState{Scale: 2}, 49 * 1024},                      // twice 25 000 B
+		{"auto:perflow=3:achieved", 1e6, sim.QueueState{Flows: 2, Achieved: 2e6}, 9 * 1024}, // 6 packets beat 5 ms at 2 Mbit/s
+	} {
+		q, err := sim.ParseQueueRule(tc.in)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if got := q.SizeFor(tc.rate, idle, tc.st); got != tc.want {
+			t.Errorf("%s at %d bit/s, %+v: %d bytes, want %d", tc.in, tc.rate, tc.st, got, tc.want)
+		}
+		if again, err := sim.ParseQueueRule(q.String()); err != nil || again != q {
+			t.Errorf("%s prints as %q, which reads back as %+v (%v)", tc.in, q.String(), again, err)
+		}
+	}
+	for _, bad := range []string{"auto:perflow", "auto:size=3", "256KB:perflow=2", "auto:adapt=1", "auto:achieved=yes", "auto:packets=-1"} {
+		if _, err := sim.ParseQueueRule(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if ctl, q, err := sim.SplitArm("ours#auto:perflow=3"); err != nil || ctl != "ours" || q == nil || q.PerFlow != 3 {
+		t.Errorf("SplitArm: %s %+v %v", ctl, q, err)
+	}
+	if _, _, err := sim.SplitArm("ours#fast"); err == nil {
+		t.Error("SplitArm accepted a bad queue")
+	}
+}
+
+// TestAdaptiveQueueGrowsOnDrops: with Adapt, a pipe that drops more than
+// the share grows its queue, trading delay for the sparse packets a 5 ms
+// queue drops.
+func TestAdaptiveQueueGrowsOnDrops(t *testing.T) {
+	l := linkmodel.Constant("c20", 20e6, 20e6, 40*time.Millisecond)
+	opt := download(4, 20*time.Second)
+	opt.Queue = sim.QueueRule{Target: 5 * time.Millisecond}
+	plain := run(t, l, opt, "fixed").Dir[shape.Download]
+	opt.Queue.Adapt = 0.01
+	adapted := run(t, l, opt, "fixed").Dir[shape.Download]
+	if adapted.ProbeLoss >= plain.ProbeLoss/2 || adapted.D50 <= plain.D50 {
+		t.Errorf("probe loss %.3f → %.3f, D50 %.1f → %.1f ms; want the adaptive queue to trade delay for loss",
+			plain.ProbeLoss, adapted.ProbeLoss, plain.D50, adapted.D50)
+	}
+}
+
 func TestOffOnOffPhases(t *testing.T) {
 	l, _ := linkmodel.New("lte", 2)
 	opt := sim.Options{Duration: 30 * time.Second, Flows: [2]int{0, 4}, Seed: 2, Phases: [2]time.Duration{10 * time.Second, 20 * time.Second}}

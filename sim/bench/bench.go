@@ -175,7 +175,7 @@ func Run(cases []Case, cfg Config) (*Result, error) {
 					opt.Flows[c.Dir] = cfg.Flows
 					opt.Seed = seed
 					opt.Offset = period * time.Duration(k) / time.Duration(cfg.Offsets)
-					jobs = append(jobs, sim.Job{Link: link, Options: opt, Arm: arm})
+					jobs = append(jobs, sim.Job{Link: link, Options: arm.Options(opt), Arm: arm})
 				}
 			}
 		}
