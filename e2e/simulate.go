@@ -38,10 +38,16 @@ const (
 )
 
 // OracleQueueBytes is the oracle's queue at rate (bit/s): the simulator's
-// rule for a 10 ms target, so the kernel's oracle and its twin agree.
+// rule for a 10 ms target with the sparse reserve macake's auto queue
+// keeps on Linux's bfifo (controller.SparseReserve), so the kernel's
+// oracle and its twin agree and it differs from watch's pipes in its
+// rate only.
 func OracleQueueBytes(rate int64) int64 {
-	return sim.QueueRule{Target: OracleQueue}.Size(rate, 0)
+	return controller.SparseReserve(oracleQueue.Size(rate, 0), controller.DefaultMTU)
 }
+
+// oracleQueue is the oracle's queue rule in the twin.
+var oracleQueue = sim.QueueRule{Target: OracleQueue, Reserve: true}
 
 // Measure is what one phase of a scenario measured, on the kernel or in
 // the simulator, in the same terms: U is the goodput over the trace's mean
@@ -245,7 +251,7 @@ func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	if err != nil {
 		return nil, err
 	}
-	arms = append(arms, SimArm{Name: ArmOracle, Factory: oracle, Queue: sim.QueueRule{Target: OracleQueue}})
+	arms = append(arms, SimArm{Name: ArmOracle, Factory: oracle, Queue: oracleQueue})
 	return arms, nil
 }
 

@@ -23,8 +23,9 @@ const (
 
 // DefaultQueue is the rule `queue = "auto"` follows (controller.AutoQueueBytes):
 // the BDP at the idle baseline, but no more than 20 ms of drain time, which
-// won the simulator's comparison (docs/MEASUREMENTS.md).
-var DefaultQueue = QueueRule{BDP: true, Target: 20 * time.Millisecond}
+// won the simulator's comparison (docs/MEASUREMENTS.md), and on Linux's
+// bfifo the sparse reserve (controller.SparseReserve).
+var DefaultQueue = QueueRule{BDP: true, Target: controller.AutoQueueTarget, Reserve: true}
 
 // QueueRule sizes the pipe's byte queue at every rate change, as the
 // daemon's `queue = "auto"` does. Sizes are rounded up to whole KiB, as
@@ -74,6 +75,13 @@ type QueueRule struct {
 	// limit where drop-tail drops every packet, sparse ones included, while
 	// a flow's window sits there.
 	RED bool
+	// Reserve gives a bfifo pipe (Shaper htb) the sparse reserve of
+	// Linux's auto queue, controller.SparseReserve: whole full-sized
+	// frames, and a frame less a byte that only smaller packets can use.
+	// A dummynet pipe drops every packet once over its limit and takes
+	// none. "auto" has it ("auto:noreserve" has not); the other rules
+	// take it with ":reserve".
+	Reserve bool
 }
 
 // QueueState is what the rules beyond a rate and a path may size from.
@@ -126,8 +134,10 @@ func (q QueueRule) SizeFor(rate int64, idle time.Duration, st QueueState) int64 
 
 // String returns the rule as ParseQueueRule reads it.
 func (q QueueRule) String() string {
-	base := q
-	base.MinDrain, base.Packets, base.PerFlow, base.Achieved, base.Adapt, base.RED = 0, 0, 0, false, 0, false
+	base := QueueRule{BDP: q.BDP, Target: q.Target, Bytes: q.Bytes}
+	if base.autoFamily() {
+		base.Reserve = true
+	}
 	s := base.baseString()
 	if q.MinDrain > 0 {
 		s += ":floor=" + q.MinDrain.String()
@@ -147,8 +157,18 @@ func (q QueueRule) String() string {
 	if q.RED {
 		s += ":red"
 	}
+	switch {
+	case q.Reserve && !base.autoFamily():
+		s += ":reserve"
+	case !q.Reserve && base.autoFamily():
+		s += ":noreserve"
+	}
 	return s
 }
+
+// autoFamily is true for the rules printed as "auto" (with or without a
+// moved ceiling), which take the reserve unless told not to.
+func (q QueueRule) autoFamily() bool { return q.BDP && q.Target > 0 && q.Bytes == 0 }
 
 func (q QueueRule) baseString() string {
 	switch {
@@ -193,6 +213,11 @@ func ParseQueueRule(s string) (QueueRule, error) {
 			q.Packets, err = strconv.Atoi(v)
 		case "perflow":
 			q.PerFlow, err = strconv.Atoi(v)
+		case "reserve", "noreserve":
+			if v != "" {
+				err = errors.New("takes no value")
+			}
+			q.Reserve = k == "reserve"
 		case "adapt":
 			q.Adapt, err = strconv.ParseFloat(v, 64)
 			if err == nil && !(q.Adapt > 0 && q.Adapt < 1) {
@@ -205,7 +230,7 @@ func ParseQueueRule(s string) (QueueRule, error) {
 			q.Achieved = q.Achieved || k == "achieved"
 			q.RED = q.RED || k == "red"
 		default:
-			err = errors.New("unknown; want floor=D, target=D, packets=N, perflow=N, adapt=P, achieved or red")
+			err = errors.New("unknown; want floor=D, target=D, packets=N, perflow=N, adapt=P, achieved, red, reserve or noreserve")
 		}
 		if err == nil && (q.MinDrain < 0 || q.Target < 0 || q.Packets < 0 || q.Packets > 1000 || q.PerFlow < 0 || q.PerFlow > 100) {
 			err = errors.New("out of range")

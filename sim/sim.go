@@ -25,6 +25,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/macake/macake/controller"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 )
@@ -1137,10 +1138,19 @@ func (e *engine) applyRate(d shape.Direction, rate int64) {
 	e.rec.rateChanged(d, rate)
 }
 
+// reserve applies QueueRule.Reserve to a bfifo's limit, as Linux's auto
+// queue does.
+func (e *engine) reserve(p *pipe, limit int64) int64 {
+	if !e.opt.Queue.Reserve || !p.bfifo {
+		return limit
+	}
+	return controller.SparseReserve(limit, dataBytes)
+}
+
 // queueSize is direction d's pipe queue at its rate, by the run's rule.
 func (e *engine) queueSize(d shape.Direction) int64 {
 	p := &e.pipes[d]
-	return e.opt.Queue.SizeFor(p.rate, e.env.IdleRTT, QueueState{Flows: e.opt.Flows[d], Achieved: e.achieved[d], Scale: p.scale})
+	return e.reserve(p, e.opt.Queue.SizeFor(p.rate, e.env.IdleRTT, QueueState{Flows: e.opt.Flows[d], Achieved: e.achieved[d], Scale: p.scale}))
 }
 
 // adaptQueue is QueueRule.Adapt's look at direction d's pipe every
