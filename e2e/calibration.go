@@ -223,21 +223,20 @@ func lossDisagreement(sim, kernel float64) string {
 	if kernel == 0 {
 		return "— ✗"
 	}
-	d := sim/kernel - 1
-	mark := ""
-	if math.Abs(d) > LossTolerance {
-		mark = " ✗"
-	}
-	return fmt.Sprintf("%+.0f %%%s", 100*d, mark)
+	return relative(sim, kernel, LossTolerance)
 }
 
-func disagreement(sim, kernel float64) string {
+func disagreement(sim, kernel float64) string { return relative(sim, kernel, CalibrationTolerance) }
+
+// relative is sim/kernel − 1 in percent, marked ✗ beyond tolerance ("—"
+// when either is unknown or the kernel's is 0).
+func relative(sim, kernel, tolerance float64) string {
 	if math.IsNaN(sim) || math.IsNaN(kernel) || kernel == 0 {
 		return "—"
 	}
 	d := sim/kernel - 1
 	mark := ""
-	if math.Abs(d) > CalibrationTolerance {
+	if math.Abs(d) > tolerance {
 		mark = " ✗"
 	}
 	return fmt.Sprintf("%+.0f %%%s", 100*d, mark)

@@ -100,3 +100,46 @@ func TestCompareAndTable(t *testing.T) {
 		t.Error("Compare with an unknown phase")
 	}
 }
+
+// TestCallLegFlow: the call's window takes the packets sent in it, its
+// one-way delays less the idle window's median, a packet that never came
+// counting as the lost delay; packets outside the window are left out.
+func TestCallLegFlow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var l callLeg
+	add := func(at time.Duration, owd time.Duration) {
+		l.sent = append(l.sent, t0.Add(at))
+		l.owd = append(l.owd, owd)
+	}
+	for i := range 5 { // idle: 1 ms each way
+		add(time.Duration(i)*20*time.Millisecond, time.Millisecond)
+	}
+	for i := range 10 { // loaded: 11 ms, the last two lost
+		owd := 11 * time.Millisecond
+		if i >= 8 {
+			owd = 0
+		}
+		add(time.Second+time.Duration(i)*20*time.Millisecond, owd)
+	}
+	add(3*time.Second, 0) // after the window: not counted
+	f := l.flow(t0, t0.Add(100*time.Millisecond), t0.Add(time.Second), t0.Add(2*time.Second), 500*time.Millisecond)
+	if f.Sent != 10 || f.Lost != 2 || math.Abs(f.Loss-0.2) > 1e-9 || f.P50 != 10 || f.P99 != 500 || f.Jitter != 0 {
+		t.Errorf("flow %+v; want 10 sent, 2 lost, p50 +10 ms, p99 the lost delay", f)
+	}
+}
+
+func TestLossDisagreement(t *testing.T) {
+	for _, c := range []struct {
+		sim, kernel float64
+		want        string
+	}{
+		{0.10, 0.09, "+11 %"},
+		{0.40, 0.10, "+300 % ✗"},
+		{0.001, 0.004, "both < 0.5 %"},
+		{0.02, 0, "— ✗"},
+	} {
+		if got := lossDisagreement(c.sim, c.kernel); got != c.want {
+			t.Errorf("lossDisagreement(%v, %v) = %q, want %q", c.sim, c.kernel, got, c.want)
+		}
+	}
+}
