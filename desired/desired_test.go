@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
@@ -163,6 +165,21 @@ func TestDesiredQueues(t *testing.T) {
 	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, BackendFacts{})
 	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
 		t.Errorf("fixed queue: %d, want %d", got, 200*1024)
+	}
+	// On Linux's bfifo (tc's limits) the auto queue keeps a reserve for
+	// sparse packets; a fixed size stays as the policy says.
+	linux := BackendFacts{Limits: tc.Limits}
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, linux)
+	if got, want := d.State.Links[0].Download.QueueBytes, controller.SparseReserve(controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500), 1500); got != want {
+		t.Errorf("auto queue on Linux: %d, want %d (with the sparse reserve)", got, want)
+	}
+	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, linux)
+	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
+		t.Errorf("fixed queue on Linux: %d, want %d", got, 200*1024)
+	}
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, BackendFacts{Limits: pfdn.Limits})
+	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500); got != want {
+		t.Errorf("auto queue on macOS: %d, want %d (dummynet has no use for a reserve)", got, want)
 	}
 }
 

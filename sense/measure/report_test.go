@@ -65,9 +65,9 @@ func sampleResult() (Target, LoadTest, LoadResult) {
 	}
 	res := LoadResult{
 		Idle: idle, GatewayIdle: gwIdle, Congestion: "cubic",
-		DownLatency: PhaseLatency{Targets: down, Added: probe.LikeForLike(idle, down), Gateway: gwDown, GatewayAdded: one(gwIdle, gwDown)},
-		UpLatency:   PhaseLatency{Targets: up, Added: probe.LikeForLike(idle, up), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
-		BothLatency: PhaseLatency{Targets: both, Added: probe.LikeForLike(idle, both), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
+		DownLatency: PhaseLatency{Targets: down, Added: probe.LikeForLike(idle, down), Gateway: gwDown, GatewayAdded: one(gwIdle, gwDown), Sent: 160, Lost: 4},
+		UpLatency:   PhaseLatency{Targets: up, Added: probe.LikeForLike(idle, up), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp), Sent: 160},
+		BothLatency: PhaseLatency{Targets: both, Added: probe.LikeForLike(idle, both), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp), Sent: 160, Lost: 1},
 	}
 	// Each load 10 s, the first 2.5 s of it warm-up.
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
