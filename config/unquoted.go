@@ -193,6 +193,11 @@ func (d *decoder) unquotedProblem(u unquotedValue) *Problem {
 	msg := fmt.Sprintf("write the value in quotes: %s = %q", u.key, u.value)
 	switch {
 	case t == nil:
+	case t == reflect.TypeFor[Overhead]():
+		// A number of bytes, unless it is a keyword (which needs quotes).
+		if num, _, err := splitNumber(u.value); err == nil && num != "" {
+			msg = fmt.Sprintf("takes a plain number, without a unit or quotes: %s = %s", u.key, num)
+		}
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
 		err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(u.value))
 		var hint *unitHint
