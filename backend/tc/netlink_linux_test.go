@@ -101,9 +101,22 @@ func TestKernelNetlinkSetRateMatchesTC(t *testing.T) {
 		defer nl.Close()
 		counting := &faultyRunner{inner: execrun.Exec{}}
 		ctx := context.Background()
+		// Before each change, someone changes by hand what a rate change
+		// sets besides the rate (htb's burst; CAKE's rtt, and with it its
+		// target): each change must set all of it again, as tc's does.
+		byHand := func() {
+			for _, dev := range []string{"wan0", "ifb-macake2"} {
+				if ks.cake {
+					sh(t, "tc", "-n", ns, "qdisc", "change", "dev", dev, "parent", "4d4b:2", "handle", "4d4c:", "cake", "rtt", "20ms")
+				} else {
+					sh(t, "tc", "-n", ns, "class", "change", "dev", dev, "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "3mbit", "burst", "100k")
+				}
+			}
+		}
 		for _, rates := range [][2]int64{{41_234_567, 5_154_321}, {1_000_000_000, 8_000_000}, {40_000_000_000, 123_456}} {
 			up := shape.Pipe{RateBits: rates[0], QueueBytes: 70_001}
 			down := shape.Pipe{RateBits: rates[1], QueueBytes: 12_345}
+			byHand()
 			b.Runner, b.Netlink = counting, nl
 			if err := b.SetRate(ctx, wan, shape.Upload, up); err != nil {
 				t.Fatalf("netlink SetRate upload %d: %v", rates[0], err)
@@ -115,11 +128,9 @@ func TestKernelNetlinkSetRateMatchesTC(t *testing.T) {
 				t.Fatalf("netlink SetRate ran %d commands: %v", n, counting.calls)
 			}
 			viaNetlink := kernelState(t, ns)
-			// The same changes through tc, after a detour so they change something.
+			// The same changes through tc, after the same hand-made change.
+			byHand()
 			b.Runner, b.Netlink = execrun.Exec{}, nil
-			if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 3_000_000, QueueBytes: 4_000}); err != nil {
-				t.Fatal(err)
-			}
 			if err := b.SetRate(ctx, wan, shape.Upload, up); err != nil {
 				t.Fatalf("tc SetRate: %v", err)
 			}
