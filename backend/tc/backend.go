@@ -40,6 +40,8 @@ type Backend struct {
 	// cakeTried holds the verdict on each CAKE option set tried (by
 	// cakeTrialKey): nil when the kernel and tc took it.
 	cakeTried map[string]*CakeRefusal
+	// cakeUntriable is set once a trial could not run at all.
+	cakeUntriable bool
 	// memOwners is the record when Owners is nil.
 	memOwners MemoryOwnership
 }

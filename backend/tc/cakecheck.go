@@ -86,6 +86,10 @@ func (b *Backend) cakeRefusals(ctx context.Context, desired shape.State) map[str
 		}
 	}
 	b.mu.Lock()
+	if b.cakeUntriable {
+		b.mu.Unlock()
+		return nil
+	}
 	if b.cakeTried == nil {
 		b.cakeTried = map[string]*CakeRefusal{}
 	}
@@ -106,6 +110,10 @@ func (b *Backend) cakeRefusals(ctx context.Context, desired shape.State) map[str
 			for i, s := range untried {
 				b.cakeTried[cakeTrialKey(s)] = verdicts[i]
 			}
+		} else {
+			// No namespace to try in (no CAP_SYS_ADMIN): this process
+			// never will have one, so it stops asking.
+			b.cakeUntriable = true
 		}
 		b.mu.Unlock()
 	}

@@ -150,4 +150,15 @@ func TestCakeTrialsAreCachedAndNeedRoot(t *testing.T) {
 	if formatPlan(p) != formatPlan(golden) {
 		t.Errorf("without root the plan differs:\n%s\nwant\n%s", formatPlan(p), formatPlan(golden))
 	}
+	// A process that cannot try stops trying: no child per plan.
+	notRoot := &trialRunner{notRoot: true, replay: rec.runner()}
+	b = fakeBackend(notRoot, rec.caps)
+	for range 3 {
+		if _, err := b.Plan(context.Background(), wanted); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if notRoot.trials != 1 {
+		t.Errorf("three plans without root tried %d times, want once", notRoot.trials)
+	}
 }
