@@ -78,6 +78,7 @@ var Defaults = Policy{
 		EngageAfter:  Duration(4 * time.Second),
 		ReleaseAfter: Duration(20 * time.Second),
 	},
+	Cake: Cake{SplitGSO: true, LinkLayer: LinkLayerNone},
 }
 
 // LawTunable is one [autorate] key whose default depends on the control

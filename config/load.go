@@ -43,6 +43,11 @@ type LoadOptions struct {
 	// Limits are the target backend's (its shaper's largest rate and
 	// queue); the zero Limits check only the bounds of every backend.
 	Limits shape.Limits
+	// CheckCake, when set, tries a valid policy's CAKE options on the
+	// running system and returns what it refuses, each at its key: `macake
+	// validate` on Linux sets it (the tc backend tries them in a throwaway
+	// network namespace), so a refusal is found before an apply.
+	CheckCake CakeCheck
 	// Context, when set, stops Load between files once it is done (a
 	// signal to the command): the directory then has one problem, so
 	// that callers keep what they have, as for a directory they cannot
@@ -103,6 +108,9 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	applyLaw(&link.Policy, d.given)
 	d.validatePolicy(&link.Policy, opts.target())
 	d.checkLimits(&link.Policy, opts.Limits)
+	if opts.CheckCake != nil && len(probs.problems) == d.mark {
+		d.checkCakeOnSystem(link, opts.CheckCake)
+	}
 	return link, d
 }
 

@@ -367,6 +367,11 @@ egress_isolation = "flows"
 ingress_isolation = "hosts"
 nat = true
 ack_filter = true
+wash = true
+split_gso = false
+rtt = "50ms"
+memlimit = "32MB"
+link_layer = "ptm"
 `
 	l, ws, err := Parse("all.toml", []byte(text), LoadOptions{Target: TargetLinux})
 	if err != nil || len(ws) != 0 {
@@ -376,7 +381,7 @@ ack_filter = true
 	if m.GatewayMAC.String() != "74:24:9f:00:00:01" || m.GatewayIP.String() != "192.168.1.1" || m.SSID != "Home" || m.Priority != 4 || m.Keys() != 3 {
 		t.Errorf("match: %+v", m)
 	}
-	if s.Mode != ModeBalanced || s.Download.Rate != 1500*Kbit || !s.Upload.Auto || s.Queue.Size != 64*Kilobyte || s.Overhead != 44 || s.MPU != 84 {
+	if s.Mode != ModeBalanced || s.Download.Rate != 1500*Kbit || !s.Upload.Auto || s.Queue.Size != 64*Kilobyte || s.Overhead.Bytes != 44 || s.MPU != 84 {
 		t.Errorf("shaper: %+v", s)
 	}
 	if a.Download.Min != Mbit || !a.Download.Max.Auto || a.Upload.Max.Rate != 9*Mbit || len(a.Reflectors) != 2 || a.ActiveReflectors != 1 ||
@@ -384,7 +389,8 @@ ack_filter = true
 		a.Sleep || !a.MinRatesOnSleep || a.SleepAfter.Std() != 2*time.Minute {
 		t.Errorf("autorate: %+v", a)
 	}
-	if l.Balanced.EngageAfter.Std() != 2*time.Second || l.Cake != (Cake{Diffserv: "besteffort", EgressIsolation: "flows", IngressIsolation: "hosts", NAT: true, ACKFilter: true}) {
+	if l.Balanced.EngageAfter.Std() != 2*time.Second || l.Cake != (Cake{Diffserv: "besteffort", EgressIsolation: "flows", IngressIsolation: "hosts", NAT: true, ACKFilter: true,
+		Wash: true, SplitGSO: false, RTT: Duration(50 * time.Millisecond), MemLimit: 32 * Megabyte, LinkLayer: LinkLayerPTM}) {
 		t.Errorf("balanced/cake: %+v %+v", l.Balanced, l.Cake)
 	}
 }
@@ -458,5 +464,81 @@ func TestFindUnquoted(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A framing keyword as [shaper] overhead stands for its bytes, its mpu and
+// its link layer, each unless the file gives it; the link reaches the
+// backends with all three.
+func TestOverheadFramingKeyword(t *testing.T) {
+	for _, c := range []struct {
+		name, extra         string
+		overhead, mpu       int
+		linkLayer           LinkLayer
+		wantCakeLinkLayer   string
+		wantWarningContains string
+	}{
+		{name: "docsis", overhead: 18, mpu: 64, linkLayer: LinkLayerNone},
+		{name: "ethernet", overhead: 38, mpu: 84, linkLayer: LinkLayerNone},
+		{name: "pppoe-ptm", overhead: 30, linkLayer: LinkLayerPTM, wantCakeLinkLayer: "ptm"},
+		{name: "pppoe-vcmux", overhead: 32, linkLayer: LinkLayerATM, wantCakeLinkLayer: "atm"},
+		{name: "pppoe-vcmux", extra: "mpu = 96\n[cake]\nlink_layer = \"none\"\n", overhead: 32, mpu: 96, linkLayer: LinkLayerNone},
+	} {
+		text := "[match]\ninterface = \"eth0\"\n[shaper]\noverhead = \"" + c.name + "\"\n" + c.extra
+		l, ws, err := Parse("k.toml", []byte(text), LoadOptions{Target: TargetLinux})
+		if err != nil || len(ws) != 0 {
+			t.Fatalf("%s: err %v, warnings %v", c.name, err, ws)
+		}
+		if l.Shaper.Overhead.Bytes != c.overhead || l.Shaper.Overhead.Keyword != c.name || l.Shaper.MPU != c.mpu || l.Cake.LinkLayer != c.linkLayer {
+			t.Errorf("%s %q: overhead %+v mpu %d link layer %q", c.name, c.extra, l.Shaper.Overhead, l.Shaper.MPU, l.Cake.LinkLayer)
+		}
+		sc := l.ShapeCake()
+		if sc == nil || sc.Overhead != c.overhead || sc.MPU != c.mpu || sc.LinkLayer != c.wantCakeLinkLayer {
+			t.Errorf("%s: ShapeCake = %+v", c.name, sc)
+		}
+	}
+	// On macOS the cells cannot be counted, and the file is told so.
+	_, ws, err := Parse("k.toml", []byte("[match]\ninterface = \"en0\"\n[shaper]\noverhead = \"pppoe-vcmux\"\n"), LoadOptions{Target: TargetDarwin})
+	if err != nil || len(ws) != 1 || !strings.Contains(ws[0].String(), "ATM cells, which dummynet cannot count") {
+		t.Errorf("darwin: %v %v", ws, err)
+	}
+	for text, want := range map[string]string{
+		"overhead = \"dosis\"":                        `did you mean "docsis"?`,
+		"overhead = 1.5":                              "must be a whole number",
+		"overhead = 300":                              "300 bytes is outside 0..256",
+		"[cake]\nrtt = \"20s\"":                       "20s is outside 100µs..10s",
+		"[cake]\nmemlimit = \"1KB\"":                  "1KB is outside 64KB..",
+		"[cake]\nlink_layer = \"adsl\"":               `unknown link layer "adsl"`,
+		"[cake]\ndiffserv = \"precedence\"\nwash = 1": "must be true or false",
+	} {
+		_, _, err := Parse("k.toml", []byte("[match]\ninterface = \"eth0\"\n[shaper]\n"+text+"\n"), LoadOptions{Target: TargetLinux})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
+// LoadOptions.CheckCake's refusals are problems at their keys; a key the
+// file does not write is reported at [cake]; a policy with other problems
+// is not tried.
+func TestCheckCakeRefusalsAreProblemsAtTheirKeys(t *testing.T) {
+	var tried []shape.Cake
+	check := func(c *shape.Cake) []CakeRefusal {
+		tried = append(tried, *c)
+		return []CakeRefusal{{Key: "cake.wash", Message: `CAKE's "wash" refused: What is "wash"?`}, {Key: "cake.split_gso", Message: "split-gso refused"}}
+	}
+	text := "[match]\ninterface = \"eth0\"\n[cake]\nnat = true\nwash = true\n"
+	_, _, err := Parse("w.toml", []byte(text), LoadOptions{Target: TargetLinux, CheckCake: check})
+	ps := Problems(err)
+	if len(ps) != 2 || ps[1].Line != 5 || !strings.Contains(ps[1].Message, `cake.wash: CAKE's "wash" refused`) ||
+		ps[0].Line != 3 || !strings.Contains(ps[0].Message, "cake: split-gso refused") {
+		t.Errorf("problems %v", ps)
+	}
+	if len(tried) != 1 || !tried[0].Wash || !tried[0].NAT {
+		t.Errorf("tried %+v", tried)
+	}
+	tried = nil
+	if _, _, err := Parse("w.toml", []byte(text+"rtt = \"1h\"\n"), LoadOptions{Target: TargetLinux, CheckCake: check}); err == nil || len(tried) != 0 {
+		t.Errorf("an invalid policy was tried (%v): %v", tried, err)
 	}
 }

@@ -69,9 +69,10 @@ type Shaper struct {
 	// Queue is the pipe's byte queue; Auto resizes it with every rate change.
 	Queue SizeOrAuto `toml:"queue"`
 	// Overhead and MPU describe per-packet framing in bytes (0-256), which
-	// the controller compensates in the pipe rate.
-	Overhead int `toml:"overhead"`
-	MPU      int `toml:"mpu"`
+	// the controller compensates in the pipe rate; overhead may be one of
+	// CAKE's framing keywords instead (see Overhead).
+	Overhead Overhead `toml:"overhead"`
+	MPU      int      `toml:"mpu"`
 }
 
 // Autorate is the [autorate] table: the controller's bounds, probes and
@@ -176,17 +177,28 @@ type Balanced struct {
 }
 
 // Cake is the [cake] table: options only a CAKE backend (Linux with
-// sch_cake) can honour. Empty strings mean CAKE's own default.
+// sch_cake) can honour. Empty strings mean CAKE's own default; Defaults
+// holds the others'.
 type Cake struct {
 	Diffserv         Diffserv  `toml:"diffserv"`
 	EgressIsolation  Isolation `toml:"egress_isolation"`
 	IngressIsolation Isolation `toml:"ingress_isolation"`
 	NAT              bool      `toml:"nat"`
 	ACKFilter        bool      `toml:"ack_filter"`
+	// Wash clears DSCP marks after CAKE has sorted packets into tins.
+	Wash bool `toml:"wash"`
+	// SplitGSO splits GSO super-packets into packets (CAKE's default).
+	SplitGSO bool `toml:"split_gso"`
+	// RTT is the round-trip time CAKE tunes its AQM for; 0 = CAKE's own.
+	RTT Duration `toml:"rtt"`
+	// MemLimit caps CAKE's queue memory; 0 = CAKE's own limit.
+	MemLimit Size `toml:"memlimit"`
+	// LinkLayer is the cell framing CAKE compensates.
+	LinkLayer LinkLayer `toml:"link_layer"`
 }
 
-// IsZero reports whether no CAKE option is set.
-func (c Cake) IsZero() bool { return c == Cake{} }
+// IsZero reports whether no CAKE option differs from its default.
+func (c Cake) IsZero() bool { return c == Defaults.Cake }
 
 // Mode is how a link is shaped.
 type Mode string
@@ -234,7 +246,7 @@ func (c *ControlLaw) UnmarshalText(b []byte) error {
 type Diffserv string
 
 // Diffservs lists the accepted Diffserv values.
-var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort"}
+var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Diffserv) UnmarshalText(b []byte) error { return parseEnum("diffserv", b, Diffservs, d) }

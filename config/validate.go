@@ -56,6 +56,7 @@ func (d *decoder) validatePolicy(p *Policy, target Target) {
 	d.checkDescription(p)
 	d.checkMatch(&p.Match)
 	d.checkShaper(p)
+	d.resolveFraming(p)
 	d.checkAutorate(p)
 	d.checkBalanced(p)
 	d.checkCake(p, target)
@@ -142,7 +143,7 @@ func (d *decoder) checkShaper(p *Policy) {
 	for _, k := range []struct {
 		key string
 		v   int
-	}{{"overhead", s.Overhead}, {"mpu", s.MPU}} {
+	}{{"overhead", s.Overhead.Bytes}, {"mpu", s.MPU}} {
 		if k.v < 0 || k.v > maxOverhead {
 			d.bad("shaper."+k.key, "%d bytes is outside 0..%d", k.v, maxOverhead)
 		}
@@ -343,17 +344,4 @@ func (d *decoder) checkBalanced(p *Policy) {
 	if v := b.ReleaseAfter.Std(); v < time.Second || v > 24*time.Hour {
 		d.bad("balanced.release_after", "%s is outside 1s..24h", v)
 	}
-}
-
-func (d *decoder) checkCake(p *Policy, target Target) {
-	if p.Cake.IsZero() || target != TargetDarwin {
-		return
-	}
-	var keys []string
-	if e := d.lookup("cake"); e != nil {
-		for _, c := range e.children {
-			keys = append(keys, "cake."+c.name())
-		}
-	}
-	d.warnAt("cake", "%s: macOS dummynet cannot do CAKE's options; they apply only on Linux with sch_cake", strings.Join(keys, ", "))
 }

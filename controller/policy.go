@@ -87,7 +87,7 @@ func FromPolicy(p config.Policy) (Config, error) {
 		StaleResponseAge:      in.StaleResponse,
 		MonitorInterval:       in.MonitorInterval,
 		MTU:                   DefaultMTU,
-		Overhead:              p.Shaper.Overhead,
+		Overhead:              p.Shaper.Overhead.Bytes,
 		MPU:                   p.Shaper.MPU,
 		EngageAfter:           p.Balanced.EngageAfter.Std(),
 		ReleaseAfter:          p.Balanced.ReleaseAfter.Std(),

@@ -347,7 +347,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			Name: l.Name, Interface: l.Match.Interface, Slot: slot,
 			Upload: a.Upload.Pipe, Download: a.Download.Pipe,
 			Reflectors: reflectors(l, profile, in.Reflectors),
-			Cake:       cakeOptions(l),
+			Cake:       l.ShapeCake(),
 		})
 	}
 	d.State.Sort()
@@ -543,7 +543,7 @@ func shaperCompensation(l config.Link, rate int64, mtu int, kernelOverhead bool)
 // framing is the policy's per-packet framing, as the overhead
 // compensation takes it.
 func framing(l config.Link) shape.Framing {
-	return shape.Framing{Overhead: int64(l.Shaper.Overhead), MPU: int64(l.Shaper.MPU)}
+	return shape.Framing{Overhead: int64(l.Shaper.Overhead.Bytes), MPU: int64(l.Shaper.MPU)}
 }
 
 // PipeRate converts a controller rate (bit/s on the wire) to the rate a
@@ -574,24 +574,6 @@ func reflectors(l config.Link, profile state.Profile, active map[string][]netip.
 		all = all[:n]
 	}
 	return all
-}
-
-// cakeOptions returns the policy's [cake] table and its per-packet
-// overhead and mpu, for backends that have CAKE or compensate overhead in
-// the kernel (tc); nil when the policy sets none of them.
-func cakeOptions(l config.Link) *shape.Cake {
-	if l.Cake.IsZero() && l.Shaper.Overhead == 0 && l.Shaper.MPU == 0 {
-		return nil
-	}
-	return &shape.Cake{
-		Diffserv:       string(l.Cake.Diffserv),
-		EgressIsolate:  string(l.Cake.EgressIsolation),
-		IngressIsolate: string(l.Cake.IngressIsolation),
-		NAT:            l.Cake.NAT,
-		ACKFilter:      l.Cake.ACKFilter,
-		Overhead:       l.Shaper.Overhead,
-		MPU:            l.Shaper.MPU,
-	}
 }
 
 // measurementError explains a missing measurement; it matches

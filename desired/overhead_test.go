@@ -114,7 +114,7 @@ ack_filter = true
 	}
 	live := tc.Live{
 		Tools: tc.Tools{TC: "tc", IP: "ip"},
-		Caps:  tc.Capabilities{Cake: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true},
+		Caps:  tc.Capabilities{Cake: true, Prio: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true},
 		Devices: map[string]*tc.DeviceState{"eth0": {
 			Device: tc.Device{Name: "eth0", Index: 2, Up: true},
 			Qdiscs: []tc.Qdisc{{Dev: "eth0", Kind: "noqueue", Root: true}},
@@ -122,8 +122,8 @@ ack_filter = true
 	}
 	p := tc.Diff(d.State, live)
 	for prefix, wantArgs := range map[string]string{
-		"qdisc add dev eth0 root":         "cake bandwidth 18000000bit diffserv4 dual-srchost nat ack-filter overhead 44 mpu 84 egress",
-		"qdisc add dev ifb-macake0 root ": "cake bandwidth 90000000bit diffserv4 dual-dsthost nat no-ack-filter overhead 44 mpu 84 ingress",
+		"qdisc replace dev eth0 parent 4d4b:2 ":        "cake bandwidth 18000000bit diffserv4 dual-srchost nat nowash split-gso ack-filter rtt 100ms overhead 44 mpu 84 noatm egress",
+		"qdisc replace dev ifb-macake0 parent 4d4b:2 ": "cake bandwidth 90000000bit diffserv4 dual-dsthost nat nowash split-gso no-ack-filter rtt 100ms overhead 44 mpu 84 noatm ingress",
 	} {
 		if got := findCommand(p, prefix); !strings.HasSuffix(got, wantArgs) {
 			t.Errorf("%s…: %q, want it to end %q", prefix, got, wantArgs)

@@ -280,7 +280,7 @@ func TestSystemdService(t *testing.T) {
 }
 
 func TestJudgeTCKernel(t *testing.T) {
-	all := tc.Capabilities{Cake: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "tried in a throwaway network namespace", Tried: true}
+	all := tc.Capabilities{Cake: true, Prio: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "tried in a throwaway network namespace", Tried: true}
 	noCake := all
 	noCake.Cake = false
 	noIFB := noCake

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"time"
 )
 
 // Direction is one of the two independently shaped directions of a link.
@@ -119,15 +120,28 @@ func (l Link) WithPipe(d Direction, p Pipe) Link {
 }
 
 // Cake is the set of CAKE options a policy may ask for (Linux with sch_cake
-// only; dummynet cannot do any of them).
+// only; dummynet cannot do any of them). Its zero value is CAKE's own
+// defaults, with no per-packet compensation.
 type Cake struct {
-	Diffserv       string // "diffserv3", "diffserv4", "diffserv8", "besteffort"; "" = CAKE default
+	Diffserv       string // "diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"; "" = CAKE default
 	EgressIsolate  string // e.g. "dual-srchost", "triple-isolate"; "" = CAKE default
 	IngressIsolate string // e.g. "dual-dsthost"
 	NAT            bool
-	ACKFilter      bool
-	Overhead       int // bytes per packet, 0-256
-	MPU            int
+	ACKFilter      bool // upload only
+	// Wash clears DSCP marks as packets leave CAKE, in both directions.
+	Wash bool
+	// NoSplitGSO turns off CAKE's splitting of GSO super-packets.
+	NoSplitGSO bool
+	// RTT is CAKE's rtt (its interval; target is a twentieth of it); 0 =
+	// CAKE's 100 ms.
+	RTT time.Duration
+	// MemLimit caps CAKE's queue memory in bytes; 0 = CAKE's own limit.
+	MemLimit int64
+	// LinkLayer is the cell framing CAKE compensates: "atm" (53-byte
+	// cells of 48), "ptm" (64b/65b); "" = none.
+	LinkLayer string
+	Overhead  int // bytes per packet, 0-256
+	MPU       int
 }
 
 // State is the whole desired state: every active link, at most one per

@@ -37,6 +37,11 @@ type Backend struct {
 	mu sync.Mutex
 	// caps is probed once, on first use, unless set with SetCapabilities.
 	caps *Capabilities
+	// cakeTried holds the verdict on each CAKE option set tried (by
+	// cakeTrialKey): nil when the kernel and tc took it.
+	cakeTried map[string]*CakeRefusal
+	// cakeUntriable is set once a trial could not run at all.
+	cakeUntriable bool
 	// memOwners is the record when Owners is nil.
 	memOwners MemoryOwnership
 }
@@ -145,6 +150,9 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 	if err != nil {
 		return plan.Plan{}, err
 	}
+	if live.Caps.ShapesWithCake() && live.Caps.Tried {
+		live.CakeRefusals = b.cakeRefusals(ctx, desired)
+	}
 	return Diff(desired, live), nil
 }
 
@@ -153,12 +161,17 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 // operation is completed by the next Plan, which starts from what is live.
 func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
 	defer backend.ForgetLiveReading(ctx)
+	if err := recordIntent(b.owners(), op); err != nil {
+		return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, err)
+	}
 	for _, cmd := range op.Commands {
 		if len(cmd.Argv) == 0 {
+			forgetIntent(b.owners(), op)
 			return fmt.Errorf("tc: %s %s: empty command", op.Action, op.Label)
 		}
 		res, err := b.Runner.Run(ctx, cmd)
 		if _, err = execrun.Check(cmd, res, err); err != nil {
+			forgetIntent(b.owners(), op)
 			return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, hint(err))
 		}
 	}
@@ -188,7 +201,7 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 	if err := ValidateLink(l); err != nil {
 		return fmt.Errorf("tc: set rate: %w", err)
 	}
-	spec := specFor(l, dir, b.Capabilities(ctx).Cake)
+	spec := specFor(l, dir, b.Capabilities(ctx).ShapesWithCake())
 	if b.Netlink != nil {
 		if err := b.Netlink.setRate(ctx, spec); err != nil {
 			return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, shape.FormatRate(p.RateBits), err)

@@ -26,6 +26,9 @@ var _ interface {
 
 var htbCaps = Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "test"}
 
+// cakeCaps is a kernel that shapes with CAKE.
+var cakeCaps = func() Capabilities { c := htbCaps; c.Cake, c.Prio = true, true; return c }()
+
 func fakeBackend(r execrun.Runner, caps Capabilities) *Backend {
 	b := &Backend{Runner: r, Tools: goldenTools}
 	b.SetCapabilities(caps)
@@ -54,10 +57,10 @@ func TestSetRateIsExactlyOneCommand(t *testing.T) {
 		{"htb download", htbCaps, shape.Download, "tc -batch -",
 			"class change dev ifb-macake2 parent 4d4b: classid 4d4b:1 htb rate 25000000bit ceil 25000000bit burst 3125 cburst 3125 quantum 1514 overhead 18 mpu 64\n" +
 				"qdisc change dev ifb-macake2 parent 4d4b:1 handle 4d4c: bfifo limit 50000\n"},
-		{"cake upload", func() Capabilities { c := htbCaps; c.Cake = true; return c }(), shape.Upload,
-			"tc qdisc change dev eth0 root handle 4d4b: cake bandwidth 25000000bit diffserv4 triple-isolate nat no-ack-filter overhead 18 mpu 64 egress", ""},
-		{"cake download", func() Capabilities { c := htbCaps; c.Cake = true; return c }(), shape.Download,
-			"tc qdisc change dev ifb-macake2 root handle 4d4b: cake bandwidth 25000000bit diffserv4 triple-isolate nat no-ack-filter overhead 18 mpu 64 ingress", ""},
+		{"cake upload", cakeCaps, shape.Upload,
+			"tc qdisc change dev eth0 parent 4d4b:2 handle 4d4c: cake bandwidth 25000000bit diffserv4 triple-isolate nat nowash split-gso no-ack-filter rtt 100ms overhead 18 mpu 64 noatm egress", ""},
+		{"cake download", cakeCaps, shape.Download,
+			"tc qdisc change dev ifb-macake2 parent 4d4b:2 handle 4d4c: cake bandwidth 25000000bit diffserv4 triple-isolate nat nowash split-gso no-ack-filter rtt 100ms overhead 18 mpu 64 noatm ingress", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &replayRunner{okByDefault: true}

@@ -26,8 +26,12 @@ import (
 // after Execute, and the next plan starts from what is live.
 func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i int, err error)) error {
 	defer backend.ForgetLiveReading(ctx)
-	r := batchRun{b: b, ctx: ctx, ops: ops, done: done}
+	r := batchRun{b: b, ctx: ctx, ops: ops, done: done, reported: map[int]bool{}}
 	for _, i := range batchOrder(ops) {
+		if err := recordIntent(b.owners(), ops[i]); err != nil {
+			return r.fail(i, err)
+		}
+		r.intended = append(r.intended, i)
 		for _, cmd := range ops[i].Commands {
 			if err := r.add(i, cmd); err != nil {
 				return err
@@ -70,6 +74,11 @@ type batchRun struct {
 	// ended are the ops, in execution order, whose commands have all been
 	// queued or run and that are not yet reported.
 	ended []int
+	// intended are the ops whose intent is recorded (recordIntent), and
+	// reported those reported done: a failure takes back the intent of
+	// every op not done.
+	intended []int
+	reported map[int]bool
 }
 
 type batchLine struct {
@@ -160,10 +169,16 @@ func (r *batchRun) fail(failed int, err error) error {
 	op := r.ops[failed]
 	err = fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, err)
 	r.report(failed, err)
+	for _, i := range r.intended {
+		if !r.reported[i] || i == failed {
+			forgetIntent(r.b.owners(), r.ops[i])
+		}
+	}
 	return err
 }
 
 func (r *batchRun) report(i int, err error) {
+	r.reported[i] = err == nil
 	if r.done != nil {
 		r.done(i, err)
 	}

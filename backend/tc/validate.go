@@ -5,6 +5,7 @@ package tc
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/shape"
 )
@@ -16,8 +17,10 @@ const (
 	// MaxRateBits is macake's own bound (shape.MaxRateBits): htb and
 	// cake take any rate below it.
 	MaxRateBits = shape.MaxRateBits
-	// MaxQueueBytes is bfifo's 32-bit limit.
+	// MaxQueueBytes is bfifo's 32-bit limit (and CAKE's memlimit's).
 	MaxQueueBytes = 1<<32 - 1
+	// maxCakeRTT is the longest rtt CAKE's 32-bit µs field holds.
+	maxCakeRTT = (1<<32 - 1) * time.Microsecond
 )
 
 // Limits are tc's, as backend.Info reports them.
@@ -107,6 +110,15 @@ func checkLink(l shape.Link) error {
 		if c.MPU < 0 || c.MPU > 256 {
 			return bad("mpu %d is outside 0-256 bytes", c.MPU)
 		}
+		if c.RTT < 0 || c.RTT > maxCakeRTT || (c.RTT > 0 && c.RTT < time.Microsecond) {
+			return bad("cake rtt %s is outside 1µs-%s", c.RTT, maxCakeRTT)
+		}
+		if c.MemLimit < 0 || c.MemLimit > MaxQueueBytes {
+			return bad("cake memlimit %d bytes is outside 0-%d", c.MemLimit, int64(MaxQueueBytes))
+		}
+		if _, ok := cakeATM[cakeLinkLayer(c.LinkLayer)]; !ok {
+			return bad("cake link layer %q is not one of atm, ptm or empty (none)", c.LinkLayer)
+		}
 	}
 	return nil
 }
@@ -142,5 +154,28 @@ func cakeOnlyOptions(c *shape.Cake) []string {
 	if c.ACKFilter {
 		lost = append(lost, "ack-filter")
 	}
+	if c.Wash {
+		lost = append(lost, "wash")
+	}
+	if c.NoSplitGSO {
+		lost = append(lost, "no-split-gso")
+	}
+	if c.RTT != 0 {
+		lost = append(lost, "rtt "+c.RTT.String())
+	}
+	if c.MemLimit != 0 {
+		lost = append(lost, "memlimit "+shape.FormatBytes(c.MemLimit))
+	}
+	if c.LinkLayer != "" {
+		lost = append(lost, c.LinkLayer+" cell framing")
+	}
 	return lost
+}
+
+// cakeLinkLayer is CAKE's word for a shape.Cake link layer ("" is noatm).
+func cakeLinkLayer(l string) string {
+	if l == "" {
+		return cakeDefaultLinkLayer
+	}
+	return l
 }

@@ -7,11 +7,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/session"
+	"github.com/macake/macake/shape"
 )
 
 var validateCmd = &command{
@@ -26,7 +31,9 @@ stdout, every problem of every file at once. Warnings go to stderr.
 
 Run as root, it also checks that the files and the directory are owned by
 root and not writable by group or others; run as another user it skips that
-check and says so.
+check and says so. Run as root on Linux, it also tries each policy's [cake]
+options on this kernel and iproute2 (in a throwaway network namespace) and
+reports the ones they refuse, at their key.
 
 Exit status: 0 when every file is valid (warnings allowed), 78 when any is
 not, 64 usage.`,
@@ -73,11 +80,18 @@ func runValidate(e *env, args []string) int {
 	if !asRoot {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
 	}
+	tryCake := t == config.TargetLinux && runtime.GOOS == "linux"
+	if tryCake && asRoot {
+		opts.CheckCake = cakeCheckOnThisSystem(e)
+	}
 
 	links, warnings, err := config.Load(e.configDir, opts)
 	if e.ctx.Err() != nil {
 		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", context.Cause(e.ctx))
 		return exitFailure
+	}
+	if tryCake && !asRoot && slices.ContainsFunc(links, func(l config.Link) bool { return !l.Cake.IsZero() }) {
+		fmt.Fprintln(e.stderr, "note: not running as root: the [cake] options are not tried on this kernel and iproute2")
 	}
 	problems := config.Problems(err)
 	_, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
@@ -140,4 +154,30 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("1 %s", noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// cakeCheckOnThisSystem tries each policy's CAKE options on this kernel
+// with this iproute2, as the tc backend renders them, in a throwaway
+// network namespace: what they refuse is a problem at its key, found
+// before an apply. On a kernel without sch_cake nothing is tried (plan
+// and apply say that the [cake] options are not applied).
+func cakeCheckOnThisSystem(e *env) config.CakeCheck {
+	tools := tc.ToolsFromEnv(e.getenv)
+	run := execrun.Exec{Timeout: 10 * time.Second}
+	var caps *tc.Capabilities
+	return func(c *shape.Cake) []config.CakeRefusal {
+		if caps == nil {
+			p := tc.Probe(e.ctx, run, tools)
+			caps = &p
+		}
+		if !caps.ShapesWithCake() {
+			return nil
+		}
+		refusals, _ := tc.CheckCake(e.ctx, run, tools, c)
+		out := make([]config.CakeRefusal, len(refusals))
+		for i, r := range refusals {
+			out[i] = config.CakeRefusal{Key: r.Key, Message: r.String()}
+		}
+		return out
+	}
 }
