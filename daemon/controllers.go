@@ -142,7 +142,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 }
 
 // sync starts and stops controllers so that every active link of desire
-// has one built for its policy, network and MTU. A link whose policy or
+// that is not paused has one built for its policy, network and MTU. A link whose policy or
 // network changed, or every link after the machine woke, gets a fresh
 // controller; on the same network it starts from the rates it had. A
 // controller that cannot be built is noted in linkErrs. It returns the
@@ -151,7 +151,9 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs map[string]string) (fresh []*linkRunner, changed bool) {
 	want := map[string]desired.ActiveLink{}
 	for _, a := range desire.Active {
-		want[a.Policy.Name] = a
+		if a.Paused == "" {
+			want[a.Policy.Name] = a
+		}
 	}
 	for name := range c.rates {
 		if _, ok := want[name]; !ok {
@@ -176,7 +178,7 @@ func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs m
 	c.rebaseline = false
 	for _, a := range desire.Active {
 		name := a.Policy.Name
-		if c.runners[name] != nil {
+		if c.runners[name] != nil || a.Paused != "" {
 			continue
 		}
 		r, pipes, err := c.newRunner(a, mtu[a.Policy.Match.Interface], carry[name])

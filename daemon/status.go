@@ -5,7 +5,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -56,7 +55,7 @@ func newStatus(p statusParts) statusapi.Status {
 		Daemon:        p.daemon, Backend: p.backend,
 		Interfaces: reportInterfaces(p.facts.Interfaces), Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
 		ConfigErrors: []statusapi.ConfigError{}, Problems: diag.Messages(p.notes),
-		DriftRepairs: maps.Clone(p.drift), Profiles: ProfilesStatus(p.state),
+		DriftRepairs: maps.Clone(p.drift), Profiles: ProfilesStatus(p.state), Pauses: []statusapi.Pause{},
 	}
 	broken := map[string]bool{}
 	for _, pr := range p.problems {
@@ -119,10 +118,6 @@ func (d *Daemon) publish() {
 	if e := rec.linkErrs[""]; e != "" {
 		notes = append(notes, e)
 	}
-	if d.paused() {
-		notes = append(notes, fmt.Sprintf("shaping is paused until %s (macake bench --compare asked); it resumes by itself then",
-			d.pausedUntil.Local().Format("15:04:05")))
-	}
 	var problems []*config.Problem
 	for _, file := range slices.Sorted(maps.Keys(d.policies.inForce)) {
 		problems = append(problems, d.policies.inForce[file]...)
@@ -146,8 +141,10 @@ func (d *Daemon) publish() {
 	if st.DriftRepairs == nil {
 		st.DriftRepairs = map[string]int{}
 	}
-	if d.paused() {
-		st.Daemon.PausedUntil = d.pausedUntil.UTC()
+	now := time.Now()
+	st.Pauses = d.pausesStatus(now)
+	if p, ok := d.pauses[state.AllLinks]; ok && p.InForce(now) {
+		st.Daemon.PausedUntil = p.Until.UTC()
 	}
 	if r := rec.lastApply; r != nil {
 		a := &statusapi.Apply{At: r.at, Trigger: r.trigger, Result: applyResult(r),
@@ -195,11 +192,19 @@ func (d *Daemon) Status() statusapi.Status {
 	if l := d.pubLive.Load(); l != nil {
 		live = *l
 	}
+	now := time.Now()
+	st.Pauses = slices.Clone(st.Pauses)
+	for i, pa := range st.Pauses {
+		st.Pauses[i].RemainingSeconds = statusapi.Seconds(max(pa.Until.Sub(now), 0).Round(time.Second))
+	}
 	names, _ := d.cfg.Backend.(backend.ShaperReader)
 	st.Links = make([]statusapi.Link, 0, len(p.links))
 	for _, pl := range p.links {
 		a := pl.active
 		sl := linkRow(a, pl.err)
+		if a.Paused != "" {
+			sl.PausedUntil = pausedUntil(st.Pauses, a.Policy.Name)
+		}
 		var ctl *controller.State
 		if pl.runner != nil {
 			s := pl.runner.loop.State()
@@ -233,6 +238,18 @@ func (d *Daemon) Status() statusapi.Status {
 		st.Links = append(st.Links, sl)
 	}
 	return st
+}
+
+// pausedUntil is when the pauses in pauses stop holding link: its own
+// or every link's, whichever ends later.
+func pausedUntil(pauses []statusapi.Pause, link string) time.Time {
+	var until time.Time
+	for _, p := range pauses {
+		if (p.Link == link || p.Link == statusapi.AllLinks) && p.Until.After(until) {
+			until = p.Until
+		}
+	}
+	return until
 }
 
 // eventsShown is how many of the log's last lines a status request that
@@ -342,6 +359,15 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		problems: in.Problems, kept: func(link string) bool { return in.Kept[link] },
 		notes: notes, state: in.State,
 	})
+	if in.State != nil {
+		// What a watch started now would keep paused.
+		now := time.Now()
+		for _, key := range slices.Sorted(maps.Keys(in.State.Pauses)) {
+			if p := in.State.Pauses[key]; p.InForce(now) {
+				st.Pauses = append(st.Pauses, *pauseStatus(key, p, now))
+			}
+		}
+	}
 
 	var live []backend.LiveShaper
 	sr, _ := in.Backend.(backend.ShaperReader)

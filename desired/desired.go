@@ -57,6 +57,11 @@ type Inputs struct {
 	// MTU is each interface's MTU in bytes; a missing one is
 	// controller.DefaultMTU.
 	MTU map[string]int
+	// Paused names the links whose shaping is paused (watch: `macake
+	// pause`), each with why, e.g. "paused by alice until 15:04:05". A
+	// paused link stays active, so no other policy takes its interface,
+	// but installs nothing.
+	Paused map[string]string
 }
 
 // BackendFacts are what Desired needs to know of the backend the state
@@ -156,9 +161,12 @@ type ActiveLink struct {
 	// ProfileKey is the state-file profile of this network
 	// (state.ProfileKey of the link and the gateway's MAC).
 	ProfileKey string
-	// Shaped is false when the link installs nothing: mode "off", or
-	// "balanced" while not engaged.
+	// Shaped is false when the link installs nothing: mode "off",
+	// "balanced" while not engaged, or paused.
 	Shaped bool
+	// Paused says why the link's shaping is paused (Inputs.Paused); ""
+	// when it is not.
+	Paused string
 	// Upload and Download are the desired shapers (zero when not Shaped).
 	Upload, Download DirectionRate
 }
@@ -247,7 +255,7 @@ func (e *LinkError) Diagnostic() diag.Diagnostic {
 // fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
 // profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
 // Mode "off" installs nothing; "balanced" installs nothing unless
-// in.Engaged says so.
+// in.Engaged says so; a link in in.Paused installs nothing.
 //
 // A link that cannot be shaped (an "auto" rate without a measurement, no
 // free slot) is left out of the result, and the returned error, a join of
@@ -283,7 +291,11 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 	broken := map[string]bool{}
 	for _, l := range sel.Active {
 		f, _ := facts.Interface(l.Match.Interface)
-		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String())}
+		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String()), Paused: in.Paused[l.Name]}
+		if a.Paused != "" {
+			d.Active = append(d.Active, a)
+			continue
+		}
 		switch l.Shaper.Mode {
 		case config.ModeOff:
 			d.Active = append(d.Active, a)
@@ -343,7 +355,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 		})
 	}
 	d.State.Sort()
-	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken)
+	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken, in.Paused)
 	d.Slots = slots.Slots
 	if d.Slots == nil {
 		d.Slots = map[string]int{}
@@ -356,7 +368,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 // installs nothing now, with the reason a plan shows for removing what it
 // left live. Links that failed (broken) are left out: watch keeps their
 // previous shaping, and one-shot apply refuses to run.
-func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool) []shape.Unshaped {
+func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool, paused map[string]string) []shape.Unshaped {
 	var out []shape.Unshaped
 	for _, name := range slices.Sorted(maps.Keys(held)) {
 		if _, shaped := s.Link(name); shaped || broken[name] {
@@ -367,6 +379,9 @@ func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s sh
 			if l.Name == name {
 				u.Interface = l.Match.Interface
 				u.Reason = unshapedReason(l, sel.Verdicts[i])
+				if why := paused[name]; why != "" && sel.Verdicts[i].Active {
+					u.Reason = why
+				}
 				break
 			}
 		}
@@ -424,6 +439,9 @@ func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, be Back
 
 // shaped reports whether an active link installs anything.
 func shaped(l config.Link, in Inputs) bool {
+	if in.Paused[l.Name] != "" {
+		return false
+	}
 	switch l.Shaper.Mode {
 	case config.ModeOff:
 		return false

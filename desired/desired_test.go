@@ -378,3 +378,32 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
 	}
 }
+
+// TestDesiredPausedLinksInstallNothing: a paused link stays the active
+// one on its interface (the policy it outranks does not take over) but
+// installs nothing, and the plan's reason for removing what it had is
+// the pause; a pause of a policy that is not active changes nothing.
+func TestDesiredPausedLinksInstallNothing(t *testing.T) {
+	home := policy(t, "home", "[match]\ninterface = \"en0\"\npriority = 10\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n")
+	spare := simple(t, "spare", "en0", "")
+	other := simple(t, "other", "en1", "")
+	st := &state.State{Slots: map[string]int{"home": 0, "other": 1}}
+	paused := map[string]string{"home": "paused by alice until 15:04:05", "spare": "paused until 15:00:00"}
+	d, err := Desired([]config.Link{home, spare, other}, up("en0", "en1"), Inputs{State: st, Paused: paused}, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.State.Links) != 1 || d.State.Links[0].Name != "other" {
+		t.Errorf("shaped: %+v, want other alone", d.State.Links)
+	}
+	if len(d.Active) != 2 || d.Active[0].Policy.Name != "home" || d.Active[0].Shaped || d.Active[0].Paused != paused["home"] || d.Active[1].Paused != "" {
+		t.Errorf("active: %+v", d.Active)
+	}
+	want := []shape.Unshaped{{Name: "home", Interface: "en0", Slot: 0, Reason: "paused by alice until 15:04:05"}}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
+	}
+	if _, ok := d.Slots["spare"]; ok {
+		t.Errorf("the outranked policy got a slot: %v", d.Slots)
+	}
+}

@@ -92,6 +92,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"sim", "actuation-delay", true},
 		{"sim", "warmup", true},
 		{"sim", "rebin", true},
+		{"pause", "for", false},
 	}
 	_, fileErr := config.ParseDuration("5")
 	listed := map[string]bool{}

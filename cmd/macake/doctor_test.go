@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/launchd"
@@ -100,7 +101,7 @@ func (r *doctorRig) serveDaemonStatus() {
 	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir), operator.Policy{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -52,6 +52,9 @@ func writeHeader(w io.Writer, st Status, opts TextOptions) {
 	} else {
 		fmt.Fprintf(w, "macake watch: not running (%s).\nThis is the static picture; %s.\n", d.Note, startAdvice(opts.GOOS))
 	}
+	for _, p := range st.Pauses {
+		fmt.Fprintf(w, "Paused: %s\n", PauseText(p))
+	}
 	if a := st.LastApply; a != nil {
 		fmt.Fprintf(w, "Last reconcile: %s ago (%s): %s", humanAge(now.Sub(a.At)), a.Trigger, reconcileOutcome(a))
 		if !a.LastChange.IsZero() {
@@ -59,6 +62,21 @@ func writeHeader(w io.Writer, st Status, opts TextOptions) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// PauseText says what a pause is in one line: "every link until
+// 15:04:05 (28m10s left; by alice); 'macake resume' ends it now".
+func PauseText(p Pause) string {
+	what, resume := p.Link, "macake resume "+p.Link
+	if p.Link == AllLinks {
+		what, resume = "every link", "macake resume"
+	}
+	by := ""
+	if p.By != "" {
+		by = "; by " + p.By
+	}
+	return fmt.Sprintf("%s until %s (%s left%s); '%s' ends it now", what, p.Until.Local().Format("15:04:05"),
+		humanAge(seconds(p.RemainingSeconds)), by, resume)
 }
 
 // startAdvice says how to start the daemon: install-daemon loads the
@@ -125,6 +143,8 @@ func writeLinkTable(w io.Writer, st Status) {
 func linkState(l Link, liveUnread bool) string {
 	c := l.Controller
 	switch {
+	case !l.PausedUntil.IsZero():
+		return "paused"
 	case c == nil && l.Mode == string(config.ModeOff):
 		return "off"
 	case c == nil && l.Shaped:
