@@ -40,6 +40,9 @@ type Daemon struct {
 	// StatusPageListen is a loopback host:port where watch serves its
 	// live status page, or "" for none.
 	StatusPageListen string `toml:"status_page_listen"`
+	// StatusPageControl puts the pause and resume buttons on the status
+	// page; false serves it read-only.
+	StatusPageControl bool `toml:"status_page_control"`
 	// OperatorGroup is the group whose members may pause and resume the
 	// shaping of a running watch without sudo (and read its status), or
 	// NoOperatorGroup; DefaultOperatorGroupFor says which by default.

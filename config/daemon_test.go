@@ -47,13 +47,14 @@ log_format = "json"
 log_file = "/var/log/macake/macake.log"
 metrics_listen = "127.0.0.1:9846"
 status_page_listen = "localhost:9847"
+status_page_control = false
 operator_group = "netops"
 `))
 	if err != nil || len(w) != 0 {
 		t.Fatalf("%v %v", err, w)
 	}
-	if d.OperatorGroup != "netops" {
-		t.Errorf("operator_group %q", d.OperatorGroup)
+	if d.StatusPageControl || d.OperatorGroup != "netops" {
+		t.Errorf("status_page_control %v, operator_group %q", d.StatusPageControl, d.OperatorGroup)
 	}
 	if d.PipeRange.Len() != 100 || !d.PipeRange.Contains(50001) || d.PipeRange.Contains(50101) || d.LogFormat != LogJSON || d.MetricsListen != "127.0.0.1:9846" || d.StatusPageListen != "localhost:9847" {
 		t.Errorf("%+v", d)

@@ -200,9 +200,10 @@ func DefaultOperatorGroupFor(goos string) string {
 
 // DaemonDefaults are the defaults of the daemon settings file.
 var DaemonDefaults = Daemon{
-	StateDir:      DefaultStateDir,
-	Anchor:        "com.apple/macake",
-	PipeRange:     PipeRange{First: 48001, Last: 48998},
-	LogFormat:     LogText,
-	OperatorGroup: DefaultOperatorGroupFor(runtime.GOOS),
+	StateDir:          DefaultStateDir,
+	Anchor:            "com.apple/macake",
+	PipeRange:         PipeRange{First: 48001, Last: 48998},
+	LogFormat:         LogText,
+	StatusPageControl: true,
+	OperatorGroup:     DefaultOperatorGroupFor(runtime.GOOS),
 }

@@ -200,8 +200,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 
 	if settings.StatusPageListen != "" {
+		page := statuspage.Options{Status: d.Query}
+		if settings.StatusPageControl {
+			page.Pause = d.SetPause
+		}
 		go func() {
-			if err := statuspage.Serve(ctx, settings.StatusPageListen, d.Query, log); err != nil {
+			if err := statuspage.Serve(ctx, settings.StatusPageListen, page, log); err != nil {
 				log.Error("the status page is not served", logging.KeyError, err)
 			}
 		}()
