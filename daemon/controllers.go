@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
@@ -74,10 +73,12 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if err != nil {
 		return nil, pipes, err
 	}
-	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
-	if from != nil && adaptive {
+	if from != nil {
 		old := c.rates[a.Policy.Name]
 		for _, dir := range shape.Directions {
+			if !a.Policy.Shaper.Steers(dir) {
+				continue // its rate is the policy's: Desired decides
+			}
 			dc, oc := cfg.Direction(dir), from.cfg.Direction(dir)
 			rate, pipe := from.rates.Of(dir), old.Of(dir)
 			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
@@ -218,22 +219,20 @@ func (c *controllers) stopAll() {
 }
 
 // knownGood returns the rates of r's controller worth remembering for its
-// network: in an adaptive mode with the shaper in place, after replies
-// have arrived, for each direction that carries traffic without
-// bufferbloat now. An idle direction proves nothing (it rests at its
-// base rate), so it keeps what was known before.
+// network: for each direction it steers, with the shaper in place, after
+// replies have arrived, that carries traffic without bufferbloat now. An
+// idle direction proves nothing (it rests at its base rate), so it keeps
+// what was known before; a fixed or off direction has no rate to learn.
 func knownGood(r *linkRunner) (down, up int64) {
-	if r.policy.Shaper.Mode != config.ModeAutorate && r.policy.Shaper.Mode != config.ModeBalanced {
-		return 0, 0
-	}
 	st := r.loop.State()
 	if !st.Shaping || st.Counters.Responses == 0 || st.Status == controller.StatusStalled {
 		return 0, 0
 	}
-	if !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
+	sh := r.policy.Shaper
+	if sh.Steers(shape.Download) && !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
 		down = st.Download.Rate
 	}
-	if !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
+	if sh.Steers(shape.Upload) && !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
 		up = st.Upload.Rate
 	}
 	return down, up

@@ -82,7 +82,9 @@ func newStatus(p statusParts) statusapi.Status {
 
 // linkRow is the part of a link's row both pictures share.
 func linkRow(a desired.ActiveLink, err string) statusapi.Link {
-	return statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
+	sh := a.Policy.Shaper
+	return statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(sh.Mode),
+		DownloadMode: string(sh.DirectionMode(shape.Download)), UploadMode: string(sh.DirectionMode(shape.Upload)),
 		ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: diag.Text(err)}
 }
 
@@ -215,6 +217,9 @@ func (d *Daemon) Status() statusapi.Status {
 		if l, ok := live.Link(a.Policy.Name); ok {
 			sl.Shaped = len(pl.unshaped) < len(shape.Directions)
 			for _, dir := range shape.Directions {
+				if !l.Pipe(dir).Shaped() {
+					continue // its mode is off: there is no shaper
+				}
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: l.Pipe(dir).RateBits, QueueBytes: l.Pipe(dir).QueueBytes,
 					Source: string(a.Direction(dir).Source)}
 				if ctl != nil && ctl.Direction(dir).LastApplied > 0 && ctl.Shaping {
@@ -397,6 +402,9 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != nil {
 			// The live state is unknown: show what a start would install.
 			for _, dir := range shape.Directions {
+				if !sl.Pipe(dir).Shaped() {
+					continue
+				}
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: sl.Pipe(dir).RateBits, QueueBytes: sl.Pipe(dir).QueueBytes,
 					Source: string(a.Direction(dir).Source) + " (not read live)"}
 				if sr != nil {

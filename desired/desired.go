@@ -296,7 +296,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			d.Active = append(d.Active, a)
 			continue
 		}
-		switch l.Shaper.Mode {
+		switch l.Shaper.Effective() {
 		case config.ModeOff:
 			d.Active = append(d.Active, a)
 			continue
@@ -324,7 +324,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			}
 			rates := shape.ByDirection[DirectionRate]{Upload: a.Upload, Download: a.Download}.With(dir, r)
 			a.Upload, a.Download = rates.Upload, rates.Download
-			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" {
+			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" && l.Shaper.Shapes(dir) {
 				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: msg})
 			}
 		}
@@ -396,6 +396,8 @@ func unshapedReason(l config.Link, v Verdict) string {
 	switch {
 	case v.Active && l.Shaper.Mode == config.ModeOff:
 		return `mode = "off"`
+	case v.Active && l.Shaper.Effective() == config.ModeOff:
+		return `download_mode and upload_mode are "off"`
 	case v.Active && l.Shaper.Mode == config.ModeBalanced:
 		return `mode = "balanced", and the shaper is not engaged`
 	case v.Active:
@@ -442,7 +444,7 @@ func shaped(l config.Link, in Inputs) bool {
 	if in.Paused[l.Name] != "" {
 		return false
 	}
-	switch l.Shaper.Mode {
+	switch l.Shaper.Effective() {
 	case config.ModeOff:
 		return false
 	case config.ModeBalanced:
@@ -468,29 +470,25 @@ type Bounds struct {
 // LinkBounds decides direction d's rates of link l on the network whose
 // profile is p, for a backend whose highest rate is lim: the one home of
 // the bounds, the known-good start and its clamping, which both the
-// desired state and the controller take. Mode "off" observes at its
-// configured rate, or at the default rate when that is an unmeasured
-// "auto" (nothing is shaped, so the rate only scales the load classes).
-// An unmeasured "auto" rate otherwise fails with config.ErrNeedsMeasurement.
+// desired state and the controller take. A direction that is not shaped
+// (mode or direction mode "off") is observed at its configured rate, or at
+// the default rate when that is an unmeasured "auto" (the rate only
+// scales the load classes). An unmeasured "auto" rate otherwise fails
+// with config.ErrNeedsMeasurement.
 func LinkBounds(l config.Link, d shape.Direction, p state.Profile, lim shape.Limits) (Bounds, error) {
 	capacity, peak, good := p.Capacity(d)
 	lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
-	if errors.Is(err, config.ErrNeedsMeasurement) && l.Shaper.Mode == config.ModeOff {
+	if errors.Is(err, config.ErrNeedsMeasurement) && !l.Shaper.Shapes(d) {
 		lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0, 0)
 	}
 	if err != nil {
 		return Bounds{}, err
 	}
 	b := Bounds{Min: int64(lo), Base: int64(base), Max: int64(hi), Start: int64(base), Source: FromPolicy}
-	if adaptive(l) && good > 0 {
+	if l.Shaper.Steers(d) && good > 0 {
 		b.Start, b.Source = max(b.Min, min(b.Max, good)), FromKnownGood
 	}
 	return b, nil
-}
-
-// adaptive reports whether a controller steers the link's rates.
-func adaptive(l config.Link) bool {
-	return l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
 }
 
 // directionRate resolves one direction's desired pipe.
@@ -505,8 +503,14 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
 	}
 	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu)}
-	if current > 0 {
-		// A controller's rate is a pipe rate already.
+	if !l.Shaper.Shapes(dir) {
+		// Observed, not shaped: the zero Pipe installs nothing.
+		r.Source = ""
+		return r, nil
+	}
+	if current > 0 && l.Shaper.Steers(dir) {
+		// A controller's rate is a pipe rate already; a direction no
+		// controller steers keeps its policy's.
 		r.Source = FromController
 		r.Pipe = r.Queue.Pipe(current)
 		return r, nil

@@ -407,3 +407,33 @@ func TestDesiredPausedLinksInstallNothing(t *testing.T) {
 		t.Errorf("the outranked policy got a slot: %v", d.Slots)
 	}
 }
+
+// TestDesiredDirectionModes: a direction that is off gets the zero pipe
+// (installs nothing); a fixed one its rate, never a known-good rate or a
+// controller's; both off installs nothing, and says why.
+func TestDesiredDirectionModes(t *testing.T) {
+	upOnly := simple(t, "up", "en0", "download_mode = \"off\"\n")
+	fixedDown := simple(t, "fd", "en1", "download_mode = \"fixed\"\n")
+	none := simple(t, "none", "en2", "download_mode = \"off\"\nupload_mode = \"off\"\n")
+	st := &state.State{Slots: map[string]int{"none": 5}, Profiles: map[string]state.Profile{"fd": {GoodDownload: 70e6, GoodUpload: 7e6}}}
+	in := Inputs{State: st, Rates: map[string]Rates{"fd": {Download: 55e6, Upload: 8e6}}}
+	d, err := Desired([]config.Link{upOnly, fixedDown, none}, up("en0", "en1", "en2"), in, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := d.State.Link("up")
+	if u.Download.Shaped() || !u.Upload.Shaped() || u.Upload.RateBits != 10e6 {
+		t.Errorf("upload only: %+v", u)
+	}
+	f, _ := d.State.Link("fd")
+	if f.Download.RateBits != 100e6 || f.Upload.RateBits != 8e6 {
+		t.Errorf("fixed download: download %d (want the policy's 100 Mbit/s), upload %d (want the controller's)", f.Download.RateBits, f.Upload.RateBits)
+	}
+	if _, ok := d.State.Link("none"); ok {
+		t.Error("a link with both directions off installs something")
+	}
+	want := []shape.Unshaped{{Name: "none", Interface: "en2", Slot: 5, Reason: `download_mode and upload_mode are "off"`}}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped: %+v", d.State.Unshaped)
+	}
+}

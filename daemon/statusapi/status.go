@@ -33,9 +33,9 @@ import (
 // last_apply.error and last_apply.warnings were strings; config_errors
 // leave out line and column for a problem with a whole file. 2.1:
 // shapers[].stats, backend.stats_error, daemon.paused_until, and on
-// request links[].history and events. 2.2: pauses and
-// links[].paused_until (a pause request's pause_link, and its answer's
-// pause).
+// request links[].history and events. 2.2: pauses, links[].paused_until
+// (a pause request's pause_link, and its answer's pause),
+// links[].download_mode and links[].upload_mode.
 const FormatVersion = "2.2"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
@@ -148,6 +148,11 @@ type Link struct {
 	Name      string `json:"name"`
 	Interface string `json:"interface"`
 	Mode      string `json:"mode"`
+	// DownloadMode and UploadMode are how each direction is shaped:
+	// autorate, fixed or off (the policy's download_mode and upload_mode,
+	// else what its mode means for each).
+	DownloadMode string `json:"download_mode"`
+	UploadMode   string `json:"upload_mode"`
 	// ProfileKey is the state file profile of this network.
 	ProfileKey string `json:"profile_key"`
 	// Shaped is whether shapers are installed for it (not in mode off,

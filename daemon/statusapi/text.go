@@ -112,6 +112,12 @@ func writeLinkTable(w io.Writer, st Status) {
 	fmt.Fprintln(tw, "LINK\tINTERFACE\tMODE\tSTATE\tDOWNLOAD\tUPLOAD\tBASELINE\tDELAY ↓/↑\tLOAD ↓/↑\tBLOAT ↓/↑")
 	for _, l := range st.Links {
 		down, up := "-", "-"
+		if l.DownloadMode == string(config.DirOff) {
+			down = "off"
+		}
+		if l.UploadMode == string(config.DirOff) {
+			up = "off"
+		}
 		for _, sh := range l.Shapers {
 			rate := shape.FormatApprox(float64(sh.RateBits))
 			if sh.NotShaped != "" {
@@ -132,9 +138,18 @@ func writeLinkTable(w io.Writer, st Status) {
 		if c := l.Controller; c != nil {
 			load = fmt.Sprintf("%d%%/%d%%", c.Download.LoadPercent, c.Upload.LoadPercent)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Interface, l.Mode, state, down, up, base, delay, load, bloat)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Interface, l.ModeText(), state, down, up, base, delay, load, bloat)
 	}
 	tw.Flush()
+}
+
+// ModeText is the link's mode as status prints it: the policy's mode,
+// or each direction's when they differ ("↓fixed ↑autorate").
+func (l Link) ModeText() string {
+	if l.DownloadMode != l.UploadMode && l.DownloadMode != "" && l.UploadMode != "" {
+		return "↓" + l.DownloadMode + " ↑" + l.UploadMode
+	}
+	return l.Mode
 }
 
 // linkState is the STATE column: the controller's status, with balanced
@@ -174,7 +189,12 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 	}
 	writeLinkTable(w, st)
 	for _, l := range st.Links {
-		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.Mode, l.ProfileKey)
+		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.ModeText(), l.ProfileKey)
+		for _, d := range []struct{ name, mode string }{{"download", l.DownloadMode}, {"upload", l.UploadMode}} {
+			if d.mode == string(config.DirOff) && l.Mode != string(config.ModeOff) {
+				fmt.Fprintf(w, "  %-11s %-8s not shaped (%s_mode = \"off\")\n", "-", d.name, d.name)
+			}
+		}
 		if l.Error != nil {
 			fmt.Fprintf(w, "  problem: %s\n", l.Error)
 		}
