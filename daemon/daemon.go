@@ -138,6 +138,9 @@ type Daemon struct {
 	// their own locks: the shapers' counters, the links' recent samples.
 	stats shaperStats
 	hist  histories
+	// bounds are the active links' last hour at their bounds, for the
+	// advice status gives.
+	bounds boundsTracker
 
 	// grid is where every periodic timer of the daemon's links fires
 	// (counter reads, probe sends, controller ticks, history), so that

@@ -99,6 +99,9 @@ type publishedLink struct {
 	active desired.ActiveLink
 	err    string
 	runner *linkRunner
+	// profile is the state file's profile of the link's network, for the
+	// advice on its bounds.
+	profile state.Profile
 	// unshaped maps a direction to why it is not shaped.
 	unshaped map[string]string
 }
@@ -168,7 +171,8 @@ func (d *Daemon) publish() {
 				a = x
 			}
 		}
-		pls = append(pls, publishedLink{active: a, err: rec.linkErrs[l.Name], runner: d.ctls.runners[l.Name], unshaped: maps.Clone(rec.unshaped[l.Name])})
+		pls = append(pls, publishedLink{active: a, err: rec.linkErrs[l.Name], runner: d.ctls.runners[l.Name], unshaped: maps.Clone(rec.unshaped[l.Name]),
+			profile: d.cfg.Tokens.State.Profiles[a.ProfileKey]})
 	}
 	d.pub.Store(&published{status: st, links: pls})
 }
@@ -200,6 +204,7 @@ func (d *Daemon) Status() statusapi.Status {
 		st.Pauses[i].RemainingSeconds = statusapi.Seconds(max(pa.Until.Sub(now), 0).Round(time.Second))
 	}
 	names, _ := d.cfg.Backend.(backend.ShaperReader)
+	limits := d.cfg.Backend.Info().Limits
 	st.Links = make([]statusapi.Link, 0, len(p.links))
 	for _, pl := range p.links {
 		a := pl.active
@@ -213,6 +218,7 @@ func (d *Daemon) Status() statusapi.Status {
 			ctl = &s
 			sl.Controller = ControllerStatus(s, pl.runner.note)
 			withProbes(sl.Controller, pl.runner.probes)
+			sl.Advice = d.bounds.advice(now, a.Policy, pl.profile, limits)
 		}
 		if l, ok := live.Link(a.Policy.Name); ok {
 			sl.Shaped = len(pl.unshaped) < len(shape.Directions)

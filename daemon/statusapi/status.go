@@ -35,7 +35,7 @@ import (
 // shapers[].stats, backend.stats_error, daemon.paused_until, and on
 // request links[].history and events. 2.2: pauses, links[].paused_until
 // (a pause request's pause_link, and its answer's pause),
-// links[].download_mode and links[].upload_mode.
+// links[].download_mode and links[].upload_mode, links[].advice.
 const FormatVersion = "2.2"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
@@ -170,6 +170,30 @@ type Link struct {
 	// PausedUntil is when the pause that keeps this link unshaped ends
 	// (its own or every link's, whichever ends later).
 	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Advice says which of its bounds to change, and how (daemon only).
+	Advice []Advice `json:"advice,omitempty"`
+}
+
+// Advice is what the daemon's history says of a direction's bounds: it
+// spent more than half of its loaded time in the last hour pinned at its
+// max (the link carries more) or cut to its min (the min is above what the
+// link carries without a queue). The daemon never edits the file.
+type Advice struct {
+	Direction string `json:"direction"`
+	// Bound is "max" or "min".
+	Bound string `json:"bound"`
+	// Share is the share of the loaded time at the bound, over
+	// LoadedSeconds loaded in the last WindowSeconds.
+	Share         float64 `json:"share"`
+	LoadedSeconds float64 `json:"loaded_seconds"`
+	WindowSeconds float64 `json:"window_seconds"`
+	// CurrentBits is the bound now, SuggestedBits the one to set.
+	CurrentBits   int64 `json:"current_bits_per_second"`
+	SuggestedBits int64 `json:"suggested_bits_per_second"`
+	// Message says it for a person; Edit is the line to put in File.
+	Message string `json:"message"`
+	File    string `json:"file"`
+	Edit    string `json:"edit"`
 }
 
 // Shaper is one live shaper (a dummynet pipe, a tc class).

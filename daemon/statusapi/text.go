@@ -198,6 +198,9 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 		if l.Error != nil {
 			fmt.Fprintf(w, "  problem: %s\n", l.Error)
 		}
+		for _, a := range l.Advice {
+			fmt.Fprintf(w, "  advice: %s; in %s set %s\n", a.Message, a.File, a.Edit)
+		}
 		c := l.Controller
 		for _, sh := range l.Shapers {
 			name := sh.Name

@@ -70,6 +70,9 @@ func since(h *statusapi.History, q statusapi.Query) *statusapi.History {
 func TestPageInChromium(t *testing.T) {
 	b := headless.Start(t)
 	st := recorded(t)
+	st.Links[0].Advice = []statusapi.Advice{{Direction: "download", Bound: "max", File: "/etc/macake/links.d/home.toml",
+		Edit:    `[autorate] download = { min = "10mbit", max = "140mbit" }`,
+		Message: "download sat at max 62% of its loaded time in the last hour (38 min loaded): raise max from 100 Mbit/s to ~140 Mbit/s"}}
 	srv := httptest.NewServer(Handler(Options{Status: func(_ context.Context, q statusapi.Query) statusapi.Status {
 		out := st
 		out.Links = slices.Clone(st.Links)
@@ -97,6 +100,9 @@ func TestPageInChromium(t *testing.T) {
 	}
 	if !strings.Contains(got["counters"], "66") || !strings.Contains(got["download-legend"], "download shaper") {
 		t.Errorf("counters %q, legend %q", got["counters"], got["download-legend"])
+	}
+	if want := `download sat at max 62% of its loaded time in the last hour (38 min loaded): raise max from 100 Mbit/s to ~140 Mbit/s. In /etc/macake/links.d/home.toml set [autorate] download = { min = "10mbit", max = "140mbit" }`; got["advice"] != want {
+		t.Errorf("advice: %q, want %q", got["advice"], want)
 	}
 	var events []string
 	if err := p.Eval(`[...document.querySelectorAll('#events li')].map(e => e.textContent)`, &events); err != nil {

@@ -156,6 +156,7 @@ function card(name) {
     el("h2", { "data-field": "title" }, name),
     el("p", { class: "sub", "data-field": "sub" }),
     el("p", { class: "error", "data-field": "error", hidden: "" }),
+    el("ul", { class: "advice", "data-field": "advice", hidden: "" }),
     el("dl", { class: "facts" },
       fact("state", "controller"), fact("download-rate", "download shaper"), fact("download-achieved", "download achieved"),
       fact("upload-rate", "upload shaper"), fact("upload-achieved", "upload achieved"),
@@ -236,6 +237,11 @@ function renderLink(l) {
   const err = c.querySelector('[data-field="error"]');
   err.hidden = !l.error;
   setField(c, "error", l.error ? l.error.message : "");
+  // What the daemon's history says of the bounds, with the edit to make.
+  const advice = c.querySelector('[data-field="advice"]');
+  const items = (l.advice || []).map((a) => el("li", {}, a.message + ". In " + a.file + " set ", el("code", {}, a.edit)));
+  advice.hidden = items.length === 0;
+  if (advice.textContent !== items.map((i) => i.textContent).join("")) advice.replaceChildren(...items);
   const shaper = (dir) => l.shapers.find((s) => s.direction === dir);
   for (const dir of ["download", "upload"]) {
     const s = shaper(dir);
