@@ -43,7 +43,7 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	}
 	// systemd creates the unit's StateDirectory= before it starts it;
 	// macake creates only its default one itself.
-	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o711); err != nil {
 		t.Fatal(err)
 	}
 	facts := filepath.Join(dir, "facts.json")
