@@ -28,7 +28,7 @@ import (
 // the pause runs out, or at once when asked.
 func TestWatchPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		ctx := context.Background()
 		if got := r.pipes(); !slices.Equal(got, []int{48001, 48002}) {
 			t.Fatalf("pipes at start: %v", got)

@@ -20,6 +20,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/debounce"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/sense/linkfacts"
@@ -191,7 +192,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		ConfigDir: o.ConfigDir, StateDir: stateDir, LoadOptions: o.LoadOptions, Settings: settings,
 		Backend: b, Tokens: tokens,
 		Facts:         LinkFacts{Source: src},
-		ConfigChanges: Debounce(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
+		ConfigChanges: debounce.Bursts(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
 		Sensors:       sensors, Log: log, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})

@@ -134,7 +134,9 @@ type DirectionRate struct {
 
 // QueueSizer sizes one direction's pipe queue at a rate: the policy's
 // fixed size, or for queue = "auto" controller.AutoQueueBytes at the
-// network's idle RTT and the interface's MTU.
+// network's idle RTT and the interface's MTU, with a reserve for sparse
+// packets (controller.SparseReserve) where the backend's queue takes a
+// packet that fits (shape.Limits.FitsQueue: Linux's bfifo).
 type QueueSizer struct {
 	// Auto is queue = "auto"; Fixed is the size in bytes otherwise.
 	Auto  bool
@@ -142,6 +144,8 @@ type QueueSizer struct {
 	// IdleRTT and MTU are what an auto queue is sized from.
 	IdleRTT time.Duration
 	MTU     int
+	// Reserve adds the sparse reserve to an auto queue.
+	Reserve bool
 }
 
 // Pipe returns the pipe at rateBits with its queue.
@@ -149,7 +153,11 @@ func (q QueueSizer) Pipe(rateBits int64) shape.Pipe {
 	if !q.Auto {
 		return shape.Pipe{RateBits: rateBits, QueueBytes: q.Fixed}
 	}
-	return shape.Pipe{RateBits: rateBits, QueueBytes: controller.AutoQueueBytes(rateBits, q.IdleRTT, q.MTU)}
+	b := controller.AutoQueueBytes(rateBits, q.IdleRTT, q.MTU)
+	if q.Reserve {
+		b = controller.SparseReserve(b, q.MTU)
+	}
+	return shape.Pipe{RateBits: rateBits, QueueBytes: b}
 }
 
 // ActiveLink is one policy chosen for its interface by Match.
@@ -502,7 +510,7 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	if err != nil {
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
 	}
-	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu)}
+	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu, be.Limits)}
 	if !l.Shaper.Shapes(dir) {
 		// Observed, not shaped: the zero Pipe installs nothing.
 		r.Source = ""
@@ -523,8 +531,8 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 
 // queueSizer is the queue rule of link l on the network whose profile is p
 // (its idle RTT; DefaultIdleRTT when unmeasured), on an interface of the
-// given MTU.
-func queueSizer(l config.Link, p state.Profile, mtu int) QueueSizer {
+// given MTU, for a backend whose shaper has the limits lim.
+func queueSizer(l config.Link, p state.Profile, mtu int, lim shape.Limits) QueueSizer {
 	if !l.Shaper.Queue.Auto {
 		return QueueSizer{Fixed: int64(l.Shaper.Queue.Size)}
 	}
@@ -532,7 +540,7 @@ func queueSizer(l config.Link, p state.Profile, mtu int) QueueSizer {
 	if idle <= 0 {
 		idle = DefaultIdleRTT
 	}
-	return QueueSizer{Auto: true, IdleRTT: idle, MTU: mtu}
+	return QueueSizer{Auto: true, IdleRTT: idle, MTU: mtu, Reserve: lim.FitsQueue}
 }
 
 // ShaperRate is the rate the backend's shaper gets for controller rate

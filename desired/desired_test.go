@@ -13,25 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
-// policy parses one policy file's text as links.d/NAME.toml.
-func policy(t *testing.T, name, text string) config.Link {
-	t.Helper()
-	l, _, err := config.Parse("links.d/"+name+".toml", []byte(text), config.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func simple(t *testing.T, name, iface, extra string) config.Link {
-	return policy(t, name, "[match]\ninterface = \""+iface+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"+extra)
+// simple is a policy shaping iface at 100 and 10 Mbit/s; more follows
+// its [shaper] keys.
+func simple(t *testing.T, name, iface, more string) config.Link {
+	return configtest.Parse(t, name, configtest.Policy{Interface: iface, Download: "100mbit", Upload: "10mbit", More: more}.TOML())
 }
 
 func up(names ...string) linkfacts.Facts {
@@ -121,22 +116,8 @@ func TestDesiredRateSources(t *testing.T) {
 	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac}}}
 	key := state.ProfileKey("wan", mac.String())
 	good := &state.State{Profiles: map[string]state.Profile{key: {GoodDownload: 80_000_000, GoodUpload: 500_000_000}}}
-	auto := policy(t, "wan", `[match]
-interface = "en0"
-[shaper]
-download = "100mbit"
-upload = "10mbit"
-queue = "64KB"
-[autorate]
-upload = { min = "2mbit", max = "20mbit" }
-`)
-	fixed := policy(t, "wan", `[match]
-interface = "en0"
-[shaper]
-mode = "fixed"
-download = "100mbit"
-upload = "10mbit"
-`)
+	auto := simple(t, "wan", "en0", "queue = \"64KB\"\n[autorate]\nupload = { min = \"2mbit\", max = \"20mbit\" }\n")
+	fixed := simple(t, "wan", "en0", "mode = \"fixed\"\n")
 	for _, tc := range []struct {
 		name               string
 		link               config.Link
@@ -184,6 +165,21 @@ func TestDesiredQueues(t *testing.T) {
 	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, BackendFacts{})
 	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
 		t.Errorf("fixed queue: %d, want %d", got, 200*1024)
+	}
+	// On Linux's bfifo (tc's limits) the auto queue keeps a reserve for
+	// sparse packets; a fixed size stays as the policy says.
+	linux := BackendFacts{Limits: tc.Limits}
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, linux)
+	if got, want := d.State.Links[0].Download.QueueBytes, controller.SparseReserve(controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500), 1500); got != want {
+		t.Errorf("auto queue on Linux: %d, want %d (with the sparse reserve)", got, want)
+	}
+	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, linux)
+	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
+		t.Errorf("fixed queue on Linux: %d, want %d", got, 200*1024)
+	}
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, BackendFacts{Limits: pfdn.Limits})
+	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500); got != want {
+		t.Errorf("auto queue on macOS: %d, want %d (dummynet has no use for a reserve)", got, want)
 	}
 }
 
@@ -347,10 +343,10 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 		simple(t, "shaped", "en0", ""),
 		simple(t, "down", "en1", ""),
 		simple(t, "absent", "en9", ""),
-		policy(t, "elsewhere", "[match]\ninterface = \"en2\"\ngateway_mac = \"74:24:9f:00:00:01\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		configtest.Parse(t, "elsewhere", configtest.Policy{Interface: "en2", GatewayMAC: "74:24:9f:00:00:01", Download: "100mbit", Upload: "10mbit"}.TOML()),
 		simple(t, "off", "en3", "mode = \"off\"\n"),
 		simple(t, "idle", "en4", "mode = \"balanced\"\n"),
-		policy(t, "winner", "[match]\ninterface = \"en5\"\npriority = 10\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		configtest.Parse(t, "winner", configtest.Policy{Interface: "en5", Priority: 10, Download: "100mbit", Upload: "10mbit"}.TOML()),
 		simple(t, "loser", "en5", ""),
 		simple(t, "new", "en6", "mode = \"off\"\n"),
 	}
@@ -384,7 +380,7 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 // installs nothing, and the plan's reason for removing what it had is
 // the pause; a pause of a policy that is not active changes nothing.
 func TestDesiredPausedLinksInstallNothing(t *testing.T) {
-	home := policy(t, "home", "[match]\ninterface = \"en0\"\npriority = 10\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n")
+	home := configtest.Parse(t, "home", configtest.Policy{Interface: "en0", Priority: 10, Download: "100mbit", Upload: "10mbit"}.TOML())
 	spare := simple(t, "spare", "en0", "")
 	other := simple(t, "other", "en1", "")
 	st := &state.State{Slots: map[string]int{"home": 0, "other": 1}}

@@ -59,18 +59,32 @@ func ReportInterface(f linkfacts.InterfaceFacts) InterfaceReport {
 	}
 }
 
+// PolicySummary is what a report says of one policy file, the same in
+// the links document and validate's.
+type PolicySummary struct {
+	Name        string      `json:"name"`
+	File        string      `json:"file"`
+	Description string      `json:"description,omitempty"`
+	Interface   string      `json:"interface"`
+	Mode        config.Mode `json:"mode"`
+	Priority    int         `json:"priority"`
+}
+
+// SummarizePolicy is l's PolicySummary.
+func SummarizePolicy(l config.Link) PolicySummary {
+	return PolicySummary{
+		Name: l.Name, File: l.File, Description: l.Description,
+		Interface: l.Match.Interface, Mode: l.Shaper.Mode, Priority: l.Match.Priority,
+	}
+}
+
 // LinksPolicy is one policy and its Verdict.
 type LinksPolicy struct {
-	Name        string         `json:"name"`
-	File        string         `json:"file"`
-	Description string         `json:"description,omitempty"`
-	Interface   string         `json:"interface"`
-	Mode        config.Mode    `json:"mode"`
-	Priority    int            `json:"priority"`
-	Match       LinksMatchKeys `json:"match"`
-	Matches     bool           `json:"matches"`
-	Active      bool           `json:"active"`
-	Reason      string         `json:"reason"`
+	PolicySummary
+	Match   LinksMatchKeys `json:"match"`
+	Matches bool           `json:"matches"`
+	Active  bool           `json:"active"`
+	Reason  string         `json:"reason"`
 }
 
 // LinksMatchKeys are a policy's optional match keys as text, empty when not
@@ -107,10 +121,9 @@ func NewLinksReport(pol config.Policies, problems []*config.Problem, facts linkf
 	for i, l := range pol.Links {
 		v := sel.Verdicts[i]
 		lp := LinksPolicy{
-			Name: l.Name, File: l.File, Description: l.Description, Interface: l.Match.Interface,
-			Mode: l.Shaper.Mode, Priority: l.Match.Priority,
-			Match:   LinksMatchKeys{GatewayMAC: l.Match.GatewayMAC.String(), SSID: l.Match.SSID},
-			Matches: v.Matches, Active: v.Active, Reason: v.Reason,
+			PolicySummary: SummarizePolicy(l),
+			Match:         LinksMatchKeys{GatewayMAC: l.Match.GatewayMAC.String(), SSID: l.Match.SSID},
+			Matches:       v.Matches, Active: v.Active, Reason: v.Reason,
 		}
 		if l.Match.GatewayIP.IsValid() {
 			lp.Match.GatewayIP = l.Match.GatewayIP.String()

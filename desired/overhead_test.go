@@ -8,6 +8,7 @@ import (
 
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
@@ -20,7 +21,8 @@ import (
 // kernel would shape about 1.2 % (DOCSIS) to 3 % (PPPoE over VDSL) below
 // what the user asked for.
 func TestDesiredCountsOverheadOnce(t *testing.T) {
-	l := policy(t, "cable", "[match]\ninterface = \"eth0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"450mbit\"\nupload = \"22mbit\"\nqueue = \"256KB\"\noverhead = 18\nmpu = 64\n")
+	l := configtest.Parse(t, "cable", configtest.Policy{Interface: "eth0", Mode: "fixed", Download: "450mbit", Upload: "22mbit",
+		More: "queue = \"256KB\"\noverhead = 18\nmpu = 64\n"}.TOML())
 	mtu := map[string]int{"eth0": 1500}
 	for _, tt := range []struct {
 		name           string
@@ -93,13 +95,7 @@ func findCommand(p plan.Plan, prefix string) string {
 // kernel with CAKE gets every option: isolation per direction, nat on both,
 // ack-filter on upload only, overhead and mpu, at the wire rate.
 func TestDesiredCakeOnTC(t *testing.T) {
-	l := policy(t, "router", `[match]
-interface = "eth0"
-[shaper]
-mode = "fixed"
-download = "90mbit"
-upload = "18mbit"
-overhead = 44
+	l := configtest.Parse(t, "router", configtest.Policy{Interface: "eth0", Mode: "fixed", Download: "90mbit", Upload: "18mbit"}.TOML()+`overhead = 44
 mpu = 84
 [cake]
 diffserv = "diffserv4"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/launchd"
@@ -215,7 +216,7 @@ func TestScenarios(t *testing.T) {
 			name: "a broken policy file",
 			setup: func(m *fakeMac) {
 				healthy(m)
-				m.writePolicy("lte", "[match]\ninterface = \"en5\"\n[shaper]\ndownload = \"30mbps\"\n")
+				m.writePolicy("lte", configtest.Policy{Interface: "en5", Download: "30mbps"}.TOML())
 			},
 			want:   map[string]Status{"config.policies": Problem, "pf.drift": Skipped},
 			says:   map[string][]string{"config.policies": {"1 problem in 1 policy file; valid: wan", "lte.toml:4:", "macake validate --config-dir"}},

@@ -388,8 +388,7 @@ func TestPlanRefusesGarbageOutput(t *testing.T) {
 	for _, r := range reads {
 		t.Run(r, func(t *testing.T) {
 			ctx := context.Background()
-			h := newHarness(t, nil)
-			h.converge(ctx, wanLTE)
+			h := shapedWanLTE(t)
 			h.e.ResetCalls()
 			h.e.AddFault(pfdntest.Fault{Match: r, Kind: pfdntest.Garbage})
 			p, err := h.b.Plan(ctx, wanLTE)

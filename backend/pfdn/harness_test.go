@@ -109,6 +109,15 @@ func (h *harness) apply(ctx context.Context, desired shape.State, watch ...shape
 	return p, nil
 }
 
+// shapedWanLTE is a harness on which wanLTE was applied (and converged):
+// the starting point of most tests of a shaped Mac.
+func shapedWanLTE(t testing.TB) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.converge(context.Background(), wanLTE)
+	return h
+}
+
 // converge applies and then requires an empty re-plan.
 func (h *harness) converge(ctx context.Context, desired shape.State) {
 	h.t.Helper()

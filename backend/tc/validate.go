@@ -21,7 +21,7 @@ const (
 )
 
 // Limits are tc's, as backend.Info reports them.
-var Limits = shape.Limits{Shaper: "tc", MaxRateBits: MaxRateBits, MaxQueueBytes: MaxQueueBytes}
+var Limits = shape.Limits{Shaper: "tc", MaxRateBits: MaxRateBits, MaxQueueBytes: MaxQueueBytes, FitsQueue: true}
 
 var (
 	cakeDiffservModes = []string{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}

@@ -81,6 +81,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"bench", "duration", false},
 		{"bench", "idle", false},
 		{"bench", "settle", true},
+		{"bench", "lost-delay", false},
 		{"measure", "duration", false},
 		{"measure", "idle", false},
 		{"sim", "duration", false},
@@ -92,6 +93,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"sim", "actuation-delay", true},
 		{"sim", "warmup", true},
 		{"sim", "rebin", true},
+		{"sim", "lost-delay", true},
 		{"pause", "for", false},
 	}
 	_, fileErr := config.ParseDuration("5")

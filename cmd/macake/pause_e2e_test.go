@@ -35,7 +35,7 @@ func TestPauseE2E(t *testing.T) {
 			os.Chmod(d, 0o755)
 		}
 	}
-	m.write("cable", fmt.Sprintf(e2eFixed, "50mbit"))
+	m.write("cable", e2eFixed("50mbit"))
 	w := m.startWatch()
 	shaped := func() bool { return len(m.pipes()) == 2 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/internal/golden"
 )
 
 // TestPauseOutput: what pause and resume print when watch answers
@@ -36,12 +37,12 @@ func TestPauseOutput(t *testing.T) {
 	}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	stdout, _ := r.mustRun(exitOK, "pause", "--for", "1h", "home")
-	checkGoldenFile(t, filepath.Join("testdata", "pause", "pause.txt"), stdout)
+	golden.Check(t, filepath.Join("testdata", "pause", "pause.txt"), []byte(stdout), docsShowIt)
 	if c := <-got; c != (statusapi.PauseChange{Link: "home", For: time.Hour, By: "root"}) {
 		t.Errorf("pause asked for %+v", c)
 	}
 	stdout, _ = r.mustRun(exitOK, "resume", "home")
-	checkGoldenFile(t, filepath.Join("testdata", "pause", "resume.txt"), stdout)
+	golden.Check(t, filepath.Join("testdata", "pause", "resume.txt"), []byte(stdout), docsShowIt)
 	if c := <-got; c != (statusapi.PauseChange{Link: "home", By: "root"}) {
 		t.Errorf("resume asked for %+v", c)
 	}

@@ -30,17 +30,13 @@ func TestStatusWithoutDaemon(t *testing.T) {
 	setHostGOOS(t, "darwin")
 	r.mustRun(exitOK, "apply")
 	stdout, _ := r.mustRun(exitOK, "status")
-	for _, want := range []string{
-		"macake watch: not running (nothing answers on " + filepath.Join(r.stateDir, "watch.sock") + ")",
+	mustContain(t, "status", stdout,
+		"macake watch: not running (nothing answers on "+filepath.Join(r.stateDir, "watch.sock")+")",
 		"start the daemon with 'sudo macake install-daemon'",
 		"starlink  en0        autorate  static  150 Mbit/s",
 		"pipe 48002  download",
 		"* starlink",
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, stdout)
-		}
-	}
+	)
 	stdout, _ = r.mustRun(exitOK, "status", "--json")
 	var st statusapi.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
@@ -220,15 +216,11 @@ func TestStatusBeforeTheFirstReply(t *testing.T) {
 	c.Reflectors = []statusapi.Reflector{{Address: "1.1.1.1", BaselineDownSeconds: 0.1, BaselineUpSeconds: 0.1, SinceResponseSeconds: 2}}
 	serveStatus(t, r.stateDir, st)
 	stdout, _ := r.mustRun(exitOK, "status")
-	for _, want := range []string{
+	mustContain(t, "status", stdout,
 		"controller: stalled; 0 replies, 31 cuts, 402 increases; no reply yet",
 		"reflector 1.1.1.1         baseline -, 0 replies, no reply yet",
 		"baseline -, delay -",
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("status lacks %q:\n%s", want, stdout)
-		}
-	}
+	)
 	for _, never := range []string{"100.0ms", "9.00s", "2.00s"} {
 		if strings.Contains(stdout, never) {
 			t.Errorf("status shows the unmeasured %q:\n%s", never, stdout)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/headless"
 )
 
@@ -37,8 +38,8 @@ func TestStatusPageE2E(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(m.dir, "macake.toml"), []byte(settings), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	policy := "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"%s\"\nupload = \"10mbit\"\n" +
-		"[autorate]\nreflectors = [\"127.0.0.2\", \"127.0.0.3\"]\nactive_reflectors = 2\n"
+	policy := configtest.Policy{Interface: "en0", Download: "%s", Upload: "10mbit",
+		More: "[autorate]\nreflectors = [\"127.0.0.2\", \"127.0.0.3\"]\nactive_reflectors = 2\n"}.TOML()
 	m.write("home", fmt.Sprintf(policy, "50mbit"))
 	m.startWatch()
 	if got := m.pipes()[48002]; got != 50_000_000 {

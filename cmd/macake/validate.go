@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/session"
 )
 
@@ -41,23 +42,14 @@ const validateFormatVersion = "2.0"
 
 // validateReport is the --json document.
 type validateReport struct {
-	FormatVersion    string            `json:"format_version"`
-	ConfigDir        string            `json:"config_dir"`
-	Target           config.Target     `json:"target"`
-	Valid            bool              `json:"valid"`
-	OwnershipChecked bool              `json:"ownership_checked"`
-	Links            []validateLink    `json:"links"`
-	Warnings         []config.Warning  `json:"warnings"`
-	Errors           []*config.Problem `json:"errors"`
-}
-
-type validateLink struct {
-	Name        string      `json:"name"`
-	File        string      `json:"file"`
-	Description string      `json:"description,omitempty"`
-	Interface   string      `json:"interface"`
-	Mode        config.Mode `json:"mode"`
-	Priority    int         `json:"priority"`
+	FormatVersion    string                  `json:"format_version"`
+	ConfigDir        string                  `json:"config_dir"`
+	Target           config.Target           `json:"target"`
+	Valid            bool                    `json:"valid"`
+	OwnershipChecked bool                    `json:"ownership_checked"`
+	Links            []desired.PolicySummary `json:"links"`
+	Warnings         []config.Warning        `json:"warnings"`
+	Errors           []*config.Problem       `json:"errors"`
 }
 
 func runValidate(e *env, args []string) int {
@@ -100,7 +92,7 @@ func runValidate(e *env, args []string) int {
 		rep := validateReport{
 			FormatVersion: validateFormatVersion, ConfigDir: e.configDir, Target: t,
 			Valid: len(problems) == 0, OwnershipChecked: asRoot,
-			Links: []validateLink{}, Warnings: warnings, Errors: problems,
+			Links: []desired.PolicySummary{}, Warnings: warnings, Errors: problems,
 		}
 		if rep.Warnings == nil {
 			rep.Warnings = []config.Warning{}
@@ -109,10 +101,7 @@ func runValidate(e *env, args []string) int {
 			rep.Errors = []*config.Problem{}
 		}
 		for _, l := range links {
-			rep.Links = append(rep.Links, validateLink{
-				Name: l.Name, File: l.File, Description: l.Description,
-				Interface: l.Match.Interface, Mode: l.Shaper.Mode, Priority: l.Match.Priority,
-			})
+			rep.Links = append(rep.Links, desired.SummarizePolicy(l))
 		}
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))

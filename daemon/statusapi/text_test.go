@@ -4,8 +4,6 @@ package statusapi
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -63,26 +61,12 @@ func TestTextExplainsNegativeOneWayBaselines(t *testing.T) {
 	}
 }
 
-// readStatus reads a recorded status document.
-func readStatus(t *testing.T, path string) Status {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st Status
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // TestWriteTextOfARecordedDaemon renders the status TestRecordStatusDocument
 // recorded (ten minutes of a link: idle, a bloated download the controller
 // cut for, recovery, a burst into the download pipe): the shapers with
 // their counters, the history as sparklines, the last events.
 func TestWriteTextOfARecordedDaemon(t *testing.T) {
-	st := readStatus(t, "testdata/watch-status.json")
+	st := golden.ReadJSON[Status](t, "testdata/watch-status.json")
 	h := st.Links[0].History
 	now := time.UnixMilli(h.Times[len(h.Times)-1]).UTC()
 	var b bytes.Buffer

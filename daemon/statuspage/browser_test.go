@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/headless"
 	"github.com/macake/macake/shape"
 )
@@ -28,14 +29,7 @@ var screenshot = flag.String("screenshot", "", "save a PNG of the page drawn fro
 // sample is now.
 func recorded(t *testing.T) statusapi.Status {
 	t.Helper()
-	b, err := os.ReadFile("../statusapi/testdata/watch-status.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st statusapi.Status
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := golden.ReadJSON[statusapi.Status](t, "../statusapi/testdata/watch-status.json")
 	h := st.Links[0].History
 	shift := time.Since(time.UnixMilli(h.Times[len(h.Times)-1])).Truncate(time.Second)
 	for i := range h.Times {

@@ -22,14 +22,7 @@ const recorded = "../../daemon/statusapi/testdata/watch-status.json"
 // variant is the recorded status with changes, as a JSON object.
 func variant(t *testing.T, change func(st map[string]any)) []byte {
 	t.Helper()
-	b, err := os.ReadFile(recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := golden.ReadJSON[map[string]any](t, recorded)
 	if change != nil {
 		change(st)
 	}

@@ -131,9 +131,9 @@ func (rep CompareReport) WriteText(w io.Writer) {
 	first := rep.Runs[0].Report
 	fmt.Fprintf(w, "bench --compare against %s; latency to %s (not exempt from shaping)\n\n", first.Server, strings.Join(first.LatencyTargets, ", "))
 	row := func(cells ...string) {
-		fmt.Fprintf(w, "%-15s %-12s %-12s %-10s %-10s %-10s %-8s %s\n", cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7])
+		fmt.Fprintf(w, "%-15s %-12s %-12s %-10s %-10s %-10s %-8s %-8s %s\n", cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7], cells[8])
 	}
-	row("", "download", "upload", "added ↓", "added ↑", "both", "grade", "RPM")
+	row("", "download", "upload", "added ↓", "added ↑", "both", "lost", "grade", "RPM")
 	for _, r := range rep.Runs {
 		g := r.Report.Grades
 		grade := string(g.Overall)
@@ -149,9 +149,11 @@ func (rep CompareReport) WriteText(w io.Writer) {
 		}
 		res := r.Report.res
 		row(r.Name, shape.FormatApprox(res.Download.BitsPerSecond), shape.FormatApprox(res.Upload.BitsPerSecond),
-			signedOrDash(res.DownLatency.Added.P50), signedOrDash(res.UpLatency.Added.P50), signedOrDash(res.BothLatency.Added.P50), grade, rpm)
+			signedOrDash(res.DownLatency.Added.P50), signedOrDash(res.UpLatency.Added.P50), signedOrDash(res.BothLatency.Added.P50),
+			loadedLoss(res), grade, rpm)
 	}
-	fmt.Fprintln(w, "(added: loaded minus idle median, like for like; grade: overall/both-ways; RPM with both directions loaded)")
+	fmt.Fprintln(w, "(added: loaded minus idle median, like for like, over every probe sent, a lost one counting as the lost delay;")
+	fmt.Fprintln(w, " lost: the probes under the three loads that got no reply; grade: overall/both-ways; RPM with both directions loaded)")
 	if len(rep.Runs) < 3 {
 		return
 	}
@@ -172,6 +174,15 @@ func (rep CompareReport) WriteText(w io.Writer) {
 	if n := len(rep.Runs[1].Report.Grades.Notes); n > 0 {
 		fmt.Fprintf(w, "Confidence of the shaped run: low: %s\n", strings.Join(rep.Runs[1].Report.Grades.Notes, "; "))
 	}
+}
+
+// loadedLoss is the share of the probes under the three loads of a run
+// that got no reply.
+func loadedLoss(res LoadResult) string {
+	return lossPercent(PhaseLatency{
+		Sent: res.DownLatency.Sent + res.UpLatency.Sent + res.BothLatency.Sent,
+		Lost: res.DownLatency.Lost + res.UpLatency.Lost + res.BothLatency.Lost,
+	})
 }
 
 func gradeOrDash(g Grade) string {

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
@@ -45,7 +46,7 @@ func benchOf(down, up, both float64, downRate, upRate float64) BenchReport {
 	idle := map[netip.Addr]probe.Summary{r1: sum(20), r2: sum(20)}
 	phase := func(added float64) PhaseLatency {
 		l := map[netip.Addr]probe.Summary{r1: sum(20 + added), r2: sum(20 + added)}
-		return PhaseLatency{Targets: l, Added: probe.LikeForLike(idle, l)}
+		return PhaseLatency{Targets: l, Added: probe.LikeForLike(idle, l), Sent: 160, Lost: int(added / 100)}
 	}
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	window := func(bps float64) speedtest.Result {
@@ -77,7 +78,7 @@ func TestCompareRunsOffOnOff(t *testing.T) {
 	}
 	var b bytes.Buffer
 	rep.WriteText(&b)
-	golden(t, "compare.txt", b.String())
+	golden.Check(t, "testdata/compare.txt", b.Bytes(), "what `macake bench --compare` prints; docs/USAGE.md shows it")
 
 	// A run that fails still puts the shaping back; without LeaveOn it
 	// stays off.

@@ -74,7 +74,7 @@ func TestComparisonAndPhases(t *testing.T) {
 	res := results(t, false)
 	Comparison(&b, res)
 	out := b.String()
-	if !strings.Contains(out, "download (mean capacity 20.0 Mbit/s") || !strings.Contains(out, "upload (mean capacity 5.0 Mbit/s") || strings.Count(out, "fixed ") != 2 {
+	if !strings.Contains(out, "download (mean capacity 20.0 Mbit/s") || !strings.Contains(out, "upload (mean capacity 5.0 Mbit/s") || strings.Count(out, "fixed ") != 3 || !strings.Contains(out, "The call beside the load (50 packets/s of 200 bytes each way") {
 		t.Errorf("comparison:\n%s", out)
 	}
 	r := res[1]

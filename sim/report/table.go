@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 )
@@ -103,11 +105,40 @@ func Comparison(w io.Writer, results []*sim.Result) {
 		t.Write(w)
 		fmt.Fprintln(w)
 	}
+	lost := score.LostOrDefault(results[0].LostDelay).String()
 	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way")
-	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms, over the probes that came")
-	fmt.Fprintln(w, "back; lost: probes dropped on the way (not in D50–D99); >100ms: seconds per minute above 100 ms;")
+	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms, over every probe sent,")
+	fmt.Fprintf(w, "a lost one counting as %s; lost: probes dropped on the way; >100ms: seconds per minute above 100 ms;\n", lost)
 	fmt.Fprintln(w, "recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops not recovered before")
-	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms); —: no probe came back.")
+	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms); —: no probe measured.")
+	Calls(w, results)
+}
+
+// Calls prints what the interactive call felt under each controller: per
+// direction, the share of its packets lost and the one-way delay added to
+// the path's (over every packet sent, a lost one counting as the run's
+// lost delay) and the jitter. Nothing when the runs carried no call.
+func Calls(w io.Writer, results []*sim.Result) {
+	if len(results) == 0 || results[0].Dir[shape.Download].Call.Sent+results[0].Dir[shape.Upload].Call.Sent == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "The call beside the load (%d packets/s of %d bytes each way, through the pipes), added one-way delay in ms:\n",
+		time.Second/results[0].CallInterval, sim.CallBytes)
+	t := Table{Header: []string{"controller", "↓ lost", "↓ p50", "↓ p90", "↓ p99", "↓ jitter", "↑ lost", "↑ p50", "↑ p90", "↑ p99", "↑ jitter"}}
+	for _, r := range results {
+		cells := []string{r.Controller}
+		for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+			c := r.Dir[d].Call
+			if c.Sent == 0 {
+				cells = append(cells, "—", "—", "—", "—", "—")
+				continue
+			}
+			cells = append(cells, percent(c.Loss), ms(c.P50), ms(c.P90), ms(c.P99), ms(c.Jitter))
+		}
+		t.Add(cells...)
+	}
+	t.Write(w)
 }
 
 func measured(r *sim.Result) string {
