@@ -40,7 +40,22 @@ type Daemon struct {
 	// StatusPageListen is a loopback host:port where watch serves its
 	// live status page, or "" for none.
 	StatusPageListen string `toml:"status_page_listen"`
+	// StatusPageControl puts the pause and resume buttons on the status
+	// page; false serves it read-only.
+	StatusPageControl bool `toml:"status_page_control"`
+	// OperatorGroup is the group whose members may pause and resume the
+	// shaping of a running watch without sudo (and read its status), or
+	// NoOperatorGroup; DefaultOperatorGroupFor says which by default.
+	OperatorGroup string `toml:"operator_group"`
 }
+
+// NoOperatorGroup is the operator_group that names no group: only root
+// may pause and resume.
+const NoOperatorGroup = "none"
+
+// groupRE is what a group name may be: the POSIX portable characters
+// shadow's groupadd and macOS's dscl accept, at most 32 of them.
+var groupRE = lazyregexp.New(`^[A-Za-z_][A-Za-z0-9_.-]{0,30}\$?$`)
 
 // StateDirFor is the state directory a command uses when the command line
 // gives flag: the flag, unless it is left at the default and the settings
@@ -157,6 +172,9 @@ func (d *decoder) validateDaemon(s *Daemon) {
 		if msg := checkLoopbackListen(l.addr, l.what); msg != "" {
 			d.bad(l.key, "%s", msg)
 		}
+	}
+	if g := s.OperatorGroup; g != NoOperatorGroup && !groupRE.MatchString(g) {
+		d.bad("operator_group", "%q is not a group name (letters, digits, _ . -, at most 32); use %q for root alone", g, NoOperatorGroup)
 	}
 	if s.MetricsListen != "" && s.MetricsListen == s.StatusPageListen {
 		d.bad("status_page_listen", "%q is metrics_listen's address too; give each its own port", s.StatusPageListen)

@@ -11,11 +11,17 @@ import (
 )
 
 // TestDefaultStateDirFollowsTheSystem: state goes where each system keeps
-// a daemon's state.
+// a daemon's state; the operator group is the Mac's administrators, and
+// nobody on Linux.
 func TestDefaultStateDirFollowsTheSystem(t *testing.T) {
 	for goos, want := range map[string]string{"darwin": "/var/db/macake", "linux": "/var/lib/macake"} {
 		if got := DefaultStateDirFor(goos); got != want {
 			t.Errorf("DefaultStateDirFor(%s) = %s, want %s", goos, got, want)
+		}
+	}
+	for goos, want := range map[string]string{"darwin": "admin", "linux": NoOperatorGroup} {
+		if got := DefaultOperatorGroupFor(goos); got != want {
+			t.Errorf("DefaultOperatorGroupFor(%s) = %s, want %s", goos, got, want)
 		}
 	}
 }
@@ -41,9 +47,14 @@ log_format = "json"
 log_file = "/var/log/macake/macake.log"
 metrics_listen = "127.0.0.1:9846"
 status_page_listen = "localhost:9847"
+status_page_control = false
+operator_group = "netops"
 `))
 	if err != nil || len(w) != 0 {
 		t.Fatalf("%v %v", err, w)
+	}
+	if d.StatusPageControl || d.OperatorGroup != "netops" {
+		t.Errorf("status_page_control %v, operator_group %q", d.StatusPageControl, d.OperatorGroup)
 	}
 	if d.PipeRange.Len() != 100 || !d.PipeRange.Contains(50001) || d.PipeRange.Contains(50101) || d.LogFormat != LogJSON || d.MetricsListen != "127.0.0.1:9846" || d.StatusPageListen != "localhost:9847" {
 		t.Errorf("%+v", d)
@@ -63,6 +74,7 @@ log_format = "xml"
 log_file = "macake.log"
 metrics_listen = "0.0.0.0:9846"
 Anchor = "x"
+operator_group = "net ops"
 `
 	_, _, err := ParseDaemon("macake.toml", []byte(text))
 	want := []string{
@@ -73,6 +85,7 @@ Anchor = "x"
 		`5:12: log_file: "macake.log" must be an absolute path`,
 		`6:18: metrics_listen: "0.0.0.0" is not a loopback address`,
 		`7:1: key "Anchor" must be lower-case`,
+		`8:18: operator_group: "net ops" is not a group name (letters, digits, _ . -, at most 32); use "none" for root alone`,
 	}
 	var got []string
 	for _, p := range Problems(err) {

@@ -217,6 +217,18 @@ func TestParseRules(t *testing.T) {
 		{name: "bounds in fixed mode", text: minimal + "[shaper]\nmode = \"fixed\"\ndownload = \"9mbit\"\nupload = \"1mbit\"\n[autorate]\ndownload = { max = \"5mbit\" }\n", warnings: []string{`8:1: autorate.download is ignored: mode "fixed"`}},
 		{name: "balanced ranges", text: minimal + "[shaper]\nmode = \"balanced\"\n[balanced]\nengage_after = \"10ms\"\nrelease_after = \"48h\"\n", problems: []string{"6:16: balanced.engage_after: 10ms is outside 100ms..1h", "7:17: balanced.release_after: 48h0m0s is outside 1s..24h"}},
 
+		// One direction at a time.
+		{name: "starlink: fixed download, adaptive upload", text: minimal + "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload_mode = \"autorate\"\nupload = \"12mbit\"\n[autorate]\nupload = { min = \"4mbit\", max = \"30mbit\" }\n"},
+		{name: "upload only", text: minimal + "[shaper]\ndownload_mode = \"off\"\n"},
+		{name: "unknown direction mode", text: minimal + "[shaper]\nupload_mode = \"balanced\"\n", problems: []string{`4:15: shaper.upload_mode: unknown direction mode "balanced"; use one of autorate, fixed, off`}},
+		{name: "a fixed direction needs its rate", text: minimal + "[shaper]\ndownload_mode = \"fixed\"\n", problems: []string{`4:17: shaper.download_mode: "fixed" needs shaper.download, the rate to shape at, e.g. download = "100mbit"`}},
+		{name: "mode fixed, one direction autorate", text: minimal + "[shaper]\nmode = \"fixed\"\ndownload = \"150mbit\"\nupload_mode = \"autorate\"\n"},
+		{name: "mode fixed needs the other rate only", text: minimal + "[shaper]\nmode = \"fixed\"\nupload_mode = \"off\"\n", problems: []string{`4:8: shaper.mode: "fixed" needs shaper.download`}},
+		{name: "balanced takes no direction modes", text: minimal + "[shaper]\nmode = \"balanced\"\nupload_mode = \"fixed\"\nupload = \"5mbit\"\n", problems: []string{`5:15: shaper.upload_mode: mode "balanced" engages and releases both directions together`}},
+		{name: "off takes no shaped direction", text: minimal + "[shaper]\nmode = \"off\"\ndownload_mode = \"autorate\"\n", problems: []string{`5:17: shaper.download_mode: mode "off" shapes nothing; leave mode out (autorate) to shape download as "autorate"`}},
+		{name: "an off direction ignores its rate and bounds", text: minimal + "[shaper]\ndownload_mode = \"off\"\ndownload = \"100mbit\"\n[autorate]\ndownload = { max = \"200mbit\" }\n", warnings: []string{
+			`5:1: shaper.download is ignored: download_mode is "off"`, `7:1: autorate.download is ignored: download_mode "off" does not steer it`}},
+
 		// CAKE options.
 		{name: "cake on macOS warns", text: minimal + "[cake]\ndiffserv = \"diffserv4\"\nnat = true\n", target: TargetDarwin, warnings: []string{"3:2: cake.diffserv, cake.nat: macOS dummynet cannot do CAKE's options"}},
 		{name: "cake on Linux is fine", text: minimal + "[cake]\ndiffserv = \"diffserv4\"\negress_isolation = \"dual-srchost\"\ningress_isolation = \"dual-dsthost\"\nack_filter = true\n", target: TargetLinux},

@@ -62,6 +62,10 @@ func (m MatchKeys) Keys() int {
 // Shaper is the [shaper] table: the mode and the base rates.
 type Shaper struct {
 	Mode Mode `toml:"mode"`
+	// DownloadMode and UploadMode shape one direction otherwise than Mode
+	// says (autorate, fixed or off); "" takes Mode's (DirectionMode).
+	DownloadMode DirectionMode `toml:"download_mode"`
+	UploadMode   DirectionMode `toml:"upload_mode"`
 	// Download and Upload are the start/base rates (autorate, balanced) or
 	// the rates (fixed); Auto means 95 % of the measured capacity.
 	Download RateOrAuto `toml:"download"`
@@ -220,6 +224,69 @@ var Modes = []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (m *Mode) UnmarshalText(b []byte) error { return parseEnum("mode", b, Modes, m) }
+
+// DirectionMode is how one direction of a link is shaped: steered from
+// latency, at a fixed rate, or not at all.
+type DirectionMode string
+
+// The direction modes.
+const (
+	// DirAutorate steers the direction's rate from measured latency (and
+	// in mode balanced, while engaged).
+	DirAutorate DirectionMode = "autorate"
+	// DirFixed shapes the direction at its configured rate.
+	DirFixed DirectionMode = "fixed"
+	// DirOff leaves the direction unshaped.
+	DirOff DirectionMode = "off"
+)
+
+// DirectionModes lists every DirectionMode in the order the docs give them.
+var DirectionModes = []DirectionMode{DirAutorate, DirFixed, DirOff}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *DirectionMode) UnmarshalText(b []byte) error {
+	return parseEnum("direction mode", b, DirectionModes, m)
+}
+
+// DirectionMode returns how direction d is shaped: its own key
+// (download_mode, upload_mode), else the link's mode's: fixed and off for
+// those modes, autorate for autorate and balanced.
+func (s Shaper) DirectionMode(d shape.Direction) DirectionMode {
+	if own := (shape.ByDirection[DirectionMode]{Upload: s.UploadMode, Download: s.DownloadMode}).Of(d); own != "" {
+		return own
+	}
+	switch s.Mode {
+	case ModeFixed:
+		return DirFixed
+	case ModeOff:
+		return DirOff
+	}
+	return DirAutorate
+}
+
+// Steers reports whether a controller sets direction d's rate.
+func (s Shaper) Steers(d shape.Direction) bool { return s.DirectionMode(d) == DirAutorate }
+
+// Shapes reports whether direction d is shaped at all.
+func (s Shaper) Shapes(d shape.Direction) bool { return s.DirectionMode(d) != DirOff }
+
+// Effective is the link's mode as its directions make it: balanced stays
+// balanced; otherwise autorate when a direction is steered, fixed when
+// one is shaped at its rate, off when neither is shaped.
+func (s Shaper) Effective() Mode {
+	switch {
+	case s.Mode == ModeBalanced:
+		return ModeBalanced
+	case s.Steers(shape.Upload) || s.Steers(shape.Download):
+		return ModeAutorate
+	case s.Shapes(shape.Upload) || s.Shapes(shape.Download):
+		return ModeFixed
+	}
+	return ModeOff
+}
+
+// Mixed reports whether the two directions have different modes.
+func (s Shaper) Mixed() bool { return s.DirectionMode(shape.Upload) != s.DirectionMode(shape.Download) }
 
 // ControlLaw selects the rate controller's law.
 type ControlLaw string

@@ -120,6 +120,9 @@ type Counters struct {
 	// DroppedEvents counts events that did not fit in one Output (never
 	// expected; kept so a bug cannot hide).
 	DroppedEvents uint64
+	// Ticks counts the clock's ticks: a driver that keeps its pace ticks
+	// at its tick interval whatever else goes on.
+	Ticks uint64
 }
 
 // Controller is one link's autorate controller: a pure, deterministic state
@@ -812,6 +815,7 @@ func (c *Controller) restartProbes(t int64) {
 // arrives.
 func (c *Controller) Tick(now time.Time) Output {
 	t := c.begin(now)
+	c.counters.Ticks++
 	c.nonResponse(t)
 	return c.out
 }

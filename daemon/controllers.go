@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
@@ -74,10 +73,12 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if err != nil {
 		return nil, pipes, err
 	}
-	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
-	if from != nil && adaptive {
+	if from != nil {
 		old := c.rates[a.Policy.Name]
 		for _, dir := range shape.Directions {
+			if !a.Policy.Shaper.Steers(dir) {
+				continue // its rate is the policy's: Desired decides
+			}
 			dc, oc := cfg.Direction(dir), from.cfg.Direction(dir)
 			rate, pipe := from.rates.Of(dir), old.Of(dir)
 			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
@@ -142,7 +143,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 }
 
 // sync starts and stops controllers so that every active link of desire
-// has one built for its policy, network and MTU. A link whose policy or
+// that is not paused has one built for its policy, network and MTU. A link whose policy or
 // network changed, or every link after the machine woke, gets a fresh
 // controller; on the same network it starts from the rates it had. A
 // controller that cannot be built is noted in linkErrs. It returns the
@@ -151,7 +152,9 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs map[string]string) (fresh []*linkRunner, changed bool) {
 	want := map[string]desired.ActiveLink{}
 	for _, a := range desire.Active {
-		want[a.Policy.Name] = a
+		if a.Paused == "" {
+			want[a.Policy.Name] = a
+		}
 	}
 	for name := range c.rates {
 		if _, ok := want[name]; !ok {
@@ -176,7 +179,7 @@ func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs m
 	c.rebaseline = false
 	for _, a := range desire.Active {
 		name := a.Policy.Name
-		if c.runners[name] != nil {
+		if c.runners[name] != nil || a.Paused != "" {
 			continue
 		}
 		r, pipes, err := c.newRunner(a, mtu[a.Policy.Match.Interface], carry[name])
@@ -216,22 +219,20 @@ func (c *controllers) stopAll() {
 }
 
 // knownGood returns the rates of r's controller worth remembering for its
-// network: in an adaptive mode with the shaper in place, after replies
-// have arrived, for each direction that carries traffic without
-// bufferbloat now. An idle direction proves nothing (it rests at its
-// base rate), so it keeps what was known before.
+// network: for each direction it steers, with the shaper in place, after
+// replies have arrived, that carries traffic without bufferbloat now. An
+// idle direction proves nothing (it rests at its base rate), so it keeps
+// what was known before; a fixed or off direction has no rate to learn.
 func knownGood(r *linkRunner) (down, up int64) {
-	if r.policy.Shaper.Mode != config.ModeAutorate && r.policy.Shaper.Mode != config.ModeBalanced {
-		return 0, 0
-	}
 	st := r.loop.State()
 	if !st.Shaping || st.Counters.Responses == 0 || st.Status == controller.StatusStalled {
 		return 0, 0
 	}
-	if !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
+	sh := r.policy.Shaper
+	if sh.Steers(shape.Download) && !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
 		down = st.Download.Rate
 	}
-	if !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
+	if sh.Steers(shape.Upload) && !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
 		up = st.Upload.Rate
 	}
 	return down, up

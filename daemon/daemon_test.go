@@ -227,18 +227,24 @@ type rig struct {
 	cancel   context.CancelFunc
 	done     chan error
 	// slowSetRate holds up every pipe update (a dnctl that takes its
-	// time) by this long.
-	slowSetRate atomic.Int64
+	// time) by this long; slowOther every other command (pfctl, the
+	// reads, pipe deletions).
+	slowSetRate, slowOther atomic.Int64
 }
 
-// slowRunner runs commands on the emulator, pipe updates after a delay.
+// slowRunner runs commands on the emulator, pipe updates (or the other
+// commands) after a delay.
 type slowRunner struct {
-	emu   *pfdntest.Emulator
-	delay *atomic.Int64
+	emu          *pfdntest.Emulator
+	delay, other *atomic.Int64
 }
 
 func (s slowRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
-	if d := time.Duration(s.delay.Load()); d > 0 && strings.Contains(strings.Join(cmd.Argv, " "), " config bw ") {
+	d := time.Duration(s.other.Load())
+	if strings.Contains(strings.Join(cmd.Argv, " "), " config bw ") {
+		d = time.Duration(s.delay.Load())
+	}
+	if d > 0 {
 		time.Sleep(d)
 	}
 	return s.emu.Run(ctx, cmd)
@@ -301,7 +307,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 		t.Fatal(err)
 	}
 	tokens := &state.File{Dir: r.stateDir, State: loaded}
-	b, err := backend.Open(backend.Config{Store: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }})
+	b, err := backend.Open(backend.Config{Store: tokens, Runner: slowRunner{r.emu, &r.slowSetRate, &r.slowOther}, GOOS: "darwin", Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,11 +69,11 @@ type applyRecord struct {
 
 // pass runs one reconcile.Pass over the policies in force and the
 // network: it matches them, (re)starts the controllers (ctls) for the
-// active links, works out the desired state with the controllers' current
+// active links that are not paused, works out the desired state with the controllers' current
 // rates, plans against the live system and applies. It returns the
 // controllers it created, which the caller starts now that their shapers
 // are installed, and whether what it believes is live changed.
-func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Link, facts linkfacts.Facts, ctls *controllers) (fresh []*linkRunner, liveChanged bool) {
+func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Link, paused map[string]string, facts linkfacts.Facts, ctls *controllers) (fresh []*linkRunner, liveChanged bool) {
 	start := time.Now()
 	r.mtu = r.cfg.MTU(reconcile.PolicyInterfaces(links))
 	rec := &applyRecord{at: start, trigger: trigger}
@@ -86,6 +86,7 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 		Links: links, Facts: facts, Partial: true,
 		Inputs: desired.Inputs{
 			State: r.cfg.Tokens.State, Rates: ctls.rates, Engaged: ctls.engaged, Reflectors: ctls.reflectors, MTU: r.mtu,
+			Paused: paused,
 		},
 		Revise: func(d desired.Desire) bool {
 			r.changes.note(ctx, d.Selection, facts)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
@@ -200,19 +201,27 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 
 	if settings.StatusPageListen != "" {
+		page := statuspage.Options{Status: d.Query}
+		if settings.StatusPageControl {
+			page.Pause = d.SetPause
+		}
 		go func() {
-			if err := statuspage.Serve(ctx, settings.StatusPageListen, d.Query, log); err != nil {
+			if err := statuspage.Serve(ctx, settings.StatusPageListen, page, log); err != nil {
 				log.Error("the status page is not served", logging.KeyError, err)
 			}
 		}()
 	}
 
+	ops, err := operator.NewPolicy(settings.OperatorGroup)
+	if err != nil {
+		log.Error("the operator group cannot pause", logging.KeyError, err)
+	}
 	go serveStatus(ctx, statusapi.SocketPath(stateDir), statusapi.Handler{
 		Status: d.Query,
 		Measurement: func(ctx context.Context, m statusapi.Measurement) error {
 			return d.TakeMeasurement(ctx, m.Key, m.Profile)
 		},
-		Pause: d.Pause,
+		Pause: d.SetPause, Operators: ops,
 	}, log, StatusRetry)
 
 	return d.Run(ctx)

@@ -171,3 +171,31 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 		t.Errorf("off with an unmeasured auto rate observes anyway: %v", err)
 	}
 }
+
+// TestControllerConfigFollowsDirectionModes: a fixed direction is
+// watched at its rate, an off one at its rate (or the default for an
+// unmeasured "auto"), the other steered within its bounds, and the
+// controller runs as autorate when any direction is steered.
+func TestControllerConfigFollowsDirectionModes(t *testing.T) {
+	starlink := configtest.Parse(t, "starlink", "[match]\ninterface = \"en0\"\n[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n[autorate]\nupload = { min = \"4mbit\", max = \"30mbit\" }\n")
+	c, err := ControllerConfig(starlink, state.Profile{}, 1500, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != controller.ModeAutorate || !c.Download.MonitorOnly || c.Upload.MonitorOnly ||
+		c.Download.Min != 150e6 || c.Download.Max != 150e6 || c.Upload.Min != 4e6 || c.Upload.Base != 12e6 || c.Upload.Max != 30e6 {
+		t.Errorf("the Starlink recipe: mode %v, download %+v, upload %+v", c.Mode, c.Download, c.Upload)
+	}
+	uploadOnly := configtest.Parse(t, "up", "[match]\ninterface = \"en0\"\n[shaper]\ndownload_mode = \"off\"\ndownload = \"auto\"\nupload = \"12mbit\"\n")
+	c, err = ControllerConfig(uploadOnly, state.Profile{}, 1500, BackendFacts{})
+	if err != nil {
+		t.Fatalf("an off direction with an unmeasured auto rate: %v", err)
+	}
+	if c.Mode != controller.ModeAutorate || !c.Download.MonitorOnly || c.Download.Base != 20e6 || c.Upload.MonitorOnly {
+		t.Errorf("upload only: mode %v, download %+v, upload %+v", c.Mode, c.Download, c.Upload)
+	}
+	fixed := configtest.Parse(t, "fx", "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\nupload_mode = \"off\"\n")
+	if c, err := ControllerConfig(fixed, state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeFixed {
+		t.Errorf("fixed with upload off: %v %v", c.Mode, err)
+	}
+}

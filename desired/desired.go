@@ -57,6 +57,11 @@ type Inputs struct {
 	// MTU is each interface's MTU in bytes; a missing one is
 	// controller.DefaultMTU.
 	MTU map[string]int
+	// Paused names the links whose shaping is paused (watch: `macake
+	// pause`), each with why, e.g. "paused by alice until 15:04:05". A
+	// paused link stays active, so no other policy takes its interface,
+	// but installs nothing.
+	Paused map[string]string
 }
 
 // BackendFacts are what Desired needs to know of the backend the state
@@ -164,9 +169,12 @@ type ActiveLink struct {
 	// ProfileKey is the state-file profile of this network
 	// (state.ProfileKey of the link and the gateway's MAC).
 	ProfileKey string
-	// Shaped is false when the link installs nothing: mode "off", or
-	// "balanced" while not engaged.
+	// Shaped is false when the link installs nothing: mode "off",
+	// "balanced" while not engaged, or paused.
 	Shaped bool
+	// Paused says why the link's shaping is paused (Inputs.Paused); ""
+	// when it is not.
+	Paused string
 	// Upload and Download are the desired shapers (zero when not Shaped).
 	Upload, Download DirectionRate
 }
@@ -255,7 +263,7 @@ func (e *LinkError) Diagnostic() diag.Diagnostic {
 // fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
 // profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
 // Mode "off" installs nothing; "balanced" installs nothing unless
-// in.Engaged says so.
+// in.Engaged says so; a link in in.Paused installs nothing.
 //
 // A link that cannot be shaped (an "auto" rate without a measurement, no
 // free slot) is left out of the result, and the returned error, a join of
@@ -291,8 +299,12 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 	broken := map[string]bool{}
 	for _, l := range sel.Active {
 		f, _ := facts.Interface(l.Match.Interface)
-		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String())}
-		switch l.Shaper.Mode {
+		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String()), Paused: in.Paused[l.Name]}
+		if a.Paused != "" {
+			d.Active = append(d.Active, a)
+			continue
+		}
+		switch l.Shaper.Effective() {
 		case config.ModeOff:
 			d.Active = append(d.Active, a)
 			continue
@@ -320,7 +332,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			}
 			rates := shape.ByDirection[DirectionRate]{Upload: a.Upload, Download: a.Download}.With(dir, r)
 			a.Upload, a.Download = rates.Upload, rates.Download
-			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" {
+			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" && l.Shaper.Shapes(dir) {
 				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: msg})
 			}
 		}
@@ -351,7 +363,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 		})
 	}
 	d.State.Sort()
-	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken)
+	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken, in.Paused)
 	d.Slots = slots.Slots
 	if d.Slots == nil {
 		d.Slots = map[string]int{}
@@ -364,7 +376,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 // installs nothing now, with the reason a plan shows for removing what it
 // left live. Links that failed (broken) are left out: watch keeps their
 // previous shaping, and one-shot apply refuses to run.
-func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool) []shape.Unshaped {
+func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool, paused map[string]string) []shape.Unshaped {
 	var out []shape.Unshaped
 	for _, name := range slices.Sorted(maps.Keys(held)) {
 		if _, shaped := s.Link(name); shaped || broken[name] {
@@ -375,6 +387,9 @@ func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s sh
 			if l.Name == name {
 				u.Interface = l.Match.Interface
 				u.Reason = unshapedReason(l, sel.Verdicts[i])
+				if why := paused[name]; why != "" && sel.Verdicts[i].Active {
+					u.Reason = why
+				}
 				break
 			}
 		}
@@ -389,6 +404,8 @@ func unshapedReason(l config.Link, v Verdict) string {
 	switch {
 	case v.Active && l.Shaper.Mode == config.ModeOff:
 		return `mode = "off"`
+	case v.Active && l.Shaper.Effective() == config.ModeOff:
+		return `download_mode and upload_mode are "off"`
 	case v.Active && l.Shaper.Mode == config.ModeBalanced:
 		return `mode = "balanced", and the shaper is not engaged`
 	case v.Active:
@@ -432,7 +449,10 @@ func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, be Back
 
 // shaped reports whether an active link installs anything.
 func shaped(l config.Link, in Inputs) bool {
-	switch l.Shaper.Mode {
+	if in.Paused[l.Name] != "" {
+		return false
+	}
+	switch l.Shaper.Effective() {
 	case config.ModeOff:
 		return false
 	case config.ModeBalanced:
@@ -458,29 +478,25 @@ type Bounds struct {
 // LinkBounds decides direction d's rates of link l on the network whose
 // profile is p, for a backend whose highest rate is lim: the one home of
 // the bounds, the known-good start and its clamping, which both the
-// desired state and the controller take. Mode "off" observes at its
-// configured rate, or at the default rate when that is an unmeasured
-// "auto" (nothing is shaped, so the rate only scales the load classes).
-// An unmeasured "auto" rate otherwise fails with config.ErrNeedsMeasurement.
+// desired state and the controller take. A direction that is not shaped
+// (mode or direction mode "off") is observed at its configured rate, or at
+// the default rate when that is an unmeasured "auto" (the rate only
+// scales the load classes). An unmeasured "auto" rate otherwise fails
+// with config.ErrNeedsMeasurement.
 func LinkBounds(l config.Link, d shape.Direction, p state.Profile, lim shape.Limits) (Bounds, error) {
 	capacity, peak, good := p.Capacity(d)
 	lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
-	if errors.Is(err, config.ErrNeedsMeasurement) && l.Shaper.Mode == config.ModeOff {
+	if errors.Is(err, config.ErrNeedsMeasurement) && !l.Shaper.Shapes(d) {
 		lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0, 0)
 	}
 	if err != nil {
 		return Bounds{}, err
 	}
 	b := Bounds{Min: int64(lo), Base: int64(base), Max: int64(hi), Start: int64(base), Source: FromPolicy}
-	if adaptive(l) && good > 0 {
+	if l.Shaper.Steers(d) && good > 0 {
 		b.Start, b.Source = max(b.Min, min(b.Max, good)), FromKnownGood
 	}
 	return b, nil
-}
-
-// adaptive reports whether a controller steers the link's rates.
-func adaptive(l config.Link) bool {
-	return l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
 }
 
 // directionRate resolves one direction's desired pipe.
@@ -495,8 +511,14 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
 	}
 	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu, be.Limits)}
-	if current > 0 {
-		// A controller's rate is a pipe rate already.
+	if !l.Shaper.Shapes(dir) {
+		// Observed, not shaped: the zero Pipe installs nothing.
+		r.Source = ""
+		return r, nil
+	}
+	if current > 0 && l.Shaper.Steers(dir) {
+		// A controller's rate is a pipe rate already; a direction no
+		// controller steers keeps its policy's.
 		r.Source = FromController
 		r.Pipe = r.Queue.Pipe(current)
 		return r, nil

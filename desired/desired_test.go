@@ -374,3 +374,62 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
 	}
 }
+
+// TestDesiredPausedLinksInstallNothing: a paused link stays the active
+// one on its interface (the policy it outranks does not take over) but
+// installs nothing, and the plan's reason for removing what it had is
+// the pause; a pause of a policy that is not active changes nothing.
+func TestDesiredPausedLinksInstallNothing(t *testing.T) {
+	home := configtest.Parse(t, "home", configtest.Policy{Interface: "en0", Priority: 10, Download: "100mbit", Upload: "10mbit"}.TOML())
+	spare := simple(t, "spare", "en0", "")
+	other := simple(t, "other", "en1", "")
+	st := &state.State{Slots: map[string]int{"home": 0, "other": 1}}
+	paused := map[string]string{"home": "paused by alice until 15:04:05", "spare": "paused until 15:00:00"}
+	d, err := Desired([]config.Link{home, spare, other}, up("en0", "en1"), Inputs{State: st, Paused: paused}, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.State.Links) != 1 || d.State.Links[0].Name != "other" {
+		t.Errorf("shaped: %+v, want other alone", d.State.Links)
+	}
+	if len(d.Active) != 2 || d.Active[0].Policy.Name != "home" || d.Active[0].Shaped || d.Active[0].Paused != paused["home"] || d.Active[1].Paused != "" {
+		t.Errorf("active: %+v", d.Active)
+	}
+	want := []shape.Unshaped{{Name: "home", Interface: "en0", Slot: 0, Reason: "paused by alice until 15:04:05"}}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
+	}
+	if _, ok := d.Slots["spare"]; ok {
+		t.Errorf("the outranked policy got a slot: %v", d.Slots)
+	}
+}
+
+// TestDesiredDirectionModes: a direction that is off gets the zero pipe
+// (installs nothing); a fixed one its rate, never a known-good rate or a
+// controller's; both off installs nothing, and says why.
+func TestDesiredDirectionModes(t *testing.T) {
+	upOnly := simple(t, "up", "en0", "download_mode = \"off\"\n")
+	fixedDown := simple(t, "fd", "en1", "download_mode = \"fixed\"\n")
+	none := simple(t, "none", "en2", "download_mode = \"off\"\nupload_mode = \"off\"\n")
+	st := &state.State{Slots: map[string]int{"none": 5}, Profiles: map[string]state.Profile{"fd": {GoodDownload: 70e6, GoodUpload: 7e6}}}
+	in := Inputs{State: st, Rates: map[string]Rates{"fd": {Download: 55e6, Upload: 8e6}}}
+	d, err := Desired([]config.Link{upOnly, fixedDown, none}, up("en0", "en1", "en2"), in, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := d.State.Link("up")
+	if u.Download.Shaped() || !u.Upload.Shaped() || u.Upload.RateBits != 10e6 {
+		t.Errorf("upload only: %+v", u)
+	}
+	f, _ := d.State.Link("fd")
+	if f.Download.RateBits != 100e6 || f.Upload.RateBits != 8e6 {
+		t.Errorf("fixed download: download %d (want the policy's 100 Mbit/s), upload %d (want the controller's)", f.Download.RateBits, f.Upload.RateBits)
+	}
+	if _, ok := d.State.Link("none"); ok {
+		t.Error("a link with both directions off installs something")
+	}
+	want := []shape.Unshaped{{Name: "none", Interface: "en2", Slot: 5, Reason: `download_mode and upload_mode are "off"`}}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped: %+v", d.State.Unshaped)
+	}
+}

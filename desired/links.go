@@ -97,9 +97,11 @@ type LinksMatchKeys struct {
 
 // LinksActive is one winner of Match: the policy that shapes an interface.
 type LinksActive struct {
-	Interface string      `json:"interface"`
-	Link      string      `json:"link"`
-	Mode      config.Mode `json:"mode"`
+	Interface string `json:"interface"`
+	Link      string `json:"link"`
+	// Mode is what the link does as its directions' modes make it
+	// (config.Shaper.Effective): off when neither direction is shaped.
+	Mode config.Mode `json:"mode"`
 }
 
 // NewLinksReport matches pol's links against facts and explains the
@@ -129,7 +131,7 @@ func NewLinksReport(pol config.Policies, problems []*config.Problem, facts linkf
 		rep.Policies = append(rep.Policies, lp)
 	}
 	for _, l := range sel.Active {
-		rep.Active = append(rep.Active, LinksActive{Interface: l.Match.Interface, Link: l.Name, Mode: l.Shaper.Mode})
+		rep.Active = append(rep.Active, LinksActive{Interface: l.Match.Interface, Link: l.Name, Mode: l.Shaper.Effective()})
 	}
 	return rep
 }

@@ -93,7 +93,7 @@ func judgeLinks(f linkFacts, policies int) Result {
 func probedLinks(sel desired.Selection) []config.Link {
 	var out []config.Link
 	for _, l := range sel.Active {
-		if l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced {
+		if m := l.Shaper.Effective(); m == config.ModeAutorate || m == config.ModeBalanced {
 			out = append(out, l)
 		}
 	}

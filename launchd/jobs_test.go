@@ -181,19 +181,20 @@ func TestSystemdUnits(t *testing.T) {
 		}
 	}
 	// Under /var/lib the state directory is systemd's StateDirectory=,
-	// which it creates root-only; elsewhere it must exist, and the install
-	// comment says how to make it.
+	// which it creates for root to write and everyone to pass through (to
+	// the status socket); elsewhere it must exist, and the install comment
+	// says how to make it.
 	for _, tc := range []struct {
 		dir                    string
 		stateDir, mode, rwPath string
 		mkdir                  bool
 	}{
-		{"/var/lib/macake", "macake", "0700", "", false},
-		{"/var/lib/macake/", "macake", "0700", "", false},
+		{"/var/lib/macake", "macake", "0711", "", false},
+		{"/var/lib/macake/", "macake", "0711", "", false},
 		{"/var/db/macake", "", "", "/var/db/macake", true},
 		{"/srv/100%/state", "", "", "/srv/100%%/state", true},
 		{"/srv/my state", "", "", `"/srv/my state"`, true},
-		{"/var/lib/macake 100%", `"macake 100%%"`, "0700", "", false},
+		{"/var/lib/macake 100%", `"macake 100%%"`, "0711", "", false},
 	} {
 		p := examplesProgram
 		p.StateDir = tc.dir
@@ -207,7 +208,7 @@ func TestSystemdUnits(t *testing.T) {
 			t.Errorf("%s: StateDirectory=%q StateDirectoryMode=%q ReadWritePaths=%q; want %q %q %q", tc.dir,
 				k["Service.StateDirectory"], k["Service.StateDirectoryMode"], k["Service.ReadWritePaths"], tc.stateDir, tc.mode, tc.rwPath)
 		}
-		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0700", tc.dir}}
+		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0711", tc.dir}}
 		if got := strings.Contains(string(unit), "# "+strings.Repeat(" ", 9)+mkdir.String()+"   (ReadWritePaths="); got != tc.mkdir {
 			t.Errorf("%s: install comment names mkdir: %v, want %v", tc.dir, got, tc.mkdir)
 		}

@@ -20,6 +20,12 @@ var SystemdWatchCapabilities = []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}
 // systemdStateBase is where systemd's StateDirectory= lives.
 const systemdStateBase = "/var/lib/"
 
+// StateDirMode is the state directory's mode under systemd: only root
+// writes or lists it, and everyone may pass through to the status socket
+// in it, whose own mode and group (the operator group) say who may talk
+// to the daemon.
+const StateDirMode = "0711"
+
 // SystemdWatchUnit renders macake-watch.service, the Linux counterpart of
 // the LaunchDaemon: `macake watch` as root, restarted on failure after
 // ThrottleInterval seconds, except on exit 77 (needs root) and 78 (config
@@ -27,8 +33,8 @@ const systemdStateBase = "/var/lib/"
 // stdout and stderr go to the journal. It is sandboxed: a read-only
 // system, only SystemdWatchCapabilities, no new privileges; the state
 // directory is the one place it writes (StateDirectory= when it is under
-// /var/lib, which systemd creates with mode 0700, else ReadWritePaths=,
-// which must exist).
+// /var/lib, which systemd creates with StateDirMode, else
+// ReadWritePaths=, which must exist).
 func SystemdWatchUnit(p Program) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -45,7 +51,7 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 	b.WriteString("# macake watch under systemd: the Linux counterpart of the " + DaemonLabel + " LaunchDaemon.\n")
 	b.WriteString("# Install: macake install-daemon --systemd-unit | sudo tee /etc/systemd/system/macake-watch.service\n")
 	if !strings.HasPrefix(p.StateDir, systemdStateBase) {
-		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0700", p.StateDir}}
+		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", StateDirMode, p.StateDir}}
 		b.WriteString("#          " + mkdir.String() + "   (ReadWritePaths= needs it to exist)\n")
 	}
 	b.WriteString("#          sudo systemctl daemon-reload && sudo systemctl enable --now macake-watch\n")
@@ -88,7 +94,7 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 
 // systemdStateLines are the unit's lines that let watch write its state
 // directory dir, an absolute path: StateDirectory= for a directory under
-// /var/lib (systemd creates it, root-only), else ReadWritePaths=. Both
+// /var/lib (systemd creates it, StateDirMode), else ReadWritePaths=. Both
 // take specifiers (so % is doubled) and unquote double-quoted words with
 // C escapes (so a path with blanks is quoted), but expand no variables.
 func systemdStateLines(dir string) (string, error) {
@@ -105,7 +111,7 @@ func systemdStateLines(dir string) (string, error) {
 		return w
 	}
 	if rel, ok := strings.CutPrefix(dir, systemdStateBase); ok && strings.Trim(rel, "/") != "" {
-		return "StateDirectory=" + word(strings.TrimSuffix(rel, "/")) + "\nStateDirectoryMode=0700\n", nil
+		return "StateDirectory=" + word(strings.TrimSuffix(rel, "/")) + "\nStateDirectoryMode=" + StateDirMode + "\n", nil
 	}
 	return "ReadWritePaths=" + word(dir) + "\n", nil
 }

@@ -56,6 +56,15 @@ type Pipe struct {
 	Compensation Compensation
 }
 
+// Shaped reports whether p shapes its direction: a Pipe with neither a
+// rate nor a queue stands for a direction left unshaped (its mode is
+// "off"). A pipe with either is shaped, and its values are checked.
+func (p Pipe) Shaped() bool { return p.RateBits != 0 || p.QueueBytes != 0 }
+
+// DirectionOff is why a backend removes what shaped direction d of a link
+// that stays but no longer shapes d (its mode is "off"), in its plan.
+func DirectionOff(d Direction) string { return "the link no longer shapes its " + d.String() }
+
 // Same reports whether p and q are the same setting: the same rate and
 // queue, whatever their explanations.
 func (p Pipe) Same(q Pipe) bool { return p.RateBits == q.RateBits && p.QueueBytes == q.QueueBytes }
@@ -90,7 +99,9 @@ type Link struct {
 	// 48001+2*Slot for upload and 48002+2*Slot for download), so adding,
 	// removing or renaming another link never renumbers this one.
 	Slot int
-	// Upload and Download are the desired shapers.
+	// Upload and Download are the desired shapers. A zero Pipe leaves its
+	// direction unshaped (Pipe.Shaped): the backend installs nothing for
+	// it and removes what it had; at least one of the two is shaped.
 	Upload, Download Pipe
 	// Reflectors are the controller's probe targets; their probes (ICMP,
 	// or TCP or UDP to their port) are exempt from shaping so the

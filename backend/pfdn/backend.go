@@ -332,6 +332,9 @@ func stale(stderr []byte) bool {
 // … queue …` for one direction of one link. The queue is sent every time,
 // because a config call replaces the whole pipe configuration.
 func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direction, p shape.Pipe) error {
+	if !p.Shaped() {
+		return fmt.Errorf("link %q: the %s is not shaped, so it has no pipe to set", link.Name, dir)
+	}
 	n, err := b.opts.Pipes.Pipe(link.Slot, dir)
 	if err != nil {
 		return fmt.Errorf("link %q: %w", link.Name, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -167,6 +168,33 @@ func TestConvergesFromEveryStartState(t *testing.T) {
 			h.teardown(ctx, baseline)
 		})
 	}
+}
+
+// TestConvergesOneDirectionAtATime: a link that stops shaping one
+// direction (download_mode or upload_mode "off") loses that pipe and its
+// rule, and only those; the other direction stays shaped; shaping it again
+// brings them back; each state, once reached, runs nothing more.
+func TestConvergesOneDirectionAtATime(t *testing.T) {
+	ctx := context.Background()
+	h, baseline := startStates[4].setup(ctx, t) // foreign pipes and anchors
+	both := wanLTE
+	downOff, upOff := state(both.Links...), state(both.Links...)
+	downOff.Links = slices.Clone(both.Links)
+	downOff.Links[0].Download = shape.Pipe{}
+	upOff.Links = slices.Clone(both.Links)
+	upOff.Links[0].Upload = shape.Pipe{}
+	upOff.Links[1].Download = shape.Pipe{}
+	for i, s := range []shape.State{both, downOff, upOff, downOff, both} {
+		h.converge(ctx, s)
+		h.checkShaped(s)
+		h.noBlackhole(s)
+		h.e.ResetCalls()
+		h.converge(ctx, s)
+		if m := h.e.MutatingCalls(); len(m) != 0 {
+			t.Fatalf("state %d: a converged state ran %d mutating commands: %+v", i, len(m), m)
+		}
+	}
+	h.teardown(ctx, baseline)
 }
 
 func TestConvergesThroughRandomDesiredStates(t *testing.T) {

@@ -192,6 +192,9 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 	if dir != shape.Upload && dir != shape.Download {
 		return fmt.Errorf("tc: set rate of link %q: unknown direction %v", link.Name, dir)
 	}
+	if !p.Shaped() {
+		return fmt.Errorf("tc: set rate of link %q: the %s is not shaped, so it has no rate to set", link.Name, dir)
+	}
 	l := link
 	if dir == shape.Upload {
 		l.Upload = p

@@ -29,7 +29,7 @@ import (
 // macake (a foreign root qdisc, a foreign filter at macake's priority), the
 // plan carries a warning instead.
 func Diff(desired shape.State, live Live) plan.Plan {
-	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}, desired: desired}
+	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}, desired: desired, off: map[string]string{}}
 	d.p.Ops, d.p.Warnings = []plan.Op{}, []plan.Warning{}
 	links := slices.Clone(desired.Links)
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
@@ -48,7 +48,9 @@ func Diff(desired shape.State, live Live) plan.Plan {
 			continue
 		}
 		ifaces[l.Interface], slots[l.Slot] = l.Name, l.Name
-		d.wanted[l.Interface] = true
+		if l.Upload.Shaped() {
+			d.wanted[l.Interface] = true
+		}
 		d.link(l)
 	}
 	d.removals()
@@ -68,6 +70,11 @@ type differ struct {
 	// desired is the whole desired state; its Unshaped links explain
 	// removals.
 	desired shape.State
+	// off names, by device, the desired link that no longer shapes the
+	// direction that device's objects served (its root qdisc for upload,
+	// "ingress/"+interface for the redirect, IFB: download), so their
+	// removal says so.
+	off map[string]string
 }
 
 var bothDirections = []shape.Direction{shape.Upload, shape.Download}
@@ -111,8 +118,15 @@ func (d *differ) link(l shape.Link) {
 	if lost := cakeOnlyOptions(l.Cake); !caps.ShapesWithCake() && len(lost) > 0 {
 		d.warn(l.Name, fmt.Sprintf("this kernel has no sch_cake, so %s cannot be applied; shaping with htb+bfifo instead (a rate and one byte-limited queue per direction)", joinAnd(lost)))
 	}
-	if up := specFor(l, shape.Upload, caps.ShapesWithCake()); !d.refused(l, dev, up) {
+	if !l.Upload.Shaped() {
+		d.off["root/"+l.Interface] = l.Name
+	} else if up := specFor(l, shape.Upload, caps.ShapesWithCake()); !d.refused(l, dev, up) {
 		d.shaper(l, up, dev, false)
+	}
+	if !l.Download.Shaped() {
+		// No IFB, no redirect: download passes untouched.
+		d.off["ingress/"+l.Interface], d.off["ifb/"+IFBName(l.Slot)] = l.Name, l.Name
+		return
 	}
 
 	if !caps.CanShapeDownload() {
@@ -847,6 +861,9 @@ func (d *differ) removals() {
 		}
 		keepsOurs := (redirect && !dropRedirect) || (len(exempt) > 0 && !dropExempt)
 		link, reason := d.unshapedOnDevice(n)
+		if l, ok := d.off["ingress/"+n]; ok {
+			link, reason = l, shape.DirectionOff(shape.Download)
+		}
 		if hookQ.Kind == "ingress" && d.live.OwnedHooks[n] && foreign == 0 && !keepsOurs && !d.claimed["hook/"+n] {
 			// macake added it and only macake's filters use it: deleting
 			// the qdisc removes them all in one step. One that was there
@@ -892,6 +909,9 @@ func (d *differ) removals() {
 		if link != "" {
 			why = reason
 		}
+		if l, ok := d.off["ifb/"+n]; ok {
+			link, why = l, shape.DirectionOff(shape.Download)
+		}
 		d.add(plan.Op{Link: link, Interface: n, Kind: "ifb", ID: n, Action: plan.Remove,
 			Label:    "ifb " + n,
 			Reason:   why,
@@ -906,6 +926,9 @@ func (d *differ) removals() {
 			continue
 		}
 		link, reason := d.unshapedOnDevice(n)
+		if l, ok := d.off["root/"+n]; ok {
+			link, reason = l, shape.DirectionOff(shape.Upload)
+		}
 		d.add(plan.Op{Link: link, Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
 			Label:    "shaper on " + n,
 			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev), BeforeValue: liveKind(dev)}},

@@ -531,3 +531,47 @@ func TestKernelIngressThereFirstSurvivesDown(t *testing.T) {
 		}
 	})
 }
+
+// TestKernelOneDirectionAtATime: on the real kernel, a link that shapes
+// its upload only has its root qdisc and no IFB, redirect or ingress
+// exemptions; turned the other way round, the root goes and the IFB and
+// redirect come; with both directions again everything is there; each
+// state, once applied, plans nothing; teardown leaves nothing.
+func TestKernelOneDirectionAtATime(t *testing.T) {
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		both := wanLink("wan0", 2)
+		uploadOnly, downloadOnly := both, both
+		uploadOnly.Download = shape.Pipe{}
+		downloadOnly.Upload = shape.Pipe{}
+		for _, c := range []struct {
+			name     string
+			link     shape.Link
+			root     bool // macake's root qdisc on wan0
+			download bool // the IFB, with the redirect to it
+		}{
+			{"upload only", uploadOnly, true, false},
+			{"download only", downloadOnly, false, true},
+			{"both", both, true, true},
+			{"upload only again", uploadOnly, true, false},
+		} {
+			desired := shape.State{Links: []shape.Link{c.link}}
+			apply(t, b, desired)
+			mustConverge(t, b, desired)
+			live := observe(t, b)
+			wan, ifb := live.Devices["wan0"], live.Devices[IFBName(2)]
+			redirect := false
+			for _, f := range wan.IngressFilters {
+				redirect = redirect || isOurRedirect(f)
+			}
+			if wan.ownsRoot() != c.root || (ifb != nil) != c.download || redirect != c.download {
+				t.Errorf("%s: macake's root on wan0 %v, IFB %v, redirect %v; want %v, %v, %v\n%s", c.name,
+					wan.ownsRoot(), ifb != nil, redirect, c.root, c.download, c.download, sh(t, "tc", "-n", ns, "qdisc", "show"))
+			}
+		}
+		apply(t, b, shape.State{})
+		assertNothingOwned(t, b)
+	})
+}

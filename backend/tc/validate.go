@@ -78,8 +78,14 @@ func checkLink(l shape.Link) error {
 	if l.Slot < 0 || l.Slot > MaxSlot {
 		return bad("slot %d is outside 0-%d", l.Slot, MaxSlot)
 	}
+	if !l.Upload.Shaped() && !l.Download.Shaped() {
+		return bad("it shapes neither direction")
+	}
 	for _, d := range shape.Directions {
 		p := l.Pipe(d)
+		if !p.Shaped() {
+			continue // a direction the link does not shape
+		}
 		if p.RateBits <= 0 || p.RateBits > MaxRateBits {
 			return bad("%s rate %d bit/s is outside 1 bit/s-%s", d, p.RateBits, shape.FormatRate(MaxRateBits))
 		}

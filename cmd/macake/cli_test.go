@@ -94,6 +94,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"sim", "warmup", true},
 		{"sim", "rebin", true},
 		{"sim", "lost-delay", true},
+		{"pause", "for", false},
 	}
 	_, fileErr := config.ParseDuration("5")
 	listed := map[string]bool{}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config/configtest"
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/internal/golden"
@@ -95,7 +96,7 @@ func (r *doctorRig) serveDaemonStatus() {
 	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir), operator.Policy{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

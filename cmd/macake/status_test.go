@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/state"
@@ -167,7 +168,7 @@ func TestStatusSocketDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, _ := r.runAs(501, "status")
-	want := fmt.Sprintf("macake watch: running, pid %d (its socket answers %s only; run with sudo for its view).", os.Getpid(), statusapi.SocketReaders)
+	want := fmt.Sprintf("macake watch: running, pid %d (its socket answers %s only; run with sudo for its view).", os.Getpid(), statusapi.Readers(socket))
 	if code != exitOK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") ||
 		!strings.Contains(stdout, "autorate  unknown") || strings.Contains(stdout, "not shaped") {
 		t.Errorf("status as a user with watch running: exit %d, want %q:\n%s", code, want, stdout)
@@ -265,7 +266,7 @@ func serveStatus(t *testing.T, stateDir string, st statusapi.Status) {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := statusapi.Listen(statusapi.SocketPath(stateDir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(stateDir), operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

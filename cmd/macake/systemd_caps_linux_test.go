@@ -37,7 +37,7 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	configtest.Write(t, links, "lab", configtest.Policy{Interface: netns.ClientDev, Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
 	// systemd creates the unit's StateDirectory= before it starts it;
 	// macake creates only its default one itself.
-	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o711); err != nil {
 		t.Fatal(err)
 	}
 	facts := filepath.Join(dir, "facts.json")

@@ -73,3 +73,34 @@ func TestWriteTextOfARecordedDaemon(t *testing.T) {
 	WriteText(&b, st, TextOptions{Now: now, GOOS: "darwin"})
 	golden.Check(t, "testdata/watch-status.txt", b.Bytes(), "what `macake status` prints for a running daemon")
 }
+
+// TestTextShowsDirectionModesAndPauses: a link whose directions have
+// modes of their own shows both ("↓off ↑autorate"), "off" for the
+// direction it does not shape, and a line saying why; a pause shows with
+// the time left and "paused" in the link's row.
+func TestTextShowsDirectionModesAndPauses(t *testing.T) {
+	until := time.Date(2026, 12, 1, 15, 4, 5, 0, time.UTC)
+	st := Status{
+		Links: []Link{{Name: "sat", Interface: "en0", Mode: "autorate", DownloadMode: "off", UploadMode: "autorate",
+			Shapers: []Shaper{{Direction: "upload", Name: "pipe 48001", RateBits: 12_000_000, QueueBytes: 32768, Source: "controller"}}},
+			{Name: "wan", Interface: "en1", Mode: "autorate", DownloadMode: "autorate", UploadMode: "autorate", PausedUntil: until}},
+		Pauses: []Pause{{Link: "wan", Until: until, RemainingSeconds: 1690, By: "alice"}},
+	}
+	var b strings.Builder
+	old := time.Local
+	time.Local = time.UTC
+	defer func() { time.Local = old }()
+	WriteText(&b, st, TextOptions{Now: until.Add(-time.Hour), GOOS: "linux"})
+	got := b.String()
+	for _, want := range []string{
+		"Paused: wan until 15:04:05 (28m10s left; by alice); 'macake resume wan' ends it now",
+		"sat   en0        ↓off ↑autorate  not shaped  off       12.0 Mbit/s",
+		"wan   en1        autorate        paused",
+		"sat on en0 (↓off ↑autorate, profile )",
+		`-           download not shaped (download_mode = "off")`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+}
