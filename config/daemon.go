@@ -47,6 +47,9 @@ type Daemon struct {
 	// shaping of a running watch without sudo (and read its status), or
 	// NoOperatorGroup; DefaultOperatorGroupFor says which by default.
 	OperatorGroup string `toml:"operator_group"`
+	// MQTT publishes every link's state to an MQTT broker, for Home
+	// Assistant and the like; off unless it names a broker.
+	MQTT MQTT `toml:"mqtt"`
 }
 
 // NoOperatorGroup is the operator_group that names no group: only root
@@ -176,6 +179,7 @@ func (d *decoder) validateDaemon(s *Daemon) {
 	if g := s.OperatorGroup; g != NoOperatorGroup && !groupRE.MatchString(g) {
 		d.bad("operator_group", "%q is not a group name (letters, digits, _ . -, at most 32); use %q for root alone", g, NoOperatorGroup)
 	}
+	d.validateMQTT(&s.MQTT)
 	if s.MetricsListen != "" && s.MetricsListen == s.StatusPageListen {
 		d.bad("status_page_listen", "%q is metrics_listen's address too; give each its own port", s.StatusPageListen)
 	}

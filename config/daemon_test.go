@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDefaultStateDirFollowsTheSystem: state goes where each system keeps
@@ -129,5 +130,59 @@ func TestLoadDaemonChecksOwnership(t *testing.T) {
 	}
 	if d, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true}); err != nil || d.LogFormat != LogJSON {
 		t.Errorf("%+v %v", d, err)
+	}
+}
+
+// TestParseDaemonMQTT: the [mqtt] table, its defaults, and every mistake
+// placed at its key with what to write instead.
+func TestParseDaemonMQTT(t *testing.T) {
+	d, w, err := ParseDaemon("macake.toml", []byte(`[mqtt]
+broker = "mqtts://broker.lan:8884"
+username = "macake"
+password_file = "/etc/macake/mqtt-password"
+ca_file = "/etc/macake/mqtt-ca.pem"
+topic_prefix = "home/router"
+control = true
+pause_for = "2h"
+`))
+	if err != nil || len(w) != 0 {
+		t.Fatalf("%v %v", err, w)
+	}
+	m := d.MQTT
+	if !m.Enabled() || m.Username != "macake" || m.TopicPrefix != "home/router" || !m.Control || m.PauseFor != Duration(2*time.Hour) ||
+		m.DiscoveryPrefix != "homeassistant" || m.Interval != Duration(10*time.Second) {
+		t.Errorf("%+v", m)
+	}
+	if DaemonDefaults.MQTT.Enabled() || DaemonDefaults.MQTT.Control {
+		t.Errorf("MQTT is on by default: %+v", DaemonDefaults.MQTT)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{`broker = "192.168.1.10:1883"`, `mqtt.broker: "192.168.1.10:1883" is not a broker URL`},
+		{`broker = "http://b:1883"`, `"http" is not a broker's scheme`},
+		{`broker = "mqtt://u:p@b"`, "keep the credentials out of the URL"},
+		{`broker = "mqtt://b/x"`, "has a path or a query"},
+		{`broker = "mqtt://b:99999"`, `"99999" is not a port`},
+		{"broker = \"mqtt://b\"\npassword_file = \"/p\"", "a password needs a user name"},
+		{"broker = \"mqtt://b\"\nusername = \"u\"\npassword_file = \"p\"", `mqtt.password_file: "p" must be an absolute path`},
+		{"broker = \"mqtt://b\"\ntopic_prefix = \"macake/#\"", "holds a wildcard"},
+		{"broker = \"mqtt://b\"\ntopic_prefix = \"/macake\"", "has an empty level"},
+		{"broker = \"mqtt://b\"\ndiscovery_prefix = \"$SYS\"", "starts with $"},
+		{"broker = \"mqtt://b\"\ninterval = \"100ms\"", "mqtt.interval: 100ms is outside 1s..1h0m0s"},
+		{"broker = \"mqtt://b\"\npause_for = \"25h\"", "mqtt.pause_for: 25h0m0s: give a length above 0 and at most 24h0m0s"},
+		{"broker = \"mqtt://b\"\nretain = true", `unknown key "retain" in [mqtt]`},
+	} {
+		_, _, err := ParseDaemon("macake.toml", []byte("[mqtt]\n"+tc.text+"\n"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n got %v\nwant %q", tc.text, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"control = true", "[mqtt] names no broker, so nothing is published"},
+		{"broker = \"mqtt://b\"\nca_file = \"/ca.pem\"", "is not TLS (mqtts://), so ca_file is not used"},
+	} {
+		_, w, err := ParseDaemon("macake.toml", []byte("[mqtt]\n"+tc.text+"\n"))
+		if err != nil || len(w) != 1 || !strings.Contains(w[0].String(), tc.want) {
+			t.Errorf("%s: %v, warnings %v; want the warning %q", tc.text, err, w, tc.want)
+		}
 	}
 }

@@ -207,4 +207,5 @@ var DaemonDefaults = Daemon{
 	LogFormat:         LogText,
 	StatusPageControl: true,
 	OperatorGroup:     DefaultOperatorGroupFor(runtime.GOOS),
+	MQTT:              MQTTDefaults,
 }

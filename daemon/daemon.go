@@ -25,7 +25,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -33,6 +35,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/mqtt"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
@@ -101,6 +104,9 @@ type Config struct {
 	MTU func(names []string) map[string]int
 	// Version is reported by status.
 	Version string
+	// MQTTDial opens the MQTT publisher's connection in place of the
+	// network (tests); nil dials the broker of Settings.MQTT.
+	MQTTDial func(broker *url.URL) (net.Conn, error)
 }
 
 // Daemon is `macake watch` (see the package comment).
@@ -251,6 +257,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	var recorder sync.WaitGroup
 	recorder.Go(func() { d.recordHistory(runCtx) })
 	defer recorder.Wait()
+	if m := d.cfg.Settings.MQTT; m.Enabled() {
+		// Beside the loop, never on it: it reads the published status
+		// and pauses through SetPause, like any other client. It says
+		// offline once the shutdown is done.
+		recorder.Go(func() {
+			mqtt.Run(runCtx, mqtt.Options{Settings: m, Daemon: d, Log: d.log, Version: d.cfg.Version, Dial: d.cfg.MQTTDial})
+		})
+	}
 	defer cancelRunners()
 	info := d.cfg.Backend.Info()
 	d.log.Info("watch started", "pid", os.Getpid(), "version", d.cfg.Version, "config_dir", d.cfg.ConfigDir,

@@ -230,6 +230,8 @@ type rig struct {
 	// time) by this long; slowOther every other command (pfctl, the
 	// reads, pipe deletions).
 	slowSetRate, slowOther atomic.Int64
+	// configure changes the daemon's Config at every start.
+	configure func(*Config)
 }
 
 // slowRunner runs commands on the emulator, pipe updates (or the other
@@ -273,7 +275,13 @@ func newHomeRig(t *testing.T) *rig {
 // with facts as the network. It must run inside a synctest bubble.
 func newRig(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts) *rig {
 	t.Helper()
-	r := &rig{
+	return newRigWith(t, policies, st, facts, nil)
+}
+
+// newRigWith is newRig with configure's changes to the daemon's Config.
+func newRigWith(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts, configure func(*Config)) *rig {
+	t.Helper()
+	r := &rig{configure: configure,
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
 		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
 		metrics: metrics.New(metrics.Options{}), recent: logging.NewRecent(50, nil),
@@ -311,11 +319,15 @@ func (r *rig) start(facts linkfacts.Facts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.d, err = New(Config{
+	cfg := Config{
 		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
 		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
 		Log: slog.New(logging.Tee(newTestLogger(r.log).Handler(), r.recent)), Events: r.recent, MTU: func([]string) map[string]int { return nil },
-	})
+	}
+	if r.configure != nil {
+		r.configure(&cfg)
+	}
+	r.d, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

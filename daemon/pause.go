@@ -23,7 +23,7 @@ import (
 const (
 	// MaxPause bounds a pause: one that asks for longer is refused, so
 	// that a forgotten pause cannot leave a link unshaped for longer.
-	MaxPause = 24 * time.Hour
+	MaxPause = config.MaxPause
 	// PauseBurst and PauseRefill bound the pause and resume requests the
 	// daemon takes: PauseBurst at once, then one every PauseRefill. Each
 	// change reconciles on the loop's goroutine, which the controllers'

@@ -257,6 +257,13 @@ type Controller struct {
 	Increases uint64 `json:"increases"`
 }
 
+// RTTSeconds is the round trip now: the idle baseline plus both
+// directions' delay above it, the mean over the bufferbloat window the
+// controller steers by (the status history's RTT).
+func (c Controller) RTTSeconds() float64 {
+	return c.IdleRTTSeconds + c.Download.WindowAverageSeconds + c.Upload.WindowAverageSeconds
+}
+
 // Direction is one direction of a controller.
 type Direction struct {
 	// RateBits is the controller's rate; PipeRateBits what the shaper gets

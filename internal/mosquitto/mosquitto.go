@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+
+// Package mosquitto runs a real MQTT broker for tests: Debian's
+// mosquitto, on a loopback port of its own, with its own configuration,
+// no persistence, and a password file when the test gives users.
+package mosquitto
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Broker is one mosquitto process for a test, restartable on its port.
+type Broker struct {
+	t    testing.TB
+	dir  string
+	conf string
+	// Port is the loopback port it listens on.
+	Port int
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+}
+
+// Options configure the broker.
+type Options struct {
+	// Users and their passwords; none lets anyone connect.
+	Users map[string]string
+}
+
+// Skip skips the test when mosquitto is not installed.
+func Skip(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("mosquitto")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+		t.Skip("skipping: no mosquitto (apt-get install mosquitto; .ci/run installs it)")
+	}
+	return path
+}
+
+// Start starts a broker and stops it when the test ends.
+func Start(t testing.TB, o Options) *Broker {
+	t.Helper()
+	Skip(t)
+	dir := t.TempDir()
+	b := &Broker{t: t, dir: dir, Port: freePort(t), conf: filepath.Join(dir, "mosquitto.conf")}
+	conf := fmt.Sprintf("listener %d 127.0.0.1\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n", b.Port)
+	if os.Geteuid() == 0 {
+		conf += "user root\n" // else it drops to user mosquitto, who cannot read the test's files
+	}
+	if len(o.Users) == 0 {
+		conf += "allow_anonymous true\n"
+	} else {
+		passwd := filepath.Join(dir, "passwd")
+		for user, pw := range o.Users {
+			args := []string{"-b", passwd, user, pw}
+			if _, err := os.Stat(passwd); err != nil {
+				args = append([]string{"-c"}, args...)
+			}
+			if out, err := exec.Command("mosquitto_passwd", args...).CombinedOutput(); err != nil {
+				t.Fatalf("mosquitto_passwd: %v\n%s", err, out)
+			}
+		}
+		os.Chmod(passwd, 0o600)
+		conf += "allow_anonymous false\npassword_file " + passwd + "\n"
+	}
+	if err := os.WriteFile(b.conf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.Start()
+	t.Cleanup(func() {
+		b.Stop()
+		if t.Failed() {
+			t.Logf("mosquitto's log:\n%s", b.Log())
+		}
+	})
+	return b
+}
+
+// freePort is a loopback port nobody listens on now.
+func freePort(t testing.TB) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// URL is the broker's mqtt:// URL.
+func (b *Broker) URL() string { return "mqtt://127.0.0.1:" + strconv.Itoa(b.Port) }
+
+// Addr is the broker's host:port.
+func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
+
+// Start (re)starts the broker and returns once it accepts connections.
+func (b *Broker) Start() {
+	b.t.Helper()
+	b.mu.Lock()
+	if b.cmd != nil {
+		b.mu.Unlock()
+		b.t.Fatal("mosquitto runs already")
+	}
+	if b.log == nil {
+		b.log = &bytes.Buffer{}
+	}
+	cmd := exec.Command(Skip(b.t), "-c", b.conf)
+	cmd.Stdout, cmd.Stderr = &lockedWriter{b: b}, &lockedWriter{b: b}
+	err := cmd.Start()
+	if err == nil {
+		b.cmd = cmd
+	}
+	b.mu.Unlock()
+	if err != nil {
+		b.t.Fatalf("starting mosquitto: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("mosquitto does not listen on %s after 10s: %v\n%s", b.Addr(), err, b.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop stops the broker (SIGTERM, as a service manager would) and waits
+// for it.
+func (b *Broker) Stop() {
+	b.mu.Lock()
+	cmd := b.cmd
+	b.cmd = nil
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Log is what the broker logged.
+func (b *Broker) Log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.log.String()
+}
+
+// Logged reports whether the broker's log holds s.
+func (b *Broker) Logged(s string) bool { return strings.Contains(b.Log(), s) }
+
+type lockedWriter struct{ b *Broker }
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	return w.b.log.Write(p)
+}
