@@ -155,7 +155,7 @@ func newPublisher(o Options) (*publisher, error) {
 		connected: make(chan struct{}, 1), haOnline: make(chan struct{}, 1), cmds: make(chan command, pendingCommands)}
 
 	opts := paho.NewClientOptions().AddBroker(broker.String()).SetClientID("macake-"+t.node).
-		SetProtocolVersion(4).SetCleanSession(true).SetOrderMatters(false).
+		SetProtocolVersion(4).SetCleanSession(true).SetOrderMatters(true).
 		SetKeepAlive(keepAlive).SetPingTimeout(pingTimeout).SetConnectTimeout(connectTimeout).SetWriteTimeout(writeTimeout).
 		SetAutoReconnect(true).SetMaxReconnectInterval(maxBackoff).SetConnectRetry(false).
 		SetWill(t.availability(), offline, 1, true).
@@ -355,7 +355,9 @@ func (p *publisher) announce(ctx context.Context) {
 }
 
 // onMessage takes a message from the client's goroutine to the
-// publisher's: a switch's command, or Home Assistant's status.
+// publisher's: a switch's command, or Home Assistant's status. It never
+// blocks (Paho calls it in order, on the goroutine that reads the
+// connection), so a flood of commands beyond pendingCommands is dropped.
 func (p *publisher) onMessage(_ paho.Client, m paho.Message) {
 	if m.Topic() == p.t.haStatus() {
 		if string(m.Payload()) == online && !m.Retained() {

@@ -35,6 +35,8 @@ type fakeDaemon struct {
 	st      statusapi.Status
 	changes []statusapi.PauseChange
 	refuse  error
+	// slow is how long each pause takes (a busy loop).
+	slow time.Duration
 }
 
 func (f *fakeDaemon) Query(context.Context, statusapi.Query) statusapi.Status {
@@ -46,6 +48,10 @@ func (f *fakeDaemon) Query(context.Context, statusapi.Query) statusapi.Status {
 }
 
 func (f *fakeDaemon) SetPause(_ context.Context, c statusapi.PauseChange) (*statusapi.Pause, error) {
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	time.Sleep(slow)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.changes = append(f.changes, c)
@@ -521,4 +527,35 @@ func TestLastWill(t *testing.T) {
 	conns[len(conns)-1].Close()
 	mu.Unlock()
 	sub.wait(t, "macake/router/availability", func(p string) bool { return p == "offline" })
+}
+
+// TestFloodOfSwitchCommands: a flood of commands while the daemon takes
+// its time with each is dropped beyond the few that wait, with one log
+// line, and the publisher goes on.
+func TestFloodOfSwitchCommands(t *testing.T) {
+	b := mosquitto.Start(t, mosquitto.Options{})
+	d := &fakeDaemon{st: homeStatus(), slow: 300 * time.Millisecond}
+	s := settings(b)
+	s.Control = true
+	r := startPublisher(t, s, d, nil)
+	sub := subscribe(t, b, "", "")
+	sub.linkState(t, "home", func(linkState) bool { return true })
+	for i := range 200 {
+		payload := "OFF"
+		if i%2 == 1 {
+			payload = "ON"
+		}
+		sub.c.Publish("macake/router/link/home/shaping/set", 0, false, payload)
+	}
+	eventually(t, "the drops logged", func() bool { return r.logged("dropping switch commands: too many at once") })
+	time.Sleep(4 * time.Second)
+	if n := len(d.pauses()); n > pendingCommands+4 {
+		t.Errorf("%d of 200 commands reached the daemon; at most %d wait", n, pendingCommands)
+	}
+	if n := strings.Count(r.log.String(), "dropping switch commands"); n != 1 {
+		t.Errorf("the drops were logged %d times, want once a minute", n)
+	}
+	// The publisher goes on.
+	d.set(func(st *statusapi.Status) { st.Links[0].Shapers[1].RateBits = 12_000_000 })
+	sub.linkState(t, "home", func(s linkState) bool { return s.DownloadRate != nil && *s.DownloadRate == 12 })
 }
