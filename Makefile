@@ -10,10 +10,19 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := bin/staticcheck
 ACTIONLINT_VERSION ?= v1.7.12
 ACTIONLINT := bin/actionlint
-PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
+## PLATFORMS: every OS/ARCH macake is built for, by `make cross` and
+## `make dist` alike (and by anything else that builds for several):
+## linux/arm is ARMv7 with hardware floating point (GOARM=7: Raspberry Pi
+## OS's armhf, most ARM routers), linux/mipsle is soft-float (GOMIPS=
+## softfloat: OpenWrt's ramips routers, whose MIPS cores have no FPU).
+PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64 linux/arm linux/mipsle
+# platform_env,OS/ARCH is the go build environment of one platform.
+platform_env = GOOS=$(word 1,$(subst /, ,$1)) GOARCH=$(word 2,$(subst /, ,$1))$(if $(filter linux/arm,$1), GOARM=7)$(if $(filter linux/mipsle,$1), GOMIPS=softfloat)
+# build_for,OS/ARCH,OUT builds macake for one platform, as `make build` does.
+build_for = CGO_ENABLED=0 $(call platform_env,$1) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $2 ./cmd/macake
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
-.PHONY: all build test vet race darwin cake test-cake cakevm-setup record-cake lint fmt demo bench bench-daemon e2e e2e-scenarios e2e-honest calibrate cross install clean tools man completions
+.PHONY: all build test vet race darwin cake test-cake cakevm-setup record-cake lint fmt demo bench bench-daemon e2e e2e-scenarios e2e-honest calibrate cross dist deb deb-check install clean tools man completions
 
 all: vet lint test build
 
@@ -172,11 +181,42 @@ bench: build
 	@if [ -d "$(TRACES)" ]; then $(BIN) sim --traces $(TRACES); \
 	else echo "bench: no traces at $(TRACES) (set TRACES=DIR); nothing to run"; fi
 
+## cross: dist/macake-OS-ARCH for every platform of PLATFORMS.
 cross:
-	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
-	  echo ">> building $$os/$$arch"; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-	    -o dist/macake-$$os-$$arch ./cmd/macake || exit 1; done
+	@set -e; $(foreach p,$(PLATFORMS),echo ">> building $p"; $(call build_for,$p,dist/macake-$(subst /,-,$p));)
+
+## dist: the release files in dist/release: an archive per platform
+## (macake-VERSION-OS-ARCH.tar.gz: the binary, the manual page, the
+## completions, LICENSE, README.md, the example policies and the systemd
+## units or launchd plists), a .deb per Linux platform, and SHA256SUMS.
+## Reproducible for one commit (SOURCE_DATE_EPOCH).
+DIST      ?= dist/release
+DIST_VERSION = $(patsubst v%,%,$(VERSION))
+dist: man completions
+	@rm -rf $(DIST) && mkdir -p $(DIST)/bin
+	@set -e; $(foreach p,$(PLATFORMS),echo ">> $p"; \
+	  $(call build_for,$p,$(DIST)/bin/$(subst /,-,$p)/macake); \
+	  packaging/archive.sh $p $(DIST)/bin/$(subst /,-,$p)/macake $(DIST_VERSION) $(DIST); \
+	  $(if $(filter linux/%,$p),packaging/deb/build.sh $(DIST)/bin/$(subst /,-,$p)/macake $(word 2,$(subst /, ,$p)) $(VERSION) $(DIST);))
+	@rm -rf $(DIST)/bin
+	cd $(DIST) && sha256sum *.tar.gz *.deb > SHA256SUMS && cat SHA256SUMS
+
+## deb: this machine's .deb (dist/macake_VERSION_ARCH.deb), from `make
+## build`; DEB_ARCH=arm64 (or arm, mipsle) builds another's.
+DEB_ARCH ?= $(shell $(GO) env GOARCH)
+deb: build
+	@mkdir -p dist && rm -f dist/macake_*_*.deb
+	@$(call build_for,linux/$(DEB_ARCH),dist/macake-linux-$(DEB_ARCH)-deb)
+	packaging/deb/build.sh dist/macake-linux-$(DEB_ARCH)-deb $(DEB_ARCH) $(VERSION) dist
+	@rm -f dist/macake-linux-$(DEB_ARCH)-deb
+
+## deb-check: install this machine's .deb with dpkg, check it (the
+## version, every file, the unit, systemd-analyze verify), run `macake
+## watch` as the unit would on a link in a network namespace until it
+## shapes, remove it (prerm takes the shaping away) and purge it, and
+## check that nothing is left (root, Linux; CI runs it).
+deb-check: deb
+	packaging/deb/check.sh dist/macake_*_$(DEB_ARCH).deb
 
 ## man: the manual page macake(1), generated from the command table
 ## (bin/man/macake.1, dated by the last commit so it is reproducible);

@@ -23,8 +23,10 @@ import (
 func buildMacake(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "macake")
-	// go test puts the go tool's directory first on PATH.
-	cmd := execrun.Command{Argv: []string{"go", "build", "-o", bin, "github.com/macake/macake/cmd/macake"}}
+	// go test puts the go tool's directory first on PATH. -trimpath as
+	// `make build`: the packages compiled here are then the ones `make
+	// deb` links, after `make test`, instead of compiling them again.
+	cmd := execrun.Command{Argv: []string{"go", "build", "-trimpath", "-o", bin, "github.com/macake/macake/cmd/macake"}}
 	res, err := execrun.Exec{Timeout: 5 * time.Minute, Env: []string{"CGO_ENABLED=0"}}.Run(context.Background(), cmd)
 	if _, err := execrun.Check(cmd, res, err); err != nil {
 		t.Fatalf("building macake: %v", err)
