@@ -125,8 +125,9 @@ type publisher struct {
 
 	// password is the last password read from the file, for when it
 	// cannot be read again.
-	pwMu     sync.Mutex
-	password string
+	pwMu       sync.Mutex
+	password   string
+	warnedMode bool
 
 	// failures logs a failed connection once per reason.
 	failures failureLog
@@ -238,15 +239,20 @@ func (p *publisher) readPassword() (string, error) {
 	if p.s.PasswordFile == "" {
 		return "", nil
 	}
-	b, _, err := safefile.Read(p.s.PasswordFile, 4096)
+	p.pwMu.Lock()
+	defer p.pwMu.Unlock()
+	b, info, err := safefile.Read(p.s.PasswordFile, 4096)
 	if err != nil {
 		return "", err
 	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 && !p.warnedMode {
+		p.warnedMode = true
+		p.log.Warn("MQTT: others may read the password file; make it root's alone", "path", p.s.PasswordFile,
+			"mode", fmt.Sprintf("%04o", perm), "fix", "sudo chmod 0600 "+p.s.PasswordFile)
+	}
 	pw, _, _ := strings.Cut(string(b), "\n")
 	pw = strings.TrimSuffix(pw, "\r")
-	p.pwMu.Lock()
 	p.password = pw
-	p.pwMu.Unlock()
 	return pw, nil
 }
 
@@ -482,6 +488,9 @@ func (p *publisher) failed(err error) {
 	case errors.Is(err, packets.ErrorRefusedBadUsernameOrPassword), errors.Is(err, packets.ErrorRefusedNotAuthorised):
 		p.log.Error("MQTT: the broker refused macake's credentials; check [mqtt] username and password_file in macake.toml against the broker's users (retrying with backoff)",
 			"broker", broker, "username", p.s.Username, logging.KeyError, err)
+	case errors.As(err, new(x509.UnknownAuthorityError)), errors.As(err, new(x509.HostnameError)):
+		p.log.Error("MQTT: the broker's certificate is not one macake trusts for this address; set [mqtt] ca_file to the CA that signed it, and name the broker as its certificate does (retrying with backoff)",
+			"broker", broker, logging.KeyError, err)
 	case errors.Is(err, packets.ErrorRefusedIDRejected):
 		p.log.Error("MQTT: the broker rejected the client id", "broker", broker, "client_id", "macake-"+p.t.node, logging.KeyError, err)
 	default:

@@ -474,11 +474,12 @@ func TestBrokerRestart(t *testing.T) {
 
 // TestBadCredentials: a broker that refuses the credentials gets one
 // clear log line however often it refuses; the password file is read
-// again at every attempt, so a corrected one connects without a restart.
+// again at every attempt, so a corrected one connects without a restart;
+// a password file others may read is warned of once.
 func TestBadCredentials(t *testing.T) {
 	b := mosquitto.Start(t, mosquitto.Options{Users: map[string]string{"macake": "s3cret", "ha": "ha"}})
 	pw := filepath.Join(t.TempDir(), "mqtt-password")
-	if err := os.WriteFile(pw, []byte("wrong\n"), 0o600); err != nil {
+	if err := os.WriteFile(pw, []byte("wrong\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	d := &fakeDaemon{st: homeStatus()}
@@ -492,6 +493,9 @@ func TestBadCredentials(t *testing.T) {
 	}
 	if !strings.Contains(r.log.String(), "username=macake") || strings.Contains(r.log.String(), "wrong") {
 		t.Errorf("the log should name the user and never the password:\n%s", r.log)
+	}
+	if n := strings.Count(r.log.String(), "others may read the password file"); n != 1 || !r.logged("mode=0644") {
+		t.Errorf("a password file others may read was warned of %d times, want once with its mode", n)
 	}
 	if err := os.WriteFile(pw, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -558,4 +562,28 @@ func TestFloodOfSwitchCommands(t *testing.T) {
 	// The publisher goes on.
 	d.set(func(st *statusapi.Status) { st.Links[0].Shapers[1].RateBits = 12_000_000 })
 	sub.linkState(t, "home", func(s linkState) bool { return s.DownloadRate != nil && *s.DownloadRate == 12 })
+}
+
+// TestTLS: an mqtts broker whose certificate a CA of its own signed is
+// reached with that CA in ca_file; without it, the publisher says why it
+// cannot connect and never sends anything in the clear.
+func TestTLS(t *testing.T) {
+	b := mosquitto.Start(t, mosquitto.Options{TLS: true})
+	d := &fakeDaemon{st: homeStatus()}
+	s := settings(b)
+	r := startPublisher(t, s, d, nil)
+	eventually(t, "the certificate refused", func() bool {
+		return r.logged("set [mqtt] ca_file to the CA that signed it") && r.logged("certificate signed by unknown authority")
+	})
+	if r.logged("connected to the broker") {
+		t.Fatal("connected without the CA")
+	}
+	r.stop()
+
+	s.CAFile = b.CAFile
+	r = startPublisher(t, s, d, nil)
+	eventually(t, "connected over TLS", func() bool { return r.logged("MQTT: connected to the broker") })
+	if !r.logged("broker=ssl://127.0.0.1:") {
+		t.Errorf("the broker is not named as a TLS one:\n%s", r.log)
+	}
 }

@@ -7,7 +7,14 @@ package mosquitto
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -27,6 +34,10 @@ type Broker struct {
 	conf string
 	// Port is the loopback port it listens on.
 	Port int
+	// CAFile is the PEM certificate of the CA that signed a TLS
+	// listener's certificate.
+	CAFile string
+	tls    bool
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	log  *bytes.Buffer
@@ -36,6 +47,9 @@ type Broker struct {
 type Options struct {
 	// Users and their passwords; none lets anyone connect.
 	Users map[string]string
+	// TLS makes the listener TLS only, with a certificate for 127.0.0.1
+	// and localhost signed by a CA made for the test (Broker.CAFile).
+	TLS bool
 }
 
 // Skip skips the test when mosquitto is not installed.
@@ -60,6 +74,12 @@ func Start(t testing.TB, o Options) *Broker {
 	dir := t.TempDir()
 	b := &Broker{t: t, dir: dir, Port: freePort(t), conf: filepath.Join(dir, "mosquitto.conf")}
 	conf := fmt.Sprintf("listener %d 127.0.0.1\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n", b.Port)
+	if o.TLS {
+		b.tls = true
+		ca, cert, key := writeCertificates(t, dir)
+		b.CAFile = ca
+		conf += "cafile " + b.CAFile + "\ncertfile " + cert + "\nkeyfile " + key + "\n"
+	}
 	if os.Geteuid() == 0 {
 		conf += "user root\n" // else it drops to user mosquitto, who cannot read the test's files
 	}
@@ -102,8 +122,56 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// URL is the broker's mqtt:// URL.
-func (b *Broker) URL() string { return "mqtt://127.0.0.1:" + strconv.Itoa(b.Port) }
+// URL is the broker's mqtt:// URL, or mqtts:// with TLS.
+func (b *Broker) URL() string {
+	if b.tls {
+		return "mqtts://127.0.0.1:" + strconv.Itoa(b.Port)
+	}
+	return "mqtt://127.0.0.1:" + strconv.Itoa(b.Port)
+}
+
+// writeCertificates makes a CA and a server certificate it signs for
+// 127.0.0.1 and localhost, and writes them and the server's key to dir.
+func writeCertificates(t testing.TB, dir string) (ca, cert, key string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "macake test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), DNSNames: []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", srvDER), write("server.key", "EC PRIVATE KEY", keyDER)
+}
 
 // Addr is the broker's host:port.
 func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
