@@ -159,7 +159,7 @@ func newPublisher(o Options) (*publisher, error) {
 		SetProtocolVersion(4).SetCleanSession(true).SetOrderMatters(true).
 		SetKeepAlive(keepAlive).SetPingTimeout(pingTimeout).SetConnectTimeout(connectTimeout).SetWriteTimeout(writeTimeout).
 		SetAutoReconnect(true).SetMaxReconnectInterval(maxBackoff).SetConnectRetry(false).
-		SetWill(t.availability(), offline, 1, true).
+		SetWill(t.availability(), offline, 1, true).SetStore(noStore{}).
 		SetOnConnectHandler(func(paho.Client) { signal(p.connected) }).
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
 			p.log.Warn("MQTT: lost the connection to the broker; reconnecting with backoff", "broker", p.broker.Redacted(), logging.KeyError, err)
@@ -509,3 +509,18 @@ func (f *failureLog) connected(log *slog.Logger, broker *url.URL) {
 	}
 	f.last, f.failures = "", 0
 }
+
+// noStore is a Paho store that keeps nothing. Every connection starts
+// afresh with availability, discovery and state (announce), so a message
+// the broker had not acknowledged when a connection broke needs no
+// resending; and Paho's resending of stored messages at a reconnection
+// races with its own writer (go test -race, Paho v1.5.1).
+type noStore struct{}
+
+func (noStore) Open()                             {}
+func (noStore) Put(string, packets.ControlPacket) {}
+func (noStore) Get(string) packets.ControlPacket  { return nil }
+func (noStore) All() []string                     { return nil }
+func (noStore) Del(string)                        {}
+func (noStore) Close()                            {}
+func (noStore) Reset()                            {}

@@ -39,11 +39,18 @@ type fakeDaemon struct {
 	slow time.Duration
 }
 
+// Query returns a deep copy of the status, as the daemon's is its own.
 func (f *fakeDaemon) Query(context.Context, statusapi.Query) statusapi.Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := f.st
-	st.Pauses = slices.Clone(f.st.Pauses)
+	b, err := json.Marshal(f.st)
+	if err != nil {
+		panic(err)
+	}
+	var st statusapi.Status
+	if err := json.Unmarshal(b, &st); err != nil {
+		panic(err)
+	}
 	return st
 }
 

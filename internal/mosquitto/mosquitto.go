@@ -38,9 +38,9 @@ type Broker struct {
 	// listener's certificate.
 	CAFile string
 	tls    bool
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
 }
 
 // Options configure the broker.
