@@ -194,15 +194,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // subscriber is a test's own client, subscribed to everything.
 type subscriber struct {
-	c    paho.Client
-	mu   sync.Mutex
-	last map[string]paho.Message
-	all  []paho.Message
+	c  paho.Client
+	mu sync.Mutex
+	// first and last are each topic's first and last message.
+	first, last map[string]paho.Message
+	all         []paho.Message
 }
 
 func subscribe(t *testing.T, b *mosquitto.Broker, user, password string) *subscriber {
 	t.Helper()
-	s := &subscriber{last: map[string]paho.Message{}}
+	s := &subscriber{first: map[string]paho.Message{}, last: map[string]paho.Message{}}
 	opts := paho.NewClientOptions().AddBroker("tcp://" + b.Addr()).SetClientID(fmt.Sprintf("test-%d", time.Now().UnixNano())).
 		SetUsername(user).SetPassword(password).SetAutoReconnect(false).SetOrderMatters(true)
 	s.c = paho.NewClient(opts)
@@ -212,6 +213,9 @@ func subscribe(t *testing.T, b *mosquitto.Broker, user, password string) *subscr
 	tok := s.c.Subscribe("#", 1, func(_ paho.Client, m paho.Message) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if _, ok := s.first[m.Topic()]; !ok {
+			s.first[m.Topic()] = m
+		}
 		s.last[m.Topic()] = m
 		s.all = append(s.all, m)
 	})
@@ -268,6 +272,7 @@ func (s *subscriber) linkState(t *testing.T, link string, ok func(linkState) boo
 // the availability online; every link's state, updated as the status
 // changes; and an inactive link's availability offline.
 func TestDiscoveryAndState(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	d := &fakeDaemon{st: homeStatus()}
 	s := settings(b)
@@ -275,7 +280,8 @@ func TestDiscoveryAndState(t *testing.T) {
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.wait(t, "macake/router/availability", func(p string) bool { return p == "online" })
-	sub.linkState(t, "home", func(linkState) bool { return true })
+	// The first round is out (hotspot's state comes last).
+	sub.linkState(t, "hotspot", func(linkState) bool { return true })
 
 	// A new client gets what the broker retained: all a Home Assistant
 	// that starts later sees.
@@ -288,7 +294,7 @@ func TestDiscoveryAndState(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	late.mu.Lock()
 	var topics []string
-	for topic, m := range late.last {
+	for topic, m := range late.first {
 		if !m.Retained() {
 			t.Errorf("%s was not retained", topic)
 		}
@@ -301,7 +307,7 @@ func TestDiscoveryAndState(t *testing.T) {
 			continue // below
 		}
 		var pretty bytes.Buffer
-		payload := late.last[topic].Payload()
+		payload := late.first[topic].Payload()
 		if json.Indent(&pretty, payload, "", "  ") != nil {
 			pretty.Write(payload)
 		}
@@ -353,6 +359,7 @@ func TestDiscoveryAndState(t *testing.T) {
 // neither ON nor OFF, and a command the state agrees with, change
 // nothing; a refused pause is logged.
 func TestSwitchPausesAndResumes(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	d := &fakeDaemon{st: homeStatus()}
 	s := settings(b)
@@ -401,6 +408,7 @@ func TestSwitchPausesAndResumes(t *testing.T) {
 // sensors, the switch configs are removed, and a command changes
 // nothing: macake subscribes to no switch topic.
 func TestControlOff(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	d := &fakeDaemon{st: homeStatus()}
 	sub := subscribe(t, b, "", "")
@@ -425,6 +433,7 @@ func TestControlOff(t *testing.T) {
 // restart) is logged against the state, never carried out, and removed;
 // one that agrees with the state is logged as such.
 func TestRetainedSwitchCommandIsNotReapplied(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	d := &fakeDaemon{st: homeStatus()}
 	// home was paused before the restart and the pause ran out since;
@@ -461,6 +470,7 @@ func TestRetainedSwitchCommandIsNotReapplied(t *testing.T) {
 // reconnects by itself with backoff, and sends availability, discovery
 // and state again.
 func TestBrokerRestart(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	d := &fakeDaemon{st: homeStatus()}
 	r := startPublisher(t, settings(b), d, nil)
@@ -484,6 +494,7 @@ func TestBrokerRestart(t *testing.T) {
 // again at every attempt, so a corrected one connects without a restart;
 // a password file others may read is warned of once.
 func TestBadCredentials(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{Users: map[string]string{"macake": "s3cret", "ha": "ha"}})
 	pw := filepath.Join(t.TempDir(), "mqtt-password")
 	if err := os.WriteFile(pw, []byte("wrong\n"), 0o644); err != nil {
@@ -515,6 +526,7 @@ func TestBadCredentials(t *testing.T) {
 // TestLastWill: a connection that breaks without a goodbye makes the
 // broker publish the will, offline.
 func TestLastWill(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	var mu sync.Mutex
 	var conns []net.Conn
@@ -544,6 +556,7 @@ func TestLastWill(t *testing.T) {
 // its time with each is dropped beyond the few that wait, with one log
 // line, and the publisher goes on.
 func TestFloodOfSwitchCommands(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{})
 	d := &fakeDaemon{st: homeStatus(), slow: 300 * time.Millisecond}
 	s := settings(b)
@@ -575,6 +588,7 @@ func TestFloodOfSwitchCommands(t *testing.T) {
 // reached with that CA in ca_file; without it, the publisher says why it
 // cannot connect and never sends anything in the clear.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	b := mosquitto.Start(t, mosquitto.Options{TLS: true})
 	d := &fakeDaemon{st: homeStatus()}
 	s := settings(b)

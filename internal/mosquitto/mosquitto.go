@@ -38,9 +38,12 @@ type Broker struct {
 	// listener's certificate.
 	CAFile string
 	tls    bool
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	log    *bytes.Buffer
+	// settings are the configuration but the listener.
+	settings string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	log      *bytes.Buffer
 }
 
 // Options configure the broker.
@@ -73,7 +76,7 @@ func Start(t testing.TB, o Options) *Broker {
 	Skip(t)
 	dir := t.TempDir()
 	b := &Broker{t: t, dir: dir, Port: freePort(t), conf: filepath.Join(dir, "mosquitto.conf")}
-	conf := fmt.Sprintf("listener %d 127.0.0.1\npersistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n", b.Port)
+	conf := "persistence false\nlog_dest stderr\nlog_type error\nlog_type warning\nlog_type notice\nlog_type information\n"
 	if o.TLS {
 		b.tls = true
 		ca, cert, key := writeCertificates(t, dir)
@@ -99,10 +102,8 @@ func Start(t testing.TB, o Options) *Broker {
 		os.Chmod(passwd, 0o600)
 		conf += "allow_anonymous false\npassword_file " + passwd + "\n"
 	}
-	if err := os.WriteFile(b.conf, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	b.Start()
+	b.settings = conf
+	b.start(true)
 	t.Cleanup(func() {
 		b.Stop()
 		if t.Failed() {
@@ -176,59 +177,90 @@ func writeCertificates(t testing.TB, dir string) (ca, cert, key string) {
 // Addr is the broker's host:port.
 func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.Port) }
 
-// Start (re)starts the broker and returns once it accepts connections.
+// Start restarts the broker on its port, and returns once it runs.
 func (b *Broker) Start() {
 	b.t.Helper()
-	b.mu.Lock()
-	if b.cmd != nil {
-		b.mu.Unlock()
-		b.t.Fatal("mosquitto runs already")
-	}
-	if b.log == nil {
-		b.log = &bytes.Buffer{}
-	}
-	cmd := exec.Command(Skip(b.t), "-c", b.conf)
-	cmd.Stdout, cmd.Stderr = &lockedWriter{b: b}, &lockedWriter{b: b}
-	err := cmd.Start()
-	if err == nil {
-		b.cmd = cmd
-	}
-	b.mu.Unlock()
-	if err != nil {
-		b.t.Fatalf("starting mosquitto: %v", err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", b.Addr(), time.Second)
+	b.start(false)
+}
+
+// start starts mosquitto and waits for its log to say it runs. Another
+// test may take the free port first (tests of a package run in
+// parallel): a first start then moves to another port.
+func (b *Broker) start(first bool) {
+	b.t.Helper()
+	for attempt := 0; ; attempt++ {
+		conf := fmt.Sprintf("listener %d 127.0.0.1\n%s", b.Port, b.settings)
+		if err := os.WriteFile(b.conf, []byte(conf), 0o600); err != nil {
+			b.t.Fatal(err)
+		}
+		b.mu.Lock()
+		if b.cmd != nil {
+			b.mu.Unlock()
+			b.t.Fatal("mosquitto runs already")
+		}
+		if b.log == nil {
+			b.log = &bytes.Buffer{}
+		}
+		running := strings.Count(b.log.String(), " running")
+		cmd := exec.Command(Skip(b.t), "-c", b.conf)
+		cmd.Stdout, cmd.Stderr = &lockedWriter{b: b}, &lockedWriter{b: b}
+		err := cmd.Start()
+		exited := make(chan struct{})
 		if err == nil {
-			c.Close()
+			b.cmd, b.exited = cmd, exited
+			go func() { cmd.Wait(); close(exited) }()
+		}
+		b.mu.Unlock()
+		if err != nil {
+			b.t.Fatalf("starting mosquitto: %v", err)
+		}
+		if b.waitRunning(running, exited) {
 			return
 		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("mosquitto does not listen on %s after 10s: %v\n%s", b.Addr(), err, b.Log())
+		if !first || attempt >= 3 || !strings.Contains(b.Log(), "Address already in use") {
+			b.t.Fatalf("mosquitto exited at start:\n%s", b.Log())
 		}
-		time.Sleep(20 * time.Millisecond)
+		b.Port = freePort(b.t)
 	}
+}
+
+// waitRunning waits for the log to say "running" once more than it did,
+// and reports whether it did before the process exited.
+func (b *Broker) waitRunning(before int, exited chan struct{}) bool {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(b.Log(), " running") <= before {
+		select {
+		case <-exited:
+			b.mu.Lock()
+			b.cmd = nil
+			b.mu.Unlock()
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("mosquitto does not run on %s after 10s:\n%s", b.Addr(), b.Log())
+		}
+	}
+	return true
 }
 
 // Stop stops the broker (SIGTERM, as a service manager would) and waits
 // for it.
 func (b *Broker) Stop() {
 	b.mu.Lock()
-	cmd := b.cmd
+	cmd, exited := b.cmd, b.exited
 	b.cmd = nil
 	b.mu.Unlock()
 	if cmd == nil {
 		return
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-exited:
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
-		<-done
+		<-exited
 	}
 }
 
