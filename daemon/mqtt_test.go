@@ -19,8 +19,10 @@ import (
 // TestWatchKeepsItsPaceWithABrokerThatNeverAnswers: the MQTT publisher
 // runs beside a busy watch against a broker that accepts the connection
 // and never answers (and one that answers the connection, then nothing
-// more): it retries with backoff and says why, and home's controller
-// ticks once a second and reads its counters every 200 ms throughout.
+// more): it retries with backoff and says why, home's controller ticks
+// once a second and reads its counters every 200 ms throughout, and
+// watch stops within 3 s (the publisher waits at most 2 s to say
+// offline).
 func TestWatchKeepsItsPaceWithABrokerThatNeverAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -68,7 +70,11 @@ func TestWatchKeepsItsPaceWithABrokerThatNeverAnswers(t *testing.T) {
 				const window = 2 * time.Minute
 				time.Sleep(window)
 				ticks1, loads1 := home()
+				stopAt := time.Now()
 				r.stop()
+				if took := time.Since(stopAt); took > 3*time.Second {
+					t.Errorf("watch took %v to stop: the publisher held it up", took)
+				}
 				t.Logf("over %v: %d connections to the broker; home ticked %d times, read its counters %d times", window, dials.Load(), ticks1-ticks0, loads1-loads0)
 				if got := ticks1 - ticks0; got < uint64(window/time.Second)-1 {
 					t.Errorf("home's controller ticked %d times in %v: it lost its pace", got, window)

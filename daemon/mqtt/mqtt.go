@@ -138,6 +138,10 @@ type publisher struct {
 
 	// links are the links whose discovery went out on this connection.
 	links map[string]bool
+	// stop is closed when Run is to end: no wait for the broker outlasts
+	// it, so a broker that takes messages and never acknowledges them
+	// cannot hold up the daemon's exit.
+	stop <-chan struct{}
 }
 
 func newPublisher(o Options) (*publisher, error) {
@@ -277,6 +281,7 @@ func signal(c chan struct{}) {
 
 // run is the publisher's goroutine.
 func (p *publisher) run(ctx context.Context) {
+	p.stop = ctx.Done()
 	p.log.Info("MQTT: publishing to the broker", "broker", p.broker.Redacted(), "topic_prefix", p.t.base,
 		"discovery_prefix", p.t.discovery, "control", p.s.Control)
 	if !p.connect(ctx) {
@@ -314,9 +319,8 @@ func (p *publisher) connect(ctx context.Context) bool {
 		select {
 		case <-tok.Done():
 		case <-ctx.Done():
-			// The attempt ends by its own timeout; wait for it, so that no
-			// goroutine of it outlives Run.
-			<-tok.Done()
+			// The attempt ends by its own timeout (connectTimeout), then
+			// Paho disconnects; Run does not wait for it.
 			p.client.Disconnect(0)
 			return false
 		}
@@ -354,7 +358,7 @@ func (p *publisher) announce(ctx context.Context) {
 		subs[p.t.linkCommands()] = 1
 	}
 	tok := p.client.SubscribeMultiple(subs, p.onMessage)
-	if !tok.WaitTimeout(publishWait) || tok.Error() != nil {
+	if !wait(tok, p.stop) || tok.Error() != nil {
 		p.log.Warn("MQTT: subscribing to the switches' topics failed; they work again after the next connection", logging.KeyError, tokenError(tok))
 	}
 	p.publishAll(ctx)
@@ -414,6 +418,9 @@ func (p *publisher) advertise(link string) {
 	for _, e := range p.disc.linkEntities(link) {
 		p.publishWait(p.disc.topic(e), true, e.payload())
 	}
+	if stopping(p.stop) {
+		return // not all of them went out: the next connection sends them
+	}
 	p.links[link] = true
 }
 
@@ -440,16 +447,32 @@ func (p *publisher) publishWait(topic string, retained bool, payload []byte) {
 		payload = []byte{} // an empty retained message removes one
 	}
 	tok := p.client.Publish(topic, 1, retained, payload)
-	if !tok.WaitTimeout(publishWait) {
+	if !wait(tok, p.stop) {
 		p.log.Debug("MQTT: no acknowledgement from the broker yet", "topic", topic)
 	} else if err := tok.Error(); err != nil {
 		p.log.Debug("MQTT: publishing failed", "topic", topic, logging.KeyError, err)
 	}
 }
 
-// shutdown says offline and disconnects.
+// wait waits for tok, at most publishWait and not past stop (nil: no
+// stop), and reports whether it completed.
+func wait(tok paho.Token, stop <-chan struct{}) bool {
+	t := time.NewTimer(publishWait)
+	defer t.Stop()
+	select {
+	case <-tok.Done():
+		return true
+	case <-t.C:
+	case <-stop:
+	}
+	return false
+}
+
+// shutdown says offline, waiting at most publishWait for the broker, and
+// disconnects.
 func (p *publisher) shutdown() {
 	if p.client.IsConnectionOpen() {
+		p.stop = nil
 		p.publishWait(p.t.availability(), true, []byte(offline))
 	}
 	p.client.Disconnect(250)
@@ -524,3 +547,13 @@ func (noStore) All() []string                     { return nil }
 func (noStore) Del(string)                        {}
 func (noStore) Close()                            {}
 func (noStore) Reset()                            {}
+
+// stopping reports whether stop is closed.
+func stopping(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
