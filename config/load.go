@@ -290,7 +290,7 @@ func checkIndistinguishable(probs *problemList, links []parsedLink) {
 	for j := range links {
 		for i := range j {
 			a, b := links[i].link, links[j].link
-			if a.Match.Interface == "" || !sameMatch(a.Match, b.Match) {
+			if !Indistinguishable(a.Match, b.Match) {
 				continue
 			}
 			at := links[j].dec.keyPosOf("match")
@@ -300,8 +300,11 @@ func checkIndistinguishable(probs *problemList, links []parsedLink) {
 	}
 }
 
-func sameMatch(a, b MatchKeys) bool {
-	return a.Interface == b.Interface && a.GatewayMAC.Equal(b.GatewayMAC) &&
+// Indistinguishable reports whether two policies' match keys can never be
+// told apart: the same interface (one is named), the same network keys and
+// the same priority.
+func Indistinguishable(a, b MatchKeys) bool {
+	return a.Interface != "" && a.Interface == b.Interface && a.GatewayMAC.Equal(b.GatewayMAC) &&
 		a.GatewayIP == b.GatewayIP && a.SSID == b.SSID && a.Priority == b.Priority
 }
 

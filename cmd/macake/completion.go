@@ -80,7 +80,7 @@ func runCompletion(e *env, args []string) int {
 
 func runMan(e *env, args []string) int {
 	fs := manCmd.flags()
-	date := fs.String("date", "", "the page's date, e.g. \"January 2, 2026\" (default: $SOURCE_DATE_EPOCH's, else today's), for a reproducible page")
+	date := fs.String("date", "", "the page's `DATE`, e.g. \"January 2, 2026\" (default: $SOURCE_DATE_EPOCH's, else today's), for a reproducible page")
 	if done, code := manCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -150,41 +150,35 @@ func modeNames() []string {
 	return out
 }
 
-// choices is a flag value with a fixed set of values (--color).
-type choices interface{ Choices() []string }
-
-// docFlags converts a FlagSet for clidoc, leaving out the global flags
-// parse adds to every command.
+// docFlags converts a FlagSet for clidoc, with the completion of each
+// flag's value.
 func docFlags(cmd string, fs *flag.FlagSet) []clidoc.Flag {
 	var out []clidoc.Flag
 	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		if arg == "value" {
-			arg = flagTypeName(f.Value)
-		}
-		df := clidoc.Flag{Name: f.Name, Arg: arg, Usage: usage, Default: shownDefault(f)}
-		if arg != "" {
-			df.Values = valueCompletion(cmd, f, arg)
+		df := clidoc.FlagOf(f)
+		if df.Arg != "" {
+			df.Values = valueCompletion(cmd, f, df)
 		}
 		out = append(out, df)
 	})
 	return out
 }
 
-func valueCompletion(cmd string, f *flag.Flag, arg string) clidoc.Completion {
+func valueCompletion(cmd string, f *flag.Flag, df clidoc.Flag) clidoc.Completion {
 	if h, ok := valueHints[cmd+" --"+f.Name]; ok {
 		return h
 	}
 	if h, ok := valueHints["--"+f.Name]; ok {
 		return h
 	}
-	if c, ok := f.Value.(choices); ok {
-		return clidoc.Completion{Words: c.Choices()}
+	if len(df.Values.Words) > 0 {
+		return df.Values
 	}
+	arg := df.Arg
 	switch {
-	case strings.Contains(arg, "DIR") || strings.HasSuffix(f.Name, "-dir"):
+	case arg == "DIR" || strings.HasSuffix(f.Name, "-dir"):
 		return clidoc.Completion{Kind: clidoc.Dirs}
-	case strings.Contains(arg, "FILE") || strings.Contains(arg, "PATH"):
+	case strings.HasPrefix(arg, "FILE") || arg == "PATH":
 		return clidoc.Completion{Kind: clidoc.Files}
 	}
 	return clidoc.Completion{}

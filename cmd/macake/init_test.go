@@ -112,14 +112,28 @@ func TestInitNeverOverwrites(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "# mine\n[match]\ninterface = \"en5\"\n" {
 		t.Errorf("the file was changed:\n%s", b)
 	}
-	// A second policy for the same network would make every apply refuse.
+	// A second policy for the same network would make every apply refuse:
+	// nothing is written, the message cites no place in a file that is
+	// not there, and says how to write it (issue 27, item 11).
 	run("init", "first")
 	code, _, stderr = run("init", "second")
-	if code != exitFailure || !strings.Contains(stderr, "cannot be told apart") {
+	second := filepath.Join(dir, "second.toml")
+	if code != exitFailure || !strings.Contains(stderr, `link "second" would match the same network as "first"`) ||
+		!strings.Contains(stderr, "(--priority 1)") || strings.Contains(stderr, second) {
 		t.Errorf("a second policy for this network: exit %d, %q", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "second.toml")); err == nil {
+	if _, err := os.Stat(second); err == nil {
 		t.Error("the indistinguishable policy was left behind")
+	}
+	if code, _, stderr = run("init", "second", "--priority", "1"); code != exitOK {
+		t.Fatalf("init second --priority 1: exit %d, %q", code, stderr)
+	}
+	if code, out, stderr := run("validate"); code != exitOK {
+		t.Errorf("validate after init --priority: exit %d\n%s%s", code, out, stderr)
+	}
+	l, _, err := config.LoadFile(second, config.LoadOptions{SkipOwnershipCheck: true})
+	if err != nil || l.Match.Priority != 1 {
+		t.Errorf("second.toml: priority %d, %v", l.Match.Priority, err)
 	}
 }
 
@@ -137,7 +151,8 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 		{homeFacts, []string{"--measure", "--download", "1mbit", "--upload", "1mbit"}, exitUsage, "not both"},
 		{homeFacts, []string{"--mode", "turbo"}, exitUsage, "turbo"},
 		{homeFacts, []string{"a", "b"}, exitUsage, "one link NAME at most"},
-		{homeFacts, []string{"Bad Name"}, exitFailure, `link name "Bad Name"`},
+		{homeFacts, []string{"Bad Name"}, exitUsage, `link name "Bad Name"`},
+		{homeFacts, []string{"Bad_Name"}, exitUsage, `such as "bad_name"`},
 	} {
 		_, run := initRig(t, tc.facts)
 		code, _, stderr := run(append([]string{"init"}, tc.args...)...)

@@ -102,7 +102,7 @@ func (o *measureOpts) check() error {
 func runMeasure(e *env, args []string) int {
 	fs := measureCmd.flags()
 	var o measureOpts
-	fs.StringVar(&o.link, "link", "", "the policy (links.d/NAME.toml) to measure, through its own interface, and save the profile for; it must match this network; default: the one matching this network on the default route's interface")
+	fs.StringVar(&o.link, "link", "", "the policy (links.d/`NAME`.toml) to measure, through its own interface, and save the profile for; it must match this network; default: the one matching this network on the default route's interface")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")

@@ -63,7 +63,7 @@ type validateLink struct {
 func runValidate(e *env, args []string) int {
 	fs := validateCmd.flags()
 	asJSON := fs.Bool("json", false, "print one JSON document (links, warnings, errors)")
-	target := fs.String("target", runtime.GOOS, "the system the policies are for: darwin (pf + dummynet) or linux (tc)")
+	target := fs.String("target", runtime.GOOS, "the `SYSTEM` the policies are for: darwin (pf + dummynet) or linux (tc)")
 	if done, code := validateCmd.parse(e, fs, args); done {
 		return code
 	}

@@ -77,7 +77,7 @@ func runWatch(e *env, args []string) int {
 	var f watchFlags
 	fs.BoolVar(&f.teardown, "teardown-on-exit", false, "remove everything macake owns when stopped (default: leave shaping in place)")
 	fs.StringVar(&f.logFile, "log-file", "", "write the log to `PATH`, rotated, unless macake.toml sets log_file (the launchd job passes /var/log/macake/watch.log)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "the lowest `LEVEL` logged: debug, info, warn or error")
 	durationVar(fs, &f.drift, "drift-interval", daemon.DefaultDriftInterval, "how often to re-read everything and repair drift")
 	if done, code := watchCmd.parse(e, fs, args); done {
 		return code

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+// Package suggest finds what a mistyped name was meant to be: the one
+// "did you mean" of a policy key, a command and a flag.
+package suggest
 
 import "strings"
 
-// suggest returns the candidate closest to s when it is close enough to be
+// Closest returns the candidate closest to s when it is close enough to be
 // a likely typo (a few edits, scaled by length), or "".
-func suggest(s string, candidates []string) string {
+func Closest(s string, candidates []string) string {
 	ls := strings.ToLower(s)
 	best, bestDist := "", -1
 	for _, c := range candidates {
