@@ -230,7 +230,12 @@ func TestParseRules(t *testing.T) {
 		{name: "nan", text: minimal + "[autorate]\nhigh_load = nan\n", problems: []string{"4:13: autorate.high_load: must be a finite number"}},
 		{name: "duration range", text: minimal + "[autorate]\nprobe_interval = \"1ms\"\n", problems: []string{"4:18: autorate.probe_interval: 1ms is outside 10ms..10s"}},
 		{name: "explicit active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n[autorate]\nactive_threshold = \"2mbit\"\n", problems: []string{"6:20: autorate.active_threshold: 2mbit is above the upload minimum rate 1mbit"}},
-		{name: "default active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n", warnings: []string{"4:1: the upload minimum rate 1mbit is below autorate.active_threshold (2mbit, the default)"}},
+		// The default threshold is derived from the minimums
+		// (desired.ControllerConfig lowers it): no warning about a value
+		// the policy does not hold, with a fixed rate as with "auto"
+		// (issue 27, item 9).
+		{name: "default active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n"},
+		{name: "default active threshold above an auto min", text: minimal + "[shaper]\nupload = \"auto\"\n"},
 		{name: "short response deadline", text: minimal + "[autorate]\nresponse_deadline = \"500ms\"\n", warnings: []string{"4:1: response_deadline (500ms) is shorter than two probe intervals (600ms)"}},
 		{name: "three reflectors", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"4:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (200ms)"}},
 		{name: "three reflectors, upstream's law", text: minimal + "[autorate]\ncontroller = \"upstream\"\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"5:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (300ms)"}},

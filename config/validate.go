@@ -273,10 +273,11 @@ func (d *decoder) checkActiveThreshold(p *Policy) {
 		if err != nil || a.ActiveThreshold <= lo {
 			continue
 		}
+		// The default is lowered to the smaller minimum where the link
+		// is that slow (desired.ControllerConfig): only a threshold the
+		// policy sets can be wrong.
 		if d.given("autorate.active_threshold") {
 			d.bad("autorate.active_threshold", "%s is above the %s minimum rate %s; it must not be (an idle link at its minimum would look busy)", a.ActiveThreshold, dir, lo)
-		} else {
-			d.warnAt(firstGiven(d, fmt.Sprintf("autorate.%s.min", dir), "shaper."+dir.String()), "the %s minimum rate %s is below autorate.active_threshold (%s, the default); set active_threshold to at most %s", dir, lo, a.ActiveThreshold, lo)
 		}
 	}
 }
