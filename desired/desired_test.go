@@ -378,3 +378,37 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
 	}
 }
+
+// TestDesiredNamesEveryUnmeasuredDirection: a link whose rates are both
+// "auto" on a network not measured yet is one error naming both
+// directions, with the command that measures it in the caller's
+// directories (issue 27, items 4 and 10).
+func TestDesiredNamesEveryUnmeasuredDirection(t *testing.T) {
+	for _, tc := range []struct {
+		shaper, want string
+	}{
+		{"download = \"auto\"\nupload = \"auto\"\n", `shaper.download and shaper.upload are "auto"`},
+		{"download = \"100mbit\"\nupload = \"auto\"\n", `shaper.upload is "auto"`},
+	} {
+		l := policy(t, "wan", "[match]\ninterface = \"en0\"\n[shaper]\n"+tc.shaper)
+		in := Inputs{Invocation: config.Invocation{ConfigDir: "/x/links.d", StateDir: "/y"}}
+		_, err := Desired([]config.Link{l}, up("en0"), in, BackendFacts{})
+		var le *LinkError
+		var ue *UnmeasuredError
+		if !errors.As(err, &le) || !errors.As(err, &ue) || len(reconcileUnjoin(err)) != 1 {
+			t.Fatalf("%q: err %v, want one LinkError holding an UnmeasuredError", tc.shaper, err)
+		}
+		if !errors.Is(err, config.ErrNeedsMeasurement) || !strings.Contains(err.Error(), tc.want) ||
+			!strings.Contains(err.Error(), `run "sudo macake --config-dir /x/links.d --state-dir /y measure --link wan" while on it`) {
+			t.Errorf("%q: %v", tc.shaper, err)
+		}
+	}
+}
+
+// reconcileUnjoin splits a joined error into its parts.
+func reconcileUnjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -108,7 +108,13 @@ func TestJudgeDrift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch), tt.want, tt.says...)
+			expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch, config.Invocation{}), tt.want, tt.says...)
+			if !tt.watch && tt.want == Warning {
+				// Followed as printed, the fix acts on the directories
+				// this run checked (issue 27, item 10).
+				expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch, config.Invocation{ConfigDir: "/x", StateDir: "/y"}), tt.want,
+					"sudo macake --config-dir /x --state-dir /y apply makes it match (sudo macake --config-dir /x --state-dir /y plan shows")
+			}
 		})
 	}
 }

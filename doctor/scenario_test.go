@@ -57,9 +57,11 @@ func TestScenarios(t *testing.T) {
 			name: "fresh Mac, nothing applied, no daemon",
 			want: map[string]Status{"pf.drift": Warning, "daemon.installed": Warning, "daemon.running": Skipped, "daemon.health": Skipped},
 			says: map[string][]string{
-				"pf.status":        {"pf is disabled; macake enables it"},
-				"pf.anchor":        {"nothing installed"},
-				"pf.drift":         {"4 changes pending", "sudo macake apply"},
+				"pf.status": {"pf is disabled; macake enables it"},
+				"pf.anchor": {"nothing installed"},
+				// The fix names the directories this run checked (issue
+				// 27, item 10).
+				"pf.drift":         {"4 changes pending", "sudo macake --config-dir /", "/etc/links.d --state-dir /", "/state apply makes it match"},
 				"daemon.installed": {"sudo macake install-daemon"},
 			},
 			failedStrict: true,
@@ -220,6 +222,18 @@ func TestScenarios(t *testing.T) {
 			want:   map[string]Status{"config.policies": Problem, "pf.drift": Skipped},
 			says:   map[string][]string{"config.policies": {"1 problem in 1 policy file; valid: wan", "lte.toml:4:", "macake validate --config-dir"}},
 			failed: true, failedStrict: true,
+		},
+		{
+			// The fix is the measurement, in this run's directories
+			// (issue 27, items 4 and 10).
+			name: "auto rates not measured yet",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.writePolicy("wan", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"auto\"\nupload = \"auto\"\n")
+			},
+			want:         map[string]Status{"pf.drift": Warning},
+			says:         map[string][]string{"pf.drift": {`shaper.download and shaper.upload are "auto"`, "/state measure --link wan, while on this network"}},
+			failedStrict: true,
 		},
 		{
 			name: "an invalid macake.toml",

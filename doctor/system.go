@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/launchd"
@@ -73,6 +74,19 @@ type System struct {
 	// Now is the clock, for how long ago the daemon did things (nil:
 	// time.Now).
 	Now func() time.Time
+}
+
+// invocation is how doctor was run: the directories every command a fix
+// names must repeat.
+func (s System) invocation() config.Invocation {
+	var i config.Invocation
+	if s.ConfigDir != config.DefaultConfigDir {
+		i.ConfigDir = s.ConfigDir
+	}
+	if !s.StateDirIsDefault {
+		i.StateDir = s.StateDir
+	}
+	return i
 }
 
 // FS is the file-system view doctor needs: launchd.Files' read side.

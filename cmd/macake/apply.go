@@ -63,8 +63,9 @@ only the differences); apply itself needs root.
 Exit status: 0 success (with or without changes); 1 failure, including an
 apply that stopped part-way (run apply again to continue from the live
 state) and a saved plan that no longer fits; 2 only with --detailed-exitcode, when there were changes (planned in a
-dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable;
-77 not root (except a dry run); 78 configuration invalid.`,
+dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable,
+or a link's "auto" rates wait for 'macake measure' on this network; 77 not root
+(except a dry run); 78 configuration invalid.`,
 }
 
 func init() { applyCmd.run = runApply }
@@ -87,7 +88,8 @@ link alone.
 
 Exit status: 0 success (with or without changes); 1 failure; 2 only with
 --detailed-exitcode, when there are changes; 64 usage; 69 pfctl/dnctl
-(Linux: tc/ip) missing or unusable; 78 configuration invalid.`,
+(Linux: tc/ip) missing or unusable, or a link's "auto" rates wait for
+'macake measure' on this network; 78 configuration invalid.`,
 }
 
 func init() {
@@ -192,7 +194,7 @@ func (s *invocation) fail(err error) int {
 		}
 		return exitUnavailable
 	case errors.Is(err, config.ErrNeedsMeasurement):
-		return exitConfig
+		return exitUnavailable
 	}
 	return exitFailure
 }
@@ -372,7 +374,8 @@ func (s *invocation) applyOnce(f applyFlags) (out applyOutcome) {
 	in := reconcile.PassInput{
 		Run:   s.run(f, &out, f.link),
 		Links: s.policies.Links, Facts: facts,
-		Inputs: desired.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
+		Inputs: desired.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s),
+			Invocation: s.e.invocation()},
 		// A dry run that may not read the live state plans without it:
 		// the backend refused a caller who is not root (pf and dummynet
 		// on macOS). A plan to save must have read it.
@@ -498,12 +501,25 @@ func (s *invocation) passFailed(f applyFlags, out *applyOutcome, res reconcile.O
 	fail := func(err error) (int, bool) { return stop(s.fail(err), err) }
 	switch res.Step {
 	case reconcile.StepDesire:
-		s.errorf("nothing was changed:")
 		errs := reconcile.Unjoin(res.Err)
+		// A link waiting for its first measurement is a step not taken
+		// yet, not a broken policy: the files are valid (validate says
+		// so), so it is "unavailable", as a missing tool is.
+		code := exitUnavailable
+		for _, e := range errs {
+			if !errors.Is(e, config.ErrNeedsMeasurement) {
+				code = exitConfig
+			}
+		}
+		if f.dryRun {
+			s.errorf("no plan: %s cannot be shaped:", plural(len(errs), "link"))
+		} else {
+			s.errorf("nothing was changed: %s cannot be shaped:", plural(len(errs), "link"))
+		}
 		for _, e := range errs {
 			fmt.Fprintf(s.e.stderr, "  %v\n", e)
 		}
-		return stop(exitConfig, errs...)
+		return stop(code, errs...)
 	case reconcile.StepSlots:
 		return fail(fmt.Errorf("reading the live state: %w", res.Err))
 	case reconcile.StepObserve:

@@ -20,7 +20,7 @@ import (
 )
 
 // Default locations; --config-dir and --state-dir override them.
-const defaultConfigDir = "/etc/macake/links.d"
+const defaultConfigDir = config.DefaultConfigDir
 
 var defaultStateDir = config.DefaultStateDir
 
@@ -45,6 +45,19 @@ type env struct {
 	// them parsed, and the command stops there: how the completions and
 	// the manual learn the flags from the commands themselves (flagsOf).
 	flagSink func(fs *flag.FlagSet)
+}
+
+// invocation is how the person ran macake: the directories every command
+// a message names must repeat.
+func (e *env) invocation() config.Invocation {
+	var i config.Invocation
+	if e.configDir != defaultConfigDir {
+		i.ConfigDir = e.configDir
+	}
+	if e.stateDir != defaultStateDir {
+		i.StateDir = e.stateDir
+	}
+	return i
 }
 
 // command is one subcommand: its help texts and the function that runs it.

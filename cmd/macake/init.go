@@ -171,20 +171,18 @@ func runInit(e *env, args []string) int {
 }
 
 // nextCommands are the three commands to run after init, with what each
-// does: measure first when the rates are "auto".
+// does: measure first when the rates are "auto". Each repeats the
+// directories init was given.
 func nextCommands(e *env, d draft.Draft) [][2]string {
-	dir := ""
-	if e.configDir != defaultConfigDir {
-		dir = " --config-dir " + e.configDir
-	}
-	first := [2]string{"macake" + dir + " validate", "check it, and the other policies"}
+	run := e.invocation().Command
+	first := [2]string{run(false, "validate"), "check it, and the other policies"}
 	if d.Download == 0 {
-		first = [2]string{"sudo macake" + dir + " measure --link " + d.Name, "measure the link: \"auto\" becomes 95 % of it"}
+		first = [2]string{run(true, "measure", "--link", d.Name), "measure the link: \"auto\" becomes 95 % of it"}
 	}
 	return [][2]string{
 		first,
-		{"sudo macake" + dir + " plan", "see what applying it would change"},
-		{"sudo macake" + dir + " install-daemon", "shape it now and keep it adapting (or: apply)"},
+		{run(true, "plan"), "see what applying it would change"},
+		{run(true, "install-daemon"), "shape it now and keep it adapting (or: apply)"},
 	}
 }
 

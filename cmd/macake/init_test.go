@@ -170,3 +170,25 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 		t.Errorf("without a MAC: %+v, %v", l.Match, err)
 	}
 }
+
+// TestInitNextStepsKeepTheDirectories: every command init prints repeats
+// the --config-dir and --state-dir it was given, so that, followed as
+// printed, none acts on /etc/macake or the default state directory
+// (issue 27, item 10).
+func TestInitNextStepsKeepTheDirectories(t *testing.T) {
+	dir, _ := initRig(t, homeFacts)
+	stateDir := filepath.Join(t.TempDir(), "my state")
+	code, stdout, stderr := runCLI(t, "--config-dir", dir, "--state-dir", stateDir, "init")
+	if code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	next := strings.Split(strings.TrimSpace(stdout[strings.Index(stdout, "Next:"):]), "\n")[1:]
+	for _, l := range next {
+		if !strings.Contains(l, "macake --config-dir "+dir+" --state-dir '"+stateDir+"' ") {
+			t.Errorf("a next step without the directories: %q", l)
+		}
+	}
+	if len(next) != 3 || !strings.Contains(next[0], "measure --link my-iphone") {
+		t.Errorf("next steps:\n%s", strings.Join(next, "\n"))
+	}
+}

@@ -231,8 +231,8 @@ func TestApplyAndDownOneLink(t *testing.T) {
 func TestLinkScopeKeepsOtherLinksProblemsOut(t *testing.T) {
 	auto := strings.Replace(ltePolicy, `download = "30mbit"`, `download = "auto"`, 1)
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": auto}, twoLinkFacts)
-	if code, _, stderr := r.run("apply"); code != exitConfig {
-		t.Fatalf("apply with an unmeasured auto rate: exit %d, want 78\n%s", code, stderr)
+	if code, _, stderr := r.run("apply"); code != exitUnavailable {
+		t.Fatalf("apply with an unmeasured auto rate: exit %d, want 69\n%s", code, stderr)
 	}
 	stdout, _ := r.mustRun(exitOK, "apply", "--link", "starlink")
 	mustContain(t, "apply --link starlink", stdout, `+ pipe 48001 "starlink/upload"`)

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/session"
+	"github.com/macake/macake/state"
 )
 
 var validateCmd = &command{
@@ -82,13 +84,15 @@ func runValidate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
 	}
 
+	settings, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
+	opts.Invocation = e.invocation()
+	opts.Measured = measuredIn(settings.StateDirFor(e.stateDir, e.stateDir == defaultStateDir))
 	links, warnings, err := config.Load(e.configDir, opts)
 	if e.ctx.Err() != nil {
 		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", context.Cause(e.ctx))
 		return exitFailure
 	}
 	problems := config.Problems(err)
-	_, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
 	warnings = append(warnings, dwarn...)
 	problems = append(problems, config.Problems(derr)...)
 
@@ -144,6 +148,22 @@ func runValidate(e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "ok: %s (%s)\n", plural(len(links), "link"), strings.Join(names, ", "))
 	return code
+}
+
+// measuredIn tells validate whether a link has been measured, from the
+// state file in dir, read once when the first policy with "auto" rates
+// asks.
+func measuredIn(dir string) func(link string) (measured, known bool) {
+	var st *state.State
+	var err error
+	read := sync.OnceFunc(func() { st, err = state.Load(dir) })
+	return func(link string) (bool, bool) {
+		read()
+		if err != nil {
+			return false, false
+		}
+		return st.MeasuredLink(link), true
+	}
 }
 
 func plural(n int, noun string) string {
