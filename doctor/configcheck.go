@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/internal/english"
-	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/service"
 )
 
 func checkPolicies(_ context.Context, in *Inspection) Result {
@@ -170,7 +170,7 @@ func judgeOwnership(files FS, paths []string, stateDir string) Result {
 }
 
 // unsafe says why a path must not be trusted, or "".
-func unsafe(fi launchd.FileInfo) string {
+func unsafe(fi service.FileInfo) string {
 	if fi.UID > 0 {
 		return fmt.Sprintf("owned by uid %d, not root", fi.UID)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/state"
 )
 
@@ -62,7 +62,7 @@ func TestScenarios(t *testing.T) {
 				// The fix names the directories this run checked (issue
 				// 27, item 10).
 				"pf.drift":         {"4 changes pending", "sudo macake --config-dir /", "/etc/links.d --state-dir /", "/state apply makes it match"},
-				"daemon.installed": {"sudo macake install-daemon"},
+				"daemon.installed": {"sudo macake --config-dir /", "/state install-daemon"},
 			},
 			failedStrict: true,
 		},
@@ -336,7 +336,7 @@ func TestScenarios(t *testing.T) {
 				m.mem.AddFile(launchd.DaemonPlistPath, []byte(strings.Replace(string(data), "<integer>30</integer>", "<integer>5</integer>", 1)), 0o644, 0, 0)
 			},
 			want:         map[string]Status{"daemon.installed": Warning},
-			says:         map[string][]string{"daemon.installed": {"differs from what this macake writes", "sudo macake install-daemon"}},
+			says:         map[string][]string{"daemon.installed": {"differs from what this macake writes", "/state install-daemon rewrites it"}},
 			failedStrict: true,
 		},
 		{

@@ -14,8 +14,8 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service/launchd"
 )
 
 var bugreportCmd = &command{

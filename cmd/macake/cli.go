@@ -285,13 +285,18 @@ func (c *command) noArgs(e *env, fs *flag.FlagSet) (done bool, code int) {
 
 // requireRoot prints the standard hint and returns exitNoPerm unless root.
 func (e *env) requireRoot(name string) (ok bool, code int) {
+	what := "change pf/dummynet"
+	if backend, err := backend.Choose(hostGOOS, e.getenv); err == nil && backend == "tc" {
+		what = "change the interfaces' qdiscs (tc)"
+	}
+	return e.requireRootTo(name, what)
+}
+
+// requireRootTo is requireRoot for a command that needs root to do what.
+func (e *env) requireRootTo(name, what string) (ok bool, code int) {
 	if e.euid() == 0 {
 		return true, exitOK
 	}
-	what := "pf/dummynet"
-	if backend, err := backend.Choose(hostGOOS, e.getenv); err == nil && backend == "tc" {
-		what = "the interfaces' qdiscs (tc)"
-	}
-	fmt.Fprintf(e.stderr, "macake %s: needs root to change %s. Run with sudo.\n", name, what)
+	fmt.Fprintf(e.stderr, "macake %s: needs root to %s. Run with sudo.\n", name, what)
 	return false, exitNoPerm
 }

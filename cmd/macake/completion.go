@@ -15,8 +15,9 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/clidoc"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/systemd"
 	"github.com/macake/macake/sim/linkmodel"
 )
 
@@ -235,14 +236,15 @@ on a terminal without NO_COLOR.`,
 		defaultConfigDir + "/NAME.toml\tthe policy of link NAME",
 		config.DaemonFile + "\tthe daemon settings (optional)",
 		defaultStateDir + "/state.json\tthe state file: pipe slots, pf token, measured profiles",
-		launchd.DaemonPlistPath + "\tthe LaunchDaemon that runs 'macake watch'",
-		launchd.DaemonLogPath + "\tthe daemon's log",
+		launchd.DaemonPlistPath + "\tthe LaunchDaemon that runs 'macake watch' (macOS)",
+		launchd.DaemonLogPath + "\tthe daemon's log (macOS; on Linux the journal: journalctl -u " + systemd.UnitName + ")",
+		systemd.UnitPath + "\tthe systemd unit that runs 'macake watch' (Linux)",
 	}
 	p.Sections = []clidoc.Section{
 		{Title: "Exit status", Body: strings.Join(exits, "\n")},
 		{Title: "Environment", Body: strings.Join(env, "\n")},
 		{Title: "Files", Body: strings.Join(files, "\n")},
-		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1)\n\nThe documentation in the source tree: README.md, docs/CONFIG.md, docs/OPERATIONS.md, docs/LINUX.md."},
+		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1), systemd.service(5), systemctl(1)\n\nThe documentation in the source tree: README.md, docs/CONFIG.md, docs/OPERATIONS.md, docs/LINUX.md."},
 	}
 	return p
 }

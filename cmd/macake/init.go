@@ -179,11 +179,12 @@ func nextCommands(e *env, d draft.Draft) [][2]string {
 	if d.Download == 0 {
 		first = [2]string{run(true, "measure", "--link", d.Name), "measure the link: \"auto\" becomes 95 % of it"}
 	}
-	return [][2]string{
-		first,
-		{run(true, "plan"), "see what applying it would change"},
-		{run(true, "install-daemon"), "shape it now and keep it adapting (or: apply)"},
+	last := [2]string{run(true, "install-daemon"), "shape it now and keep it adapting (or: apply)"}
+	if _, err := installableService(e); err != nil {
+		// No launchd or systemd to keep watch running: shape it once.
+		last = [2]string{run(true, "apply"), "shape it now (run `macake watch` under your init to keep it adapting)"}
 	}
+	return [][2]string{first, {run(true, "plan"), "see what applying it would change"}, last}
 }
 
 func interfaceNames(f linkfacts.Facts) string {

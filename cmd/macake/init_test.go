@@ -10,6 +10,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service/systemd"
 	"github.com/macake/macake/shape"
 )
 
@@ -86,7 +87,7 @@ func TestInitWritesAPolicyValidateAccepts(t *testing.T) {
 				wants = append(wants, `# download = { min = "`+lo.String()+`", max = "`+hi.String()+`" }`)
 			}
 			mustContain(t, "the policy", string(text), wants...)
-			mustContain(t, "init's output", stdout, "Wrote "+path, "Next:", tc.first, "plan", "install-daemon")
+			mustContain(t, "init's output", stdout, "Wrote "+path, "Next:", tc.first, "plan")
 			var next int
 			for _, l := range strings.Split(stdout[strings.Index(stdout, "Next:"):], "\n")[1:] {
 				if strings.HasPrefix(l, "  ") {
@@ -190,5 +191,34 @@ func TestInitNextStepsKeepTheDirectories(t *testing.T) {
 	}
 	if len(next) != 3 || !strings.Contains(next[0], "measure --link my-iphone") {
 		t.Errorf("next steps:\n%s", strings.Join(next, "\n"))
+	}
+}
+
+// TestInitNextStepPerSystem: the last step keeps the link shaped where
+// there is a service manager to install into (launchd, systemd), else
+// shapes it once: on Linux without systemd install-daemon cannot work
+// (issue 27, item 1).
+func TestInitNextStepPerSystem(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		machine func(t *testing.T) *fakeMac
+		want    string
+	}{
+		{"macOS", newFakeMac, " install-daemon  # shape it now and keep it adapting (or: apply)"},
+		{"Linux with systemd", newFakeLinux, " install-daemon  # shape it now and keep it adapting (or: apply)"},
+		{"Linux without systemd", func(t *testing.T) *fakeMac {
+			m := newFakeLinux(t)
+			m.files.Remove(systemd.BootedMarker)
+			return m
+		}, " apply  # shape it now (run `macake watch` under your init to keep it adapting)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.machine(t)
+			_, run := initRig(t, homeFacts)
+			code, stdout, stderr := run("init", "home", "--download", "10mbit", "--upload", "2mbit")
+			if code != exitOK || !strings.Contains(stdout, tc.want) {
+				t.Errorf("exit %d, stderr %q; stdout lacks %q:\n%s", code, stderr, tc.want, stdout)
+			}
+		})
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/service"
 )
 
 func TestEncodeLayoutAndRoundTrip(t *testing.T) {
@@ -128,7 +130,7 @@ func TestDecodeNamesTheLine(t *testing.T) {
 // FuzzDecode: Decode never panics, and whatever it accepts survives an
 // Encode/Decode round trip unchanged.
 func FuzzDecode(f *testing.F) {
-	for _, p := range []Program{examplesProgram} {
+	for _, p := range []service.Program{examplesProgram} {
 		if b, err := DaemonPlist(p); err == nil {
 			f.Add(b)
 		}

@@ -1,14 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package launchd runs macake as a macOS service: it renders the
-// LaunchDaemon plist for `macake watch` and the user LaunchAgent plist for
-// `macake monitor`, and installs or removes them with launchctl, idempotently.
-// The service commands' whole flow is here (ResolveProgram, Install,
-// Uninstall, and the Report they print as JSON), so the CLI only parses flags,
-// checks who runs it and prints. Rendering and planning are pure; the machine
-// is behind Host (the Files and execrun.Runner interfaces), so everything is
-// tested on Linux with fakes. It also renders the equivalent systemd units for
-// Linux.
+// Package launchd is the macOS backend of package service: it renders
+// the LaunchDaemon plist for `macake watch` and the user LaunchAgent plist
+// for `macake monitor`, and installs or removes them with launchctl,
+// idempotently. It registers itself as the manager of darwin.
 package launchd
 
 import (
@@ -17,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/macake/macake/service"
 )
 
 // Labels are reverse-DNS names under the project's domain; the plist file
@@ -48,38 +45,16 @@ const (
 	Launchctl = "/bin/launchctl"
 )
 
-// Choices shared by both jobs; see docs in DaemonPlist for why.
-const (
-	// ThrottleInterval is the minimum seconds between two launches. A job
-	// that fails at start (bad config, missing binary) is retried at this
-	// pace: slow enough not to flood the log, quick enough that a fixed
-	// policy file is picked up within half a minute without anyone acting.
-	ThrottleInterval = 30
-	// ProcessType Standard: Background would throttle CPU and timers, which
-	// distorts an RTT sampler; Interactive is unverified on current macOS.
-	ProcessType = "Standard"
-)
+// ProcessType Standard: Background would throttle CPU and timers, which
+// distorts an RTT sampler; Interactive is unverified on current macOS.
+const ProcessType = "Standard"
 
-// Program is what a service runs: the macake binary and the global flags it
-// gets, so the service uses exactly the directories the installer was given.
-type Program struct {
-	// Binary is the absolute path of the macake executable.
-	Binary string
-	// ConfigDir and StateDir are absolute; they become --config-dir and --state-dir.
-	ConfigDir string
-	StateDir  string
-}
-
-// Validate checks that every path is absolute (launchd and systemd start
-// jobs with / as the working directory and expand nothing) and printable.
-func (p Program) Validate() error {
+// checkPaths checks that p's paths are what a plist can carry: XML text.
+func checkPaths(p service.Program) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
 	for _, f := range []struct{ flag, path string }{{"--binary", p.Binary}, {"--config-dir", p.ConfigDir}, {"--state-dir", p.StateDir}} {
-		if f.path == "" {
-			return fmt.Errorf("%s is empty", f.flag)
-		}
-		if !filepath.IsAbs(f.path) {
-			return fmt.Errorf("%s %q is not an absolute path; a service has no working directory to resolve it against", f.flag, f.path)
-		}
 		if _, err := escapeText(f.path); err != nil {
 			return fmt.Errorf("%s: %w", f.flag, err)
 		}
@@ -87,14 +62,9 @@ func (p Program) Validate() error {
 	return nil
 }
 
-// Args returns the argv that runs command (e.g. "watch") with p's flags.
-func (p Program) Args(command string) []string {
-	return []string{p.Binary, "--config-dir", p.ConfigDir, "--state-dir", p.StateDir, command}
-}
-
 // DaemonArgs returns the LaunchDaemon's argv: `watch` writing its own
 // rotating log to DaemonLogPath (unless macake.toml sets log_file).
-func DaemonArgs(p Program) []string {
+func DaemonArgs(p service.Program) []string {
 	return append(p.Args("watch"), "--log-file", DaemonLogPath)
 }
 
@@ -110,7 +80,7 @@ func DaemonArgs(p Program) []string {
 // comes back. A 78 is then retried every ThrottleInterval, which also means
 // a fixed policy file is picked up without a manual restart; 77 cannot occur
 // in the system domain, where the job runs as root. (systemd can express the
-// rule exactly: see SystemdWatchUnit's RestartPreventExitStatus.)
+// rule exactly: see systemd.WatchUnit's RestartPreventExitStatus.)
 var keepAlive = Dict{{"SuccessfulExit", Bool(false)}}
 
 func stringArray(args []string) Array {
@@ -128,8 +98,8 @@ func stringArray(args []string) Array {
 // DaemonStderrPath. ExitTimeOut is left at launchd's default on purpose: watch
 // finishes its shutdown in well under a second, and a custom value has been
 // reported to suppress SIGTERM at reboot.
-func DaemonPlist(p Program) ([]byte, error) {
-	if err := p.Validate(); err != nil {
+func DaemonPlist(p service.Program) ([]byte, error) {
+	if err := checkPaths(p); err != nil {
 		return nil, err
 	}
 	return Encode(Dict{
@@ -137,7 +107,7 @@ func DaemonPlist(p Program) ([]byte, error) {
 		{"ProgramArguments", stringArray(DaemonArgs(p))},
 		{"RunAtLoad", Bool(true)},
 		{"KeepAlive", keepAlive},
-		{"ThrottleInterval", Integer(ThrottleInterval)},
+		{"ThrottleInterval", Integer(service.ThrottleInterval)},
 		{"ProcessType", String(ProcessType)},
 		{"StandardOutPath", String(DaemonStderrPath)},
 		{"StandardErrorPath", String(DaemonStderrPath)},
@@ -166,7 +136,7 @@ func AgentStderrPath(home string) string {
 
 // AgentArgs returns the LaunchAgent's argv: `monitor` writing its own
 // rotating log to AgentLogPath(home).
-func AgentArgs(p Program, home string) []string {
+func AgentArgs(p service.Program, home string) []string {
 	return append(p.Args("monitor"), "--log-file", AgentLogPath(home))
 }
 
@@ -175,8 +145,8 @@ func AgentArgs(p Program, home string) []string {
 // daemon, writing its own rotating log under ~/Library/Logs/macake (launchd's
 // stdout and stderr go to AgentStderrPath). home must be absolute: launchd
 // does not expand ~ in plists.
-func AgentPlist(p Program, home string) ([]byte, error) {
-	if err := p.Validate(); err != nil {
+func AgentPlist(p service.Program, home string) ([]byte, error) {
+	if err := checkPaths(p); err != nil {
 		return nil, err
 	}
 	if !filepath.IsAbs(home) {
@@ -187,26 +157,12 @@ func AgentPlist(p Program, home string) ([]byte, error) {
 		{"ProgramArguments", stringArray(AgentArgs(p, home))},
 		{"RunAtLoad", Bool(true)},
 		{"KeepAlive", keepAlive},
-		{"ThrottleInterval", Integer(ThrottleInterval)},
+		{"ThrottleInterval", Integer(service.ThrottleInterval)},
 		{"ProcessType", String(ProcessType)},
 		{"StandardOutPath", String(AgentStderrPath(home))},
 		{"StandardErrorPath", String(AgentStderrPath(home))},
 	})
 }
-
-// Owner is who a file should belong to. UID and GID -1 leave the owner to
-// whoever creates the file (the user, for an agent).
-type Owner struct {
-	UID, GID int
-	// Name is the human form, e.g. "root:wheel".
-	Name string
-}
-
-// RootWheel is the owner of system launchd files; wheel is gid 0 on macOS.
-var RootWheel = Owner{UID: 0, GID: 0, Name: "root:wheel"}
-
-// CurrentUser leaves ownership to the creating (non-root) user.
-var CurrentUser = Owner{UID: -1, GID: -1}
 
 // Job is one launchd service: where its plist lives, in which domain it
 // runs, and what the plist says.
@@ -219,7 +175,7 @@ type Job struct {
 	// Plist is the rendered plist; nil when only removing the job.
 	Plist []byte
 	// Owner and Mode of the plist file and of the directories created for it.
-	Owner Owner
+	Owner service.Owner
 	Mode  fs.FileMode
 	// LogDir is created at install so launchd can open the log file.
 	LogDir string
@@ -238,12 +194,12 @@ func (j Job) IsGUI() bool { return strings.HasPrefix(j.Domain, "gui/") }
 func Daemon() Job {
 	return Job{
 		Label: DaemonLabel, Domain: "system", PlistPath: DaemonPlistPath,
-		Owner: RootWheel, Mode: 0o644, LogDir: DaemonLogDir, LogPath: DaemonLogPath,
+		Owner: service.RootWheel, Mode: 0o644, LogDir: DaemonLogDir, LogPath: DaemonLogPath,
 	}
 }
 
 // DaemonJob returns the LaunchDaemon job running p.
-func DaemonJob(p Program) (Job, error) {
+func DaemonJob(p service.Program) (Job, error) {
 	j := Daemon()
 	var err error
 	j.Plist, err = DaemonPlist(p)
@@ -255,12 +211,12 @@ func DaemonJob(p Program) (Job, error) {
 func Agent(home string, uid int) Job {
 	return Job{
 		Label: AgentLabel, Domain: "gui/" + strconv.Itoa(uid), PlistPath: AgentPlistPath(home),
-		Owner: CurrentUser, Mode: 0o644, LogDir: AgentLogDir(home), LogPath: AgentLogPath(home),
+		Owner: service.CurrentUser, Mode: 0o644, LogDir: AgentLogDir(home), LogPath: AgentLogPath(home),
 	}
 }
 
 // AgentJob returns the user LaunchAgent job running p.
-func AgentJob(p Program, home string, uid int) (Job, error) {
+func AgentJob(p service.Program, home string, uid int) (Job, error) {
 	j := Agent(home, uid)
 	var err error
 	j.Plist, err = AgentPlist(p, home)

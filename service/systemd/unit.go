@@ -1,55 +1,79 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package launchd
+// Package systemd is the Linux backend of package service: it renders the
+// system unit macake-watch.service for `macake watch` and the user unit
+// macake-monitor.service for `macake monitor`, and installs, enables and
+// starts them (or stops, disables and removes them) with systemctl,
+// idempotently. It registers itself as the manager of linux.
+package systemd
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/service"
 )
 
-// SystemdWatchCapabilities are the only capabilities the watch unit keeps
+// UnitName is the system unit running `macake watch`; UnitPath where
+// install-daemon writes it (the administrator's unit directory, which
+// outranks a packaged unit of the same name).
+const (
+	UnitName = "macake-watch.service"
+	UnitPath = "/etc/systemd/system/" + UnitName
+)
+
+// MonitorUnitName is the user unit running `macake monitor`.
+const MonitorUnitName = "macake-monitor.service"
+
+// MonitorUnitPath is where install-agent writes the user unit inside home.
+func MonitorUnitPath(home string) string {
+	return filepath.Join(home, ".config", "systemd", "user", MonitorUnitName)
+}
+
+// WatchCapabilities are the only capabilities the watch unit keeps
 // (CapabilityBoundingSet=): CAP_NET_ADMIN for tc, IFB devices and their
 // filters, CAP_NET_RAW for the ICMP probes. Root without the others cannot
 // load modules, read others' files or mount; the kernel still loads a
 // qdisc's module on demand.
-var SystemdWatchCapabilities = []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}
+var WatchCapabilities = []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}
 
-// systemdStateBase is where systemd's StateDirectory= lives.
-const systemdStateBase = "/var/lib/"
+// stateBase is where systemd's StateDirectory= lives.
+const stateBase = "/var/lib/"
 
-// SystemdWatchUnit renders macake-watch.service, the Linux counterpart of
+// WatchUnit renders macake-watch.service, the Linux counterpart of
 // the LaunchDaemon: `macake watch` as root, restarted on failure after
 // ThrottleInterval seconds, except on exit 77 (needs root) and 78 (config
 // invalid), which need a person; systemd can say that, launchd cannot.
 // stdout and stderr go to the journal. It is sandboxed: a read-only
-// system, only SystemdWatchCapabilities, no new privileges; the state
+// system, only WatchCapabilities, no new privileges; the state
 // directory is the one place it writes (StateDirectory= when it is under
 // /var/lib, which systemd creates with mode 0700, else ReadWritePaths=,
 // which must exist).
-func SystemdWatchUnit(p Program) ([]byte, error) {
+func WatchUnit(p service.Program) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	exec, err := systemdExecLine(p.Args("watch"))
+	exec, err := execLine(p.Args("watch"))
 	if err != nil {
 		return nil, err
 	}
-	stateLines, err := systemdStateLines(p.StateDir)
+	stateLines, err := stateLines(p.StateDir)
 	if err != nil {
 		return nil, err
 	}
 	var b strings.Builder
-	b.WriteString("# macake watch under systemd: the Linux counterpart of the " + DaemonLabel + " LaunchDaemon.\n")
-	b.WriteString("# Install: macake install-daemon --systemd-unit | sudo tee /etc/systemd/system/macake-watch.service\n")
-	if !strings.HasPrefix(p.StateDir, systemdStateBase) {
+	b.WriteString("# macake watch under systemd, as `sudo macake install-daemon` installs it.\n")
+	b.WriteString("# By hand: macake install-daemon --systemd-unit | sudo tee " + UnitPath + "\n")
+	if !strings.HasPrefix(p.StateDir, stateBase) {
 		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0700", p.StateDir}}
 		b.WriteString("#          " + mkdir.String() + "   (ReadWritePaths= needs it to exist)\n")
 	}
-	b.WriteString("#          sudo systemctl daemon-reload && sudo systemctl enable --now macake-watch\n")
-	b.WriteString("# Logs:    journalctl -u macake-watch\n")
+	b.WriteString("#          sudo systemctl daemon-reload && sudo systemctl enable --now " + UnitName + "\n")
+	b.WriteString("# Logs:    journalctl -u " + UnitName + "\n")
 	b.WriteString("[Unit]\n")
 	b.WriteString("Description=macake: latency-driven adaptive bandwidth shaping (watch)\n")
 	b.WriteString("Documentation=https://github.com/macake/macake\n")
@@ -59,11 +83,11 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 	b.WriteString("Type=simple\n")
 	b.WriteString("ExecStart=" + exec + "\n")
 	b.WriteString("Restart=on-failure\n")
-	fmt.Fprintf(&b, "RestartSec=%d\n", ThrottleInterval)
+	fmt.Fprintf(&b, "RestartSec=%d\n", service.ThrottleInterval)
 	b.WriteString("RestartPreventExitStatus=77 78\n")
 	b.WriteString("TimeoutStopSec=15\n")
 	b.WriteString("# Sandbox: see systemd.exec(5) and `systemd-analyze security macake-watch`.\n")
-	b.WriteString("CapabilityBoundingSet=" + strings.Join(SystemdWatchCapabilities, " ") + "\n")
+	b.WriteString("CapabilityBoundingSet=" + strings.Join(WatchCapabilities, " ") + "\n")
 	b.WriteString("NoNewPrivileges=yes\n")
 	b.WriteString("ProtectSystem=strict\n")
 	b.WriteString("ProtectHome=read-only\n")
@@ -86,12 +110,12 @@ func SystemdWatchUnit(p Program) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-// systemdStateLines are the unit's lines that let watch write its state
+// stateLines are the unit's lines that let watch write its state
 // directory dir, an absolute path: StateDirectory= for a directory under
 // /var/lib (systemd creates it, root-only), else ReadWritePaths=. Both
 // take specifiers (so % is doubled) and unquote double-quoted words with
 // C escapes (so a path with blanks is quoted), but expand no variables.
-func systemdStateLines(dir string) (string, error) {
+func stateLines(dir string) (string, error) {
 	for _, r := range dir {
 		if r < 0x20 || r == 0x7f {
 			return "", fmt.Errorf("state directory %q contains a control character, which a systemd unit cannot hold", dir)
@@ -104,27 +128,27 @@ func systemdStateLines(dir string) (string, error) {
 		}
 		return w
 	}
-	if rel, ok := strings.CutPrefix(dir, systemdStateBase); ok && strings.Trim(rel, "/") != "" {
+	if rel, ok := strings.CutPrefix(dir, stateBase); ok && strings.Trim(rel, "/") != "" {
 		return "StateDirectory=" + word(strings.TrimSuffix(rel, "/")) + "\nStateDirectoryMode=0700\n", nil
 	}
 	return "ReadWritePaths=" + word(dir) + "\n", nil
 }
 
-// SystemdMonitorUnit renders macake-monitor.service, a systemd user unit
+// MonitorUnit renders macake-monitor.service, a systemd user unit
 // running `macake monitor`, the counterpart of the LaunchAgent.
-func SystemdMonitorUnit(p Program) ([]byte, error) {
+func MonitorUnit(p service.Program) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	exec, err := systemdExecLine(p.Args("monitor"))
+	exec, err := execLine(p.Args("monitor"))
 	if err != nil {
 		return nil, err
 	}
 	var b strings.Builder
-	b.WriteString("# macake monitor as a systemd user service: the Linux counterpart of the " + AgentLabel + " LaunchAgent.\n")
-	b.WriteString("# Install: mkdir -p ~/.config/systemd/user\n")
-	b.WriteString("#          macake install-agent --systemd-unit > ~/.config/systemd/user/macake-monitor.service\n")
-	b.WriteString("#          systemctl --user daemon-reload && systemctl --user enable --now macake-monitor\n")
+	b.WriteString("# macake monitor as a systemd user service, as `macake install-agent` installs it.\n")
+	b.WriteString("# By hand: mkdir -p ~/.config/systemd/user\n")
+	b.WriteString("#          macake install-agent --systemd-unit > ~/.config/systemd/user/" + MonitorUnitName + "\n")
+	b.WriteString("#          systemctl --user daemon-reload && systemctl --user enable --now " + MonitorUnitName + "\n")
 	b.WriteString("# Unprivileged ICMP needs your group inside net.ipv4.ping_group_range.\n")
 	b.WriteString("[Unit]\n")
 	b.WriteString("Description=macake: latency monitor, no shaping\n")
@@ -133,18 +157,18 @@ func SystemdMonitorUnit(p Program) ([]byte, error) {
 	b.WriteString("Type=simple\n")
 	b.WriteString("ExecStart=" + exec + "\n")
 	b.WriteString("Restart=on-failure\n")
-	fmt.Fprintf(&b, "RestartSec=%d\n", ThrottleInterval)
+	fmt.Fprintf(&b, "RestartSec=%d\n", service.ThrottleInterval)
 	b.WriteString("RestartPreventExitStatus=64 78\n\n")
 	b.WriteString("[Install]\n")
 	b.WriteString("WantedBy=default.target\n")
 	return []byte(b.String()), nil
 }
 
-// systemdExecLine quotes argv for ExecStart= (systemd.service(5), "Command
+// execLine quotes argv for ExecStart= (systemd.service(5), "Command
 // lines"): words with blanks, quotes or backslashes are double-quoted with
 // C escapes; % and $ are doubled so systemd expands neither specifiers nor
 // variables inside a path.
-func systemdExecLine(argv []string) (string, error) {
+func execLine(argv []string) (string, error) {
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		for _, r := range a {
@@ -159,4 +183,51 @@ func systemdExecLine(argv []string) (string, error) {
 		words[i] = w
 	}
 	return strings.Join(words, " "), nil
+}
+
+// ProgramOfUnit reads what a systemd unit's ExecStart runs: the Program
+// WatchUnit wrote into it.
+func ProgramOfUnit(data []byte) (service.Program, error) {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "ExecStart="); found {
+			args, err := SplitExecStart(v)
+			if err != nil {
+				return service.Program{}, err
+			}
+			return service.ParseArgs(args)
+		}
+	}
+	return service.Program{}, errors.New("no ExecStart= line")
+}
+
+// SplitExecStart splits a systemd ExecStart= value into words: spaces
+// separate them, double-quoted words are Go-quoted (as WatchUnit
+// writes them), and "%%" and "$$" stand for "%" and "$".
+func SplitExecStart(s string) ([]string, error) {
+	var words []string
+	unescape := strings.NewReplacer("%%", "%", "$$", "$")
+	for s = strings.TrimLeft(s, " \t"); s != ""; s = strings.TrimLeft(s, " \t") {
+		var w string
+		if s[0] == '"' {
+			q, err := strconv.QuotedPrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("ExecStart: unterminated or malformed quoted word in %q", s)
+			}
+			if w, err = strconv.Unquote(q); err != nil {
+				return nil, fmt.Errorf("ExecStart: %q: %v", q, err)
+			}
+			s = s[len(q):]
+			if s != "" && s[0] != ' ' && s[0] != '\t' {
+				return nil, fmt.Errorf("ExecStart: text right after a quoted word: %q", s)
+			}
+		} else {
+			end := strings.IndexAny(s, " \t")
+			if end < 0 {
+				end = len(s)
+			}
+			w, s = s[:end], s[end:]
+		}
+		words = append(words, unescape.Replace(w))
+	}
+	return words, nil
 }

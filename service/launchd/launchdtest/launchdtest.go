@@ -1,123 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package launchdtest provides fakes of the file system and of launchctl
-// for tests of code that installs launchd jobs, so they run on Linux.
+// Package launchdtest provides a fake of launchctl for tests of code that
+// installs launchd jobs, so they run on Linux.
 package launchdtest
 
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strings"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/servicetest"
 )
-
-// fakeFile is one entry of Files.
-type fakeFile struct {
-	data     []byte
-	mode     fs.FileMode
-	uid, gid int
-	dir      bool
-}
-
-// Files is an in-memory launchd.Files with owners and modes. Writes need
-// the parent directory to exist, as on a real file system.
-type Files struct {
-	files map[string]*fakeFile
-	// UID and GID own what is created with an Owner of -1 (the acting user).
-	UID, GID int
-}
-
-// NewFiles returns a file system holding dirs (root:wheel 0755) and their parents.
-func NewFiles(dirs ...string) *Files {
-	f := &Files{files: map[string]*fakeFile{"/": {dir: true, mode: fs.ModeDir | 0o755}}}
-	for _, d := range dirs {
-		f.MkdirAll(d, 0o755, launchd.RootWheel)
-	}
-	return f
-}
-
-// AddFile puts a file at path (its directory is created), e.g. a binary.
-func (f *Files) AddFile(path string, data []byte, mode fs.FileMode, uid, gid int) {
-	f.MkdirAll(filepath.Dir(path), 0o755, launchd.RootWheel)
-	f.files[filepath.Clean(path)] = &fakeFile{data: data, mode: mode, uid: uid, gid: gid}
-}
-
-// Chmod changes path's permission bits, as someone outside macake would.
-func (f *Files) Chmod(path string, mode fs.FileMode) {
-	e := f.files[filepath.Clean(path)]
-	e.mode = e.mode&^fs.ModePerm | mode
-}
-
-// Chown changes path's owner.
-func (f *Files) Chown(path string, uid, gid int) {
-	e := f.files[filepath.Clean(path)]
-	e.uid, e.gid = uid, gid
-}
-
-// Stat implements launchd.Files.
-func (f *Files) Stat(path string) (launchd.FileInfo, error) {
-	e, ok := f.files[filepath.Clean(path)]
-	if !ok {
-		return launchd.FileInfo{}, &fs.PathError{Op: "stat", Path: path, Err: fs.ErrNotExist}
-	}
-	return launchd.FileInfo{Mode: e.mode, UID: e.uid, GID: e.gid, IsDir: e.dir}, nil
-}
-
-// ReadFile implements launchd.Files.
-func (f *Files) ReadFile(path string) ([]byte, error) {
-	e, ok := f.files[filepath.Clean(path)]
-	if !ok || e.dir {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
-	}
-	return append([]byte(nil), e.data...), nil
-}
-
-func (f *Files) owner(o launchd.Owner) (int, int) {
-	if o.UID < 0 {
-		return f.UID, f.GID
-	}
-	return o.UID, o.GID
-}
-
-// WriteFile implements launchd.Files.
-func (f *Files) WriteFile(path string, data []byte, perm fs.FileMode, o launchd.Owner) error {
-	if p, ok := f.files[filepath.Dir(path)]; !ok || !p.dir {
-		return &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
-	}
-	uid, gid := f.owner(o)
-	f.files[filepath.Clean(path)] = &fakeFile{data: append([]byte(nil), data...), mode: perm, uid: uid, gid: gid}
-	return nil
-}
-
-// MkdirAll implements launchd.Files.
-func (f *Files) MkdirAll(path string, perm fs.FileMode, o launchd.Owner) error {
-	path = filepath.Clean(path)
-	if e, ok := f.files[path]; ok {
-		if !e.dir {
-			return fmt.Errorf("mkdir %s: not a directory", path)
-		}
-		return nil
-	}
-	if err := f.MkdirAll(filepath.Dir(path), perm, o); err != nil {
-		return err
-	}
-	uid, gid := f.owner(o)
-	f.files[path] = &fakeFile{dir: true, mode: fs.ModeDir | perm, uid: uid, gid: gid}
-	return nil
-}
-
-// Remove implements launchd.Files.
-func (f *Files) Remove(path string) error {
-	if _, ok := f.files[filepath.Clean(path)]; !ok {
-		return &fs.PathError{Op: "remove", Path: path, Err: fs.ErrNotExist}
-	}
-	delete(f.files, filepath.Clean(path))
-	return nil
-}
 
 // Launchd is a execrun.Runner that answers launchctl the way
 // reference/darwin-and-linux.md §8 and field reports describe it: print
@@ -125,7 +20,7 @@ func (f *Files) Remove(path string) error {
 // it cannot read exits 5 (EIO); bootout of an unknown job exits 113; a
 // missing gui domain is "Could not find domain" (bootstrap: 125).
 type Launchd struct {
-	files *Files
+	files *servicetest.Files
 	// Loaded maps a service target to the plist bytes launchd read.
 	Loaded map[string][]byte
 	// NoGUI makes every gui/ domain missing (an ssh-only session).
@@ -144,7 +39,7 @@ type overrideResult struct {
 }
 
 // NewLaunchd returns a launchd with nothing loaded that reads plists from files.
-func NewLaunchd(files *Files) *Launchd {
+func NewLaunchd(files *servicetest.Files) *Launchd {
 	return &Launchd{files: files, Loaded: map[string][]byte{}, override: map[string]overrideResult{}}
 }
 

@@ -6,33 +6,32 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/launchd/launchdtest"
+	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/launchd/launchdtest"
+	"github.com/macake/macake/service/servicetest"
 )
 
-var program = launchd.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+var program = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
 
 const home = "/Users/you"
 
 // machine is a fake Mac: file system, launchd, and an installer on them.
 type machine struct {
-	files   *launchdtest.Files
+	files   *servicetest.Files
 	launchd *launchdtest.Launchd
 	in      *launchd.Installer
 	sleeps  []time.Duration
 }
 
 func newMachine() *machine {
-	m := &machine{files: launchdtest.NewFiles("/Library/LaunchDaemons", "/var/log", home)}
+	m := &machine{files: servicetest.NewFiles("/Library/LaunchDaemons", "/var/log", home)}
 	m.launchd = launchdtest.NewLaunchd(m.files)
 	m.in = &launchd.Installer{Files: m.files, Runner: m.launchd, Sleep: func(d time.Duration) { m.sleeps = append(m.sleeps, d) }}
 	return m
@@ -57,7 +56,7 @@ func (m *machine) install(t *testing.T, j launchd.Job, restart bool) ([]string, 
 		t.Fatalf("Observe: %v", err)
 	}
 	var ran []string
-	out, err := m.in.Apply(context.Background(), j, launchd.PlanInstall(j, obs, restart), func(s launchd.Step) { ran = append(ran, s.String()) })
+	out, err := m.in.Apply(context.Background(), j, launchd.PlanInstall(j, obs, restart), func(s service.Step) { ran = append(ran, s.String()) })
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -71,7 +70,7 @@ func (m *machine) uninstall(t *testing.T, j launchd.Job) []string {
 		t.Fatalf("Observe: %v", err)
 	}
 	var ran []string
-	if _, err := m.in.Apply(context.Background(), j, launchd.PlanUninstall(j, obs), func(s launchd.Step) { ran = append(ran, s.String()) }); err != nil {
+	if _, err := m.in.Apply(context.Background(), j, launchd.PlanUninstall(j, obs), func(s service.Step) { ran = append(ran, s.String()) }); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	return ran
@@ -141,9 +140,9 @@ func TestInstallDaemonChangedPlistReloads(t *testing.T) {
 // reported to refuse writable plists, and a user-owned one could be edited
 // into running anything as root.
 func TestInstallDaemonRepairsModeAndOwner(t *testing.T) {
-	for name, mutate := range map[string]func(*launchdtest.Files){
-		"group-writable": func(f *launchdtest.Files) { f.Chmod(launchd.DaemonPlistPath, 0o664) },
-		"user-owned":     func(f *launchdtest.Files) { f.Chown(launchd.DaemonPlistPath, 501, 20) },
+	for name, mutate := range map[string]func(*servicetest.Files){
+		"group-writable": func(f *servicetest.Files) { f.Chmod(launchd.DaemonPlistPath, 0o664) },
+		"user-owned":     func(f *servicetest.Files) { f.Chown(launchd.DaemonPlistPath, 501, 20) },
 	} {
 		m := newMachine()
 		j := daemonJob(t, "/usr/local/bin/macake")
@@ -322,12 +321,12 @@ func TestInstallAgentWithoutGUISession(t *testing.T) {
 	m.launchd.NoGUI = true
 	j := agentJob(t)
 	obs, err := m.in.Observe(context.Background(), j)
-	if err != nil || !obs.NoDomain {
-		t.Fatalf("Observe = %+v, %v; want NoDomain", obs, err)
+	if err != nil || !obs.NoSession {
+		t.Fatalf("Observe = %+v, %v; want NoSession", obs, err)
 	}
 	steps := launchd.PlanInstall(j, obs, false)
 	for _, s := range steps {
-		if s.Kind == launchd.StepLaunchctl {
+		if s.Kind == service.StepRun {
 			t.Errorf("planned %s without a GUI session", s)
 		}
 	}
@@ -355,69 +354,20 @@ func TestPlanIsPure(t *testing.T) {
 	j := daemonJob(t, "/usr/local/bin/macake")
 	for _, tc := range []struct {
 		name string
-		obs  launchd.Observation
-		want []launchd.StepKind
+		obs  service.Observation
+		want []service.StepKind
 	}{
-		{"fresh", launchd.Fresh(j), []launchd.StepKind{launchd.StepMkdir, launchd.StepWrite, launchd.StepLaunchctl, launchd.StepLaunchctl}},
-		{"installed", launchd.Observation{Plist: launchd.PlistSame, Loaded: true}, nil},
-		{"changed", launchd.Observation{Plist: launchd.PlistDifferent, Loaded: true}, []launchd.StepKind{launchd.StepWrite, launchd.StepLaunchctl, launchd.StepLaunchctl, launchd.StepLaunchctl}},
-		{"file only", launchd.Observation{Plist: launchd.PlistSame}, []launchd.StepKind{launchd.StepLaunchctl, launchd.StepLaunchctl}},
+		{"fresh", launchd.Fresh(j), []service.StepKind{service.StepMkdir, service.StepWrite, service.StepRun, service.StepRun}},
+		{"installed", service.Observation{File: service.FileSame, Loaded: true}, nil},
+		{"changed", service.Observation{File: service.FileDifferent, Loaded: true}, []service.StepKind{service.StepWrite, service.StepRun, service.StepRun, service.StepRun}},
+		{"file only", service.Observation{File: service.FileSame}, []service.StepKind{service.StepRun, service.StepRun}},
 	} {
-		var kinds []launchd.StepKind
+		var kinds []service.StepKind
 		for _, s := range launchd.PlanInstall(j, tc.obs, false) {
 			kinds = append(kinds, s.Kind)
 		}
 		if !reflect.DeepEqual(kinds, tc.want) {
 			t.Errorf("%s: kinds %v, want %v", tc.name, kinds, tc.want)
 		}
-	}
-}
-
-// TestOSFiles checks the real file system side in a temporary directory:
-// atomic write with the exact mode despite the umask, directory mode, and
-// chown when running as root.
-func TestOSFiles(t *testing.T) {
-	old := syscall.Umask(0o077)
-	defer syscall.Umask(old)
-	dir := t.TempDir()
-	var f launchd.OSFiles
-	logDir := filepath.Join(dir, "log", "macake")
-	if err := f.MkdirAll(logDir, 0o755, launchd.CurrentUser); err != nil {
-		t.Fatal(err)
-	}
-	if fi, err := f.Stat(logDir); err != nil || !fi.IsDir || fi.Mode.Perm() != 0o755 || fi.UID != os.Getuid() {
-		t.Errorf("MkdirAll: %+v, %v; want a 0755 directory owned by uid %d", fi, err, os.Getuid())
-	}
-	path := filepath.Join(dir, "job.plist")
-	owner := launchd.CurrentUser
-	if os.Geteuid() == 0 {
-		owner = launchd.Owner{UID: 1, GID: 1, Name: "daemon:daemon"}
-	}
-	for _, content := range []string{"one", "two"} {
-		if err := f.WriteFile(path, []byte(content), 0o644, owner); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := f.ReadFile(path); err != nil || string(got) != content {
-			t.Fatalf("ReadFile = %q, %v", got, err)
-		}
-	}
-	fi, _ := f.Stat(path)
-	if fi.Mode.Perm() != 0o644 {
-		t.Errorf("mode %v, want 0644", fi.Mode)
-	}
-	if owner.UID > 0 && (fi.UID != 1 || fi.GID != 1) {
-		t.Errorf("owner %d:%d, want 1:1", fi.UID, fi.GID)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("temporary files left behind: %v", entries)
-	}
-	if err := f.Remove(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Remove(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("second Remove = %v, want ErrNotExist", err)
-	}
-	if _, err := f.Stat(path); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Stat after Remove = %v", err)
 	}
 }

@@ -15,32 +15,55 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/launchd/launchdtest"
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/launchd/launchdtest"
+	"github.com/macake/macake/service/servicetest"
+	"github.com/macake/macake/service/systemd"
+	"github.com/macake/macake/service/systemd/systemdtest"
 )
 
-// fakeMac replaces the launchd commands' outside world with an in-memory
-// Mac holding an installed, root-owned /usr/local/bin/macake and a config
-// directory.
+// fakeMac replaces the service commands' outside world with an in-memory
+// machine holding an installed, root-owned /usr/local/bin/macake and a
+// config directory: a Mac with launchd (newFakeMac), or a Linux machine
+// running systemd (newFakeLinux).
 type fakeMac struct {
 	goos    string
-	files   *launchdtest.Files
+	files   *servicetest.Files
 	launchd *launchdtest.Launchd
+	systemd *systemdtest.Systemctl
 	downs   int
 }
 
 func newFakeMac(t *testing.T) *fakeMac {
 	t.Helper()
-	m := &fakeMac{goos: "darwin", files: launchdtest.NewFiles("/Library/LaunchDaemons", "/var/log", "/etc/macake/links.d", "/Users/you")}
+	m := &fakeMac{goos: "darwin", files: servicetest.NewFiles("/Library/LaunchDaemons", "/var/log", "/etc/macake/links.d", "/Users/you", "/home/me")}
 	m.files.AddFile("/usr/local/bin/macake", []byte("binary"), 0o755, 0, 0)
 	m.launchd = launchdtest.NewLaunchd(m.files)
-	saved := newLaunchdHost
-	newLaunchdHost = func() launchdHost {
-		return launchdHost{goos: m.goos, files: m.files, runner: m.launchd,
-			executable: func() (string, error) { return "/usr/local/bin/macake", nil },
-			sleep:      func(time.Duration) {}}
+	saved := serviceHost
+	serviceHost = func(e *env) service.Host {
+		var runner execrun.Runner = m.launchd
+		if m.goos == "linux" {
+			runner = m.systemd
+		}
+		return service.Host{GOOS: m.goos, Files: m.files, Runner: runner,
+			Executable: func() (string, error) { return "/usr/local/bin/macake", nil },
+			Sleep:      func(time.Duration) {}}
 	}
-	t.Cleanup(func() { newLaunchdHost = saved })
+	t.Cleanup(func() { serviceHost = saved })
+	return m
+}
+
+// newFakeLinux is newFakeMac on Linux with systemd running, for the user
+// whose home is /home/me.
+func newFakeLinux(t *testing.T) *fakeMac {
+	t.Helper()
+	m := newFakeMac(t)
+	m.goos = "linux"
+	m.files.MkdirAll(systemd.BootedMarker, 0o755, service.RootRoot)
+	m.files.MkdirAll("/etc/systemd/system", 0o755, service.RootRoot)
+	m.systemd = systemdtest.New(m.files, "/home/me")
 	return m
 }
 
@@ -180,7 +203,7 @@ func TestInstallDaemonDryRunJSON(t *testing.T) {
 		DryRun        bool   `json:"dry_run"`
 		ServiceTarget string `json:"service_target"`
 		Changed       bool   `json:"changed"`
-		Plist         string `json:"plist"`
+		Content       string `json:"content"`
 		Steps         []struct {
 			Action string   `json:"action"`
 			Argv   []string `json:"argv"`
@@ -192,10 +215,10 @@ func TestInstallDaemonDryRunJSON(t *testing.T) {
 	if !rep.DryRun || !rep.Changed || rep.ServiceTarget != "system/org.macake.watch" || len(rep.Steps) != 4 {
 		t.Errorf("report %+v", rep)
 	}
-	if _, err := launchd.Decode([]byte(rep.Plist)); err != nil {
+	if _, err := launchd.Decode([]byte(rep.Content)); err != nil {
 		t.Errorf("plist in JSON does not lint: %v", err)
 	}
-	if last := rep.Steps[len(rep.Steps)-1]; last.Action != "launchctl" || last.Argv[1] != "bootstrap" {
+	if last := rep.Steps[len(rep.Steps)-1]; last.Action != "run" || last.Argv[1] != "bootstrap" {
 		t.Errorf("last step %+v, want the bootstrap", last)
 	}
 }
@@ -236,35 +259,77 @@ func TestInstallDaemonFailureReportsLaunchctl(t *testing.T) {
 	}
 }
 
+// TestServiceCommandsOnLinux: on Linux the four commands install, enable
+// and start the systemd units (and stop and remove them), where they said
+// "launchd is macOS-only" and exited 69 (issue 27, item 1).
 func TestServiceCommandsOnLinux(t *testing.T) {
-	m := newFakeMac(t)
-	m.goos = "linux"
-	for _, tc := range []struct {
-		uid  int
-		args []string
-		want string
-	}{
-		{0, []string{"install-daemon"}, "install-daemon --systemd-unit | sudo tee /etc/systemd/system/macake-watch.service"},
-		{0, []string{"uninstall-daemon"}, "systemctl disable --now macake-watch"},
-		{501, []string{"install-agent"}, "install-agent --systemd-unit > ~/.config/systemd/user/macake-monitor.service"},
-		{501, []string{"uninstall-agent"}, "systemctl --user disable --now macake-monitor"},
-	} {
-		code, _, stderr := runAs(t, tc.uid, "/home/me", tc.args...)
-		if code != exitUnavailable || !strings.Contains(stderr, "launchd is macOS-only") || !strings.Contains(stderr, tc.want) {
-			t.Errorf("%v: exit %d, stderr %q; want 69 and %q", tc.args, code, stderr, tc.want)
-		}
+	m := newFakeLinux(t)
+	m.stubDown(t, exitOK, "removed everything")
+	code, stdout, stderr := runAs(t, 0, "/root", "install-daemon")
+	if code != exitOK {
+		t.Fatalf("install-daemon: exit %d, stderr %q", code, stderr)
 	}
-	if len(m.launchd.Calls) != 0 {
-		t.Errorf("ran launchctl on Linux: %q", m.launchd.Calls)
+	mustContain(t, "install-daemon's stderr", stderr, "wrote /etc/systemd/system/macake-watch.service (root:root 0644)  # not installed",
+		"ran: systemctl daemon-reload", "ran: systemctl enable macake-watch.service  # start it at every boot", "ran: systemctl start macake-watch.service  # start it now")
+	mustContain(t, "install-daemon's stdout", stdout, "Installed macake-watch.service: systemd runs `macake watch` now and at every boot.",
+		"Logs:   journalctl -u macake-watch.service -f", "Job:    systemctl status macake-watch.service")
+	if !m.systemd.System.Active["macake-watch.service"] || !m.systemd.System.Enabled["macake-watch.service"] {
+		t.Errorf("not enabled and running: %+v", m.systemd.System)
 	}
-	// A dry run still shows what a Mac would get.
-	code, stdout, stderr := runAs(t, 501, "/home/me", "install-daemon", "--dry-run")
-	if code != exitOK || !strings.Contains(stdout, "would run: /bin/launchctl bootstrap system") || !strings.Contains(stderr, "macOS-only") {
-		t.Errorf("dry run on Linux: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	if code, stdout, _ := runAs(t, 0, "/root", "install-daemon"); code != exitOK || !strings.Contains(stdout, "installed and running with this exact unit; nothing to do") {
+		t.Errorf("second install: exit %d, %q", code, stdout)
 	}
-	code, stdout, _ = runAs(t, 0, "/root", "uninstall-daemon", "--dry-run")
-	if code != exitOK || !strings.Contains(stdout, "would run: /bin/launchctl bootout system/org.macake.watch") || !strings.Contains(stdout, "would run: macake down") {
-		t.Errorf("uninstall dry run on Linux: exit %d\n%s", code, stdout)
+	code, _, stderr = runAs(t, 0, "/root", "uninstall-daemon")
+	if code != exitOK || m.downs != 1 {
+		t.Fatalf("uninstall-daemon: exit %d, downs %d, stderr %q", code, m.downs, stderr)
+	}
+	mustContain(t, "uninstall-daemon's stderr", stderr, "ran: systemctl disable --now macake-watch.service", "removed /etc/systemd/system/macake-watch.service",
+		"Uninstalled macake-watch.service; its log stays in the journal", "removed everything")
+
+	m.files.UID, m.files.GID = 1000, 1000
+	code, stdout, stderr = runAs(t, 1000, "/home/me", "install-agent")
+	if code != exitOK || !m.systemd.User.Active["macake-monitor.service"] {
+		t.Fatalf("install-agent: exit %d, stderr %q", code, stderr)
+	}
+	mustContain(t, "install-agent", stdout+stderr, "ran: systemctl --user enable macake-monitor.service", "Installed macake-monitor.service: systemd runs `macake monitor` now and at every login.",
+		"Logs:   journalctl --user -u macake-monitor.service -f")
+	if strings.Contains(stdout, "sudo") {
+		t.Errorf("the agent's output suggests sudo:\n%s", stdout)
+	}
+	if code, _, stderr := runAs(t, 1000, "/home/me", "uninstall-agent"); code != exitOK || m.systemd.User.Active["macake-monitor.service"] {
+		t.Errorf("uninstall-agent: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestServiceCommandsWithoutSystemd: a Linux machine whose init is not
+// systemd gets exit 69 and what to do instead; a dry run still shows the
+// steps, and --json says which manager it is for.
+func TestServiceCommandsWithoutSystemd(t *testing.T) {
+	m := newFakeLinux(t)
+	m.files.Remove(systemd.BootedMarker)
+	code, _, stderr := runAs(t, 0, "/root", "install-daemon")
+	if code != exitUnavailable || !strings.Contains(stderr, "systemd is not running on this machine") {
+		t.Errorf("install-daemon: exit %d, stderr %q", code, stderr)
+	}
+	code, stdout, _ := runAs(t, 501, "/home/me", "install-daemon", "--dry-run")
+	if code != exitOK || !strings.Contains(stdout, "would run: systemctl enable macake-watch.service") || !strings.Contains(stdout, "# /etc/systemd/system/macake-watch.service (root:root 0644)\n# macake watch under systemd") {
+		t.Errorf("dry run: exit %d\n%s", code, stdout)
+	}
+	code, stdout, _ = runAs(t, 0, "/root", "uninstall-daemon", "--dry-run", "--json")
+	var rep struct {
+		FormatVersion string `json:"format_version"`
+		System        string `json:"system"`
+		Path          string `json:"path"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != exitOK || rep.FormatVersion != "3.0" || rep.System != "systemd" || rep.Path != systemd.UnitPath {
+		t.Errorf("uninstall --dry-run --json: exit %d, %+v, %v", code, rep, err)
+	}
+	if len(m.systemd.Calls) != 0 {
+		t.Errorf("ran systemctl: %q", m.systemd.Calls)
+	}
+	m.goos = "freebsd"
+	if code, _, stderr := runAs(t, 0, "/root", "install-daemon"); code != exitUnavailable || !strings.Contains(stderr, "on darwin and linux only") {
+		t.Errorf("freebsd: exit %d, stderr %q", code, stderr)
 	}
 }
 
@@ -272,7 +337,7 @@ func TestSystemdUnitFlag(t *testing.T) {
 	m := newFakeMac(t)
 	m.goos = "linux"
 	code, stdout, stderr := runAs(t, 0, "/root", "install-daemon", "--systemd-unit")
-	want, _ := launchd.SystemdWatchUnit(launchd.Program{Binary: "/usr/local/bin/macake", ConfigDir: defaultConfigDir, StateDir: defaultStateDir})
+	want, _ := systemd.WatchUnit(service.Program{Binary: "/usr/local/bin/macake", ConfigDir: defaultConfigDir, StateDir: defaultStateDir})
 	if code != exitOK || stdout != string(want) {
 		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
 	}

@@ -13,58 +13,14 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/service"
 )
-
-// FileInfo is what the installer needs to know about a path.
-type FileInfo struct {
-	Mode  fs.FileMode // permission bits and type
-	UID   int         // -1 when the platform does not say
-	GID   int
-	IsDir bool
-}
-
-// Files is the file-system side of installing a job. OSFiles is the real
-// one; tests use an in-memory fake.
-type Files interface {
-	// Stat describes path; a missing path gives an error wrapping fs.ErrNotExist.
-	Stat(path string) (FileInfo, error)
-	// ReadFile returns path's content; a missing file wraps fs.ErrNotExist.
-	ReadFile(path string) ([]byte, error)
-	// WriteFile replaces path atomically with data, perm and owner.
-	WriteFile(path string, data []byte, perm fs.FileMode, owner Owner) error
-	// MkdirAll creates path and its parents with perm and owner.
-	MkdirAll(path string, perm fs.FileMode, owner Owner) error
-	// Remove deletes path; a missing path wraps fs.ErrNotExist.
-	Remove(path string) error
-}
-
-// PlistState compares the plist on disk with the rendered one.
-type PlistState string
-
-// The states of the plist file on disk.
-const (
-	PlistMissing   PlistState = "missing"
-	PlistSame      PlistState = "same"      // same bytes, mode and owner
-	PlistDifferent PlistState = "different" // other bytes, or wrong mode or owner
-)
-
-// Observation is what is on the machine now, read without changing anything.
-type Observation struct {
-	Plist PlistState `json:"plist"`
-	// Loaded reports whether launchd knows the service (`launchctl print` exit 0).
-	Loaded bool `json:"loaded"`
-	// NoDomain reports that the gui/<uid> domain does not exist: nobody is
-	// logged in at the GUI as that user (e.g. an ssh-only session).
-	NoDomain bool `json:"no_gui_session,omitempty"`
-	// MissingDirs are the directories the job needs that do not exist yet.
-	MissingDirs []string `json:"missing_dirs,omitempty"`
-}
 
 // Fresh is the observation of a Mac that has never seen the job; dry runs
 // use it where there is no launchd to ask. /Library/LaunchDaemons exists on
 // every Mac; ~/Library/LaunchAgents may not on a new account.
-func Fresh(j Job) Observation {
-	obs := Observation{Plist: PlistMissing}
+func Fresh(j Job) service.Observation {
+	obs := service.Observation{File: service.FileMissing}
 	if j.IsGUI() {
 		obs.MissingDirs = append(obs.MissingDirs, filepath.Dir(j.PlistPath))
 	}
@@ -72,83 +28,33 @@ func Fresh(j Job) Observation {
 	return obs
 }
 
-// StepKind is what one step does.
-type StepKind string
-
-// The step kinds.
-const (
-	StepMkdir     StepKind = "mkdir"
-	StepWrite     StepKind = "write"
-	StepRemove    StepKind = "remove"
-	StepLaunchctl StepKind = "launchctl"
-)
-
-// Step is one action of an install or uninstall, as data: printed by
-// --dry-run, executed by Apply.
-type Step struct {
-	Kind   StepKind `json:"action"`
-	Path   string   `json:"path,omitempty"`
-	Mode   string   `json:"mode,omitempty"`  // e.g. "0644"
-	Owner  string   `json:"owner,omitempty"` // e.g. "root:wheel"
-	Argv   []string `json:"argv,omitempty"`
-	Reason string   `json:"reason"`
-
-	perm  fs.FileMode
-	owner Owner
-	data  []byte
-}
-
-// Object renders what s acts on: a path with its owner and mode, or the
-// launchctl argv.
-func (s Step) Object() string {
-	switch s.Kind {
-	case StepLaunchctl:
-		return strings.Join(s.Argv, " ")
-	case StepMkdir, StepWrite:
-		attrs := s.Mode
-		if s.Owner != "" {
-			attrs = s.Owner + " " + attrs
-		}
-		return fmt.Sprintf("%s (%s)", s.Path, attrs)
-	}
-	return s.Path
-}
-
-// String renders s as one line, e.g. "write /Library/LaunchDaemons/… (root:wheel 0644)".
-func (s Step) String() string {
-	verb := map[StepKind]string{StepMkdir: "create", StepWrite: "write", StepRemove: "remove", StepLaunchctl: "run"}[s.Kind]
-	return verb + " " + s.Object()
-}
-
-func launchctlStep(reason string, args ...string) Step {
-	return Step{Kind: StepLaunchctl, Argv: append([]string{Launchctl}, args...), Reason: reason}
+func launchctlStep(reason string, args ...string) service.Step {
+	return service.Run(reason, append([]string{Launchctl}, args...)...)
 }
 
 // PlanInstall returns the steps that make obs match j: nothing when the
 // same plist is on disk and loaded (unless restart is asked for, which adds
 // a `kickstart -k`). A changed plist of a loaded job is booted out and
 // bootstrapped again, since launchd reads a plist only at bootstrap. Pure.
-func PlanInstall(j Job, obs Observation, restart bool) []Step {
-	var steps []Step
+func PlanInstall(j Job, obs service.Observation, restart bool) []service.Step {
+	var steps []service.Step
 	for _, dir := range obs.MissingDirs {
-		steps = append(steps, Step{Kind: StepMkdir, Path: dir, Mode: "0755", Owner: j.Owner.Name, perm: 0o755, owner: j.Owner,
-			Reason: "missing"})
+		steps = append(steps, service.Mkdir(dir, 0o755, j.Owner, "missing"))
 	}
-	if obs.Plist != PlistSame {
+	if obs.File != service.FileSame {
 		reason := "not installed"
-		if obs.Plist == PlistDifferent {
+		if obs.File == service.FileDifferent {
 			reason = "differs from the rendered plist"
 		}
-		steps = append(steps, Step{Kind: StepWrite, Path: j.PlistPath, Mode: fmt.Sprintf("%04o", j.Mode), Owner: j.Owner.Name,
-			perm: j.Mode, owner: j.Owner, data: j.Plist, Reason: reason})
+		steps = append(steps, service.Write(j.PlistPath, j.Plist, j.Mode, j.Owner, reason))
 	}
-	if obs.NoDomain {
+	if obs.NoSession {
 		// No GUI session to load into: launchd loads ~/Library/LaunchAgents
 		// itself at the next login.
 		return steps
 	}
 	switch {
-	case obs.Loaded && obs.Plist != PlistSame:
+	case obs.Loaded && obs.File != service.FileSame:
 		steps = append(steps,
 			launchctlStep("launchd holds the old plist; unload it first", "bootout", j.ServiceTarget()),
 			launchctlStep("clear a persistent disable, if any", "enable", j.ServiceTarget()),
@@ -165,21 +71,21 @@ func PlanInstall(j Job, obs Observation, restart bool) []Step {
 
 // PlanUninstall returns the steps that remove j: bootout while loaded, then
 // the plist. The log directory is kept: logs outlive the service. Pure.
-func PlanUninstall(j Job, obs Observation) []Step {
-	var steps []Step
+func PlanUninstall(j Job, obs service.Observation) []service.Step {
+	var steps []service.Step
 	if obs.Loaded {
 		steps = append(steps, launchctlStep("stop the job and unload it", "bootout", j.ServiceTarget()))
 	}
-	if obs.Plist != PlistMissing {
-		steps = append(steps, Step{Kind: StepRemove, Path: j.PlistPath, Reason: "so launchd does not load it at the next boot or login"})
+	if obs.File != service.FileMissing {
+		steps = append(steps, service.Remove(j.PlistPath, "so launchd does not load it at the next boot or login"))
 	}
 	return steps
 }
 
 // Installer observes and changes one machine's launchd jobs.
 type Installer struct {
-	// Files is the file system; OSFiles{} for real.
-	Files Files
+	// Files is the file system; service.OSFiles{} for real.
+	Files service.Files
 	// Runner runs launchctl; execrun.Exec{} for real.
 	Runner execrun.Runner
 	// Sleep waits between polls of a job that is still going away; nil means time.Sleep.
@@ -257,8 +163,8 @@ func failure(cmd execrun.Command, res execrun.Result) error {
 
 // Observe reads the plist on disk, the directories and launchd's view of j,
 // changing nothing.
-func (in *Installer) Observe(ctx context.Context, j Job) (Observation, error) {
-	var obs Observation
+func (in *Installer) Observe(ctx context.Context, j Job) (service.Observation, error) {
+	var obs service.Observation
 	for _, dir := range []string{filepath.Dir(j.PlistPath), j.LogDir} {
 		if _, err := in.Files.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 			obs.MissingDirs = append(obs.MissingDirs, dir)
@@ -266,37 +172,13 @@ func (in *Installer) Observe(ctx context.Context, j Job) (Observation, error) {
 			return obs, fmt.Errorf("checking %s: %w", dir, err)
 		}
 	}
-	obs.Plist = PlistMissing
-	onDisk, err := in.Files.ReadFile(j.PlistPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return obs, fmt.Errorf("reading %s: %w", j.PlistPath, err)
-	default:
-		obs.Plist = PlistDifferent
-		if j.Plist != nil && bytes.Equal(onDisk, j.Plist) && in.ownedRight(j) {
-			obs.Plist = PlistSame
-		}
+	var err error
+	if obs.File, err = service.FileStateOf(in.Files, j.PlistPath, j.Plist, j.Mode, j.Owner); err != nil {
+		return obs, err
 	}
-	obs.Loaded, obs.NoDomain, err = in.loaded(ctx, j)
+	obs.Loaded, obs.NoSession, err = in.loaded(ctx, j)
+	obs.Running = obs.Loaded
 	return obs, err
-}
-
-// ownedRight reports whether the plist has j's mode and owner: launchd is
-// reported to refuse group- or world-writable plists, and the same bytes
-// with a loose mode must still be rewritten.
-func (in *Installer) ownedRight(j Job) bool {
-	fi, err := in.Files.Stat(j.PlistPath)
-	if err != nil {
-		return false
-	}
-	if fi.Mode.Perm() != j.Mode.Perm() {
-		return false
-	}
-	if fi.UID >= 0 && j.Owner.UID >= 0 && (fi.UID != j.Owner.UID || fi.GID != j.Owner.GID) {
-		return false
-	}
-	return true
 }
 
 // Outcome is what Apply did beyond the steps themselves.
@@ -309,7 +191,7 @@ type Outcome struct {
 // Apply runs steps for j in order and stops at the first failure, which it
 // returns with launchctl's exit status and message. done is called after
 // each step that completed.
-func (in *Installer) Apply(ctx context.Context, j Job, steps []Step, done func(Step)) (Outcome, error) {
+func (in *Installer) Apply(ctx context.Context, j Job, steps []service.Step, done func(service.Step)) (Outcome, error) {
 	var out Outcome
 	bootedOut := false
 	for _, s := range steps {
@@ -317,35 +199,23 @@ func (in *Installer) Apply(ctx context.Context, j Job, steps []Step, done func(S
 			return out, err
 		}
 		var err error
-		switch s.Kind {
-		case StepMkdir:
-			err = in.Files.MkdirAll(s.Path, s.perm, s.owner)
-		case StepWrite:
-			err = in.Files.WriteFile(s.Path, s.data, s.perm, s.owner)
-		case StepRemove:
-			err = in.Files.Remove(s.Path)
-			if errors.Is(err, fs.ErrNotExist) {
-				err = nil
-			}
-		case StepLaunchctl:
-			switch s.Argv[1] {
-			case "bootout":
-				err = in.bootout(ctx, j)
-				bootedOut = true
-			case "bootstrap":
-				var note string
-				note, err = in.bootstrap(ctx, j, bootedOut)
-				if note != "" {
-					out.Notes = append(out.Notes, note)
-				}
-			default:
-				cmd, res, rerr := in.launchctl(ctx, s.Argv[1:]...)
-				if err = rerr; err == nil && res.ExitCode != 0 {
-					err = failure(cmd, res)
-				}
+		switch {
+		case s.Kind != service.StepRun:
+			err = service.ApplyFile(in.Files, s)
+		case s.Argv[1] == "bootout":
+			err = in.bootout(ctx, j)
+			bootedOut = true
+		case s.Argv[1] == "bootstrap":
+			var note string
+			note, err = in.bootstrap(ctx, j, bootedOut)
+			if note != "" {
+				out.Notes = append(out.Notes, note)
 			}
 		default:
-			err = fmt.Errorf("unknown step %q", s.Kind)
+			cmd, res, rerr := in.launchctl(ctx, s.Argv[1:]...)
+			if err = rerr; err == nil && res.ExitCode != 0 {
+				err = failure(cmd, res)
+			}
 		}
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", s, err)
