@@ -197,16 +197,21 @@ func readDirNames(dir string) ([]string, error) {
 }
 
 func checkState(_ context.Context, in *Inspection) Result {
-	return judgeState(in.state(), in.sys.EUID)
+	return judgeState(in.state(), in.sys.EUID, in.isPF())
 }
 
 // judgeState checks that the state file is readable; a corrupt one is
-// rebuilt, never a crash, but what it held is lost.
-func judgeState(s stateFacts, euid int) Result {
+// rebuilt, never a crash, but what it held is lost. pf says the backend
+// is pf's, whose words it uses; else tc's.
+func judgeState(s stateFacts, euid int, pf bool) Result {
 	switch {
 	case s.corrupt:
+		rebuilt := "link slots are rebuilt from the live qdiscs"
+		if pf {
+			rebuilt = "pipe slots are rebuilt from the live rules, the pf reference is taken anew"
+		}
 		return warn("nothing to do by hand: the next apply or watch replaces it; run `macake measure` again to restore the measured profiles",
-			"%s is corrupt; apply and watch start from an empty state: pipe slots are rebuilt from the live rules, the pf reference is taken anew, and measured capacities and known-good rates are lost", s.path).with(s.err.Error())
+			"%s is corrupt; apply and watch start from an empty state: %s, and measured capacities and known-good rates are lost", s.path, rebuilt).with(s.err.Error())
 	case errors.Is(s.err, fs.ErrPermission) && euid != 0:
 		return needsRoot(fmt.Sprintf("cannot read %s without root", s.path), "the state file")
 	case s.err != nil:
@@ -225,9 +230,12 @@ func judgeState(s stateFacts, euid int) Result {
 	if len(profiles) > 0 {
 		details = append(details, "profiles: "+strings.Join(profiles, ", "))
 	}
-	ref := "no pf reference"
-	if st.PFToken != "" {
-		ref = "a pf reference"
+	held := english.Plural(len(st.TCOwnedRoots), "root qdisc") + " of macake's"
+	switch {
+	case pf && st.PFToken != "":
+		held = "a pf reference"
+	case pf:
+		held = "no pf reference"
 	}
-	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), ref).with(details...)
+	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), held).with(details...)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/servicetest"
 	"github.com/macake/macake/service/systemd"
+	"github.com/macake/macake/state"
 )
 
 // expect checks a result's status and that its message, fix and details
@@ -209,9 +210,18 @@ func TestJudgeOwnership(t *testing.T) {
 }
 
 func TestJudgeState(t *testing.T) {
-	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501), Warning, "without root", "run with sudo")
-	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0), Problem, "cannot read /s/state.json")
-	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0), OK, "no state file yet")
+	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501, true), Warning, "without root", "run with sudo")
+	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0, true), Problem, "cannot read /s/state.json")
+	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0, true), OK, "no state file yet")
+	// Each backend's own words: no pf reference on Linux (issue 27, item 12).
+	st := &state.State{TCOwnedRoots: []string{"eth0"}}
+	expect(t, judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, true), OK, "0 link slots, 0 measured profiles, no pf reference")
+	if r := judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, false); strings.Contains(r.Message, "pf") || !strings.Contains(r.Message, "1 root qdisc of macake's") {
+		t.Errorf("Linux's state file: %q", r.Message)
+	}
+	if r := judgeState(stateFacts{path: "/s/state.json", corrupt: true, err: errors.New("bad")}, 0, false); strings.Contains(r.Message, "pf") {
+		t.Errorf("Linux's corrupt state file: %q", r.Message)
+	}
 }
 
 func TestJudgeService(t *testing.T) {

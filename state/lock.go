@@ -186,7 +186,7 @@ type MissingStateDirError struct {
 // Error names the directory, why it is not created, and the fix.
 func (e *MissingStateDirError) Error() string {
 	return fmt.Sprintf("the state directory %s does not exist; nothing was changed. macake creates only its default one by itself: "+
-		"under a mistyped --state-dir it would keep a second record of what it owns and take a second pf reference. "+
+		"under a mistyped --state-dir it would keep a second record of what it owns (on macOS, with a second pf reference). "+
 		"Check the path; if it is a new state directory, create it first: sudo mkdir -m 0755 %s", e.Dir, e.Dir)
 }
 

@@ -37,9 +37,9 @@ the unshaped runs (a lease: the daemon resumes by itself if bench dies);
 without it, it takes the shaping down and applies it, and leaves it as it
 found it.
 
-Latency is measured to the speed-test server's own address, which macake's
-pf rules do not exempt from shaping (unlike the controller's reflectors), so
-the result includes every delay the shaper adds. --reflector adds targets.
+Latency is measured to the speed-test server's own address, which macake
+does not exempt from shaping (unlike the controller's reflectors), so the
+result includes every delay the shaper adds. --reflector adds targets.
 Nothing is saved.
 
 Endpoints: Cloudflare's public speed test by default; --server URL for a

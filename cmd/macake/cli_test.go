@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -281,6 +282,24 @@ func TestCLIHelpNamesValuesAsTheSynopsisDoes(t *testing.T) {
 			if arg := f[1]; arg != strings.ToUpper(arg) && !strings.Contains(arg, "|") {
 				t.Errorf("macake %s --help: %s takes %q; name it in capitals as the synopsis does", c.name, f[0], arg)
 			}
+		}
+	}
+}
+
+// TestCLIHelpSpeaksOfBothSystems: a help text that names macOS's objects
+// (pf, dummynet, launchd) names Linux's too, and a one-line description
+// names none without the other: the same binary runs on both (issue 27,
+// item 12).
+func TestCLIHelpSpeaksOfBothSystems(t *testing.T) {
+	mac := regexp.MustCompile(`(?i)pfctl|dnctl|dummynet|pf anchor|pf reference|pf rules|pf\.conf|launchd`)
+	linux := regexp.MustCompile(`Linux|\btc\b|systemd`)
+	for _, c := range commands {
+		if mac.MatchString(c.short) && !linux.MatchString(c.short) {
+			t.Errorf("macake %s: the description names macOS's objects only: %q", c.name, c.short)
+		}
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		if m := mac.FindString(stdout); m != "" && !linux.MatchString(stdout) {
+			t.Errorf("macake %s --help speaks of %q and never of Linux's counterpart", c.name, m)
 		}
 	}
 }

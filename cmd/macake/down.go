@@ -12,7 +12,7 @@ import (
 var downCmd = &command{
 	name:  "down",
 	args:  "[--link NAME] [--dry-run] [--show-commands] [--json] [--color auto|always|never]",
-	short: "Remove everything macake owns (anchor, pipes, pf reference); idempotent and safe after a crash.",
+	short: "Remove everything macake owns (its pf anchor, pipes and reference; on Linux its qdiscs, filters and IFBs); idempotent and safe after a crash.",
 	long: `Flushes macake's pf anchor, deletes the dummynet pipes in macake's range that
 macake made, and gives back macake's pf enable reference (pfctl -X), which
 turns pf off again only if nothing else holds it. Nothing else is touched:

@@ -16,7 +16,7 @@ var watchCmd = &command{
 	name:  "watch",
 	args:  "[--teardown-on-exit] [--log-file PATH] [--log-level LEVEL] [--drift-interval DURATION]",
 	short: "Run the daemon: reconcile on file and link changes, repair drift, run the controllers.",
-	long: `The daemon, run by launchd (see 'macake install-daemon'); it stays in the
+	long: `The daemon, run by launchd or systemd (see 'macake install-daemon'); it stays in the
 foreground and logs with one line per event (docs/OPERATIONS.md).
 
 It applies the policy files as 'macake apply' does, then keeps the live state
@@ -27,14 +27,16 @@ matching them:
     file removes its link;
   - when the network changes (another Wi-Fi, Ethernet, a hotspot), the policy
     that matches it takes over, starting from the rate last known to be good on
-    that network, and the old link's pipes and rules go;
+    that network, and the old link's shaping goes;
   - every --drift-interval it re-reads everything and repairs what another tool
-    changed: a flushed anchor, a deleted or reconfigured pipe, pf disabled (it
-    takes a fresh pf reference). If pf.conf lost its dummynet-anchor line, it
-    logs the exact line to add and applies nothing; it never edits pf.conf;
+    changed: on macOS a flushed anchor, a deleted or reconfigured pipe, pf
+    disabled (it takes a fresh pf reference); if pf.conf lost its
+    dummynet-anchor line, it logs the exact line to add and applies nothing (it
+    never edits pf.conf); on Linux a deleted or replaced qdisc, filter or IFB;
   - each active link in autorate or balanced mode runs a controller that probes
-    the link's reflectors and sets the pipe rates from the measured latency,
-    one 'dnctl pipe N config' per change. fixed and off links are observed only.
+    the link's reflectors and sets the shaper's rates from the measured latency,
+    one change per decision ('dnctl pipe N config' on macOS, a qdisc change
+    over netlink on Linux). fixed and off links are observed only.
 
 It holds the state lock while it runs, so 'apply' and 'down' say that it is
 running instead of fighting it; 'macake status' asks it over the socket
@@ -47,7 +49,7 @@ Logs go to log_file from macake.toml, else to --log-file, else to standard
 error. A log file rotates itself at 10 MiB, keeping 5 old files.
 
 Exit status: 0 after SIGTERM/SIGINT; 1 failure (including another watch
-running); 64 usage; 69 pfctl/dnctl unavailable; 77 not root; 78 the daemon
+running); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) unavailable; 77 not root; 78 the daemon
 settings (macake.toml) are invalid. Policy file errors never stop it.`,
 }
 
