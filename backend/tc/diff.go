@@ -225,7 +225,7 @@ func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice 
 func createFields(s shaperSpec) []plan.Field {
 	f := []plan.Field{
 		{Name: "qdisc", Key: "qdisc", After: s.kindName(), AfterValue: s.kindName()},
-		{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRate(s.pipe.RateBits), AfterValue: s.pipe.RateBits},
+		{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRateShort(s.pipe.RateBits), AfterValue: s.pipe.RateBits},
 	}
 	if !s.cake {
 		f = append(f, plan.Field{Name: "queue", Key: "queue_bytes", After: shape.FormatBytes(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes})
@@ -290,9 +290,10 @@ func sameRate(want, live int64, exact bool) bool {
 }
 
 func rateField(want, live int64) plan.Field {
-	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRate(want), AfterValue: want}
+	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRateShort(want), AfterValue: want}
 	if live > 0 {
-		f.Before, f.BeforeValue = shape.FormatRate(live), live
+		f.BeforeValue = live
+		f.Before, f.After = shape.FormatRateChange(live, want)
 	}
 	return f
 }

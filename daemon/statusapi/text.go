@@ -229,7 +229,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			}
 			base := "↓" + shape.FormatLatency(seconds(r.BaselineDownSeconds)) + " ↑" + shape.FormatLatency(seconds(r.BaselineUpSeconds))
 			if r.BaselineDownSeconds < 0 || r.BaselineUpSeconds < 0 {
-				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, shape.FormatLatency(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
+				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, timestampRoundTrip(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
 			}
 			fmt.Fprintf(w, "  reflector %-15s baseline %s, %d replies, last %s ago, %s\n", r.label(),
 				base, r.Responses, shape.FormatLatency(seconds(r.SinceResponseSeconds)), health)
@@ -389,6 +389,16 @@ func signedShort(s float64) string {
 const clockOffsetNote = "(one-way, shifted by the reflector's clock offset)"
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// timestampRoundTrip renders a round trip added up from two one-way
+// delays of ICMP timestamps, which count whole milliseconds: below 1 ms
+// their sum says only that it is short, and may even come out negative.
+func timestampRoundTrip(rt time.Duration) string {
+	if rt < time.Millisecond {
+		return "under 1ms (ICMP timestamps count whole milliseconds)"
+	}
+	return shape.FormatLatency(rt)
+}
 
 // humanAge formats an elapsed time coarsely: "12s", "4m10s", "2h14m", "3d4h".
 func humanAge(d time.Duration) string {

@@ -41,6 +41,12 @@ func TestTextExplainsNegativeOneWayBaselines(t *testing.T) {
 				"baseline 16.0ms, delay",
 				"baseline ↓-4.0ms ↑16.0ms (one-way, shifted by the reflector's clock offset), round trip 12.0ms, 10 replies",
 			}, nil},
+		// Timestamps count whole milliseconds: on a sub-millisecond link
+		// the sum of the one-way baselines can be negative, never a
+		// round trip to print (issue 27, item 8).
+		{"below the timestamps' resolution", -0.0009, 0.0001,
+			[]string{"round trip under 1ms (ICMP timestamps count whole milliseconds), 10 replies"},
+			[]string{"round trip -"}},
 		{"synchronised", 0.006, 0.006,
 			[]string{"baseline ↓6.0ms ↑6.0ms, 10 replies"},
 			[]string{"clock offset"}},

@@ -145,7 +145,7 @@ func (rep CompareReport) WriteText(w io.Writer) {
 		}
 		rpm := "-"
 		if g.Both.RPM != nil {
-			rpm = fmt.Sprintf("%.0f", *g.Both.RPM)
+			rpm = FormatRPM(*g.Both.RPM)
 		}
 		res := r.Report.res
 		row(r.Name, shape.FormatApprox(res.Download.BitsPerSecond), shape.FormatApprox(res.Upload.BitsPerSecond),

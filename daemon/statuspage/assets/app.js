@@ -15,21 +15,28 @@ const COLUMNS = [
   "baseline_rtt_seconds", "rtt_seconds", "download_delay_seconds", "upload_delay_seconds",
 ];
 
-// fmtRate mirrors shape.FormatApprox: three digits, one decimal below 100
-// of the unit ("12.0 Mbit/s", "480 Mbit/s", "950 kbit/s").
+// fmtRate mirrors shape.FormatApprox: three significant digits ("4.49
+// Mbit/s", "12.0 Mbit/s", "480 Mbit/s", "950 kbit/s").
 function fmtRate(bps) {
-  for (const [div, name] of [[1e9, "Gbit/s"], [1e6, "Mbit/s"], [1e3, "kbit/s"]]) {
+  const units = [[1e9, "Gbit/s"], [1e6, "Mbit/s"], [1e3, "kbit/s"]];
+  for (let i = 0; i < units.length; i++) {
+    const [div, name] = units[i];
     if (bps >= div) {
       const v = bps / div;
-      return (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " " + name;
+      if (v >= 999.5 && i > 0) return fmtRate(Math.round(v) * div);
+      if (v >= 99.95) return v.toFixed(0) + " " + name;
+      if (v >= 9.995) return v.toFixed(1) + " " + name;
+      return v.toFixed(2) + " " + name;
     }
   }
   return Math.max(bps, 0).toFixed(0) + " bit/s";
 }
 
-// fmtLatency mirrors probe.FormatLatency, from seconds: "20.3ms", "1.25s".
+// fmtLatency mirrors shape.FormatLatency, from seconds: "20.3ms", "1.25s",
+// "<0.1ms".
 function fmtLatency(s) {
   if (s < 0) return "-" + fmtLatency(-s);
+  if (s < 0.00005) return "<0.1ms";
   if (s >= 1) return s.toFixed(2) + "s";
   return (s * 1000).toFixed(1) + "ms";
 }
