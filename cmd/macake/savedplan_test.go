@@ -46,12 +46,17 @@ func TestPlanOutThenApplyFile(t *testing.T) {
 	stdout, _ = r.mustRun(exitOK, "plan")
 	mustContain(t, "plan after apply FILE", stdout, "No changes.")
 
-	// Applying it again: the pipes it would create exist now.
+	// Applying it again: the pipes it would create exist now. One line
+	// says so, as terraform's "Saved plan is stale", not one for each of
+	// its ops and one for the slots it saved (issue 27, item 14).
 	code, _, stderr := r.run("apply", file)
 	if code != exitFailure {
 		t.Fatalf("second apply of the same plan: exit %d, want 1\n%s", code, stderr)
 	}
-	mustContain(t, "second apply FILE", stderr, "no longer fits", "the live state changed", "state file's pipe slots changed", "nothing was changed")
+	mustContain(t, "second apply FILE", stderr, "no longer fits", "  - it was applied already: the live state and the state file are what it makes\n", "nothing was changed")
+	if n := strings.Count(stderr, "\n  - "); n != 1 {
+		t.Errorf("second apply FILE: %d findings, want 1:\n%s", n, stderr)
+	}
 }
 
 // TestApplyFileRefusesWhatChanged: each input of a saved plan, changed
@@ -76,7 +81,10 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 		{"network changed", func(r *rig) { r.setFacts(cableFacts) }, []string{"the network changed: en0 was"}},
 		{"live state changed", func(r *rig) {
 			r.emu.Foreign(context.Background(), "", "dnctl", "pipe", "48002", "config", "bw", "1000Kbit/s", "queue", "50Kbytes")
-		}, []string{"the live state changed", `pipe 48002 "starlink/download"`}},
+		}, []string{"the live state changed: 1 change of the plan no longer fits it ('~ pipe 48002", `pipe 48002 "starlink/download"`}},
+		{"live state taken down", func(r *rig) {
+			r.emu.Foreign(context.Background(), "", "dnctl", "-q", "flush")
+		}, []string{"the live state changed: 1 change of the plan no longer fits it", "and it now needs 2 others ('+ pipe 48001"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
