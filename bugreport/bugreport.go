@@ -23,6 +23,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/systemd"
 )
 
 // Section is one part of the report: a title and its text, or why it is
@@ -145,6 +147,29 @@ func LogTail(path string, n int) Section {
 	}
 	s.Body = strings.Join(lines, "\n")
 	return s
+}
+
+// LogSources say where the daemon's log may be, in the order a report
+// looks: macake.toml's log_file, the file a running watch says it writes
+// to (its --log-file: status's daemon.log_file), else where the service
+// manager of GOOS puts it.
+type LogSources struct {
+	SettingsFile, WatchFile string
+	GOOS                    string
+}
+
+// Logs returns the last n lines of the daemon's log, as src says where
+// it is: a file, or systemd's journal of the watch unit.
+func Logs(ctx context.Context, run execrun.Runner, src LogSources, n int) []Section {
+	switch {
+	case src.SettingsFile != "":
+		return []Section{LogTail(src.SettingsFile, n)}
+	case src.WatchFile != "":
+		return []Section{LogTail(src.WatchFile, n)}
+	case src.GOOS == "darwin":
+		return []Section{LogTail(launchd.DaemonLogPath, n), LogTail(launchd.DaemonStderrPath, n)}
+	}
+	return []Section{Journal(ctx, run, systemd.UnitName, n)}
 }
 
 // Journal returns the last n lines systemd's journal keeps for unit

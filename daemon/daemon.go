@@ -86,7 +86,9 @@ type Config struct {
 	// SensorsNote says why Sensors is nil, for status.
 	SensorsNote string
 	// Log is the daemon's logger; Metrics the optional Prometheus metrics.
+	// LogFile is the file Log writes to, "" for standard error, for status.
 	Log     *slog.Logger
+	LogFile string
 	Metrics *metrics.Metrics
 	// Events keeps the log's last lines for status requests that ask for
 	// them (the status page); nil lists none.

@@ -300,7 +300,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 	r.d, err = New(Config{
 		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
 		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
-		Log: slog.New(logging.Tee(newTestLogger(r.log).Handler(), r.recent)), Events: r.recent, MTU: func([]string) map[string]int { return nil },
+		Log: slog.New(logging.Tee(newTestLogger(r.log).Handler(), r.recent)), LogFile: rigLogFile, Events: r.recent, MTU: func([]string) map[string]int { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +311,9 @@ func (r *rig) start(facts linkfacts.Facts) {
 	go func() { r.done <- r.d.Run(ctx) }()
 	synctest.Wait()
 }
+
+// rigLogFile is the log file the rig's daemon says it writes to.
+const rigLogFile = "/var/log/macake/watch.log"
 
 func newTestLogger(w *syncBuffer) *logging.Logger {
 	l, err := logging.New(logging.Options{Stderr: w, Level: slog.LevelDebug})

@@ -191,7 +191,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Backend: b, Tokens: tokens,
 		Facts:         LinkFacts{Source: src},
 		ConfigChanges: Debounce(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
-		Sensors:       sensors, Log: log, Metrics: m, Events: recent,
+		Sensors:       sensors, Log: log, LogFile: logPath, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 // leave out line and column for a problem with a whole file. 2.1:
 // shapers[].stats, backend.stats_error, daemon.paused_until, and on
 // request links[].history and events.
-const FormatVersion = "2.1"
+const FormatVersion = "2.2"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -83,6 +83,9 @@ type Daemon struct {
 	UptimeSeconds float64   `json:"uptime_seconds,omitempty"`
 	ConfigDir     string    `json:"config_dir,omitempty"`
 	StateDir      string    `json:"state_dir,omitempty"`
+	// LogFile is the file the daemon logs to, "" for its standard error
+	// (the journal, under systemd): where a bug report finds its log.
+	LogFile string `json:"log_file,omitempty"`
 	// Note says why the daemon is not running or could not be asked.
 	Note string `json:"note,omitempty"`
 	// PausedUntil is when a pause of the shaping (RequestPause) ends.
