@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/service"
 )
@@ -20,10 +22,21 @@ func checkPolicies(_ context.Context, in *Inspection) Result {
 	return judgePolicies(in.config(), in.isTC())
 }
 
+// initFix is how to write a first policy into dir: init, which says what
+// it detected; every key is explained where a user of the binary can
+// read it.
+func initFix(dir string) string {
+	var inv config.Invocation
+	if dir != config.DefaultConfigDir {
+		inv.ConfigDir = dir
+	}
+	return fmt.Sprintf("%s writes a policy for the network you are on (every key: %s)", inv.Command(true, "init"), docsite.Page("CONFIG.md", ""))
+}
+
 // judgePolicies checks every policy file as apply and watch read them.
 func judgePolicies(c configFacts, linux bool) Result {
 	if c.dirMissing {
-		return warn(fmt.Sprintf("sudo mkdir -p %s, then add a policy file (see examples/links.d and docs/CONFIG.md)", c.dir),
+		return warn(initFix(c.dir),
 			"no policy directory %s, so nothing is shaped", c.dir)
 	}
 	var details []string
@@ -65,7 +78,7 @@ func judgePolicies(c configFacts, linux bool) Result {
 		return problem(fmt.Sprintf("`%s` lists every problem with its position; until they are fixed, apply changes nothing and watch keeps each broken file's last good version", validate),
 			"%s in %s; valid: %s", english.Plural(len(c.policyProblems), "problem"), english.Plural(len(files), "policy file"), listOrNone(names)).with(details...)
 	case len(c.policies.Links) == 0:
-		return warn("add a policy file (see examples/links.d and docs/CONFIG.md)", "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
+		return warn(initFix(c.dir), "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
 	case warnings > 0:
 		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", english.Plural(len(names), "policy"), strings.Join(names, ", "), english.Plural(warnings, "warning")).with(details...)
 	}

@@ -431,7 +431,9 @@ func TestConfigChecks(t *testing.T) {
 	m := newFakeMac(t, nil)
 	os.Remove(m.configDir)
 	rep := run(m)
-	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo mkdir -p")
+	// The fix names no file of a source tree the user does not have
+	// (issue 27, item 13).
+	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo macake --config-dir "+m.configDir+" init writes a policy", "https://github.com/macake/macake/blob/main/docs/CONFIG.md")
 	expect(t, result(t, rep, "config.ownership"), OK, "no configuration files")
 
 	m = newFakeMac(t, nil)

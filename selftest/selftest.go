@@ -27,6 +27,7 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/selftest/check"
 	"github.com/macake/macake/selftest/pfcheck"
 	"github.com/macake/macake/selftest/scratch"
@@ -123,10 +124,10 @@ func Run(ctx context.Context, o Options) (*check.Report, error) {
 	var s suite
 	switch name {
 	case "pf":
-		r.Suite = "pf/dummynet"
+		r.Suite, r.Labels = "pf/dummynet", docsite.Page("DUMMYNET.md", "12-the--labels")
 		s, err = newPF(ctx, o, led)
 	case "tc":
-		r.Suite = "tc"
+		r.Suite, r.Labels = "tc", docsite.Page("LINUX.md", "checking-a-kernel-macake-selftest")
 		s, err = tccheck.New(ctx, tccheck.Options{Runner: execrun.Exec{}, Tools: tc.ToolsFromEnv(o.getenv), Ledger: led, SkipMeasure: o.Quick})
 	}
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
@@ -34,7 +35,7 @@ are left alone with a warning) and its own pf enable reference. 'macake plan' is
 
 On Linux the same policies drive tc instead (MACAKE_BACKEND=pf|tc picks
 one): macake's root qdiscs, its ingress filters and its ifb-macake* devices
-(see docs/LINUX.md).
+(see ` + docsite.Page("LINUX.md", "") + `).
 
 Each active link starts at its policy's rate (or the last rate the state file
 knows to be good on that network); 'macake watch' then steers it.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/docsite"
 )
 
 // runCLI runs the CLI in-process and returns exit code, stdout and stderr.
@@ -300,6 +301,26 @@ func TestCLIHelpSpeaksOfBothSystems(t *testing.T) {
 		_, stdout, _ := runCLI(t, c.name, "--help")
 		if m := mac.FindString(stdout); m != "" && !linux.MatchString(stdout) {
 			t.Errorf("macake %s --help speaks of %q and never of Linux's counterpart", c.name, m)
+		}
+	}
+}
+
+// TestCLINamesNoFileOfTheSourceTree: the help, the manual and the
+// completions point to the documentation's address, never to a file of
+// a source tree the user of an installed binary does not have (issue 27,
+// item 13).
+func TestCLINamesNoFileOfTheSourceTree(t *testing.T) {
+	tree := regexp.MustCompile(`(^|[^/\w])(docs/\S+|README\.md|examples/\S*|\.\./shared\S*|reference/\S+)`)
+	texts := map[string]string{}
+	for _, c := range commands {
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		texts["macake "+c.name+" --help"] = stdout
+	}
+	_, texts["macake man"], _ = runCLI(t, "man")
+	for name, text := range texts {
+		text = strings.ReplaceAll(text, docsite.Docs, "DOCS/")
+		if m := tree.FindString(text); m != "" {
+			t.Errorf("%s names %q, a file of the source tree", name, strings.TrimSpace(m))
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/clidoc"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/systemd"
@@ -244,7 +245,7 @@ on a terminal without NO_COLOR.`,
 		{Title: "Exit status", Body: strings.Join(exits, "\n")},
 		{Title: "Environment", Body: strings.Join(env, "\n")},
 		{Title: "Files", Body: strings.Join(files, "\n")},
-		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1), systemd.service(5), systemctl(1)\n\nThe documentation in the source tree: README.md, docs/CONFIG.md, docs/OPERATIONS.md, docs/LINUX.md."},
+		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1), systemd.service(5), systemctl(1)\n\nThe documentation, at " + docsite.Docs + ": CONFIG.md (every key of a policy file), USAGE.md, OPERATIONS.md (the daemon), LINUX.md (tc and systemd), TROUBLESHOOTING.md."},
 	}
 	return p
 }

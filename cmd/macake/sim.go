@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/sim/autorate"
 	"github.com/macake/macake/sim/linkmodel"
@@ -32,17 +33,17 @@ table (throughput, added median and p90), as MaCake reports it.
 
 Deterministic: the same flags and seed give the same numbers on any machine.
 
-With --traces DIR, every trace in the directory (../shared/traces) runs with
+With --traces DIR, every trace in the directory (mahimahi or rate-series CSV files) runs with
 several seeds and start offsets, and one table compares the controllers per
 trace by their median score. A controller wins a trace when its D95 is no
 higher and its U at most 0.02 lower, one of them by more than the noise;
 otherwise a score higher by more than the noise wins; else it is a tie
-(docs/MEASUREMENTS.md).
+(` + docsite.Page("MEASUREMENTS.md", "") + `).
 
 Examples:
   macake sim --link starlink --svg starlink.svg
-  macake sim --trace ../shared/traces/mahimahi/TMobile-LTE-short.down
-  macake sim --traces ../shared/traces --controllers upstream,ours
+  macake sim --trace traces/TMobile-LTE-short.down    (a mahimahi trace)
+  macake sim --traces traces --controllers upstream,ours
 
 Exit status: 0 success; 1 a trace cannot be read or a run failed; 64 usage
 (a flag's value or combination, e.g. an unknown --link model); 78 the
@@ -61,7 +62,7 @@ func runSim(e *env, args []string) int {
 	)
 	fs.StringVar(&f.Link, "link", "", "built-in link `MODEL`: "+strings.Join(linkmodel.Names, ", "))
 	fs.StringVar(&f.Trace, "trace", "", "capacity trace `FILE[:COLUMN]` (mahimahi or a rate-series CSV)")
-	fs.StringVar(&f.Traces, "traces", "", "run every trace in `DIR` (e.g. ../shared/traces) and print one table")
+	fs.StringVar(&f.Traces, "traces", "", "run every trace in `DIR` (mahimahi or rate-series CSV files) and print one table")
 	fs.StringVar(&f.Policy, "policy", "", "links.d policy `FILE`: adds the controller `macake watch` builds from it (arm \"policy\"); upstream and ours take its rate bounds")
 	durationVar(fs, &f.Duration, "duration", 60*time.Second, "simulated time per run")
 	fs.IntVar(&f.Flows, "flows", 4, "bulk TCP flows per loaded direction")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/logging"
 )
 
@@ -17,7 +18,7 @@ var watchCmd = &command{
 	args:  "[--teardown-on-exit] [--log-file PATH] [--log-level LEVEL] [--drift-interval DURATION]",
 	short: "Run the daemon: reconcile on file and link changes, repair drift, run the controllers.",
 	long: `The daemon, run by launchd or systemd (see 'macake install-daemon'); it stays in the
-foreground and logs with one line per event (docs/OPERATIONS.md).
+foreground and logs with one line per event (` + docsite.Page("OPERATIONS.md", "logs-and-metrics") + `).
 
 It applies the policy files as 'macake apply' does, then keeps the live state
 matching them:

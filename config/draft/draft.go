@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/docsite"
 
 	"github.com/macake/macake/shape"
 )
@@ -109,7 +110,7 @@ func (d Draft) Render() ([]byte, error) {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	q := strconv.Quote
 
-	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+config.ConfigDocURL+".",
+	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+docsite.Page("CONFIG.md", "")+".",
 		d.Name, d.Written.Format(time.DateOnly), d.network())))
 	b.WriteString("\n")
 	w("description = %s\n\n", q(d.description()))

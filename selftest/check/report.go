@@ -27,6 +27,9 @@ type Report struct {
 	Setup []string `json:"setup,omitempty"`
 	// Results are the checks, in the order they ran.
 	Results []Result `json:"checks"`
+	// Labels is where the checks' labels (Ref) are explained: a page of
+	// the documentation, for a user who has only the binary.
+	Labels string `json:"labels,omitempty"`
 	// Cleanup lists what was removed at the end; CleanupErrors what could
 	// not be (the next selftest or `macake down` retries).
 	Cleanup       []string `json:"cleanup,omitempty"`
@@ -155,6 +158,9 @@ func (r *Report) WriteFooter(w io.Writer) {
 	}
 	for _, e := range r.CleanupErrors {
 		fmt.Fprintf(w, "Cleanup failed: %s\n", e)
+	}
+	if r.Labels != "" {
+		fmt.Fprintf(w, "The labels in parentheses are explained at %s.\n", r.Labels)
 	}
 	s := Summarize(r.Results)
 	fmt.Fprintf(w, "%s: %d ok, %d differ, %d skipped, %s (%s).\n",

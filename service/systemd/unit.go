@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/service"
 )
 
@@ -76,7 +77,7 @@ func WatchUnit(p service.Program) ([]byte, error) {
 	b.WriteString("# Logs:    journalctl -u " + UnitName + "\n")
 	b.WriteString("[Unit]\n")
 	b.WriteString("Description=macake: latency-driven adaptive bandwidth shaping (watch)\n")
-	b.WriteString("Documentation=https://github.com/macake/macake\n")
+	b.WriteString("Documentation=" + docsite.Repo + "\n")
 	b.WriteString("Wants=network-online.target\n")
 	b.WriteString("After=network-online.target\n\n")
 	b.WriteString("[Service]\n")
@@ -152,7 +153,7 @@ func MonitorUnit(p service.Program) ([]byte, error) {
 	b.WriteString("# Unprivileged ICMP needs your group inside net.ipv4.ping_group_range.\n")
 	b.WriteString("[Unit]\n")
 	b.WriteString("Description=macake: latency monitor, no shaping\n")
-	b.WriteString("Documentation=https://github.com/macake/macake\n\n")
+	b.WriteString("Documentation=" + docsite.Repo + "\n\n")
 	b.WriteString("[Service]\n")
 	b.WriteString("Type=simple\n")
 	b.WriteString("ExecStart=" + exec + "\n")
