@@ -201,7 +201,7 @@ func ResolveProgram(h Host, req ProgramRequest, p Progress) (Program, []string, 
 			}{{prog.Binary, fi}, {filepath.Dir(prog.Binary), dfi}} {
 				if f.fi.UID > 0 || f.fi.Mode.Perm()&0o022 != 0 {
 					warn("%s is writable by someone other than root (owner uid %d, mode %04o): whoever can change it can replace what the daemon runs as root; "+
-						"install a copy where only root can write (sudo make install PREFIX=/opt/macake) and pass --binary /opt/macake/bin/macake", f.path, f.fi.UID, f.fi.Mode.Perm())
+						"install a copy where only root can write (make build man completions, then sudo make install PREFIX=/opt/macake) and pass --binary /opt/macake/bin/macake", f.path, f.fi.UID, f.fi.Mode.Perm())
 					break
 				}
 			}
