@@ -254,7 +254,7 @@ func (s *invocation) open(what opening, onProblems func(problems []*config.Probl
 		for _, pr := range problems {
 			fmt.Fprintln(e.stderr, pr.Error())
 		}
-		s.errorf("%s: nothing was changed, so shaping that works stays as it is; fix the files (see 'macake validate') and run it again", plural(len(problems), "configuration problem"))
+		s.errorf("%s: nothing was changed, so shaping that works stays as it is; fix the files (see '%s') and run it again", plural(len(problems), "configuration problem"), e.invocation().Command(false, "validate"))
 		if onProblems != nil {
 			onProblems(problems)
 		}
@@ -395,7 +395,7 @@ func (s *invocation) applyOnce(f applyFlags) (out applyOutcome) {
 			return fail(fmt.Errorf("saving the plan to %s: %w", f.out, err))
 		}
 		if !f.json {
-			fmt.Fprintf(s.e.stdout, "\nSaved the plan to %s. To apply exactly this plan, run:\n  sudo macake apply %s\n", f.out, f.out)
+			fmt.Fprintf(s.e.stdout, "\nSaved the plan to %s. To apply exactly this plan, run:\n  %s\n", f.out, s.e.invocation().Command(true, "apply", f.out))
 		}
 	}
 	return out.withCode(s.changesCode(f, res))
@@ -430,7 +430,7 @@ func (s *invocation) applySaved(f applyFlags) (out applyOutcome) {
 		for _, c := range stale.Changes {
 			fmt.Fprintf(s.e.stderr, "  - %s\n", c)
 		}
-		fmt.Fprintln(s.e.stderr, "Make a new plan with 'macake plan --out FILE', review it, and apply that.")
+		fmt.Fprintf(s.e.stderr, "Make a new plan with '%s FILE', review it, and apply that.\n", s.e.invocation().Command(true, "plan", "--out"))
 		return stop(exitFailure, res.Err)
 	}
 	if code, done := s.passFailed(f, &out, res); done {
@@ -546,7 +546,7 @@ func (s *invocation) passFailed(f applyFlags, out *applyOutcome, res reconcile.O
 		if len(res.Applied.Ops) == 0 {
 			before = "Nothing was applied: it failed at the first step."
 		}
-		fmt.Fprintf(s.e.stderr, "%s Fix the cause and run 'macake apply' again: it continues from the live state.\n", before)
+		fmt.Fprintf(s.e.stderr, "%s Fix the cause and run '%s' again: it continues from the live state.\n", before, s.e.invocation().Command(true, "apply"))
 		return stop(code, res.Err)
 	case reconcile.StepVerify:
 		return fail(res.Err)

@@ -464,7 +464,7 @@ func TestApplyFaultAtEveryStep(t *testing.T) {
 				}
 				code, _, stderr := r.run("apply")
 				if code != exitFailure || !strings.Contains(stderr, "injected failure") || !regexpMatch(`step \d+ of \d+ \(`, stderr) ||
-					!strings.Contains(stderr, "run 'macake apply' again") {
+					!strings.Contains(stderr, "run 'sudo macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" apply' again") {
 					t.Fatalf("%s: exit %d, stderr:\n%s", name, code, stderr)
 				}
 				if first := strings.Contains(stderr, "Nothing was applied: it failed at the first step."); first != (i == 0) ||

@@ -32,7 +32,10 @@ func TestPlanOutThenApplyFile(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	file := filepath.Join(t.TempDir(), "reviewed.plan")
 	stdout, _ := r.mustRun(exitOK, "plan", "--out", file)
-	mustContain(t, "plan --out", stdout, `+ pipe 48001 "starlink/upload"`, "Plan: 4 to create", "Saved the plan to "+file, "sudo macake apply "+file)
+	mustContain(t, "plan --out", stdout, `+ pipe 48001 "starlink/upload"`, "Plan: 4 to create", "Saved the plan to "+file,
+		// The command repeats the directories it was made with (issue
+		// 27, item 10).
+		"sudo macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" apply "+file)
 	if n := len(r.emu.MutatingCalls()); n != 0 {
 		t.Fatalf("plan --out changed the system (%d calls)", n)
 	}
@@ -100,7 +103,7 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 			if code != exitFailure {
 				t.Fatalf("apply FILE after %s: exit %d, want 1\n%s", tc.name, code, stderr)
 			}
-			mustContain(t, "refusal", stderr, append(tc.want, "no longer fits what it was made from; nothing was changed", "macake plan --out FILE")...)
+			mustContain(t, "refusal", stderr, append(tc.want, "no longer fits what it was made from; nothing was changed", "macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" plan --out FILE")...)
 			if after := r.emu.Snapshot().String(); after != before {
 				t.Errorf("a refused plan changed the system:\nbefore\n%s\nafter\n%s", before, after)
 			}
