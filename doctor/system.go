@@ -43,7 +43,7 @@ type System struct {
 	// tc, ip. It never changes anything through it.
 	Runner execrun.Runner
 	// FS answers ownership and mode questions and reads the service
-	// files (service.OSFiles, or launchdtest.Files in tests).
+	// files (service.OSFiles, or servicetest.Files in tests).
 	FS FS
 	// Facts tells which network the machine is on (linkfacts).
 	Facts linkfacts.Source
