@@ -46,29 +46,9 @@ type Host struct {
 	// Executable returns the running binary's path (os.Executable), the
 	// program a job runs unless another binary is asked for.
 	Executable func() (string, error)
-	// Getenv reads the environment (a user manager's XDG_RUNTIME_DIR); nil
-	// reads nothing.
-	Getenv func(string) string
 	// Sleep waits between polls of a job that is still going away; nil
 	// means time.Sleep.
 	Sleep func(time.Duration)
-}
-
-// Wait sleeps d with h's Sleep.
-func (h Host) Wait(d time.Duration) {
-	if h.Sleep != nil {
-		h.Sleep(d)
-		return
-	}
-	time.Sleep(d)
-}
-
-// Env reads key with h's Getenv.
-func (h Host) Env(key string) string {
-	if h.Getenv == nil {
-		return ""
-	}
-	return h.Getenv(key)
 }
 
 // Manager installs and removes macake's services with one service

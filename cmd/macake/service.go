@@ -105,8 +105,8 @@ func init() {
 
 // serviceHost is the outside world of the service commands; tests
 // replace it to run them against fakes of a Mac or of a Linux machine.
-var serviceHost = func(e *env) service.Host {
-	return service.Host{GOOS: runtime.GOOS, Files: service.OSFiles{}, Runner: execrun.Exec{}, Executable: os.Executable, Getenv: e.getenv}
+var serviceHost = func(*env) service.Host {
+	return service.Host{GOOS: runtime.GOOS, Files: service.OSFiles{}, Runner: execrun.Exec{}, Executable: os.Executable}
 }
 
 // printReport prints the --json document of the four commands.
