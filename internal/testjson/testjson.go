@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -38,9 +39,12 @@ type Skip struct {
 // kernel tests (network namespaces, tc, pf) say so, as the project's
 // tests must ("skip with a clear message when not root").
 func (s Skip) NeedsRoot() bool {
-	r := strings.ToLower(s.Reason)
-	return strings.Contains(r, "root")
+	return rootWord.MatchString(s.Reason)
 }
+
+// rootWord is "root" as a word, not inside a test's name
+// ("TestMeasurementsOnlyFromRoot").
+var rootWord = regexp.MustCompile(`(?i)\broot\b`)
 
 // Filter copies the stream r as plain `go test` would have printed it to
 // w and returns the tests that skipped, in order.

@@ -36,6 +36,9 @@ func TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips(t *testing.T) {
 	if !skips[0].NeedsRoot() || skips[1].NeedsRoot() {
 		t.Errorf("NeedsRoot: %v, %v", skips[0].NeedsRoot(), skips[1].NeedsRoot())
 	}
+	if (Skip{Reason: "started by TestMeasurementsOnlyFromRoot"}).NeedsRoot() {
+		t.Error("a test's name is no reason about root")
+	}
 }
 
 func TestFilterShowsABuildFailure(t *testing.T) {
