@@ -65,11 +65,25 @@ type linkRunner struct {
 	// replies counts the prober's replies, so that the runner tells the
 	// owner when the idle RTT can be learned (follow, idleRTTAsk).
 	replies int
+
+	// rtts are the round trips of the prober's replies, the link's idle
+	// RTT (replyRTTs); safe from any goroutine.
+	rtts *replyRTTs
+}
+
+// state is the controller's snapshot with the link's idle RTT from its
+// replies (replyRTTs, 0 before the first) in place of the controller's
+// lowest baseline, which counts the starting baseline (100 ms each way)
+// of a reflector that never answered.
+func (r *linkRunner) state(now time.Time) controller.State {
+	st := r.loop.State()
+	st.IdleRTT, _ = r.rtts.idle(now)
+	return st
 }
 
 // idleRTTAsk reports whether the runner asks the owner to learn the idle
 // RTT at its nth reply: at idleRTTResponses and at 2, 4, 8 and 16 times
-// that.
+// that, as the filter's figure settles.
 func idleRTTAsk(n int) bool {
 	k := n / idleRTTResponses
 	return n%idleRTTResponses == 0 && k <= 16 && k&(k-1) == 0
@@ -171,14 +185,14 @@ func (r *linkRunner) follow(ctx context.Context) {
 				}
 			}
 			if replied {
+				r.rtts.add(s.Received, s.RTT)
 				r.loop.Delay(ctx, delaySample(s))
 				if r.replies++; r.policy.Shaper.Queue.Auto && idleRTTAsk(r.replies) {
 					// On an idle link no rate changes and the next drift
 					// check can be half a minute away: the first download
 					// would meet DefaultIdleRTT's queue. Asked again at
-					// twice as many replies, a few times, because the
-					// controller counts fewer responses than the prober
-					// delivers replies (stale ones, the one ending a stall).
+					// twice as many replies, a few times, as the figure
+					// settles.
 					select {
 					case r.d.idleReqs <- linkNote{link: r.name, gen: r.gen}:
 					case <-ctx.Done():
