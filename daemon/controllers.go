@@ -56,6 +56,10 @@ type carried struct {
 	// rates are the old controller's rates (controller rates, bit/s).
 	rates desired.Rates
 	cfg   controller.Config
+	// reflectors are the ones the old controller probed, which the new
+	// one probes first (startPool); rtts its replies' round trips.
+	reflectors []netip.Addr
+	rtts       *replyRTTs
 }
 
 // newRunner builds the controller of active link a (not started). With
@@ -88,7 +92,21 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 			pipes = pipes.With(dir, pipe)
 		}
 	}
-	ctl, err := controller.New(cfg, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen)))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen))
+	var keep []netip.Addr
+	rtts := newReplyRTTs(time.Now())
+	if from != nil {
+		keep = from.reflectors
+		if from.rtts != nil {
+			rtts = from.rtts
+		}
+	}
+	var shuffle *rand.Rand
+	if cfg.RandomizeReflectors {
+		shuffle = rng
+	}
+	cfg.Reflectors, cfg.RandomizeReflectors = startPool(cfg.Reflectors, cfg.Pingers, keep, shuffle), false
+	ctl, err := controller.New(cfg, rng)
 	if err != nil {
 		return nil, pipes, err
 	}
@@ -96,7 +114,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	r := &linkRunner{
 		d: d, gen: c.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
 		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
-		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)), rtts: newReplyRTTs(time.Now()),
+		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)), rtts: rtts,
 	}
 	var notes []string
 	if d.cfg.Sensors == nil {
@@ -168,7 +186,13 @@ func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs m
 		c.saveProfiles([]*linkRunner{r})
 		if active && a.ProfileKey == r.profileKey {
 			st := r.loop.State()
-			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
+			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg,
+				reflectors: c.reflectors[name]}
+			if slices.Equal(r.probes, desired.Probes(a.Policy, c.profile(a.ProfileKey))) {
+				// The same path to the same reflectors: what its replies
+				// measured still holds.
+				carry[name].rtts = r.rtts
+			}
 		}
 		c.stop(r)
 		changed = true
