@@ -42,7 +42,7 @@ const (
 	KindIngress = "ingress"
 
 	// IFBPrefix starts the name of every IFB device macake creates.
-	IFBPrefix = "ifb-macake"
+	IFBPrefix = shape.OwnIFBPrefix
 	// maxIfName is IFNAMSIZ-1, the longest Linux interface name.
 	maxIfName = shape.MaxInterfaceName
 	// htbQuantum is the htb class quantum: with a single class it has no
