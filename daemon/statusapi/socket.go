@@ -150,7 +150,8 @@ func Listen(path string) (net.Listener, error) {
 // SocketLimits bound the socket's clients (internal/connlimit): per user,
 // a few connections at once and a few requests a second, which `macake
 // status`, measure and bench need a fraction of. Root and the daemon's
-// own user are held apart, so no other user can keep them out.
+// own user are held apart, so no other user can keep them out, and are
+// not held to the rate.
 var SocketLimits = connlimit.Limits{Conns: 32, PerPeer: 8, Rate: 5, Burst: 10}
 
 // socketPeer names a socket connection's peer by its user; root and the
@@ -187,8 +188,11 @@ func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) er
 			return fmt.Errorf("status socket: %w", err)
 		}
 		go func() {
-			peer, _ := socketPeer(c)
-			if !rate.Allow(peer, time.Now()) {
+			// Root (and the daemon's own user) is not held to the rate:
+			// `status --follow` asks as often as it likes, and nothing
+			// root sends needs bounding from root.
+			peer, privileged := socketPeer(c)
+			if !privileged && !rate.Allow(peer, time.Now()) {
 				defer c.Close()
 				c.SetDeadline(time.Now().Add(ioTimeout))
 				json.NewEncoder(c).Encode(Response{FormatVersion: FormatVersion,

@@ -92,6 +92,21 @@ func TestPageInChromium(t *testing.T) {
 	if !strings.Contains(got["counters"], "66") || !strings.Contains(got["download-legend"], "download shaper") {
 		t.Errorf("counters %q, legend %q", got["counters"], got["download-legend"])
 	}
+	// Every axis label lies inside its chart, whatever its width (a fixed
+	// margin clipped "20.0 Mbit/s" to "0.0 Mbit/s"), and one that wide is
+	// drawn: the recorded link's rates top out at 100 Mbit/s.
+	var clipped []string
+	if err := p.Eval(`[...document.querySelectorAll('section.link svg text')].filter(t => t.getBBox().x < 0).map(t => t.textContent)`, &clipped); err != nil {
+		t.Fatal(err)
+	}
+	if len(clipped) > 0 {
+		t.Errorf("axis labels cut off at the left of their chart: %q", clipped)
+	}
+	var wide bool
+	p.Eval(`[...document.querySelectorAll('section.link svg text')].some(t => t.textContent === "100 Mbit/s" || t.textContent === "50.0 Mbit/s")`, &wide)
+	if !wide {
+		t.Error("no chart has a label as wide as 50.0 Mbit/s, so the test shows nothing")
+	}
 	var events []string
 	if err := p.Eval(`[...document.querySelectorAll('#events li')].map(e => e.textContent)`, &events); err != nil {
 		t.Fatal(err)
