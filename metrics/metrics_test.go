@@ -540,20 +540,10 @@ func TestStatesAreTheControllerStatuses(t *testing.T) {
 // to 127.0.0.1 sends its own name as Host, and the metrics refuse it as
 // the status page does (one rule, loopback.Endpoint.Handler).
 func TestServeRefusesForeignHost(t *testing.T) {
-	m := newMetrics()
-	ln, err := metrics.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.ServeListener(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	for host, want := range map[string]int{ln.Addr().String(): 200, "rebound.example:9846": http.StatusMisdirectedRequest} {
-		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/metrics", nil)
+	base := serve(t, newMetrics())
+	addr := strings.TrimPrefix(base, "http://")
+	for host, want := range map[string]int{addr: 200, "rebound.example:9846": http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
 		req.Host = host
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -171,31 +171,7 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 	if os.Getenv("STATUSAPI_CHILD_SOCKET") != "" {
 		t.Skip("the child half runs in TestMeasurementsOnlyFromRootChild")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a client as another user (CI runs as root)")
-	}
-	// A directory the other user can enter, holding the socket and a copy
-	// of this test binary to run.
-	dir, err := os.MkdirTemp("", "statusapi-peer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := filepath.Join(dir, "statusapi.test")
-	if err := os.WriteFile(child, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := SocketPath(dir)
-	ln, err := Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(path, 0o666) // as if nobody were in the socket's group
+	dir, child, path, ln := forAnotherUser(t)
 	var took atomic.Int32
 	go Serve(t.Context(), ln, Handler{
 		Status:      func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} },
@@ -231,6 +207,37 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 			t.Errorf("pause handed over as %v, want %v", d, want)
 		}
 	}
+}
+
+// forAnotherUser makes what a test needs to be asked by another user (uid
+// 65534): a directory that user can enter, holding a copy of this test
+// binary to run as it (child) and a socket it may connect to (path, ln).
+// It skips the test unless run as root, who alone can start that process.
+func forAnotherUser(t *testing.T) (dir, child, path string, ln net.Listener) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user (CI runs as root)")
+	}
+	dir, err := os.MkdirTemp("", "statusapi-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	child = filepath.Join(dir, "statusapi.test")
+	if err := os.WriteFile(child, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path = SocketPath(dir)
+	if ln, err = Listen(path); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o666) // as if nobody were in the socket's group
+	return dir, child, path, ln
 }
 
 // TestMeasurementsOnlyFromRootChild is the other user's half.
@@ -275,29 +282,7 @@ func TestSocketBoundsAnotherUser(t *testing.T) {
 	if os.Getenv("STATUSAPI_CHILD_SOCKET") != "" {
 		t.Skip("the child half runs in TestSocketBoundsAnotherUserChild")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a client as another user (CI runs as root)")
-	}
-	dir, err := os.MkdirTemp("", "statusapi-flood-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := filepath.Join(dir, "statusapi.test")
-	if err := os.WriteFile(child, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	path := SocketPath(dir)
-	ln, err := Listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(path, 0o666)
+	_, child, path, ln := forAnotherUser(t)
 	go Serve(t.Context(), ln, Handler{Status: func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} }}, nil)
 	cmd := exec.Command(child, "-test.run=^TestSocketBoundsAnotherUserChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
