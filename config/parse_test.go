@@ -176,6 +176,7 @@ func TestParseRules(t *testing.T) {
 		{name: "linux vlan interface", text: "[match]\ninterface = \"eth0.2\"\n"},
 		{name: "a macOS service name", text: "[match]\ninterface = \"Wi-Fi\"\n", problems: []string{`2:13: match.interface: "Wi-Fi" is not an interface name`}},
 		{name: "interface with a slash", text: "[match]\ninterface = \"eth/0\"\n", problems: []string{`2:13: match.interface: "eth/0" is not an interface name`}},
+		{name: "macake's own IFB", text: "[match]\ninterface = \"ifb-macake0\"\n", problems: []string{`2:13: match.interface: "ifb-macake0" is one of macake's own IFB devices`}},
 		{name: "missing match", text: "[shaper]\nmode = \"off\"\n", problems: []string{"1:1: [match] needs interface"}},
 		{name: "bad mac", text: minimal + "gateway_mac = \"74:24:9f:00:00\"\n", problems: []string{"3:15: match.gateway_mac: \"74:24:9f:00:00\" is not a MAC address"}},
 		{name: "zero mac", text: minimal + "gateway_mac = \"00:00:00:00:00:00\"\n", problems: []string{"3:15: match.gateway_mac: 00:00:00:00:00:00 is not a real address"}},

@@ -86,8 +86,12 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 		if d.decoded("match", "match.interface") {
 			d.probs.add(d.file, d.keyPosOf("match"), `[match] needs interface, the interface this policy shapes, e.g. interface = "en0"`)
 		}
-	} else if m.Interface != "" && shape.CheckInterfaceName(m.Interface) != nil {
-		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
+	} else if err := shape.CheckInterfaceName(m.Interface); m.Interface != "" && err != nil {
+		if strings.HasPrefix(m.Interface, shape.OwnIFBPrefix) {
+			d.bad("match.interface", "%v", err)
+		} else {
+			d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
+		}
 	}
 	if mac := m.GatewayMAC; len(mac) == 6 {
 		switch {

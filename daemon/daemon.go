@@ -315,7 +315,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case n := <-d.reflReqs:
 			if d.ctls.current(n.link, n.gen) != nil {
 				d.ctls.reflectors[n.link] = n.addrs
-				d.pass(step, "reflectors")
+				d.pass(step, triggerReflectors)
 			}
 		case n := <-d.idleReqs:
 			if d.ctls.current(n.link, n.gen) == nil {

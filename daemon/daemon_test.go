@@ -58,8 +58,13 @@ type fakeNet struct {
 	rtt   time.Duration
 	bloat time.Duration
 	busy  bool
-	// silent: no reflector answers.
-	silent   bool
+	// silent: no reflector answers; dead: these reflectors never do
+	// (each probe to one ends lost, as at the prober's timeout).
+	silent bool
+	dead   map[netip.Addr]bool
+	// phase delays a prober's first send, so its replies fall between the
+	// counter readings rather than with them.
+	phase    time.Duration
 	capacity [2]int64
 	rate     func(shape.Direction) int64 // the shaper's live rate
 	probes   []*fakeProbe
@@ -122,6 +127,14 @@ func (p *fakeProbe) Samples() <-chan probe.Sample { return p.out }
 
 func (p *fakeProbe) Run(ctx context.Context) error {
 	defer close(p.out)
+	p.net.mu.Lock()
+	phase := p.net.phase
+	p.net.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(phase):
+	}
 	i := 0
 	for {
 		p.mu.Lock()
@@ -142,6 +155,17 @@ func (p *fakeProbe) Run(ctx context.Context) error {
 		p.net.mu.Lock()
 		if p.net.silent {
 			p.net.mu.Unlock()
+			continue
+		}
+		if to := addrs[i%len(addrs)]; p.net.dead[to] {
+			p.net.mu.Unlock()
+			i++
+			now := time.Now()
+			select {
+			case p.out <- probe.Sample{Reflector: to, Kind: probe.KindLost, Method: probe.MethodEcho, Sent: now.Add(-probe.DefaultTimeout)}:
+			case <-ctx.Done():
+				return nil
+			}
 			continue
 		}
 		rtt := p.net.rtt
@@ -273,6 +297,13 @@ func newHomeRig(t *testing.T) *rig {
 // with facts as the network. It must run inside a synctest bubble.
 func newRig(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts) *rig {
 	t.Helper()
+	return newRigOn(t, policies, st, facts, nil)
+}
+
+// newRigOn is newRig on a network that net sets up before the daemon
+// starts.
+func newRigOn(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts, net func(n *fakeNet)) *rig {
+	t.Helper()
 	r := &rig{
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
 		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
@@ -280,6 +311,9 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts lin
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
 	r.net.rate = func(d shape.Direction) int64 { return r.pipeRate(48001 + int(d)) }
+	if net != nil {
+		net(r.net)
+	}
 	if err := os.Mkdir(r.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	logger, err := logging.New(logging.Options{
 		Format: logging.Format(settings.LogFormat), Level: o.LogLevel, Path: logPath, Stderr: o.Stderr,
-		File: logging.FileOptions{CrashOutput: true},
+		File: logging.FileOptions{CrashOutput: true, CheckOwnership: !o.LoadOptions.SkipOwnershipCheck},
 	})
 	if err != nil {
 		return startFailed(err)

@@ -214,7 +214,7 @@ func (d *Daemon) Status() statusapi.Status {
 		}
 		var ctl *controller.State
 		if pl.runner != nil {
-			s := pl.runner.loop.State()
+			s := pl.runner.state(time.Now())
 			ctl = &s
 			sl.Controller = ControllerStatus(s, pl.runner.note)
 			withProbes(sl.Controller, pl.runner.probes)

@@ -36,7 +36,8 @@ func Diff(desired shape.State, live Live) plan.Plan {
 	ifaces, slots := map[string]string{}, map[int]string{}
 	for _, l := range links {
 		if err := checkLink(l); err != nil {
-			d.unshaped(l.Name, err.Error()+"; link skipped", bothDirections...)
+			d.unshaped(l.Name, err.Error()+"; link skipped, its live shaping kept", bothDirections...)
+			d.keep(l)
 			continue
 		}
 		if other, dup := ifaces[l.Interface]; dup {
@@ -55,6 +56,23 @@ func Diff(desired shape.State, live Live) plan.Plan {
 	}
 	d.removals()
 	return d.p
+}
+
+// keep claims what is live for a link that cannot be rendered, so that
+// it stays as it is rather than being removed: a bad link never tears
+// down working shaping.
+func (d *differ) keep(l shape.Link) {
+	devs := []string{l.Interface}
+	if l.Slot >= 0 && l.Slot <= MaxSlot {
+		devs = append(devs, IFBName(l.Slot))
+		d.claimed["ifb/"+IFBName(l.Slot)] = true
+	}
+	for _, dev := range devs {
+		for _, kind := range []string{"root", "hook", "exempt-egress", "exempt-ingress", "redirect"} {
+			d.claimed[kind+"/"+dev] = true
+		}
+		d.wanted[dev] = true
+	}
 }
 
 type differ struct {

@@ -490,8 +490,8 @@ func TestDownFaultAtEveryStep(t *testing.T) {
 	probe.emu.ResetCalls()
 	probe.mustRun(exitOK, "down")
 	steps := len(probe.emu.MutatingCalls())
-	if steps != 6 {
-		t.Fatalf("down took %d mutating steps, want 6 (anchor, 4 pipes, reference)", steps)
+	if steps != 3 {
+		t.Fatalf("down took %d mutating steps, want 3 (anchor, the 4 pipes in one dnctl, reference)", steps)
 	}
 	for i := 1; i <= steps; i++ {
 		r := newRig(t, policies, starlinkFacts)

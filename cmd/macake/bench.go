@@ -157,6 +157,10 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 	}
 	rep, err := c.Run(e.ctx)
 	if err != nil {
+		// The runs that finished are measurements too.
+		if len(rep.Runs) > 0 && !asJSON {
+			rep.WriteText(e.stdout)
+		}
 		fmt.Fprintf(e.stderr, "macake bench --compare: %v\n", err)
 		return exitFailure
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBugreportHasEverythingAndLeaksNoMACOrSSID: the report holds the
@@ -67,5 +68,45 @@ func TestBugreportUsage(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != exitUsage || stderr == "" {
 			t.Errorf("macake %v: exit %d, %q", args, code, stderr)
 		}
+	}
+}
+
+// TestBugreportWritesANewPrivateFile: the report is readable by its
+// owner alone, never written through a file or link already under its
+// name (a link planted under the default name in a shared directory had
+// root overwrite the file it pointed at), and under --out an existing
+// file is refused rather than overwritten (issue 27).
+func TestBugreportWritesANewPrivateFile(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	victim := filepath.Join(t.TempDir(), "root-only")
+	os.WriteFile(victim, []byte("keep\n"), 0o600)
+	// Links under every name the report could take this minute and the
+	// next, as a user who guesses the time would plant them.
+	for _, at := range []time.Time{time.Now(), time.Now().Add(time.Minute)} {
+		for s := range 60 {
+			name := "macake-bugreport-" + at.Truncate(time.Minute).Add(time.Duration(s)*time.Second).Format("20060102-150405") + ".txt"
+			os.Symlink(victim, filepath.Join(dir, name))
+		}
+	}
+	stdout, _ := r.mustRun(exitOK, "bugreport", "--log-lines", "0")
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Fatalf("the report was written through a planted link: the file it pointed at holds %d bytes", len(b))
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(strings.Fields(stdout)[1], "./"), "")
+	info, err := os.Lstat(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatalf("%v (stdout %q)", err, stdout)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm() != 0o600 {
+		t.Errorf("the report %s: %v, want a regular file of mode 0600", name, info.Mode())
+	}
+	// --out an existing file: refused, the file unchanged.
+	if code, _, stderr := r.run("bugreport", "--out", victim); code != exitFailure || !strings.Contains(stderr, "exists") {
+		t.Errorf("bugreport --out an existing file: exit %d, %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Error("--out an existing file overwrote it")
 	}
 }

@@ -361,28 +361,61 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 const recentShown = 5
 
 // EventSummary is one event for a person: its link, the message, and the
-// attributes that say what happened (the error, the rates of a cut).
+// attributes that say what happened (the error, the rates of a cut); a
+// change says what it changed and why, and no attribute runs past
+// maxEventValue, so the status page's list is not walls of rules.
 func EventSummary(e Event) string {
 	var b strings.Builder
 	if e.Link != "" {
 		b.WriteString(e.Link + ": ")
 	}
-	b.WriteString(e.Message)
 	from, errF := strconv.ParseFloat(e.Attrs[logging.KeyFromBits], 64)
 	to, errT := strconv.ParseFloat(e.Attrs[logging.KeyToBits], 64)
-	if errF == nil && errT == nil {
+	switch {
+	case errF == nil && errT == nil:
 		// A rate change says its rates, not its eight attributes.
+		b.WriteString(e.Message)
 		fmt.Fprintf(&b, ": %s %s → %s", e.Attrs[logging.KeyDirection], shape.FormatApprox(from), shape.FormatApprox(to))
 		return b.String()
+	case e.Event == string(logging.EventChange):
+		// What changed and why, not the before and after of every rule
+		// (a reflector's exemption printed all of them).
+		verb := map[string]string{"create": "created", "update": "updated", "remove": "removed"}[e.Attrs["action"]]
+		if verb == "" {
+			verb = e.Attrs["action"]
+		}
+		what := strings.TrimSpace(e.Attrs["kind"] + " " + e.Attrs["id"])
+		if e.Attrs[logging.KeyError] != "" {
+			fmt.Fprintf(&b, "%s not %s: %s", what, verb, clip(e.Attrs[logging.KeyError]))
+			return b.String()
+		}
+		fmt.Fprintf(&b, "%s %s", what, verb)
+		if r := e.Attrs[logging.KeyReason]; r != "" {
+			b.WriteString(" (" + clip(r) + ")")
+		}
+		return b.String()
 	}
+	b.WriteString(e.Message)
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
-		parts = append(parts, k+"="+e.Attrs[k])
+		parts = append(parts, k+"="+clip(e.Attrs[k]))
 	}
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
 	}
 	return b.String()
+}
+
+// maxEventValue is the most of one attribute's value an event's summary
+// shows; the log has it whole.
+const maxEventValue = 80
+
+// clip shortens a value to maxEventValue runes, marking the cut.
+func clip(v string) string {
+	if r := []rune(v); len(r) > maxEventValue {
+		return string(r[:maxEventValue-1]) + "…"
+	}
+	return v
 }
 
 // countersText is a shaper's counters in one line, as `tc -s` would say
