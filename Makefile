@@ -13,15 +13,16 @@ ACTIONLINT := bin/actionlint
 PLATFORMS := darwin/arm64 darwin/amd64 linux/amd64 linux/arm64
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
-.PHONY: all build test vet race darwin lint fmt demo bench bench-daemon e2e calibrate cross install clean tools man completions
+.PHONY: all build test vet race darwin cake test-cake cakevm-setup record-cake lint fmt demo bench bench-daemon e2e e2e-scenarios e2e-honest calibrate cross install clean tools man completions
 
 all: vet lint test build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/macake
 
-## test: what CI runs: vet, the race-enabled tests, and the darwin cross-build and vet.
-test: vet race darwin
+## test: what CI runs: vet, the race-enabled tests, the darwin cross-build
+## and vet, and the CAKE suites in a QEMU guest where it is set up.
+test: vet race darwin cake
 
 vet:
 	$(GO) vet $(PKGS)
@@ -40,6 +41,39 @@ darwin:
 	GOOS=darwin GOARCH=arm64 $(GO) vet $(PKGS)
 	GOOS=darwin GOARCH=arm64 $(GO) vet -tags realmac $(PKGS)
 	GOOS=darwin GOARCH=amd64 $(GO) vet $(PKGS)
+
+## cake: what `make test` runs of the CAKE suites: test-cake where a
+## cakevm guest can run (QEMU and Debian's kernel set up), else one loud
+## line saying they were skipped and why.
+CAKEVM := internal/cakevm
+cake:
+	@if why=$$($(CAKEVM)/setup.sh --check); then $(MAKE) --no-print-directory test-cake; \
+	else echo "!! SKIPPED the CAKE suites (backend/tc on a real sch_cake in a QEMU guest): $$why"; fi
+
+## test-cake: the Linux backend's kernel tests on a real sch_cake. Our
+## machines' kernels have none, so `go test ./backend/tc` there runs the
+## htb fallback; this compiles the same tests and runs the kernel ones in
+## a throw-away QEMU guest booting Debian's stock kernel, with the host's
+## root read-only underneath (internal/cakevm; `make cakevm-setup` first,
+## as root). -tc.shapes=cake: the host covers htb.
+CAKE_TESTS ?= ^TestKernel
+test-cake:
+	GO='$(GO)' $(CAKEVM)/gotest ./backend/tc -test.run '$(CAKE_TESTS)' -test.timeout 20m -tc.shapes=cake
+
+## cakevm-setup: install QEMU, busybox-static and kmod from Debian when
+## missing (root), fetch the kernel linux-image-amd64 points at today and
+## unpack it beside them (never installed), build the guest's initramfs.
+cakevm-setup:
+	$(CAKEVM)/setup.sh
+
+## record-cake: re-record backend/tc's cake-* golden cases on a real
+## sch_cake in a guest, then replan them (-update).
+record-cake:
+	@rm -rf bin/cakevm/record && mkdir -p bin/cakevm/record
+	GO='$(GO)' CAKEVM_XCHG=bin/cakevm/record MACAKE_TC_RECORD_DIR=/xchg/diff \
+	  $(CAKEVM)/gotest ./backend/tc -test.run '^TestRecordCakeGoldensFromKernel$$' -record
+	cp -r bin/cakevm/record/diff/. backend/tc/testdata/diff/
+	$(GO) test ./backend/tc -run '^TestDiffGolden$$' -update
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin GOOS= GOARCH= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -60,24 +94,40 @@ fmt:
 	gofmt -l -w .
 
 ## e2e: the real-kernel proof (root, Linux): on every scenario (constant,
-## steps, a Starlink-like wobble, a recorded LTE trace from $(TRACES), both
-## directions loaded) the drift-controlled off / upstream / ours / oracle /
+## steps, a Starlink-like wobble, two recorded cellular traces from
+## $(TRACES), both directions loaded) the drift-controlled off / upstream / ours / oracle /
 ## off again, with longer phases than CI, then the actuation benchmark;
 ## prints the tables docs/MEASUREMENTS.md quotes and writes every phase's
 ## measures to $(E2E_JSON) for `make calibrate`; then the ISP that
 ## prioritises ICMP (ICMP-only control against auto reflectors), then the
 ## actuation benchmark. `make test` runs the short version.
 E2E_PHASE  ?= 30s
-E2E_TRACES ?= constant,steps,wobble,lte,wobble:up2
+E2E_TRACES ?= constant,steps,wobble,lte,train,wobble:up2
 E2E_REPORT ?= bin/e2e-report.md
 E2E_JSON   ?= bin/e2e-measures.jsonl
-e2e:
-	@mkdir -p $(dir $(E2E_REPORT)) $(dir $(E2E_JSON)) && rm -f $(E2E_REPORT) $(E2E_JSON)
-	MACAKE_TRACES=$(abspath $(TRACES)) $(GO) test -count=1 -timeout 90m -run '^TestOffOnOff$$' ./e2e -args \
-	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.report=$(abspath $(E2E_REPORT)) -e2e.json=$(abspath $(E2E_JSON))
+e2e: e2e-scenarios
 	for isp in prio honest; do $(GO) test -count=1 -timeout 30m -run '^TestICMPPriority$$' ./e2e -args \
 	  -e2e.phase=$(E2E_PHASE) -e2e.isp=$$isp -e2e.report=$(abspath $(E2E_REPORT)) || exit 1; done
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkSetRateKernel$$' -benchtime 200x -benchmem ./e2e
+	@echo; cat $(E2E_REPORT)
+
+## e2e-scenarios: make e2e's first step alone: the drift-controlled phases
+## of every scenario, their tables in $(E2E_REPORT) and measures in
+## $(E2E_JSON).
+e2e-scenarios:
+	@mkdir -p $(dir $(E2E_REPORT)) $(dir $(E2E_JSON)) && rm -f $(E2E_REPORT) $(E2E_JSON)
+	@echo "load before: $$(uptime)"
+	MACAKE_TRACES=$(abspath $(TRACES)) $(GO) test -count=1 -timeout 90m -run '^TestOffOnOff$$' ./e2e -args \
+	  -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_TRACES) -e2e.report=$(abspath $(E2E_REPORT)) -e2e.json=$(abspath $(E2E_JSON))
+	@echo "load after: $$(uptime)"
+
+## e2e-honest: issue 24's kernel comparison (root, Linux; run it on a quiet
+## machine): every scenario's drift-controlled phases on the kernel, then
+## the simulator's twin beside them: per scenario ours/upstream and
+## ours/oracle on the honest score, and the ping's and the call's loss on
+## the kernel and in the twin (bin/e2e-report.md, bin/calibration.md).
+e2e-honest: e2e-scenarios
+	$(MAKE) --no-print-directory calibrate E2E_JSON=$(E2E_JSON) E2E_PHASE=$(E2E_PHASE) E2E_TRACES=$(E2E_TRACES) TRACES=$(TRACES)
 	@echo; cat $(E2E_REPORT)
 
 ## calibrate: the simulator's twin of every e2e scenario (no root), side by

@@ -187,3 +187,40 @@ func Journal(ctx context.Context, run execrun.Runner, unit string, n int) Sectio
 	}
 	return s
 }
+
+// Save writes a report to a new file at path, readable by its owner
+// alone, and returns the path written. The file is created exclusively: a
+// file or a symbolic link already at path is never written through (in a
+// shared directory a user's link under the report's predictable name had
+// root overwrite the file it pointed at, and the report was world
+// readable; issue 27). With numbered, a name already taken gets "-2",
+// "-3", … before its extension instead, so that a planted file cannot
+// keep the report from being written; without, it is an error.
+func Save(path string, data []byte, numbered bool) (string, error) {
+	ext := filepath.Ext(path)
+	stem := strings.TrimSuffix(path, ext)
+	for n := 1; ; n++ {
+		name := path
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d%s", stem, n, ext)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			if numbered && n < 100 {
+				continue
+			}
+			return "", fmt.Errorf("%s exists; name another file with --out, or remove it", name)
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", fmt.Errorf("writing %s: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("writing %s: %w", name, err)
+		}
+		return name, nil
+	}
+}

@@ -11,11 +11,17 @@ import (
 )
 
 // TestDefaultStateDirFollowsTheSystem: state goes where each system keeps
-// a daemon's state.
+// a daemon's state; the operator group is the Mac's administrators, and
+// nobody on Linux.
 func TestDefaultStateDirFollowsTheSystem(t *testing.T) {
 	for goos, want := range map[string]string{"darwin": "/var/db/macake", "linux": "/var/lib/macake"} {
 		if got := DefaultStateDirFor(goos); got != want {
 			t.Errorf("DefaultStateDirFor(%s) = %s, want %s", goos, got, want)
+		}
+	}
+	for goos, want := range map[string]string{"darwin": "admin", "linux": NoOperatorGroup} {
+		if got := DefaultOperatorGroupFor(goos); got != want {
+			t.Errorf("DefaultOperatorGroupFor(%s) = %s, want %s", goos, got, want)
 		}
 	}
 }
@@ -41,9 +47,14 @@ log_format = "json"
 log_file = "/var/log/macake/macake.log"
 metrics_listen = "127.0.0.1:9846"
 status_page_listen = "localhost:9847"
+status_page_control = false
+operator_group = "netops"
 `))
 	if err != nil || len(w) != 0 {
 		t.Fatalf("%v %v", err, w)
+	}
+	if d.StatusPageControl || d.OperatorGroup != "netops" {
+		t.Errorf("status_page_control %v, operator_group %q", d.StatusPageControl, d.OperatorGroup)
 	}
 	if d.PipeRange.Len() != 100 || !d.PipeRange.Contains(50001) || d.PipeRange.Contains(50101) || d.LogFormat != LogJSON || d.MetricsListen != "127.0.0.1:9846" || d.StatusPageListen != "localhost:9847" {
 		t.Errorf("%+v", d)
@@ -63,6 +74,7 @@ log_format = "xml"
 log_file = "macake.log"
 metrics_listen = "0.0.0.0:9846"
 Anchor = "x"
+operator_group = "net ops"
 `
 	_, _, err := ParseDaemon("macake.toml", []byte(text))
 	want := []string{
@@ -73,6 +85,7 @@ Anchor = "x"
 		`5:12: log_file: "macake.log" must be an absolute path`,
 		`6:18: metrics_listen: "0.0.0.0" is not a loopback address`,
 		`7:1: key "Anchor" must be lower-case`,
+		`8:18: operator_group: "net ops" is not a group name (letters, digits, _ . -, at most 32); use "none" for root alone`,
 	}
 	var got []string
 	for _, p := range Problems(err) {
@@ -116,5 +129,42 @@ func TestLoadDaemonChecksOwnership(t *testing.T) {
 	}
 	if d, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true}); err != nil || d.LogFormat != LogJSON {
 		t.Errorf("%+v %v", d, err)
+	}
+}
+
+// TestLoadDaemonRefusesWhatFailsLater: settings that pass the syntax but
+// fail once used are refused when loaded (so `macake validate` says so):
+// a state directory or log file directory others may write, a log file
+// that is a directory, an anchor component pf cannot hold, and the page
+// and the metrics on one socket (issue 27).
+func TestLoadDaemonRefusesWhatFailsLater(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o755)
+	os.Chmod(shared, 0o1777)
+	private := t.TempDir()
+	long := strings.Repeat("a", 64)
+	for text, want := range map[string]string{
+		`state_dir = "` + shared + `"`:                                                 "state_dir: the state directory " + shared + " is writable by group or others",
+		`log_file = "` + private + `"`:                                                 "log_file: \"" + private + "\" is a directory",
+		`log_file = "` + filepath.Join(shared, "watch.log") + `"`:                      "log_file: the log file's directory " + shared + " is writable by group or others",
+		`anchor = "com.apple/` + long + `"`:                                            "is 64 bytes; pf takes at most 63",
+		"status_page_listen = \"localhost:9847\"\nmetrics_listen = \"127.0.0.1:9847\"": "would share a port",
+		"status_page_listen = \"[::1]:9847\"\nmetrics_listen = \"localhost:9847\"":     "would share a port",
+		`state_dir = "` + private + `"`:                                                "",
+		`log_file = "` + filepath.Join(private, "watch.log") + `"`:                     "",
+		"status_page_listen = \"127.0.0.2:9847\"\nmetrics_listen = \"127.0.0.1:9847\"": "",
+		"status_page_listen = \"localhost:9847\"\nmetrics_listen = \"127.0.0.1:9846\"": "",
+	} {
+		path := filepath.Join(t.TempDir(), "macake.toml")
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", text, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want a refusal saying %q", text, err, want)
+		}
 	}
 }

@@ -466,20 +466,21 @@ func describe(raw any) string {
 
 // examples shows a valid value of each text type in type errors.
 var examples = map[reflect.Type]string{
-	reflect.TypeFor[Rate]():         `"250mbit"`,
-	reflect.TypeFor[RateOrAuto]():   `"250mbit" or "auto"`,
-	reflect.TypeFor[Size]():         `"256KB"`,
-	reflect.TypeFor[SizeOrAuto]():   `"auto" or "256KB"`,
-	reflect.TypeFor[Duration]():     `"300ms"`,
-	reflect.TypeFor[HardwareAddr](): `"74:24:9f:00:00:01"`,
-	reflect.TypeFor[netip.Addr]():   `"192.168.1.1"`,
-	reflect.TypeFor[Reflector]():    `"1.1.1.1" or "tcp:1.1.1.1:443"`,
-	reflect.TypeFor[Mode]():         `"autorate"`,
-	reflect.TypeFor[Diffserv]():     `"diffserv4"`,
-	reflect.TypeFor[Isolation]():    `"dual-srchost"`,
-	reflect.TypeFor[LogFormat]():    `"text"`,
-	reflect.TypeFor[Bounds]():       `{ min = "25mbit", max = "400mbit" }`,
-	reflect.TypeFor[PipeRange]():    `{ first = 48001, last = 48998 }`,
+	reflect.TypeFor[Rate]():          `"250mbit"`,
+	reflect.TypeFor[RateOrAuto]():    `"250mbit" or "auto"`,
+	reflect.TypeFor[Size]():          `"256KB"`,
+	reflect.TypeFor[SizeOrAuto]():    `"auto" or "256KB"`,
+	reflect.TypeFor[Duration]():      `"300ms"`,
+	reflect.TypeFor[HardwareAddr]():  `"74:24:9f:00:00:01"`,
+	reflect.TypeFor[netip.Addr]():    `"192.168.1.1"`,
+	reflect.TypeFor[Reflector]():     `"1.1.1.1" or "tcp:1.1.1.1:443"`,
+	reflect.TypeFor[Mode]():          `"autorate"`,
+	reflect.TypeFor[DirectionMode](): `"fixed"`,
+	reflect.TypeFor[Diffserv]():      `"diffserv4"`,
+	reflect.TypeFor[Isolation]():     `"dual-srchost"`,
+	reflect.TypeFor[LogFormat]():     `"text"`,
+	reflect.TypeFor[Bounds]():        `{ min = "25mbit", max = "400mbit" }`,
+	reflect.TypeFor[PipeRange]():     `{ first = 48001, last = 48998 }`,
 }
 
 func example(t reflect.Type) string {

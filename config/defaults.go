@@ -78,6 +78,7 @@ var Defaults = Policy{
 		EngageAfter:  Duration(4 * time.Second),
 		ReleaseAfter: Duration(20 * time.Second),
 	},
+	Cake: Cake{SplitGSO: true, LinkLayer: LinkLayerNone},
 }
 
 // LawTunable is one [autorate] key whose default depends on the control
@@ -187,10 +188,23 @@ func DefaultStateDirFor(goos string) string {
 	return "/var/db/macake"
 }
 
+// DefaultOperatorGroupFor is the default operator_group on goos: admin
+// on macOS, the group of the Mac's administrators, who may run sudo
+// anyway; none on Linux, which has no group every administrator shares
+// (sudo, wheel and adm differ by distribution).
+func DefaultOperatorGroupFor(goos string) string {
+	if goos == "darwin" {
+		return "admin"
+	}
+	return NoOperatorGroup
+}
+
 // DaemonDefaults are the defaults of the daemon settings file.
 var DaemonDefaults = Daemon{
-	StateDir:  DefaultStateDir,
-	Anchor:    "com.apple/macake",
-	PipeRange: PipeRange{First: 48001, Last: 48998},
-	LogFormat: LogText,
+	StateDir:          DefaultStateDir,
+	Anchor:            "com.apple/macake",
+	PipeRange:         PipeRange{First: 48001, Last: 48998},
+	LogFormat:         LogText,
+	StatusPageControl: true,
+	OperatorGroup:     DefaultOperatorGroupFor(runtime.GOOS),
 }

@@ -52,6 +52,11 @@ type LoadOptions struct {
 	// Invocation is how the caller was run, for the commands its warnings
 	// name.
 	Invocation Invocation
+	// CheckCake, when set, tries a valid policy's CAKE options on the
+	// running system and returns what it refuses, each at its key: `macake
+	// validate` on Linux sets it (the tc backend tries them in a throwaway
+	// network namespace), so a refusal is found before an apply.
+	CheckCake CakeCheck
 	// Context, when set, stops Load between files once it is done (a
 	// signal to the command): the directory then has one problem, so
 	// that callers keep what they have, as for a directory they cannot
@@ -113,6 +118,9 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	d.validatePolicy(&link.Policy, opts.target())
 	d.checkLimits(&link.Policy, opts.Limits)
 	d.checkMeasured(link, opts)
+	if opts.CheckCake != nil && len(probs.problems) == d.mark {
+		d.checkCakeOnSystem(link, opts.CheckCake)
+	}
 	return link, d
 }
 

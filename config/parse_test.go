@@ -176,6 +176,7 @@ func TestParseRules(t *testing.T) {
 		{name: "linux vlan interface", text: "[match]\ninterface = \"eth0.2\"\n"},
 		{name: "a macOS service name", text: "[match]\ninterface = \"Wi-Fi\"\n", problems: []string{`2:13: match.interface: "Wi-Fi" is not an interface name`}},
 		{name: "interface with a slash", text: "[match]\ninterface = \"eth/0\"\n", problems: []string{`2:13: match.interface: "eth/0" is not an interface name`}},
+		{name: "macake's own IFB", text: "[match]\ninterface = \"ifb-macake0\"\n", problems: []string{`2:13: match.interface: "ifb-macake0" is one of macake's own IFB devices`}},
 		{name: "missing match", text: "[shaper]\nmode = \"off\"\n", problems: []string{"1:1: [match] needs interface"}},
 		{name: "bad mac", text: minimal + "gateway_mac = \"74:24:9f:00:00\"\n", problems: []string{"3:15: match.gateway_mac: \"74:24:9f:00:00\" is not a MAC address"}},
 		{name: "zero mac", text: minimal + "gateway_mac = \"00:00:00:00:00:00\"\n", problems: []string{"3:15: match.gateway_mac: 00:00:00:00:00:00 is not a real address"}},
@@ -216,6 +217,18 @@ func TestParseRules(t *testing.T) {
 		{name: "balanced outside balanced mode", text: minimal + "[balanced]\nengage_after = \"2s\"\n", warnings: []string{`3:2: [balanced] is ignored: mode is "autorate"`}},
 		{name: "bounds in fixed mode", text: minimal + "[shaper]\nmode = \"fixed\"\ndownload = \"9mbit\"\nupload = \"1mbit\"\n[autorate]\ndownload = { max = \"5mbit\" }\n", warnings: []string{`8:1: autorate.download is ignored: mode "fixed"`}},
 		{name: "balanced ranges", text: minimal + "[shaper]\nmode = \"balanced\"\n[balanced]\nengage_after = \"10ms\"\nrelease_after = \"48h\"\n", problems: []string{"6:16: balanced.engage_after: 10ms is outside 100ms..1h", "7:17: balanced.release_after: 48h0m0s is outside 1s..24h"}},
+
+		// One direction at a time.
+		{name: "starlink: fixed download, adaptive upload", text: minimal + "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload_mode = \"autorate\"\nupload = \"12mbit\"\n[autorate]\nupload = { min = \"4mbit\", max = \"30mbit\" }\n"},
+		{name: "upload only", text: minimal + "[shaper]\ndownload_mode = \"off\"\n"},
+		{name: "unknown direction mode", text: minimal + "[shaper]\nupload_mode = \"balanced\"\n", problems: []string{`4:15: shaper.upload_mode: unknown direction mode "balanced"; use one of autorate, fixed, off`}},
+		{name: "a fixed direction needs its rate", text: minimal + "[shaper]\ndownload_mode = \"fixed\"\n", problems: []string{`4:17: shaper.download_mode: "fixed" needs shaper.download, the rate to shape at, e.g. download = "100mbit"`}},
+		{name: "mode fixed, one direction autorate", text: minimal + "[shaper]\nmode = \"fixed\"\ndownload = \"150mbit\"\nupload_mode = \"autorate\"\n"},
+		{name: "mode fixed needs the other rate only", text: minimal + "[shaper]\nmode = \"fixed\"\nupload_mode = \"off\"\n", problems: []string{`4:8: shaper.mode: "fixed" needs shaper.download`}},
+		{name: "balanced takes no direction modes", text: minimal + "[shaper]\nmode = \"balanced\"\nupload_mode = \"fixed\"\nupload = \"5mbit\"\n", problems: []string{`5:15: shaper.upload_mode: mode "balanced" engages and releases both directions together`}},
+		{name: "off takes no shaped direction", text: minimal + "[shaper]\nmode = \"off\"\ndownload_mode = \"autorate\"\n", problems: []string{`5:17: shaper.download_mode: mode "off" shapes nothing; leave mode out (autorate) to shape download as "autorate"`}},
+		{name: "an off direction ignores its rate and bounds", text: minimal + "[shaper]\ndownload_mode = \"off\"\ndownload = \"100mbit\"\n[autorate]\ndownload = { max = \"200mbit\" }\n", warnings: []string{
+			`5:1: shaper.download is ignored: download_mode is "off"`, `7:1: autorate.download is ignored: download_mode "off" does not steer it`}},
 
 		// CAKE options.
 		{name: "cake on macOS warns", text: minimal + "[cake]\ndiffserv = \"diffserv4\"\nnat = true\n", target: TargetDarwin, warnings: []string{"3:2: cake.diffserv, cake.nat: macOS dummynet cannot do CAKE's options"}},
@@ -372,6 +385,11 @@ egress_isolation = "flows"
 ingress_isolation = "hosts"
 nat = true
 ack_filter = true
+wash = true
+split_gso = false
+rtt = "50ms"
+memlimit = "32MB"
+link_layer = "ptm"
 `
 	l, ws, err := Parse("all.toml", []byte(text), LoadOptions{Target: TargetLinux})
 	if err != nil || len(ws) != 0 {
@@ -381,7 +399,7 @@ ack_filter = true
 	if m.GatewayMAC.String() != "74:24:9f:00:00:01" || m.GatewayIP.String() != "192.168.1.1" || m.SSID != "Home" || m.Priority != 4 || m.Keys() != 3 {
 		t.Errorf("match: %+v", m)
 	}
-	if s.Mode != ModeBalanced || s.Download.Rate != 1500*Kbit || !s.Upload.Auto || s.Queue.Size != 64*Kilobyte || s.Overhead != 44 || s.MPU != 84 {
+	if s.Mode != ModeBalanced || s.Download.Rate != 1500*Kbit || !s.Upload.Auto || s.Queue.Size != 64*Kilobyte || s.Overhead.Bytes != 44 || s.MPU != 84 {
 		t.Errorf("shaper: %+v", s)
 	}
 	if a.Download.Min != Mbit || !a.Download.Max.Auto || a.Upload.Max.Rate != 9*Mbit || len(a.Reflectors) != 2 || a.ActiveReflectors != 1 ||
@@ -389,7 +407,8 @@ ack_filter = true
 		a.Sleep || !a.MinRatesOnSleep || a.SleepAfter.Std() != 2*time.Minute {
 		t.Errorf("autorate: %+v", a)
 	}
-	if l.Balanced.EngageAfter.Std() != 2*time.Second || l.Cake != (Cake{Diffserv: "besteffort", EgressIsolation: "flows", IngressIsolation: "hosts", NAT: true, ACKFilter: true}) {
+	if l.Balanced.EngageAfter.Std() != 2*time.Second || l.Cake != (Cake{Diffserv: "besteffort", EgressIsolation: "flows", IngressIsolation: "hosts", NAT: true, ACKFilter: true,
+		Wash: true, SplitGSO: false, RTT: Duration(50 * time.Millisecond), MemLimit: 32 * Megabyte, LinkLayer: LinkLayerPTM}) {
 		t.Errorf("balanced/cake: %+v %+v", l.Balanced, l.Cake)
 	}
 }
@@ -463,5 +482,81 @@ func TestFindUnquoted(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A framing keyword as [shaper] overhead stands for its bytes, its mpu and
+// its link layer, each unless the file gives it; the link reaches the
+// backends with all three.
+func TestOverheadFramingKeyword(t *testing.T) {
+	for _, c := range []struct {
+		name, extra         string
+		overhead, mpu       int
+		linkLayer           LinkLayer
+		wantCakeLinkLayer   string
+		wantWarningContains string
+	}{
+		{name: "docsis", overhead: 18, mpu: 64, linkLayer: LinkLayerNone},
+		{name: "ethernet", overhead: 38, mpu: 84, linkLayer: LinkLayerNone},
+		{name: "pppoe-ptm", overhead: 30, linkLayer: LinkLayerPTM, wantCakeLinkLayer: "ptm"},
+		{name: "pppoe-vcmux", overhead: 32, linkLayer: LinkLayerATM, wantCakeLinkLayer: "atm"},
+		{name: "pppoe-vcmux", extra: "mpu = 96\n[cake]\nlink_layer = \"none\"\n", overhead: 32, mpu: 96, linkLayer: LinkLayerNone},
+	} {
+		text := "[match]\ninterface = \"eth0\"\n[shaper]\noverhead = \"" + c.name + "\"\n" + c.extra
+		l, ws, err := Parse("k.toml", []byte(text), LoadOptions{Target: TargetLinux})
+		if err != nil || len(ws) != 0 {
+			t.Fatalf("%s: err %v, warnings %v", c.name, err, ws)
+		}
+		if l.Shaper.Overhead.Bytes != c.overhead || l.Shaper.Overhead.Keyword != c.name || l.Shaper.MPU != c.mpu || l.Cake.LinkLayer != c.linkLayer {
+			t.Errorf("%s %q: overhead %+v mpu %d link layer %q", c.name, c.extra, l.Shaper.Overhead, l.Shaper.MPU, l.Cake.LinkLayer)
+		}
+		sc := l.ShapeCake()
+		if sc == nil || sc.Overhead != c.overhead || sc.MPU != c.mpu || sc.LinkLayer != c.wantCakeLinkLayer {
+			t.Errorf("%s: ShapeCake = %+v", c.name, sc)
+		}
+	}
+	// On macOS the cells cannot be counted, and the file is told so.
+	_, ws, err := Parse("k.toml", []byte("[match]\ninterface = \"en0\"\n[shaper]\noverhead = \"pppoe-vcmux\"\n"), LoadOptions{Target: TargetDarwin})
+	if err != nil || len(ws) != 1 || !strings.Contains(ws[0].String(), "ATM cells, which dummynet cannot count") {
+		t.Errorf("darwin: %v %v", ws, err)
+	}
+	for text, want := range map[string]string{
+		"overhead = \"dosis\"":                        `did you mean "docsis"?`,
+		"overhead = 1.5":                              "must be a whole number",
+		"overhead = 300":                              "300 bytes is outside 0..256",
+		"[cake]\nrtt = \"20s\"":                       "20s is outside 100µs..10s",
+		"[cake]\nmemlimit = \"1KB\"":                  "1KB is outside 64KB..",
+		"[cake]\nlink_layer = \"adsl\"":               `unknown link layer "adsl"`,
+		"[cake]\ndiffserv = \"precedence\"\nwash = 1": "must be true or false",
+	} {
+		_, _, err := Parse("k.toml", []byte("[match]\ninterface = \"eth0\"\n[shaper]\n"+text+"\n"), LoadOptions{Target: TargetLinux})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
+// LoadOptions.CheckCake's refusals are problems at their keys; a key the
+// file does not write is reported at [cake]; a policy with other problems
+// is not tried.
+func TestCheckCakeRefusalsAreProblemsAtTheirKeys(t *testing.T) {
+	var tried []shape.Cake
+	check := func(c *shape.Cake) []CakeRefusal {
+		tried = append(tried, *c)
+		return []CakeRefusal{{Key: "cake.wash", Message: `CAKE's "wash" refused: What is "wash"?`}, {Key: "cake.split_gso", Message: "split-gso refused"}}
+	}
+	text := "[match]\ninterface = \"eth0\"\n[cake]\nnat = true\nwash = true\n"
+	_, _, err := Parse("w.toml", []byte(text), LoadOptions{Target: TargetLinux, CheckCake: check})
+	ps := Problems(err)
+	if len(ps) != 2 || ps[1].Line != 5 || !strings.Contains(ps[1].Message, `cake.wash: CAKE's "wash" refused`) ||
+		ps[0].Line != 3 || !strings.Contains(ps[0].Message, "cake: split-gso refused") {
+		t.Errorf("problems %v", ps)
+	}
+	if len(tried) != 1 || !tried[0].Wash || !tried[0].NAT {
+		t.Errorf("tried %+v", tried)
+	}
+	tried = nil
+	if _, _, err := Parse("w.toml", []byte(text+"rtt = \"1h\"\n"), LoadOptions{Target: TargetLinux, CheckCake: check}); err == nil || len(tried) != 0 {
+		t.Errorf("an invalid policy was tried (%v): %v", tried, err)
 	}
 }

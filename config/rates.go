@@ -35,8 +35,9 @@ var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has
 // With all of it left out this gives exactly cake-autorate's defaults:
 // 5/20/80 Mbit/s download and 5/20/35 Mbit/s upload. Measured values can
 // disagree with explicit bounds, so the result is made consistent: max is
-// raised to min if below it, and base is clamped into [min, max]. In modes
-// fixed and off, min, base and max are all the configured rate.
+// raised to min if below it, and base is clamped into [min, max]. A
+// direction no controller steers (fixed or off, Shaper.Steers) has min,
+// base and max all at the configured rate.
 func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi Rate, err error) {
 	top := MaxRate
 	if limit > 0 {
@@ -54,7 +55,7 @@ func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi
 	default:
 		base = defBase
 	}
-	if l.Shaper.Mode == ModeFixed || l.Shaper.Mode == ModeOff {
+	if !l.Shaper.Steers(d) {
 		return base, base, base, nil
 	}
 	switch {

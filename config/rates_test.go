@@ -113,6 +113,8 @@ func TestRates(t *testing.T) {
 		{name: "measured base clamped into explicit bounds", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"50mbit\" }\n", dir: shape.Download, capacity: 400 * Mbit, want: want{10 * Mbit, 50 * Mbit, 50 * Mbit}},
 		{name: "measured max below explicit min", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 5 * Mbit, want: want{10 * Mbit, 10 * Mbit, 10 * Mbit}},
 		{name: "fixed pins all three", text: "[shaper]\nmode = \"fixed\"\ndownload = \"450mbit\"\nupload = \"22mbit\"\n", dir: shape.Upload, want: want{22 * Mbit, 22 * Mbit, 22 * Mbit}},
+		{name: "a fixed direction pins its own", text: "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n", dir: shape.Download, want: want{150 * Mbit, 150 * Mbit, 150 * Mbit}},
+		{name: "and leaves the other steered", text: "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n", dir: shape.Upload, want: want{3 * Mbit, 12 * Mbit, 21 * Mbit}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _, err := Parse("r.toml", []byte(minimal+tc.text), LoadOptions{Target: TargetLinux})

@@ -63,6 +63,10 @@ func (m MatchKeys) Keys() int {
 // Shaper is the [shaper] table: the mode and the base rates.
 type Shaper struct {
 	Mode Mode `toml:"mode"`
+	// DownloadMode and UploadMode shape one direction otherwise than Mode
+	// says (autorate, fixed or off); "" takes Mode's (DirectionMode).
+	DownloadMode DirectionMode `toml:"download_mode"`
+	UploadMode   DirectionMode `toml:"upload_mode"`
 	// Download and Upload are the start/base rates (autorate, balanced) or
 	// the rates (fixed); Auto means 95 % of the measured capacity.
 	Download RateOrAuto `toml:"download"`
@@ -70,9 +74,10 @@ type Shaper struct {
 	// Queue is the pipe's byte queue; Auto resizes it with every rate change.
 	Queue SizeOrAuto `toml:"queue"`
 	// Overhead and MPU describe per-packet framing in bytes (0-256), which
-	// the controller compensates in the pipe rate.
-	Overhead int `toml:"overhead"`
-	MPU      int `toml:"mpu"`
+	// the controller compensates in the pipe rate; overhead may be one of
+	// CAKE's framing keywords instead (see Overhead).
+	Overhead Overhead `toml:"overhead"`
+	MPU      int      `toml:"mpu"`
 }
 
 // Autorate is the [autorate] table: the controller's bounds, probes and
@@ -177,17 +182,28 @@ type Balanced struct {
 }
 
 // Cake is the [cake] table: options only a CAKE backend (Linux with
-// sch_cake) can honour. Empty strings mean CAKE's own default.
+// sch_cake) can honour. Empty strings mean CAKE's own default; Defaults
+// holds the others'.
 type Cake struct {
 	Diffserv         Diffserv  `toml:"diffserv"`
 	EgressIsolation  Isolation `toml:"egress_isolation"`
 	IngressIsolation Isolation `toml:"ingress_isolation"`
 	NAT              bool      `toml:"nat"`
 	ACKFilter        bool      `toml:"ack_filter"`
+	// Wash clears DSCP marks after CAKE has sorted packets into tins.
+	Wash bool `toml:"wash"`
+	// SplitGSO splits GSO super-packets into packets (CAKE's default).
+	SplitGSO bool `toml:"split_gso"`
+	// RTT is the round-trip time CAKE tunes its AQM for; 0 = CAKE's own.
+	RTT Duration `toml:"rtt"`
+	// MemLimit caps CAKE's queue memory; 0 = CAKE's own limit.
+	MemLimit Size `toml:"memlimit"`
+	// LinkLayer is the cell framing CAKE compensates.
+	LinkLayer LinkLayer `toml:"link_layer"`
 }
 
-// IsZero reports whether no CAKE option is set.
-func (c Cake) IsZero() bool { return c == Cake{} }
+// IsZero reports whether no CAKE option differs from its default.
+func (c Cake) IsZero() bool { return c == Defaults.Cake }
 
 // Mode is how a link is shaped.
 type Mode string
@@ -209,6 +225,69 @@ var Modes = []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (m *Mode) UnmarshalText(b []byte) error { return parseEnum("mode", b, Modes, m) }
+
+// DirectionMode is how one direction of a link is shaped: steered from
+// latency, at a fixed rate, or not at all.
+type DirectionMode string
+
+// The direction modes.
+const (
+	// DirAutorate steers the direction's rate from measured latency (and
+	// in mode balanced, while engaged).
+	DirAutorate DirectionMode = "autorate"
+	// DirFixed shapes the direction at its configured rate.
+	DirFixed DirectionMode = "fixed"
+	// DirOff leaves the direction unshaped.
+	DirOff DirectionMode = "off"
+)
+
+// DirectionModes lists every DirectionMode in the order the docs give them.
+var DirectionModes = []DirectionMode{DirAutorate, DirFixed, DirOff}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *DirectionMode) UnmarshalText(b []byte) error {
+	return parseEnum("direction mode", b, DirectionModes, m)
+}
+
+// DirectionMode returns how direction d is shaped: its own key
+// (download_mode, upload_mode), else the link's mode's: fixed and off for
+// those modes, autorate for autorate and balanced.
+func (s Shaper) DirectionMode(d shape.Direction) DirectionMode {
+	if own := (shape.ByDirection[DirectionMode]{Upload: s.UploadMode, Download: s.DownloadMode}).Of(d); own != "" {
+		return own
+	}
+	switch s.Mode {
+	case ModeFixed:
+		return DirFixed
+	case ModeOff:
+		return DirOff
+	}
+	return DirAutorate
+}
+
+// Steers reports whether a controller sets direction d's rate.
+func (s Shaper) Steers(d shape.Direction) bool { return s.DirectionMode(d) == DirAutorate }
+
+// Shapes reports whether direction d is shaped at all.
+func (s Shaper) Shapes(d shape.Direction) bool { return s.DirectionMode(d) != DirOff }
+
+// Effective is the link's mode as its directions make it: balanced stays
+// balanced; otherwise autorate when a direction is steered, fixed when
+// one is shaped at its rate, off when neither is shaped.
+func (s Shaper) Effective() Mode {
+	switch {
+	case s.Mode == ModeBalanced:
+		return ModeBalanced
+	case s.Steers(shape.Upload) || s.Steers(shape.Download):
+		return ModeAutorate
+	case s.Shapes(shape.Upload) || s.Shapes(shape.Download):
+		return ModeFixed
+	}
+	return ModeOff
+}
+
+// Mixed reports whether the two directions have different modes.
+func (s Shaper) Mixed() bool { return s.DirectionMode(shape.Upload) != s.DirectionMode(shape.Download) }
 
 // ControlLaw selects the rate controller's law.
 type ControlLaw string
@@ -235,7 +314,7 @@ func (c *ControlLaw) UnmarshalText(b []byte) error {
 type Diffserv string
 
 // Diffservs lists the accepted Diffserv values.
-var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort"}
+var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (d *Diffserv) UnmarshalText(b []byte) error { return parseEnum("diffserv", b, Diffservs, d) }

@@ -43,6 +43,11 @@ func (d *decoder) unquotedProblem(u tomltext.Unquoted) *Problem {
 	msg := fmt.Sprintf("write the value in quotes: %s = %q", u.Key, u.Value)
 	switch {
 	case t == nil:
+	case t == reflect.TypeFor[Overhead]():
+		// A number of bytes, unless it is a keyword (which needs quotes).
+		if num, _, err := splitNumber(u.Value); err == nil && num != "" {
+			msg = fmt.Sprintf("takes a plain number, without a unit or quotes: %s = %s", u.Key, num)
+		}
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
 		err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(u.Value))
 		var hint *unitHint

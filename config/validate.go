@@ -56,6 +56,7 @@ func (d *decoder) validatePolicy(p *Policy, target Target) {
 	d.checkDescription(p)
 	d.checkMatch(&p.Match)
 	d.checkShaper(p)
+	d.resolveFraming(p)
 	d.checkAutorate(p)
 	d.checkBalanced(p)
 	d.checkCake(p, target)
@@ -85,8 +86,12 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 		if d.decoded("match", "match.interface") {
 			d.probs.add(d.file, d.keyPosOf("match"), `[match] needs interface, the interface this policy shapes, e.g. interface = "en0"`)
 		}
-	} else if m.Interface != "" && shape.CheckInterfaceName(m.Interface) != nil {
-		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
+	} else if err := shape.CheckInterfaceName(m.Interface); m.Interface != "" && err != nil {
+		if strings.HasPrefix(m.Interface, shape.OwnIFBPrefix) {
+			d.bad("match.interface", "%v", err)
+		} else {
+			d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
+		}
 	}
 	if mac := m.GatewayMAC; len(mac) == 6 {
 		switch {
@@ -117,19 +122,38 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 
 func (d *decoder) checkShaper(p *Policy) {
 	s := &p.Shaper
-	if s.Mode == ModeFixed {
-		for _, dir := range []string{"download", "upload"} {
-			if !d.given("shaper." + dir) {
-				d.probs.add(d.file, d.posOf("shaper.mode"), `shaper.mode: "fixed" needs shaper.%s, the rate to shape at, e.g. %s = "100mbit"`, dir, dir)
-			}
+	for _, dir := range shape.Directions {
+		own := dir.String() + "_mode"
+		switch {
+		case !d.given("shaper." + own):
+		case s.Mode == ModeBalanced:
+			d.bad("shaper."+own, `mode "balanced" engages and releases both directions together; for one direction at a time leave mode out (autorate) and set %s`, own)
+		case s.Mode == ModeOff && s.DirectionMode(dir) != DirOff:
+			d.bad("shaper."+own, `mode "off" shapes nothing; leave mode out (autorate) to shape %s as %q`, dir, s.DirectionMode(dir))
 		}
 	}
-	if s.Mode == ModeOff {
-		for _, k := range []string{"download", "upload", "queue"} {
-			if d.given("shaper." + k) {
-				d.warnAt("shaper."+k, "shaper.%s is ignored: mode %q shapes nothing", k, ModeOff)
-			}
+	for _, dir := range []shape.Direction{shape.Download, shape.Upload} {
+		if s.DirectionMode(dir) != DirFixed || d.given("shaper."+dir.String()) {
+			continue
 		}
+		key := "shaper." + dir.String() + "_mode"
+		if !d.given(key) {
+			key = "shaper.mode"
+		}
+		d.probs.add(d.file, d.posOf(key), `%s: "fixed" needs shaper.%s, the rate to shape at, e.g. %s = "100mbit"`, key, dir, dir)
+	}
+	for _, dir := range shape.Directions {
+		if s.Shapes(dir) || !d.given("shaper."+dir.String()) {
+			continue
+		}
+		why := fmt.Sprintf("mode %q shapes nothing", ModeOff)
+		if s.Mode != ModeOff {
+			why = fmt.Sprintf("%s_mode is %q", dir, DirOff)
+		}
+		d.warnAt("shaper."+dir.String(), "shaper.%s is ignored: %s", dir, why)
+	}
+	if s.Effective() == ModeOff && d.given("shaper.queue") {
+		d.warnAt("shaper.queue", "shaper.queue is ignored: mode %q shapes nothing", ModeOff)
 	}
 	if !s.Queue.Auto && s.Queue.Size != 0 {
 		switch {
@@ -142,7 +166,7 @@ func (d *decoder) checkShaper(p *Policy) {
 	for _, k := range []struct {
 		key string
 		v   int
-	}{{"overhead", s.Overhead}, {"mpu", s.MPU}} {
+	}{{"overhead", s.Overhead.Bytes}, {"mpu", s.MPU}} {
 		if k.v < 0 || k.v > maxOverhead {
 			d.bad("shaper."+k.key, "%d bytes is outside 0..%d", k.v, maxOverhead)
 		}
@@ -151,15 +175,20 @@ func (d *decoder) checkShaper(p *Policy) {
 
 func (d *decoder) checkAutorate(p *Policy) {
 	a := &p.Autorate
-	shaping := p.Shaper.Mode == ModeAutorate || p.Shaper.Mode == ModeBalanced
-	for _, dir := range []string{"download", "upload"} {
-		if !shaping && d.given("autorate."+dir) {
-			d.warnAt("autorate."+dir, "autorate.%s is ignored: mode %q does not steer the rate", dir, p.Shaper.Mode)
+	shaping := p.Shaper.Effective() == ModeAutorate || p.Shaper.Effective() == ModeBalanced
+	for _, dir := range shape.Directions {
+		name := dir.String()
+		if p.Shaper.Steers(dir) {
+			d.checkBounds(p, name, p.Shaper.Rate(dir), a.Bounds(dir))
+			continue
 		}
-	}
-	if shaping {
-		d.checkBounds(p, "download", p.Shaper.Download, a.Download)
-		d.checkBounds(p, "upload", p.Shaper.Upload, a.Upload)
+		if d.given("autorate." + name) {
+			why := fmt.Sprintf("mode %q does not steer the rate", p.Shaper.Mode)
+			if d.given("shaper." + name + "_mode") {
+				why = fmt.Sprintf("%s_mode %q does not steer it", name, p.Shaper.DirectionMode(dir))
+			}
+			d.warnAt("autorate."+name, "autorate.%s is ignored: %s", name, why)
+		}
 	}
 
 	d.checkReflectors(a)
@@ -344,17 +373,4 @@ func (d *decoder) checkBalanced(p *Policy) {
 	if v := b.ReleaseAfter.Std(); v < time.Second || v > 24*time.Hour {
 		d.bad("balanced.release_after", "%s is outside 1s..24h", v)
 	}
-}
-
-func (d *decoder) checkCake(p *Policy, target Target) {
-	if p.Cake.IsZero() || target != TargetDarwin {
-		return
-	}
-	var keys []string
-	if e := d.lookup("cake"); e != nil {
-		for _, c := range e.children {
-			keys = append(keys, "cake."+c.name())
-		}
-	}
-	d.warnAt("cake", "%s: macOS dummynet cannot do CAKE's options; they apply only on Linux with sch_cake", strings.Join(keys, ", "))
 }

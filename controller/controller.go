@@ -120,6 +120,9 @@ type Counters struct {
 	// DroppedEvents counts events that did not fit in one Output (never
 	// expected; kept so a bug cannot hide).
 	DroppedEvents uint64
+	// Ticks counts the clock's ticks: a driver that keeps its pace ticks
+	// at its tick interval whatever else goes on.
+	Ticks uint64
 }
 
 // Controller is one link's autorate controller: a pure, deterministic state
@@ -160,6 +163,12 @@ type Controller struct {
 
 	stallStart int64
 	stallFired bool
+
+	// silentSwaps counts replacements for missed health checks since the
+	// last response; silentGap and silentNext space them once a pool's
+	// worth went unanswered (Improvements.SilentBackoff).
+	silentSwaps           int
+	silentGap, silentNext int64
 
 	havePrev      bool
 	prevAt        int64
@@ -302,6 +311,7 @@ func (c *Controller) Delay(now time.Time, s DelaySample) Output {
 		c.nonResponse(t)
 		return c.out
 	}
+	c.silentEnded()
 	switch c.run {
 	case sleeping:
 		c.wakeTest(t)
@@ -812,6 +822,7 @@ func (c *Controller) restartProbes(t int64) {
 // arrives.
 func (c *Controller) Tick(now time.Time) Output {
 	t := c.begin(now)
+	c.counters.Ticks++
 	c.nonResponse(t)
 	return c.out
 }

@@ -119,6 +119,36 @@ func TestAutoQueueBytes(t *testing.T) {
 // TestAutoQueueFloorIsATimeAtTheRate: the floor never lets a fast pipe's
 // full queue drain in less than AutoQueueMinDrain, and never holds fewer
 // than four packets.
+// TestSparseReserve: whole full-sized frames, then a frame less a byte
+// that no full-sized frame can use but a ping, a call's packet or an ack
+// always fits in.
+func TestSparseReserve(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		queue int64
+		mtu   int
+		want  int64
+	}{
+		{"6 KiB: four frames and the reserve", 6 * 1024, 1500, 4*1514 + 1513},
+		{"exactly four frames", 4 * 1514, 1500, 4*1514 + 1513},
+		{"below a frame: one frame", 1000, 1500, 1514 + 1513},
+		{"unknown MTU is 1500", 20 * 1024, 0, 13*1514 + 1513},
+		{"jumbo frames", 36 * 1024, 9000, 4*9014 + 9013},
+	} {
+		got := SparseReserve(tc.queue, tc.mtu)
+		if got != tc.want {
+			t.Errorf("%s: SparseReserve(%d, %d) = %d; want %d", tc.name, tc.queue, tc.mtu, got, tc.want)
+		}
+		frame := int64(max(tc.mtu, 0)) + EthernetHeader
+		if tc.mtu <= 0 {
+			frame = DefaultMTU + EthernetHeader
+		}
+		if frames := got / frame; got-frames*frame != frame-1 {
+			t.Errorf("%s: %d leaves %d bytes beside whole frames, want %d", tc.name, got, got-frames*frame, frame-1)
+		}
+	}
+}
+
 func TestAutoQueueFloorIsATimeAtTheRate(t *testing.T) {
 	for _, rate := range []int64{64_000, 1_000_000, 10_000_000, 100_000_000, 400_000_000, 1_000_000_000, 10_000_000_000} {
 		for _, rtt := range []time.Duration{0, 10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 4 * time.Millisecond} {

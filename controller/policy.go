@@ -32,7 +32,8 @@ var policyModes = map[config.Mode]Mode{
 }
 
 // FromPolicy maps a policy's tunables onto a controller configuration: the
-// mode, every [autorate] key except the rate bounds, every constant of
+// mode (as the directions' modes make it: config.Shaper.Effective) and
+// which directions it steers, every [autorate] key except the rate bounds, every constant of
 // config.Internal, the [shaper] framing (overhead, mpu) and the [balanced]
 // timers. It is the only place where a policy value becomes a controller
 // field, so DefaultConfig (config.Defaults) and a daemon's link
@@ -43,7 +44,7 @@ var policyModes = map[config.Mode]Mode{
 // known-good start rate come from measurements (config.Link.Rates and the
 // state file), and so is the MTU of the interface (DefaultMTU here).
 func FromPolicy(p config.Policy) (Config, error) {
-	mode, ok := policyModes[p.Shaper.Mode]
+	mode, ok := policyModes[p.Shaper.Effective()]
 	if !ok {
 		return Config{}, fmt.Errorf("unknown mode %q", p.Shaper.Mode)
 	}
@@ -87,7 +88,7 @@ func FromPolicy(p config.Policy) (Config, error) {
 		StaleResponseAge:      in.StaleResponse,
 		MonitorInterval:       in.MonitorInterval,
 		MTU:                   DefaultMTU,
-		Overhead:              p.Shaper.Overhead,
+		Overhead:              p.Shaper.Overhead.Bytes,
 		MPU:                   p.Shaper.MPU,
 		EngageAfter:           p.Balanced.EngageAfter.Std(),
 		ReleaseAfter:          p.Balanced.ReleaseAfter.Std(),
@@ -103,6 +104,9 @@ func FromPolicy(p config.Policy) (Config, error) {
 		dc.DelayThreshold = a.DelayThreshold.Std()
 		dc.FullIncreaseThreshold = a.FullIncreaseBelow.Std()
 		dc.FullCutThreshold = a.FullCutAbove.Std()
+		// A direction of its own mode fixed or off is watched, never
+		// steered (download_mode, upload_mode).
+		dc.MonitorOnly = !p.Shaper.Steers(d)
 	}
 	return c, nil
 }

@@ -71,3 +71,26 @@ func AutoQueueBytes(rateBits int64, idleRTT time.Duration, mtu int) int64 {
 	q = (q + 1023) / 1024 * 1024
 	return min(q, MaxAutoQueueBytes)
 }
+
+// EthernetHeader is what Linux's htb and bfifo count per packet beyond its
+// IP length on an Ethernet device (a veth and an IFB alike): the 14-byte
+// MAC header.
+const EthernetHeader = 14
+
+// SparseReserve makes an automatic queue of queueBytes a limit for a
+// queue that takes any packet still fitting under it (Linux's bfifo): the
+// queue rounded down to whole full-sized frames of mtu + EthernetHeader
+// bytes (at least one), and a reserve of one such frame less a byte,
+// which no full-sized frame can ever use. However full the bulk flows keep
+// the queue (and CUBIC keeps any drop-tail queue full), the sparse packets
+// of a call, a game or a ping still fit: in the kernel's twin of the lte
+// scenario a 6 KiB bfifo lost 11 % of the pings and of the call's packets,
+// and none with the reserve, at the same delay (docs/measurements/
+// honest-score.md). A non-positive mtu is DefaultMTU.
+func SparseReserve(queueBytes int64, mtu int) int64 {
+	if mtu <= 0 {
+		mtu = DefaultMTU
+	}
+	frame := int64(mtu) + EthernetHeader
+	return max(queueBytes/frame, 1)*frame + frame - 1
+}

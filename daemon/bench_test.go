@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/state"
 )
 
@@ -23,8 +23,7 @@ import (
 func benchDaemon(b *testing.B) (*Daemon, *pfdntest.Emulator) {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), "links.d")
-	os.Mkdir(dir, 0o755)
-	os.WriteFile(filepath.Join(dir, "cable.toml"), []byte("[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"), 0o644)
+	configtest.Write(b, dir, "cable", configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "5mbit"}.TOML())
 	stateDir := b.TempDir()
 	tokens := &state.File{Dir: stateDir, State: &state.State{}}
 	emu := pfdntest.New()

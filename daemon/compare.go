@@ -11,8 +11,9 @@ import (
 )
 
 // WatchSwitch takes the shaping of a running `macake watch` off and puts
-// it back over its status socket (statusapi.RequestPause), for `macake
-// bench --compare` (measure.ShapingSwitch). Root only, as the daemon
+// it back over its status socket (statusapi.RequestPause: the pause of
+// every link, Daemon.SetPause), for `macake bench --compare`
+// (measure.ShapingSwitch). Root and the operator group, as the daemon
 // checks.
 type WatchSwitch struct {
 	// Socket is the daemon's status socket.
@@ -24,13 +25,14 @@ type WatchSwitch struct {
 // Off pauses the daemon's shaping for lease; the daemon resumes by itself
 // when it runs out.
 func (w WatchSwitch) Off(ctx context.Context, lease time.Duration) error {
-	return statusapi.SendPause(ctx, w.Socket, lease)
+	_, err := statusapi.SendPause(ctx, w.Socket, "", lease)
+	return err
 }
 
 // On ends the pause and returns once every active link the daemon shapes
 // has its shapers and its controller back.
 func (w WatchSwitch) On(ctx context.Context) error {
-	if err := statusapi.SendPause(ctx, w.Socket, 0); err != nil {
+	if _, err := statusapi.SendPause(ctx, w.Socket, "", 0); err != nil {
 		return err
 	}
 	wait := w.Wait

@@ -26,43 +26,6 @@ const (
 	DefaultDebounceMax   = 2 * time.Second
 )
 
-// Debounce turns bursts of signals on in into one signal on the returned
-// channel: quiet after the burst's last signal, but no later than ceiling
-// after its first. The channel is closed when ctx ends or in is closed.
-func Debounce(ctx context.Context, in <-chan struct{}, quiet, ceiling time.Duration) <-chan struct{} {
-	out := make(chan struct{}, 1)
-	go func() {
-		defer close(out)
-		timer := time.NewTimer(time.Hour)
-		timer.Stop()
-		var first time.Time // first signal of the current burst; zero when idle
-		for {
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return
-			case _, ok := <-in:
-				if !ok {
-					timer.Stop()
-					return
-				}
-				now := time.Now()
-				if first.IsZero() {
-					first = now
-				}
-				timer.Reset(max(0, min(quiet, first.Add(ceiling).Sub(now))))
-			case <-timer.C:
-				first = time.Time{}
-				select {
-				case out <- struct{}{}:
-				default: // one pending signal stands for any number
-				}
-			}
-		}
-	}()
-	return out
-}
-
 // policyEvent reports whether an fsnotify event may change the policies:
 // a create, write, remove or rename of a policy file (*.toml, not hidden:
 // config.Load's rule). Chmod alone never does: Spotlight, backups and

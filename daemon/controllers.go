@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
@@ -56,6 +55,10 @@ type carried struct {
 	// rates are the old controller's rates (controller rates, bit/s).
 	rates desired.Rates
 	cfg   controller.Config
+	// reflectors are the ones the old controller probed, which the new
+	// one probes first (startPool); rtts its replies' round trips.
+	reflectors []netip.Addr
+	rtts       *replyRTTs
 }
 
 // newRunner builds the controller of active link a (not started). With
@@ -74,10 +77,12 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if err != nil {
 		return nil, pipes, err
 	}
-	adaptive := a.Policy.Shaper.Mode == config.ModeAutorate || a.Policy.Shaper.Mode == config.ModeBalanced
-	if from != nil && adaptive {
+	if from != nil {
 		old := c.rates[a.Policy.Name]
 		for _, dir := range shape.Directions {
+			if !a.Policy.Shaper.Steers(dir) {
+				continue // its rate is the policy's: Desired decides
+			}
 			dc, oc := cfg.Direction(dir), from.cfg.Direction(dir)
 			rate, pipe := from.rates.Of(dir), old.Of(dir)
 			if dc.Min == oc.Min && dc.Base == oc.Base && dc.Max == oc.Max && rate > 0 {
@@ -88,7 +93,21 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 			pipes = pipes.With(dir, pipe)
 		}
 	}
-	ctl, err := controller.New(cfg, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen)))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen))
+	var keep []netip.Addr
+	rtts := newReplyRTTs(time.Now())
+	if from != nil {
+		keep = from.reflectors
+		if from.rtts != nil {
+			rtts = from.rtts
+		}
+	}
+	var shuffle *rand.Rand
+	if cfg.RandomizeReflectors {
+		shuffle = rng
+	}
+	cfg.Reflectors, cfg.RandomizeReflectors = startPool(cfg.Reflectors, cfg.Pingers, keep, shuffle), false
+	ctl, err := controller.New(cfg, rng)
 	if err != nil {
 		return nil, pipes, err
 	}
@@ -96,7 +115,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	r := &linkRunner{
 		d: d, gen: c.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
 		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
-		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)),
+		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)), rtts: rtts,
 	}
 	var notes []string
 	if d.cfg.Sensors == nil {
@@ -142,7 +161,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 }
 
 // sync starts and stops controllers so that every active link of desire
-// has one built for its policy, network and MTU. A link whose policy or
+// that is not paused has one built for its policy, network and MTU. A link whose policy or
 // network changed, or every link after the machine woke, gets a fresh
 // controller; on the same network it starts from the rates it had. A
 // controller that cannot be built is noted in linkErrs. It returns the
@@ -151,7 +170,9 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs map[string]string) (fresh []*linkRunner, changed bool) {
 	want := map[string]desired.ActiveLink{}
 	for _, a := range desire.Active {
-		want[a.Policy.Name] = a
+		if a.Paused == "" {
+			want[a.Policy.Name] = a
+		}
 	}
 	for name := range c.rates {
 		if _, ok := want[name]; !ok {
@@ -168,7 +189,13 @@ func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs m
 		c.saveProfiles([]*linkRunner{r})
 		if active && a.ProfileKey == r.profileKey {
 			st := r.loop.State()
-			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
+			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg,
+				reflectors: c.reflectors[name]}
+			if slices.Equal(r.probes, desired.Probes(a.Policy, c.profile(a.ProfileKey))) {
+				// The same path to the same reflectors: what its replies
+				// measured still holds.
+				carry[name].rtts = r.rtts
+			}
 		}
 		c.stop(r)
 		changed = true
@@ -176,7 +203,7 @@ func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs m
 	c.rebaseline = false
 	for _, a := range desire.Active {
 		name := a.Policy.Name
-		if c.runners[name] != nil {
+		if c.runners[name] != nil || a.Paused != "" {
 			continue
 		}
 		r, pipes, err := c.newRunner(a, mtu[a.Policy.Match.Interface], carry[name])
@@ -216,22 +243,20 @@ func (c *controllers) stopAll() {
 }
 
 // knownGood returns the rates of r's controller worth remembering for its
-// network: in an adaptive mode with the shaper in place, after replies
-// have arrived, for each direction that carries traffic without
-// bufferbloat now. An idle direction proves nothing (it rests at its
-// base rate), so it keeps what was known before.
+// network: for each direction it steers, with the shaper in place, after
+// replies have arrived, that carries traffic without bufferbloat now. An
+// idle direction proves nothing (it rests at its base rate), so it keeps
+// what was known before; a fixed or off direction has no rate to learn.
 func knownGood(r *linkRunner) (down, up int64) {
-	if r.policy.Shaper.Mode != config.ModeAutorate && r.policy.Shaper.Mode != config.ModeBalanced {
-		return 0, 0
-	}
 	st := r.loop.State()
 	if !st.Shaping || st.Counters.Responses == 0 || st.Status == controller.StatusStalled {
 		return 0, 0
 	}
-	if !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
+	sh := r.policy.Shaper
+	if sh.Steers(shape.Download) && !st.Download.Bufferbloat && st.Download.Load != controller.LoadIdle {
 		down = st.Download.Rate
 	}
-	if !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
+	if sh.Steers(shape.Upload) && !st.Upload.Bufferbloat && st.Upload.Load != controller.LoadIdle {
 		up = st.Upload.Rate
 	}
 	return down, up
@@ -294,12 +319,10 @@ func (c *controllers) saveProfiles(rs []*linkRunner) {
 // Idle RTT learning: how the daemon keeps `queue = "auto"` sized for the
 // path its controllers measure rather than for desired.DefaultIdleRTT.
 const (
-	// idleRTTResponses is how many replies a controller must have
-	// processed before its idle RTT counts: its reflectors start from a
-	// 100 ms baseline that falls by alpha_baseline_decrease of the gap at
-	// every reply below it (0.9: within 0.1 ms after three). A figure
-	// taken too early is too high, which only sizes a larger queue, and
-	// the settled one replaces it once the drain time moves by a quarter
+	// idleRTTResponses is how many replies a link's prober must have
+	// delivered before its idle RTT (replyRTTs) counts. A figure taken
+	// too early is too high, which only sizes a larger queue, and the
+	// settled one replaces it once the drain time moves by a quarter
 	// (idleRTTChange). Waiting for 100 kept the first seconds of every
 	// new network on DefaultIdleRTT's 20 ms queue, which hands a dip in
 	// the link's capacity 20 ms of the rate as a queue at the ISP.
@@ -312,17 +335,17 @@ const (
 	// little all the time, and each recording costs a state-file write
 	// and a reconcile.
 	idleRTTChange = 1.25
-	// minIdleRTT stands for an idle RTT the controller measured as 0 (ICMP
-	// timestamps count whole milliseconds): "measured, and short", where
-	// 0 in the state file means "not measured".
+	// minIdleRTT stands for an idle RTT measured as 0 (below the clock's
+	// resolution): "measured, and short", where 0 in the state file means
+	// "not measured".
 	minIdleRTT = 100 * time.Microsecond
 )
 
 // learnIdleRTT records in the state file the idle round trip that link's
-// controller has measured, when the profile of its network has none or
-// one that sizes a different auto queue, and returns it (0 when it recorded
-// nothing); the owner hands it to the hot path (reconciler.useIdleRTT). Without it an
-// unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
+// replies have measured (replyRTTs: replies only, a low percentile), when
+// the profile of its network has none or one that sizes a different auto
+// queue, and returns it (0 when it recorded nothing); the owner hands it
+// to the hot path (reconciler.useIdleRTT). Without it an unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
 // round trip is a fraction of a millisecond (issue 14), and the state file
 // has no baseline after watch stops.
 //
@@ -336,14 +359,14 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.
 	if r == nil || !r.policy.Shaper.Queue.Auto || (!every && now.Sub(r.idleCheckedAt) < idleRTTEvery) {
 		return 0
 	}
-	st := r.loop.State()
-	if st.Counters.Responses < idleRTTResponses {
+	measured, replies := r.rtts.idle(now)
+	if replies < idleRTTResponses || measured <= 0 {
 		// Not yet: the next rate change asks again, so the first one
 		// after enough replies records it, not one idleRTTEvery later.
 		return 0
 	}
 	r.idleCheckedAt = now
-	idle := max(st.IdleRTT, minIdleRTT)
+	idle := max(measured, minIdleRTT)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {
 		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)

@@ -125,10 +125,13 @@ type Daemon struct {
 	idleReqs   chan linkNote
 	measReqs   chan measurementRequest
 	pauseReqs  chan pauseRequest
-	// pausedUntil is when a pause (Pause) ends; zero when none runs.
-	pausedUntil time.Time
-	runCtx      context.Context
-	stopped     chan struct{} // closed when Run returns
+	// pauses are the pauses of the shaping in force, by link
+	// (state.AllLinks: every link), as the state file keeps them.
+	pauses map[string]state.Pause
+	// pauseLimit bounds how many pause and resume requests reach the loop.
+	pauseLimit pauseLimiter
+	runCtx     context.Context
+	stopped    chan struct{} // closed when Run returns
 
 	pub     atomic.Pointer[published]
 	pubLive atomic.Pointer[shape.State]
@@ -137,6 +140,9 @@ type Daemon struct {
 	// their own locks: the shapers' counters, the links' recent samples.
 	stats shaperStats
 	hist  histories
+	// bounds are the active links' last hour at their bounds, for the
+	// advice status gives.
+	bounds boundsTracker
 
 	// grid is where every periodic timer of the daemon's links fires
 	// (counter reads, probe sends, controller ticks, history), so that
@@ -177,7 +183,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8), idleReqs: make(chan linkNote, 8),
 		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
-		grid: tickgrid.New(time.Now()),
+		grid: tickgrid.New(time.Now()), pauses: map[string]state.Pause{},
 	}
 	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
 	d.ctls = newControllers(d)
@@ -261,6 +267,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.retry.Stop()
 	pauseEnd := time.NewTimer(time.Hour)
 	pauseEnd.Stop()
+	d.loadPauses(time.Now())
+	d.armPauseEnd(pauseEnd, time.Now())
 	configCh := d.cfg.ConfigChanges
 	d.policies.load(step)
 	d.publish()
@@ -305,11 +313,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case req := <-d.pauseReqs:
 			req.reply <- d.setPause(step, req, pauseEnd)
 		case <-pauseEnd.C:
-			d.pauseEnded(step)
+			d.pauseEnded(step, pauseEnd)
 		case n := <-d.reflReqs:
 			if d.ctls.current(n.link, n.gen) != nil {
 				d.ctls.reflectors[n.link] = n.addrs
-				d.pass(step, "reflectors")
+				d.pass(step, triggerReflectors)
 			}
 		case n := <-d.idleReqs:
 			if d.ctls.current(n.link, n.gen) == nil {
@@ -336,12 +344,10 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 		return
 	}
 	links := d.policies.links()
-	if d.paused() {
-		// As if no policy matched: the controllers stop (saving what they
-		// learnt) and macake's shaping comes off until the pause ends.
-		links = nil
-	}
-	fresh, liveChanged := d.rec.pass(ctx, trigger, links, d.net.facts, d.ctls)
+	// A paused link stays active but installs nothing, and its
+	// controller stops (saving what it learnt) until the pause ends.
+	paused := d.pausedLinks(time.Now(), links)
+	fresh, liveChanged := d.rec.pass(ctx, trigger, links, paused, d.net.facts, d.ctls)
 	if liveChanged {
 		d.publishLive()
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
@@ -57,8 +58,13 @@ type fakeNet struct {
 	rtt   time.Duration
 	bloat time.Duration
 	busy  bool
-	// silent: no reflector answers.
-	silent   bool
+	// silent: no reflector answers; dead: these reflectors never do
+	// (each probe to one ends lost, as at the prober's timeout).
+	silent bool
+	dead   map[netip.Addr]bool
+	// phase delays a prober's first send, so its replies fall between the
+	// counter readings rather than with them.
+	phase    time.Duration
 	capacity [2]int64
 	rate     func(shape.Direction) int64 // the shaper's live rate
 	probes   []*fakeProbe
@@ -121,6 +127,14 @@ func (p *fakeProbe) Samples() <-chan probe.Sample { return p.out }
 
 func (p *fakeProbe) Run(ctx context.Context) error {
 	defer close(p.out)
+	p.net.mu.Lock()
+	phase := p.net.phase
+	p.net.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(phase):
+	}
 	i := 0
 	for {
 		p.mu.Lock()
@@ -141,6 +155,17 @@ func (p *fakeProbe) Run(ctx context.Context) error {
 		p.net.mu.Lock()
 		if p.net.silent {
 			p.net.mu.Unlock()
+			continue
+		}
+		if to := addrs[i%len(addrs)]; p.net.dead[to] {
+			p.net.mu.Unlock()
+			i++
+			now := time.Now()
+			select {
+			case p.out <- probe.Sample{Reflector: to, Kind: probe.KindLost, Method: probe.MethodEcho, Sent: now.Add(-probe.DefaultTimeout)}:
+			case <-ctx.Done():
+				return nil
+			}
 			continue
 		}
 		rtt := p.net.rtt
@@ -226,18 +251,24 @@ type rig struct {
 	cancel   context.CancelFunc
 	done     chan error
 	// slowSetRate holds up every pipe update (a dnctl that takes its
-	// time) by this long.
-	slowSetRate atomic.Int64
+	// time) by this long; slowOther every other command (pfctl, the
+	// reads, pipe deletions).
+	slowSetRate, slowOther atomic.Int64
 }
 
-// slowRunner runs commands on the emulator, pipe updates after a delay.
+// slowRunner runs commands on the emulator, pipe updates (or the other
+// commands) after a delay.
 type slowRunner struct {
-	emu   *pfdntest.Emulator
-	delay *atomic.Int64
+	emu          *pfdntest.Emulator
+	delay, other *atomic.Int64
 }
 
 func (s slowRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Result, error) {
-	if d := time.Duration(s.delay.Load()); d > 0 && strings.Contains(strings.Join(cmd.Argv, " "), " config bw ") {
+	d := time.Duration(s.other.Load())
+	if strings.Contains(strings.Join(cmd.Argv, " "), " config bw ") {
+		d = time.Duration(s.delay.Load())
+	}
+	if d > 0 {
 		time.Sleep(d)
 	}
 	return s.emu.Run(ctx, cmd)
@@ -255,9 +286,23 @@ func factsOn(iface, mac string) linkfacts.Facts {
 	return linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{f}}
 }
 
+// newHomeRig is the rig most tests start from: the autorate link "home"
+// on en0 behind homeMAC, no state file.
+func newHomeRig(t *testing.T) *rig {
+	t.Helper()
+	return newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+}
+
 // newRig writes the policies and the state file, then starts the daemon
 // with facts as the network. It must run inside a synctest bubble.
 func newRig(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts) *rig {
+	t.Helper()
+	return newRigOn(t, policies, st, facts, nil)
+}
+
+// newRigOn is newRig on a network that net sets up before the daemon
+// starts.
+func newRigOn(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts, net func(n *fakeNet)) *rig {
 	t.Helper()
 	r := &rig{
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
@@ -266,6 +311,9 @@ func newRig(t *testing.T, policies map[string]string, st *state.State, facts lin
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
 	r.net.rate = func(d shape.Direction) int64 { return r.pipeRate(48001 + int(d)) }
+	if net != nil {
+		net(r.net)
+	}
 	if err := os.Mkdir(r.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +341,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 		t.Fatal(err)
 	}
 	tokens := &state.File{Dir: r.stateDir, State: loaded}
-	b, err := backend.Open(backend.Config{Store: tokens, Runner: slowRunner{r.emu, &r.slowSetRate}, GOOS: "darwin", Getenv: func(string) string { return "" }})
+	b, err := backend.Open(backend.Config{Store: tokens, Runner: slowRunner{r.emu, &r.slowSetRate, &r.slowOther}, GOOS: "darwin", Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,9 +383,7 @@ func (r *rig) stop() error {
 
 func (r *rig) write(name, text string) {
 	r.t.Helper()
-	if err := os.WriteFile(filepath.Join(r.dir, name+".toml"), []byte(text), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
+	configtest.Write(r.t, r.dir, name, text)
 }
 
 // edited tells the daemon that the directory changed and waits until it
@@ -387,18 +433,13 @@ func (r *rig) mutating() []string {
 	return out
 }
 
-const autorateLink = `
-[match]
-interface = "en0"
-gateway_mac = "` + homeMAC + `"
-[shaper]
-download = "80mbit"
-upload = "20mbit"
-[autorate]
+// sixReflectors are the fake net's reflectors, as a policy names them.
+const sixReflectors = `reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]` + "\n"
+
+var autorateLink = configtest.Policy{Interface: "en0", GatewayMAC: homeMAC, Download: "80mbit", Upload: "20mbit", More: `[autorate]
 download = { min = "10mbit", max = "100mbit" }
 upload = { min = "2mbit", max = "30mbit" }
-reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-`
+` + sixReflectors}.TOML()
 
 // TestWatchControllerDecisionsAreSinglePipeUpdates: under a bloated
 // bottleneck the controller cuts, each decision is exactly one `dnctl
@@ -406,7 +447,7 @@ reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "
 // rate instead of writing the policy's rate back.
 func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		if got := r.pipeRate(48002); got != 80_000_000 {
 			t.Fatalf("download pipe at start: %d, want the policy's 80 Mbit/s\n%s", got, r.log)
 		}
@@ -504,7 +545,7 @@ func TestWatchProbesEachLinkThroughItsInterface(t *testing.T) {
 // taken, or the controller sees 1.5 s of bytes over 200 ms.
 func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		r.slowSetRate.Store(int64(1500 * time.Millisecond))
@@ -531,7 +572,7 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 // step is at a counter read's instant.
 func TestWatchLinkTimersShareOneGrid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		r.net.mu.Lock()
@@ -559,18 +600,10 @@ func TestWatchLinkTimersShareOneGrid(t *testing.T) {
 	})
 }
 
-const hotelLink = `
-[match]
-interface = "en0"
-gateway_mac = "` + hotelMAC + `"
-[shaper]
-download = "20mbit"
-upload = "5mbit"
-[autorate]
+var hotelLink = configtest.Policy{Interface: "en0", GatewayMAC: hotelMAC, Download: "20mbit", Upload: "5mbit", More: `[autorate]
 download = { min = "2mbit", max = "40mbit" }
 upload = { min = "1mbit", max = "10mbit" }
-reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-`
+` + sixReflectors}.TOML()
 
 // TestWatchLinkSwitchStartsFromKnownGood: the network changes under a
 // running daemon (another gateway on en0): the old link's pipes and rules
@@ -629,7 +662,7 @@ func TestWatchLinkSwitchStartsFromKnownGood(t *testing.T) {
 // at the rates it had, so the pipes do not move.
 func TestWatchWakeRebaselines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		before := r.d.Status().Links[0].Controller
@@ -657,21 +690,13 @@ func TestWatchWakeRebaselines(t *testing.T) {
 	})
 }
 
-const balancedLink = `
-[match]
-interface = "en0"
-[shaper]
-mode = "balanced"
-download = "40mbit"
-upload = "10mbit"
-[autorate]
+var balancedLink = configtest.Policy{Interface: "en0", Mode: "balanced", Download: "40mbit", Upload: "10mbit", More: `[autorate]
 download = { min = "5mbit", max = "60mbit" }
 upload = { min = "2mbit", max = "20mbit" }
-reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
-[balanced]
+` + sixReflectors + `[balanced]
 engage_after = "3s"
 release_after = "10s"
-`
+`}.TOML()
 
 // TestWatchBalancedEngagesAndReleases: a balanced link installs nothing
 // until a standing queue lasts engage_after; then the controller's engage
@@ -724,7 +749,7 @@ func TestWatchBalancedEngagesAndReleases(t *testing.T) {
 // link.
 func TestWatchKeepsLastGoodPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"%s\"\nupload = \"5mbit\"\n"
+		fixed := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "%s", Upload: "5mbit"}.TOML()
 		r := newRig(t, map[string]string{"cable": strings.Replace(fixed, "%s", "50mbit", 1)}, nil, factsOn("en0", ""))
 		if got := r.pipeRate(48002); got != 50_000_000 {
 			t.Fatalf("cable at start: %d", got)
@@ -775,7 +800,7 @@ func TestWatchKeepsLastGoodPolicy(t *testing.T) {
 // the link, and the copy with it.
 func TestWatchKeepsLastGoodPolicyAcrossRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"%s\"\nupload = \"5mbit\"\n"
+		fixed := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "%s", Upload: "5mbit"}.TOML()
 		r := newRig(t, map[string]string{"cable": strings.Replace(fixed, "%s", "50mbit", 1)}, nil, factsOn("en0", ""))
 		if got := r.pipeRate(48002); got != 50_000_000 {
 			t.Fatalf("cable at start: %d", got)
@@ -841,7 +866,7 @@ func TestWatchKeepsLastGoodPolicyAcrossRestart(t *testing.T) {
 // repaired.
 func TestWatchRepairsDrift(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fixed := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"
+		fixed := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "5mbit"}.TOML()
 		r := newRig(t, map[string]string{"cable": fixed}, nil, factsOn("en0", ""))
 		// The reference is taken again by a new pfctl process: compare the
 		// rest.
@@ -905,7 +930,7 @@ func TestWatchRepairsDrift(t *testing.T) {
 // state; with TeardownOnExit removes everything macake owns.
 func TestWatchShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.busy = true })
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -939,7 +964,7 @@ func TestWatchShutdown(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.d.cfg.TeardownOnExit = true
 		if err := r.stop(); err != nil {
 			t.Fatal(err)
@@ -956,7 +981,7 @@ func TestWatchShutdown(t *testing.T) {
 // rate changed starts at the new base at once.
 func TestWatchPolicyEditRestartsTheController(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.busy = true }) // no bloat: the rates climb
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
@@ -985,7 +1010,7 @@ func TestWatchPolicyEditRestartsTheController(t *testing.T) {
 // starting baseline; its first reply fills it in (issue 12 item 19).
 func TestWatchMetricsBeforeAReply(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.silent = true })
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
@@ -1022,7 +1047,7 @@ func (r *rig) scrape() string {
 // repairs; a link that goes away takes its series with it.
 func TestWatchMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		m := r.scrape()
@@ -1182,7 +1207,7 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+				r := newHomeRig(t)
 				time.Sleep(10 * time.Second)
 				synctest.Wait()
 				fault := c.fault
@@ -1244,7 +1269,7 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 // rather than DefaultIdleRTT's 20 ms of drain.
 func TestWatchSizesAutoQueueBeforeTheFirstLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		r.net.set(func(n *fakeNet) { n.rtt = 2 * time.Millisecond })
 		start := r.pipeRate(48002)
 		time.Sleep(5 * time.Second)
@@ -1274,7 +1299,7 @@ func TestWatchSizesAutoQueueBeforeTheFirstLoad(t *testing.T) {
 // floor at the rate), and the state file keeps it after watch stops.
 func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		queue := func(n int) int64 {
 			for _, p := range r.emu.Machine().Dummynet.Pipes {
 				if int(p.Number) == n {

@@ -6,77 +6,374 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/logging"
+	"github.com/macake/macake/state"
 )
 
-// MaxPause bounds a pause: one that asks for longer is refused, so that a
-// client that forgets to resume cannot leave a link unshaped for long.
-const MaxPause = 30 * time.Minute
+// The bounds of pausing.
+const (
+	// MaxPause bounds a pause: one that asks for longer is refused, so
+	// that a forgotten pause cannot leave a link unshaped for longer.
+	MaxPause = 24 * time.Hour
+	// PauseBurst and PauseRefill bound the pause and resume requests the
+	// daemon takes: PauseBurst at once, then one every PauseRefill. Each
+	// change reconciles on the loop's goroutine, which the controllers'
+	// rate changes wait for, so a flood beyond this is refused at the
+	// door, before it reaches the loop.
+	PauseBurst  = 3
+	PauseRefill = 5 * time.Second
+)
 
-// pauseRequest asks the loop to take macake's shaping off until a time
-// (zero: put it back now).
+// pauseRequest is a pause or resume on its way to the loop.
 type pauseRequest struct {
-	until time.Time
-	reply chan error
+	change statusapi.PauseChange
+	reply  chan pauseReply
 }
 
-// Pause takes macake's shaping off for d, as if no policy matched, and
-// puts it back by itself when d has passed; d ≤ 0 puts it back now.
-// `macake bench --compare` uses it for its unshaped runs while watch runs
-// (it holds the state lock, so bench cannot apply or tear down itself);
-// the lease means a bench that dies cannot leave the link unshaped. It
-// returns once the reconcile that removes (or restores) the shaping is
-// done, with its error. Safe to call from any goroutine.
-func (d *Daemon) Pause(ctx context.Context, dur time.Duration) error {
-	if dur > MaxPause {
-		return fmt.Errorf("a pause of %v is longer than the %v macake watch allows", dur, MaxPause)
+type pauseReply struct {
+	pause *statusapi.Pause
+	err   error
+}
+
+// ErrTooManyPauses marks a pause or resume refused because too many came
+// at once (PauseBurst, PauseRefill).
+var ErrTooManyPauses = errors.New("too many pause and resume requests")
+
+// SetPause is the one way to pause and resume macake's shaping, whoever
+// asks: `macake pause` and `resume` and `macake bench --compare` over the
+// status socket, the status page's buttons, and an MQTT switch.
+//
+// With c.For > 0 it takes the shaping of c.Link (every link when "") off
+// for c.For, at most MaxPause: the link's pipes or qdiscs are removed, its
+// controller stops (saving what it learnt), and it stays the active link
+// of its interface, so no other policy takes its place. The shaping comes
+// back by itself when the time is up; the pause is kept in the state file,
+// so it survives a restart of watch until then (never past its end: see
+// state.Pause.InForce). Asking again while paused moves the end. With
+// c.For == 0 it resumes: c.Link's own pause, or with c.Link "" every
+// pause.
+//
+// It returns once the reconcile that removes or restores the shaping is
+// done, with the pause of c.Link in force after it (nil: none) and the
+// reconcile's error. A link no policy names, a resume of one link while
+// every link is paused, and requests beyond PauseBurst at once and one a
+// PauseRefill after (ErrTooManyPauses) are refused with an error that
+// says what to do. Safe to call from any goroutine.
+func (d *Daemon) SetPause(ctx context.Context, c statusapi.PauseChange) (*statusapi.Pause, error) {
+	switch {
+	case c.For < 0:
+		return nil, fmt.Errorf("a pause of %v: give a positive length, or resume", c.For)
+	case c.For > MaxPause:
+		return nil, fmt.Errorf("a pause of %v is longer than the %v macake watch allows", c.For, MaxPause)
+	case c.Link != "" && !config.ValidLinkName(c.Link):
+		return nil, fmt.Errorf("%q cannot name a link (lower-case letters, digits, - and _, at most 32)", c.Link)
 	}
-	req := pauseRequest{reply: make(chan error, 1)}
-	if dur > 0 {
-		req.until = time.Now().Add(dur)
+	if c.Link != "" {
+		// A name no policy has is refused before it costs a turn (the
+		// loop checks again against the policies in force then).
+		pols := d.pub.Load().status.Policies
+		if !slices.ContainsFunc(pols, func(p statusapi.Policy) bool { return p.Name == c.Link }) {
+			names := make([]string, len(pols))
+			for i, p := range pols {
+				names[i] = p.Name
+			}
+			return nil, unknownLink(c.Link, names)
+		}
 	}
+	if wait, ok := d.pauseLimit.take(time.Now()); !ok {
+		d.pauseLimit.refused(d.log, c)
+		return nil, fmt.Errorf("%w: macake watch takes %d at once and one every %v after; try again in %v",
+			ErrTooManyPauses, PauseBurst, PauseRefill, wait.Round(100*time.Millisecond))
+	}
+	req := pauseRequest{change: c, reply: make(chan pauseReply, 1)}
 	select {
 	case d.pauseReqs <- req:
 	case <-d.stopped:
-		return errors.New("macake watch is stopping")
+		return nil, errors.New("macake watch is stopping")
 	case <-ctx.Done():
-		return fmt.Errorf("macake watch is busy: %w", ctx.Err())
+		return nil, fmt.Errorf("macake watch is busy: %w", ctx.Err())
 	}
-	return <-req.reply
+	r := <-req.reply
+	return r.pause, r.err
 }
 
-// paused reports whether shaping is paused now.
-func (d *Daemon) paused() bool { return !d.pausedUntil.IsZero() && time.Now().Before(d.pausedUntil) }
+// pauseLimiter is a token bucket of pause and resume requests: PauseBurst
+// tokens, one more every PauseRefill. It counts the refused ones, to log
+// them once a minute rather than once each.
+type pauseLimiter struct {
+	mu      sync.Mutex
+	tokens  float64
+	at      time.Time
+	denied  int
+	lastLog time.Time
+}
+
+// take spends a token at now, or says how long until one is there.
+func (l *pauseLimiter) take(now time.Time) (wait time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.at.IsZero() {
+		l.tokens, l.at = PauseBurst, now
+	}
+	if now.After(l.at) {
+		l.tokens = min(PauseBurst, l.tokens+float64(now.Sub(l.at))/float64(PauseRefill))
+		l.at = now
+	}
+	if l.tokens >= 1 {
+		l.tokens--
+		return 0, true
+	}
+	l.denied++
+	return time.Duration((1 - l.tokens) * float64(PauseRefill)), false
+}
+
+// refused logs the refused requests, at most once a minute.
+func (l *pauseLimiter) refused(log *slog.Logger, c statusapi.PauseChange) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if now.Sub(l.lastLog) < time.Minute {
+		return
+	}
+	log.Warn("refusing pause and resume requests: too many at once", "refused", l.denied, "last_by", c.By,
+		"limit", fmt.Sprintf("%d at once, then one every %v", PauseBurst, PauseRefill))
+	l.lastLog, l.denied = now, 0
+}
+
+// pauseKey is the state file's key of a pause of link ("" every link).
+func pauseKey(link string) string {
+	if link == "" {
+		return state.AllLinks
+	}
+	return link
+}
+
+// loadPauses takes in the pauses the state file kept from before a
+// restart: those still in force hold on, the others are dropped.
+func (d *Daemon) loadPauses(now time.Time) {
+	d.pauses = map[string]state.Pause{}
+	kept := d.cfg.Tokens.State.Pauses
+	for _, key := range slices.Sorted(maps.Keys(kept)) {
+		p := kept[key]
+		switch {
+		case p.InForce(now):
+			d.pauses[key] = p
+			d.log.Info("shaping stays paused, as it was before watch started", logging.KeyLink, linkOfKey(key),
+				"until", p.Until.UTC().Format(time.RFC3339), "by", p.By)
+		case now.Before(p.Since):
+			d.log.Warn("dropping a pause that begins after the clock's time: the clock was set back, so how long it ran cannot be told",
+				logging.KeyLink, linkOfKey(key), "since", p.Since.UTC().Format(time.RFC3339))
+		}
+	}
+	if len(d.pauses) != len(kept) || len(d.pauses) > 0 {
+		d.pausesChanged()
+	}
+}
+
+// linkOfKey names a pause's link for the log: "*" is every link.
+func linkOfKey(key string) string {
+	if key == state.AllLinks {
+		return "every link"
+	}
+	return key
+}
+
+// pausesChanged writes the pauses to the state file, so that they
+// survive a restart (a failure is logged: the pause holds until watch
+// stops), and to the metrics.
+func (d *Daemon) pausesChanged() {
+	if m := d.cfg.Metrics; m != nil {
+		ends := map[string]time.Time{}
+		for key, p := range d.pauses {
+			ends[key] = p.Until
+		}
+		m.SetPauses(ends)
+	}
+	pauses := maps.Clone(d.pauses)
+	if len(pauses) == 0 {
+		pauses = nil
+	}
+	if err := d.cfg.Tokens.Update(func(st *state.State) { st.Pauses = pauses }); err != nil {
+		d.log.Error("saving the pauses in the state file; they end if watch restarts", logging.KeyError, err)
+	}
+}
+
+// pausedLinks says, for each policy in force that a pause holds at now,
+// why (desired.Inputs.Paused).
+func (d *Daemon) pausedLinks(now time.Time, links []config.Link) map[string]string {
+	out := map[string]string{}
+	for _, l := range links {
+		if p, ok := d.pauseOf(l.Name, now); ok {
+			out[l.Name] = pauseReason(p)
+		}
+	}
+	return out
+}
+
+// pauseOf returns the pause that holds link at now: its own or every
+// link's, whichever ends later.
+func (d *Daemon) pauseOf(link string, now time.Time) (state.Pause, bool) {
+	var found state.Pause
+	ok := false
+	for _, key := range []string{link, state.AllLinks} {
+		if p, has := d.pauses[key]; has && p.InForce(now) && (!ok || p.Until.After(found.Until)) {
+			found, ok = p, true
+		}
+	}
+	return found, ok
+}
+
+// pauseReason is why a paused link is not shaped, as plans and the log
+// say it.
+func pauseReason(p state.Pause) string {
+	why := "paused until " + p.Until.Local().Format("15:04:05")
+	if p.By != "" {
+		why = "paused by " + p.By + " until " + p.Until.Local().Format("15:04:05")
+	}
+	return why
+}
 
 // setPause carries out a pause request on the loop's goroutine: it
-// records the end, arms the timer that ends it, and reconciles.
-func (d *Daemon) setPause(ctx context.Context, req pauseRequest, timer *time.Timer) error {
-	was := d.paused()
-	d.pausedUntil = req.until
-	timer.Stop()
-	trigger := "resume"
-	if req.until.IsZero() {
-		if was {
-			d.log.Info("shaping resumed on request")
+// records the pause (or removes it), saves it, arms the timer that ends
+// it, and reconciles when which links are paused changed.
+func (d *Daemon) setPause(ctx context.Context, req pauseRequest, timer *time.Timer) pauseReply {
+	c, now := req.change, time.Now()
+	d.expirePauses(now)
+	links := d.policies.links()
+	if c.Link != "" && !slices.ContainsFunc(links, func(l config.Link) bool { return l.Name == c.Link }) {
+		names := make([]string, len(links))
+		for i, l := range links {
+			names[i] = l.Name
 		}
-	} else {
+		return pauseReply{err: unknownLink(c.Link, names)}
+	}
+	before := d.pausedLinks(now, links)
+	key := pauseKey(c.Link)
+	switch {
+	case c.For > 0:
+		p := state.Pause{Since: now, Until: now.Add(c.For), By: c.By}
+		if old, ok := d.pauses[key]; ok {
+			p.Since = old.Since // an extension: it began then
+		}
+		d.pauses[key] = p
+		d.log.Info("shaping paused on request; it resumes by itself at the end", logging.KeyLink, linkOfKey(key),
+			"until", p.Until.UTC().Format(time.RFC3339), "by", c.By)
+	case c.Link == "":
+		if len(d.pauses) > 0 {
+			d.log.Info("shaping resumed on request", logging.KeyLink, "every link", "by", c.By)
+		}
+		clear(d.pauses)
+	default:
+		if all, ok := d.pauses[state.AllLinks]; ok {
+			return pauseReply{err: fmt.Errorf("every link is paused (until %s); resume them all without naming a link",
+				all.Until.Local().Format("15:04:05"))}
+		}
+		if _, ok := d.pauses[key]; ok {
+			d.log.Info("shaping resumed on request", logging.KeyLink, c.Link, "by", c.By)
+		}
+		delete(d.pauses, key)
+	}
+	d.pausesChanged()
+	d.armPauseEnd(timer, now)
+	reply := pauseReply{}
+	if c.Link == "" {
+		if p, ok := d.pauses[state.AllLinks]; ok {
+			reply.pause = pauseStatus(state.AllLinks, p, now)
+		}
+	} else if p, ok := d.pauseOf(c.Link, now); ok {
+		reply.pause = pauseStatus(c.Link, p, now)
+	}
+	if sameKeys(before, d.pausedLinks(now, links)) {
+		d.publish()
+		return reply
+	}
+	trigger := "resume"
+	if c.For > 0 {
 		trigger = "pause"
-		timer.Reset(time.Until(req.until))
-		d.log.Info("shaping paused on request; it resumes by itself at the end", "until", req.until.UTC().Format(time.RFC3339))
 	}
 	d.pass(ctx, trigger)
 	if a := d.rec.lastApply; a != nil && a.err != nil {
-		return a.err
+		reply.err = a.err
 	}
-	return nil
+	return reply
 }
 
-// pauseEnded resumes shaping when a pause ran out.
-func (d *Daemon) pauseEnded(ctx context.Context) {
-	if d.pausedUntil.IsZero() {
-		return
+// sameKeys reports whether a and b name the same links.
+func sameKeys(a, b map[string]string) bool {
+	return slices.Equal(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
+}
+
+// unknownLink is the error of a pause of a link no policy names.
+func unknownLink(link string, policies []string) error {
+	list := "there are none"
+	if len(policies) > 0 {
+		list = "the policies are " + strings.Join(policies, ", ")
 	}
-	d.pausedUntil = time.Time{}
-	d.log.Info("the pause ran out; shaping resumed")
-	d.pass(ctx, "resume")
+	return fmt.Errorf("no policy is named %q; %s", link, list)
+}
+
+// expirePauses forgets the pauses that ended by now and reports whether
+// any did.
+func (d *Daemon) expirePauses(now time.Time) bool {
+	ended := false
+	for key, p := range d.pauses {
+		if !p.InForce(now) {
+			delete(d.pauses, key)
+			d.log.Info("the pause ran out; shaping resumed", logging.KeyLink, linkOfKey(key), "by", p.By)
+			ended = true
+		}
+	}
+	return ended
+}
+
+// armPauseEnd sets timer to the end of the first pause to end.
+func (d *Daemon) armPauseEnd(timer *time.Timer, now time.Time) {
+	timer.Stop()
+	var next time.Time
+	for _, p := range d.pauses {
+		if next.IsZero() || p.Until.Before(next) {
+			next = p.Until
+		}
+	}
+	if !next.IsZero() {
+		timer.Reset(max(next.Sub(now), 0))
+	}
+}
+
+// pauseEnded resumes the shaping of the pauses that ran out.
+func (d *Daemon) pauseEnded(ctx context.Context, timer *time.Timer) {
+	now := time.Now()
+	if d.expirePauses(now) {
+		d.pausesChanged()
+		d.pass(ctx, "resume")
+	}
+	d.armPauseEnd(timer, now)
+}
+
+// pausesStatus lists the pauses in force at now for status, every link's
+// first.
+func (d *Daemon) pausesStatus(now time.Time) []statusapi.Pause {
+	out := []statusapi.Pause{}
+	keys := slices.Sorted(maps.Keys(d.pauses)) // "*" sorts before any name
+	for _, key := range keys {
+		if p := d.pauses[key]; p.InForce(now) {
+			out = append(out, *pauseStatus(key, p, now))
+		}
+	}
+	return out
+}
+
+// pauseStatus is one pause as status shows it.
+func pauseStatus(key string, p state.Pause, now time.Time) *statusapi.Pause {
+	return &statusapi.Pause{Link: key, Since: p.Since.UTC(), Until: p.Until.UTC(), By: p.By,
+		RemainingSeconds: statusapi.Seconds(max(p.Until.Sub(now), 0).Round(time.Second))}
 }

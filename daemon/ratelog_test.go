@@ -20,7 +20,7 @@ import (
 // agree (issue 12, item 11).
 func TestDecayIsNoCut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 

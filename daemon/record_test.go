@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/state"
 )
@@ -91,7 +92,7 @@ func TestRecordHandsTheProfileToWatch(t *testing.T) {
 		t.Errorf("watch holds the lock but does not answer: %v", err)
 	}
 
-	ln, err := statusapi.Listen(statusapi.SocketPath(dir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(dir), operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

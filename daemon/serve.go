@@ -16,9 +16,11 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/debounce"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/sense/linkfacts"
@@ -100,7 +102,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	logger, err := logging.New(logging.Options{
 		Format: logging.Format(settings.LogFormat), Level: o.LogLevel, Path: logPath, Stderr: o.Stderr,
-		File: logging.FileOptions{CrashOutput: true},
+		File: logging.FileOptions{CrashOutput: true, CheckOwnership: !o.LoadOptions.SkipOwnershipCheck},
 	})
 	if err != nil {
 		return startFailed(err)
@@ -190,7 +192,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		ConfigDir: o.ConfigDir, StateDir: stateDir, LoadOptions: o.LoadOptions, Settings: settings,
 		Backend: b, Tokens: tokens,
 		Facts:         LinkFacts{Source: src},
-		ConfigChanges: Debounce(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
+		ConfigChanges: debounce.Bursts(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
 		Sensors:       sensors, Log: log, LogFile: logPath, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})
@@ -199,19 +201,27 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 
 	if settings.StatusPageListen != "" {
+		page := statuspage.Options{Status: d.Query}
+		if settings.StatusPageControl {
+			page.Pause = d.SetPause
+		}
 		go func() {
-			if err := statuspage.Serve(ctx, settings.StatusPageListen, d.Query, log); err != nil {
+			if err := statuspage.Serve(ctx, settings.StatusPageListen, page, log); err != nil {
 				log.Error("the status page is not served", logging.KeyError, err)
 			}
 		}()
 	}
 
+	ops, err := operator.NewPolicy(settings.OperatorGroup)
+	if err != nil {
+		log.Error("the operator group cannot pause", logging.KeyError, err)
+	}
 	go serveStatus(ctx, statusapi.SocketPath(stateDir), statusapi.Handler{
 		Status: d.Query,
 		Measurement: func(ctx context.Context, m statusapi.Measurement) error {
 			return d.TakeMeasurement(ctx, m.Key, m.Profile)
 		},
-		Pause: d.Pause,
+		Pause: d.SetPause, Operators: ops,
 	}, log, StatusRetry)
 
 	return d.Run(ctx)

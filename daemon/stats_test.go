@@ -25,7 +25,7 @@ import (
 // last events; the drift tick reads the counters for the metrics.
 func TestWatchShaperStatsHistoryAndEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		// A burst into the download pipe (48002): 10 pass, 200 are held,
@@ -117,7 +117,7 @@ func TestRecordStatusDocument(t *testing.T) {
 		t.Skip("records a fixture; set MACAKE_RECORD_STATUS=FILE to write it")
 	}
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		r := newHomeRig(t)
 		time.Sleep(3 * time.Minute)
 		r.net.set(func(n *fakeNet) {
 			n.busy, n.bloat = true, 120*time.Millisecond

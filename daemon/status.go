@@ -5,7 +5,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -56,7 +55,7 @@ func newStatus(p statusParts) statusapi.Status {
 		Daemon:        p.daemon, Backend: p.backend,
 		Interfaces: reportInterfaces(p.facts.Interfaces), Policies: []statusapi.Policy{}, Links: []statusapi.Link{},
 		ConfigErrors: []statusapi.ConfigError{}, Problems: diag.Messages(p.notes),
-		DriftRepairs: maps.Clone(p.drift), Profiles: ProfilesStatus(p.state),
+		DriftRepairs: maps.Clone(p.drift), Profiles: ProfilesStatus(p.state), Pauses: []statusapi.Pause{},
 	}
 	broken := map[string]bool{}
 	for _, pr := range p.problems {
@@ -83,7 +82,9 @@ func newStatus(p statusParts) statusapi.Status {
 
 // linkRow is the part of a link's row both pictures share.
 func linkRow(a desired.ActiveLink, err string) statusapi.Link {
-	return statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(a.Policy.Shaper.Mode),
+	sh := a.Policy.Shaper
+	return statusapi.Link{Name: a.Policy.Name, Interface: a.Policy.Match.Interface, Mode: string(sh.Mode),
+		DownloadMode: string(sh.DirectionMode(shape.Download)), UploadMode: string(sh.DirectionMode(shape.Upload)),
 		ProfileKey: a.ProfileKey, Shapers: []statusapi.Shaper{}, Error: diag.Text(err)}
 }
 
@@ -98,6 +99,9 @@ type publishedLink struct {
 	active desired.ActiveLink
 	err    string
 	runner *linkRunner
+	// profile is the state file's profile of the link's network, for the
+	// advice on its bounds.
+	profile state.Profile
 	// unshaped maps a direction to why it is not shaped.
 	unshaped map[string]string
 }
@@ -118,10 +122,6 @@ func (d *Daemon) publish() {
 	}
 	if e := rec.linkErrs[""]; e != "" {
 		notes = append(notes, e)
-	}
-	if d.paused() {
-		notes = append(notes, fmt.Sprintf("shaping is paused until %s (macake bench --compare asked); it resumes by itself then",
-			d.pausedUntil.Local().Format("15:04:05")))
 	}
 	var problems []*config.Problem
 	for _, file := range slices.Sorted(maps.Keys(d.policies.inForce)) {
@@ -146,8 +146,10 @@ func (d *Daemon) publish() {
 	if st.DriftRepairs == nil {
 		st.DriftRepairs = map[string]int{}
 	}
-	if d.paused() {
-		st.Daemon.PausedUntil = d.pausedUntil.UTC()
+	now := time.Now()
+	st.Pauses = d.pausesStatus(now)
+	if p, ok := d.pauses[state.AllLinks]; ok && p.InForce(now) {
+		st.Daemon.PausedUntil = p.Until.UTC()
 	}
 	if r := rec.lastApply; r != nil {
 		a := &statusapi.Apply{At: r.at, Trigger: r.trigger, Result: applyResult(r),
@@ -169,7 +171,8 @@ func (d *Daemon) publish() {
 				a = x
 			}
 		}
-		pls = append(pls, publishedLink{active: a, err: rec.linkErrs[l.Name], runner: d.ctls.runners[l.Name], unshaped: maps.Clone(rec.unshaped[l.Name])})
+		pls = append(pls, publishedLink{active: a, err: rec.linkErrs[l.Name], runner: d.ctls.runners[l.Name], unshaped: maps.Clone(rec.unshaped[l.Name]),
+			profile: d.cfg.Tokens.State.Profiles[a.ProfileKey]})
 	}
 	d.pub.Store(&published{status: st, links: pls})
 }
@@ -195,21 +198,34 @@ func (d *Daemon) Status() statusapi.Status {
 	if l := d.pubLive.Load(); l != nil {
 		live = *l
 	}
+	now := time.Now()
+	st.Pauses = slices.Clone(st.Pauses)
+	for i, pa := range st.Pauses {
+		st.Pauses[i].RemainingSeconds = statusapi.Seconds(max(pa.Until.Sub(now), 0).Round(time.Second))
+	}
 	names, _ := d.cfg.Backend.(backend.ShaperReader)
+	limits := d.cfg.Backend.Info().Limits
 	st.Links = make([]statusapi.Link, 0, len(p.links))
 	for _, pl := range p.links {
 		a := pl.active
 		sl := linkRow(a, pl.err)
+		if a.Paused != "" {
+			sl.PausedUntil = pausedUntil(st.Pauses, a.Policy.Name)
+		}
 		var ctl *controller.State
 		if pl.runner != nil {
-			s := pl.runner.loop.State()
+			s := pl.runner.state(time.Now())
 			ctl = &s
 			sl.Controller = ControllerStatus(s, pl.runner.note)
 			withProbes(sl.Controller, pl.runner.probes)
+			sl.Advice = d.bounds.advice(now, a.Policy, pl.profile, limits)
 		}
 		if l, ok := live.Link(a.Policy.Name); ok {
 			sl.Shaped = len(pl.unshaped) < len(shape.Directions)
 			for _, dir := range shape.Directions {
+				if !l.Pipe(dir).Shaped() {
+					continue // its mode is off: there is no shaper
+				}
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: l.Pipe(dir).RateBits, QueueBytes: l.Pipe(dir).QueueBytes,
 					Source: string(a.Direction(dir).Source)}
 				if ctl != nil && ctl.Direction(dir).LastApplied > 0 && ctl.Shaping {
@@ -233,6 +249,18 @@ func (d *Daemon) Status() statusapi.Status {
 		st.Links = append(st.Links, sl)
 	}
 	return st
+}
+
+// pausedUntil is when the pauses in pauses stop holding link: its own
+// or every link's, whichever ends later.
+func pausedUntil(pauses []statusapi.Pause, link string) time.Time {
+	var until time.Time
+	for _, p := range pauses {
+		if (p.Link == link || p.Link == statusapi.AllLinks) && p.Until.After(until) {
+			until = p.Until
+		}
+	}
+	return until
 }
 
 // eventsShown is how many of the log's last lines a status request that
@@ -342,6 +370,15 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		problems: in.Problems, kept: func(link string) bool { return in.Kept[link] },
 		notes: notes, state: in.State,
 	})
+	if in.State != nil {
+		// What a watch started now would keep paused.
+		now := time.Now()
+		for _, key := range slices.Sorted(maps.Keys(in.State.Pauses)) {
+			if p := in.State.Pauses[key]; p.InForce(now) {
+				st.Pauses = append(st.Pauses, *pauseStatus(key, p, now))
+			}
+		}
+	}
 
 	var live []backend.LiveShaper
 	sr, _ := in.Backend.(backend.ShaperReader)
@@ -371,6 +408,9 @@ func Static(ctx context.Context, in StaticInput) statusapi.Status {
 		if sl, ok := desire.State.Link(a.Policy.Name); ok && st.Backend.LiveError != nil {
 			// The live state is unknown: show what a start would install.
 			for _, dir := range shape.Directions {
+				if !sl.Pipe(dir).Shaped() {
+					continue
+				}
 				sh := statusapi.Shaper{Direction: dir.String(), RateBits: sl.Pipe(dir).RateBits, QueueBytes: sl.Pipe(dir).QueueBytes,
 					Source: string(a.Direction(dir).Source) + " (not read live)"}
 				if sr != nil {

@@ -24,7 +24,7 @@ const StatusRetry = 30 * time.Second
 func serveStatus(ctx context.Context, socket string, h statusapi.Handler, log *slog.Logger, retry time.Duration) {
 	failing := false
 	for ctx.Err() == nil {
-		ln, err := statusapi.Listen(socket)
+		ln, err := statusapi.Listen(socket, h.Operators)
 		if err == nil {
 			if failing {
 				log.Info("'macake status' can ask this daemon again", "socket", socket)

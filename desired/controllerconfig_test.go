@@ -10,29 +10,21 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
-
-func parsePolicy(t *testing.T, name, text string) config.Link {
-	t.Helper()
-	l, _, err := config.Parse("/etc/macake/links.d/"+name+".toml", []byte(text), config.LoadOptions{})
-	if err != nil {
-		t.Fatalf("policy %s: %v", name, err)
-	}
-	return l
-}
 
 // TestControllerConfigOfADefaultPolicyIsUpstream: a policy that sets only
 // its interface and asks for upstream's law runs exactly cake-autorate's
 // defaults (controller's DefaultConfig, reflectors included), on an
 // interface of DefaultConfig's MTU; without the key it runs macake's law.
 func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
-	if c, err := ControllerConfig(parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n"), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Improvements != controller.MacakeImprovements() {
+	if c, err := ControllerConfig(configtest.Parse(t, "wan", configtest.Policy{Interface: "en0"}.TOML()), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Improvements != controller.MacakeImprovements() {
 		t.Errorf("the default law: %+v, %v; want macake's", c.Improvements, err)
 	}
-	l := parsePolicy(t, "wan", "[match]\ninterface = \"en0\"\n[autorate]\ncontroller = \"upstream\"\n")
+	l := configtest.Parse(t, "wan", configtest.Policy{Interface: "en0", More: "[autorate]\ncontroller = \"upstream\"\n"}.TOML())
 	got, err := ControllerConfig(l, state.Profile{}, 1500, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +44,7 @@ func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
 // and [balanced] key a controller reads to a non-default value and checks
 // that each lands in its field.
 func TestControllerConfigMapsEveryPolicyKey(t *testing.T) {
-	l := parsePolicy(t, "hotel", `
+	l := configtest.Parse(t, "hotel", `
 [match]
 interface = "en1"
 [shaper]
@@ -133,7 +125,7 @@ release_after = "30s"
 }
 
 func TestControllerConfigModesAndMeasurements(t *testing.T) {
-	fixed := parsePolicy(t, "cable", "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"90mbit\"\nupload = \"9mbit\"\n")
+	fixed := configtest.Parse(t, "cable", configtest.Policy{Interface: "en0", Mode: "fixed", Download: "90mbit", Upload: "9mbit"}.TOML())
 	c, err := ControllerConfig(fixed, state.Profile{GoodDownload: 50_000_000}, 0, BackendFacts{})
 	if err != nil {
 		t.Fatal(err)
@@ -146,16 +138,16 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	}
 	// The default 2 Mbit/s activity threshold is above this minimum: the
 	// controller would refuse it, so it is lowered.
-	slow := parsePolicy(t, "dsl", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"4mbit\"\nupload = \"1mbit\"\n")
+	slow := configtest.Parse(t, "dsl", configtest.Policy{Interface: "en0", Download: "4mbit", Upload: "1mbit"}.TOML())
 	if c, err = ControllerConfig(slow, state.Profile{}, 1500, BackendFacts{}); err != nil || c.ConnectionActive != c.Upload.Min {
 		t.Errorf("slow link: activity threshold %d, upload minimum %d, err %v", c.ConnectionActive, c.Upload.Min, err)
 	}
 
 	auto := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"%s\"\ndownload = \"auto\"\n"
-	if _, err := ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{}, 1500, BackendFacts{}); err == nil || !strings.Contains(err.Error(), "measure") {
+	if _, err := ControllerConfig(configtest.Parse(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{}, 1500, BackendFacts{}); err == nil || !strings.Contains(err.Error(), "measure") {
 		t.Errorf("autorate with an unmeasured auto rate: %v, want the measurement hint", err)
 	}
-	c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{DownloadCapacity: 200_000_000}, 1500, BackendFacts{})
+	c, err = ControllerConfig(configtest.Parse(t, "sat", strings.Replace(auto, "%s", "autorate", 1)), state.Profile{DownloadCapacity: 200_000_000}, 1500, BackendFacts{})
 	if err != nil || c.Download.Base != 190_000_000 {
 		t.Errorf("auto = 95 %% of the measured capacity: base %d, err %v", c.Download.Base, err)
 	}
@@ -167,15 +159,43 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	st.RecordMeasurement("sat", state.Profile{DownloadCapacity: 200_000_000, UploadCapacity: 20_000_000})
 	st.RecordMeasurement("sat", state.Profile{DownloadCapacity: 40_000_000, UploadCapacity: 20_000_000})
 	autoMax := strings.Replace(auto, "%s", "autorate", 1) + "[autorate]\ndownload = { min = \"5mbit\", max = \"auto\" }\n"
-	c, err = ControllerConfig(parsePolicy(t, "sat", autoMax), st.Profiles["sat"], 1500, BackendFacts{})
+	c, err = ControllerConfig(configtest.Parse(t, "sat", autoMax), st.Profiles["sat"], 1500, BackendFacts{})
 	if err != nil || c.Download.Base != 38_000_000 || c.Download.Max != 200_000_000 {
 		t.Errorf("max = \"auto\" after 200 then 40 Mbit/s: base %d max %d, err %v; want base 38 Mbit/s (95 %% of the latest), max 200 Mbit/s (the highest)", c.Download.Base, c.Download.Max, err)
 	}
-	d, err := Desired([]config.Link{parsePolicy(t, "sat", autoMax)}, linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st}, BackendFacts{})
+	d, err := Desired([]config.Link{configtest.Parse(t, "sat", autoMax)}, linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true}}}, Inputs{State: &st}, BackendFacts{})
 	if err != nil || len(d.Active) != 1 || d.Active[0].Download.Max != 200_000_000 || d.Active[0].Download.Base != 38_000_000 {
 		t.Errorf("Desired with max = \"auto\": %+v, err %v", d.Active, err)
 	}
-	if c, err = ControllerConfig(parsePolicy(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeOff {
+	if c, err = ControllerConfig(configtest.Parse(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeOff {
 		t.Errorf("off with an unmeasured auto rate observes anyway: %v", err)
+	}
+}
+
+// TestControllerConfigFollowsDirectionModes: a fixed direction is
+// watched at its rate, an off one at its rate (or the default for an
+// unmeasured "auto"), the other steered within its bounds, and the
+// controller runs as autorate when any direction is steered.
+func TestControllerConfigFollowsDirectionModes(t *testing.T) {
+	starlink := configtest.Parse(t, "starlink", "[match]\ninterface = \"en0\"\n[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n[autorate]\nupload = { min = \"4mbit\", max = \"30mbit\" }\n")
+	c, err := ControllerConfig(starlink, state.Profile{}, 1500, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Mode != controller.ModeAutorate || !c.Download.MonitorOnly || c.Upload.MonitorOnly ||
+		c.Download.Min != 150e6 || c.Download.Max != 150e6 || c.Upload.Min != 4e6 || c.Upload.Base != 12e6 || c.Upload.Max != 30e6 {
+		t.Errorf("the Starlink recipe: mode %v, download %+v, upload %+v", c.Mode, c.Download, c.Upload)
+	}
+	uploadOnly := configtest.Parse(t, "up", "[match]\ninterface = \"en0\"\n[shaper]\ndownload_mode = \"off\"\ndownload = \"auto\"\nupload = \"12mbit\"\n")
+	c, err = ControllerConfig(uploadOnly, state.Profile{}, 1500, BackendFacts{})
+	if err != nil {
+		t.Fatalf("an off direction with an unmeasured auto rate: %v", err)
+	}
+	if c.Mode != controller.ModeAutorate || !c.Download.MonitorOnly || c.Download.Base != 20e6 || c.Upload.MonitorOnly {
+		t.Errorf("upload only: mode %v, download %+v, upload %+v", c.Mode, c.Download, c.Upload)
+	}
+	fixed := configtest.Parse(t, "fx", "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\nupload_mode = \"off\"\n")
+	if c, err := ControllerConfig(fixed, state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeFixed {
+		t.Errorf("fixed with upload off: %v %v", c.Mode, err)
 	}
 }

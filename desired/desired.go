@@ -60,6 +60,11 @@ type Inputs struct {
 	// Invocation is how the caller was run, for the commands its
 	// messages name (the measurement an "auto" rate waits for).
 	Invocation config.Invocation
+	// Paused names the links whose shaping is paused (watch: `macake
+	// pause`), each with why, e.g. "paused by alice until 15:04:05". A
+	// paused link stays active, so no other policy takes its interface,
+	// but installs nothing.
+	Paused map[string]string
 }
 
 // BackendFacts are what Desired needs to know of the backend the state
@@ -132,7 +137,9 @@ type DirectionRate struct {
 
 // QueueSizer sizes one direction's pipe queue at a rate: the policy's
 // fixed size, or for queue = "auto" controller.AutoQueueBytes at the
-// network's idle RTT and the interface's MTU.
+// network's idle RTT and the interface's MTU, with a reserve for sparse
+// packets (controller.SparseReserve) where the backend's queue takes a
+// packet that fits (shape.Limits.FitsQueue: Linux's bfifo).
 type QueueSizer struct {
 	// Auto is queue = "auto"; Fixed is the size in bytes otherwise.
 	Auto  bool
@@ -140,6 +147,8 @@ type QueueSizer struct {
 	// IdleRTT and MTU are what an auto queue is sized from.
 	IdleRTT time.Duration
 	MTU     int
+	// Reserve adds the sparse reserve to an auto queue.
+	Reserve bool
 }
 
 // Pipe returns the pipe at rateBits with its queue.
@@ -147,7 +156,11 @@ func (q QueueSizer) Pipe(rateBits int64) shape.Pipe {
 	if !q.Auto {
 		return shape.Pipe{RateBits: rateBits, QueueBytes: q.Fixed}
 	}
-	return shape.Pipe{RateBits: rateBits, QueueBytes: controller.AutoQueueBytes(rateBits, q.IdleRTT, q.MTU)}
+	b := controller.AutoQueueBytes(rateBits, q.IdleRTT, q.MTU)
+	if q.Reserve {
+		b = controller.SparseReserve(b, q.MTU)
+	}
+	return shape.Pipe{RateBits: rateBits, QueueBytes: b}
 }
 
 // ActiveLink is one policy chosen for its interface by Match.
@@ -159,9 +172,12 @@ type ActiveLink struct {
 	// ProfileKey is the state-file profile of this network
 	// (state.ProfileKey of the link and the gateway's MAC).
 	ProfileKey string
-	// Shaped is false when the link installs nothing: mode "off", or
-	// "balanced" while not engaged.
+	// Shaped is false when the link installs nothing: mode "off",
+	// "balanced" while not engaged, or paused.
 	Shaped bool
+	// Paused says why the link's shaping is paused (Inputs.Paused); ""
+	// when it is not.
+	Paused string
 	// Upload and Download are the desired shapers (zero when not Shaped).
 	Upload, Download DirectionRate
 }
@@ -250,7 +266,7 @@ func (e *LinkError) Diagnostic() diag.Diagnostic {
 // fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
 // profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
 // Mode "off" installs nothing; "balanced" installs nothing unless
-// in.Engaged says so.
+// in.Engaged says so; a link in in.Paused installs nothing.
 //
 // A link that cannot be shaped (an "auto" rate without a measurement, no
 // free slot) is left out of the result, and the returned error, a join of
@@ -286,8 +302,12 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 	broken := map[string]bool{}
 	for _, l := range sel.Active {
 		f, _ := facts.Interface(l.Match.Interface)
-		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String())}
-		switch l.Shaper.Mode {
+		a := ActiveLink{Policy: l, Facts: f, ProfileKey: state.ProfileKey(l.Name, f.GatewayMAC.String()), Paused: in.Paused[l.Name]}
+		if a.Paused != "" {
+			d.Active = append(d.Active, a)
+			continue
+		}
+		switch l.Shaper.Effective() {
 		case config.ModeOff:
 			d.Active = append(d.Active, a)
 			continue
@@ -320,7 +340,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			}
 			rates := shape.ByDirection[DirectionRate]{Upload: a.Upload, Download: a.Download}.With(dir, r)
 			a.Upload, a.Download = rates.Upload, rates.Download
-			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" {
+			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" && l.Shaper.Shapes(dir) {
 				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: msg})
 			}
 		}
@@ -353,11 +373,11 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			Name: l.Name, Interface: l.Match.Interface, Slot: slot,
 			Upload: a.Upload.Pipe, Download: a.Download.Pipe,
 			Reflectors: reflectors(l, profile, in.Reflectors),
-			Cake:       cakeOptions(l),
+			Cake:       l.ShapeCake(),
 		})
 	}
 	d.State.Sort()
-	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken)
+	d.State.Unshaped = unshapedLinks(links, sel, st.Slots, d.State, broken, in.Paused)
 	d.Slots = slots.Slots
 	if d.Slots == nil {
 		d.Slots = map[string]int{}
@@ -370,7 +390,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 // installs nothing now, with the reason a plan shows for removing what it
 // left live. Links that failed (broken) are left out: watch keeps their
 // previous shaping, and one-shot apply refuses to run.
-func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool) []shape.Unshaped {
+func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s shape.State, broken map[string]bool, paused map[string]string) []shape.Unshaped {
 	var out []shape.Unshaped
 	for _, name := range slices.Sorted(maps.Keys(held)) {
 		if _, shaped := s.Link(name); shaped || broken[name] {
@@ -381,6 +401,9 @@ func unshapedLinks(links []config.Link, sel Selection, held map[string]int, s sh
 			if l.Name == name {
 				u.Interface = l.Match.Interface
 				u.Reason = unshapedReason(l, sel.Verdicts[i])
+				if why := paused[name]; why != "" && sel.Verdicts[i].Active {
+					u.Reason = why
+				}
 				break
 			}
 		}
@@ -395,6 +418,8 @@ func unshapedReason(l config.Link, v Verdict) string {
 	switch {
 	case v.Active && l.Shaper.Mode == config.ModeOff:
 		return `mode = "off"`
+	case v.Active && l.Shaper.Effective() == config.ModeOff:
+		return `download_mode and upload_mode are "off"`
 	case v.Active && l.Shaper.Mode == config.ModeBalanced:
 		return `mode = "balanced", and the shaper is not engaged`
 	case v.Active:
@@ -438,7 +463,10 @@ func adoptLiveSlots(slots *state.State, active []config.Link, in Inputs, be Back
 
 // shaped reports whether an active link installs anything.
 func shaped(l config.Link, in Inputs) bool {
-	switch l.Shaper.Mode {
+	if in.Paused[l.Name] != "" {
+		return false
+	}
+	switch l.Shaper.Effective() {
 	case config.ModeOff:
 		return false
 	case config.ModeBalanced:
@@ -464,29 +492,25 @@ type Bounds struct {
 // LinkBounds decides direction d's rates of link l on the network whose
 // profile is p, for a backend whose highest rate is lim: the one home of
 // the bounds, the known-good start and its clamping, which both the
-// desired state and the controller take. Mode "off" observes at its
-// configured rate, or at the default rate when that is an unmeasured
-// "auto" (nothing is shaped, so the rate only scales the load classes).
-// An unmeasured "auto" rate otherwise fails with config.ErrNeedsMeasurement.
+// desired state and the controller take. A direction that is not shaped
+// (mode or direction mode "off") is observed at its configured rate, or at
+// the default rate when that is an unmeasured "auto" (the rate only
+// scales the load classes). An unmeasured "auto" rate otherwise fails
+// with config.ErrNeedsMeasurement.
 func LinkBounds(l config.Link, d shape.Direction, p state.Profile, lim shape.Limits) (Bounds, error) {
 	capacity, peak, good := p.Capacity(d)
 	lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
-	if errors.Is(err, config.ErrNeedsMeasurement) && l.Shaper.Mode == config.ModeOff {
+	if errors.Is(err, config.ErrNeedsMeasurement) && !l.Shaper.Shapes(d) {
 		lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0, 0)
 	}
 	if err != nil {
 		return Bounds{}, err
 	}
 	b := Bounds{Min: int64(lo), Base: int64(base), Max: int64(hi), Start: int64(base), Source: FromPolicy}
-	if adaptive(l) && good > 0 {
+	if l.Shaper.Steers(d) && good > 0 {
 		b.Start, b.Source = max(b.Min, min(b.Max, good)), FromKnownGood
 	}
 	return b, nil
-}
-
-// adaptive reports whether a controller steers the link's rates.
-func adaptive(l config.Link) bool {
-	return l.Shaper.Mode == config.ModeAutorate || l.Shaper.Mode == config.ModeBalanced
 }
 
 // directionRate resolves one direction's desired pipe.
@@ -498,9 +522,15 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 	if err != nil {
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
 	}
-	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu)}
-	if current > 0 {
-		// A controller's rate is a pipe rate already.
+	r := DirectionRate{Min: b.Min, Base: b.Base, Max: b.Max, Source: b.Source, Queue: queueSizer(l, p, mtu, be.Limits)}
+	if !l.Shaper.Shapes(dir) {
+		// Observed, not shaped: the zero Pipe installs nothing.
+		r.Source = ""
+		return r, nil
+	}
+	if current > 0 && l.Shaper.Steers(dir) {
+		// A controller's rate is a pipe rate already; a direction no
+		// controller steers keeps its policy's.
 		r.Source = FromController
 		r.Pipe = r.Queue.Pipe(current)
 		return r, nil
@@ -513,8 +543,8 @@ func directionRate(l config.Link, dir shape.Direction, p state.Profile, current 
 
 // queueSizer is the queue rule of link l on the network whose profile is p
 // (its idle RTT; DefaultIdleRTT when unmeasured), on an interface of the
-// given MTU.
-func queueSizer(l config.Link, p state.Profile, mtu int) QueueSizer {
+// given MTU, for a backend whose shaper has the limits lim.
+func queueSizer(l config.Link, p state.Profile, mtu int, lim shape.Limits) QueueSizer {
 	if !l.Shaper.Queue.Auto {
 		return QueueSizer{Fixed: int64(l.Shaper.Queue.Size)}
 	}
@@ -522,7 +552,7 @@ func queueSizer(l config.Link, p state.Profile, mtu int) QueueSizer {
 	if idle <= 0 {
 		idle = DefaultIdleRTT
 	}
-	return QueueSizer{Auto: true, IdleRTT: idle, MTU: mtu}
+	return QueueSizer{Auto: true, IdleRTT: idle, MTU: mtu, Reserve: lim.FitsQueue}
 }
 
 // ShaperRate is the rate the backend's shaper gets for controller rate
@@ -547,7 +577,7 @@ func shaperCompensation(l config.Link, rate int64, mtu int, kernelOverhead bool)
 // framing is the policy's per-packet framing, as the overhead
 // compensation takes it.
 func framing(l config.Link) shape.Framing {
-	return shape.Framing{Overhead: int64(l.Shaper.Overhead), MPU: int64(l.Shaper.MPU)}
+	return shape.Framing{Overhead: int64(l.Shaper.Overhead.Bytes), MPU: int64(l.Shaper.MPU)}
 }
 
 // PipeRate converts a controller rate (bit/s on the wire) to the rate a
@@ -578,24 +608,6 @@ func reflectors(l config.Link, profile state.Profile, active map[string][]netip.
 		all = all[:n]
 	}
 	return all
-}
-
-// cakeOptions returns the policy's [cake] table and its per-packet
-// overhead and mpu, for backends that have CAKE or compensate overhead in
-// the kernel (tc); nil when the policy sets none of them.
-func cakeOptions(l config.Link) *shape.Cake {
-	if l.Cake.IsZero() && l.Shaper.Overhead == 0 && l.Shaper.MPU == 0 {
-		return nil
-	}
-	return &shape.Cake{
-		Diffserv:       string(l.Cake.Diffserv),
-		EgressIsolate:  string(l.Cake.EgressIsolation),
-		IngressIsolate: string(l.Cake.IngressIsolation),
-		NAT:            l.Cake.NAT,
-		ACKFilter:      l.Cake.ACKFilter,
-		Overhead:       l.Shaper.Overhead,
-		MPU:            l.Shaper.MPU,
-	}
 }
 
 // UnmeasuredError is a link whose "auto" rates wait for a measurement of

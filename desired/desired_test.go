@@ -13,25 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
-// policy parses one policy file's text as links.d/NAME.toml.
-func policy(t *testing.T, name, text string) config.Link {
-	t.Helper()
-	l, _, err := config.Parse("links.d/"+name+".toml", []byte(text), config.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func simple(t *testing.T, name, iface, extra string) config.Link {
-	return policy(t, name, "[match]\ninterface = \""+iface+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"+extra)
+// simple is a policy shaping iface at 100 and 10 Mbit/s; more follows
+// its [shaper] keys.
+func simple(t *testing.T, name, iface, more string) config.Link {
+	return configtest.Parse(t, name, configtest.Policy{Interface: iface, Download: "100mbit", Upload: "10mbit", More: more}.TOML())
 }
 
 func up(names ...string) linkfacts.Facts {
@@ -121,22 +116,8 @@ func TestDesiredRateSources(t *testing.T) {
 	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac}}}
 	key := state.ProfileKey("wan", mac.String())
 	good := &state.State{Profiles: map[string]state.Profile{key: {GoodDownload: 80_000_000, GoodUpload: 500_000_000}}}
-	auto := policy(t, "wan", `[match]
-interface = "en0"
-[shaper]
-download = "100mbit"
-upload = "10mbit"
-queue = "64KB"
-[autorate]
-upload = { min = "2mbit", max = "20mbit" }
-`)
-	fixed := policy(t, "wan", `[match]
-interface = "en0"
-[shaper]
-mode = "fixed"
-download = "100mbit"
-upload = "10mbit"
-`)
+	auto := simple(t, "wan", "en0", "queue = \"64KB\"\n[autorate]\nupload = { min = \"2mbit\", max = \"20mbit\" }\n")
+	fixed := simple(t, "wan", "en0", "mode = \"fixed\"\n")
 	for _, tc := range []struct {
 		name               string
 		link               config.Link
@@ -184,6 +165,21 @@ func TestDesiredQueues(t *testing.T) {
 	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, BackendFacts{})
 	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
 		t.Errorf("fixed queue: %d, want %d", got, 200*1024)
+	}
+	// On Linux's bfifo (tc's limits) the auto queue keeps a reserve for
+	// sparse packets; a fixed size stays as the policy says.
+	linux := BackendFacts{Limits: tc.Limits}
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, linux)
+	if got, want := d.State.Links[0].Download.QueueBytes, controller.SparseReserve(controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500), 1500); got != want {
+		t.Errorf("auto queue on Linux: %d, want %d (with the sparse reserve)", got, want)
+	}
+	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, linux)
+	if got := d.State.Links[0].Upload.QueueBytes; got != 200*1024 {
+		t.Errorf("fixed queue on Linux: %d, want %d", got, 200*1024)
+	}
+	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, BackendFacts{Limits: pfdn.Limits})
+	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500); got != want {
+		t.Errorf("auto queue on macOS: %d, want %d (dummynet has no use for a reserve)", got, want)
 	}
 }
 
@@ -347,10 +343,10 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 		simple(t, "shaped", "en0", ""),
 		simple(t, "down", "en1", ""),
 		simple(t, "absent", "en9", ""),
-		policy(t, "elsewhere", "[match]\ninterface = \"en2\"\ngateway_mac = \"74:24:9f:00:00:01\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		configtest.Parse(t, "elsewhere", configtest.Policy{Interface: "en2", GatewayMAC: "74:24:9f:00:00:01", Download: "100mbit", Upload: "10mbit"}.TOML()),
 		simple(t, "off", "en3", "mode = \"off\"\n"),
 		simple(t, "idle", "en4", "mode = \"balanced\"\n"),
-		policy(t, "winner", "[match]\ninterface = \"en5\"\npriority = 10\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"),
+		configtest.Parse(t, "winner", configtest.Policy{Interface: "en5", Priority: 10, Download: "100mbit", Upload: "10mbit"}.TOML()),
 		simple(t, "loser", "en5", ""),
 		simple(t, "new", "en6", "mode = \"off\"\n"),
 	}
@@ -385,22 +381,22 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 // directories (issue 27, items 4 and 10).
 func TestDesiredNamesEveryUnmeasuredDirection(t *testing.T) {
 	for _, tc := range []struct {
-		shaper, want string
+		down, up, want string
 	}{
-		{"download = \"auto\"\nupload = \"auto\"\n", `shaper.download and shaper.upload are "auto"`},
-		{"download = \"100mbit\"\nupload = \"auto\"\n", `shaper.upload is "auto"`},
+		{"auto", "auto", `shaper.download and shaper.upload are "auto"`},
+		{"100mbit", "auto", `shaper.upload is "auto"`},
 	} {
-		l := policy(t, "wan", "[match]\ninterface = \"en0\"\n[shaper]\n"+tc.shaper)
+		l := configtest.Parse(t, "wan", configtest.Policy{Interface: "en0", Download: tc.down, Upload: tc.up}.TOML())
 		in := Inputs{Invocation: config.Invocation{ConfigDir: "/x/links.d", StateDir: "/y"}}
 		_, err := Desired([]config.Link{l}, up("en0"), in, BackendFacts{})
 		var le *LinkError
 		var ue *UnmeasuredError
 		if !errors.As(err, &le) || !errors.As(err, &ue) || len(reconcileUnjoin(err)) != 1 {
-			t.Fatalf("%q: err %v, want one LinkError holding an UnmeasuredError", tc.shaper, err)
+			t.Fatalf("%s/%s: err %v, want one LinkError holding an UnmeasuredError", tc.down, tc.up, err)
 		}
 		if !errors.Is(err, config.ErrNeedsMeasurement) || !strings.Contains(err.Error(), tc.want) ||
 			!strings.Contains(err.Error(), `run "sudo macake --config-dir /x/links.d --state-dir /y measure --link wan" while on it`) {
-			t.Errorf("%q: %v", tc.shaper, err)
+			t.Errorf("%s/%s: %v", tc.down, tc.up, err)
 		}
 	}
 }
@@ -411,4 +407,63 @@ func reconcileUnjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// TestDesiredPausedLinksInstallNothing: a paused link stays the active
+// one on its interface (the policy it outranks does not take over) but
+// installs nothing, and the plan's reason for removing what it had is
+// the pause; a pause of a policy that is not active changes nothing.
+func TestDesiredPausedLinksInstallNothing(t *testing.T) {
+	home := configtest.Parse(t, "home", configtest.Policy{Interface: "en0", Priority: 10, Download: "100mbit", Upload: "10mbit"}.TOML())
+	spare := simple(t, "spare", "en0", "")
+	other := simple(t, "other", "en1", "")
+	st := &state.State{Slots: map[string]int{"home": 0, "other": 1}}
+	paused := map[string]string{"home": "paused by alice until 15:04:05", "spare": "paused until 15:00:00"}
+	d, err := Desired([]config.Link{home, spare, other}, up("en0", "en1"), Inputs{State: st, Paused: paused}, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.State.Links) != 1 || d.State.Links[0].Name != "other" {
+		t.Errorf("shaped: %+v, want other alone", d.State.Links)
+	}
+	if len(d.Active) != 2 || d.Active[0].Policy.Name != "home" || d.Active[0].Shaped || d.Active[0].Paused != paused["home"] || d.Active[1].Paused != "" {
+		t.Errorf("active: %+v", d.Active)
+	}
+	want := []shape.Unshaped{{Name: "home", Interface: "en0", Slot: 0, Reason: "paused by alice until 15:04:05"}}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped:\n got %+v\nwant %+v", d.State.Unshaped, want)
+	}
+	if _, ok := d.Slots["spare"]; ok {
+		t.Errorf("the outranked policy got a slot: %v", d.Slots)
+	}
+}
+
+// TestDesiredDirectionModes: a direction that is off gets the zero pipe
+// (installs nothing); a fixed one its rate, never a known-good rate or a
+// controller's; both off installs nothing, and says why.
+func TestDesiredDirectionModes(t *testing.T) {
+	upOnly := simple(t, "up", "en0", "download_mode = \"off\"\n")
+	fixedDown := simple(t, "fd", "en1", "download_mode = \"fixed\"\n")
+	none := simple(t, "none", "en2", "download_mode = \"off\"\nupload_mode = \"off\"\n")
+	st := &state.State{Slots: map[string]int{"none": 5}, Profiles: map[string]state.Profile{"fd": {GoodDownload: 70e6, GoodUpload: 7e6}}}
+	in := Inputs{State: st, Rates: map[string]Rates{"fd": {Download: 55e6, Upload: 8e6}}}
+	d, err := Desired([]config.Link{upOnly, fixedDown, none}, up("en0", "en1", "en2"), in, BackendFacts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := d.State.Link("up")
+	if u.Download.Shaped() || !u.Upload.Shaped() || u.Upload.RateBits != 10e6 {
+		t.Errorf("upload only: %+v", u)
+	}
+	f, _ := d.State.Link("fd")
+	if f.Download.RateBits != 100e6 || f.Upload.RateBits != 8e6 {
+		t.Errorf("fixed download: download %d (want the policy's 100 Mbit/s), upload %d (want the controller's)", f.Download.RateBits, f.Upload.RateBits)
+	}
+	if _, ok := d.State.Link("none"); ok {
+		t.Error("a link with both directions off installs something")
+	}
+	want := []shape.Unshaped{{Name: "none", Interface: "en2", Slot: 5, Reason: `download_mode and upload_mode are "off"`}}
+	if !reflect.DeepEqual(d.State.Unshaped, want) {
+		t.Errorf("Unshaped: %+v", d.State.Unshaped)
+	}
 }

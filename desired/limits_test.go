@@ -9,6 +9,7 @@ import (
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
@@ -21,7 +22,8 @@ func TestMeasuredCapacityAboveTheBackendsLimit(t *testing.T) {
 	facts := linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayMAC: mac}}}
 	st := &state.State{Profiles: map[string]state.Profile{state.ProfileKey("fiber", mac.String()): {
 		DownloadCapacity: 17_600_000_000, UploadCapacity: 900_000_000}}}
-	l := policy(t, "fiber", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"auto\"\nupload = \"auto\"\nqueue = \"1MB\"\n[autorate]\ndownload = { max = \"auto\" }\n")
+	l := configtest.Parse(t, "fiber", configtest.Policy{Interface: "en0", Download: "auto", Upload: "auto",
+		More: "queue = \"1MB\"\n[autorate]\ndownload = { max = \"auto\" }\n"}.TOML())
 	for _, c := range []struct {
 		name     string
 		be       BackendFacts

@@ -59,18 +59,32 @@ func ReportInterface(f linkfacts.InterfaceFacts) InterfaceReport {
 	}
 }
 
+// PolicySummary is what a report says of one policy file, the same in
+// the links document and validate's.
+type PolicySummary struct {
+	Name        string      `json:"name"`
+	File        string      `json:"file"`
+	Description string      `json:"description,omitempty"`
+	Interface   string      `json:"interface"`
+	Mode        config.Mode `json:"mode"`
+	Priority    int         `json:"priority"`
+}
+
+// SummarizePolicy is l's PolicySummary.
+func SummarizePolicy(l config.Link) PolicySummary {
+	return PolicySummary{
+		Name: l.Name, File: l.File, Description: l.Description,
+		Interface: l.Match.Interface, Mode: l.Shaper.Mode, Priority: l.Match.Priority,
+	}
+}
+
 // LinksPolicy is one policy and its Verdict.
 type LinksPolicy struct {
-	Name        string         `json:"name"`
-	File        string         `json:"file"`
-	Description string         `json:"description,omitempty"`
-	Interface   string         `json:"interface"`
-	Mode        config.Mode    `json:"mode"`
-	Priority    int            `json:"priority"`
-	Match       LinksMatchKeys `json:"match"`
-	Matches     bool           `json:"matches"`
-	Active      bool           `json:"active"`
-	Reason      string         `json:"reason"`
+	PolicySummary
+	Match   LinksMatchKeys `json:"match"`
+	Matches bool           `json:"matches"`
+	Active  bool           `json:"active"`
+	Reason  string         `json:"reason"`
 }
 
 // LinksMatchKeys are a policy's optional match keys as text, empty when not
@@ -83,9 +97,11 @@ type LinksMatchKeys struct {
 
 // LinksActive is one winner of Match: the policy that shapes an interface.
 type LinksActive struct {
-	Interface string      `json:"interface"`
-	Link      string      `json:"link"`
-	Mode      config.Mode `json:"mode"`
+	Interface string `json:"interface"`
+	Link      string `json:"link"`
+	// Mode is what the link does as its directions' modes make it
+	// (config.Shaper.Effective): off when neither direction is shaped.
+	Mode config.Mode `json:"mode"`
 }
 
 // NewLinksReport matches pol's links against facts and explains the
@@ -105,10 +121,9 @@ func NewLinksReport(pol config.Policies, problems []*config.Problem, facts linkf
 	for i, l := range pol.Links {
 		v := sel.Verdicts[i]
 		lp := LinksPolicy{
-			Name: l.Name, File: l.File, Description: l.Description, Interface: l.Match.Interface,
-			Mode: l.Shaper.Mode, Priority: l.Match.Priority,
-			Match:   LinksMatchKeys{GatewayMAC: l.Match.GatewayMAC.String(), SSID: l.Match.SSID},
-			Matches: v.Matches, Active: v.Active, Reason: v.Reason,
+			PolicySummary: SummarizePolicy(l),
+			Match:         LinksMatchKeys{GatewayMAC: l.Match.GatewayMAC.String(), SSID: l.Match.SSID},
+			Matches:       v.Matches, Active: v.Active, Reason: v.Reason,
 		}
 		if l.Match.GatewayIP.IsValid() {
 			lp.Match.GatewayIP = l.Match.GatewayIP.String()
@@ -116,7 +131,7 @@ func NewLinksReport(pol config.Policies, problems []*config.Problem, facts linkf
 		rep.Policies = append(rep.Policies, lp)
 	}
 	for _, l := range sel.Active {
-		rep.Active = append(rep.Active, LinksActive{Interface: l.Match.Interface, Link: l.Name, Mode: l.Shaper.Mode})
+		rep.Active = append(rep.Active, LinksActive{Interface: l.Match.Interface, Link: l.Name, Mode: l.Shaper.Effective()})
 	}
 	return rep
 }

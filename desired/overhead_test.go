@@ -8,6 +8,7 @@ import (
 
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
@@ -20,7 +21,8 @@ import (
 // kernel would shape about 1.2 % (DOCSIS) to 3 % (PPPoE over VDSL) below
 // what the user asked for.
 func TestDesiredCountsOverheadOnce(t *testing.T) {
-	l := policy(t, "cable", "[match]\ninterface = \"eth0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"450mbit\"\nupload = \"22mbit\"\nqueue = \"256KB\"\noverhead = 18\nmpu = 64\n")
+	l := configtest.Parse(t, "cable", configtest.Policy{Interface: "eth0", Mode: "fixed", Download: "450mbit", Upload: "22mbit",
+		More: "queue = \"256KB\"\noverhead = 18\nmpu = 64\n"}.TOML())
 	mtu := map[string]int{"eth0": 1500}
 	for _, tt := range []struct {
 		name           string
@@ -93,13 +95,7 @@ func findCommand(p plan.Plan, prefix string) string {
 // kernel with CAKE gets every option: isolation per direction, nat on both,
 // ack-filter on upload only, overhead and mpu, at the wire rate.
 func TestDesiredCakeOnTC(t *testing.T) {
-	l := policy(t, "router", `[match]
-interface = "eth0"
-[shaper]
-mode = "fixed"
-download = "90mbit"
-upload = "18mbit"
-overhead = 44
+	l := configtest.Parse(t, "router", configtest.Policy{Interface: "eth0", Mode: "fixed", Download: "90mbit", Upload: "18mbit"}.TOML()+`overhead = 44
 mpu = 84
 [cake]
 diffserv = "diffserv4"
@@ -118,7 +114,7 @@ ack_filter = true
 	}
 	live := tc.Live{
 		Tools: tc.Tools{TC: "tc", IP: "ip"},
-		Caps:  tc.Capabilities{Cake: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true},
+		Caps:  tc.Capabilities{Cake: true, Prio: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true},
 		Devices: map[string]*tc.DeviceState{"eth0": {
 			Device: tc.Device{Name: "eth0", Index: 2, Up: true},
 			Qdiscs: []tc.Qdisc{{Dev: "eth0", Kind: "noqueue", Root: true}},
@@ -126,8 +122,8 @@ ack_filter = true
 	}
 	p := tc.Diff(d.State, live)
 	for prefix, wantArgs := range map[string]string{
-		"qdisc add dev eth0 root":         "cake bandwidth 18000000bit diffserv4 dual-srchost nat ack-filter overhead 44 mpu 84 egress",
-		"qdisc add dev ifb-macake0 root ": "cake bandwidth 90000000bit diffserv4 dual-dsthost nat no-ack-filter overhead 44 mpu 84 ingress",
+		"qdisc replace dev eth0 parent 4d4b:2 ":        "cake bandwidth 18000000bit diffserv4 dual-srchost nat nowash split-gso ack-filter rtt 100ms overhead 44 mpu 84 noatm egress",
+		"qdisc replace dev ifb-macake0 parent 4d4b:2 ": "cake bandwidth 90000000bit diffserv4 dual-dsthost nat nowash split-gso no-ack-filter rtt 100ms overhead 44 mpu 84 noatm ingress",
 	} {
 		if got := findCommand(p, prefix); !strings.HasSuffix(got, wantArgs) {
 			t.Errorf("%s…: %q, want it to end %q", prefix, got, wantArgs)

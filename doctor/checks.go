@@ -35,4 +35,5 @@ var Checks = []Check{
 	{ID: "daemon.installed", Section: SectionDaemon, Name: "service", Run: checkDaemonInstalled},
 	{ID: "daemon.running", Section: SectionDaemon, Name: "watch", Run: checkDaemonRunning},
 	{ID: "daemon.health", Section: SectionDaemon, Name: "health", Run: checkDaemonHealth},
+	{ID: "daemon.bounds", Section: SectionDaemon, Name: "bounds", Run: checkBounds},
 }

@@ -171,6 +171,40 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 	return res
 }
 
+// checkBounds passes on what the daemon's history says of the links'
+// bounds (statusapi.Advice): a direction that spent most of its loaded
+// time in the last hour pinned at max or cut to min, with the edit to
+// make. It is advice, not a fault: shaping works, only not as well as it
+// could, so it is information with a fix, and doctor never edits a file.
+func checkBounds(ctx context.Context, in *Inspection) Result {
+	w := in.watch(ctx)
+	if w.status == nil {
+		return skipped("macake watch did not answer (see above)")
+	}
+	return judgeBounds(*w.status)
+}
+
+// judgeBounds is checkBounds' verdict on a status.
+func judgeBounds(st statusapi.Status) Result {
+	var advice []statusapi.Advice
+	var links []string
+	for _, l := range st.Links {
+		for _, a := range l.Advice {
+			advice = append(advice, a)
+			links = append(links, l.Name)
+		}
+	}
+	if len(advice) == 0 {
+		return ok("no link sat at its max or its min for most of its loaded time in the last hour")
+	}
+	r := info("%s: %s", english.Plural(len(advice), "bound")+" to change", advice[0].Message)
+	for i, a := range advice {
+		r.Details = append(r.Details, fmt.Sprintf("link %s: %s; in %s set %s", links[i], a.Message, a.File, a.Edit))
+	}
+	r.Fix = "edit the policy files as each line says (macake never changes them by itself); watch applies the edit within a second"
+	return r
+}
+
 // roundAge renders a duration for people, to two units: "12s", "4m",
 // "4m10s", "3h", "2h5m", "3d4h".
 func roundAge(d time.Duration) string {

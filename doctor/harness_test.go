@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
@@ -34,12 +35,7 @@ import (
 
 // wanPolicy is the policy most scenarios shape: en0, two loopback-only
 // reflectors (documentation addresses; the fake pinger answers for them).
-const wanPolicy = `[match]
-interface = "en0"
-[shaper]
-download = "250mbit"
-upload   = "20mbit"
-[autorate]
+var wanPolicy = configtest.Policy{Interface: "en0", Download: "250mbit", Upload: "20mbit"}.TOML() + `[autorate]
 reflectors = ["192.0.2.1", "192.0.2.2"]
 active_reflectors = 2
 cut_refractory = "1s"
@@ -98,9 +94,7 @@ func newFakeMac(t *testing.T, policies map[string]string) *fakeMac {
 
 func (m *fakeMac) writePolicy(name, text string) {
 	m.t.Helper()
-	if err := os.WriteFile(filepath.Join(m.configDir, name+".toml"), []byte(text), 0o644); err != nil {
-		m.t.Fatal(err)
-	}
+	configtest.Write(m.t, m.configDir, name, text)
 }
 
 func (m *fakeMac) setFacts(facts string) {

@@ -18,6 +18,7 @@ import (
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
@@ -303,7 +304,7 @@ func TestSystemdService(t *testing.T) {
 }
 
 func TestJudgeTCKernel(t *testing.T) {
-	all := tc.Capabilities{Cake: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "tried in a throwaway network namespace", Tried: true}
+	all := tc.Capabilities{Cake: true, Prio: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "tried in a throwaway network namespace", Tried: true}
 	noCake := all
 	noCake.Cake = false
 	noIFB := noCake
@@ -348,7 +349,7 @@ func TestToolResult(t *testing.T) {
 // TestTCChecks runs the Linux checks with a fake runner and fake kernel
 // capabilities.
 func TestTCChecks(t *testing.T) {
-	m := newFakeMac(t, map[string]string{"router": "[match]\ninterface = \"eth0\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n[cake]\nnat = true\n"})
+	m := newFakeMac(t, map[string]string{"router": configtest.Policy{Interface: "eth0", Download: "100mbit", Upload: "10mbit", More: "[cake]\nnat = true\n"}.TOML()})
 	sys := m.system()
 	sys.GOOS, sys.OSVersion = "linux", "Linux 6.12.0"
 	sys.Getenv = func(k string) string { return map[string]string{"MACAKE_BACKEND": "tc"}[k] }

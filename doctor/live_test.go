@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/shape"
@@ -92,7 +93,7 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Release()
-	ln, err := statusapi.Listen(statusapi.SocketPath(dir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(dir), operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/sense/ifstat"
@@ -55,7 +56,7 @@ func TestScenarios(t *testing.T) {
 		},
 		{
 			name: "fresh Mac, nothing applied, no daemon",
-			want: map[string]Status{"pf.drift": Warning, "daemon.installed": Warning, "daemon.running": Skipped, "daemon.health": Skipped},
+			want: map[string]Status{"daemon.bounds": Skipped, "pf.drift": Warning, "daemon.installed": Warning, "daemon.running": Skipped, "daemon.health": Skipped},
 			says: map[string][]string{
 				"pf.status": {"pf is disabled; macake enables it"},
 				"pf.anchor": {"nothing installed"},
@@ -172,7 +173,7 @@ func TestScenarios(t *testing.T) {
 		{
 			name:  "pfctl and dnctl missing",
 			setup: func(m *fakeMac) { m.emu.SetToolsMissing(true) },
-			want: map[string]Status{
+			want: map[string]Status{"daemon.bounds": Skipped,
 				"pf.pfctl": Problem, "pf.dnctl": Problem,
 				"pf.status": Skipped, "pf.hook": Skipped, "pf.anchor": Skipped, "pf.drift": Skipped,
 				"pf.foreign_anchors": Skipped, "pf.foreign_pipes": Skipped, "pf.nlc": Skipped,
@@ -217,7 +218,7 @@ func TestScenarios(t *testing.T) {
 			name: "a broken policy file",
 			setup: func(m *fakeMac) {
 				healthy(m)
-				m.writePolicy("lte", "[match]\ninterface = \"en5\"\n[shaper]\ndownload = \"30mbps\"\n")
+				m.writePolicy("lte", configtest.Policy{Interface: "en5", Download: "30mbps"}.TOML())
 			},
 			want:   map[string]Status{"config.policies": Problem, "pf.drift": Skipped},
 			says:   map[string][]string{"config.policies": {"1 problem in 1 policy file; valid: wan", "lte.toml:4:", "macake validate --config-dir"}},
@@ -356,7 +357,7 @@ func TestScenarios(t *testing.T) {
 				delete(m.launchctl.Loaded, "system/"+launchd.DaemonLabel)
 				m.watch.state, m.watch.status = WatchState{}, nil
 			},
-			want:   map[string]Status{"daemon.running": Problem, "daemon.health": Skipped},
+			want:   map[string]Status{"daemon.bounds": Skipped, "daemon.running": Problem, "daemon.health": Skipped},
 			says:   map[string][]string{"daemon.running": {"installed but not loaded", "launchctl bootstrap system"}},
 			failed: true, failedStrict: true,
 		},
@@ -389,12 +390,27 @@ func TestScenarios(t *testing.T) {
 			failedStrict: true,
 		},
 		{
+			name: "a link sits at its max",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.watch.status.Links[0].Advice = []statusapi.Advice{{Direction: "download", Bound: "max", Share: 0.62, LoadedSeconds: 2280, WindowSeconds: 3600,
+					CurrentBits: 40_000_000, SuggestedBits: 56_000_000, File: "/etc/macake/links.d/wan.toml", Edit: `[autorate] download = { min = "10mbit", max = "56mbit" }`,
+					Message: "download sat at max 62% of its loaded time in the last hour (38 min loaded): raise max from 40.0 Mbit/s to ~56.0 Mbit/s"}}
+			},
+			want: map[string]Status{"daemon.bounds": Info},
+			says: map[string][]string{"daemon.bounds": {
+				"1 bound to change: download sat at max 62%",
+				`link wan: download sat at max 62% of its loaded time in the last hour (38 min loaded): raise max from 40.0 Mbit/s to ~56.0 Mbit/s; in /etc/macake/links.d/wan.toml set [autorate] download = { min = "10mbit", max = "56mbit" }`,
+				"macake never changes them by itself",
+			}},
+		},
+		{
 			name: "watch holds the lock but does not answer",
 			setup: func(m *fakeMac) {
 				healthy(m)
 				m.watch.status = nil
 			},
-			want: map[string]Status{"daemon.health": Problem},
+			want: map[string]Status{"daemon.bounds": Skipped, "daemon.health": Problem},
 			says: map[string][]string{
 				"daemon.health":  {"macake watch (pid 4242) holds the state lock but does not answer on", "watch.sock", "launchctl kickstart -k system/org.macake.watch", "watch.stderr.log"},
 				"daemon.running": {"launchd runs org.macake.watch (pid 4242)"},
@@ -407,7 +423,7 @@ func TestScenarios(t *testing.T) {
 				healthy(m)
 				m.watch.askErr = fmt.Errorf("%w: readable by root and the admin group only; run with sudo", statusapi.ErrPermission)
 			},
-			want:         map[string]Status{"daemon.health": Warning},
+			want:         map[string]Status{"daemon.bounds": Skipped, "daemon.health": Warning},
 			says:         map[string][]string{"daemon.health": {"this user may not ask macake watch", "run with sudo"}},
 			failedStrict: true,
 		},

@@ -72,11 +72,11 @@ func judgeTCKernel(c tc.Capabilities, cakePolicies []string) Result {
 	case !c.CanShapeDownload():
 		return warn("modprobe ifb act_mirred cls_u32 sch_ingress (or a kernel with CONFIG_IFB, CONFIG_NET_ACT_MIRRED, CONFIG_NET_CLS_U32, CONFIG_NET_SCH_INGRESS)",
 			"macake can shape upload only (with %s): download shaping needs ingress, u32, mirred and ifb", shaper).with(details...)
-	case !c.Cake && len(cakePolicies) > 0:
+	case !c.ShapesWithCake() && len(cakePolicies) > 0:
 		return warn("load sch_cake (modprobe sch_cake) or a kernel with CONFIG_NET_SCH_CAKE; otherwise the [cake] options are not applied",
 			"sch_cake is not available, so the [cake] options of %s are not applied (shaping with htb+bfifo)", english.Join(cakePolicies, 4)).with(details...)
 	}
-	if !c.Cake {
+	if !c.ShapesWithCake() {
 		return ok("sch_cake not available: falling back to htb+bfifo, which shapes both directions like a dummynet pipe (kernel features %s)", c.Method).with(details...)
 	}
 	return ok("both directions shape with cake (kernel features %s)", c.Method).with(details...)

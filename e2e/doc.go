@@ -11,13 +11,17 @@
 //
 // The ISP's capacity follows a trace (testdata/traces: constant, steps,
 // and a synthetic Starlink-like wobble from StarlinkLike). The server
-// answers ICMP at six reflector addresses (the controller's), echoes an
-// independent UDP probe at another address that macake does not exempt,
-// and serves bulk TCP both ways. Each phase measures the probe idle, then
-// under 4 download flows while the trace replays; added delay is like for
-// like at each percentile (loaded p50 − idle p50, loaded p90 − idle p90),
-// goodput is TCP payload. A run is drift-controlled: unshaped, shaped,
-// unshaped again, on the same trace segment.
+// answers ICMP at six reflector addresses (the controller's), and at
+// another address, which macake does not exempt, it echoes the user's ping
+// (a UDP echo the size of ping's, 10 a second) and holds the far end of a
+// call (50 packets/s of 200 bytes each way, its one-way delay measured
+// directly: every namespace shares the host's clock); it also serves bulk
+// TCP both ways. Each phase measures the ping idle, then under 4 download
+// flows while the trace replays; added delay is like for like at each
+// percentile (loaded p50 − idle p50, loaded p90 − idle p90) over every
+// ping sent, a lost one counting as 1 s (package score), with the loss
+// beside it; goodput is TCP payload. A run is drift-controlled: unshaped,
+// shaped, unshaped again, on the same trace segment.
 //
 // TestICMPPriority runs the same testbed behind an ISP that gives ICMP
 // strict priority (netns.PriorityBottleneck: htb serves an ICMP class

@@ -285,3 +285,30 @@ func TestApplyInterfaceRenamed(t *testing.T) {
 	mustContain(t, "the upload class after the name is back", cli.Exec("tc", "class", "show", "dev", ClientDev), "rate 8Mbit")
 	m.MustRun(t, 0, "down")
 }
+
+// TestApplyOneDirectionAtATime: on this kernel, a policy that leaves its
+// download unshaped (download_mode = "off") gets the upload class and no
+// IFB; turned round (upload off, download fixed) the root qdisc goes and
+// the IFB comes; each apply is then converged.
+func TestApplyOneDirectionAtATime(t *testing.T) {
+	cli, m := faultLab(t)
+	uploadOnly := strings.Replace(fixedWAN, `mode = "fixed"`, `mode = "fixed"`+"\ndownload_mode = \"off\"", 1)
+	m.SetPolicy(t, "wan", uploadOnly)
+	m.MustRun(t, 0, "apply")
+	mustContain(t, "the upload class", cli.Exec("tc", "class", "show", "dev", ClientDev), "rate 8Mbit")
+	if links := cli.Exec("ip", "link", "show"); strings.Contains(links, tc.IFBPrefix) {
+		t.Errorf("an IFB was created for a download that is off:\n%s", links)
+	}
+	mustContain(t, "the apply after converging", m.MustRun(t, 0, "apply").Stdout, "No changes.")
+
+	downloadOnly := strings.Replace(fixedWAN, `mode = "fixed"`, `mode = "fixed"`+"\nupload_mode = \"off\"", 1)
+	m.SetPolicy(t, "wan", downloadOnly)
+	turned := m.MustRun(t, 0, "apply")
+	mustContain(t, "the apply that turns the link round", turned.Stdout, "- shaper on wan0", "+ ifb ifb-macake0")
+	if q := cli.Exec("tc", "qdisc", "show", "dev", ClientDev); strings.Contains(q, "4d4b:") {
+		t.Errorf("macake's root stayed on wan0 with upload off:\n%s", q)
+	}
+	mustContain(t, "the download class", cli.Exec("tc", "class", "show", "dev", tc.IFBName(0)), "rate 40Mbit")
+	mustContain(t, "the apply after converging", m.MustRun(t, 0, "apply").Stdout, "No changes.")
+	m.MustRun(t, 0, "down")
+}

@@ -67,7 +67,7 @@ func TestICMPPriority(t *testing.T) {
 	speedURL := tb.startSpeedtest(t)
 	m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
 	ctx := context.Background()
-	cfg := PhaseConfig{Idle: *idleLength, DownFlows: 4, UpFlows: *upFlows}
+	cfg := PhaseConfig{Idle: *idleLength, DownFlows: 4, UpFlows: *upFlows, LostDelay: LostDelay}
 
 	// The premise: under load, ICMP sees nothing and the user's traffic
 	// everything. Checked with macake's own prober beside the phases, to

@@ -81,7 +81,7 @@ func offOnOff(t *testing.T, spec string) {
 	tr := sc.Trace
 	tb := NewTestbed(t, "e2e", tr)
 	ctx := context.Background()
-	cfg := PhaseConfig{Idle: *idleLength, DownFlows: sc.DownFlows, UpFlows: sc.UpFlows}
+	cfg := PhaseConfig{Idle: *idleLength, DownFlows: sc.DownFlows, UpFlows: sc.UpFlows, LostDelay: LostDelay}
 
 	run := Run{Trace: tr}
 	var measures []Measure

@@ -10,6 +10,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
@@ -38,18 +39,25 @@ const (
 )
 
 // OracleQueueBytes is the oracle's queue at rate (bit/s): the simulator's
-// rule for a 10 ms target, so the kernel's oracle and its twin agree.
+// rule for a 10 ms target with the sparse reserve macake's auto queue
+// keeps on Linux's bfifo (controller.SparseReserve), so the kernel's
+// oracle and its twin agree and it differs from watch's pipes in its
+// rate only.
 func OracleQueueBytes(rate int64) int64 {
-	return sim.QueueRule{Target: OracleQueue}.Size(rate, 0)
+	return controller.SparseReserve(oracleQueue.Size(rate, 0), controller.DefaultMTU)
 }
+
+// oracleQueue is the oracle's queue rule in the twin.
+var oracleQueue = sim.QueueRule{Target: OracleQueue, Reserve: true}
 
 // Measure is what one phase of a scenario measured, on the kernel or in
 // the simulator, in the same terms: U is the goodput over the trace's mean
 // capacity (the mean of both directions' when both are loaded), the delays
-// are the independent probe's added round trip at each percentile, loss
-// the share of its probes that did not come back, and the score
-// U/(1 + p95/30 ms) (reference/benchmark.md §4.2, with the round trip a
-// ping sees).
+// are the ping's added round trip at each percentile over every ping sent
+// (a lost one counting as the lost delay, package score), loss the share
+// of pings that did not come back, the score U/(1 + p95/30 ms)
+// (reference/benchmark.md §4.2, with the round trip a ping sees), and
+// CallDown and CallUp what the call felt each way.
 type Measure struct {
 	Scenario   string `json:"scenario"`
 	Controller string `json:"controller"`
@@ -63,18 +71,28 @@ type Measure struct {
 	P99           float64 `json:"added_p99_ms"`
 	Loss          float64 `json:"probe_loss"`
 	Score         float64 `json:"score"`
+	// CallDown and CallUp are the call's loss, added one-way delay
+	// percentiles and jitter in each direction (measures written before
+	// the call existed read as zero).
+	CallDown score.Flow `json:"call_down"`
+	CallUp   score.Flow `json:"call_up"`
 }
 
 func (m *Measure) score() {
-	m.Score = sim.Score(m.U, time.Duration(m.P95*float64(time.Millisecond)))
+	m.Score = score.Score(m.U, time.Duration(m.P95*float64(time.Millisecond)))
 }
+
+// LostDelay is what a lost ping or call packet counts as on the kernel
+// and in the twin (-e2e.lost-delay; 0: score.DefaultLostDelay).
+var LostDelay time.Duration
 
 // KernelMeasure is a kernel phase in the calibration's terms.
 func KernelMeasure(sc Scenario, controller string, p Phase) Measure {
 	a := p.Added()
 	msf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	m := Measure{Scenario: sc.Spec, Controller: controller, Goodput: p.Goodput / 1e6, UploadGoodput: p.UploadGoodput / 1e6,
-		P50: msf(a.P50), P90: msf(a.P90), P95: msf(a.P95), P99: msf(a.P99), Loss: p.Loaded.LossPercent() / 100}
+		P50: msf(a.P50), P90: msf(a.P90), P95: msf(a.P95), P99: msf(a.P99), Loss: p.Loaded.LossPercent() / 100,
+		CallDown: p.Call[shape.Download], CallUp: p.Call[shape.Upload]}
 	m.U = p.Goodput / float64(sc.Trace.Mean(true))
 	if sc.UpFlows > 0 && sc.DownFlows > 0 {
 		m.U = (m.U + p.UploadGoodput/float64(sc.Trace.Mean(false))) / 2
@@ -89,7 +107,8 @@ func KernelMeasure(sc Scenario, controller string, p Phase) Measure {
 func simMeasure(sc Scenario, controller string, r *sim.Result) Measure {
 	dn, up := r.Dir[shape.Download], r.Dir[shape.Upload]
 	m := Measure{Scenario: sc.Spec, Controller: controller, Goodput: dn.Goodput, UploadGoodput: up.Goodput,
-		P50: r.RTT50, P90: r.RTT90, P95: r.RTT95, P99: r.RTT99, Loss: r.RTTLoss}
+		P50: r.RTT50, P90: r.RTT90, P95: r.RTT95, P99: r.RTT99, Loss: r.RTTLoss,
+		CallDown: dn.Call, CallUp: up.Call}
 	var u []float64
 	for _, d := range []shape.Direction{shape.Download, shape.Upload} {
 		if x := r.Dir[d]; x.Loaded && x.Capacity > 0 {
@@ -144,7 +163,8 @@ func gcd(a, b time.Duration) time.Duration {
 
 // SimOptions are the simulator's settings for the testbed's twin: the
 // phase's idle window before the flows start (left out of the metrics),
-// htb + bfifo shaping, reflectors next to the path (no spread, spikes or
+// htb + bfifo shaping, the ping and the call as the testbed sends them,
+// reflectors next to the path (no spread, spikes or
 // loss) that answer ICMP timestamps as Linux does, on the client's own
 // clock, so the daemon's prober measures each direction's one-way delay
 // (sense/probe prefers timestamps), tc's
@@ -172,6 +192,9 @@ func (sc Scenario) SimOptions(idle time.Duration, seed uint64) sim.Options {
 		ProbeOWD:        true,
 		ReflectorClock:  -1,
 		ActuationDelay:  2 * time.Millisecond,
+		MeasureInterval: PingInterval,
+		CallInterval:    CallInterval,
+		LostDelay:       LostDelay,
 	}
 }
 
@@ -197,14 +220,21 @@ type SimArm struct {
 // watch runs under each law (desired.ControllerConfig on an unmeasured
 // network, MTU 1500, as watch builds it), the oracle, and any variants
 // ("ours+Switch-Switch" or "upstream+Switch": a law with improvement
-// switches turned on or off, for tuning in the twin).
+// switches turned on or off; "ours#QUEUE": a law with another queue rule,
+// sim.SplitArm; for tuning in the twin).
 func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 	arms := []SimArm{{Name: ArmOff, Factory: mustBaseline("none")}}
 	for _, name := range append([]string{ArmUpstream, ArmOurs}, variants...) {
-		tw := autorate.Tweak{Arm: name}
-		if name != ArmUpstream && name != ArmOurs {
-			var err error
-			if tw, err = autorate.ParseTweak(name); err != nil {
+		ctl, queue, err := sim.SplitArm(name)
+		if err != nil {
+			return nil, err
+		}
+		if queue == nil {
+			queue = &LawQueue
+		}
+		tw := autorate.Tweak{Arm: ctl}
+		if ctl != ArmUpstream && ctl != ArmOurs {
+			if tw, err = autorate.ParseTweak(ctl); err != nil {
 				return nil, err
 			}
 		}
@@ -216,13 +246,13 @@ func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 		if err := tw.Apply(&cfg); err != nil {
 			return nil, fmt.Errorf("variant %q: %w", name, err)
 		}
-		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: LawQueue})
+		arms = append(arms, SimArm{Name: name, Factory: autorate.ConfigFactory(cfg), Queue: *queue})
 	}
 	oracle, err := sim.Baseline(fmt.Sprintf("oracle-frac%g", OracleShare))
 	if err != nil {
 		return nil, err
 	}
-	arms = append(arms, SimArm{Name: ArmOracle, Factory: oracle, Queue: sim.QueueRule{Target: OracleQueue}})
+	arms = append(arms, SimArm{Name: ArmOracle, Factory: oracle, Queue: oracleQueue})
 	return arms, nil
 }
 

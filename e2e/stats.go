@@ -8,24 +8,43 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/sense/probe"
+	"github.com/macake/macake/score"
+	"github.com/macake/macake/shape"
 )
 
 // Latency summarises one window of probe round-trip times.
 type Latency struct {
 	// Samples counts the probes answered, Lost those that were not.
 	Samples, Lost int
-	// P50, P90, P95 and P99 are percentiles of the answered probes' RTT.
+	// P50, P90, P95 and P99 are percentiles of the RTT over every probe
+	// sent, a lost one counting as the lost RTT Summarize was given
+	// (package score's percentiles; -1 with no probe sent).
 	P50, P90, P95, P99 time.Duration
 }
 
-// Summarize computes a Latency from round-trip times (percentiles by the
-// nearest-rank method, probe.Percentile's; -1 without samples).
-func Summarize(rtts []time.Duration, lost int) Latency {
-	return Latency{
-		Samples: len(rtts), Lost: lost,
-		P50: probe.Percentile(rtts, 50), P90: probe.Percentile(rtts, 90), P95: probe.Percentile(rtts, 95), P99: probe.Percentile(rtts, 99),
+// Summarize computes a Latency from the round-trip times of the probes
+// answered and the number lost, each lost one counting as an RTT of
+// lostRTT.
+func Summarize(rtts []time.Duration, lost int, lostRTT time.Duration) Latency {
+	d := score.Delays{Lost: lost}
+	for _, r := range rtts {
+		d.Delivered = append(d.Delivered, score.Ms(r))
 	}
+	all := d.All(score.Ms(lostRTT))
+	pct := func(p float64) time.Duration {
+		if len(all) == 0 {
+			return -1
+		}
+		return time.Duration(score.Percentile(all, p) * float64(time.Millisecond))
+	}
+	return Latency{Samples: len(rtts), Lost: lost, P50: pct(50), P90: pct(90), P95: pct(95), P99: pct(99)}
+}
+
+// LostRTT is the round trip a probe lost under load counts as: the idle
+// median plus the lost delay (score.DefaultLostDelay unless the run says
+// otherwise), so that it adds the lost delay to the path, like for like.
+func LostRTT(idle Latency, lostDelay time.Duration) time.Duration {
+	return max(idle.P50, 0) + score.LostOrDefault(lostDelay)
 }
 
 // LossPercent is the share of probes that got no reply.
@@ -70,6 +89,10 @@ type Phase struct {
 	// SeriesAt and SeriesRTT are the loaded window's probes: send time
 	// since the load started, and round-trip time (0: lost).
 	SeriesAt, SeriesRTT []time.Duration
+	// Call is what the call felt in each direction (by shape.Direction)
+	// over the loaded window: loss, one-way delay added to the idle
+	// window's, jitter.
+	Call [2]score.Flow
 }
 
 // Added is the phase's added delay, like for like.
@@ -189,17 +212,28 @@ func (r Run) WriteTable(w io.Writer, on string) error {
 	}
 	up := func(p Phase) string { return "" }
 	if upload {
-		b.WriteString("| phase | goodput down | goodput up | added p50 | added p90 | added p99 | probe loss | idle p50 / p90 |\n")
+		b.WriteString("| phase | goodput down | goodput up | added p50 | added p90 | added p99 | ping loss | idle p50 / p90 |\n")
 		b.WriteString("|---|---|---|---|---|---|---|---|\n")
 		up = func(p Phase) string { return " " + mbit(p.UploadGoodput) + " |" }
 	} else {
-		b.WriteString("| phase | goodput down | added p50 | added p90 | added p99 | probe loss | idle p50 / p90 |\n")
+		b.WriteString("| phase | goodput down | added p50 | added p90 | added p99 | ping loss | idle p50 / p90 |\n")
 		b.WriteString("|---|---|---|---|---|---|---|\n")
 	}
 	for _, p := range r.Phases {
 		a := p.Added()
 		fmt.Fprintf(&b, "| %s | %s |%s %s | %s | %s | %.1f %% | %s / %s |\n", p.Name, mbit(p.Goodput), up(p),
 			ms(a.P50), ms(a.P90), ms(a.P99), p.Loaded.LossPercent(), msAbs(p.Idle.P50), msAbs(p.Idle.P90))
+	}
+	b.WriteString("\nThe call beside the load (one-way delay added to the idle window's, ms; a lost packet counts as the lost delay):\n\n")
+	b.WriteString("| phase | ↓ loss | ↓ p50 | ↓ p90 | ↓ p99 | ↓ jitter | ↑ loss | ↑ p50 | ↑ p90 | ↑ p99 | ↑ jitter |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, p := range r.Phases {
+		fmt.Fprintf(&b, "| %s |", p.Name)
+		for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+			c := p.Call[d]
+			fmt.Fprintf(&b, " %.1f %% | %s | %s | %s | %.1f |", 100*c.Loss, msf(c.P50), msf(c.P90), msf(c.P99), c.Jitter)
+		}
+		b.WriteString("\n")
 	}
 	for _, p := range r.Phases {
 		if p.Process != nil {

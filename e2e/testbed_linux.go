@@ -17,6 +17,8 @@ import (
 
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/score"
+	"github.com/macake/macake/shape"
 )
 
 // The testbed's addresses: the client sits behind the ISP's router, the
@@ -29,14 +31,16 @@ const (
 	probeAddr  = "10.77.2.20"
 	bulkPort   = 5001
 	probePort  = 7007
+	callPort   = 7008
 )
 
 // Testbed is client ↔ ISP ↔ server in three network namespaces joined by
 // veth pairs. The ISP namespace is the bloated bottleneck: an htb class at
 // the trace's capacity with a drop-tail bfifo holding one second of the
 // trace's peak, in each direction. The server namespace answers ICMP at
-// the reflector addresses, echoes the UDP probe and serves bulk TCP both
-// ways (CUBIC); the client namespace is where macake runs.
+// the reflector addresses, echoes the ping (the independent probe), holds
+// the far end of the call and serves bulk TCP both ways (CUBIC); the
+// client namespace is where macake runs.
 type Testbed struct {
 	// Lab owns the namespaces.
 	Lab *netns.Lab
@@ -55,6 +59,7 @@ type Testbed struct {
 	congestion         sync.Map     // congestion controls seen on load sockets
 	closers            []io.Closer
 	probe              *Probe
+	call               *Call
 }
 
 // NewTestbed builds the namespaces for a trace (its first step sets the
@@ -90,13 +95,20 @@ func NewTestbed(tb testing.TB, prefix string, trace Trace) *Testbed {
 
 	t.startBulkServer(tb)
 	t.startEchoServer(tb)
-	p, err := StartProbe(t.Client, netip.MustParseAddrPort(fmt.Sprintf("%s:%d", probeAddr, probePort)), 50*time.Millisecond)
+	p, err := StartProbe(t.Client, netip.MustParseAddrPort(fmt.Sprintf("%s:%d", probeAddr, probePort)), PingInterval)
 	if err != nil {
 		tb.Fatalf("starting the probe: %v", err)
 	}
 	t.probe = p
+	c, err := StartCall(t.Client, t.Server, netip.MustParseAddrPort(fmt.Sprintf("%s:%d", probeAddr, callPort)), CallInterval)
+	if err != nil {
+		p.Close()
+		tb.Fatalf("starting the call: %v", err)
+	}
+	t.call = c
 	tb.Cleanup(func() {
 		p.Close()
+		c.Close()
 		for _, c := range t.closers {
 			c.Close()
 		}
@@ -317,9 +329,12 @@ func (t *Testbed) Congestion() []string {
 	return out
 }
 
-// Probe measures round-trip times with UDP echo at a fixed interval. Each
-// probe carries its sequence number; the send time stays in the process,
-// so the clock is one monotonic clock.
+// Probe measures round-trip times with UDP echo at a fixed interval: the
+// ping. Each probe is as large as ping's ICMP echo (PingPayload: 84 bytes
+// of IP) and carries its sequence number; the send time stays in the
+// process, so the clock is one monotonic clock. The size matters: a bfifo
+// nearly full of 1514-byte frames still takes a 58-byte frame where a
+// 98-byte one is dropped.
 type Probe struct {
 	conn     net.PacketConn
 	target   net.Addr
@@ -348,7 +363,7 @@ func (p *Probe) send() {
 	defer p.wg.Done()
 	tick := time.NewTicker(p.interval)
 	defer tick.Stop()
-	var msg [16]byte
+	var msg [PingPayload]byte
 	for {
 		p.mu.Lock()
 		seq := uint64(len(p.sent))
@@ -368,14 +383,14 @@ func (p *Probe) send() {
 
 func (p *Probe) receive() {
 	defer p.wg.Done()
-	buf := make([]byte, 64)
+	buf := make([]byte, 2*PingPayload)
 	for {
 		n, _, err := p.conn.ReadFrom(buf)
 		now := time.Now()
 		if err != nil {
 			return
 		}
-		if n != 16 || binary.BigEndian.Uint64(buf[8:16]) != 0x6d6163616b65 {
+		if n != PingPayload || binary.BigEndian.Uint64(buf[8:16]) != 0x6d6163616b65 {
 			continue
 		}
 		seq := binary.BigEndian.Uint64(buf[:8])
@@ -466,6 +481,9 @@ type PhaseConfig struct {
 	Idle time.Duration
 	// DownFlows and UpFlows are the bulk TCP flows of the load.
 	DownFlows, UpFlows int
+	// LostDelay is what a lost ping or call packet counts as (0:
+	// score.DefaultLostDelay).
+	LostDelay time.Duration
 }
 
 // RunPhase runs one phase: the shaper (if any) starts, the probe measures
@@ -536,13 +554,16 @@ func (t *Testbed) RunPhase(ctx context.Context, name string, shaper Shaper, trac
 
 	ph.IdleFrom, ph.IdleTo, ph.LoadFrom, ph.LoadTo = idleFrom, idleTo, loadFrom, loadTo
 	idle, lost := t.probe.Window(idleFrom, idleTo)
-	ph.Idle = Summarize(idle, lost)
+	ph.Idle = Summarize(idle, lost, score.LostOrDefault(cfg.LostDelay))
 	if err := t.drain(ctx, ph.Idle.P90+2*time.Millisecond, time.Now()); err != nil {
 		return ph, fmt.Errorf("%s: %w", name, err)
 	}
 	loaded, lost := t.probe.Window(loadFrom, loadTo)
-	ph.Loaded = Summarize(loaded, lost)
+	ph.Loaded = Summarize(loaded, lost, LostRTT(ph.Idle, cfg.LostDelay))
 	ph.SeriesAt, ph.SeriesRTT = t.probe.Series(loadFrom, loadTo)
+	for _, d := range shape.Directions {
+		ph.Call[d] = t.call.Flow(d, idleFrom, idleTo, loadFrom, loadTo, cfg.LostDelay)
+	}
 	if err := stopShaper(); err != nil {
 		return ph, fmt.Errorf("%s: stopping the shaper: %w", name, err)
 	}

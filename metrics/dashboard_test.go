@@ -29,6 +29,7 @@ func families(t *testing.T) map[string][]string {
 	m.Reconciled(1, time.Millisecond, nil)
 	m.DriftRepaired("rules_missing")
 	m.LinkChanged()
+	m.SetPauses(map[string]time.Time{"home": fixedNow})
 	mfs, err := gatherer(m).Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -135,6 +135,13 @@ func (f *family) delete(values ...string) {
 	delete(f.series, strings.Join(values, "\xff"))
 }
 
+// deleteAll removes every series.
+func (f *family) deleteAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.series)
+}
+
 // deleteWhere removes every series whose label has this value.
 func (f *family) deleteWhere(label, value string) {
 	i := slices.Index(f.labels, label)

@@ -81,6 +81,7 @@ type Metrics struct {
 	driftRepairs      *family
 	linkChanges       Counter
 	configErrors      Gauge
+	pauseEnd          *family
 	shapers           *shaperCollector
 
 	mu    sync.Mutex
@@ -134,6 +135,7 @@ func New(opts Options) *Metrics {
 	m.driftRepairs = counter("drift_repairs_total", "Changes made by someone else to what macake owns, put back, by kind (rules_missing, rules_changed, shaper_missing, shaper_changed, pf_disabled).", "kind")
 	m.linkChanges = counter("link_changes_total", "Changes of the policy matching an interface (network switches, interfaces going up or down).").counter()
 	m.configErrors = gauge("config_errors", "Policy file errors in force (the daemon runs on with the last good policy or none for those links).").gauge()
+	m.pauseEnd = gauge("pause_end_timestamp_seconds", "Unix time a pause of the shaping ends (macake pause), per paused link; link=\"*\" is a pause of every link. No series while nothing is paused; the time left is this minus time().", "link")
 	gauge("build_info", "Always 1; the labels say which macake is running.", "version", "commit", "goversion").
 		gauge(opts.Version, opts.Commit, runtime.Version()).Set(1)
 	m.shapers = newShaperCollector()
@@ -184,6 +186,15 @@ func (m *Metrics) DriftRepaired(kind string) { m.driftRepairs.counter(kind).Inc(
 
 // LinkChanged counts one change of the policy matching an interface.
 func (m *Metrics) LinkChanged() { m.linkChanges.Inc() }
+
+// SetPauses replaces the pauses in force: each paused link ("*": every
+// link) with when its pause ends.
+func (m *Metrics) SetPauses(ends map[string]time.Time) {
+	m.pauseEnd.deleteAll()
+	for link, end := range ends {
+		m.pauseEnd.gauge(link).Set(float64(end.UnixNano()) / 1e9)
+	}
+}
 
 // SetConfigErrors sets how many policy file errors are in force.
 func (m *Metrics) SetConfigErrors(n int) { m.configErrors.Set(float64(n)) }

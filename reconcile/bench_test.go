@@ -13,6 +13,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/reconcile"
@@ -28,20 +29,9 @@ func fiftyLinks(b testing.TB, download string) ([]config.Link, linkfacts.Facts) 
 	var facts linkfacts.Facts
 	for i := range 50 {
 		mac := net.HardwareAddr{0x02, 0, 0, 0, 0, byte(i)}
-		text := fmt.Sprintf(`[match]
-interface = "en%d"
-gateway_mac = "%s"
-[shaper]
-download = "%s"
-upload = "%dmbit"
-[autorate]
-reflectors = ["1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4", "9.9.9.9", "2606:4700:4700::1111"]
-`, i, mac, download, 5+i)
-		l, _, err := config.Parse(fmt.Sprintf("links.d/link%02d.toml", i), []byte(text), config.LoadOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		links = append(links, l)
+		p := configtest.Policy{Interface: fmt.Sprintf("en%d", i), GatewayMAC: mac.String(), Download: download, Upload: fmt.Sprintf("%dmbit", 5+i),
+			More: "[autorate]\n" + `reflectors = ["1.1.1.1", "1.0.0.1", "8.8.8.8", "8.8.4.4", "9.9.9.9", "2606:4700:4700::1111"]` + "\n"}
+		links = append(links, configtest.Parse(b, fmt.Sprintf("link%02d", i), p.TOML()))
 		facts.Interfaces = append(facts.Interfaces, linkfacts.InterfaceFacts{Name: fmt.Sprintf("en%d", i), Up: true, GatewayMAC: config.HardwareAddr(mac)})
 	}
 	return links, facts

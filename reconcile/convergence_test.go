@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
@@ -271,21 +272,10 @@ func TestForeignPipeInRangeIsNeverTouched(t *testing.T) {
 func TestReflectorOrderNeverMatters(t *testing.T) {
 	dir := t.TempDir()
 	links := filepath.Join(dir, "links.d")
-	if err := os.MkdirAll(links, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	policy := `[match]
-interface = "en0"
-[shaper]
-mode     = "autorate"
-download = "150mbit"
-upload   = "15mbit"
-[autorate]
+	configtest.Write(t, links, "wan", configtest.Policy{Interface: "en0", Mode: "autorate", Download: "150mbit", Upload: "15mbit",
+		More: `[autorate]
 reflectors = ["9.9.9.9", "2606:4700:4700::1111", "1.1.1.1", "2001:4860:4860::8888", "8.8.8.8"]
-`
-	if err := os.WriteFile(filepath.Join(links, "wan.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`}.TOML())
 	facts := "testdata/golden/empty-mac/facts.json"
 	sorted := desired.Inputs{Reflectors: map[string][]netip.Addr{"wan": {
 		netip.MustParseAddr("1.1.1.1"), netip.MustParseAddr("8.8.8.8"), netip.MustParseAddr("9.9.9.9"),

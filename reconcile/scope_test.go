@@ -4,7 +4,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/backend/tc/tctest"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
@@ -28,14 +28,7 @@ import (
 // the two links together are the whole plan.
 func TestPlanForOneLinkOnTC(t *testing.T) {
 	ctx := context.Background()
-	var desired shape.State
-	js, err := os.ReadFile("../backend/tc/testdata/diff/htb-fresh/desired.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &desired); err != nil {
-		t.Fatal(err)
-	}
+	desired := golden.ReadJSON[shape.State](t, "../backend/tc/testdata/diff/htb-fresh/desired.json")
 	run, err := tctest.ReadRecorded("../backend/tc/testdata/diff/htb-fresh/live.txtar")
 	if err != nil {
 		t.Fatal(err)

@@ -5,14 +5,13 @@ package session_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/backend/tc/tctest"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/shape"
@@ -29,14 +28,7 @@ import (
 // does not claim the live state matches.
 func TestTCRestoresReplacedRootFromStateFile(t *testing.T) {
 	ctx := context.Background()
-	var desired shape.State
-	js, err := os.ReadFile("../backend/tc/testdata/diff/htb-root-replaced/desired.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(js, &desired); err != nil {
-		t.Fatal(err)
-	}
+	desired := golden.ReadJSON[shape.State](t, "../backend/tc/testdata/diff/htb-root-replaced/desired.json")
 	open := func(owned []string) (backend.Backend, *state.File, *tctest.Executing) {
 		t.Helper()
 		dir := t.TempDir()

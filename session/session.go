@@ -231,7 +231,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			st = &state.State{}
 		}
 		if o.Lock != nil && !o.Inspect {
-			s.State = &state.File{Dir: s.StateDir, State: st}
+			s.State = &state.File{Dir: s.StateDir, State: st, Unrecorded: o.Lock.Unrecorded}
 		} else {
 			// Without the lock nothing may be written: what the backend
 			// learns while looking stays in memory, or it would write the

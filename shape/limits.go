@@ -24,6 +24,12 @@ type Limits struct {
 	MaxRateBits int64
 	// MaxQueueBytes is the largest queue it holds, in bytes.
 	MaxQueueBytes int64
+	// FitsQueue is true when the shaper's byte queue takes any packet
+	// that still fits under its limit (Linux's bfifo), rather than
+	// refusing every packet once its bytes are over the limit (dummynet):
+	// an automatic queue then keeps a reserve for sparse packets
+	// (controller.SparseReserve).
+	FitsQueue bool
 }
 
 // Rate returns the highest rate, MaxRateBits when l sets none.

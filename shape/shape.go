@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"time"
 )
 
 // Direction is one of the two independently shaped directions of a link.
@@ -55,6 +56,15 @@ type Pipe struct {
 	Compensation Compensation
 }
 
+// Shaped reports whether p shapes its direction: a Pipe with neither a
+// rate nor a queue stands for a direction left unshaped (its mode is
+// "off"). A pipe with either is shaped, and its values are checked.
+func (p Pipe) Shaped() bool { return p.RateBits != 0 || p.QueueBytes != 0 }
+
+// DirectionOff is why a backend removes what shaped direction d of a link
+// that stays but no longer shapes d (its mode is "off"), in its plan.
+func DirectionOff(d Direction) string { return "the link no longer shapes its " + d.String() }
+
 // Same reports whether p and q are the same setting: the same rate and
 // queue, whatever their explanations.
 func (p Pipe) Same(q Pipe) bool { return p.RateBits == q.RateBits && p.QueueBytes == q.QueueBytes }
@@ -89,7 +99,9 @@ type Link struct {
 	// 48001+2*Slot for upload and 48002+2*Slot for download), so adding,
 	// removing or renaming another link never renumbers this one.
 	Slot int
-	// Upload and Download are the desired shapers.
+	// Upload and Download are the desired shapers. A zero Pipe leaves its
+	// direction unshaped (Pipe.Shaped): the backend installs nothing for
+	// it and removes what it had; at least one of the two is shaped.
 	Upload, Download Pipe
 	// Reflectors are the controller's probe targets; their probes (ICMP,
 	// or TCP or UDP to their port) are exempt from shaping so the
@@ -119,15 +131,28 @@ func (l Link) WithPipe(d Direction, p Pipe) Link {
 }
 
 // Cake is the set of CAKE options a policy may ask for (Linux with sch_cake
-// only; dummynet cannot do any of them).
+// only; dummynet cannot do any of them). Its zero value is CAKE's own
+// defaults, with no per-packet compensation.
 type Cake struct {
-	Diffserv       string // "diffserv3", "diffserv4", "diffserv8", "besteffort"; "" = CAKE default
+	Diffserv       string // "diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"; "" = CAKE default
 	EgressIsolate  string // e.g. "dual-srchost", "triple-isolate"; "" = CAKE default
 	IngressIsolate string // e.g. "dual-dsthost"
 	NAT            bool
-	ACKFilter      bool
-	Overhead       int // bytes per packet, 0-256
-	MPU            int
+	ACKFilter      bool // upload only
+	// Wash clears DSCP marks as packets leave CAKE, in both directions.
+	Wash bool
+	// NoSplitGSO turns off CAKE's splitting of GSO super-packets.
+	NoSplitGSO bool
+	// RTT is CAKE's rtt (its interval; target is a twentieth of it); 0 =
+	// CAKE's 100 ms.
+	RTT time.Duration
+	// MemLimit caps CAKE's queue memory in bytes; 0 = CAKE's own limit.
+	MemLimit int64
+	// LinkLayer is the cell framing CAKE compensates: "atm" (53-byte
+	// cells of 48), "ptm" (64b/65b); "" = none.
+	LinkLayer string
+	Overhead  int // bytes per packet, 0-256
+	MPU       int
 }
 
 // State is the whole desired state: every active link, at most one per

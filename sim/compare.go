@@ -5,6 +5,7 @@ package sim
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 )
 
@@ -12,6 +13,32 @@ import (
 type Arm struct {
 	Name    string
 	Factory Factory
+	// Queue, when set, replaces the run's queue rule for this arm (an
+	// arm named CONTROLLER#QUEUE, see SplitArm).
+	Queue *QueueRule
+}
+
+// SplitArm takes an arm's name apart: "ours#auto:perflow=3" is the
+// controller "ours" with the queue rule "auto:perflow=3" (ParseQueueRule);
+// a name without "#" has no queue rule of its own.
+func SplitArm(name string) (controller string, q *QueueRule, err error) {
+	controller, rule, ok := strings.Cut(name, "#")
+	if !ok {
+		return name, nil, nil
+	}
+	r, err := ParseQueueRule(rule)
+	if err != nil {
+		return "", nil, fmt.Errorf("arm %q: %w", name, err)
+	}
+	return controller, &r, nil
+}
+
+// Options returns opt with the arm's queue rule, if it has one.
+func (a Arm) Options(opt Options) Options {
+	if a.Queue != nil {
+		opt.Queue = *a.Queue
+	}
+	return opt
 }
 
 // BaselineArms returns the arms of the named built-in baselines.

@@ -3,23 +3,16 @@
 package sim
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim/trace"
 )
-
-// ScoreReference is the delay at which the score halves (benchmark.md
-// §4.2: Score = U/(1 + D95/30 ms)).
-const ScoreReference = 30 * time.Millisecond
-
-// Score is benchmark.md's figure of merit: utilisation discounted by the
-// 95th-percentile added delay.
-func Score(u float64, d95 time.Duration) float64 {
-	return u / (1 + d95.Seconds()/ScoreReference.Seconds())
-}
 
 // Result is what one run measured.
 type Result struct {
@@ -33,15 +26,22 @@ type Result struct {
 	// Measured is the stretch the metrics cover: the whole 100 ms bins
 	// after the warm-up.
 	Measured time.Duration `json:"measured_ns"`
+	// LostDelay is what a lost probe or call packet counted as in the
+	// percentiles; CallInterval the call's packet period (negative: no
+	// call).
+	LostDelay    time.Duration `json:"lost_delay_ns"`
+	CallInterval time.Duration `json:"call_interval_ns"`
 	// Dir holds the per-direction metrics, indexed by shape.Direction.
 	Dir [2]DirResult `json:"-"`
 	// Upload and Download repeat Dir for JSON.
 	Upload   *DirResult `json:"upload"`
 	Download *DirResult `json:"download"`
 	// RTT50 … RTT99 are the added round-trip delay (both legs, as a
-	// ping sees it) over the loaded intervals, ms; meaningless (null in
-	// JSON) when RTTSamples is 0. RTTLoss is the share of measurement
-	// probes sent after the warm-up that did not come back (either leg).
+	// ping sees it) over the loaded intervals, ms, taken over every
+	// measurement probe sent after the warm-up, one that did not come
+	// back (either leg) counting as Options.LostDelay; meaningless (null
+	// in JSON) when RTTSamples is 0. RTTLoss is the share that did not
+	// come back.
 	RTT50      float64 `json:"rtt_added_p50_ms"`
 	RTT90      float64 `json:"rtt_added_p90_ms"`
 	RTT95      float64 `json:"rtt_added_p95_ms"`
@@ -57,10 +57,11 @@ type Result struct {
 // DirResult are the metrics of one direction (benchmark.md §4.1). Delays
 // are added one-way delays from the measurement probe against the model's
 // true base delay, in ms, over the loaded intervals (after the warm-up).
-// The percentiles are over the probes that came back: benchmark.md does
-// not say how a lost probe counts, so ProbeLoss reports them beside D95
-// rather than inside it. With no probe back (DelaySamples 0) the delays and
-// the score mean nothing: they are 0 here, null in JSON and "—" in tables.
+// The percentiles are over every probe sent on this direction's leg, a
+// lost one counting as Options.LostDelay (package score), and ProbeLoss is
+// printed beside them. With no probe measured (DelaySamples 0: none
+// arrived or was lost, e.g. all still queued) the delays and the score mean
+// nothing: they are 0 here, null in JSON and "—" in tables.
 type DirResult struct {
 	// Loaded is set when the direction carried bulk flows; U, Score and
 	// the recovery times only mean something then.
@@ -80,7 +81,12 @@ type DirResult struct {
 	D95      float64 `json:"d95_ms"`
 	D99      float64 `json:"d99_ms"`
 	Score    float64 `json:"score"`
-	// DelaySamples is how many measurement probes the delays are over.
+	// ScoreSurvivors is the score as the project computed it before issue
+	// 24, from the D95 of the probes that came back only: kept to compare
+	// with tables made then, never to decide (0 when none came back).
+	ScoreSurvivors float64 `json:"score_survivors_only"`
+	// DelaySamples is how many measurement probes the delays are over:
+	// those that arrived and those lost.
 	DelaySamples int `json:"delay_samples"`
 	// RecoverDrop is the time until added delay is back below 20 ms after
 	// each ≥ 30 % capacity drop within 1 s; RecoverRise the time until the
@@ -99,6 +105,11 @@ type DirResult struct {
 	// direction's leg, after the warm-up, that a queue or the link dropped
 	// (probes still in flight when the run ends are left out).
 	ProbeLoss float64 `json:"probe_loss"`
+	// Call is what the interactive call's packets in this direction felt
+	// after the warm-up: loss, one-way delay added to the true base delay
+	// (percentiles over every packet sent, a lost one counting as
+	// Options.LostDelay) and jitter (zero without a call).
+	Call score.Flow `json:"call"`
 	// Retransmits and Timeouts of the direction's flows.
 	Retransmits int64 `json:"retransmits"`
 	Timeouts    int64 `json:"timeouts"`
@@ -155,7 +166,8 @@ type Phase struct {
 	// Goodput is the loaded directions' payload throughput, Mbit/s.
 	Goodput [2]float64 `json:"goodput_mbit"`
 	// RTT50 and RTT90 are the added round-trip delay percentiles, ms,
-	// over Samples probes (0: no probe came back; the percentiles are 0).
+	// over Samples probes, a lost one counting as Options.LostDelay (0:
+	// no probe measured; the percentiles are 0).
 	RTT50   float64 `json:"rtt_added_p50_ms"`
 	RTT90   float64 `json:"rtt_added_p90_ms"`
 	Samples int     `json:"rtt_samples"`
@@ -177,6 +189,11 @@ type probeSample struct {
 	added int64
 }
 
+// lostProbe is a measurement probe dropped on a leg: t keys it as the
+// leg's samples are keyed (sent for the upward leg, at the far end for the
+// downward), sent is when it left the Mac.
+type lostProbe struct{ t, sent int64 }
+
 // recorder collects what the metrics need while a run goes.
 type recorder struct {
 	nbins     int
@@ -192,10 +209,12 @@ type recorder struct {
 	samples  [2][]probeSample
 	rtt      []probeSample
 	measures int32
-	// lost holds the times (as samples key them: sent for the upward leg,
-	// at the far end for the downward) of measurement probes dropped on
-	// each direction's leg.
-	lost [2][]int64
+	// lost holds the measurement probes dropped on each direction's leg.
+	lost [2][]lostProbe
+	// calls and callLost are the call's packets that arrived (keyed by
+	// send time) and the send times of those dropped, per direction.
+	calls    [2][]probeSample
+	callLost [2][]int64
 }
 
 func newRecorder(e *engine) *recorder {
@@ -239,16 +258,23 @@ func (r *recorder) unserved(d shape.Direction, p packet) {
 }
 
 // dropped notes a packet lost on direction d's leg; only measurement
-// probes matter.
+// probes and the call's packets matter.
 func (r *recorder) dropped(d shape.Direction, p packet) {
-	if p.kind != kindMeasure {
-		return
+	switch p.kind {
+	case kindMeasure:
+		t := p.sent
+		if d == shape.Download {
+			t = p.echo
+		}
+		r.lost[d] = append(r.lost[d], lostProbe{t, p.sent})
+	case kindCall:
+		r.callLost[d] = append(r.callLost[d], p.sent)
 	}
-	t := p.sent
-	if d == shape.Download {
-		t = p.echo
-	}
-	r.lost[d] = append(r.lost[d], t)
+}
+
+// callArrived notes a call packet at the end of direction d's leg.
+func (r *recorder) callArrived(d shape.Direction, p packet, now int64) {
+	r.calls[d] = append(r.calls[d], probeSample{p.sent, now - p.sent - p.base})
 }
 
 func (r *recorder) measureSent() int32 {
@@ -297,9 +323,10 @@ func (r *recorder) tick(e *engine) {
 func (r *recorder) result(e *engine) *Result {
 	res := &Result{
 		Link: e.link.Name, Class: e.link.Class, Seed: e.opt.Seed,
-		Offset: e.opt.Offset, Duration: e.opt.Duration,
+		Offset: e.opt.Offset, Duration: e.opt.Duration, LostDelay: e.opt.LostDelay, CallInterval: e.opt.CallInterval,
 	}
 	warm := int64(e.opt.Warmup)
+	lostMs := score.Ms(e.opt.LostDelay)
 	// Whole bins only: the first that starts after the warm-up, the last
 	// that ends by the end of the run.
 	firstBin := int((warm + int64(binWidth) - 1) / int64(binWidth))
@@ -326,14 +353,19 @@ func (r *recorder) result(e *engine) *Result {
 			dr.Capacity = capBits / secs / 1e6
 			dr.MeanRate = rateSum / float64(bins) / 1e6
 		}
-		added := loadedDelays(r.samples[d], warm)
+		probes := window(r.samples[d], lostTimes(r.lost[d]), warm)
+		added := probes.All(lostMs)
 		dr.DelaySamples = len(added)
+		dr.ProbeLoss = probes.Loss()
 		if len(added) > 0 {
-			dr.D50 = trace.Percentile(added, 50)
-			dr.D95 = trace.Percentile(added, 95)
-			dr.D99 = trace.Percentile(added, 99)
+			dr.D50 = score.Percentile(added, 50)
+			dr.D95 = score.Percentile(added, 95)
+			dr.D99 = score.Percentile(added, 99)
 			if dr.Loaded {
-				dr.Score = Score(dr.U, time.Duration(dr.D95*float64(time.Millisecond)))
+				dr.Score = score.Score(dr.U, msDuration(dr.D95))
+				if survivors := slices.Sorted(slices.Values(probes.Delivered)); len(survivors) > 0 {
+					dr.ScoreSurvivors = score.Score(dr.U, msDuration(score.Percentile(survivors, 95)))
+				}
 			}
 		}
 		var over float64
@@ -345,15 +377,7 @@ func (r *recorder) result(e *engine) *Result {
 		if len(added) > 0 {
 			dr.B100 = over / float64(len(added)) * 60
 		}
-		lost := 0
-		for _, t := range r.lost[d] {
-			if t >= warm {
-				lost++
-			}
-		}
-		if n := lost + len(added); n > 0 {
-			dr.ProbeLoss = float64(lost) / float64(n)
-		}
+		dr.Call = score.FlowOf(window(r.calls[d], r.callLost[d], warm), e.opt.LostDelay)
 		minutes := e.opt.Duration.Minutes()
 		dr.RateChanges = float64(r.changes[d]) / minutes
 		var sent, retx, tos int64
@@ -373,24 +397,15 @@ func (r *recorder) result(e *engine) *Result {
 			dr.RecoverDrop, dr.RecoverRise = r.recoveries(e, d)
 		}
 	}
-	rtt := loadedDelays(r.rtt, warm)
-	res.RTTSamples = len(rtt)
-	if len(rtt) > 0 {
-		res.RTT50 = trace.Percentile(rtt, 50)
-		res.RTT90 = trace.Percentile(rtt, 90)
-		res.RTT95 = trace.Percentile(rtt, 95)
-		res.RTT99 = trace.Percentile(rtt, 99)
-	}
-	lostRTT := 0
-	for _, d := range shape.Directions {
-		for _, t := range r.lost[d] {
-			if t >= warm {
-				lostRTT++
-			}
-		}
-	}
-	if n := lostRTT + len(rtt); n > 0 {
-		res.RTTLoss = float64(lostRTT) / float64(n)
+	rtt := r.rttWindow(warm, int64(e.opt.Duration))
+	all := rtt.All(lostMs)
+	res.RTTSamples = len(all)
+	res.RTTLoss = rtt.Loss()
+	if len(all) > 0 {
+		res.RTT50 = score.Percentile(all, 50)
+		res.RTT90 = score.Percentile(all, 90)
+		res.RTT95 = score.Percentile(all, 95)
+		res.RTT99 = score.Percentile(all, 99)
 	}
 	res.Upload, res.Download = &res.Dir[shape.Upload], &res.Dir[shape.Download]
 	if ph := e.opt.Phases; ph[1] != 0 {
@@ -402,18 +417,69 @@ func (r *recorder) result(e *engine) *Result {
 	return res
 }
 
-// loadedDelays returns the added delays (ms, ascending) of samples sent
-// after the warm-up.
-func loadedDelays(s []probeSample, from int64) []float64 {
-	out := make([]float64, 0, len(s))
+// window returns the packets of one leg keyed from from on: the added
+// delays (ms) of those that arrived, in the order they were sent, and how
+// many of those dropped (lost, their keys) were.
+func window(s []probeSample, lost []int64, from int64) score.Delays {
+	in := make([]probeSample, 0, len(s))
 	for _, p := range s {
 		if p.t >= from {
-			out = append(out, float64(p.added)/1e6)
+			in = append(in, p)
 		}
 	}
-	sort.Float64s(out)
+	slices.SortStableFunc(in, func(a, b probeSample) int { return cmp.Compare(a.t, b.t) })
+	d := score.Delays{Delivered: make([]float64, len(in))}
+	for i, p := range in {
+		d.Delivered[i] = float64(p.added) / 1e6
+	}
+	for _, t := range lost {
+		if t >= from {
+			d.Lost++
+		}
+	}
+	return d
+}
+
+// lostTimes are the keys of lost probes.
+func lostTimes(l []lostProbe) []int64 {
+	out := make([]int64, len(l))
+	for i, p := range l {
+		out[i] = p.t
+	}
 	return out
 }
+
+// rttWindow is the round trips of the measurement probes sent in [from,
+// to): those that came back, and those lost on either leg.
+func (r *recorder) rttWindow(from, to int64) score.Delays {
+	var d score.Delays
+	for _, p := range r.rtt {
+		if p.t >= from && p.t < to {
+			d.Delivered = append(d.Delivered, float64(p.added)/1e6)
+		}
+	}
+	for _, l := range r.lost {
+		for _, p := range l {
+			if p.sent >= from && p.sent < to {
+				d.Lost++
+			}
+		}
+	}
+	return d
+}
+
+// honestSamples are leg d's probes with the lost ones in place, each
+// counting as lost (ns), in time order: what the recovery times follow.
+func (r *recorder) honestSamples(d shape.Direction, lost int64) []probeSample {
+	out := slices.Clone(r.samples[d])
+	for _, p := range r.lost[d] {
+		out = append(out, probeSample{p.t, lost})
+	}
+	slices.SortStableFunc(out, func(a, b probeSample) int { return cmp.Compare(a.t, b.t) })
+	return out
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // recoveries finds the ≥ 30 % capacity drops and rises between 1-s bins and
 // measures the recovery after each.
@@ -426,7 +492,7 @@ func (r *recorder) recoveries(e *engine, d shape.Direction) (drop, rise Recovery
 			cap1s[s] += float64(r.capBits[d][b])
 		}
 	}
-	samples := r.samples[d]
+	samples := r.honestSamples(d, int64(e.opt.LostDelay))
 	end := int64(e.opt.Duration)
 	var drops, rises []float64
 	for s := 1; s < secs; s++ {
@@ -501,17 +567,11 @@ func (r *recorder) phases(e *engine) []Phase {
 	for i := range 3 {
 		from, to := bounds[i], bounds[i+1]
 		out[i].Name = names[i]
-		var rtt []float64
-		for _, p := range r.rtt {
-			if p.t >= from && p.t < to {
-				rtt = append(rtt, float64(p.added)/1e6)
-			}
-		}
-		sort.Float64s(rtt)
+		rtt := r.rttWindow(from, to).All(score.Ms(e.opt.LostDelay))
 		out[i].Samples = len(rtt)
 		if len(rtt) > 0 {
-			out[i].RTT50 = trace.Percentile(rtt, 50)
-			out[i].RTT90 = trace.Percentile(rtt, 90)
+			out[i].RTT50 = score.Percentile(rtt, 50)
+			out[i].RTT90 = score.Percentile(rtt, 90)
 		}
 		for _, d := range shape.Directions {
 			var segs int64

@@ -22,6 +22,7 @@ const (
 	streamBottleneckLoss
 	streamFlows
 	streamLinkModel
+	streamRED
 )
 
 // NewStream returns the random stream for one purpose of a run.

@@ -25,6 +25,8 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/macake/macake/controller"
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 )
 
@@ -93,6 +95,15 @@ type Options struct {
 	// MeasureInterval is the period of the measurement probe (default
 	// 10 ms, 100 Hz).
 	MeasureInterval time.Duration
+	// CallInterval is the period of the interactive call: a VoIP-like
+	// stream of CallBytes packets each way, through the pipes like any
+	// of the user's traffic (default 20 ms, 50 packets a second;
+	// negative: no call).
+	CallInterval time.Duration
+	// LostDelay is the delay a lost measurement probe or call packet
+	// counts as in the percentiles and the score (default
+	// score.DefaultLostDelay, 1 s).
+	LostDelay time.Duration
 	// LoadInterval is the period of the interface-counter samples (default
 	// 200 ms).
 	LoadInterval time.Duration
@@ -155,6 +166,10 @@ func (o Options) withDefaults() Options {
 	if o.MeasureInterval <= 0 {
 		o.MeasureInterval = 10 * time.Millisecond
 	}
+	if o.CallInterval == 0 {
+		o.CallInterval = DefaultCallInterval
+	}
+	o.LostDelay = score.LostOrDefault(o.LostDelay)
 	if o.LoadInterval <= 0 {
 		o.LoadInterval = 200 * time.Millisecond
 	}
@@ -169,6 +184,10 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
+
+// DefaultCallInterval is the call's packet period when Options gives none:
+// 20 ms of audio a packet, 50 packets a second each way.
+const DefaultCallInterval = 20 * time.Millisecond
 
 // MinMeasured is the shortest stretch a run may measure after its
 // warm-up: 200 samples of the 100 Hz probe and 20 bins of capacity, below
@@ -197,6 +216,7 @@ func (o Options) Validate() error {
 		{"probe interval", o.ProbeInterval}, {"reflector spread", o.ReflectorSpread},
 		{"reflector jitter", o.ReflectorJitter}, {"measure interval", o.MeasureInterval},
 		{"load interval", o.LoadInterval}, {"tick interval", o.TickInterval}, {"flow start", o.FlowStart}, {"idle RTT", o.IdleRTT},
+		{"lost delay", o.LostDelay},
 	} {
 		if v.d < 0 {
 			errs = append(errs, fmt.Errorf("%s %v: want zero (the default) or more", v.name, v.d))
@@ -240,10 +260,14 @@ func (o Options) Validate() error {
 	}{
 		{"probe spacing (probe interval / reflectors)", o.ProbeInterval / time.Duration(o.Reflectors)},
 		{"measure interval", o.MeasureInterval}, {"load interval", o.LoadInterval}, {"tick interval", o.TickInterval},
+		{"call interval", max(o.CallInterval, time.Millisecond)},
 	} {
 		if v.d < time.Millisecond {
 			errs = append(errs, fmt.Errorf("%s %v: want at least 1ms, the simulator's tick", v.name, v.d))
 		}
+	}
+	if o.LostDelay > time.Minute {
+		errs = append(errs, fmt.Errorf("lost delay %v: want at most a minute", o.LostDelay))
 	}
 	if o.ActuationDelay > 10*time.Second {
 		errs = append(errs, fmt.Errorf("actuation delay %v: want at most 10 s", o.ActuationDelay))
@@ -277,6 +301,10 @@ func (o Options) Validate() error {
 }
 
 const binWidth = 100 * time.Millisecond
+
+// achievedEvery is the period of the engine's own achieved rates
+// (QueueRule.Achieved): the controller's load interval.
+const achievedEvery = 200 * time.Millisecond
 
 // ShaperKind is the client's shaper the pipes model.
 type ShaperKind uint8
@@ -314,36 +342,77 @@ func ParseShaper(s string) (ShaperKind, error) {
 // pipe is a dummynet pipe as macOS runs it: a byte-limited drop-tail FIFO
 // served at a rate in 1 ms ticks (the kernel's dummynet timer), with credit
 // that accrues only while packets wait and is zeroed by every reconfigure.
-// With bfifo set it drops as Linux's bfifo does instead.
+// With bfifo set it drops as Linux's bfifo does instead, and counts each
+// packet's framing in its queue and its rate as htb and bfifo do.
 type pipe struct {
-	rate   int64 // bit/s; 0 = no pipe (packets pass)
-	limit  int64 // queue limit in bytes
-	bfifo  bool
-	q      ring[packet]
-	bytes  int64
-	credit int64 // bit·ms
+	rate    int64 // bit/s; 0 = no pipe (packets pass)
+	limit   int64 // queue limit in bytes
+	bfifo   bool
+	framing int64 // bytes counted per packet beyond its IP length
+	q       ring[packet]
+	bytes   int64
+	credit  int64 // bit·ms
 
 	drops     int64
 	dropBytes int64
+	passed    int64 // packets served
+
+	// QueueRule.Adapt's state: the size's scale, the counters at the last
+	// look and the looks since the last drop.
+	scale                 float64
+	lastDrops, lastPassed int64
+	quiet                 int
+
+	// QueueRule.RED's state: the average queue and its random stream.
+	red    bool
+	avg    float64
+	redRNG *rand.Rand
 }
 
 // enqueue applies the drop test and queues the packet: dummynet's (the
 // queue is full when its byte length already exceeds the limit) or bfifo's
 // (the packet does not fit under the limit).
 func (p *pipe) enqueue(pk packet) bool {
+	size := p.len(pk)
 	full := p.bytes > p.limit
 	if p.bfifo {
-		full = p.bytes+int64(pk.size) > p.limit
+		full = p.bytes+size > p.limit
+	}
+	if p.red && !full {
+		full = p.earlyDrop()
 	}
 	if full {
 		p.drops++
-		p.dropBytes += int64(pk.size)
+		p.dropBytes += size
 		return false
 	}
 	p.q.push(pk)
-	p.bytes += int64(pk.size)
+	p.bytes += size
 	return true
 }
+
+// earlyDrop is gred's test at an arrival (QueueRule.RED).
+func (p *pipe) earlyDrop() bool {
+	const wq, maxP = 0.02, 0.1
+	p.avg = float64((1-wq)*p.avg) + float64(wq*float64(p.bytes))
+	lim := float64(p.limit)
+	minTh, maxTh := 0.2*lim, 0.6*lim
+	var pb float64
+	switch {
+	case p.avg < minTh:
+		return false
+	case p.avg < maxTh:
+		pb = maxP * (p.avg - minTh) / (maxTh - minTh)
+	case p.avg < 2*maxTh:
+		pb = maxP + float64((1-maxP)*(p.avg-maxTh)/maxTh)
+	default:
+		return true
+	}
+	return p.redRNG.Float64() < pb
+}
+
+// len is what the pipe counts for pk, in bytes.
+func (p *pipe) len(pk packet) int64 { return int64(pk.size) + p.framing }
 
 // bottleneck is the ISP's queue: a deep drop-tail FIFO in bytes, served by
 // the trace's delivery opportunities (each up to 1500 bytes; a packet may
@@ -434,12 +503,20 @@ type engine struct {
 	pauser               ProbePauser
 	loadEvery            int64
 
-	nextTick, nextProbe, nextMeasure, nextLoad, nextCtrlTick int64
-	probeSeq                                                 int32
-	controlOn, starting                                      bool
+	nextTick, nextProbe, nextMeasure, nextLoad, nextCtrlTick, nextCall int64
+	probeSeq                                                           int32
+	callSeq                                                            [2]int32
+	controlOn, starting                                                bool
 
 	owdUntil int64
 	owdNow   int64
+
+	// achieved is each direction's rate over the last achievedEvery, as
+	// the interface counters show it (download before the pipe, upload
+	// after it): what QueueRule.Achieved sizes from.
+	achieved [2]int64
+	achBytes [2]uint64
+	achSince int64
 
 	rec *recorder
 }
@@ -509,7 +586,12 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 		e.imm = im.immediateActuation()
 	}
 	for _, d := range shape.Directions {
-		e.pipes[d].bfifo = opt.Shaper == ShaperHTB
+		if opt.Shaper == ShaperHTB {
+			e.pipes[d].bfifo, e.pipes[d].framing = true, ethernetFraming
+		}
+		if opt.Queue.RED {
+			e.pipes[d].red, e.pipes[d].redRNG = true, NewStream(opt.Seed, streamRED+uint64(d)*16)
+		}
 		mean := link.Mean(d)
 		limit := int64(mean / 8 * opt.Buffer.Seconds())
 		if b := link.BufferBytes[d]; b > 0 {
@@ -550,6 +632,10 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 	e.rec = newRecorder(e)
 	e.nextProbe = int64(Uniform(cfg, 0, float64(opt.ProbeInterval)/float64(opt.Reflectors)))
 	e.nextMeasure = int64(Uniform(cfg, 0, float64(opt.MeasureInterval)))
+	e.nextCall = never
+	if opt.CallInterval > 0 {
+		e.nextCall = int64(Uniform(cfg, 0, float64(opt.CallInterval)))
+	}
 	e.loadEvery = int64(opt.LoadInterval)
 	e.nextLoad = e.loadEvery
 	return e
@@ -689,7 +775,7 @@ func (e *engine) serveBottleneck(d shape.Direction) {
 func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 	if d == shape.Upload {
 		owd := e.owd()
-		if p.kind == kindMeasure {
+		if p.kind == kindMeasure || p.kind == kindCall {
 			p.base += owd
 		}
 		e.props[shape.Upload].push(p, e.now+owd)
@@ -712,7 +798,7 @@ func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 // measurement echo) towards the Mac.
 func (e *engine) fromFar(p packet) {
 	owd := e.owd()
-	if p.kind == kindMeasure {
+	if p.kind == kindMeasure || p.kind == kindCall {
 		p.base += owd
 	}
 	e.props[shape.Download].push(p, e.now+owd)
@@ -746,6 +832,8 @@ func (e *engine) atFar(p packet) {
 		e.rec.measureUp(p.sent, p.aux)
 		p.base = 0
 		e.fromFar(p)
+	case kindCall:
+		e.rec.callArrived(shape.Upload, p, e.now)
 	}
 }
 
@@ -805,6 +893,8 @@ func (e *engine) atClient(p packet) {
 		e.ctrl.Delay(s)
 	case kindMeasure:
 		e.rec.measureDown(p, e.now)
+	case kindCall:
+		e.rec.callArrived(shape.Download, p, e.now)
 	}
 }
 
@@ -889,6 +979,22 @@ func (e *engine) tick() {
 		e.fromClient(packet{kind: kindMeasure, size: probeBytes, seq: e.rec.measureSent(), sent: e.now})
 		e.nextMeasure += int64(e.opt.MeasureInterval)
 	}
+	for e.now >= e.nextCall {
+		e.sendCall()
+		e.nextCall += int64(e.opt.CallInterval)
+	}
+	if d := e.now - e.achSince; d >= int64(achievedEvery) {
+		for dir, b := range [2]uint64{shape.Download: e.rxBytes, shape.Upload: e.txBytes} {
+			e.achieved[dir] = int64(b-e.achBytes[dir]) * 8 * int64(time.Second) / d
+			e.achBytes[dir] = b
+		}
+		e.achSince = e.now
+		if e.opt.Queue.Adapt > 0 {
+			for _, dir := range shape.Directions {
+				e.adaptQueue(dir)
+			}
+		}
+	}
 	if e.now >= e.nextLoad {
 		if e.controlOn {
 			e.ctrl.Load(LoadSample{At: time.Duration(e.now), RxBytes: e.rxBytes, TxBytes: e.txBytes, RxPackets: e.rxPackets, TxPackets: e.txPackets})
@@ -924,6 +1030,20 @@ func (e *engine) phaseSwitch() {
 	}
 }
 
+// sendCall sends one packet of the call each way: from the Mac through the
+// upload pipe, and from the far end towards the download pipe.
+func (e *engine) sendCall() {
+	for _, d := range shape.Directions {
+		e.callSeq[d]++
+		p := packet{kind: kindCall, size: CallBytes, flow: int32(d), seq: e.callSeq[d], sent: e.now}
+		if d == shape.Upload {
+			e.fromClient(p)
+		} else {
+			e.fromFar(p)
+		}
+	}
+}
+
 func (e *engine) sendProbe() {
 	e.probeSeq++
 	refl := e.probeSeq % int32(e.opt.Reflectors)
@@ -945,13 +1065,14 @@ func (e *engine) servePipe(d shape.Direction) {
 	}
 	p.credit += p.rate
 	for p.q.len() > 0 {
-		need := int64(p.q.front().size) * 8000
+		need := p.len(*p.q.front()) * 8000
 		if p.credit < need {
 			break
 		}
 		p.credit -= need
 		pk := p.q.pop()
-		p.bytes -= int64(pk.size)
+		p.bytes -= p.len(pk)
+		p.passed++
 		e.pipeOut(d, pk)
 	}
 	if p.q.len() == 0 {
@@ -1012,9 +1133,51 @@ func (e *engine) applyRate(d shape.Direction, rate int64) {
 	p.rate = rate
 	p.credit = 0
 	if rate > 0 {
-		p.limit = e.opt.Queue.Size(rate, e.env.IdleRTT)
+		p.limit = e.queueSize(d)
 	}
 	e.rec.rateChanged(d, rate)
+}
+
+// reserve applies QueueRule.Reserve to a bfifo's limit, as Linux's auto
+// queue does.
+func (e *engine) reserve(p *pipe, limit int64) int64 {
+	if !e.opt.Queue.Reserve || !p.bfifo {
+		return limit
+	}
+	return controller.SparseReserve(limit, dataBytes)
+}
+
+// queueSize is direction d's pipe queue at its rate, by the run's rule.
+func (e *engine) queueSize(d shape.Direction) int64 {
+	p := &e.pipes[d]
+	return e.reserve(p, e.opt.Queue.SizeFor(p.rate, e.env.IdleRTT, QueueState{Flows: e.opt.Flows[d], Achieved: e.achieved[d], Scale: p.scale}))
+}
+
+// adaptQueue is QueueRule.Adapt's look at direction d's pipe every
+// achievedEvery: grow the queue while it drops more than the share, shrink
+// it after each second without a drop. The new size applies at once, as a
+// daemon would reconfigure the pipe.
+func (e *engine) adaptQueue(d shape.Direction) {
+	p := &e.pipes[d]
+	drops, passed := p.drops-p.lastDrops, p.passed-p.lastPassed
+	p.lastDrops, p.lastPassed = p.drops, p.passed
+	if p.scale < 1 {
+		p.scale = 1
+	}
+	old := p.scale
+	switch {
+	case drops > 0 && float64(drops) > e.opt.Queue.Adapt*float64(drops+passed):
+		p.scale, p.quiet = min(p.scale*1.5, 8), 0
+	case drops == 0:
+		if p.quiet++; p.quiet >= int(time.Second/achievedEvery) {
+			p.scale, p.quiet = max(p.scale/1.25, 1), 0
+		}
+	default:
+		p.quiet = 0
+	}
+	if p.scale != old && p.rate > 0 {
+		p.limit = e.queueSize(d)
+	}
 }
 
 var _ Actuator = (*engine)(nil)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 )
 
 // FuzzLastGoodStore puts arbitrary bytes where watch keeps a link's last
@@ -18,7 +19,7 @@ import (
 // and identical to parsing those bytes afresh. A Save of an accepted file
 // then replaces whatever was there, and Load gives exactly that link.
 func FuzzLastGoodStore(f *testing.F) {
-	good := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"
+	good := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "5mbit"}.TOML()
 	f.Add([]byte(good))
 	f.Add([]byte(good[:len(good)/2]))
 	f.Add([]byte("[match]\ninterface = \"en1\"\n"))

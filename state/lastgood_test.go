@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 )
 
 // TestLastGoodCopyIsWhatWasAccepted: the copy holds the version of the
@@ -18,7 +19,7 @@ func TestLastGoodCopyIsWhatWasAccepted(t *testing.T) {
 	dir, stateDir := t.TempDir(), t.TempDir()
 	opts := config.LoadOptions{SkipOwnershipCheck: true}
 	file := filepath.Join(dir, "cable.toml")
-	good := "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"5mbit\"\n"
+	good := configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "5mbit"}.TOML()
 	write := func(path, text string) {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

@@ -70,6 +70,33 @@ type State struct {
 	// deleted on down, since an empty ingress qdisc that was there first
 	// looks the same.
 	TCOwnedHooks []string `json:"tc_owned_hooks,omitempty"`
+	// Pauses are the pauses of the shaping a running watch holds, by link
+	// name (AllLinks: every link), so that a pause survives a restart of
+	// watch until it ends.
+	Pauses map[string]Pause `json:"pauses,omitempty"`
+}
+
+// AllLinks is the Pauses key of a pause of every link: no link's name
+// (a name starts with a letter or digit).
+const AllLinks = "*"
+
+// Pause is a lease that keeps macake's shaping off from Since until
+// Until: `macake pause`, the status page's buttons, `macake bench
+// --compare`. It ends by itself; Until is wall-clock time, so a reboot
+// keeps it no longer than its end.
+type Pause struct {
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// By says who asked.
+	By string `json:"by,omitempty"`
+}
+
+// InForce reports whether the pause holds at now. A clock that reads
+// before the pause began (set back, or a machine that booted without the
+// right time) ends it: that clock cannot say how long it has run, and a
+// pause must never outlast its length; shaping is the safe side.
+func (p Pause) InForce(now time.Time) bool {
+	return !now.Before(p.Since) && now.Before(p.Until)
 }
 
 // PFEnablePending is an interrupted `pfctl -E`: when macake was about to
@@ -390,5 +417,6 @@ func (s *State) Clone() *State {
 	c.Profiles = maps.Clone(s.Profiles)
 	c.TCOwnedRoots = slices.Clone(s.TCOwnedRoots)
 	c.TCOwnedHooks = slices.Clone(s.TCOwnedHooks)
+	c.Pauses = maps.Clone(s.Pauses)
 	return &c
 }

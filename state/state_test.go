@@ -314,3 +314,32 @@ func TestCheckOwnershipFollowsALinkedDirectory(t *testing.T) {
 		t.Fatal("a link to a world-writable directory was accepted")
 	}
 }
+
+// TestPauseInForce: a pause holds from its start to its end; a clock
+// that reads before its start ends it (it cannot tell how long it ran).
+func TestPauseInForce(t *testing.T) {
+	since := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	p := Pause{Since: since, Until: since.Add(time.Hour), By: "alice"}
+	for _, tc := range []struct {
+		at   time.Duration
+		want bool
+	}{{-time.Second, false}, {0, true}, {59 * time.Minute, true}, {time.Hour, false}, {2 * time.Hour, false}} {
+		if got := p.InForce(since.Add(tc.at)); got != tc.want {
+			t.Errorf("InForce at start%+v = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+	// It survives a save and a load, and a clone shares nothing.
+	dir := t.TempDir()
+	if err := Save(dir, &State{Pauses: map[string]Pause{AllLinks: p}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(dir)
+	if err != nil || !got.Pauses[AllLinks].Until.Equal(p.Until) || got.Pauses[AllLinks].By != "alice" {
+		t.Fatalf("loaded %+v, %v", got.Pauses, err)
+	}
+	c := got.Clone()
+	delete(c.Pauses, AllLinks)
+	if len(got.Pauses) != 1 {
+		t.Error("the clone shares its pauses")
+	}
+}

@@ -18,8 +18,7 @@ import (
 
 func TestSetRateIsOneCommand(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, nil)
-	h.converge(ctx, wanLTE)
+	h := shapedWanLTE(t)
 	h.e.ResetCalls()
 	lte, _ := wanLTE.Link("lte")
 	if err := h.b.SetRate(ctx, lte, shape.Download, shape.Pipe{RateBits: 33_300_000, QueueBytes: 100_000}); err != nil {
@@ -53,8 +52,7 @@ func TestSetRateIsOneCommand(t *testing.T) {
 
 func TestExecuteTreatsAlreadyGoneAsDone(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, nil)
-	h.converge(ctx, wanLTE)
+	h := shapedWanLTE(t)
 	p, err := h.b.Plan(ctx, shape.State{})
 	if err != nil {
 		t.Fatal(err)

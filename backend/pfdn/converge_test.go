@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -169,6 +170,33 @@ func TestConvergesFromEveryStartState(t *testing.T) {
 	}
 }
 
+// TestConvergesOneDirectionAtATime: a link that stops shaping one
+// direction (download_mode or upload_mode "off") loses that pipe and its
+// rule, and only those; the other direction stays shaped; shaping it again
+// brings them back; each state, once reached, runs nothing more.
+func TestConvergesOneDirectionAtATime(t *testing.T) {
+	ctx := context.Background()
+	h, baseline := startStates[4].setup(ctx, t) // foreign pipes and anchors
+	both := wanLTE
+	downOff, upOff := state(both.Links...), state(both.Links...)
+	downOff.Links = slices.Clone(both.Links)
+	downOff.Links[0].Download = shape.Pipe{}
+	upOff.Links = slices.Clone(both.Links)
+	upOff.Links[0].Upload = shape.Pipe{}
+	upOff.Links[1].Download = shape.Pipe{}
+	for i, s := range []shape.State{both, downOff, upOff, downOff, both} {
+		h.converge(ctx, s)
+		h.checkShaped(s)
+		h.noBlackhole(s)
+		h.e.ResetCalls()
+		h.converge(ctx, s)
+		if m := h.e.MutatingCalls(); len(m) != 0 {
+			t.Fatalf("state %d: a converged state ran %d mutating commands: %+v", i, len(m), m)
+		}
+	}
+	h.teardown(ctx, baseline)
+}
+
 func TestConvergesThroughRandomDesiredStates(t *testing.T) {
 	for _, seed := range []uint64{1, 20260501} {
 		for _, start := range []int{0, 4} { // empty, foreign-pipes-and-anchors
@@ -311,10 +339,15 @@ func TestRecoversFromAFailureAtEveryStep(t *testing.T) {
 				})
 			}
 		}
-		// Teardown fails at each of its steps, then is run again.
+		// Teardown fails at each of its steps (processes: its pipes go in
+		// one dnctl), then is run again.
 		probe.converge(ctx, wanLTE)
-		tp, _ := probe.b.Plan(ctx, shape.State{})
-		for step := 1; step <= mutatingSteps(tp); step++ {
+		probe.e.ResetCalls()
+		if _, err := probe.b.Teardown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tsteps := len(probe.e.MutatingCalls())
+		for step := 1; step <= tsteps; step++ {
 			t.Run(fmt.Sprintf("%s/teardown/step-%d", s.name, step), func(t *testing.T) {
 				h, baseline := s.setup(ctx, t)
 				h.converge(ctx, wanLTE)
@@ -360,8 +393,7 @@ func TestPlanRefusesGarbageOutput(t *testing.T) {
 	for _, r := range reads {
 		t.Run(r, func(t *testing.T) {
 			ctx := context.Background()
-			h := newHarness(t, nil)
-			h.converge(ctx, wanLTE)
+			h := shapedWanLTE(t)
 			h.e.ResetCalls()
 			h.e.AddFault(pfdntest.Fault{Match: r, Kind: pfdntest.Garbage})
 			p, err := h.b.Plan(ctx, wanLTE)

@@ -88,6 +88,9 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 	for _, l := range d.Links {
 		var foreign []LivePipe
 		for _, dp := range l.Pipes {
+			if dp.Number == 0 {
+				continue // a direction the link does not shape
+			}
 			if lp, exists := livePipes[dp.Number]; exists && !owned(dp.Number) {
 				foreign = append(foreign, lp)
 			}
@@ -108,6 +111,9 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 	desiredPipes := map[int]bool{}
 	for _, l := range d.Links {
 		for _, dp := range l.Pipes {
+			if dp.Number == 0 {
+				continue
+			}
 			desiredPipes[dp.Number] = true
 			want := dp.Config()
 			lp, exists := livePipes[dp.Number]
@@ -175,7 +181,13 @@ func Diff(d Desired, live Live, heldToken string) plan.Plan {
 			iface = r.Interface
 		}
 		link, known := d.linkOfPipe(lp.Number)
+		if l, dir, off := d.unshapedDirection(lp.Number); off {
+			// The link stays, but no longer shapes this direction.
+			link, iface, label = l.Name, l.Interface, pipeLabel(lp.Number, l.Name, dir)
+			reason = shape.DirectionOff(dir)
+		}
 		switch {
+		case link != "" && !known:
 		case known:
 			dir, _ := o.Pipes.Direction(lp.Number) // known: the pipe is in a slot
 			label = pipeLabel(lp.Number, link, dir)

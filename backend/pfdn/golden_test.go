@@ -39,7 +39,7 @@ import (
 func TestDiffGolden(t *testing.T) {
 	for _, dir := range golden.Glob(t, filepath.Join("testdata", "diff", "*")) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			desired := readState(t, filepath.Join(dir, "desired.json"))
+			desired := golden.ReadJSON[shape.State](t, filepath.Join(dir, "desired.json"))
 			h := newHarness(t, nil)
 			h.e.SetClock(func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) })
 			runScript(t, h, dir)
@@ -79,19 +79,6 @@ func TestDiffGolden(t *testing.T) {
 // it generically.
 var tokenRE = regexp.MustCompile(`-X \d+`)
 
-func readState(t *testing.T, path string) shape.State {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s shape.State
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return s
-}
-
 func runScript(t *testing.T, h *harness, dir string) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "live.txt"))
@@ -109,7 +96,7 @@ func runScript(t *testing.T, h *harness, dir string) {
 		words := strings.Fields(line)
 		switch words[0] {
 		case "@apply":
-			h.converge(ctx, readState(t, filepath.Join(dir, words[1])))
+			h.converge(ctx, golden.ReadJSON[shape.State](t, filepath.Join(dir, words[1])))
 		case "@hold":
 			h.tokens.SetPFToken(words[1])
 		case "@reference":

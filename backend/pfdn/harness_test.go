@@ -109,6 +109,15 @@ func (h *harness) apply(ctx context.Context, desired shape.State, watch ...shape
 	return p, nil
 }
 
+// shapedWanLTE is a harness on which wanLTE was applied (and converged):
+// the starting point of most tests of a shaped Mac.
+func shapedWanLTE(t testing.TB) *harness {
+	t.Helper()
+	h := newHarness(t, nil)
+	h.converge(context.Background(), wanLTE)
+	return h
+}
+
 // converge applies and then requires an empty re-plan.
 func (h *harness) converge(ctx context.Context, desired shape.State) {
 	h.t.Helper()
@@ -173,14 +182,22 @@ func (h *harness) checkShaped(desired shape.State) {
 		for _, dir := range shape.Directions {
 			n, _ := o.Pipes.Pipe(l.Slot, dir)
 			lp, ok := live.Dummynet.Pipe(n)
-			if want := pfdn.Quantize(l.Pipe(dir)).Config(); !ok || lp.Config != want {
-				h.t.Fatalf("pipe %d: %+v, want %+v", n, lp.Config, want)
-			}
 			src, dst := netip.MustParseAddrPort("192.168.1.23:1000"), netip.MustParseAddrPort("203.0.113.9:443")
 			if dir == shape.Download {
 				src, dst = dst, src
 			}
 			r := h.e.Probe(pfdntest.Packet{Interface: l.Interface, Out: dir == shape.Upload, Proto: "udp", Src: src, Dst: dst})
+			if !l.Pipe(dir).Shaped() {
+				// A direction the link does not shape: no pipe, and its
+				// traffic passes.
+				if ok || r.Verdict != pfdntest.Unshaped {
+					h.t.Fatalf("%s %s is not to be shaped: pipe %d live %v, traffic %+v", l.Name, dir, n, ok, r)
+				}
+				continue
+			}
+			if want := pfdn.Quantize(l.Pipe(dir)).Config(); !ok || lp.Config != want {
+				h.t.Fatalf("pipe %d: %+v, want %+v", n, lp.Config, want)
+			}
 			if r.Verdict != pfdntest.Shaped || r.Pipe != n {
 				h.t.Fatalf("%s %s traffic: %+v, want pipe %d", l.Name, dir, r, n)
 			}

@@ -95,11 +95,32 @@ func (d Desired) linkOfPipe(n int) (string, bool) {
 	return "", false
 }
 
+// unshapedDirection reports whether pipe n is the pipe of a direction a
+// desired link does not shape, with the link and the direction.
+func (d Desired) unshapedDirection(n int) (DesiredLink, shape.Direction, bool) {
+	slot, ok := d.Options.Pipes.Slot(n)
+	if !ok {
+		return DesiredLink{}, 0, false
+	}
+	dir, _ := d.Options.Pipes.Direction(n)
+	for _, l := range d.Links {
+		if l.Slot == slot && l.Pipes[dir].Number == 0 {
+			return l, dir, true
+		}
+	}
+	return DesiredLink{}, 0, false
+}
+
 // DesiredLink is one link's share of the desired state.
 type DesiredLink struct {
 	Name      string
 	Interface string
-	// Pipes are the upload and download pipes, in that order.
+	// Slot is the link's slot, which its pipe numbers derive from; -1
+	// when it is not known (a link's rules kept as they are live).
+	Slot int
+	// Pipes are the upload and download pipes, in that order; a direction
+	// the link does not shape has the zero DesiredPipe (Number 0), and no
+	// rule sends traffic to it.
 	Pipes [2]DesiredPipe
 	// Rules are the link's anchor rules, in the form `pfctl -s dummynet`
 	// prints them back.
@@ -170,11 +191,14 @@ func Render(s shape.State, opts Options) (Desired, error) {
 			return Desired{}, fmt.Errorf("links %q and %q share slot %d; each link needs its own pipes", other, l.Name, l.Slot)
 		}
 		bySlot[l.Slot] = l.Name
-		dl := DesiredLink{Name: l.Name, Interface: l.Interface}
+		dl := DesiredLink{Name: l.Name, Interface: l.Interface, Slot: l.Slot}
 		for i, dir := range shape.Directions {
 			n, err := opts.Pipes.Pipe(l.Slot, dir)
 			if err != nil {
 				return Desired{}, fmt.Errorf("link %q: %w", l.Name, err)
+			}
+			if !l.Pipe(dir).Shaped() {
+				continue
 			}
 			q := Quantize(l.Pipe(dir))
 			for _, note := range q.Notes {
@@ -237,10 +261,14 @@ func linkRules(l shape.Link, up, down int) (rules, warnings []string) {
 			rules = append(rules, fmt.Sprintf("no dummynet quick on %s %s from %s to any", l.Interface, pfProto(r), pfHost(r)))
 		}
 	}
-	rules = append(rules,
-		fmt.Sprintf("dummynet out on %s all pipe %d", l.Interface, up),
-		fmt.Sprintf("dummynet in on %s all pipe %d", l.Interface, down),
-	)
+	// A direction the link does not shape has no rule (its pipe number is
+	// 0): its traffic passes untouched.
+	if up != 0 {
+		rules = append(rules, fmt.Sprintf("dummynet out on %s all pipe %d", l.Interface, up))
+	}
+	if down != 0 {
+		rules = append(rules, fmt.Sprintf("dummynet in on %s all pipe %d", l.Interface, down))
+	}
 	return rules, warnings
 }
 

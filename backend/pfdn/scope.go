@@ -87,14 +87,17 @@ func ScopeToLink(d Desired, live Live, link string) (Desired, error) {
 		if g.owner == link || mine != nil && g.iface == mine.Interface {
 			continue // link's own rules: replaced by what d wants
 		}
-		pinned := DesiredLink{Name: g.owner, Interface: g.iface, Rules: g.rules}
+		pinned := DesiredLink{Name: g.owner, Interface: g.iface, Rules: g.rules, Slot: -1}
 		if slot, ok := d.KnownLinks[g.owner]; ok && g.owner != "" {
+			pinned.Slot = slot
 			// Its pipes stay desired, so the plan never deletes them.
+			// Only the live ones: a direction the link does not shape
+			// has no pipe, and pinning one would create it.
 			for i, dir := range shape.Directions {
 				if n, err := d.Options.Pipes.Pipe(slot, dir); err == nil {
-					pinned.Pipes[i] = DesiredPipe{Number: n, Direction: dir}
 					if lp, ok := live.Dummynet.Pipe(n); ok {
-						pinned.Pipes[i].Quantized = Quantized{RateKbit: lp.Config.BandwidthBits / 1000, QueueKB: lp.Config.QueueBytes / 1024}
+						pinned.Pipes[i] = DesiredPipe{Number: n, Direction: dir,
+							Quantized: Quantized{RateKbit: lp.Config.BandwidthBits / 1000, QueueKB: lp.Config.QueueBytes / 1024}}
 					}
 				}
 			}

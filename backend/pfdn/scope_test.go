@@ -17,8 +17,7 @@ import (
 // leaves wan as it was and the full plan then shows only wan's changes.
 func TestPlanLinkChangesOneLinkOnly(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, nil)
-	h.converge(ctx, wanLTE)
+	h := shapedWanLTE(t)
 	wan, _ := wanLTE.Link("wan")
 	lte, _ := wanLTE.Link("lte")
 	wan.Download.RateBits *= 2
@@ -63,8 +62,7 @@ func TestPlanLinkChangesOneLinkOnly(t *testing.T) {
 // the pf reference; for the last link it releases the reference too.
 func TestPlanLinkRemovesOneLink(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, nil)
-	h.converge(ctx, wanLTE)
+	h := shapedWanLTE(t)
 	gone := shape.State{Unshaped: []shape.Unshaped{{Name: "lte", Slot: 1, Reason: "removed"}}}
 	p, err := h.b.PlanLink(ctx, gone, "lte")
 	if err != nil {
@@ -104,8 +102,7 @@ func TestPlanLinkRemovesOneLink(t *testing.T) {
 // whose live rules are another link's changes two links at once.
 func TestPlanLinkRefusesATakeover(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, nil)
-	h.converge(ctx, wanLTE)
+	h := shapedWanLTE(t)
 	lte, _ := wanLTE.Link("lte")
 	lte.Interface = "en0"
 	_, err := h.b.PlanLink(ctx, state(lte), "lte")

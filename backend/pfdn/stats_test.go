@@ -17,8 +17,7 @@ import (
 // pipe, with one read-only command.
 func TestShaperStatsCountWhatThePipesDid(t *testing.T) {
 	ctx := context.Background()
-	h := newHarness(t, nil)
-	h.converge(ctx, wanLTE)
+	h := shapedWanLTE(t)
 	read := func() map[string]backend.ShaperStats {
 		t.Helper()
 		h.e.ResetCalls()

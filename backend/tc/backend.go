@@ -37,6 +37,11 @@ type Backend struct {
 	mu sync.Mutex
 	// caps is probed once, on first use, unless set with SetCapabilities.
 	caps *Capabilities
+	// cakeTried holds the verdict on each CAKE option set tried (by
+	// cakeTrialKey): nil when the kernel and tc took it.
+	cakeTried map[string]*CakeRefusal
+	// cakeUntriable is set once a trial could not run at all.
+	cakeUntriable bool
 	// memOwners is the record when Owners is nil.
 	memOwners MemoryOwnership
 }
@@ -136,14 +141,20 @@ func OwnedRoots(live Live, recorded map[string]bool) map[string]bool {
 
 // Plan observes the live system and returns the ordered operations that
 // make it match desired. Only owned objects appear; foreign ones are
-// reported in the plan's warnings when they are in the way.
+// reported in the plan's warnings when they are in the way. A link that
+// cannot be rendered (ValidateLink) is skipped with a warning and keeps
+// what is live (Diff), so one bad link never blocks the others (issue
+// 27: a policy for ifb-macake0 failed every pass for every link).
 func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, error) {
-	if err := ValidateState(desired); err != nil {
+	if err := uniqueNames(desired); err != nil {
 		return plan.Plan{}, fmt.Errorf("tc: %w", err)
 	}
 	live, err := b.Observe(ctx)
 	if err != nil {
 		return plan.Plan{}, err
+	}
+	if live.Caps.ShapesWithCake() && live.Caps.Tried {
+		live.CakeRefusals = b.cakeRefusals(ctx, desired)
 	}
 	return Diff(desired, live), nil
 }
@@ -153,12 +164,17 @@ func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, err
 // operation is completed by the next Plan, which starts from what is live.
 func (b *Backend) Execute(ctx context.Context, op plan.Op) error {
 	defer backend.ForgetLiveReading(ctx)
+	if err := recordIntent(b.owners(), op); err != nil {
+		return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, err)
+	}
 	for _, cmd := range op.Commands {
 		if len(cmd.Argv) == 0 {
+			forgetIntent(b.owners(), op)
 			return fmt.Errorf("tc: %s %s: empty command", op.Action, op.Label)
 		}
 		res, err := b.Runner.Run(ctx, cmd)
 		if _, err = execrun.Check(cmd, res, err); err != nil {
+			forgetIntent(b.owners(), op)
 			return fmt.Errorf("tc: %s %s: %w", op.Action, op.Label, hint(err))
 		}
 	}
@@ -179,6 +195,9 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 	if dir != shape.Upload && dir != shape.Download {
 		return fmt.Errorf("tc: set rate of link %q: unknown direction %v", link.Name, dir)
 	}
+	if !p.Shaped() {
+		return fmt.Errorf("tc: set rate of link %q: the %s is not shaped, so it has no rate to set", link.Name, dir)
+	}
 	l := link
 	if dir == shape.Upload {
 		l.Upload = p
@@ -188,7 +207,7 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 	if err := ValidateLink(l); err != nil {
 		return fmt.Errorf("tc: set rate: %w", err)
 	}
-	spec := specFor(l, dir, b.Capabilities(ctx).Cake)
+	spec := specFor(l, dir, b.Capabilities(ctx).ShapesWithCake())
 	if b.Netlink != nil {
 		if err := b.Netlink.setRate(ctx, spec); err != nil {
 			return fmt.Errorf("tc: set %s rate of link %q to %s: %w", dir, link.Name, shape.FormatRate(p.RateBits), err)

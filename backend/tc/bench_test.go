@@ -34,8 +34,8 @@ func twentyLinks() (shape.State, Live) {
 		up.Qdiscs = append(up.Qdiscs, Qdisc{Kind: "ingress", Handle: IngressHandle, Parent: 0xfffffff1})
 		for _, r := range l.Reflectors {
 			pref, proto := exemptPref(r.Addr)
-			up.RootFilters = append(up.RootFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(egressHook), Keys: exemptKeys(egressHook, r)})
-			up.IngressFilters = append(up.IngressFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(ingressHook), Keys: exemptKeys(ingressHook, r)})
+			up.RootFilters = append(up.RootFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(egressHook, false), Keys: exemptKeys(egressHook, r)})
+			up.IngressFilters = append(up.IngressFilters, Filter{Protocol: proto, Pref: pref, Kind: "u32", FlowID: exemptFlowID(ingressHook, false), Keys: exemptKeys(ingressHook, r)})
 		}
 		up.IngressFilters = append(up.IngressFilters, Filter{Protocol: "all", Pref: RedirectPref, Kind: "u32", Keys: []U32Key{{}},
 			Actions: []Action{{Kind: "mirred", Mirred: "redirect", Direction: "egress", ToDev: IFBName(i)}}})

@@ -18,8 +18,10 @@ import (
 
 // Capabilities says which of the kernel pieces the backend uses exist.
 type Capabilities struct {
-	// Cake is sch_cake; without it the shaper is htb + bfifo.
-	Cake bool
+	// Cake is sch_cake and Prio sch_prio: CAKE shapes under a prio root
+	// whose other band lets the probes bypass it. Without both the
+	// shaper is htb + bfifo.
+	Cake, Prio bool
 	// HTB and BFIFO are the fallback shaper (sch_htb, sch_fifo).
 	HTB, BFIFO bool
 	// Ingress, U32, Mirred and IFB are what download shaping needs: the
@@ -34,11 +36,15 @@ type Capabilities struct {
 	Tried bool
 }
 
+// ShapesWithCake reports whether the backend shapes with CAKE: sch_cake
+// and the sch_prio it hangs from are both there.
+func (c Capabilities) ShapesWithCake() bool { return c.Cake && c.Prio }
+
 // Shaper returns the qdisc the backend will use: "cake", "htb+bfifo", or
 // "" when neither is available.
 func (c Capabilities) Shaper() string {
 	switch {
-	case c.Cake:
+	case c.ShapesWithCake():
 		return "cake"
 	case c.HTB && c.BFIFO:
 		return "htb+bfifo"
@@ -65,7 +71,14 @@ func (c Capabilities) Report() []string {
 	if !c.HTB || !c.BFIFO {
 		fallback = "and htb+bfifo is missing too, so nothing can be shaped"
 	}
-	have(c.Cake, "sch_cake", ": shaping with CAKE", fallback)
+	switch {
+	case c.ShapesWithCake():
+		lines = append(lines, "sch_cake available: shaping with CAKE", "sch_prio available: the probes bypass CAKE through its first band")
+	case c.Cake:
+		lines = append(lines, "sch_cake available", "sch_prio not available: CAKE is not used, since nothing would let the probes bypass it (CONFIG_NET_SCH_PRIO); "+fallback)
+	default:
+		lines = append(lines, "sch_cake not available: "+fallback)
+	}
 	have(c.HTB, "sch_htb", "", "the htb fallback shaper is missing (CONFIG_NET_SCH_HTB)")
 	have(c.BFIFO, "sch_fifo (bfifo)", "", "the byte-limited queue of the fallback is missing (CONFIG_NET_SCH_FIFO)")
 	have(c.Ingress, "sch_ingress", "", "download cannot be shaped (CONFIG_NET_SCH_INGRESS)")
@@ -94,6 +107,7 @@ qdisc replace dev lo root handle 3: bfifo limit 10000
 qdisc add dev lo handle ffff: ingress
 filter add dev lo ingress protocol ip pref 1 u32 match u32 0 0 flowid ffff:1
 filter add dev lo ingress protocol all pref 2 u32 match u32 0 0 action mirred egress redirect dev lo
+qdisc replace dev lo root handle 4: prio bands 2 priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1
 `
 
 var batchFailRE = lazyregexp.New(`Command failed [^:\s]*:(\d+)`)
@@ -127,6 +141,7 @@ func probeByTrying(ctx context.Context, r execrun.Runner, t Tools) (Capabilities
 	c.Ingress = !failed[5]
 	c.U32 = c.Ingress && !failed[6]
 	c.Mirred = c.U32 && !failed[7]
+	c.Prio = !failed[8]
 	res, err = r.Run(ctx, execrun.Command{Argv: []string{t.Unshare, "--net", t.IP, "link", "add", "name", "mcprobe0", "type", "ifb"}})
 	if err != nil {
 		return Capabilities{}, false
@@ -155,6 +170,7 @@ var kernelSymbols = []struct {
 	set            func(*Capabilities, bool)
 }{
 	{"CONFIG_NET_SCH_CAKE", "sch_cake", func(c *Capabilities, v bool) { c.Cake = v }},
+	{"CONFIG_NET_SCH_PRIO", "sch_prio", func(c *Capabilities, v bool) { c.Prio = v }},
 	{"CONFIG_NET_SCH_HTB", "sch_htb", func(c *Capabilities, v bool) { c.HTB = v }},
 	{"CONFIG_NET_SCH_FIFO", "", func(c *Capabilities, v bool) { c.BFIFO = v }},
 	{"CONFIG_NET_SCH_INGRESS", "sch_ingress", func(c *Capabilities, v bool) { c.Ingress = v }},
@@ -173,7 +189,7 @@ func probeFromConfig() Capabilities {
 	if c, ok := ConfigCapabilities(); ok {
 		return c
 	}
-	c := Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true}
+	c := Capabilities{Prio: true, HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true}
 	c.Method = "assumed (no kernel configuration readable; trying takes root with CAP_SYS_ADMIN)"
 	for _, s := range kernelSymbols {
 		if s.module == "" {

@@ -29,14 +29,15 @@ import (
 // macake (a foreign root qdisc, a foreign filter at macake's priority), the
 // plan carries a warning instead.
 func Diff(desired shape.State, live Live) plan.Plan {
-	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}, desired: desired}
+	d := &differ{live: live, t: live.Tools, claimed: map[string]bool{}, wanted: map[string]bool{}, desired: desired, off: map[string]string{}}
 	d.p.Ops, d.p.Warnings = []plan.Op{}, []plan.Warning{}
 	links := slices.Clone(desired.Links)
 	sort.SliceStable(links, func(i, j int) bool { return links[i].Name < links[j].Name })
 	ifaces, slots := map[string]string{}, map[int]string{}
 	for _, l := range links {
 		if err := checkLink(l); err != nil {
-			d.unshaped(l.Name, err.Error()+"; link skipped", bothDirections...)
+			d.unshaped(l.Name, err.Error()+"; link skipped, its live shaping kept", bothDirections...)
+			d.keep(l)
 			continue
 		}
 		if other, dup := ifaces[l.Interface]; dup {
@@ -48,11 +49,30 @@ func Diff(desired shape.State, live Live) plan.Plan {
 			continue
 		}
 		ifaces[l.Interface], slots[l.Slot] = l.Name, l.Name
-		d.wanted[l.Interface] = true
+		if l.Upload.Shaped() {
+			d.wanted[l.Interface] = true
+		}
 		d.link(l)
 	}
 	d.removals()
 	return d.p
+}
+
+// keep claims what is live for a link that cannot be rendered, so that
+// it stays as it is rather than being removed: a bad link never tears
+// down working shaping.
+func (d *differ) keep(l shape.Link) {
+	devs := []string{l.Interface}
+	if l.Slot >= 0 && l.Slot <= MaxSlot {
+		devs = append(devs, IFBName(l.Slot))
+		d.claimed["ifb/"+IFBName(l.Slot)] = true
+	}
+	for _, dev := range devs {
+		for _, kind := range []string{"root", "hook", "exempt-egress", "exempt-ingress", "redirect"} {
+			d.claimed[kind+"/"+dev] = true
+		}
+		d.wanted[dev] = true
+	}
 }
 
 type differ struct {
@@ -68,6 +88,11 @@ type differ struct {
 	// desired is the whole desired state; its Unshaped links explain
 	// removals.
 	desired shape.State
+	// off names, by device, the desired link that no longer shapes the
+	// direction that device's objects served (its root qdisc for upload,
+	// "ingress/"+interface for the redirect, IFB: download), so their
+	// removal says so.
+	off map[string]string
 }
 
 var bothDirections = []shape.Direction{shape.Upload, shape.Download}
@@ -108,10 +133,19 @@ func (d *differ) link(l shape.Link) {
 		d.unshaped(l.Name, "the kernel has neither sch_cake nor sch_htb with bfifo; nothing can be shaped (see `macake doctor`)", bothDirections...)
 		return
 	}
-	if lost := cakeOnlyOptions(l.Cake); !caps.Cake && len(lost) > 0 {
+	if lost := cakeOnlyOptions(l.Cake); !caps.ShapesWithCake() && len(lost) > 0 {
 		d.warn(l.Name, fmt.Sprintf("this kernel has no sch_cake, so %s cannot be applied; shaping with htb+bfifo instead (a rate and one byte-limited queue per direction)", joinAnd(lost)))
 	}
-	d.shaper(l, specFor(l, shape.Upload, caps.Cake), dev, false)
+	if !l.Upload.Shaped() {
+		d.off["root/"+l.Interface] = l.Name
+	} else if up := specFor(l, shape.Upload, caps.ShapesWithCake()); !d.refused(l, dev, up) {
+		d.shaper(l, up, dev, false)
+	}
+	if !l.Download.Shaped() {
+		// No IFB, no redirect: download passes untouched.
+		d.off["ingress/"+l.Interface], d.off["ifb/"+IFBName(l.Slot)] = l.Name, l.Name
+		return
+	}
 
 	if !caps.CanShapeDownload() {
 		d.unshaped(l.Name, "download is not shaped: the kernel lacks "+missingForDownload(caps)+" (see `macake doctor`)", shape.Download)
@@ -123,11 +157,45 @@ func (d *differ) link(l shape.Link) {
 		d.unshaped(l.Name, fmt.Sprintf("a %s device named %s exists that macake did not create; download is not shaped until it is removed or renamed", orUnknown(ifb.Kind), name), shape.Download)
 		return
 	}
+	down := specFor(l, shape.Download, caps.ShapesWithCake())
+	if d.refused(l, dev, down) {
+		return
+	}
 	d.ifb(l, ifb)
-	d.shaper(l, specFor(l, shape.Download, caps.Cake), ifb, true)
+	d.shaper(l, down, ifb, true)
 	d.hook(l, dev)
-	d.exemptions(l, dev, ingressHook, true, false)
+	d.exemptions(l, dev, ingressHook, caps.ShapesWithCake(), false)
 	d.redirect(l, dev, name)
+}
+
+// refused reports whether the kernel or tc refused the CAKE options of s
+// when they were tried; then every object of that direction of l stays
+// as it is live (nothing is planned for it, nothing of it removed) and a
+// warning says which option, and what to do.
+func (d *differ) refused(l shape.Link, dev *DeviceState, s shaperSpec) bool {
+	r, refused := cakeRefusalOf(d.live, s)
+	if !refused {
+		return false
+	}
+	var keep []string
+	shaped := false
+	if s.dir == shape.Upload {
+		keep = []string{"root/" + dev.Name, "exempt-egress/" + dev.Name}
+		shaped = dev.ownsRoot()
+	} else {
+		ifb := IFBName(l.Slot)
+		keep = []string{"ifb/" + ifb, "root/" + ifb, "hook/" + dev.Name, "exempt-ingress/" + dev.Name, "redirect/" + dev.Name}
+		shaped = d.live.Devices[ifb].ownsRoot()
+	}
+	for _, k := range keep {
+		d.claimed[k] = true
+	}
+	if shaped {
+		d.warn(l.Name, fmt.Sprintf("%s; the %s shaper in force is left as it is", r, s.dir))
+	} else {
+		d.unshaped(l.Name, fmt.Sprintf("%s; %s is not shaped until the policy or the system changes", r, s.dir), s.dir)
+	}
+	return true
 }
 
 func missingForDownload(c Capabilities) string {
@@ -154,12 +222,20 @@ func pipeLabel(l shape.Link, dir shape.Direction) string {
 	return strconv.Quote(l.Name + "/" + dir.String())
 }
 
-// liveKind names a root qdisc the way plan fields name shapers.
-func liveKind(q *Qdisc) string {
-	if q.Kind == "htb" {
+// liveKind names the shaper on dev the way plan fields name shapers:
+// "htb+bfifo", "cake" (macake's prio with its CAKE leaf), or the root
+// qdisc's kind.
+func liveKind(dev *DeviceState) string {
+	root := dev.Root()
+	switch {
+	case root == nil:
+		return ""
+	case root.Kind == "htb":
 		return "htb+bfifo"
+	case root.Handle == RootHandle && root.Kind == "prio" && dev.cakeLeaf() != nil:
+		return "cake"
 	}
-	return q.Kind
+	return root.Kind
 }
 
 // shaper plans the root qdisc of one direction on dev (nil: the device is
@@ -172,18 +248,25 @@ func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice 
 	rebuilt := true
 	switch {
 	case root != nil && root.Handle == RootHandle:
-		if (s.cake && root.Kind == "cake") || (!s.cake && root.Kind == "htb") {
-			rebuilt = false
+		if rootLayout(root) == s.layout() {
 			if s.cake {
-				d.updateCake(&op, s, root.Cake)
+				rebuilt = d.updateCake(&op, s, dev, root)
 			} else {
+				rebuilt = false
 				d.updateHTB(&op, s, dev, root)
 			}
 			break
 		}
-		op.Action, op.Reason = plan.Update, fmt.Sprintf("qdisc is %s, want %s", liveKind(root), s.kindName())
+		kind := liveKind(dev)
+		op.Action, op.Reason = plan.Update, fmt.Sprintf("qdisc is %s, want %s", kind, s.kindName())
+		if root.Kind == "cake" {
+			// An older macake put CAKE itself at the root, where nothing
+			// can let the probes bypass it.
+			kind = "cake at the root"
+			op.Reason = "cake is at the root, where macake's probes cannot bypass it; rebuilt under prio, which lets them"
+		}
 		op.Fields = createFields(s)
-		op.Fields[0].Before, op.Fields[0].BeforeValue = liveKind(root), liveKind(root)
+		op.Fields[0].Before, op.Fields[0].BeforeValue = kind, kind
 		op.Commands = append([]execrun.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
 	case root == nil || root.Handle == 0:
 		// Handle 0: is the kernel's own default (noqueue, pfifo_fast, mq,
@@ -213,15 +296,13 @@ func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice 
 	d.claimed["root/"+s.dev] = true
 	d.add(op)
 	if s.dir == shape.Upload {
-		// Only htb can let exempt packets bypass the shaper (its direct
-		// queue); CAKE's flow isolation keeps sparse probe flows ahead of
-		// bulk traffic instead.
-		d.exemptions(l, dev, egressHook, !s.cake, rebuilt)
+		d.exemptions(l, dev, egressHook, s.cake, rebuilt)
 	}
 }
 
 // createFields lists every attribute of a new shaper; the first is always
-// the qdisc kind.
+// the qdisc kind. CAKE's options appear where they are not CAKE's
+// defaults, besides diffserv, isolation and nat, which always do.
 func createFields(s shaperSpec) []plan.Field {
 	f := []plan.Field{
 		{Name: "qdisc", Key: "qdisc", After: s.kindName(), AfterValue: s.kindName()},
@@ -236,16 +317,86 @@ func createFields(s shaperSpec) []plan.Field {
 	if s.mpu != 0 {
 		f = append(f, plan.Field{Name: "mpu", Key: "mpu_bytes", After: strconv.Itoa(s.mpu), AfterValue: s.mpu})
 	}
-	if s.cake {
-		f = append(f,
-			plan.Field{Name: "diffserv", Key: "diffserv", After: s.diffserv, AfterValue: s.diffserv},
-			plan.Field{Name: "isolation", Key: "isolation", After: s.flowmode, AfterValue: s.flowmode},
-			plan.Field{Name: "nat", Key: "nat", After: strconv.FormatBool(s.nat), AfterValue: s.nat})
-		if s.dir == shape.Upload {
-			f = append(f, plan.Field{Name: "ack-filter", Key: "ack_filter", After: strconv.FormatBool(s.ackFilter), AfterValue: s.ackFilter})
+	if !s.cake {
+		return f
+	}
+	for _, o := range cakeFields(s, nil) {
+		if o.always || o.want != o.dflt {
+			f = append(f, plan.Field{Name: o.name, Key: o.key, After: o.want, AfterValue: o.wantValue()})
 		}
 	}
 	return f
+}
+
+// cakeField is one CAKE option as the plan shows it: what the shaper
+// wants, what is live (c, when given) and CAKE's default, as text.
+type cakeField struct {
+	name, key        string
+	want, live, dflt string
+	// always shows the option when a shaper is created, default or not.
+	always bool
+	// boolean fields carry true/false as their JSON value.
+	boolean bool
+}
+
+func (f cakeField) wantValue() any {
+	if f.boolean {
+		return f.want == "true"
+	}
+	return f.want
+}
+
+func (f cakeField) liveValue() any {
+	if f.boolean {
+		return f.live == "true"
+	}
+	return f.live
+}
+
+// cakeFields lists CAKE's options beyond the bandwidth, overhead and mpu
+// (compared on their own), wanted by s and, with c, live.
+func cakeFields(s shaperSpec, c *CakeOptions) []cakeField {
+	if c == nil {
+		c = &CakeOptions{}
+	}
+	tf := strconv.FormatBool
+	memlimit := func(v int64) string {
+		if v == 0 {
+			return "auto"
+		}
+		return shape.FormatBytes(v)
+	}
+	f := []cakeField{
+		{name: "diffserv", key: "diffserv", want: s.diffserv, live: c.Diffserv, dflt: cakeDefaultDiffserv, always: true},
+		{name: "isolation", key: "isolation", want: s.flowmode, live: c.FlowMode, dflt: cakeDefaultFlowMode, always: true},
+		{name: "nat", key: "nat", want: tf(s.nat), live: tf(c.NAT), dflt: "false", always: true, boolean: true},
+		{name: "wash", key: "wash", want: tf(s.wash), live: tf(c.Wash), dflt: "false", boolean: true},
+		{name: "split-gso", key: "split_gso", want: tf(s.splitGSO), live: tf(c.SplitGSO), dflt: "true", boolean: true},
+		{name: "rtt", key: "rtt", want: formatMicros(s.rttMicros), live: formatMicros(c.RTTMicros), dflt: formatMicros(cakeDefaultRTTMicros)},
+		{name: "memlimit", key: "memlimit", want: memlimit(s.memlimit), live: memlimit(c.MemLimit), dflt: "auto"},
+		{name: "link layer", key: "link_layer", want: s.linkLayer, live: c.linkLayer(), dflt: cakeDefaultLinkLayer},
+		{name: "ack-filter", key: "ack_filter", want: pick(s.ackFilter, "enabled", "disabled"), live: orDisabled(c.ACKFilter), dflt: "disabled", always: s.dir == shape.Upload},
+		{name: "mode", key: "cake_mode", want: pick(s.ing, "ingress", "egress"), live: pick(c.Ingress, "ingress", "egress"), dflt: pick(s.ing, "ingress", "egress")},
+	}
+	return f
+}
+
+// cakeNeedsRebuild names the options that are live with a value a `tc
+// qdisc change` cannot take back to what s wants, because tc sends them
+// only when they differ from CAKE's default: diffserv3, mpu 0 and an
+// automatic memlimit. The qdisc must then be deleted and added again.
+func cakeNeedsRebuild(s shaperSpec, c *CakeOptions) []string {
+	var out []string
+	if s.diffserv == cakeDefaultDiffserv && c.Diffserv != cakeDefaultDiffserv {
+		out = append(out, cakeDefaultDiffserv)
+	}
+	if s.mpu == 0 && c.MPU != 0 {
+		out = append(out, "mpu 0")
+	}
+	if s.memlimit == 0 && c.MemLimit != 0 {
+		out = append(out, "an automatic memlimit")
+	}
+	return out
 }
 
 // fieldSet accumulates changed and unchanged attributes of one object.
@@ -345,41 +496,86 @@ func (d *differ) updateHTB(op *plan.Op, s shaperSpec, dev *DeviceState, root *Qd
 		fs.compare(false, queue)
 		if leaf.Handle == LeafHandle {
 			// The kernel cannot change a qdisc's kind in place.
-			cmds = append(cmds, d.t.tcCmd("qdisc", "del", "dev", s.dev, "parent", classHandleArg, "handle", leafHandleArg))
+			cmds = append(cmds, d.t.deleteLeaf(s.dev, classHandleArg))
 		}
 		cmds = append(cmds, d.t.tcCmd(leafArgs("replace", s)...))
 	}
 	fs.apply(op, cmds)
 }
 
-func (d *differ) updateCake(op *plan.Op, s shaperSpec, c *CakeOptions) {
+// updateCake plans the changes to macake's prio root and its CAKE leaf,
+// with the least disruptive operation: a change of the leaf in place
+// (its queue kept) where tc can express it, a new leaf otherwise, and a
+// new shaper only when the prio root itself is wrong. It returns whether
+// the root (and the filters on it) is rebuilt.
+func (d *differ) updateCake(op *plan.Op, s shaperSpec, dev *DeviceState, root *Qdisc) (rebuilt bool) {
+	var fs fieldSet
+	fs.unchanged++ // the qdisc kind
+	if !isOurPrio(root.Prio) {
+		// Someone changed the bands or the priomap: CAKE may no longer see
+		// the traffic. prio's bands cannot be reshaped with their
+		// children in place, so the whole shaper is built again.
+		fs.compare(false, plan.Field{Name: "prio", Key: "prio", Before: describePrio(root.Prio), After: describePrio(&ourPrio), BeforeValue: describePrio(root.Prio), AfterValue: describePrio(&ourPrio)})
+		fs.apply(op, append([]execrun.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...))
+		return true
+	}
+	fs.unchanged++
+	leaf := dev.Leaf(CakeClass)
+	if leaf == nil || leaf.Kind != "cake" || leaf.Handle != LeafHandle {
+		var cmds []execrun.Command
+		before := "none"
+		if leaf != nil {
+			before = leaf.Kind + " " + FormatHandle(leaf.Handle)
+			if leaf.Handle == LeafHandle {
+				// The kernel cannot change a qdisc's kind in place.
+				cmds = append(cmds, d.t.deleteLeaf(s.dev, cakeParentArg))
+			}
+		}
+		fs.compare(false, plan.Field{Name: "cake", Key: "cake_leaf", Before: before, After: "cake " + leafHandleArg, BeforeValue: before, AfterValue: "cake " + leafHandleArg})
+		fs.apply(op, append(cmds, d.t.tcCmd(leafArgs("replace", s)...)))
+		return false
+	}
+	c := leaf.Cake
 	if c == nil {
 		c = &CakeOptions{}
 	}
-	var fs fieldSet
-	fs.unchanged++ // the qdisc kind
 	liveBits := int64(c.BandwidthBytes) * 8
 	fs.compare(uint64(s.pipe.RateBits/8) == c.BandwidthBytes, rateField(s.pipe.RateBits, liveBits))
-	str := func(name, key, want, live string) {
-		fs.compare(want == live, plan.Field{Name: name, Key: key, Before: live, After: want, BeforeValue: live, AfterValue: want})
+	for _, f := range cakeFields(s, c) {
+		fs.compare(f.want == f.live, plan.Field{Name: f.name, Key: f.key, Before: f.live, After: f.want, BeforeValue: f.liveValue(), AfterValue: f.wantValue()})
 	}
-	str("diffserv", "diffserv", s.diffserv, c.Diffserv)
-	str("isolation", "isolation", s.flowmode, c.FlowMode)
-	str("nat", "nat", strconv.FormatBool(s.nat), strconv.FormatBool(c.NAT))
-	str("ack-filter", "ack_filter", pick(s.ackFilter, "enabled", "disabled"), orDisabled(c.ACKFilter))
-	str("mode", "cake_mode", pick(s.ing, "ingress", "egress"), pick(c.Ingress, "ingress", "egress"))
 	wantRaw := s.overhead == 0 && s.mpu == 0
 	fs.compare(wantRaw == c.Raw && s.overhead == c.Overhead, intField("overhead", "overhead_bytes", s.overhead, c.Overhead))
 	fs.compare(s.mpu == c.MPU, intField("mpu", "mpu_bytes", s.mpu, c.MPU))
-	var cmds []execrun.Command
-	if c.MPU != 0 && s.mpu == 0 {
-		// tc only sends mpu when it is non-zero, so `change` cannot clear
-		// it: rebuild the qdisc.
-		cmds = append([]execrun.Command{d.t.deleteRoot(s.dev)}, d.t.createShaper("add", s)...)
-	} else {
-		cmds = []execrun.Command{d.t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)}
+	cmds := []execrun.Command{d.t.tcCmd(leafArgs("change", s)...)}
+	back := cakeNeedsRebuild(s, c)
+	if len(back) > 0 {
+		cmds = []execrun.Command{d.t.deleteLeaf(s.dev, cakeParentArg), d.t.tcCmd(leafArgs("add", s)...)}
 	}
 	fs.apply(op, cmds)
+	if len(back) > 0 && len(fs.changed) > 0 {
+		op.Reason += fmt.Sprintf("; tc cannot change CAKE back to %s in place, so its qdisc is replaced (its queue is lost)", joinAnd(back))
+	}
+	return false
+}
+
+// ourPrio is the prio root CAKE hangs from: two bands, every packet to
+// the shaped one unless an exemption picks band 0.
+var ourPrio = func() PrioOptions {
+	p := PrioOptions{Bands: prioBands}
+	for i := range p.Priomap {
+		p.Priomap[i] = prioShapedBand
+	}
+	return p
+}()
+
+func isOurPrio(p *PrioOptions) bool { return p != nil && *p == ourPrio }
+
+func describePrio(p *PrioOptions) string {
+	if p == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("bands %d priomap %v", p.Bands, p.Priomap)
 }
 
 func orDisabled(s string) string {
@@ -441,8 +637,8 @@ func isOurRedirect(f Filter) bool {
 	return a.ToDev == "*" && sameKeys(f.Keys, []U32Key{{}})
 }
 
-func isOurExemption(f Filter, h hook) bool {
-	if f.Kind != "u32" || len(f.Actions) != 0 || f.FlowID != exemptFlowID(h) {
+func isOurExemption(f Filter, h hook, cake bool) bool {
+	if f.Kind != "u32" || len(f.Actions) != 0 || f.FlowID != exemptFlowID(h, cake) {
 		return false
 	}
 	if !(f.Pref == ExemptIPv4Pref && f.Protocol == "ip") && !(f.Pref == ExemptIPv6Pref && f.Protocol == "ipv6") {
@@ -455,10 +651,10 @@ func isOurExemption(f Filter, h hook) bool {
 func isExemptPref(p int) bool { return p == ExemptIPv4Pref || p == ExemptIPv6Pref }
 
 // exemptions plans the probe exemptions on one hook of the interface.
-// wanted is false where the shaper cannot honour them (CAKE egress);
-// rebuilt means the root qdisc (and every filter on it) is recreated by
-// this plan.
-func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebuilt bool) {
+// cake says which shaper the egress ones go through (prio's bypass band
+// or htb's direct queue); rebuilt means the root qdisc (and every filter
+// on it) is recreated by this plan.
+func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, cake, rebuilt bool) {
 	var liveFilters []Filter
 	switch {
 	case h == egressHook && !rebuilt && dev.ownsRoot():
@@ -471,7 +667,7 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 		if f.Header || !isExemptPref(f.Pref) {
 			continue
 		}
-		if !isOurExemption(f, h) {
+		if !isOurExemption(f, h, cake) {
 			d.warn(l.Name, fmt.Sprintf("%s %s has a filter at pref %d that macake did not write; probe exemptions there are left alone, so the controller may see macake's own queue. Remove it: tc filter del dev %s %s pref %d",
 				dev.Name, h, f.Pref, dev.Name, hookSelector(h), f.Pref))
 			return
@@ -480,11 +676,9 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 		have[f.Pref] = append(have[f.Pref], r)
 	}
 	want := map[int][]shape.Reflector{}
-	if wanted {
-		for _, r := range shape.SortedReflectors(l.Reflectors) {
-			pref, _ := exemptPref(r.Addr)
-			want[pref] = append(want[pref], r)
-		}
+	for _, r := range shape.SortedReflectors(l.Reflectors) {
+		pref, _ := exemptPref(r.Addr)
+		want[pref] = append(want[pref], r)
 	}
 	d.claimed["exempt-"+h.String()+"/"+dev.Name] = true
 	op := plan.Op{Link: l.Name, Interface: l.Interface, Kind: "exemptions", Role: plan.RoleRules, ID: dev.Name + "/" + h.String(),
@@ -499,7 +693,7 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 			cmds = append(cmds, d.t.deletePref(dev.Name, h, pref, protoOf(pref)))
 		}
 		for _, r := range wv {
-			cmds = append(cmds, d.t.addExemption(dev.Name, h, r))
+			cmds = append(cmds, d.t.addExemption(dev.Name, h, cake, r))
 		}
 	}
 	if len(cmds) == 0 {
@@ -519,9 +713,6 @@ func (d *differ) exemptions(l shape.Link, dev *DeviceState, h hook, wanted, rebu
 		op.Action = plan.Create
 	case len(after) == 0:
 		op.Action, op.Reason = plan.Remove, "no reflectors to exempt"
-		if !wanted && len(l.Reflectors) > 0 {
-			op.Reason = "cake cannot bypass its shaper; its flow isolation protects the probes"
-		}
 	default:
 		op.Action, op.Reason = plan.Update, "reflectors differ"
 	}
@@ -676,7 +867,7 @@ func (d *differ) removals() {
 			case f.Header:
 			case isOurRedirect(f):
 				redirect = true
-			case isOurExemption(f, ingressHook):
+			case isOurExemption(f, ingressHook, false):
 				exempt[f.Pref] = true
 			default:
 				foreign++
@@ -689,6 +880,9 @@ func (d *differ) removals() {
 		}
 		keepsOurs := (redirect && !dropRedirect) || (len(exempt) > 0 && !dropExempt)
 		link, reason := d.unshapedOnDevice(n)
+		if l, ok := d.off["ingress/"+n]; ok {
+			link, reason = l, shape.DirectionOff(shape.Download)
+		}
 		if hookQ.Kind == "ingress" && d.live.OwnedHooks[n] && foreign == 0 && !keepsOurs && !d.claimed["hook/"+n] {
 			// macake added it and only macake's filters use it: deleting
 			// the qdisc removes them all in one step. One that was there
@@ -734,6 +928,9 @@ func (d *differ) removals() {
 		if link != "" {
 			why = reason
 		}
+		if l, ok := d.off["ifb/"+n]; ok {
+			link, why = l, shape.DirectionOff(shape.Download)
+		}
 		d.add(plan.Op{Link: link, Interface: n, Kind: "ifb", ID: n, Action: plan.Remove,
 			Label:    "ifb " + n,
 			Reason:   why,
@@ -748,9 +945,12 @@ func (d *differ) removals() {
 			continue
 		}
 		link, reason := d.unshapedOnDevice(n)
+		if l, ok := d.off["root/"+n]; ok {
+			link, reason = l, shape.DirectionOff(shape.Upload)
+		}
 		d.add(plan.Op{Link: link, Interface: n, Kind: KindShaper, ID: n, Action: plan.Remove,
 			Label:    "shaper on " + n,
-			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev.Root()), BeforeValue: liveKind(dev.Root())}},
+			Fields:   []plan.Field{{Name: "qdisc", Key: "qdisc", Before: liveKind(dev), BeforeValue: liveKind(dev)}},
 			Reason:   reason,
 			Commands: []execrun.Command{d.t.deleteRoot(n)},
 		})

@@ -87,19 +87,20 @@ func (p *pinger) ping(dst string) bool {
 	}
 }
 
-// packets returns how many packets the root qdisc of dev has sent, and
-// htb's count of packets it sent unshaped through its direct queue.
-func packets(t *testing.T, b *Backend, dev string) (sent, direct int64) {
+// newPinger opens a raw ICMP socket in the client namespace of a
+// quietLink.
+func newPinger(t *testing.T, client string) *pinger {
 	t.Helper()
-	out := sh(t, "tc", "-n", b.Tools.Netns, "-s", "-j", "qdisc", "show", "dev", dev, "root")
-	v, err := parseJSONTree([]byte(out))
-	if err != nil || v.kind != jArray || len(v.arr) == 0 {
-		t.Fatalf("reading qdisc statistics of %s: %v %q", dev, err, out)
-	}
-	sent, _, _ = v.arr[0].getInt("packets")
-	opts, _ := v.arr[0].get("options")
-	direct, _, _ = opts.getInt("direct_packets_stat")
-	return sent, direct
+	var p *pinger
+	inNetns(t, client, func() {
+		c, err := icmp.ListenPacket("ip4:icmp", "10.77.0.1")
+		if err != nil {
+			t.Fatalf("raw ICMP socket: %v", err)
+		}
+		t.Cleanup(func() { c.Close() })
+		p = &pinger{t: t, conn: c}
+	})
+	return p
 }
 
 // quietLink joins a client namespace (wan0, 10.77.0.1) to a server
@@ -140,135 +141,130 @@ func quietLink(t *testing.T) (client, server string) {
 }
 
 // TestKernelProbeExemptionsBypassTheShaper sends real ICMP through a
-// shaped veth: echoes to a reflector leave through htb's unshaped direct
-// queue and their replies never reach the IFB, while echoes to any other
-// host are shaped both ways.
+// shaped veth: echoes to a reflector leave unshaped (through htb's direct
+// queue, or prio's band ahead of CAKE) and their replies never reach the
+// IFB, while echoes to any other host are shaped both ways. The
+// controller's delay signal must be the bottleneck's queue, not macake's.
 func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
-	requireRoot(t)
-	client, _ := quietLink(t)
-	b := kernelBackend(t, client, execrun.Exec{})
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 5)}} // reflector 10.77.0.2
-	apply(t, b, desired)
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		client, _ := quietLink(t)
+		b := ks.netlinkBackend(t, client, execrun.Exec{})
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 5)}} // reflector 10.77.0.2
+		apply(t, b, desired)
 
-	var p *pinger
-	inNetns(t, client, func() {
-		c, err := icmp.ListenPacket("ip4:icmp", "10.77.0.1")
-		if err != nil {
-			t.Fatalf("raw ICMP socket: %v", err)
+		p := newPinger(t, client)
+		for _, dst := range []string{"10.77.0.2", "10.77.0.3"} {
+			if !p.ping(dst) {
+				t.Fatalf("no echo reply from %s through the shaper", dst)
+			}
 		}
-		t.Cleanup(func() { c.Close() })
-		p = &pinger{t: t, conn: c}
+		const n = 5
+		direct0 := bypassed(t, b, ks, "wan0")
+		ifb0 := sentThrough(t, b, "ifb-macake5")
+		for i := 0; i < n; i++ {
+			if !p.ping("10.77.0.2") {
+				t.Fatal("no echo reply from the reflector")
+			}
+		}
+		direct1 := bypassed(t, b, ks, "wan0")
+		ifb1 := sentThrough(t, b, "ifb-macake5")
+		if direct1-direct0 != n {
+			t.Errorf("%d echoes to the reflector went unshaped on egress, want %d", direct1-direct0, n)
+		}
+		if ifb1 != ifb0 {
+			t.Errorf("%d reflector replies were redirected to the IFB, want 0", ifb1-ifb0)
+		}
+		for i := 0; i < n; i++ {
+			if !p.ping("10.77.0.3") {
+				t.Fatal("no echo reply from the non-reflector")
+			}
+		}
+		direct2 := bypassed(t, b, ks, "wan0")
+		ifb2 := sentThrough(t, b, "ifb-macake5")
+		if direct2 != direct1 {
+			t.Errorf("%d echoes to a non-reflector bypassed the shaper", direct2-direct1)
+		}
+		if ifb2-ifb1 < n {
+			t.Errorf("only %d replies from a non-reflector went through the IFB, want at least %d", ifb2-ifb1, n)
+		}
+		if _, err := b.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	})
-	for _, dst := range []string{"10.77.0.2", "10.77.0.3"} {
-		if !p.ping(dst) {
-			t.Fatalf("no echo reply from %s through the shaper", dst)
-		}
-	}
-	const n = 5
-	_, direct0 := packets(t, b, "wan0")
-	ifb0, _ := packets(t, b, "ifb-macake5")
-	for i := 0; i < n; i++ {
-		if !p.ping("10.77.0.2") {
-			t.Fatal("no echo reply from the reflector")
-		}
-	}
-	_, direct1 := packets(t, b, "wan0")
-	ifb1, _ := packets(t, b, "ifb-macake5")
-	if direct1-direct0 != n {
-		t.Errorf("%d echoes to the reflector went unshaped on egress, want %d", direct1-direct0, n)
-	}
-	if ifb1 != ifb0 {
-		t.Errorf("%d reflector replies were redirected to the IFB, want 0", ifb1-ifb0)
-	}
-	for i := 0; i < n; i++ {
-		if !p.ping("10.77.0.3") {
-			t.Fatal("no echo reply from the non-reflector")
-		}
-	}
-	_, direct2 := packets(t, b, "wan0")
-	ifb2, _ := packets(t, b, "ifb-macake5")
-	if direct2 != direct1 {
-		t.Errorf("%d echoes to a non-reflector bypassed the shaper", direct2-direct1)
-	}
-	if ifb2-ifb1 < n {
-		t.Errorf("only %d replies from a non-reflector went through the IFB, want at least %d", ifb2-ifb1, n)
-	}
-	if _, err := b.Teardown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestKernelTCPExemptionsBypassTheShaper opens real TCP handshakes through
 // a shaped veth: with the reflector tcp:10.77.0.2:443, handshakes to that
-// port leave through htb's direct queue and their SYN-ACKs never reach the
-// IFB, while handshakes to another port of the same host are shaped both
-// ways: the exemption is the probe's port, not the host.
+// port leave unshaped and their SYN-ACKs never reach the IFB, while
+// handshakes to another port of the same host are shaped both ways: the
+// exemption is the probe's port, not the host.
 func TestKernelTCPExemptionsBypassTheShaper(t *testing.T) {
-	requireRoot(t)
-	client, server := quietLink(t)
-	for _, port := range []string{"443", "80"} {
-		var l net.Listener
-		inNetns(t, server, func() {
-			var err error
-			if l, err = net.Listen("tcp4", "10.77.0.2:"+port); err != nil {
-				t.Fatal(err)
-			}
-		})
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		client, server := quietLink(t)
+		for _, port := range []string{"443", "80"} {
+			var l net.Listener
+			inNetns(t, server, func() {
+				var err error
+				if l, err = net.Listen("tcp4", "10.77.0.2:"+port); err != nil {
+					t.Fatal(err)
 				}
-				c.Close()
-			}
-		}()
-	}
-	b := kernelBackend(t, client, execrun.Exec{})
-	link := wanLink("wan0", 5)
-	link.Reflectors = []shape.Reflector{{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("10.77.0.2"), Port: 443}}
-	apply(t, b, shape.State{Links: []shape.Link{link}})
+			})
+			t.Cleanup(func() { l.Close() })
+			go func() {
+				for {
+					c, err := l.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+		}
+		b := ks.netlinkBackend(t, client, execrun.Exec{})
+		link := wanLink("wan0", 5)
+		link.Reflectors = []shape.Reflector{{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("10.77.0.2"), Port: 443}}
+		apply(t, b, shape.State{Links: []shape.Link{link}})
 
-	// Each handshake: SYN out, SYN-ACK in, then the ACK and a reset out
-	// (linger 0), as the prober's connect()-timed probes do.
-	handshakes := func(port string, n int) {
-		t.Helper()
-		inNetns(t, client, func() {
-			for i := 0; i < n; i++ {
-				c, err := net.DialTimeout("tcp4", "10.77.0.2:"+port, 2*time.Second)
-				if err != nil {
-					t.Fatalf("handshake to port %s through the shaper: %v", port, err)
+		// Each handshake: SYN out, SYN-ACK in, then the ACK and a reset out
+		// (linger 0), as the prober's connect()-timed probes do.
+		handshakes := func(port string, n int) {
+			t.Helper()
+			inNetns(t, client, func() {
+				for i := 0; i < n; i++ {
+					c, err := net.DialTimeout("tcp4", "10.77.0.2:"+port, 2*time.Second)
+					if err != nil {
+						t.Fatalf("handshake to port %s through the shaper: %v", port, err)
+					}
+					c.(*net.TCPConn).SetLinger(0)
+					c.Close()
 				}
-				c.(*net.TCPConn).SetLinger(0)
-				c.Close()
-			}
-		})
-	}
-	handshakes("443", 1)
-	handshakes("80", 1)
-	const n = 5
-	_, direct0 := packets(t, b, "wan0")
-	ifb0, _ := packets(t, b, "ifb-macake5")
-	handshakes("443", n)
-	_, direct1 := packets(t, b, "wan0")
-	ifb1, _ := packets(t, b, "ifb-macake5")
-	if direct1-direct0 < n {
-		t.Errorf("%d packets of %d handshakes to the reflector's port went unshaped on egress, want at least %d", direct1-direct0, n, n)
-	}
-	if ifb1 != ifb0 {
-		t.Errorf("%d packets from the reflector's port were redirected to the IFB, want 0", ifb1-ifb0)
-	}
-	handshakes("80", n)
-	_, direct2 := packets(t, b, "wan0")
-	ifb2, _ := packets(t, b, "ifb-macake5")
-	if direct2 != direct1 {
-		t.Errorf("%d packets to another port of the reflector bypassed the shaper", direct2-direct1)
-	}
-	if ifb2-ifb1 < n {
-		t.Errorf("only %d packets from another port of the reflector went through the IFB, want at least %d", ifb2-ifb1, n)
-	}
-	if _, err := b.Teardown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+			})
+		}
+		handshakes("443", 1)
+		handshakes("80", 1)
+		const n = 5
+		direct0 := bypassed(t, b, ks, "wan0")
+		ifb0 := sentThrough(t, b, "ifb-macake5")
+		handshakes("443", n)
+		direct1 := bypassed(t, b, ks, "wan0")
+		ifb1 := sentThrough(t, b, "ifb-macake5")
+		if direct1-direct0 < n {
+			t.Errorf("%d packets of %d handshakes to the reflector's port went unshaped on egress, want at least %d", direct1-direct0, n, n)
+		}
+		if ifb1 != ifb0 {
+			t.Errorf("%d packets from the reflector's port were redirected to the IFB, want 0", ifb1-ifb0)
+		}
+		handshakes("80", n)
+		direct2 := bypassed(t, b, ks, "wan0")
+		ifb2 := sentThrough(t, b, "ifb-macake5")
+		if direct2 != direct1 {
+			t.Errorf("%d packets to another port of the reflector bypassed the shaper", direct2-direct1)
+		}
+		if ifb2-ifb1 < n {
+			t.Errorf("only %d packets from another port of the reflector went through the IFB, want at least %d", ifb2-ifb1, n)
+		}
+		if _, err := b.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

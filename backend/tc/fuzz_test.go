@@ -76,8 +76,9 @@ func FuzzParseFilters(f *testing.F) {
 		for _, flt := range fs {
 			// Whatever parsed must be safe for the ownership tests.
 			isOurRedirect(flt)
-			isOurExemption(flt, ingressHook)
-			isOurExemption(flt, egressHook)
+			isOurExemption(flt, ingressHook, false)
+			isOurExemption(flt, egressHook, false)
+			isOurExemption(flt, egressHook, true)
 		}
 	})
 }

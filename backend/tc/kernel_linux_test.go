@@ -20,7 +20,8 @@ import (
 )
 
 // These tests shape veths inside network namespaces of their own, named
-// mctc-<pid>-<n>, on the real kernel. They need root.
+// mctc-<pid>-<n>, on the real kernel, once per shaper it has
+// (forEachShape). They need root.
 
 var netnsSeq atomic.Int32
 
@@ -68,14 +69,6 @@ func vethPair(t *testing.T, ns, a, b string) {
 	sh(t, "ip", "-n", ns, "link", "add", "name", a, "type", "veth", "peer", "name", b)
 	sh(t, "ip", "-n", ns, "link", "set", "dev", a, "up")
 	sh(t, "ip", "-n", ns, "link", "set", "dev", b, "up")
-}
-
-// kernelBackend returns a backend acting in ns, with the real probe.
-func kernelBackend(t *testing.T, ns string, r execrun.Runner) *Backend {
-	t.Helper()
-	b := &Backend{Runner: r, Tools: DefaultTools()}
-	b.Tools.Netns = ns
-	return b
 }
 
 func apply(t *testing.T, b *Backend, desired shape.State) plan.Plan {
@@ -150,156 +143,213 @@ func assertNoLiveObjects(t *testing.T, b *Backend) {
 	}
 }
 
-func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	// Foreign objects the teardown must leave alone: an IFB with its own
-	// qdisc, and a veth whose ingress hook carries someone else's filter.
+// foreignNeighbours adds to ns what is others' beside macake's links, and
+// must stay as it is: a veth lan0 whose ingress hook carries someone
+// else's filter, and an IFB with its own qdisc.
+func foreignNeighbours(t *testing.T, ns string) {
+	t.Helper()
 	vethPair(t, ns, "lan0", "peer1")
 	sh(t, "ip", "-n", ns, "link", "add", "name", "ifb0", "type", "ifb")
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "ifb0", "root", "handle", "8001:", "pfifo", "limit", "50")
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress")
 	sh(t, "tc", "-n", ns, "filter", "add", "dev", "lan0", "ingress", "protocol", "ip", "pref", "10", "u32",
 		"match", "ip", "src", "10.99.0.0/16", "flowid", "ffff:1")
+}
 
-	b := kernelBackend(t, ns, execrun.Exec{})
-	caps := b.Capabilities(context.Background())
-	if !caps.Tried || !caps.HTB || !caps.BFIFO || !caps.IFB || !caps.Mirred {
-		t.Fatalf("probe on this kernel = %+v, want htb, bfifo, ifb and mirred found by trying", caps)
-	}
-	t.Logf("capabilities: %s", strings.Join(caps.Report(), "; "))
+func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		foreignNeighbours(t, ns)
 
-	wan := wanLink("wan0", 3)
-	lan := shape.Link{Name: "lan", Interface: "lan0", Slot: 4,
-		Upload: shape.Pipe{RateBits: 5_000_000, QueueBytes: 20_000}, Download: shape.Pipe{RateBits: 8_000_000, QueueBytes: 30_000}}
-	desired := shape.State{Links: []shape.Link{wan, lan}}
-	p := apply(t, b, desired)
-	t.Logf("applied:\n%s", formatPlan(p))
-	mustConverge(t, b, desired)
+		b := ks.backend(t, ns, execrun.Exec{})
+		caps := b.Capabilities(context.Background())
+		if !caps.Tried || !caps.HTB || !caps.BFIFO || !caps.IFB || !caps.Mirred {
+			t.Fatalf("probe on this kernel = %+v, want htb, bfifo, ifb and mirred found by trying", caps)
+		}
+		t.Logf("capabilities: %s", strings.Join(caps.Report(), "; "))
 
-	// Independent check with tc's own text output, not our parser.
-	if out := sh(t, "tc", "-n", ns, "class", "show", "dev", "wan0"); !strings.Contains(out, "rate 20Mbit") {
-		t.Errorf("wan0 class is not at 20Mbit:\n%s", out)
-	}
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "ifb-macake3"); !strings.Contains(out, "bfifo 4d4c: parent 4d4b:1 limit 128Kb") {
-		t.Errorf("ifb-macake3 has no 128 KB bfifo leaf:\n%s", out)
-	}
-	if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "lan0", "ingress"); !strings.Contains(out, "ifb-macake4") {
-		t.Errorf("lan0's ingress does not redirect to ifb-macake4:\n%s", out)
-	}
+		wan := wanLink("wan0", 3)
+		lan := shape.Link{Name: "lan", Interface: "lan0", Slot: 4,
+			Upload: shape.Pipe{RateBits: 5_000_000, QueueBytes: 20_000}, Download: shape.Pipe{RateBits: 8_000_000, QueueBytes: 30_000}}
+		desired := shape.State{Links: []shape.Link{wan, lan}}
+		p := apply(t, b, desired)
+		t.Logf("applied:\n%s", formatPlan(p))
+		mustConverge(t, b, desired)
 
-	// SetRate: one process per call, and the kernel shows the new values.
-	counting := &faultyRunner{inner: execrun.Exec{}}
-	b.Runner = counting
-	ctx := context.Background()
-	if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}); err != nil {
-		t.Fatalf("SetRate upload: %v", err)
-	}
-	if err := b.SetRate(ctx, wan, shape.Download, shape.Pipe{RateBits: 41_234_567, QueueBytes: 70_000}); err != nil {
-		t.Fatalf("SetRate download: %v", err)
-	}
-	if n := counting.count(); n != 2 {
-		t.Errorf("two SetRate calls ran %d commands, want exactly 2", n)
-	}
-	b.Runner = execrun.Exec{}
-	live := observe(t, b)
-	up, down := live.Devices["wan0"], live.Devices["ifb-macake3"]
-	if c := up.Class(ClassHandle); c == nil || !sameRate(25_000_000, c.RateBits, c.Exact) {
-		t.Errorf("upload class after SetRate = %+v, want 25 Mbit/s", c)
-	}
-	if l := up.Leaf(ClassHandle); l == nil || l.Limit != 50_000 {
-		t.Errorf("upload leaf after SetRate = %+v, want limit 50000", l)
-	}
-	if c := down.Class(ClassHandle); c == nil || !sameRate(41_234_567, c.RateBits, c.Exact) {
-		t.Errorf("download class after SetRate = %+v, want 41.234567 Mbit/s", c)
-	}
-	wan.Upload = shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}
-	wan.Download = shape.Pipe{RateBits: 41_234_567, QueueBytes: 70_000}
-	desired = shape.State{Links: []shape.Link{wan, lan}}
-	mustConverge(t, b, desired)
+		// Independent check with tc's own text output, not our parser.
+		wantUp, wantDown := "class htb 4d4b:1 root leaf 4d4c: prio 0 rate 20Mbit", "bfifo 4d4c: parent 4d4b:1 limit 128Kb"
+		showUp := sh(t, "tc", "-n", ns, "class", "show", "dev", "wan0")
+		if ks.cake {
+			wantUp, wantDown = "cake 4d4c: parent 4d4b:2 bandwidth 20Mbit", "cake 4d4c: parent 4d4b:2 bandwidth 30123Kbit"
+			showUp = sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0")
+		}
+		if !strings.Contains(showUp, wantUp) {
+			t.Errorf("wan0 is not shaped at 20Mbit (want %q):\n%s", wantUp, showUp)
+		}
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "ifb-macake3"); !strings.Contains(out, wantDown) {
+			t.Errorf("ifb-macake3 has no %q:\n%s", wantDown, out)
+		}
+		if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "lan0", "ingress"); !strings.Contains(out, "ifb-macake4") {
+			t.Errorf("lan0's ingress does not redirect to ifb-macake4:\n%s", out)
+		}
+		assertShaper(t, b, ks, "wan0", 20_000_000, 64<<10)
+		assertShaper(t, b, ks, "ifb-macake3", 30_123_456, 128<<10)
 
-	// Teardown removes what macake owns and nothing else.
-	tp, err := b.Teardown(ctx)
-	if err != nil {
-		t.Fatalf("teardown: %v", err)
+		// SetRate: one process per call, and the kernel shows the new values.
+		counting := &faultyRunner{inner: execrun.Exec{}}
+		b.Runner = counting
+		ctx := context.Background()
+		if err := b.SetRate(ctx, wan, shape.Upload, shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}); err != nil {
+			t.Fatalf("SetRate upload: %v", err)
+		}
+		if err := b.SetRate(ctx, wan, shape.Download, shape.Pipe{RateBits: 41_234_567, QueueBytes: 70_000}); err != nil {
+			t.Fatalf("SetRate download: %v", err)
+		}
+		if n := counting.count(); n != 2 {
+			t.Errorf("two SetRate calls ran %d commands, want exactly 2", n)
+		}
+		b.Runner = execrun.Exec{}
+		assertShaper(t, b, ks, "wan0", 25_000_000, 50_000)
+		assertShaper(t, b, ks, "ifb-macake3", 41_234_567, 70_000)
+		wan.Upload = shape.Pipe{RateBits: 25_000_000, QueueBytes: 50_000}
+		wan.Download = shape.Pipe{RateBits: 41_234_567, QueueBytes: 70_000}
+		desired = shape.State{Links: []shape.Link{wan, lan}}
+		mustConverge(t, b, desired)
+
+		// Teardown removes what macake owns and nothing else.
+		tp, err := b.Teardown(ctx)
+		if err != nil {
+			t.Fatalf("teardown: %v", err)
+		}
+		t.Logf("teardown:\n%s", formatPlan(tp))
+		assertNothingOwned(t, b)
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "ifb0"); !strings.Contains(out, "pfifo 8001:") {
+			t.Errorf("foreign ifb0's qdisc did not survive:\n%s", out)
+		}
+		if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "lan0", "ingress"); !strings.Contains(out, "pref 10 ") {
+			t.Errorf("foreign filter on lan0 did not survive:\n%s", out)
+		}
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); strings.Contains(out, "ingress") {
+			t.Errorf("the ingress qdisc macake added to wan0 survived:\n%s", out)
+		}
+		if tp2, err := b.Teardown(ctx); err != nil || !tp2.Empty() {
+			t.Errorf("second teardown = %v, %v; want nothing to do", formatPlan(tp2), err)
+		}
+	})
+}
+
+// drift is a change someone makes by hand, and the op kind whose repair
+// the next plan must contain.
+type drift struct {
+	name string
+	argv []string
+	want string
+}
+
+// shapeDrifts are the drifts of ks's own objects: its rate, its queue or
+// options, its leaf, its exemptions.
+func shapeDrifts(ns string, ks kernelShape) []drift {
+	tcn := func(args ...string) []string { return append([]string{"tc", "-n", ns}, args...) }
+	if !ks.cake {
+		return []drift{
+			{"class rate changed by hand", tcn("class", "change", "dev", "wan0", "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "5mbit"), "shaper"},
+			{"leaf limit changed by hand", tcn("qdisc", "change", "dev", "ifb-macake0", "parent", "4d4b:1", "handle", "4d4c:", "bfifo", "limit", "1000"), "shaper"},
+			{"class deleted", tcn("class", "del", "dev", "wan0", "classid", "4d4b:1"), "shaper"},
+			{"egress exemption deleted", tcn("filter", "del", "dev", "wan0", "parent", "4d4b:", "pref", "19785"), "exemptions"},
+		}
 	}
-	t.Logf("teardown:\n%s", formatPlan(tp))
-	assertNothingOwned(t, b)
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "ifb0"); !strings.Contains(out, "pfifo 8001:") {
-		t.Errorf("foreign ifb0's qdisc did not survive:\n%s", out)
+	leaf := func(dev string, opts ...string) []string {
+		return tcn(append([]string{"qdisc", "change", "dev", dev, "parent", "4d4b:2", "handle", "4d4c:", "cake"}, opts...)...)
 	}
-	if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "lan0", "ingress"); !strings.Contains(out, "pref 10 ") {
-		t.Errorf("foreign filter on lan0 did not survive:\n%s", out)
-	}
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); strings.Contains(out, "ingress") {
-		t.Errorf("the ingress qdisc macake added to wan0 survived:\n%s", out)
-	}
-	if tp2, err := b.Teardown(ctx); err != nil || !tp2.Empty() {
-		t.Errorf("second teardown = %v, %v; want nothing to do", formatPlan(tp2), err)
+	return []drift{
+		{"CAKE bandwidth changed by hand", leaf("wan0", "bandwidth", "5mbit"), "shaper"},
+		{"isolation changed by hand", leaf("ifb-macake0", "dual-dsthost"), "shaper"},
+		// tc cannot name diffserv3: the repair deletes and adds the leaf.
+		{"diffserv changed by hand", leaf("wan0", "diffserv8"), "shaper"},
+		{"overhead, mpu and memlimit added by hand", leaf("wan0", "overhead", "44", "mpu", "84", "memlimit", "1mb", "atm"), "shaper"},
+		{"wash, rtt and split-gso changed by hand", leaf("ifb-macake0", "wash", "rtt", "20ms", "no-split-gso", "egress"), "shaper"},
+		{"CAKE leaf deleted", tcn("qdisc", "del", "dev", "wan0", "parent", "4d4b:2", "handle", "4d4c:"), "shaper"},
+		{"CAKE leaf replaced by a pfifo", tcn("qdisc", "replace", "dev", "wan0", "parent", "4d4b:2", "handle", "8003:", "pfifo"), "shaper"},
+		{"priomap changed by hand", tcn("qdisc", "change", "dev", "wan0", "root", "handle", "4d4b:", "prio", "bands", "2", "priomap", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0"), "shaper"},
+		{"egress exemption deleted", tcn("filter", "del", "dev", "wan0", "parent", "4d4b:", "pref", "19785"), "exemptions"},
 	}
 }
 
 func TestKernelDriftIsRepaired(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
-	apply(t, b, desired)
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
+		apply(t, b, desired)
 
-	drifts := []struct {
-		name string
-		argv []string
-		want string // the op kind the repair must contain
-	}{
-		{"class rate changed by hand", []string{"tc", "-n", ns, "class", "change", "dev", "wan0", "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "5mbit"}, "shaper"},
-		{"leaf limit changed by hand", []string{"tc", "-n", ns, "qdisc", "change", "dev", "ifb-macake0", "parent", "4d4b:1", "handle", "4d4c:", "bfifo", "limit", "1000"}, "shaper"},
-		{"qdisc on macake's IFB replaced", []string{"tc", "-n", ns, "qdisc", "replace", "dev", "ifb-macake0", "root", "handle", "8001:", "pfifo"}, "shaper"},
-		{"root qdisc deleted", []string{"tc", "-n", ns, "qdisc", "del", "dev", "wan0", "root"}, "shaper"},
-		{"redirect deleted", []string{"tc", "-n", ns, "filter", "del", "dev", "wan0", "ingress", "pref", "19787"}, "redirect"},
-		{"IFB deleted under the redirect", []string{"ip", "-n", ns, "link", "del", "dev", "ifb-macake0"}, "ifb"},
-		{"IFB set down", []string{"ip", "-n", ns, "link", "set", "dev", "ifb-macake0", "down"}, "ifb"},
-		{"ingress qdisc deleted", []string{"tc", "-n", ns, "qdisc", "del", "dev", "wan0", "ingress"}, "redirect"},
-	}
-	for _, d := range drifts {
-		sh(t, d.argv...)
-		p := apply(t, b, desired)
-		found := false
-		for _, op := range p.Ops {
-			found = found || op.Kind == d.want
+		drifts := append(shapeDrifts(ns, ks), []drift{
+			{"qdisc on macake's IFB replaced", []string{"tc", "-n", ns, "qdisc", "replace", "dev", "ifb-macake0", "root", "handle", "8001:", "pfifo"}, "shaper"},
+			{"root qdisc deleted", []string{"tc", "-n", ns, "qdisc", "del", "dev", "wan0", "root"}, "shaper"},
+			{"redirect deleted", []string{"tc", "-n", ns, "filter", "del", "dev", "wan0", "ingress", "pref", "19787"}, "redirect"},
+			{"ingress exemption deleted", []string{"tc", "-n", ns, "filter", "del", "dev", "wan0", "ingress", "pref", "19786"}, "exemptions"},
+			{"IFB deleted under the redirect", []string{"ip", "-n", ns, "link", "del", "dev", "ifb-macake0"}, "ifb"},
+			{"IFB set down", []string{"ip", "-n", ns, "link", "set", "dev", "ifb-macake0", "down"}, "ifb"},
+			{"ingress qdisc deleted", []string{"tc", "-n", ns, "qdisc", "del", "dev", "wan0", "ingress"}, "redirect"},
+		}...)
+		for _, d := range drifts {
+			sh(t, d.argv...)
+			p := apply(t, b, desired)
+			found := false
+			for _, op := range p.Ops {
+				found = found || op.Kind == d.want
+			}
+			if !found {
+				t.Errorf("%s: repair plan has no %s op:\n%s", d.name, d.want, formatPlan(p))
+			}
+			mustConverge(t, b, desired)
+			assertShaper(t, b, ks, "wan0", 20_000_000, 64<<10)
+			assertShaper(t, b, ks, "ifb-macake0", 30_123_456, 128<<10)
 		}
-		if !found {
-			t.Errorf("%s: repair plan has no %s op:\n%s", d.name, d.want, formatPlan(p))
-		}
-		mustConverge(t, b, desired)
-	}
+	})
 }
 
+// A foreign root, CAKE where the kernel has it, is refused and never
+// replaced, and down leaves it (and the ingress qdisc that was there
+// first) as it found them.
 func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "root", "handle", "8001:", "pfifo", "limit", "77")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
-	p := apply(t, b, desired)
-	if !hasWarning(p, "root qdisc macake does not own (pfifo 8001:)") {
-		t.Errorf("no warning about the foreign root:\n%s", formatPlan(p))
-	}
-	for _, op := range p.Ops {
-		if op.ID == "wan0" && op.Kind == "shaper" {
-			t.Errorf("plan touches the foreign root: %s", op.Label)
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		foreign, shown, warned := []string{"pfifo", "limit", "77"}, "limit 77p", "pfifo 8001:"
+		if ks.cake {
+			foreign, shown, warned = []string{"cake", "bandwidth", "77mbit", "besteffort"}, "bandwidth 77Mbit besteffort", "cake 8001:"
 		}
-	}
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); !strings.Contains(out, "pfifo 8001: root") || !strings.Contains(out, "limit 77p") {
-		t.Errorf("foreign root changed:\n%s", out)
-	}
-	// Download is still shaped; the next plan only repeats the warning.
-	p, err := b.Plan(context.Background(), desired)
-	if err != nil || !p.Empty() || !hasWarning(p, "pfifo 8001:") {
-		t.Errorf("re-plan = %s, %v; want no ops and the warning again", formatPlan(p), err)
-	}
+		sh(t, append([]string{"tc", "-n", ns, "qdisc", "add", "dev", "wan0", "root", "handle", "8001:"}, foreign...)...)
+		sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "handle", "ffff:", "ingress")
+		before := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
+		p := apply(t, b, desired)
+		if !hasWarning(p, "root qdisc macake does not own ("+warned+")") {
+			t.Errorf("no warning about the foreign root:\n%s", formatPlan(p))
+		}
+		for _, op := range p.Ops {
+			if op.ID == "wan0" && op.Kind == "shaper" {
+				t.Errorf("plan touches the foreign root: %s", op.Label)
+			}
+		}
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); !strings.Contains(out, warned+" root") || !strings.Contains(out, shown) {
+			t.Errorf("foreign root changed:\n%s", out)
+		}
+		// Download is still shaped; the next plan only repeats the warning.
+		p, err := b.Plan(context.Background(), desired)
+		if err != nil || !p.Empty() || !hasWarning(p, warned) {
+			t.Errorf("re-plan = %s, %v; want no ops and the warning again", formatPlan(p), err)
+		}
+		assertShaper(t, b, ks, "ifb-macake0", 30_123_456, 128<<10)
+		apply(t, b, shape.State{})
+		assertNothingOwned(t, b)
+		if after := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); after != before {
+			t.Errorf("down changed what was there before macake:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+	})
 }
 
 // TestKernelReplacedRootIsRestored: someone replaces macake's root on
@@ -308,108 +358,114 @@ func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
 // backend that never recorded the root (the state file lost, as if the
 // pfifo had been there first) leaves the same pfifo alone.
 func TestKernelReplacedRootIsRestored(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
-	apply(t, b, desired)
-	mustConverge(t, b, desired)
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
+		apply(t, b, desired)
+		mustConverge(t, b, desired)
 
-	sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "1:", "pfifo", "limit", "100")
-	forgetful := kernelBackend(t, ns, execrun.Exec{})
-	p, err := forgetful.Plan(context.Background(), desired)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !p.Empty() || !hasWarning(p, "root qdisc macake does not own (pfifo 1:)") {
-		t.Errorf("a backend without the record plans:\n%s\nwant no ops and the foreign-root warning", formatPlan(p))
-	}
+		sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "1:", "pfifo", "limit", "100")
+		forgetful := ks.backend(t, ns, execrun.Exec{})
+		p, err := forgetful.Plan(context.Background(), desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Empty() || !hasWarning(p, "root qdisc macake does not own (pfifo 1:)") {
+			t.Errorf("a backend without the record plans:\n%s\nwant no ops and the foreign-root warning", formatPlan(p))
+		}
 
-	p = apply(t, b, desired)
-	if len(p.Ops) == 0 || p.Ops[0].ID != "wan0" || !strings.Contains(p.Ops[0].Reason, "replaced by someone else (pfifo 1:)") {
-		t.Errorf("the repair does not start by restoring wan0's root:\n%s", formatPlan(p))
-	}
-	mustConverge(t, b, desired)
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); strings.Contains(out, "pfifo 1:") || !strings.Contains(out, "htb 4d4b: root") {
-		t.Errorf("wan0 after the repair:\n%s", out)
-	}
-	if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "wan0", "parent", "4d4b:"); !strings.Contains(out, "pref 19785") {
-		t.Errorf("the egress probe exemptions were not restored:\n%s", out)
-	}
+		p = apply(t, b, desired)
+		if len(p.Ops) == 0 || p.Ops[0].ID != "wan0" || !strings.Contains(p.Ops[0].Reason, "replaced by someone else (pfifo 1:)") {
+			t.Errorf("the repair does not start by restoring wan0's root:\n%s", formatPlan(p))
+		}
+		mustConverge(t, b, desired)
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); strings.Contains(out, "pfifo 1:") {
+			t.Errorf("wan0 after the repair:\n%s", out)
+		}
+		assertShaper(t, b, ks, "wan0", 20_000_000, 64<<10)
+		if out := sh(t, "tc", "-n", ns, "filter", "show", "dev", "wan0", "parent", "4d4b:"); !strings.Contains(out, "pref 19785") || !strings.Contains(out, "pref 19786") {
+			t.Errorf("the egress probe exemptions were not restored:\n%s", out)
+		}
+	})
 }
 
 func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
-	ctx := context.Background()
-	p, err := b.Plan(ctx, desired)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Fail the htb class command of the download shaper: the IFB and its
-	// root qdisc exist, its class does not.
-	faulty := &faultyRunner{inner: execrun.Exec{}, fail: func(_ int, cmd execrun.Command) bool {
-		a := strings.Join(cmd.Argv, " ")
-		return strings.Contains(a, "class replace dev ifb-macake1")
-	}}
-	b.Runner = faulty
-	var failed bool
-	for _, op := range p.Ops {
-		if err := b.Execute(ctx, op); err != nil {
-			if !strings.Contains(err.Error(), "injected failure") || !strings.Contains(err.Error(), "ifb-macake1") {
-				t.Errorf("error does not say what failed: %v", err)
-			}
-			failed = true
-			break
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		b := ks.backend(t, ns, execrun.Exec{})
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
+		ctx := context.Background()
+		p, err := b.Plan(ctx, desired)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !failed {
-		t.Fatal("the injected failure did not surface")
-	}
-	b.Runner = execrun.Exec{}
-	p = apply(t, b, desired)
-	if len(p.Ops) == 0 {
-		t.Fatal("the plan after a failed apply has nothing to do")
-	}
-	mustConverge(t, b, desired)
+		// Fail the command under the download shaper's root (htb's class,
+		// CAKE's leaf): the IFB and its root qdisc exist, what shapes does
+		// not.
+		under := "dev ifb-macake1 parent " + pick(ks.cake, ks.leafParentArg(), rootHandleArg)
+		faulty := &faultyRunner{inner: execrun.Exec{}, fail: func(_ int, cmd execrun.Command) bool {
+			return strings.Contains(strings.Join(cmd.Argv, " "), under)
+		}}
+		b.Runner = faulty
+		var failed bool
+		for _, op := range p.Ops {
+			if err := b.Execute(ctx, op); err != nil {
+				if !strings.Contains(err.Error(), "injected failure") || !strings.Contains(err.Error(), "ifb-macake1") {
+					t.Errorf("error does not say what failed: %v", err)
+				}
+				failed = true
+				break
+			}
+		}
+		if !failed {
+			t.Fatal("the injected failure did not surface")
+		}
+		b.Runner = execrun.Exec{}
+		p = apply(t, b, desired)
+		if len(p.Ops) == 0 {
+			t.Fatal("the plan after a failed apply has nothing to do")
+		}
+		mustConverge(t, b, desired)
+		assertShaper(t, b, ks, "ifb-macake1", 30_123_456, 128<<10)
+	})
 }
 
 func TestKernelInterfaceRenamedOrMissing(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 2)}}
-	apply(t, b, desired)
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		b := ks.backend(t, ns, execrun.Exec{})
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 2)}}
+		apply(t, b, desired)
 
-	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "down")
-	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "name", "wan9")
-	p := apply(t, b, desired)
-	if !hasWarning(p, "interface wan0 not found") {
-		t.Errorf("no warning about the missing interface:\n%s", formatPlan(p))
-	}
-	// What macake left on the renamed device is no longer any link's:
-	// gone. wan0 stays recorded as macake's, since the link still wants it.
-	assertNoLiveObjects(t, b)
-	if !b.owners().OwnedRoots()["wan0"] {
-		t.Errorf("the record of wan0 was dropped while its link still wants it")
-	}
+		sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "down")
+		sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "name", "wan9")
+		p := apply(t, b, desired)
+		if !hasWarning(p, "interface wan0 not found") {
+			t.Errorf("no warning about the missing interface:\n%s", formatPlan(p))
+		}
+		// What macake left on the renamed device is no longer any link's:
+		// gone. wan0 stays recorded as macake's, since the link still wants it.
+		assertNoLiveObjects(t, b)
+		if !b.owners().OwnedRoots()["wan0"] {
+			t.Errorf("the record of wan0 was dropped while its link still wants it")
+		}
 
-	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan9", "name", "wan0")
-	sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "up")
-	apply(t, b, desired)
-	mustConverge(t, b, desired)
+		sh(t, "ip", "-n", ns, "link", "set", "dev", "wan9", "name", "wan0")
+		sh(t, "ip", "-n", ns, "link", "set", "dev", "wan0", "up")
+		apply(t, b, desired)
+		mustConverge(t, b, desired)
 
-	// SetRate on a vanished interface fails clearly instead of guessing.
-	sh(t, "ip", "-n", ns, "link", "del", "dev", "wan0")
-	err := b.SetRate(context.Background(), desired.Links[0], shape.Upload, shape.Pipe{RateBits: 1e6, QueueBytes: 5000})
-	if err == nil || !IsNotFound(err) || !strings.Contains(err.Error(), "renamed") {
-		t.Errorf("SetRate on a missing interface = %v, want a not-found error with a hint", err)
-	}
+		// SetRate on a vanished interface fails clearly instead of guessing.
+		sh(t, "ip", "-n", ns, "link", "del", "dev", "wan0")
+		err := b.SetRate(context.Background(), desired.Links[0], shape.Upload, shape.Pipe{RateBits: 1e6, QueueBytes: 5000})
+		if err == nil || !IsNotFound(err) || !strings.Contains(err.Error(), "renamed") {
+			t.Errorf("SetRate on a missing interface = %v, want a not-found error with a hint", err)
+		}
+	})
 }
 
 func hasWarning(p plan.Plan, sub string) bool {
@@ -454,23 +510,68 @@ func (r *faultyRunner) count() int {
 // apply and down, with macake's filters gone from it, while the ingress
 // qdisc macake adds itself on another interface goes with down.
 func TestKernelIngressThereFirstSurvivesDown(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	vethPair(t, ns, "wan1", "peer1")
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "handle", "ffff:", "ingress")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	lte := wanLink("wan1", 1)
-	lte.Name = "lte"
-	desired := shape.State{Links: []shape.Link{wanLink("wan0", 0), lte}}
-	apply(t, b, desired)
-	mustConverge(t, b, desired)
-	apply(t, b, shape.State{})
-	assertNothingOwned(t, b)
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); !strings.Contains(out, "qdisc ingress ffff:") {
-		t.Errorf("the ingress qdisc that was there first is gone after down:\n%s", out)
-	}
-	if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan1"); strings.Contains(out, "ingress") {
-		t.Errorf("the ingress qdisc macake added survived down:\n%s", out)
-	}
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		vethPair(t, ns, "wan1", "peer1")
+		sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "handle", "ffff:", "ingress")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		lte := wanLink("wan1", 1)
+		lte.Name = "lte"
+		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0), lte}}
+		apply(t, b, desired)
+		mustConverge(t, b, desired)
+		apply(t, b, shape.State{})
+		assertNothingOwned(t, b)
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan0"); !strings.Contains(out, "qdisc ingress ffff:") {
+			t.Errorf("the ingress qdisc that was there first is gone after down:\n%s", out)
+		}
+		if out := sh(t, "tc", "-n", ns, "qdisc", "show", "dev", "wan1"); strings.Contains(out, "ingress") {
+			t.Errorf("the ingress qdisc macake added survived down:\n%s", out)
+		}
+	})
+}
+
+// TestKernelOneDirectionAtATime: on the real kernel, a link that shapes
+// its upload only has its root qdisc and no IFB, redirect or ingress
+// exemptions; turned the other way round, the root goes and the IFB and
+// redirect come; with both directions again everything is there; each
+// state, once applied, plans nothing; teardown leaves nothing.
+func TestKernelOneDirectionAtATime(t *testing.T) {
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		both := wanLink("wan0", 2)
+		uploadOnly, downloadOnly := both, both
+		uploadOnly.Download = shape.Pipe{}
+		downloadOnly.Upload = shape.Pipe{}
+		for _, c := range []struct {
+			name     string
+			link     shape.Link
+			root     bool // macake's root qdisc on wan0
+			download bool // the IFB, with the redirect to it
+		}{
+			{"upload only", uploadOnly, true, false},
+			{"download only", downloadOnly, false, true},
+			{"both", both, true, true},
+			{"upload only again", uploadOnly, true, false},
+		} {
+			desired := shape.State{Links: []shape.Link{c.link}}
+			apply(t, b, desired)
+			mustConverge(t, b, desired)
+			live := observe(t, b)
+			wan, ifb := live.Devices["wan0"], live.Devices[IFBName(2)]
+			redirect := false
+			for _, f := range wan.IngressFilters {
+				redirect = redirect || isOurRedirect(f)
+			}
+			if wan.ownsRoot() != c.root || (ifb != nil) != c.download || redirect != c.download {
+				t.Errorf("%s: macake's root on wan0 %v, IFB %v, redirect %v; want %v, %v, %v\n%s", c.name,
+					wan.ownsRoot(), ifb != nil, redirect, c.root, c.download, c.download, sh(t, "tc", "-n", ns, "qdisc", "show"))
+			}
+		}
+		apply(t, b, shape.State{})
+		assertNothingOwned(t, b)
+	})
 }

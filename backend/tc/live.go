@@ -33,6 +33,10 @@ type Live struct {
 	// Only these are deleted when macake lets go; any other ingress qdisc
 	// was there first and stays.
 	OwnedHooks map[string]bool
+	// CakeRefusals are the CAKE option sets the kernel or iproute2
+	// refused when tried (by cakeTrialKey): the directions that want one
+	// are left as they are, with a warning.
+	CakeRefusals map[string]CakeRefusal
 }
 
 // DeviceState is one device and the tc objects on it.
@@ -41,8 +45,8 @@ type DeviceState struct {
 	Qdiscs []Qdisc
 	// Classes are read only when macake's htb root is on the device.
 	Classes []Class
-	// RootFilters are the filters attached to macake's htb root (the
-	// egress probe exemptions).
+	// RootFilters are the filters attached to macake's htb or prio root
+	// (the egress probe exemptions).
 	RootFilters []Filter
 	// IngressFilters are the filters on the ingress hook, read only when
 	// the device has an ingress or clsact qdisc.
@@ -101,6 +105,33 @@ func (d *DeviceState) ownsRoot() bool {
 	return r != nil && r.Handle == RootHandle
 }
 
+// rootLayout names how a root qdisc of macake's handle is built, as
+// shaperSpec.layout names what a shaper wants: "htb+bfifo" (htb, class
+// 4d4b:1, bfifo 4d4c:) or "prio+cake" (prio, CAKE 4d4c: in band 4d4b:2);
+// any other kind is its own name (an older macake put cake itself at the
+// root).
+func rootLayout(root *Qdisc) string {
+	switch root.Kind {
+	case "htb":
+		return "htb+bfifo"
+	case "prio":
+		return "prio+cake"
+	}
+	return root.Kind
+}
+
+// cakeLeaf returns the CAKE leaf under macake's prio root, nil when there
+// is none.
+func (d *DeviceState) cakeLeaf() *Qdisc {
+	if r := d.Root(); r == nil || r.Handle != RootHandle || r.Kind != "prio" {
+		return nil
+	}
+	if l := d.Leaf(CakeClass); l != nil && l.Kind == "cake" && l.Handle == LeafHandle {
+		return l
+	}
+	return nil
+}
+
 // Observe reads the live state through r: `ip -d -j link show`, `tc -j
 // qdisc show`, then classes and filters only where macake may own some.
 // Caps is left zero; the Backend fills it in.
@@ -131,12 +162,14 @@ func Observe(ctx context.Context, r execrun.Runner, t Tools) (Live, error) {
 	}
 	for _, n := range slices.Sorted(maps.Keys(live.Devices)) {
 		d := live.Devices[n]
-		if root := d.Root(); root != nil && root.Handle == RootHandle && root.Kind == "htb" {
-			if out, err = runOutput(ctx, r, t.tcCmd("-d", "-j", "class", "show", "dev", n)); err != nil {
-				return live, err
-			}
-			if d.Classes, err = ParseClasses(out); err != nil {
-				return live, fmt.Errorf("%s: %w", n, err)
+		if root := d.Root(); root != nil && root.Handle == RootHandle && (root.Kind == "htb" || root.Kind == "prio") {
+			if root.Kind == "htb" {
+				if out, err = runOutput(ctx, r, t.tcCmd("-d", "-j", "class", "show", "dev", n)); err != nil {
+					return live, err
+				}
+				if d.Classes, err = ParseClasses(out); err != nil {
+					return live, fmt.Errorf("%s: %w", n, err)
+				}
 			}
 			if _, isIFB := IFBSlot(n); !isIFB {
 				if out, err = runOutput(ctx, r, t.tcCmd("-j", "filter", "show", "dev", n, "parent", rootHandleArg)); err != nil {

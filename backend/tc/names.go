@@ -20,7 +20,13 @@ const (
 	RootHandle uint32 = 0x4d4b << 16
 	// ClassHandle is the htb class that carries the rate ("4d4b:1").
 	ClassHandle uint32 = RootHandle | 1
-	// LeafHandle is the bfifo under ClassHandle ("4d4c:").
+	// BypassClass is, under a prio root, the band the exempt probes take
+	// ("4d4b:1", band 0): prio serves it ahead of CakeClass.
+	BypassClass uint32 = RootHandle | 1
+	// CakeClass is, under a prio root, the band CAKE shapes ("4d4b:2").
+	CakeClass uint32 = RootHandle | 2
+	// LeafHandle is the shaper's leaf qdisc ("4d4c:"): the bfifo under
+	// ClassHandle, or CAKE under CakeClass.
 	LeafHandle uint32 = 0x4d4c << 16
 	// IngressHandle is the kernel's fixed handle of ingress and clsact
 	// qdiscs ("ffff:").
@@ -42,9 +48,14 @@ const (
 	KindIngress = "ingress"
 
 	// IFBPrefix starts the name of every IFB device macake creates.
-	IFBPrefix = "ifb-macake"
+	IFBPrefix = shape.OwnIFBPrefix
 	// maxIfName is IFNAMSIZ-1, the longest Linux interface name.
 	maxIfName = shape.MaxInterfaceName
+	// prioBands is the number of bands of the prio root under which CAKE
+	// shapes; prioShapedBand is the band (0-based) every packet goes to
+	// unless a filter picks another: CAKE's.
+	prioBands      = 2
+	prioShapedBand = 1
 	// htbQuantum is the htb class quantum: with a single class it has no
 	// effect on scheduling, and setting it stops the kernel from warning
 	// "quantum of class is big" on every rate change at high rates.

@@ -105,17 +105,27 @@ func parsePsched(text string) (float64, error) {
 }
 
 // cakeParams are the TCA_CAKE_* attributes `tc qdisc change … cake
-// bandwidth R DIFFSERV FLOWMODE nat|nonat ack-filter|no-ack-filter
-// raw|overhead O [mpu M] ingress|egress` sends (cakeArgs).
+// OPTIONS` sends for the options cakeArgs renders: iproute2 sends an
+// attribute only for what the command names, and of those, diffserv only
+// when it is not diffserv3, mpu only above 0 and memlimit only when set
+// (which is why cakeNeedsRebuild exists). rtt comes with the target tc
+// derives from it (a twentieth, at least 1 µs).
 type cakeParams struct {
 	RateBytes uint64
-	Diffserv  uint32
-	FlowMode  uint32
-	NAT       uint32
-	AckFilter uint32
-	Ingress   uint32
-	// Raw: tc sends RAW and ATM (both 0) and overhead 0; otherwise
-	// Overhead, and MPU when it is not 0.
+	// Diffserv is sent only when SendDiffserv.
+	Diffserv     uint32
+	SendDiffserv bool
+	FlowMode     uint32
+	NAT, Wash    uint32
+	SplitGSO     uint32
+	AckFilter    uint32
+	Ingress      uint32
+	ATM          uint32
+	RTT, Target  uint32
+	// Memory is sent when not 0.
+	Memory uint32
+	// Raw: tc sends RAW and an overhead of 0; otherwise Overhead, and MPU
+	// when it is not 0.
 	Raw      bool
 	Overhead int32
 	MPU      uint32
@@ -128,6 +138,7 @@ var (
 		"flowblind": 0, "srchost": 1, "dsthost": 2, "hosts": 3, "flows": 4,
 		"dual-srchost": 5, "dual-dsthost": 6, "triple-isolate": 7,
 	}
+	cakeATM = map[string]uint32{"noatm": 0, "atm": 1, "ptm": 2}
 )
 
 // cakeParamsFor returns the CAKE attributes of s.
@@ -140,9 +151,14 @@ func cakeParamsFor(s shaperSpec) (cakeParams, error) {
 	if !ok {
 		return cakeParams{}, fmt.Errorf("unknown CAKE isolation mode %q", s.flowmode)
 	}
+	atm, ok := cakeATM[s.linkLayer]
+	if !ok {
+		return cakeParams{}, fmt.Errorf("unknown CAKE link layer %q", s.linkLayer)
+	}
 	p := cakeParams{
-		RateBytes: uint64(max(s.pipe.RateBits, 0)) / 8, Diffserv: ds, FlowMode: fm,
-		NAT: b32(s.nat), AckFilter: b32(s.ackFilter), Ingress: b32(s.ing),
+		RateBytes: uint64(max(s.pipe.RateBits, 0)) / 8, Diffserv: ds, SendDiffserv: ds != 0, FlowMode: fm,
+		NAT: b32(s.nat), Wash: b32(s.wash), SplitGSO: b32(s.splitGSO), AckFilter: b32(s.ackFilter), Ingress: b32(s.ing),
+		ATM: atm, RTT: s.rttMicros, Target: max(s.rttMicros/20, 1), Memory: uint32(max(s.memlimit, 0)),
 	}
 	if s.overhead == 0 && s.mpu == 0 {
 		p.Raw = true

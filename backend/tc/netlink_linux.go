@@ -26,8 +26,8 @@ const NetlinkAvailable = true
 
 // Netlink writes the controller's rate changes to the kernel over one
 // long-lived rtnetlink socket (github.com/florianl/go-tc), so a rate change
-// starts no process: htb class change plus bfifo qdisc change, or one CAKE
-// qdisc change. Everything else (creating and removing shapers, filters
+// starts no process: htb class change plus bfifo qdisc change, or one
+// change of the CAKE leaf. Everything else (creating and removing shapers, filters
 // and IFB devices, reading the live state) stays with tc and ip, whose
 // batches the plan shows command by command.
 //
@@ -174,26 +174,31 @@ func (n *Netlink) changeCake(idx uint32, s shaperSpec) error {
 	if err != nil {
 		return err
 	}
-	zero := uint32(0)
 	c := &gotc.Cake{
-		BaseRate: &p.RateBytes, DiffServMode: &p.Diffserv, FlowMode: &p.FlowMode,
-		Autorate: &zero, Nat: &p.NAT, Ingress: &p.Ingress, AckFilter: &p.AckFilter,
+		BaseRate: &p.RateBytes, FlowMode: &p.FlowMode, Atm: &p.ATM,
+		Nat: &p.NAT, Wash: &p.Wash, SplitGso: &p.SplitGSO, AckFilter: &p.AckFilter, Ingress: &p.Ingress,
+		Rtt: &p.RTT, Target: &p.Target,
 	}
+	if p.SendDiffserv {
+		c.DiffServMode = &p.Diffserv
+	}
+	if p.Memory != 0 {
+		c.Memory = &p.Memory
+	}
+	ov := uint32(p.Overhead)
+	c.Overhead = &ov
 	if p.Raw {
-		c.Atm, c.Overhead, c.Raw = &zero, &zero, &zero
-	} else {
-		ov := uint32(p.Overhead)
-		c.Overhead = &ov
-		if p.MPU != 0 {
-			c.Mpu = &p.MPU
-		}
+		zero := uint32(0)
+		c.Raw = &zero
+	} else if p.MPU != 0 {
+		c.Mpu = &p.MPU
 	}
 	q := gotc.Object{
-		Msg:       gotc.Msg{Family: unix.AF_UNSPEC, Ifindex: idx, Handle: RootHandle, Parent: gotc.HandleRoot},
+		Msg:       gotc.Msg{Family: unix.AF_UNSPEC, Ifindex: idx, Handle: LeafHandle, Parent: CakeClass},
 		Attribute: gotc.Attribute{Kind: "cake", Cake: c},
 	}
 	if err := n.conn.Qdisc().Change(&q); err != nil {
-		return fmt.Errorf("netlink: cake %s bandwidth %s on %s: %w", FormatHandle(RootHandle), shape.FormatRate(s.pipe.RateBits), s.dev, err)
+		return fmt.Errorf("netlink: cake %s bandwidth %s on %s: %w", FormatHandle(LeafHandle), shape.FormatRate(s.pipe.RateBits), s.dev, err)
 	}
 	return nil
 }

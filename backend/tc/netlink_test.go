@@ -4,6 +4,7 @@ package tc
 
 import (
 	"testing"
+	"time"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
@@ -59,22 +60,38 @@ func TestParsePschedRejectsGarbage(t *testing.T) {
 	}
 }
 
+// The CAKE attributes are tc's for the same options: iproute2 6.1's
+// requests for `tc qdisc change … cake …` (strace), where it sends
+// diffserv only when not diffserv3, mpu only above 0, memlimit only when
+// set, and rtt with the target it derives (a twentieth). A kernel test
+// (TestKernelNetlinkSetRateMatchesTC) compares the kernel's own state
+// after both.
 func TestCakeParamsMatchTC(t *testing.T) {
-	// tc qdisc change … cake bandwidth 20000000bit diffserv3 triple-isolate nonat no-ack-filter raw egress
-	raw := shaperSpec{cake: true, pipe: shape.Pipe{RateBits: 20_000_000}, diffserv: "diffserv3", flowmode: "triple-isolate"}
-	p, err := cakeParamsFor(raw)
-	if err != nil || p != (cakeParams{RateBytes: 2_500_000, Diffserv: 0, FlowMode: 7, Raw: true}) {
-		t.Errorf("raw egress = %+v, %v", p, err)
+	link := func(c *shape.Cake) shape.Link {
+		return shape.Link{Name: "wan", Interface: "eth0", Upload: shape.Pipe{RateBits: 20_000_000}, Download: shape.Pipe{RateBits: 20_000_000}, Cake: c}
 	}
-	// … diffserv4 dual-dsthost nat ack-filter overhead 18 mpu 64 ingress
-	full := shaperSpec{cake: true, pipe: shape.Pipe{RateBits: 20_000_000}, diffserv: "diffserv4", flowmode: "dual-dsthost",
-		nat: true, ackFilter: true, ing: true, overhead: 18, mpu: 64}
-	p, err = cakeParamsFor(full)
-	if err != nil || p != (cakeParams{RateBytes: 2_500_000, Diffserv: 1, FlowMode: 6, NAT: 1, AckFilter: 1, Ingress: 1, Overhead: 18, MPU: 64}) {
-		t.Errorf("full = %+v, %v", p, err)
+	// … cake bandwidth 20000000bit diffserv3 triple-isolate nonat nowash split-gso no-ack-filter rtt 100ms raw noatm egress
+	p, err := cakeParamsFor(specFor(link(nil), shape.Upload, true))
+	if err != nil || p != (cakeParams{RateBytes: 2_500_000, FlowMode: 7, SplitGSO: 1, RTT: 100_000, Target: 5_000, Raw: true}) {
+		t.Errorf("defaults, egress = %+v, %v", p, err)
 	}
-	if _, err := cakeParamsFor(shaperSpec{cake: true, diffserv: "diffserv5", flowmode: "flows"}); err == nil {
-		t.Error("an unknown diffserv mode was accepted")
+	// … diffserv4 dual-dsthost nat wash no-split-gso no-ack-filter rtt 50ms memlimit 1048576 overhead 18 mpu 64 ptm ingress
+	p, err = cakeParamsFor(specFor(link(&shape.Cake{Diffserv: "diffserv4", IngressIsolate: "dual-dsthost", NAT: true, ACKFilter: true,
+		Wash: true, NoSplitGSO: true, RTT: 50 * time.Millisecond, MemLimit: 1 << 20, LinkLayer: "ptm", Overhead: 18, MPU: 64}), shape.Download, true))
+	want := cakeParams{RateBytes: 2_500_000, Diffserv: 1, SendDiffserv: true, FlowMode: 6, NAT: 1, Wash: 1, Ingress: 1, ATM: 2,
+		RTT: 50_000, Target: 2_500, Memory: 1 << 20, Overhead: 18, MPU: 64}
+	if err != nil || p != want {
+		t.Errorf("every option, ingress = %+v, %v\nwant %+v", p, err, want)
+	}
+	// A tiny rtt still has a target of at least 1 µs, as tc makes it.
+	if p, _ := cakeParamsFor(specFor(link(&shape.Cake{RTT: 10 * time.Microsecond}), shape.Upload, true)); p.Target != 1 || p.RTT != 10 {
+		t.Errorf("rtt 10us: rtt %d target %d, want 10 and 1", p.RTT, p.Target)
+	}
+	for _, bad := range []shaperSpec{{cake: true, diffserv: "diffserv5", flowmode: "flows", linkLayer: "noatm"},
+		{cake: true, diffserv: "diffserv3", flowmode: "per-host", linkLayer: "noatm"}, {cake: true, diffserv: "diffserv3", flowmode: "flows", linkLayer: "adsl"}} {
+		if _, err := cakeParamsFor(bad); err == nil {
+			t.Errorf("%+v was accepted", bad)
+		}
 	}
 }
 
@@ -82,8 +99,16 @@ func TestCakeParamsMatchTC(t *testing.T) {
 func TestCakeParamsCoverEveryPolicyMode(t *testing.T) {
 	for _, d := range config.Diffservs {
 		for _, i := range config.Isolations {
-			if _, err := cakeParamsFor(shaperSpec{cake: true, diffserv: string(d), flowmode: string(i)}); err != nil {
-				t.Errorf("%s %s: %v", d, i, err)
+			for _, l := range config.LinkLayers {
+				c := &shape.Cake{Diffserv: string(d), EgressIsolate: string(i), IngressIsolate: string(i)}
+				if l != config.LinkLayerNone {
+					c.LinkLayer = string(l)
+				}
+				for _, dir := range shape.Directions {
+					if _, err := cakeParamsFor(specFor(shape.Link{Cake: c}, dir, true)); err != nil {
+						t.Errorf("%s %s %s: %v", d, i, l, err)
+					}
+				}
 			}
 		}
 	}

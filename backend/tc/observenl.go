@@ -49,13 +49,21 @@ const (
 
 	tcaCakeBaseRate64   = 2
 	tcaCakeDiffservMode = 3
+	tcaCakeATM          = 4
 	tcaCakeFlowMode     = 5
 	tcaCakeOverhead     = 6
+	tcaCakeRTT          = 7
+	tcaCakeMemory       = 10
 	tcaCakeNAT          = 11
 	tcaCakeRaw          = 12
+	tcaCakeWash         = 13
 	tcaCakeMPU          = 14
 	tcaCakeIngress      = 15
 	tcaCakeAckFilter    = 16
+	tcaCakeSplitGSO     = 17
+
+	// sizeofPrioQopt is struct tc_prio_qopt: int bands, __u8 priomap[16].
+	sizeofPrioQopt = 20
 
 	tcHRoot = 0xffffffff
 
@@ -198,6 +206,14 @@ func decodeQdisc(data []byte, dev string, withStats bool) (Qdisc, error) {
 		})
 	case "cake":
 		q.Cake, err = decodeCake(a.options)
+	case "prio":
+		// struct tc_prio_qopt, not nested (attributes may follow).
+		if len(a.options) >= sizeofPrioQopt {
+			q.Prio = &PrioOptions{Bands: int(int32(binary.NativeEndian.Uint32(a.options)))}
+			for i := range q.Prio.Priomap {
+				q.Prio.Priomap[i] = int(a.options[4+i])
+			}
+		}
 	}
 	if err != nil {
 		return q, fmt.Errorf("%s qdisc %s on %s: %w", q.Kind, FormatHandle(q.Handle), dev, err)
@@ -223,12 +239,14 @@ var (
 	cakeDiffservNames = []string{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
 	cakeFlowModeNames = []string{"flowblind", "srchost", "dsthost", "hosts", "flows", "dual-srchost", "dual-dsthost", "triple-isolate"}
 	cakeAckNames      = []string{"disabled", "enabled", "aggressive"}
+	cakeATMNames      = []string{"noatm", "atm", "ptm"}
 )
 
 // decodeCake decodes cake's options as tc prints them: the enums by name,
 // raw when the kernel says so, the overhead and mpu as numbers.
 func decodeCake(b []byte) (*CakeOptions, error) {
 	c := &CakeOptions{}
+	atm := "noatm"
 	name := func(names []string, v uint32) string {
 		if int(v) < len(names) {
 			return names[v]
@@ -261,8 +279,22 @@ func decodeCake(b []byte) (*CakeOptions, error) {
 			c.Overhead = int(int32(u))
 		case tcaCakeMPU:
 			c.MPU = int(u)
+		case tcaCakeWash:
+			c.Wash = u != 0
+		case tcaCakeSplitGSO:
+			c.SplitGSO = u != 0
+		case tcaCakeRTT:
+			c.RTTMicros = u
+		case tcaCakeMemory:
+			c.MemLimit = int64(u)
+		case tcaCakeATM:
+			atm = name(cakeATMNames, u)
 		}
 	})
+	// tc prints no link layer for raw without cells.
+	if atm != "noatm" || !c.Raw {
+		c.ATM = atm
+	}
 	return c, err
 }
 

@@ -82,16 +82,18 @@ func (n *Netlink) observe(ctx context.Context, t Tools, withStats bool) (Live, e
 	}
 	for _, name := range slices.Sorted(maps.Keys(live.Devices)) {
 		d := live.Devices[name]
-		if root := d.Root(); root != nil && root.Handle == RootHandle && root.Kind == "htb" {
-			if msgs, err = dump(c, unix.RTM_GETTCLASS, tcmsgFor(d.Index, 0)); err != nil {
-				return live, fmt.Errorf("observing: netlink class dump of %s: %w", name, err)
-			}
-			for _, m := range msgs {
-				cl, err := decodeClass(m.Data)
-				if err != nil {
+		if root := d.Root(); root != nil && root.Handle == RootHandle && (root.Kind == "htb" || root.Kind == "prio") {
+			if root.Kind == "htb" {
+				if msgs, err = dump(c, unix.RTM_GETTCLASS, tcmsgFor(d.Index, 0)); err != nil {
 					return live, fmt.Errorf("observing: netlink class dump of %s: %w", name, err)
 				}
-				d.Classes = append(d.Classes, cl)
+				for _, m := range msgs {
+					cl, err := decodeClass(m.Data)
+					if err != nil {
+						return live, fmt.Errorf("observing: netlink class dump of %s: %w", name, err)
+					}
+					d.Classes = append(d.Classes, cl)
+				}
 			}
 			if _, isIFB := IFBSlot(name); !isIFB {
 				if d.RootFilters, err = dumpFilters(c, d.Index, RootHandle, devName); err != nil {

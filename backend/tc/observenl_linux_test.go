@@ -95,51 +95,56 @@ func dumpLive(l Live) string {
 
 // The live state read over netlink is the one ip and tc read: macake's
 // shapers in both directions with their IFB, redirect and probe
-// exemptions; foreign qdiscs and filters beside them; the drift the
-// drift check must see (a deleted class, a replaced root, a deleted IFB).
+// exemptions (with every CAKE option away from its default, where there
+// is CAKE); foreign qdiscs and filters beside them; the drift the drift
+// check must see (what shapes deleted, a replaced root, a deleted IFB).
 func TestKernelNetlinkObserveMatchesTC(t *testing.T) {
-	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
-	vethPair(t, ns, "lan0", "peer1")
-	b := kernelBackend(t, ns, execrun.Exec{})
-	compareObservations(t, ns, "nothing shaped")
+	forEachShape(t, func(t *testing.T, ks kernelShape) {
+		ns := newNetns(t)
+		vethPair(t, ns, "wan0", "peer0")
+		vethPair(t, ns, "lan0", "peer1")
+		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		compareObservations(t, ns, "nothing shaped")
 
-	wan := wanLink("wan0", 2)
-	desired := shape.State{Links: []shape.Link{wan}}
-	apply(t, b, desired)
-	compareObservations(t, ns, "shaped both ways")
+		wan := wanLink("wan0", 2)
+		if ks.cake {
+			wan.Cake = richCake()
+		}
+		desired := shape.State{Links: []shape.Link{wan}}
+		apply(t, b, desired)
+		compareObservations(t, ns, "shaped both ways")
 
-	// Foreign objects: other kinds of qdisc on other devices, a filter of
-	// someone else's on macake's ingress hook (kinds every kernel the
-	// tests run on has).
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "peer0", "root", "handle", "1:", "pfifo_fast")
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "peer1", "root", "handle", "2:", "tbf", "rate", "1mbit", "burst", "32kb", "latency", "50ms")
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "root", "handle", "3:", "pfifo", "limit", "77")
-	sh(t, "tc", "-n", ns, "filter", "add", "dev", "wan0", "ingress", "protocol", "ip", "pref", "5", "u32",
-		"match", "ip", "dst", "10.1.2.3/32", "flowid", "ffff:5")
-	compareObservations(t, ns, "with foreign objects")
+		// Foreign objects: other kinds of qdisc on other devices, a filter of
+		// someone else's on macake's ingress hook (kinds every kernel the
+		// tests run on has).
+		sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "peer0", "root", "handle", "1:", "pfifo_fast")
+		sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "peer1", "root", "handle", "2:", "tbf", "rate", "1mbit", "burst", "32kb", "latency", "50ms")
+		sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "root", "handle", "3:", "pfifo", "limit", "77")
+		sh(t, "tc", "-n", ns, "filter", "add", "dev", "wan0", "ingress", "protocol", "ip", "pref", "5", "u32",
+			"match", "ip", "dst", "10.1.2.3/32", "flowid", "ffff:5")
+		compareObservations(t, ns, "with foreign objects")
 
-	// Reading stats over netlink gives macake's roots, as tc -s does.
-	b.Netlink = NewNetlink(ns)
-	viaNL, err := b.ShaperStats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Netlink = nil
-	viaTC, err := b.ShaperStats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(viaNL) != 2 || len(viaTC) != 2 || viaNL[0].Name != viaTC[0].Name || viaNL[1].Name != viaTC[1].Name {
-		t.Errorf("shaper stats: over netlink %+v, with tc %+v", viaNL, viaTC)
-	}
+		// Reading stats over netlink gives macake's shapers, as tc -s does.
+		b.Netlink = NewNetlink(ns)
+		viaNL, err := b.ShaperStats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Netlink = nil
+		viaTC, err := b.ShaperStats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(viaNL) != 2 || len(viaTC) != 2 || viaNL[0].Name != viaTC[0].Name || viaNL[1].Name != viaTC[1].Name {
+			t.Errorf("shaper stats: over netlink %+v, with tc %+v", viaNL, viaTC)
+		}
 
-	// Drift.
-	sh(t, "tc", "-n", ns, "class", "del", "dev", "wan0", "classid", "4d4b:1")
-	compareObservations(t, ns, "class deleted")
-	sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "9:", "tbf", "rate", "2mbit", "burst", "16kb", "latency", "20ms")
-	compareObservations(t, ns, "root replaced")
-	sh(t, "ip", "-n", ns, "link", "del", "ifb-macake2")
-	compareObservations(t, ns, "IFB deleted")
+		// Drift.
+		deleteWhatShapes(t, ns, ks, "wan0")
+		compareObservations(t, ns, "what shapes deleted")
+		sh(t, "tc", "-n", ns, "qdisc", "replace", "dev", "wan0", "root", "handle", "9:", "tbf", "rate", "2mbit", "burst", "16kb", "latency", "20ms")
+		compareObservations(t, ns, "root replaced")
+		sh(t, "ip", "-n", ns, "link", "del", "ifb-macake2")
+		compareObservations(t, ns, "IFB deleted")
+	})
 }

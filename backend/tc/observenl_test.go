@@ -32,48 +32,58 @@ func tcMessage(t *testing.T, handle, parent, info uint32, kind string, opts func
 	return append(b, attrs...)
 }
 
-// CAKE's options decode as tc prints them. This kernel has no sch_cake,
-// so the kernel test cannot compare them with tc: the messages here are
-// built as sch_cake's cake_dump writes them (every attribute, in its
-// order), and must decode to what tc's JSON of the same qdiscs says
-// (recorded in testdata/diff/cake-drift).
+// CAKE's options decode as tc prints them. The messages here are built
+// as sch_cake's cake_dump writes them (every attribute, in its order), and
+// must decode to what tc's JSON of the same qdiscs says (recorded in a
+// cakevm guest, the last from testdata/diff/cake-converged); the kernel
+// test TestKernelNetlinkObserveMatchesTC compares the two readings on a
+// real sch_cake.
 func TestDecodeCakeAsTCPrintsIt(t *testing.T) {
 	const recorded = `[{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":1000000,"diffserv":"besteffort","flowmode":"triple-isolate","nat":true,"wash":false,"ingress":false,"ack-filter":"enabled","split_gso":true,"rtt":100000,"raw":false,"atm":"noatm","overhead":18,"mpu":64,"fwmark":"0"}},` +
 		`{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":1000000,"diffserv":"diffserv3","flowmode":"triple-isolate","nat":false,"wash":false,"ingress":true,"ack-filter":"disabled","split_gso":true,"rtt":100000,"raw":true,"overhead":0,"fwmark":"0"}},` +
-		`{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":3765432,"diffserv":"diffserv4","flowmode":"dual-dsthost","nat":true,"wash":false,"ingress":true,"ack-filter":"aggressive","split_gso":true,"rtt":100000,"raw":false,"atm":"noatm","overhead":18,"mpu":64,"fwmark":"0"}}]`
+		`{"kind":"cake","handle":"4d4b:","dev":"wan0","root":true,"refcnt":2,"options":{"bandwidth":3765432,"diffserv":"diffserv4","flowmode":"dual-dsthost","nat":true,"wash":false,"ingress":true,"ack-filter":"aggressive","split_gso":true,"rtt":100000,"raw":false,"atm":"noatm","overhead":18,"mpu":64,"fwmark":"0"}},` +
+		`{"kind":"cake","handle":"4d4c:","dev":"wan0","parent":"4d4b:2","options":{"bandwidth":2500000,"diffserv":"diffserv4","flowmode":"dual-srchost","nat":true,"wash":true,"ingress":false,"ack-filter":"enabled","split_gso":false,"rtt":50000,"raw":false,"atm":"ptm","overhead":18,"mpu":64,"memlimit":1048576,"fwmark":"0"}}]`
 	want, err := ParseQdiscs([]byte(recorded))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type kernel struct {
+		handle, parent                                       uint32
 		rate                                                 uint64
 		flowMode, ingress, ack, nat, diffserv, overhead, mpu uint32
+		wash, splitGSO, rtt, memory, atm                     uint32
 		raw                                                  bool
 	}
 	for i, k := range []kernel{
-		{rate: 1000000, flowMode: 7, ack: 1, nat: 1, diffserv: 3, overhead: 18, mpu: 64},
-		{rate: 1000000, flowMode: 7, ingress: 1, raw: true},
-		{rate: 3765432, flowMode: 6, ingress: 1, ack: 2, nat: 1, diffserv: 1, overhead: 18, mpu: 64},
+		{rate: 1000000, flowMode: 7, ack: 1, nat: 1, diffserv: 3, overhead: 18, mpu: 64, splitGSO: 1, rtt: 100000},
+		{rate: 1000000, flowMode: 7, ingress: 1, raw: true, splitGSO: 1, rtt: 100000},
+		{rate: 3765432, flowMode: 6, ingress: 1, ack: 2, nat: 1, diffserv: 1, overhead: 18, mpu: 64, splitGSO: 1, rtt: 100000},
+		{handle: LeafHandle, parent: CakeClass, rate: 2500000, flowMode: 5, ack: 1, nat: 1, diffserv: 1, overhead: 18, mpu: 64,
+			wash: 1, rtt: 50000, memory: 1 << 20, atm: 2},
 	} {
-		msg := tcMessage(t, RootHandle, tcHRoot, 0, "cake", func(ae *netlink.AttributeEncoder) {
+		handle, parent := RootHandle, uint32(tcHRoot)
+		if k.handle != 0 {
+			handle, parent = k.handle, k.parent
+		}
+		msg := tcMessage(t, handle, parent, 0, "cake", func(ae *netlink.AttributeEncoder) {
 			ae.Uint64(tcaCakeBaseRate64, k.rate)
 			ae.Uint32(tcaCakeFlowMode, k.flowMode)
-			ae.Uint32(7, 100000) // RTT
-			ae.Uint32(8, 5000)   // TARGET
-			ae.Uint32(10, 0)     // MEMORY
-			ae.Uint32(9, 0)      // AUTORATE
+			ae.Uint32(tcaCakeRTT, k.rtt)
+			ae.Uint32(8, max(k.rtt/20, 1)) // TARGET
+			ae.Uint32(tcaCakeMemory, k.memory)
+			ae.Uint32(9, 0) // AUTORATE
 			ae.Uint32(tcaCakeIngress, k.ingress)
 			ae.Uint32(tcaCakeAckFilter, k.ack)
 			ae.Uint32(tcaCakeNAT, k.nat)
 			ae.Uint32(tcaCakeDiffservMode, k.diffserv)
-			ae.Uint32(13, 0) // WASH
+			ae.Uint32(tcaCakeWash, k.wash)
 			ae.Uint32(tcaCakeOverhead, k.overhead)
 			if k.raw {
 				ae.Uint32(tcaCakeRaw, 0)
 			}
-			ae.Uint32(4, 0) // ATM
+			ae.Uint32(tcaCakeATM, k.atm)
 			ae.Uint32(tcaCakeMPU, k.mpu)
-			ae.Uint32(17, 1) // SPLIT_GSO
+			ae.Uint32(tcaCakeSplitGSO, k.splitGSO)
 			ae.Uint32(18, 0) // FWMARK
 		})
 		got, err := decodeQdisc(msg, "wan0", false)
@@ -154,5 +164,36 @@ func TestDecodeClass(t *testing.T) {
 		CeilBits: 30_123_456, Exact: true, Overhead: 18, MPU: 64, Quantum: 1514}
 	if err != nil || c != want {
 		t.Errorf("decodeClass = %+v, %v\nwant %+v", c, err, want)
+	}
+}
+
+// prio's options (a struct tc_prio_qopt, not nested) decode as tc prints
+// them, as recorded in a cakevm guest.
+func TestDecodePrioAsTCPrintsIt(t *testing.T) {
+	want, err := ParseQdiscs([]byte(`[{"kind":"prio","handle":"4d4b:","dev":"wan0","root":true,"refcnt":3,"options":{"bands":2,"priomap":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],"multiqueue":false}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := make([]byte, sizeofPrioQopt)
+	binary.NativeEndian.PutUint32(opt, 2)
+	for i := range 16 {
+		opt[4+i] = 1
+	}
+	msg := append(make([]byte, sizeofTcmsg), 0, 0, 0, 0)
+	binary.NativeEndian.PutUint32(msg[8:], RootHandle)
+	binary.NativeEndian.PutUint32(msg[12:], tcHRoot)
+	ae := netlink.NewAttributeEncoder()
+	ae.String(tcaKind, "prio")
+	ae.Bytes(tcaOptions, opt)
+	attrs, err := ae.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeQdisc(append(msg[:sizeofTcmsg], attrs...), "wan0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want[0]) || !isOurPrio(got.Prio) {
+		t.Errorf("decoded %+v prio %+v, want tc's %+v prio %+v", got, got.Prio, want[0], want[0].Prio)
 	}
 }

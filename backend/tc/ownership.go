@@ -114,3 +114,25 @@ func recordOwnership(o Ownership, op plan.Op) error {
 	}
 	return o.SetRootOwned(op.ID, op.Action != plan.Remove)
 }
+
+// recordIntent records, before op runs, what a kill in the middle of it
+// would otherwise leave unrecorded: the ingress qdisc macake adds. Were it
+// recorded after the kernel's answer, a process killed between the two
+// would leave an ingress qdisc no record calls macake's, which down then
+// leaves behind as if it had been there first. A record of a qdisc that
+// never came is harmless: Observe forgets a hook that is not live.
+func recordIntent(o Ownership, op plan.Op) error {
+	if op.Kind == KindIngress && op.Action == plan.Create {
+		return o.SetHookOwned(op.ID, true)
+	}
+	return nil
+}
+
+// forgetIntent takes back recordIntent for an op that failed or never ran:
+// the ingress qdisc it would have added may be someone else's that
+// appeared meanwhile (the kernel then refuses macake's).
+func forgetIntent(o Ownership, op plan.Op) {
+	if op.Kind == KindIngress && op.Action == plan.Create {
+		o.SetHookOwned(op.ID, false)
+	}
+}

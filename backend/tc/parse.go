@@ -34,6 +34,8 @@ type Qdisc struct {
 	Limit int64
 	// HTBDefault is an htb root's default class minor number.
 	HTBDefault uint32
+	// Prio holds a prio qdisc's bands and priomap.
+	Prio *PrioOptions
 	// Cake holds a cake qdisc's options.
 	Cake *CakeOptions
 	// Stats are the counters `tc -s` adds; nil without -s.
@@ -72,7 +74,15 @@ func parseQdiscStats(e jvalue) (*QdiscStats, error) {
 	return &s, nil
 }
 
-// CakeOptions are the options of a cake qdisc as tc -j prints them.
+// PrioOptions are a prio qdisc's options as tc -j prints them.
+type PrioOptions struct {
+	Bands int
+	// Priomap maps each of the 16 TC_PRIO values to a band.
+	Priomap [16]int
+}
+
+// CakeOptions are the options of a cake qdisc as tc -j prints them
+// (bandwidth in bytes/s, rtt in µs).
 type CakeOptions struct {
 	// BandwidthBytes is the shaped rate in bytes/s; 0 means unlimited.
 	BandwidthBytes uint64
@@ -81,10 +91,28 @@ type CakeOptions struct {
 	ACKFilter      string // "enabled", "aggressive", "disabled"
 	NAT            bool
 	Ingress        bool
+	Wash           bool
+	SplitGSO       bool
+	// RTTMicros is CAKE's rtt (interval) in µs.
+	RTTMicros uint32
+	// MemLimit is the configured queue memory limit in bytes, 0 when CAKE
+	// sizes it itself.
+	MemLimit int64
+	// ATM is the link layer as tc prints it: "atm", "ptm", "noatm", or ""
+	// (tc prints nothing for raw without cells).
+	ATM string
 	// Raw is true when no overhead compensation is configured.
 	Raw      bool
 	Overhead int
 	MPU      int
+}
+
+// linkLayer is the link layer in force: "noatm" when tc printed none.
+func (c *CakeOptions) linkLayer() string {
+	if c.ATM == "" {
+		return "noatm"
+	}
+	return c.ATM
 }
 
 // Class is one class from `tc -d class show`.
@@ -236,10 +264,35 @@ func ParseQdiscs(data []byte) ([]Qdisc, error) {
 			if q.Cake, err = parseCakeOptions(opts); err != nil {
 				return nil, parseErr(what, fmt.Errorf("cake qdisc: %w", err))
 			}
+		case "prio":
+			if q.Prio, err = parsePrioOptions(opts); err != nil {
+				return nil, parseErr(what, fmt.Errorf("prio qdisc: %w", err))
+			}
 		}
 		out = append(out, q)
 	}
 	return out, nil
+}
+
+func parsePrioOptions(o jvalue) (*PrioOptions, error) {
+	bands, _, err := o.getInt("bands")
+	if err != nil {
+		return nil, err
+	}
+	p := &PrioOptions{Bands: int(bands)}
+	if pm, ok := o.get("priomap"); ok && pm.kind == jArray {
+		for i, v := range pm.arr {
+			if i >= len(p.Priomap) || v.kind != jNumber {
+				return nil, fmt.Errorf("priomap %d: not a band number", i)
+			}
+			n, err := strconv.Atoi(string(v.num))
+			if err != nil {
+				return nil, fmt.Errorf("priomap %d: %v", i, err)
+			}
+			p.Priomap[i] = n
+		}
+	}
+	return p, nil
 }
 
 func parseCakeOptions(o jvalue) (*CakeOptions, error) {
@@ -249,8 +302,20 @@ func parseCakeOptions(o jvalue) (*CakeOptions, error) {
 		ACKFilter: o.getString("ack-filter"),
 		NAT:       o.getBool("nat"),
 		Ingress:   o.getBool("ingress"),
+		Wash:      o.getBool("wash"),
+		SplitGSO:  o.getBool("split_gso"),
+		ATM:       o.getString("atm"),
 		Raw:       o.getBool("raw"),
 	}
+	var err error
+	if c.MemLimit, _, err = o.getInt("memlimit"); err != nil {
+		return nil, err
+	}
+	rtt, _, err := o.getInt("rtt")
+	if err != nil {
+		return nil, err
+	}
+	c.RTTMicros = uint32(rtt)
 	if bw, ok := o.get("bandwidth"); ok && bw.kind == jNumber {
 		v, err := strconv.ParseUint(string(bw.num), 10, 64)
 		if err != nil {

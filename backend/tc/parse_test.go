@@ -65,7 +65,7 @@ func TestParseFiltersKeepsEveryU32Match(t *testing.T) {
 		t.Fatalf("kept %d u32 keys, want 5", len(fs[2].Keys))
 	}
 	r, ok := exemptReflector(ingressHook, "ipv6", fs[2].Keys)
-	if !ok || r != shape.ICMPReflector(netip.MustParseAddr("2001:db8::1")) || !isOurExemption(fs[2], ingressHook) {
+	if !ok || r != shape.ICMPReflector(netip.MustParseAddr("2001:db8::1")) || !isOurExemption(fs[2], ingressHook, false) {
 		t.Errorf("exemption read back as %v, %v", r, ok)
 	}
 }

@@ -70,24 +70,10 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
-	vethPair(t, ns, "lan0", "peer1")
-	sh(t, "ip", "-n", ns, "link", "add", "name", "ifb0", "type", "ifb")
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "ifb0", "root", "handle", "8001:", "pfifo", "limit", "50")
+	foreignNeighbours(t, ns)
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "root", "handle", "8002:", "pfifo", "limit", "77")
-	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress")
-	sh(t, "tc", "-n", ns, "filter", "add", "dev", "lan0", "ingress", "protocol", "ip", "pref", "10", "u32",
-		"match", "ip", "src", "10.99.0.0/16", "flowid", "ffff:1")
-
-	rr := &recordingRunner{ns: ns}
-	b := kernelBackend(t, ns, rr)
-	caps := b.Capabilities(context.Background())
-	caps.Method = "recorded"
-	b.SetCapabilities(caps)
+	b, save := recorder(t, ns, shapeByName["htb"])
 	desired := goldenDesired()
-	save := func(name string, d shape.State, owned ...string) {
-		t.Helper()
-		saveCase(t, rr, b, caps, name, d, owned...)
-	}
 	save("htb-fresh", desired)
 	apply(t, b, desired)
 	save("htb-converged", desired)
@@ -134,12 +120,7 @@ func TestRecordReflectorKindGoldens(t *testing.T) {
 	requireRoot(t)
 	ns := newNetns(t)
 	vethPair(t, ns, "wan0", "peer0")
-	rr := &recordingRunner{ns: ns}
-	b := kernelBackend(t, ns, rr)
-	caps := b.Capabilities(context.Background())
-	caps.Method = "recorded"
-	b.SetCapabilities(caps)
-	rr.reset(caps)
+	b, save := recorder(t, ns, shapeByName["htb"])
 	icmp := shape.State{Links: []shape.Link{wanLink("wan0", 3)}}
 	kinds := shape.State{Links: []shape.Link{wanLink("wan0", 3)}}
 	kinds.Links[0].Reflectors = []shape.Reflector{
@@ -149,9 +130,83 @@ func TestRecordReflectorKindGoldens(t *testing.T) {
 		shape.ICMPReflector(netip.MustParseAddr("10.77.0.4")),
 	}
 	apply(t, b, icmp)
-	saveCase(t, rr, b, caps, "htb-reflector-kind-changed", kinds)
+	save("htb-reflector-kind-changed", kinds)
 	apply(t, b, kinds)
-	saveCase(t, rr, b, caps, "htb-reflector-kinds-converged", kinds)
+	save("htb-reflector-kinds-converged", kinds)
+}
+
+// TestRecordCakeGoldensFromKernel records the cake-* golden cases on a
+// kernel with sch_cake (a cakevm guest: `make record-cake`): the same
+// namespace as the htb cases, with every CAKE option away from its default
+// on wan and none on lan; then drift, options changed, options going back
+// to defaults tc cannot name, and an older macake's layout (CAKE at the
+// root). It runs only with -record (as root).
+func TestRecordCakeGoldensFromKernel(t *testing.T) {
+	if !*record {
+		t.Skip("skipping: pass -record to re-record the cake golden cases from a kernel with sch_cake")
+	}
+	requireRoot(t)
+	if !kernelCaps(t).ShapesWithCake() {
+		t.Skip("skipping: this kernel has no sch_cake; run it in a guest: make record-cake")
+	}
+	ns := newNetns(t)
+	vethPair(t, ns, "wan0", "peer0")
+	foreignNeighbours(t, ns)
+	b, save := recorder(t, ns, shapeByName["cake"])
+	rich := goldenDesired()
+	rich.Links[0].Cake = richCake()
+	plain := goldenDesired()
+	save("cake-fresh", rich)
+	apply(t, b, rich)
+	save("cake-converged", rich)
+	save("cake-defaults-wanted", plain)
+	save("cake-teardown", shape.State{})
+
+	changed := goldenDesired()
+	changed.Links[0].Cake = richCake()
+	changed.Links[0].Cake.EgressIsolate = "triple-isolate"
+	changed.Links[0].Cake.Wash = false
+	changed.Links[0].Cake.RTT = 0
+	save("cake-options-changed", changed)
+
+	sh(t, "tc", "-n", ns, "qdisc", "change", "dev", "wan0", "parent", "4d4b:2", "handle", "4d4c:", "cake", "bandwidth", "8mbit", "besteffort", "triple-isolate")
+	sh(t, "tc", "-n", ns, "filter", "del", "dev", "wan0", "parent", "4d4b:", "pref", "19786")
+	sh(t, "tc", "-n", ns, "qdisc", "del", "dev", "ifb-macake3", "parent", "4d4b:2", "handle", "4d4c:")
+	save("cake-drift", rich)
+	apply(t, b, rich)
+
+	apply(t, b, plain)
+	save("cake-defaults-converged", plain)
+
+	// An older macake's layout: CAKE itself at the root.
+	apply(t, b, shape.State{})
+	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "root", "handle", "4d4b:", "cake", "bandwidth", "20mbit")
+	save("cake-legacy-root", plain, "wan0")
+}
+
+// recorder returns a backend shaping with ks in ns whose readings are
+// recorded, and save, which writes a golden case of them.
+func recorder(t *testing.T, ns string, ks kernelShape) (*Backend, func(name string, d shape.State, owned ...string)) {
+	t.Helper()
+	rr := &recordingRunner{ns: ns}
+	b := ks.backend(t, ns, rr)
+	caps := b.Capabilities(context.Background())
+	caps.Method = "recorded"
+	b.SetCapabilities(caps)
+	return b, func(name string, d shape.State, owned ...string) {
+		t.Helper()
+		saveCase(t, rr, b, caps, name, d, owned...)
+	}
+}
+
+// recordDir is where the recordings go: testdata/diff, or
+// $MACAKE_TC_RECORD_DIR (a cakevm guest writes to /xchg, since its view
+// of the source tree vanishes with it).
+func recordDir() string {
+	if d := os.Getenv("MACAKE_TC_RECORD_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join("testdata", "diff")
 }
 
 // saveCase writes the golden case name: what observing the namespace
@@ -163,7 +218,7 @@ func saveCase(t *testing.T, rr *recordingRunner, b *Backend, caps Capabilities, 
 	if _, err := Observe(context.Background(), rr, b.Tools); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("testdata", "diff", name)
+	dir := filepath.Join(recordDir(), name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/shape"
@@ -22,7 +23,16 @@ type shaperSpec struct {
 	// CAKE only.
 	diffserv, flowmode  string
 	nat, ackFilter, ing bool
+	wash, splitGSO      bool
+	// rttMicros is CAKE's rtt (interval) in µs; memlimit its queue memory
+	// in bytes (0: CAKE's own); linkLayer "atm", "ptm" or "noatm".
+	rttMicros uint32
+	memlimit  int64
+	linkLayer string
 }
+
+// layout names how the shaper is built (see rootLayout).
+func (s shaperSpec) layout() string { return pick(s.cake, "prio+cake", "htb+bfifo") }
 
 func (s shaperSpec) kindName() string {
 	if s.cake {
@@ -31,11 +41,15 @@ func (s shaperSpec) kindName() string {
 	return "htb+bfifo"
 }
 
-// Defaults CAKE applies when an option is not given; macake always passes
-// them explicitly so `tc qdisc change` fully specifies the qdisc.
+// Defaults CAKE applies when an option is not given. macake names every
+// option it manages in each command, so that `tc qdisc change` fully
+// specifies the qdisc (a change keeps whatever it does not name); the
+// three tc cannot name (see cakeNeedsRebuild) are the exceptions.
 const (
-	cakeDefaultDiffserv = "diffserv3"
-	cakeDefaultFlowMode = "triple-isolate"
+	cakeDefaultDiffserv  = "diffserv3"
+	cakeDefaultFlowMode  = "triple-isolate"
+	cakeDefaultRTTMicros = 100_000
+	cakeDefaultLinkLayer = "noatm"
 )
 
 // specFor returns the desired shaper of one direction of l.
@@ -68,28 +82,97 @@ func specFor(l shape.Link, dir shape.Direction, cake bool) shaperSpec {
 	// belongs on the upload side only.
 	s.ackFilter = c.ACKFilter && dir == shape.Upload
 	s.ing = dir == shape.Download
+	s.wash, s.splitGSO = c.Wash, !c.NoSplitGSO
+	s.rttMicros = cakeDefaultRTTMicros
+	if c.RTT > 0 {
+		s.rttMicros = uint32(c.RTT / time.Microsecond)
+	}
+	s.memlimit = c.MemLimit
+	s.linkLayer = cakeLinkLayer(c.LinkLayer)
 	return s
 }
 
 var (
-	rootHandleArg  = FormatHandle(RootHandle)
-	classHandleArg = FormatHandle(ClassHandle)
-	leafHandleArg  = FormatHandle(LeafHandle)
+	rootHandleArg   = FormatHandle(RootHandle)
+	classHandleArg  = FormatHandle(ClassHandle)
+	leafHandleArg   = FormatHandle(LeafHandle)
+	bypassClassArg  = FormatHandle(BypassClass)
+	cakeParentArg   = FormatHandle(CakeClass)
+	prioBandsArg    = strconv.Itoa(prioBands)
+	prioPriomapArgs = strings.Fields(strings.Repeat(strconv.Itoa(prioShapedBand)+" ", 16))
 )
+
+// leafParent is the class the shaper's leaf qdisc hangs from: the htb
+// class, or prio's shaped band.
+func (s shaperSpec) leafParent() string {
+	if s.cake {
+		return cakeParentArg
+	}
+	return classHandleArg
+}
+
+// cakeOption is one option of CAKE's command line, with the policy key it
+// comes from, as config names keys ("cake.wash"; "" for the direction,
+// which no key sets): a refusal names the key to change.
+type cakeOption struct {
+	key  string
+	args []string
+}
+
+// cakeOptions renders every CAKE option macake manages, in tc's words,
+// each with its policy key. Their order matters to tc in one place: raw
+// resets the link layer, so the link layer comes after the overhead.
+func cakeOptions(s shaperSpec) []cakeOption {
+	opts := []cakeOption{
+		{"shaper." + s.dir.String(), []string{"bandwidth", rateArg(s.pipe.RateBits)}},
+		{"cake.diffserv", []string{s.diffserv}},
+		{isolationKey(s.dir), []string{s.flowmode}},
+		{"cake.nat", []string{pick(s.nat, "nat", "nonat")}},
+		{"cake.wash", []string{pick(s.wash, "wash", "nowash")}},
+		{"cake.split_gso", []string{pick(s.splitGSO, "split-gso", "no-split-gso")}},
+		{"cake.ack_filter", []string{pick(s.ackFilter, "ack-filter", "no-ack-filter")}},
+		{"cake.rtt", []string{"rtt", formatMicros(s.rttMicros)}},
+	}
+	if s.memlimit > 0 {
+		opts = append(opts, cakeOption{"cake.memlimit", []string{"memlimit", strconv.FormatInt(s.memlimit, 10)}})
+	}
+	switch {
+	case s.overhead == 0 && s.mpu == 0:
+		opts = append(opts, cakeOption{"shaper.overhead", []string{"raw"}})
+	case s.mpu == 0:
+		opts = append(opts, cakeOption{"shaper.overhead", []string{"overhead", strconv.Itoa(s.overhead)}})
+	default:
+		opts = append(opts, cakeOption{"shaper.overhead", []string{"overhead", strconv.Itoa(s.overhead)}},
+			cakeOption{"shaper.mpu", []string{"mpu", strconv.Itoa(s.mpu)}})
+	}
+	return append(opts,
+		cakeOption{"cake.link_layer", []string{s.linkLayer}},
+		cakeOption{"", []string{pick(s.ing, "ingress", "egress")}})
+}
+
+func isolationKey(dir shape.Direction) string {
+	if dir == shape.Download {
+		return "cake.ingress_isolation"
+	}
+	return "cake.egress_isolation"
+}
 
 // cakeArgs renders every CAKE option macake manages, after "cake".
 func cakeArgs(s shaperSpec) []string {
-	a := []string{"cake", "bandwidth", rateArg(s.pipe.RateBits), s.diffserv, s.flowmode}
-	a = append(a, pick(s.nat, "nat", "nonat"), pick(s.ackFilter, "ack-filter", "no-ack-filter"))
-	if s.overhead != 0 || s.mpu != 0 {
-		a = append(a, "overhead", strconv.Itoa(s.overhead))
-		if s.mpu != 0 {
-			a = append(a, "mpu", strconv.Itoa(s.mpu))
-		}
-	} else {
-		a = append(a, "raw")
+	a := []string{"cake"}
+	for _, o := range cakeOptions(s) {
+		a = append(a, o.args...)
 	}
-	return append(a, pick(s.ing, "ingress", "egress"))
+	return a
+}
+
+// formatMicros writes a time in µs the way tc reads it, in whole
+// milliseconds where it can.
+func formatMicros(us uint32) string {
+	if us%1000 == 0 {
+		return strconv.FormatUint(uint64(us/1000), 10) + "ms"
+	}
+	return strconv.FormatUint(uint64(us), 10) + "us"
 }
 
 func pick(b bool, yes, no string) string {
@@ -115,18 +198,33 @@ func htbClassArgs(verb string, s shaperSpec) []string {
 	return a
 }
 
+// leafArgs renders the leaf qdisc: the bfifo under the htb class, or CAKE
+// under prio's shaped band.
 func leafArgs(verb string, s shaperSpec) []string {
-	return []string{"qdisc", verb, "dev", s.dev, "parent", classHandleArg, "handle", leafHandleArg,
-		"bfifo", "limit", strconv.FormatInt(s.pipe.QueueBytes, 10)}
+	a := []string{"qdisc", verb, "dev", s.dev, "parent", s.leafParent(), "handle", leafHandleArg}
+	if s.cake {
+		return append(a, cakeArgs(s)...)
+	}
+	return append(a, "bfifo", "limit", strconv.FormatInt(s.pipe.QueueBytes, 10))
+}
+
+// deleteLeaf removes the leaf qdisc under parent (prio puts a default
+// pfifo back, htb a pfifo too).
+func (t Tools) deleteLeaf(dev, parent string) execrun.Command {
+	return t.tcCmd("qdisc", "del", "dev", dev, "parent", parent, "handle", leafHandleArg)
 }
 
 // rootArgs renders the root qdisc itself; rootVerb is "add" over a kernel
 // default (so a foreign root that appeared meanwhile is never replaced) or
-// "replace" on macake's own IFB.
+// "replace" on macake's own IFB. htb sends what no class takes, and the
+// exempt probes (to 4d4b: itself), straight out through its direct
+// queue; prio serves band 0 (the exempt probes, class 4d4b:1) strictly
+// ahead of band 1, where CAKE shapes everything else: CAKE itself cannot
+// let a packet bypass its shaper.
 func rootArgs(rootVerb string, s shaperSpec) []string {
 	a := []string{"qdisc", rootVerb, "dev", s.dev, "root", "handle", rootHandleArg}
 	if s.cake {
-		return append(a, cakeArgs(s)...)
+		return append(append(a, "prio", "bands", prioBandsArg, "priomap"), prioPriomapArgs...)
 	}
 	return append(a, "htb", "default", "1")
 }
@@ -135,9 +233,9 @@ func rootArgs(rootVerb string, s shaperSpec) []string {
 func (t Tools) createShaper(rootVerb string, s shaperSpec) []execrun.Command {
 	cmds := []execrun.Command{t.tcCmd(rootArgs(rootVerb, s)...)}
 	if !s.cake {
-		cmds = append(cmds, t.tcCmd(htbClassArgs("replace", s)...), t.tcCmd(leafArgs("replace", s)...))
+		cmds = append(cmds, t.tcCmd(htbClassArgs("replace", s)...))
 	}
-	return cmds
+	return append(cmds, t.tcCmd(leafArgs("replace", s)...))
 }
 
 func (t Tools) deleteRoot(dev string) execrun.Command {
@@ -148,10 +246,11 @@ func (t Tools) deleteRoot(dev string) execrun.Command {
 
 // setRateCommand is the controller's hot path: one child process. For htb
 // the class rate and the bfifo limit go together through `tc -batch -`,
-// because DESIGN §2 resizes the queue with every rate change.
+// because DESIGN §2 resizes the queue with every rate change; for CAKE it
+// is one change of the leaf.
 func (t Tools) setRateCommand(s shaperSpec) execrun.Command {
 	if s.cake {
-		return t.tcCmd(append([]string{"qdisc", "change", "dev", s.dev, "root", "handle", rootHandleArg}, cakeArgs(s)...)...)
+		return t.tcCmd(leafArgs("change", s)...)
 	}
 	cmd := t.tcCmd("-batch", "-")
 	cmd.Stdin = strings.Join(htbClassArgs("change", s), " ") + "\n" + strings.Join(leafArgs("change", s), " ") + "\n"
@@ -182,15 +281,19 @@ func exemptPref(a netip.Addr) (int, string) {
 	return ExemptIPv6Pref, "ipv6"
 }
 
-// exemptFlowID is the class an exempt packet is sent to: on egress the htb
-// root itself (4d4b:), which htb sends straight out unshaped (its "direct"
-// queue); on ingress any classid, which ends classification with "OK" so
-// the packet goes up the stack without reaching the redirect.
-func exemptFlowID(h hook) string {
-	if h == egressHook {
-		return rootHandleArg
+// exemptFlowID is the class an exempt packet is sent to: on egress under
+// htb its root itself (4d4b:), which htb sends straight out unshaped (its
+// "direct" queue), and under prio its band 0 (4d4b:1), which prio serves
+// ahead of CAKE's band; on ingress any classid, which ends classification
+// with "OK" so the packet goes up the stack without reaching the redirect.
+func exemptFlowID(h hook, cake bool) string {
+	switch {
+	case h == ingressHook:
+		return "ffff:1"
+	case cake:
+		return bypassClassArg
 	}
-	return "ffff:1"
+	return rootHandleArg
 }
 
 func (t Tools) hookArgs(verb, dev string, h hook) []string {
@@ -200,7 +303,7 @@ func (t Tools) hookArgs(verb, dev string, h hook) []string {
 	return []string{"filter", verb, "dev", dev, "ingress"}
 }
 
-func (t Tools) addExemption(dev string, h hook, r shape.Reflector) execrun.Command {
+func (t Tools) addExemption(dev string, h hook, cake bool, r shape.Reflector) execrun.Command {
 	a := r.Addr
 	pref, proto := exemptPref(a)
 	side := "dst"
@@ -220,7 +323,7 @@ func (t Tools) addExemption(dev string, h hook, r shape.Reflector) execrun.Comma
 		// headers, which is what probes and their replies carry.
 		args = append(args, "match", family, side[:1]+"port", strconv.Itoa(int(r.Port)), "0xffff")
 	}
-	return t.tcCmd(append(args, "flowid", exemptFlowID(h))...)
+	return t.tcCmd(append(args, "flowid", exemptFlowID(h, cake))...)
 }
 
 // ipProtocol is the IP protocol (IPv6 next header) of a reflector's probes.

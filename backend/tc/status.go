@@ -65,7 +65,8 @@ func shaperName(dev string) string { return "qdisc " + FormatHandle(RootHandle) 
 // LiveShapers implements backend.ShaperReader: macake's root qdiscs as
 // they are live, upload on an interface, download on an IFB (attributed to
 // the interface whose redirect feeds it), with the rate of the htb class
-// or of cake and the bfifo's limit (0 for cake, which sizes its own queue).
+// or of the CAKE leaf and the bfifo's limit (0 for CAKE, which sizes its
+// own queue).
 func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error) {
 	live, err := b.Observe(ctx)
 	if err != nil {
@@ -92,8 +93,8 @@ func (b *Backend) LiveShapers(ctx context.Context) ([]backend.LiveShaper, error)
 			s.Interface, s.Direction = feeds[name], shape.Download.String()
 		}
 		switch {
-		case root.Kind == "cake" && root.Cake != nil:
-			s.RateBits = int64(root.Cake.BandwidthBytes) * 8
+		case dev.cakeLeaf() != nil && dev.cakeLeaf().Cake != nil:
+			s.RateBits = int64(dev.cakeLeaf().Cake.BandwidthBytes) * 8
 		case root.Kind == "htb":
 			if c := dev.Class(ClassHandle); c != nil {
 				s.RateBits = c.RateBits
@@ -130,20 +131,39 @@ func (b *Backend) qdiscStats(ctx context.Context) ([]Qdisc, error) {
 }
 
 // ShaperStats implements backend.StatsReader with one reading of the
-// qdiscs' counters (qdiscStats): the counters of macake's root qdiscs (htb, whose counters include
-// its leaf's drops and backlog, or cake), named as ShaperName names them.
+// qdiscs' counters (qdiscStats), named as ShaperName names them: for htb
+// those of macake's root (which include its leaf's drops and backlog),
+// for CAKE those of the CAKE leaf (prio counts no overlimits, and its
+// totals include the probes that bypass CAKE).
 func (b *Backend) ShaperStats(ctx context.Context) ([]backend.ShaperStats, error) {
 	qs, err := b.qdiscStats(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tc: %w", err)
 	}
-	var stats []backend.ShaperStats
+	devs := map[string]*DeviceState{}
 	for _, q := range qs {
-		if !q.Root || q.Handle != RootHandle || q.Stats == nil || q.Dev == "" {
+		if q.Dev == "" {
 			continue
 		}
+		if devs[q.Dev] == nil {
+			devs[q.Dev] = &DeviceState{Device: Device{Name: q.Dev}}
+		}
+		devs[q.Dev].Qdiscs = append(devs[q.Dev].Qdiscs, q)
+	}
+	var stats []backend.ShaperStats
+	for name, dev := range devs {
+		if !dev.ownsRoot() {
+			continue
+		}
+		q := dev.Root()
+		if leaf := dev.cakeLeaf(); leaf != nil {
+			q = leaf
+		}
 		s := q.Stats
-		stats = append(stats, backend.ShaperStats{Name: shaperName(q.Dev), Bytes: s.Bytes, Packets: s.Packets,
+		if s == nil {
+			continue
+		}
+		stats = append(stats, backend.ShaperStats{Name: shaperName(name), Bytes: s.Bytes, Packets: s.Packets,
 			Drops: s.Drops, BacklogBytes: s.Backlog, BacklogPackets: s.Qlen, Overlimits: s.Overlimits})
 	}
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Name < stats[j].Name })

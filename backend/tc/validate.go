@@ -5,6 +5,7 @@ package tc
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/macake/macake/shape"
 )
@@ -16,12 +17,14 @@ const (
 	// MaxRateBits is macake's own bound (shape.MaxRateBits): htb and
 	// cake take any rate below it.
 	MaxRateBits = shape.MaxRateBits
-	// MaxQueueBytes is bfifo's 32-bit limit.
+	// MaxQueueBytes is bfifo's 32-bit limit (and CAKE's memlimit's).
 	MaxQueueBytes = 1<<32 - 1
+	// maxCakeRTT is the longest rtt CAKE's 32-bit µs field holds.
+	maxCakeRTT = (1<<32 - 1) * time.Microsecond
 )
 
 // Limits are tc's, as backend.Info reports them.
-var Limits = shape.Limits{Shaper: "tc", MaxRateBits: MaxRateBits, MaxQueueBytes: MaxQueueBytes}
+var Limits = shape.Limits{Shaper: "tc", MaxRateBits: MaxRateBits, MaxQueueBytes: MaxQueueBytes, FitsQueue: true}
 
 var (
 	cakeDiffservModes = []string{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
@@ -52,6 +55,19 @@ func ValidateState(s shape.State) error {
 	return nil
 }
 
+// uniqueNames checks that no link is listed twice: a state that is not a
+// set of links, unlike a link that cannot be rendered, which Diff skips.
+func uniqueNames(s shape.State) error {
+	names := map[string]bool{}
+	for _, l := range s.Links {
+		if names[l.Name] {
+			return fmt.Errorf("link %q: listed twice", l.Name)
+		}
+		names[l.Name] = true
+	}
+	return nil
+}
+
 // ValidateLink checks that a link can be rendered as tc objects.
 func ValidateLink(l shape.Link) error {
 	if l.Name == "" {
@@ -69,14 +85,17 @@ func checkLink(l shape.Link) error {
 	if err := shape.CheckInterfaceName(l.Interface); err != nil {
 		return bad("interface: %v", err)
 	}
-	if _, ours := IFBSlot(l.Interface); ours {
-		return bad("interface %s is one of macake's own IFB devices", l.Interface)
-	}
 	if l.Slot < 0 || l.Slot > MaxSlot {
 		return bad("slot %d is outside 0-%d", l.Slot, MaxSlot)
 	}
+	if !l.Upload.Shaped() && !l.Download.Shaped() {
+		return bad("it shapes neither direction")
+	}
 	for _, d := range shape.Directions {
 		p := l.Pipe(d)
+		if !p.Shaped() {
+			continue // a direction the link does not shape
+		}
 		if p.RateBits <= 0 || p.RateBits > MaxRateBits {
 			return bad("%s rate %d bit/s is outside 1 bit/s-%s", d, p.RateBits, shape.FormatRate(MaxRateBits))
 		}
@@ -106,6 +125,15 @@ func checkLink(l shape.Link) error {
 		}
 		if c.MPU < 0 || c.MPU > 256 {
 			return bad("mpu %d is outside 0-256 bytes", c.MPU)
+		}
+		if c.RTT < 0 || c.RTT > maxCakeRTT || (c.RTT > 0 && c.RTT < time.Microsecond) {
+			return bad("cake rtt %s is outside 1µs-%s", c.RTT, maxCakeRTT)
+		}
+		if c.MemLimit < 0 || c.MemLimit > MaxQueueBytes {
+			return bad("cake memlimit %d bytes is outside 0-%d", c.MemLimit, int64(MaxQueueBytes))
+		}
+		if _, ok := cakeATM[cakeLinkLayer(c.LinkLayer)]; !ok {
+			return bad("cake link layer %q is not one of atm, ptm or empty (none)", c.LinkLayer)
 		}
 	}
 	return nil
@@ -142,5 +170,28 @@ func cakeOnlyOptions(c *shape.Cake) []string {
 	if c.ACKFilter {
 		lost = append(lost, "ack-filter")
 	}
+	if c.Wash {
+		lost = append(lost, "wash")
+	}
+	if c.NoSplitGSO {
+		lost = append(lost, "no-split-gso")
+	}
+	if c.RTT != 0 {
+		lost = append(lost, "rtt "+c.RTT.String())
+	}
+	if c.MemLimit != 0 {
+		lost = append(lost, "memlimit "+shape.FormatBytes(c.MemLimit))
+	}
+	if c.LinkLayer != "" {
+		lost = append(lost, c.LinkLayer+" cell framing")
+	}
 	return lost
+}
+
+// cakeLinkLayer is CAKE's word for a shape.Cake link layer ("" is noatm).
+func cakeLinkLayer(l string) string {
+	if l == "" {
+		return cakeDefaultLinkLayer
+	}
+	return l
 }

@@ -212,6 +212,10 @@ const (
 	openForDown
 	// openForApply is openForDown with the policy files.
 	openForApply
+	// openForTeardown is openForDown for down, the off switch: it goes on
+	// when the state directory's disk takes no write (read-only, full),
+	// and says what it could not record.
+	openForTeardown
 )
 
 // open opens what the command works from (session.Open) and says on
@@ -227,7 +231,8 @@ func (s *invocation) open(what opening, onProblems func(problems []*config.Probl
 		SkipOwnershipCheck: e.euid() != 0, Getenv: e.getenv, Runner: backendRunner,
 	}
 	if !s.dryRun && what != openSettings {
-		o.Lock = &state.LockOptions{Wait: lockWait, SkipOwnershipCheck: e.euid() != 0, MayCreate: e.stateDir == defaultStateDir}
+		o.Lock = &state.LockOptions{Wait: lockWait, SkipOwnershipCheck: e.euid() != 0, MayCreate: e.stateDir == defaultStateDir,
+			Unrecorded: what == openForTeardown}
 	}
 	ses, err := session.Open(e.ctx, o)
 	s.opened, s.backendName, s.policies, s.stateDir = ses, ses.BackendName, ses.Policies, ses.StateDir
@@ -267,6 +272,9 @@ func (s *invocation) open(what opening, onProblems func(problems []*config.Probl
 	}
 	if session.StepOf(err) == session.StepLock {
 		return s.fail(err), false
+	}
+	if err := ses.Lock.Unrecorded(); err != nil {
+		fmt.Fprintf(e.stderr, "warning: the state directory %s takes no write (%v): going on without recording anything there\n", ses.StateDir, err)
 	}
 	if ses.PruneErr != nil {
 		fmt.Fprintf(e.stderr, "warning: %v\n", ses.PruneErr)

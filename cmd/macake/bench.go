@@ -12,6 +12,7 @@ import (
 
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/shape"
 )
@@ -39,8 +40,10 @@ found it.
 
 Latency is measured to the speed-test server's own address, which macake
 does not exempt from shaping (unlike the controller's reflectors), so the
-result includes every delay the shaper adds. --reflector adds targets.
-Nothing is saved.
+result includes every delay the shaper adds. The latency under load is
+taken over every probe sent, a lost one counting as --lost-delay (1 s) more
+than idle, and the share lost is printed beside it: a dropped packet is a
+glitch a call or a game feels. --reflector adds targets. Nothing is saved.
 
 Endpoints: Cloudflare's public speed test by default; --server URL for a
 server started with "macake measure --serve ADDR".
@@ -62,16 +65,17 @@ func runBench(e *env, args []string) int {
 	var extra reflectorList
 	fs.Var(&extra, "reflector", "also measure latency to `ADDR` (or tcp:ADDR:PORT, udp:ADDR:PORT; repeatable)")
 	compare := fs.Bool("compare", false, "run unshaped, shaped, then unshaped again and compare the grades (takes macake's shaping off and on; needs root)")
-	var settle time.Duration
+	var settle, lostDelay time.Duration
 	durationVar(fs, &settle, "settle", 10*time.Second, "with --compare: wait this long after the shaping is back before the shaped run")
+	durationVar(fs, &lostDelay, "lost-delay", score.DefaultLostDelay, "a probe lost under load counts as this much latency added (the latency is taken over every probe sent)")
 	if done, code := benchCmd.parse(e, fs, args); done {
 		return code
 	}
 	if done, code := benchCmd.noArgs(e, fs); done {
 		return code
 	}
-	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 {
-		fmt.Fprintln(e.stderr, "macake bench: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64")
+	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 || lostDelay <= 0 || lostDelay > time.Minute {
+		fmt.Fprintln(e.stderr, "macake bench: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64, --lost-delay above 0 and at most 1m")
 		return exitUsage
 	}
 	if code, ok := checkServerFlag(e, "bench", *server); !ok {
@@ -104,7 +108,7 @@ func runBench(e *env, args []string) int {
 	}
 	lt := measure.LoadTest{
 		Endpoint: ep, Streams: *streams, Idle: idle, Duration: duration, Targets: targets,
-		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "bench",
+		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "bench", LostDelay: lostDelay,
 	}
 	bench := func(ctx context.Context) (measure.BenchReport, error) {
 		res, err := lt.Run(ctx)
@@ -153,6 +157,10 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 	}
 	rep, err := c.Run(e.ctx)
 	if err != nil {
+		// The runs that finished are measurements too.
+		if len(rep.Runs) > 0 && !asJSON {
+			rep.WriteText(e.stdout)
+		}
 		fmt.Fprintf(e.stderr, "macake bench --compare: %v\n", err)
 		return exitFailure
 	}

@@ -99,11 +99,12 @@ func runBugreport(e *env, args []string) int {
 		e.stdout.Write(buf.Bytes())
 		return exitOK
 	}
-	path := *out
+	path, numbered := *out, false
 	if path == "" {
-		path = "macake-bugreport-" + now.Format("20060102-150405") + ".txt"
+		path, numbered = "macake-bugreport-"+now.Format("20060102-150405")+".txt", true
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	path, err := bugreport.Save(path, buf.Bytes(), numbered)
+	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bugreport: %v\n", err)
 		return exitFailure
 	}

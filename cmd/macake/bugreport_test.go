@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"time"
+
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 )
 
@@ -79,7 +82,7 @@ func TestBugreportFindsTheLogOfTheRunningWatch(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	logFile := filepath.Join(t.TempDir(), "watch.log")
 	os.WriteFile(logFile, []byte("level=INFO msg=\"watch started\" event=start\n"), 0o644)
-	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir), operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,4 +93,44 @@ func TestBugreportFindsTheLogOfTheRunningWatch(t *testing.T) {
 	}}, nil)
 	stdout, _ := r.mustRun(exitOK, "bugreport", "--out", "-")
 	mustContain(t, "the report", stdout, "===== last log lines of "+logFile+" (1 lines) =====", `msg="watch started"`)
+}
+
+// TestBugreportWritesANewPrivateFile: the report is readable by its
+// owner alone, never written through a file or link already under its
+// name (a link planted under the default name in a shared directory had
+// root overwrite the file it pointed at), and under --out an existing
+// file is refused rather than overwritten (issue 27).
+func TestBugreportWritesANewPrivateFile(t *testing.T) {
+	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	victim := filepath.Join(t.TempDir(), "root-only")
+	os.WriteFile(victim, []byte("keep\n"), 0o600)
+	// Links under every name the report could take this minute and the
+	// next, as a user who guesses the time would plant them.
+	for _, at := range []time.Time{time.Now(), time.Now().Add(time.Minute)} {
+		for s := range 60 {
+			name := "macake-bugreport-" + at.Truncate(time.Minute).Add(time.Duration(s)*time.Second).Format("20060102-150405") + ".txt"
+			os.Symlink(victim, filepath.Join(dir, name))
+		}
+	}
+	stdout, _ := r.mustRun(exitOK, "bugreport", "--log-lines", "0")
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Fatalf("the report was written through a planted link: the file it pointed at holds %d bytes", len(b))
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(strings.Fields(stdout)[1], "./"), "")
+	info, err := os.Lstat(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatalf("%v (stdout %q)", err, stdout)
+	}
+	if !info.Mode().IsRegular() || info.Mode().Perm() != 0o600 {
+		t.Errorf("the report %s: %v, want a regular file of mode 0600", name, info.Mode())
+	}
+	// --out an existing file: refused, the file unchanged.
+	if code, _, stderr := r.run("bugreport", "--out", victim); code != exitFailure || !strings.Contains(stderr, "exists") {
+		t.Errorf("bugreport --out an existing file: exit %d, %q", code, stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Error("--out an existing file overwrote it")
+	}
 }

@@ -74,7 +74,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		initCmd, validateCmd, planCmd, applyCmd, downCmd, watchCmd, statusCmd, linksCmd, doctorCmd, selftestCmd,
+		initCmd, validateCmd, planCmd, applyCmd, downCmd, watchCmd, pauseCmd, resumeCmd, statusCmd, linksCmd, doctorCmd, selftestCmd,
 		measureCmd, monitorCmd, benchCmd, simCmd,
 		installDaemonCmd, uninstallDaemonCmd, installAgentCmd, uninstallAgentCmd,
 		bugreportCmd, completionCmd, manCmd, versionCmd,

@@ -83,6 +83,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"bench", "duration", false},
 		{"bench", "idle", false},
 		{"bench", "settle", true},
+		{"bench", "lost-delay", false},
 		{"measure", "duration", false},
 		{"measure", "idle", false},
 		{"sim", "duration", false},
@@ -94,6 +95,8 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"sim", "actuation-delay", true},
 		{"sim", "warmup", true},
 		{"sim", "rebin", true},
+		{"sim", "lost-delay", true},
+		{"pause", "for", false},
 	}
 	_, fileErr := config.ParseDuration("5")
 	listed := map[string]bool{}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
 )
@@ -67,8 +68,7 @@ func compareArgs(url string) []string {
 // switching, not the grades (the e2e package grades a real bottleneck).
 func TestBenchCompareWithWatchE2E(t *testing.T) {
 	m := newE2EMac(t)
-	m.write("home", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"50mbit\"\nupload = \"10mbit\"\n"+
-		"[autorate]\nreflectors = [\"127.0.0.2\"]\nactive_reflectors = 1\n")
+	m.write("home", configtest.Policy{Interface: "en0", Download: "50mbit", Upload: "10mbit", More: oneReflector}.TOML())
 	m.startWatch()
 	if len(m.pipes()) != 2 {
 		t.Fatalf("pipes after start: %v", m.pipes())
@@ -106,7 +106,7 @@ func TestBenchCompareWithWatchE2E(t *testing.T) {
 // package's TestBenchCompareOnThisKernel.)
 func TestBenchCompareWithoutWatchE2E(t *testing.T) {
 	m := newE2EMac(t)
-	m.write("home", "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\n")
+	m.write("home", configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
 	if code, _, stderr := m.run("apply"); code != exitOK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}

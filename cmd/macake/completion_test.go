@@ -78,7 +78,7 @@ func TestCompletionBashCompletesInARealBash(t *testing.T) {
 		want []string
 	}{
 		{"macake ap", []string{"apply"}},
-		{"macake p", []string{"plan"}},
+		{"macake p", []string{"pause", "plan"}},
 		{"macake com", []string{"completion"}},
 		{"macake completion ", []string{"bash", "fish", "zsh"}},
 		{"macake --config-dir /tmp va", []string{"validate"}},

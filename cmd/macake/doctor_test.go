@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/config/configtest"
+	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/service"
 	"github.com/macake/macake/service/launchd"
@@ -26,14 +29,7 @@ import (
 
 // doctorPolicy probes documentation addresses: the fake pinger answers for
 // them, and nothing is ever sent.
-const doctorPolicy = `description = "Starlink"
-[match]
-interface   = "en0"
-gateway_mac = "74:24:9f:00:00:01"
-[shaper]
-download = "150mbit"
-upload   = "15mbit"
-[autorate]
+const doctorPolicy = starlinkShaping + `[autorate]
 reflectors        = ["192.0.2.1", "192.0.2.2"]
 active_reflectors = 2
 cut_refractory    = "1s"
@@ -102,7 +98,7 @@ func (r *doctorRig) serveDaemonStatus() {
 	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir))
+	ln, err := statusapi.Listen(statusapi.SocketPath(r.stateDir), operator.Policy{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -155,7 +151,7 @@ func (r *doctorRig) healthy() {
 
 func doctorGolden(t *testing.T, name, got string) {
 	t.Helper()
-	checkGoldenFile(t, filepath.Join("testdata", "doctor", name), got)
+	golden.Check(t, filepath.Join("testdata", "doctor", name), []byte(got), docsShowIt)
 }
 
 func TestDoctorHealthyGolden(t *testing.T) {
@@ -196,9 +192,8 @@ func TestDoctorBrokenGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.silent = map[netip.Addr]bool{netip.MustParseAddr("192.0.2.2"): true}
-	if err := os.WriteFile(filepath.Join(r.configDir, "lte.toml"), []byte("[match]\ninterface = \"en5\"\n[shaper]\ndownload = \"30mbps\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	configtest.Write(t, r.configDir, "lte", configtest.Policy{Interface: "en5", Download: "30mbps"}.TOML()) // an ambiguous unit, refused
+
 	code, stdout, stderr := r.doctor(0)
 	if code != exitFailure {
 		t.Errorf("exit %d, want 1\n%s%s", code, stdout, stderr)

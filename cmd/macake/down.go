@@ -80,7 +80,7 @@ func runDown(e *env, args []string) int {
 
 func (s *invocation) down(f applyFlags) (out applyOutcome) {
 	stop, _ := s.stoppers(&out)
-	if code, ok := s.open(openForDown, nil); !ok {
+	if code, ok := s.open(openForTeardown, nil); !ok {
 		return stop(code)
 	}
 	s.selftestLeftovers(f.dryRun)
@@ -117,6 +117,9 @@ func (s *invocation) down(f applyFlags) (out applyOutcome) {
 	}
 	if f.dryRun {
 		return stop(exitOK)
+	}
+	if err := s.tokens.NotRecorded(); err != nil {
+		fmt.Fprintf(s.e.stderr, "warning: shaping removed, but down could not record it in the state file (%v): it still names the links' slots and the pf reference, which the next apply or down corrects\n", err)
 	}
 	out.plan, out.applied = res.Plan, !res.Plan.Empty()
 	if !f.json && !res.Plan.Empty() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/netns"
@@ -28,13 +29,9 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
-	lab := netns.New(t, "gwm")
-	client, gw := lab.Namespace("c"), lab.Namespace("g")
-	lab.Link(client, "vc", gw, "gc")
-	client.AddAddr("vc", "10.82.1.2/24")
-	gw.AddAddr("gc", "10.82.1.1/24")
-	client.Route("default", "via", "10.82.1.1")
-	mac := gw.HardwareAddr("gc").String()
+	client, gw := netns.New(t, "gwm").Pair()
+	client.Route("default", "via", netns.ServerIP4)
+	mac := gw.HardwareAddr(netns.ServerDev).String()
 	dir := t.TempDir()
 	// apply plans against the pf/dummynet emulator (the child inherits
 	// the environment).
@@ -44,15 +41,9 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	links := filepath.Join(dir, "links.d")
-	os.Mkdir(links, 0o755)
 	os.Mkdir(filepath.Join(dir, "state"), 0o755)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("home", "[match]\ninterface = \"vc\"\ngateway_mac = \""+mac+"\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\n")
-	write("hotel", "[match]\ninterface = \"vc\"\ngateway_mac = \"02:00:00:00:00:99\"\npriority = 10\n[shaper]\nmode = \"fixed\"\ndownload = \"5mbit\"\nupload = \"1mbit\"\n")
+	configtest.Write(t, links, "home", configtest.Policy{Interface: netns.ClientDev, GatewayMAC: mac, Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
+	configtest.Write(t, links, "hotel", configtest.Policy{Interface: netns.ClientDev, GatewayMAC: "02:00:00:00:00:99", Priority: 10, Mode: "fixed", Download: "5mbit", Upload: "1mbit"}.TOML())
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -74,14 +65,14 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	}
 	var vc bool
 	for _, i := range lr.Interfaces {
-		if i.Name == "vc" {
-			vc = i.GatewayIP == "10.82.1.1" && i.GatewayMAC == mac && i.Default
+		if i.Name == netns.ClientDev {
+			vc = i.GatewayIP == netns.ServerIP4 && i.GatewayMAC == mac && i.Default
 		}
 	}
 	if !vc {
-		t.Errorf("links does not show vc's gateway 10.82.1.1 (%s): %+v", mac, lr.Interfaces)
+		t.Errorf("links does not show vc's gateway %s (%s): %+v", netns.ServerIP4, mac, lr.Interfaces)
 	}
-	if r := cli("links"); !strings.Contains(r.Stdout, "gateway 10.82.1.1 ("+mac+"), default route") {
+	if r := cli("links"); !strings.Contains(r.Stdout, "gateway "+netns.ServerIP4+" ("+mac+"), default route") {
 		t.Errorf("links text lacks the gateway:\n%s", r.Stdout)
 	}
 

@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
@@ -32,25 +32,21 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 		t.Skip("parent half")
 	}
 	const server, echo, icmp = "10.83.0.1", "10.83.0.2", "10.83.0.3"
-	lab := netns.New(t, "mbind")
-	client := lab.Namespace("c")
 	uplinks := []struct {
 		dev      string
 		down, up int64
 	}{{"wa", 20_000_000, 8_000_000}, {"wb", 6_000_000, 2_000_000}}
+	up := netns.New(t, "mbind").Uplinks("wa", "wb")
+	up.Multihome()
+	client := up.Client
 	for i, u := range uplinks {
-		n := string(rune('1' + i))
-		r := lab.Namespace("r" + n)
-		lab.Link(client, u.dev, r, "wan")
-		client.AddAddr(u.dev, "10.83."+n+".2/24")
-		r.AddAddr("wan", "10.83."+n+".1/24")
+		r := up.Routers[i]
 		r.AddAddr("lo", server+"/32")
 		r.AddAddr("lo", echo+"/32")
 		r.AddAddr("lo", icmp+"/32")
 		r.SlowUDPEcho(0, echo+":7")
-		client.IP("route", "add", "default", "via", "10.83."+n+".1", "dev", u.dev, "metric", "1"+n+"0")
-		r.Bottleneck("wan", u.down, u.down/8/10)
-		client.Bottleneck(u.dev, u.up, u.up/8/10)
+		r.Bottleneck(netns.UplinkDev, u.down, netns.BufferBytes(u.down, 100*time.Millisecond))
+		client.Bottleneck(u.dev, u.up, netns.BufferBytes(u.up, 100*time.Millisecond))
 		ln, err := r.Listen(netns.CubicListenConfig(), "tcp", server+":8080")
 		if err != nil {
 			t.Fatal(err)
@@ -59,15 +55,9 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
 	}
-	// wb's replies arrive on wb although the best route back to the
-	// server is wa: strict reverse-path filtering would drop them.
-	for _, k := range []string{"all", "default", "wa", "wb"} {
-		client.Sysctl("net.ipv4.conf."+k+".rp_filter", "0")
-	}
 	dir := filepath.Join(t.TempDir(), "links.d")
-	os.Mkdir(dir, 0o755)
 	for name, dev := range map[string]string{"a": "wa", "b": "wb"} {
-		os.WriteFile(filepath.Join(dir, name+".toml"), []byte("[match]\ninterface = \""+dev+"\"\n[shaper]\ndownload = \"100mbit\"\nupload = \"10mbit\"\n"), 0o644)
+		configtest.Write(t, dir, name, configtest.Policy{Interface: dev, Download: "100mbit", Upload: "10mbit"}.TOML())
 	}
 
 	for i, link := range []string{"a", "b"} {

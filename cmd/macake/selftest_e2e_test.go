@@ -74,11 +74,7 @@ func TestSelftestEmulatorPassesAndFaultsFail(t *testing.T) {
 	if code != exitFailure {
 		t.Fatalf("selftest with a rounding fault: exit %d\n%s", code, stdout)
 	}
-	for _, want := range []string{"differs  dnctl.rounding", `real      "65`, `  1.000 Mbit/s`, `expected  "65`, `  1.001 Mbit/s`, "sudo macake selftest --json"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("the report lacks %q:\n%s", want, stdout)
-		}
-	}
+	mustContain(t, "the report", stdout, "differs  dnctl.rounding", `real      "65`, `  1.000 Mbit/s`, `expected  "65`, `  1.001 Mbit/s`, "sudo macake selftest --json")
 	m.fault(func(e *pfdntest.Emulator) { e.ClearFaults() })
 	if after := m.emu().Snapshot().String(); after != pristine {
 		t.Fatalf("a failed check must not leave scratch objects:\n%s", after)

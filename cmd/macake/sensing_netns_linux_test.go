@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
@@ -23,9 +24,9 @@ import (
 )
 
 // The lab: client — gw — server. The ISP's bloated link is between gw and
-// server: 20 Mbit/s down (server egress) and 8 Mbit/s up (gw egress
-// towards the server), each with 100 ms of drop-tail buffer. The gateway
-// itself is not behind the bottleneck, as a home router is not.
+// server, shaped on the server's end (netns.WAN): 20 Mbit/s down and
+// 8 Mbit/s up, each with 100 ms of drop-tail buffer. The gateway itself is
+// not behind the bottleneck, as a home router is not.
 const (
 	labDown    = 20_000_000
 	labUp      = 8_000_000
@@ -52,8 +53,7 @@ func newSensingLab(t *testing.T) *sensingLab {
 	l.gw.Forward()
 	l.client.Route("default", "via", labGateway)
 	l.server.Route("10.81.1.0/24", "via", "10.81.2.1")
-	l.server.Bottleneck("vs", labDown, labDown/8/10)
-	l.gw.Bottleneck("gs", labUp, labUp/8/10)
+	l.server.WAN("vs", labDown, labUp, 100*time.Millisecond)
 	l.gwMAC = l.gw.HardwareAddr("gc")
 
 	serve := func(port string, h http.Handler) string {
@@ -417,16 +417,12 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 	t.Parallel()
 	l := newSensingLab(t)
 	links := filepath.Join(t.TempDir(), "links.d")
-	os.Mkdir(links, 0o755)
-	policy := func(name, match string) {
-		b := "[match]\n" + match + "\n[shaper]\ndownload = \"20mbit\"\nupload = \"8mbit\"\n"
-		if err := os.WriteFile(filepath.Join(links, name+".toml"), []byte(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	policy := func(name, iface, mac string) {
+		configtest.Write(t, links, name, configtest.Policy{Interface: iface, GatewayMAC: mac, Download: "20mbit", Upload: "8mbit"}.TOML())
 	}
-	policy("starlink", `interface = "en0"`)
-	policy("office", "interface = \"vc\"\ngateway_mac = \"00:11:22:33:44:55\"")
-	policy("lab", "interface = \"vc\"\ngateway_mac = \""+l.gwMAC.String()+"\"")
+	policy("starlink", "en0", "")
+	policy("office", "vc", "00:11:22:33:44:55")
+	policy("lab", "vc", l.gwMAC.String())
 	measureLink := func(link string) (childResult, string) {
 		dir := t.TempDir()
 		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/desired"
 )
 
@@ -63,27 +64,20 @@ func TestResolveTargetUsesThePolicyOrTheDefaultRoute(t *testing.T) {
 		{"name":"en8","up":false,"gateway_ip":"10.8.0.1"}]}`), 0o644)
 	links := filepath.Join(dir, "links.d")
 	os.Mkdir(links, 0o755)
-	os.WriteFile(filepath.Join(links, "home.toml"), []byte(`
-[match]
-interface   = "en0"
-gateway_mac = "74:24:9f:00:00:01"
-[shaper]
-download = "150mbit"
-upload   = "15mbit"
-[autorate]
+	os.WriteFile(filepath.Join(links, "home.toml"), []byte(starlinkShaping+`[autorate]
 reflectors        = ["192.0.2.1", "192.0.2.2", "192.0.2.3"]
 active_reflectors = 2
 probe_interval    = "100ms"
 `), 0o644)
-	policy := func(name, match string) {
-		os.WriteFile(filepath.Join(links, name+".toml"), []byte("[match]\n"+match+"\n[shaper]\ndownload = \"900mbit\"\nupload = \"40mbit\"\n"), 0o644)
+	policy := func(name, iface, mac string) {
+		configtest.Write(t, links, name, configtest.Policy{Interface: iface, GatewayMAC: mac, Download: "900mbit", Upload: "40mbit"}.TOML())
 	}
-	policy("dock", `interface = "en5"`)
-	policy("starlink", `interface = "en7"`)
-	policy("bridge", `interface = "en6"`)
-	policy("spare", `interface = "en8"`)
-	policy("office", "interface = \"en0\"\ngateway_mac = \"00:11:22:33:44:55\"")
-	policy("anyen0", `interface = "en0"`)
+	policy("dock", "en5", "")
+	policy("starlink", "en7", "")
+	policy("bridge", "en6", "")
+	policy("spare", "en8", "")
+	policy("office", "en0", "00:11:22:33:44:55")
+	policy("anyen0", "en0", "")
 
 	e := testEnv(t, map[string]string{"MACAKE_LINK_FACTS": facts})
 	e.configDir = links

@@ -118,11 +118,7 @@ func TestInstallDaemonCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{"Installed org.macake.watch", "Logs:   /var/log/macake/watch.log", "sudo launchctl print system/org.macake.watch"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, stdout)
-		}
-	}
+	mustContain(t, "stdout", stdout, "Installed org.macake.watch", "Logs:   /var/log/macake/watch.log", "sudo launchctl print system/org.macake.watch")
 	if !strings.Contains(stderr, "ran: /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist") {
 		t.Errorf("stderr does not report the bootstrap:\n%s", stderr)
 	}
@@ -168,18 +164,14 @@ func TestInstallDaemonDryRun(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
-	for _, want := range []string{
+	mustContain(t, "dry run", stdout,
 		"# /Library/LaunchDaemons/org.macake.watch.plist (root:wheel 0644)",
 		"<string>org.macake.watch</string>",
 		"would create /var/log/macake (root:wheel 0755)",
 		"would write /Library/LaunchDaemons/org.macake.watch.plist (root:wheel 0644)",
 		"would run: /bin/launchctl enable system/org.macake.watch",
 		"would run: /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist",
-	} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("dry run lacks %q:\n%s", want, stdout)
-		}
-	}
+	)
 	if len(m.launchd.Loaded) != 0 {
 		t.Error("dry run loaded the job")
 	}
@@ -357,11 +349,7 @@ func TestUninstallDaemonRunsDown(t *testing.T) {
 	if code != exitOK || m.downs != 1 {
 		t.Fatalf("exit %d, downs %d, stderr %q", code, m.downs, stderr)
 	}
-	for _, want := range []string{"ran: /bin/launchctl bootout system/org.macake.watch", "removed /Library/LaunchDaemons/org.macake.watch.plist", "logs kept in /var/log/macake", "removed everything"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, stderr)
-		}
-	}
+	mustContain(t, "stderr", stderr, "ran: /bin/launchctl bootout system/org.macake.watch", "removed /Library/LaunchDaemons/org.macake.watch.plist", "logs kept in /var/log/macake", "removed everything")
 	if len(m.launchd.Loaded) != 0 {
 		t.Error("job still loaded")
 	}
@@ -386,11 +374,7 @@ func TestUninstallDaemonWhenDownFails(t *testing.T) {
 	if code != exitFailure {
 		t.Errorf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"not implemented yet: down", "the LaunchDaemon is removed, but `macake down` failed (exit 1)", "sudo macake down"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, stderr)
-		}
-	}
+	mustContain(t, "stderr", stderr, "not implemented yet: down", "the LaunchDaemon is removed, but `macake down` failed (exit 1)", "sudo macake down")
 	if len(m.launchd.Loaded) != 0 {
 		t.Error("job still loaded")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/docsite"
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/sim/autorate"
 	"github.com/macake/macake/sim/linkmodel"
@@ -27,9 +28,13 @@ packet with TCP flows, the macOS dummynet pipes in front of it and each
 controller in the loop, fed only what the daemon sees. The controllers run
 side by side on the same link and seed and are compared by the metrics of
 the benchmark: utilisation U, added delay D50/D95/D99 from an independent
-100 Hz probe, recovery after capacity drops, rate changes, and the score
-U/(1 + D95/30 ms). A second run shows the drift-controlled off / on / off
-table (throughput, added median and p90), as MaCake reports it.
+100 Hz probe through the pipes, taken over every probe sent (a lost one
+counts as --lost-delay, 1 s) with the loss beside it, recovery after
+capacity drops, rate changes, and the score U/(1 + D95/30 ms); then what a
+call beside the load felt (50 packets/s of 200 bytes each way through the
+pipes: loss, one-way delay, jitter). A second run shows the
+drift-controlled off / on / off table (throughput, added median and p90),
+as MaCake reports it.
 
 Deterministic: the same flags and seed give the same numbers on any machine.
 
@@ -79,6 +84,7 @@ func runSim(e *env, args []string) int {
 	durationVar(fs, &f.ActuationDelay, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
 	fs.IntVar(&f.ProbeBurst, "probe-burst", 1, "probes sent at once by the 6-reflector prober: 1 one every 50 ms (cake-autorate), 2 two every 100 ms (macake watch), up to 6")
 	durationVar(fs, &f.Warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
+	durationVar(fs, &f.LostDelay, "lost-delay", score.DefaultLostDelay, "the delay a lost probe or call packet counts as in D50–D99 and the score")
 	fs.StringVar(&f.Loss, "loss", "", "random loss at the bottleneck, `DOWN,UP` probabilities (e.g. 0.0001,0.002 as LeoCC models Starlink)")
 	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the `VARIANTS` the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+": the 36 variants of the tuning grid macake's law was chosen from; none: no estimate)")
 	fs.StringVar(&f.Phases, "phases", "auto", "`CONTROLLER` for the off/on/off table (auto, none to skip)")

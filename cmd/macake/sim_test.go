@@ -38,7 +38,7 @@ func TestSimJSONAndSVG(t *testing.T) {
 			Download   struct {
 				Loaded bool    `json:"loaded"`
 				U      float64 `json:"u"`
-				D95    float64 `json:"d95_ms"`
+				D50    float64 `json:"d50_ms"`
 			} `json:"download"`
 			Upload struct {
 				Loaded bool `json:"loaded"`
@@ -51,8 +51,8 @@ func TestSimJSONAndSVG(t *testing.T) {
 	if len(doc.Results) != 2 || doc.Results[0].Controller != "none" || !doc.Results[0].Download.Loaded || doc.Results[0].Upload.Loaded {
 		t.Fatalf("results %+v", doc.Results)
 	}
-	if doc.Results[0].Download.D95 <= doc.Results[1].Download.D95 {
-		t.Errorf("none D95 %.1f ms not above fixed's %.1f ms on LTE", doc.Results[0].Download.D95, doc.Results[1].Download.D95)
+	if doc.Results[0].Download.D50 <= doc.Results[1].Download.D50 {
+		t.Errorf("none D50 %.1f ms not above fixed's %.1f ms on LTE", doc.Results[0].Download.D50, doc.Results[1].Download.D50)
 	}
 	b, err := os.ReadFile(svg)
 	if err != nil || !strings.HasPrefix(string(b), "<svg") || !strings.Contains(string(b), "fixed — download") {
@@ -92,7 +92,7 @@ func TestSimTraceDirectory(t *testing.T) {
 		candidates string
 		want, not  []string
 	}{
-		{"none", []string{"Trace benchmark: 2 traces from 2 sources × 2 seeds × 1 start offsets", "mahimahi/step.down", "Geometric-mean score", "controller    all  mahimahi  other"},
+		{"none", []string{"Trace benchmark: 2 traces from 2 sources × 2 seeds × 1 start offsets", "mahimahi/step.down", "Geometric-mean score", "controller    all  lost  call lost  mahimahi  other"},
 			[]string{"Leave one source out", "held-out"}},
 		{"ours", []string{"Candidates, geometric-mean score over upstream's per source", "Leave one source out",
 			"Leave-one-source-out estimate vs upstream: geometric-mean score"}, []string{"development"}},

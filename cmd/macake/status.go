@@ -171,7 +171,7 @@ func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
 	case errors.Is(err, statusapi.ErrNotRunning):
 		note = "nothing answers on " + socket
 	case denied:
-		note = fmt.Sprintf("its socket answers %s only; run with sudo for its view", statusapi.SocketReaders)
+		note = fmt.Sprintf("its socket answers %s only; run with sudo for its view", statusapi.Readers(socket))
 	}
 	st, err = staticStatus(s, stateDir, socket, note)
 	if err != nil {

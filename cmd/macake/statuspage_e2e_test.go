@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/headless"
 )
 
@@ -18,8 +19,9 @@ import (
 // (on the emulated Mac, probing loopback reflectors) and opens its status
 // page in a real headless Chromium: the page loads, shows the link with
 // its live rate, follows a rate change within 2 s of the pipe changing,
-// draws the charts and lists the events, and reports no console error,
-// uncaught exception or blocked load. It skips without Chromium, saying
+// draws the charts and lists the events, pauses and resumes the link from
+// its buttons, and reports no console error, uncaught exception or
+// blocked load. It skips without Chromium, saying
 // so (Debian: apt-get install chromium).
 func TestStatusPageE2E(t *testing.T) {
 	if headless.Find() == "" {
@@ -36,8 +38,8 @@ func TestStatusPageE2E(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(m.dir, "macake.toml"), []byte(settings), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	policy := "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"%s\"\nupload = \"10mbit\"\n" +
-		"[autorate]\nreflectors = [\"127.0.0.2\", \"127.0.0.3\"]\nactive_reflectors = 2\n"
+	policy := configtest.Policy{Interface: "en0", Download: "%s", Upload: "10mbit",
+		More: "[autorate]\nreflectors = [\"127.0.0.2\", \"127.0.0.3\"]\nactive_reflectors = 2\n"}.TOML()
 	m.write("home", fmt.Sprintf(policy, "50mbit"))
 	m.startWatch()
 	if got := m.pipes()[48002]; got != 50_000_000 {
@@ -82,6 +84,23 @@ func TestStatusPageE2E(t *testing.T) {
 	if live != "live" {
 		t.Errorf("connection badge %q", live)
 	}
+	// Its "Pause 15 min" button takes the link's shaping off, and the
+	// page shows the pause; "Resume" puts it back.
+	if err := page.Click(`section.link[data-link="home"] button[data-pause="900"]`); err != nil {
+		t.Fatal(err)
+	}
+	m.eventually("the pipes gone after the page's pause", func() bool { return len(m.pipes()) == 0 })
+	state := `document.querySelector('section.link[data-link="home"] [data-field="state"]').textContent`
+	if _, err := page.WaitFor(state+`.startsWith("paused (1")`, 3*time.Second); err != nil {
+		t.Errorf("the page does not show the pause: %v", err)
+	}
+	if st := m.status(); len(st.Pauses) != 1 || st.Pauses[0].By != "the status page" || st.Pauses[0].Link != "home" {
+		t.Errorf("status after the page's pause: %+v", st.Pauses)
+	}
+	if err := page.Click(`section.link[data-link="home"] button[data-pause="0"]`); err != nil {
+		t.Fatal(err)
+	}
+	m.eventually("the pipes back after the page's resume", func() bool { return len(m.pipes()) == 2 })
 	if probs := page.Problems(); len(probs) > 0 {
 		t.Errorf("the page reported problems:\n%s", strings.Join(probs, "\n"))
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/service/systemd"
@@ -28,26 +29,19 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	lab := netns.New(t, "cap")
 	lab.Require("setpriv", "util-linux")
 	lab.Require("tc", "iproute2")
-	host, peer := lab.Namespace("h"), lab.Namespace("p")
-	lab.Link(host, "vh", peer, "vp")
-	host.AddAddr("vh", "10.83.1.2/24")
-	peer.AddAddr("vp", "10.83.1.1/24")
+	host, _ := lab.Pair()
 
 	dir := t.TempDir()
 	macake := buildMacake(t, dir)
 	links := filepath.Join(dir, "links.d")
-	os.Mkdir(links, 0o755)
-	policy := "[match]\ninterface = \"vh\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\n"
-	if err := os.WriteFile(filepath.Join(links, "lab.toml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	configtest.Write(t, links, "lab", configtest.Policy{Interface: netns.ClientDev, Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
 	// systemd creates the unit's StateDirectory= before it starts it;
 	// macake creates only its default one itself.
-	if err := os.Mkdir(filepath.Join(dir, "state"), 0o700); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, "state"), 0o711); err != nil {
 		t.Fatal(err)
 	}
 	facts := filepath.Join(dir, "facts.json")
-	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"vh","up":true}]}`), 0o644)
+	os.WriteFile(facts, []byte(`{"interfaces":[{"name":"`+netns.ClientDev+`","up":true}]}`), 0o644)
 	env := []string{"MACAKE_BACKEND=tc", linkfacts.EnvFile + "=" + facts, "NO_COLOR=1"}
 
 	var keep []string
@@ -74,8 +68,8 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	if out, err := run(unitCaps, "apply"); err != nil {
 		t.Fatalf("apply with the unit's capabilities %v: %v\n%s", systemd.WatchCapabilities, err, out)
 	}
-	if q := host.TC("qdisc", "show", "dev", "vh"); !strings.Contains(q, "4d4b:") {
-		t.Fatalf("vh is not shaped after apply:\n%s", q)
+	if q := host.TC("qdisc", "show", "dev", netns.ClientDev); !strings.Contains(q, "4d4b:") {
+		t.Fatalf("%s is not shaped after apply:\n%s", netns.ClientDev, q)
 	}
 	if out, err := run(unitCaps, "apply"); err != nil || !strings.HasPrefix(out, "No changes.") {
 		t.Fatalf("second apply: %v\n%s", err, out)
@@ -83,7 +77,7 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	if out, err := run(unitCaps, "down"); err != nil {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
-	if q := host.TC("qdisc", "show", "dev", "vh"); strings.Contains(q, "4d4b:") {
-		t.Fatalf("vh is still shaped after down:\n%s", q)
+	if q := host.TC("qdisc", "show", "dev", netns.ClientDev); strings.Contains(q, "4d4b:") {
+		t.Fatalf("%s is still shaped after down:\n%s", netns.ClientDev, q)
 	}
 }

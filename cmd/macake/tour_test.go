@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/service"
 )
 
@@ -113,34 +114,15 @@ func (tr *tour) edit(name, old, new string) {
 // directory.
 var tourDir = must(filepath.Abs(filepath.Join("testdata", "tour")))
 
+// docsShowIt is why a golden file of the tour or of doctor must not change
+// by accident: the documentation shows it, kept equal by internal/doccheck.
+const docsShowIt = "the documentation shows it; go test ./internal/doccheck -update then rewrites the docs"
+
 // tourGolden compares got with testdata/tour/name, or with -update writes
 // it there.
 func tourGolden(t *testing.T, name, got string) {
 	t.Helper()
-	checkGoldenFile(t, filepath.Join(tourDir, name), got)
-}
-
-// checkGoldenFile compares got with the file at path, or with -update
-// writes it there. (Not internal/golden: its -update flag would clash
-// with this package's.)
-func checkGoldenFile(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/macake -update writes it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test ./cmd/macake -update rewrites it; go test ./internal/doccheck -update then rewrites the docs that show it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join(tourDir, name), []byte(got), docsShowIt)
 }
 
 // TestTour is the README's five-minute tour and the transcripts of

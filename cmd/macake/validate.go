@@ -7,11 +7,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
+	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/session"
+	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
@@ -27,7 +33,9 @@ stdout, every problem of every file at once. Warnings go to stderr.
 
 Run as root, it also checks that the files and the directory are owned by
 root and not writable by group or others; run as another user it skips that
-check and says so.
+check and says so. Run as root on Linux, it also tries each policy's [cake]
+options on this kernel and iproute2 (in a throwaway network namespace) and
+reports the ones they refuse, at their key.
 
 Exit status: 0 when every file is valid (warnings allowed), 78 when any is
 not, 64 usage.`,
@@ -43,23 +51,14 @@ const validateFormatVersion = "2.0"
 
 // validateReport is the --json document.
 type validateReport struct {
-	FormatVersion    string            `json:"format_version"`
-	ConfigDir        string            `json:"config_dir"`
-	Target           config.Target     `json:"target"`
-	Valid            bool              `json:"valid"`
-	OwnershipChecked bool              `json:"ownership_checked"`
-	Links            []validateLink    `json:"links"`
-	Warnings         []config.Warning  `json:"warnings"`
-	Errors           []*config.Problem `json:"errors"`
-}
-
-type validateLink struct {
-	Name        string      `json:"name"`
-	File        string      `json:"file"`
-	Description string      `json:"description,omitempty"`
-	Interface   string      `json:"interface"`
-	Mode        config.Mode `json:"mode"`
-	Priority    int         `json:"priority"`
+	FormatVersion    string                  `json:"format_version"`
+	ConfigDir        string                  `json:"config_dir"`
+	Target           config.Target           `json:"target"`
+	Valid            bool                    `json:"valid"`
+	OwnershipChecked bool                    `json:"ownership_checked"`
+	Links            []desired.PolicySummary `json:"links"`
+	Warnings         []config.Warning        `json:"warnings"`
+	Errors           []*config.Problem       `json:"errors"`
 }
 
 func runValidate(e *env, args []string) int {
@@ -83,6 +82,10 @@ func runValidate(e *env, args []string) int {
 	if !asRoot {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
 	}
+	tryCake := t == config.TargetLinux && runtime.GOOS == "linux"
+	if tryCake && asRoot {
+		opts.CheckCake = cakeCheckOnThisSystem(e)
+	}
 
 	settings, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
 	opts.Invocation = e.invocation()
@@ -91,6 +94,9 @@ func runValidate(e *env, args []string) int {
 	if e.ctx.Err() != nil {
 		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", context.Cause(e.ctx))
 		return exitFailure
+	}
+	if tryCake && !asRoot && slices.ContainsFunc(links, func(l config.Link) bool { return !l.Cake.IsZero() }) {
+		fmt.Fprintln(e.stderr, "note: not running as root: the [cake] options are not tried on this kernel and iproute2")
 	}
 	problems := config.Problems(err)
 	warnings = append(warnings, dwarn...)
@@ -104,7 +110,7 @@ func runValidate(e *env, args []string) int {
 		rep := validateReport{
 			FormatVersion: validateFormatVersion, ConfigDir: e.configDir, Target: t,
 			Valid: len(problems) == 0, OwnershipChecked: asRoot,
-			Links: []validateLink{}, Warnings: warnings, Errors: problems,
+			Links: []desired.PolicySummary{}, Warnings: warnings, Errors: problems,
 		}
 		if rep.Warnings == nil {
 			rep.Warnings = []config.Warning{}
@@ -113,10 +119,7 @@ func runValidate(e *env, args []string) int {
 			rep.Errors = []*config.Problem{}
 		}
 		for _, l := range links {
-			rep.Links = append(rep.Links, validateLink{
-				Name: l.Name, File: l.File, Description: l.Description,
-				Interface: l.Match.Interface, Mode: l.Shaper.Mode, Priority: l.Match.Priority,
-			})
+			rep.Links = append(rep.Links, desired.SummarizePolicy(l))
 		}
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
@@ -171,4 +174,30 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("1 %s", noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// cakeCheckOnThisSystem tries each policy's CAKE options on this kernel
+// with this iproute2, as the tc backend renders them, in a throwaway
+// network namespace: what they refuse is a problem at its key, found
+// before an apply. On a kernel without sch_cake nothing is tried (plan
+// and apply say that the [cake] options are not applied).
+func cakeCheckOnThisSystem(e *env) config.CakeCheck {
+	tools := tc.ToolsFromEnv(e.getenv)
+	run := execrun.Exec{Timeout: 10 * time.Second}
+	var caps *tc.Capabilities
+	return func(c *shape.Cake) []config.CakeRefusal {
+		if caps == nil {
+			p := tc.Probe(e.ctx, run, tools)
+			caps = &p
+		}
+		if !caps.ShapesWithCake() {
+			return nil
+		}
+		refusals, _ := tc.CheckCake(e.ctx, run, tools, c)
+		out := make([]config.CakeRefusal, len(refusals))
+		for i, r := range refusals {
+			out[i] = config.CakeRefusal{Key: r.Key, Message: r.String()}
+		}
+		return out
+	}
 }

@@ -6,15 +6,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/macake/macake/internal/golden"
+)
 
 // validateAs runs the CLI in-process as if the effective uid were euid.
 func validateAs(t *testing.T, euid int, args ...string) (int, string, string) {
@@ -74,19 +73,7 @@ func TestValidateBadExamples(t *testing.T) {
 	if !strings.Contains(stderr, "problems in") {
 		t.Errorf("stderr %q lacks the summary", stderr)
 	}
-	golden := filepath.Join("testdata", "validate_bad.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if stdout != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it):\n%s", golden, stdout)
-	}
+	golden.Check(t, filepath.Join("testdata", "validate_bad.golden"), []byte(stdout), "what validate says of every broken example")
 }
 
 func TestValidateJSON(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/internal/speedtest"
@@ -277,16 +278,13 @@ func (p *watchProc) kill() {
 	<-p.done
 }
 
-const e2eFixed = `[match]
-interface = "en0"
-[shaper]
-mode = "fixed"
-download = "%s"
-upload = "5mbit"
-[autorate]
-reflectors = ["127.0.0.2"]
-active_reflectors = 1
-`
+// oneReflector is an [autorate] table probing one loopback reflector.
+const oneReflector = "[autorate]\nreflectors = [\"127.0.0.2\"]\nactive_reflectors = 1\n"
+
+// e2eFixed is a fixed policy on en0 at download, and 5 Mbit/s up.
+func e2eFixed(download string) string {
+	return configtest.Policy{Interface: "en0", Mode: "fixed", Download: download, Upload: "5mbit", More: oneReflector}.TOML()
+}
 
 // TestWatchE2EPolicyEditsAndDrift runs watch through a day in the life of
 // a config directory and a Mac that other tools touch: edits are applied,
@@ -295,7 +293,7 @@ active_reflectors = 1
 // deleted file removes its link, SIGHUP reopens the log, SIGTERM exits 0.
 func TestWatchE2EPolicyEditsAndDrift(t *testing.T) {
 	m := newE2EMac(t)
-	m.write("cable", fmt.Sprintf(e2eFixed, "50mbit"))
+	m.write("cable", e2eFixed("50mbit"))
 	w := m.startWatch()
 	if got := m.pipes(); got[48001] != 5_000_000 || got[48002] != 50_000_000 {
 		t.Fatalf("pipes after start: %v", got)
@@ -308,11 +306,11 @@ func TestWatchE2EPolicyEditsAndDrift(t *testing.T) {
 		t.Errorf("apply while watch runs: exit %d, want 1 naming the daemon:\n%s", code, stderr)
 	}
 
-	saved := m.write("cable", fmt.Sprintf(e2eFixed, "60mbit"))
+	saved := m.write("cable", e2eFixed("60mbit"))
 	m.eventually("the edit applied", func() bool { return m.pipes()[48002] == 60_000_000 })
 	t.Logf("file save to applied change: %v", time.Since(saved).Round(time.Millisecond))
 
-	m.write("cable", fmt.Sprintf(e2eFixed, "70mbps"))
+	m.write("cable", e2eFixed("70mbps"))
 	m.eventually("the config error in status", func() bool { return len(m.status().ConfigErrors) > 0 })
 	if got := m.pipes()[48002]; got != 60_000_000 {
 		t.Fatalf("a broken edit moved the pipe to %d; the last good policy must stay", got)
@@ -328,7 +326,7 @@ func TestWatchE2EPolicyEditsAndDrift(t *testing.T) {
 	if !strings.Contains(text, "cable.toml:5:") || !strings.Contains(text, "its last good policy stays in force") {
 		t.Errorf("status does not show the error in force:\n%s", text)
 	}
-	m.write("cable", fmt.Sprintf(e2eFixed, "70mbit"))
+	m.write("cable", e2eFixed("70mbit"))
 	m.eventually("the fix applied", func() bool { return m.pipes()[48002] == 70_000_000 })
 
 	repaired := func(kind string) func() bool {
@@ -382,7 +380,7 @@ func TestWatchE2EPolicyEditsAndDrift(t *testing.T) {
 // while an apply hangs leaves a state that `down` cleans up completely.
 func TestWatchE2ERestartAndCrash(t *testing.T) {
 	m := newE2EMac(t)
-	m.write("cable", fmt.Sprintf(e2eFixed, "50mbit"))
+	m.write("cable", e2eFixed("50mbit"))
 	w := m.startWatch()
 	shaped := m.emu().Snapshot().String()
 	if code := w.stop(syscall.SIGTERM); code != 0 {
@@ -406,7 +404,7 @@ func TestWatchE2ERestartAndCrash(t *testing.T) {
 	// A fresh Mac, and an apply that hangs at pf's enable reference: the
 	// pipes and rules are in, the reference is being taken.
 	m2 := newE2EMac(t)
-	m2.write("cable", fmt.Sprintf(e2eFixed, "50mbit"))
+	m2.write("cable", e2eFixed("50mbit"))
 	m2.fault(func(e *pfdntest.Emulator) {
 		e.AddFault(pfdntest.Fault{Match: `^pfctl -E$`, Kind: pfdntest.Hang})
 	})
@@ -438,18 +436,12 @@ func TestWatchE2ERestartAndCrash(t *testing.T) {
 	}
 }
 
-const e2eAutorate = `[match]
-interface = "en0"
-gateway_mac = "%s"
-[shaper]
-download = "%s"
-upload = "5mbit"
-[autorate]
-download = { min = "1mbit", max = "100mbit" }
-upload = { min = "1mbit", max = "10mbit" }
-reflectors = ["127.0.0.2"]
-active_reflectors = 1
-`
+// e2eAutorate is an autorate policy on en0 behind the gateway mac,
+// starting at download and 5 Mbit/s up.
+func e2eAutorate(mac, download string) string {
+	return configtest.Policy{Interface: "en0", GatewayMAC: mac, Download: download, Upload: "5mbit",
+		More: oneReflector + "download = { min = \"1mbit\", max = \"100mbit\" }\nupload = { min = \"1mbit\", max = \"10mbit\" }\n"}.TOML()
+}
 
 // TestWatchE2ELinkSwitch rewrites the MACAKE_LINK_FACTS file under a
 // running watch, as a move to another network: the old link's pipes and
@@ -457,8 +449,8 @@ active_reflectors = 1
 // the state file holds for that network.
 func TestWatchE2ELinkSwitch(t *testing.T) {
 	m := newE2EMac(t)
-	m.write("home", fmt.Sprintf(e2eAutorate, "74:24:9f:00:00:01", "50mbit"))
-	m.write("hotel", fmt.Sprintf(e2eAutorate, "02:00:00:00:00:02", "20mbit"))
+	m.write("home", e2eAutorate("74:24:9f:00:00:01", "50mbit"))
+	m.write("hotel", e2eAutorate("02:00:00:00:00:02", "20mbit"))
 	err := state.Save(m.stateDir, &state.State{Profiles: map[string]state.Profile{
 		state.ProfileKey("hotel", "02:00:00:00:00:02"): {Link: "hotel", GoodDownload: 13_000_000, GoodUpload: 3_000_000},
 	}})
@@ -508,8 +500,7 @@ func TestWatchE2EMeasureHandsTheProfileToWatch(t *testing.T) {
 	// Everything on loopback: the gateway measure probes, the reflector
 	// and the speed-test server.
 	os.WriteFile(m.facts, []byte(`{"interfaces":[{"name":"lo","up":true,"gateway_ip":"127.0.0.1","gateway_mac":"02:00:00:00:00:01"}]}`), 0o644)
-	m.write("lab", "[match]\ninterface = \"lo\"\n[shaper]\nmode = \"fixed\"\ndownload = \"auto\"\nupload = \"5mbit\"\n"+
-		"[autorate]\nreflectors = [\"127.0.0.2\"]\nactive_reflectors = 1\n")
+	m.write("lab", configtest.Policy{Interface: "lo", Mode: "fixed", Download: "auto", Upload: "5mbit", More: oneReflector}.TOML())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

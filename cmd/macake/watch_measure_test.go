@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/sense/probe"
 )
 
@@ -71,12 +72,7 @@ func TestWatchCost(t *testing.T) {
 
 	m := newE2EMac(t)
 	os.WriteFile(m.facts, []byte(`{"interfaces":[{"name":"lo","up":true,"gateway_ip":"127.0.0.1","gateway_mac":"02:00:00:00:00:01"}]}`), 0o644)
-	policy := `[match]
-interface = "lo"
-[shaper]
-download = "%s"
-upload = "20mbit"
-[autorate]
+	policy := configtest.Policy{Interface: "lo", Download: "%s", Upload: "20mbit"}.TOML() + `[autorate]
 reflectors = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6", "127.0.0.7"]
 active_reflectors = 6
 probe_interval = "300ms"

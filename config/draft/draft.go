@@ -153,7 +153,7 @@ func (d Draft) Render() ([]byte, error) {
 	rate("download", d.Download)
 	rate("upload", d.Upload)
 	w("# queue    = %s   # the pipe's queue, resized with every rate change; or a size such as \"256KB\"\n", q(def.Shaper.Queue.String()))
-	w("# overhead = %d        # bytes of framing per packet (0-256), e.g. 18 for DOCSIS\n", def.Shaper.Overhead)
+	w("# overhead = %d        # bytes of framing per packet (0-256), or CAKE's keyword, e.g. 18 or \"docsis\"\n", def.Shaper.Overhead.Bytes)
 	w("# mpu      = %d        # smallest packet on the wire, e.g. 64\n", def.Shaper.MPU)
 
 	if mode == config.ModeAutorate || mode == config.ModeBalanced {

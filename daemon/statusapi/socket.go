@@ -10,19 +10,24 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/operator"
+	"github.com/macake/macake/internal/connlimit"
 	"github.com/macake/macake/state"
 )
 
 // SocketName is the status socket's name inside the state directory.
 const SocketName = "watch.sock"
 
-// SocketMode lets root and the socket's group (admin on macOS) ask.
+// SocketMode lets root and the socket's group (the operator group; admin
+// on macOS when there is none) ask.
 const SocketMode = 0o660
 
 // The requests the socket answers.
@@ -34,9 +39,10 @@ const (
 	// measured while the daemon held the state lock; only root (or the
 	// daemon's own user) may send it.
 	RequestMeasurement = "measurement"
-	// RequestPause takes macake's shaping off for PauseSeconds (0: puts it
-	// back now), for `macake bench --compare`; only root (or the daemon's
-	// own user) may send it.
+	// RequestPause takes macake's shaping of PauseLink (every link when
+	// empty) off for PauseSeconds, or puts it back (0): `macake pause`
+	// and `resume`, `macake bench --compare`. Root and the operator group
+	// may send it.
 	RequestPause = "pause"
 )
 
@@ -52,8 +58,21 @@ type Request struct {
 	History      bool      `json:"history,omitempty"`
 	HistorySince time.Time `json:"history_since,omitzero"`
 	Events       bool      `json:"events,omitempty"`
-	// PauseSeconds is a RequestPause's length.
+	// PauseSeconds is a RequestPause's length (0: resume); PauseLink the
+	// link it pauses or resumes ("": every link).
 	PauseSeconds float64 `json:"pause_seconds,omitempty"`
+	PauseLink    string  `json:"pause_link,omitempty"`
+}
+
+// PauseChange is a pause or a resume as the daemon takes it.
+type PauseChange struct {
+	// Link is the link to pause or resume; "" for every link.
+	Link string
+	// For is how long the shaping stays off; 0 puts it back.
+	For time.Duration
+	// By says who asked, for status and the log: a user, "the status
+	// page", "macake bench --compare".
+	By string
 }
 
 // Measurement is what `macake measure` found on one network, for the
@@ -73,9 +92,13 @@ type Handler struct {
 	// Measurement records a measurement and returns once it is saved;
 	// nil refuses measurements.
 	Measurement func(ctx context.Context, m Measurement) error
-	// Pause takes the shaping off for d (d ≤ 0: back on) and returns once
-	// that is done; nil refuses pauses.
-	Pause func(ctx context.Context, d time.Duration) error
+	// Pause carries out a pause or resume and returns, once it is done,
+	// the pause of that link in force after it (nil: none); nil refuses
+	// pauses.
+	Pause func(ctx context.Context, c PauseChange) (*Pause, error)
+	// Operators says who may pause (root, the daemon's own user, the
+	// operator group) and who may hand in a measurement (not the group).
+	Operators operator.Policy
 }
 
 // Response is the document the daemon answers with: the status, or an
@@ -83,7 +106,12 @@ type Handler struct {
 type Response struct {
 	FormatVersion string  `json:"format_version"`
 	Status        *Status `json:"status,omitempty"`
-	Error         string  `json:"error,omitempty"`
+	// Pause answers a RequestPause: the pause of its link in force after
+	// it, nil when there is none.
+	Pause *Pause `json:"pause,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Refused: the error is that the peer may not do what it asked.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Errors of Fetch, matched with errors.Is.
@@ -91,9 +119,17 @@ var (
 	// ErrNotRunning: nothing listens on the socket (no daemon, or one that
 	// was killed and left its socket behind).
 	ErrNotRunning = errors.New("macake watch is not running")
-	// ErrPermission: the socket exists but this user may not connect.
+	// ErrPermission: the socket exists but this user may not connect, or
+	// may not ask for what it asked (a pause without being an operator).
 	ErrPermission = errors.New("no permission to ask macake watch")
 )
+
+// refusedError is the daemon's refusal of what this user asked; it
+// matches ErrPermission.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string        { return e.msg }
+func (e *refusedError) Is(target error) bool { return target == ErrPermission }
 
 // ioTimeout bounds one exchange on either side: the status is a few
 // kilobytes, so anything slower is stuck.
@@ -107,9 +143,10 @@ const pauseTimeout = time.Minute
 // Listen creates the status socket at path: it removes a socket left by a
 // daemon that died (nothing answers on it) and refuses to replace one that
 // answers; it sets SocketMode and, when running as root, the group that
-// may read it (admin on macOS). The state lock (one daemon per state
-// directory) makes a live socket unexpected.
-func Listen(path string) (net.Listener, error) {
+// may read it: the operator group ops names, else admin on macOS. The
+// state lock (one daemon per state directory) makes a live socket
+// unexpected.
+func Listen(path string, ops operator.Policy) (net.Listener, error) {
 	if info, err := os.Lstat(path); err == nil {
 		if info.Mode().Type() != fs.ModeSocket {
 			return nil, fmt.Errorf("status socket %s: exists and is not a socket; remove it", path)
@@ -136,7 +173,11 @@ func Listen(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("status socket %s: %w", path, err)
 	}
 	if os.Geteuid() == 0 {
-		if gid, ok := socketGroup(); ok {
+		gid, ok := defaultSocketGroup()
+		if ops.Group != "" {
+			gid, ok = ops.GID, true
+		}
+		if ok {
 			if err := os.Chown(path, 0, gid); err != nil {
 				ln.Close()
 				return nil, fmt.Errorf("status socket %s: %w", path, err)
@@ -146,15 +187,36 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers requests on ln with h until ctx ends, then closes ln. log
-// hears about broken exchanges; nil discards them.
+// SocketLimits bound the socket's clients (internal/connlimit): per user,
+// a few connections at once and a few requests a second, which `macake
+// status`, measure and bench need a fraction of. Root and the daemon's
+// own user are held apart, so no other user can keep them out, and are
+// not held to the rate.
+var SocketLimits = connlimit.Limits{Conns: 32, PerPeer: 8, Rate: 5, Burst: 10}
+
+// socketPeer names a socket connection's peer by its user; root and the
+// daemon's own user are privileged. A peer whose user cannot be read is
+// one peer, "unknown".
+func socketPeer(c net.Conn) (string, bool) {
+	peer, err := operator.PeerOf(c)
+	if err != nil {
+		return "unknown", false
+	}
+	return fmt.Sprintf("uid %d", peer.UID), peer.UID == 0 || peer.UID == os.Geteuid()
+}
+
+// Serve answers requests on ln with h, within SocketLimits, until ctx
+// ends, then closes ln. log hears about broken exchanges; nil discards
+// them.
 func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) error {
 	go func() {
 		<-ctx.Done()
 		ln.Close()
 	}()
+	held := connlimit.NewListener(ln, SocketLimits, socketPeer)
+	rate := connlimit.NewBuckets(SocketLimits)
 	for {
-		c, err := ln.Accept()
+		c, err := held.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -166,6 +228,17 @@ func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) er
 			return fmt.Errorf("status socket: %w", err)
 		}
 		go func() {
+			// Root (and the daemon's own user) is not held to the rate:
+			// `status --follow` asks as often as it likes, and nothing
+			// root sends needs bounding from root.
+			peer, privileged := socketPeer(c)
+			if !privileged && !rate.Allow(peer, time.Now()) {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(ioTimeout))
+				json.NewEncoder(c).Encode(Response{FormatVersion: FormatVersion,
+					Error: fmt.Sprintf("too many requests from %s; this macake watch answers a few a second", peer)})
+				return
+			}
 			if err := answer(ctx, c, h); err != nil && log != nil {
 				log.Debug("status request failed", "error", err)
 			}
@@ -193,30 +266,18 @@ func answer(ctx context.Context, c net.Conn, h Handler) error {
 		resp.Status = &st
 	case req.Request == RequestMeasurement:
 		if err := takeMeasurement(ctx, c, h, req.Measurement); err != nil {
-			resp.Error = err.Error()
+			resp.Error, resp.Refused = err.Error(), errors.Is(err, operator.ErrRefused)
 		}
 	case req.Request == RequestPause:
-		if err := pause(ctx, c, h, req.PauseSeconds); err != nil {
-			resp.Error = err.Error()
+		p, err := pause(ctx, c, h, req)
+		if err != nil {
+			resp.Error, resp.Refused = err.Error(), errors.Is(err, operator.ErrRefused)
 		}
+		resp.Pause = p
 	default:
 		resp.Error = fmt.Sprintf("unknown request %q; use %q, %q or %q", req.Request, RequestStatus, RequestMeasurement, RequestPause)
 	}
 	return json.NewEncoder(c).Encode(resp)
-}
-
-// mayChange checks that the peer may change the daemon's state: the
-// socket's group may read the status, but only root (or the daemon's own
-// user) changes anything. what and who name the request and the command
-// to run with sudo.
-func mayChange(c net.Conn, what, who string) error {
-	switch uid, err := peerUID(c); {
-	case err != nil:
-		return fmt.Errorf("cannot tell who sent the %s (%v); refused", what, err)
-	case uid != 0 && uid != os.Geteuid():
-		return fmt.Errorf("only root may send macake watch a %s (uid %d asked); run %s with sudo", what, uid, who)
-	}
-	return nil
 }
 
 // takeMeasurement checks that the peer may change the daemon's state and
@@ -225,7 +286,7 @@ func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement)
 	if h.Measurement == nil {
 		return errors.New("this macake watch takes no measurements")
 	}
-	if err := mayChange(c, "measurement", "macake measure"); err != nil {
+	if _, err := h.Operators.Check(c, operator.Root, "measurement", "macake measure"); err != nil {
 		return err
 	}
 	if m == nil || m.Key == "" {
@@ -236,19 +297,46 @@ func takeMeasurement(ctx context.Context, c net.Conn, h Handler, m *Measurement)
 	return h.Measurement(ctx, *m)
 }
 
-// pause checks that the peer may change the daemon's state and pauses or
-// resumes the shaping.
-func pause(ctx context.Context, c net.Conn, h Handler, seconds float64) error {
+// pause checks that the peer may pause (root or the operator group) and
+// that the request makes sense, then pauses or resumes the shaping.
+func pause(ctx context.Context, c net.Conn, h Handler, req Request) (*Pause, error) {
 	if h.Pause == nil {
-		return errors.New("this macake watch takes no pauses")
+		return nil, errors.New("this macake watch takes no pauses")
 	}
-	if err := mayChange(c, "pause", "macake bench --compare"); err != nil {
-		return err
+	what := "pause"
+	if req.PauseSeconds == 0 {
+		what = "resume"
 	}
+	peer, err := h.Operators.Check(c, operator.Operate, what, "macake "+what)
+	if err != nil {
+		return nil, err
+	}
+	change, err := req.pauseChange()
+	if err != nil {
+		return nil, err
+	}
+	change.By = peer.Name()
 	c.SetDeadline(time.Now().Add(pauseTimeout))
 	ctx, cancel := context.WithTimeout(ctx, pauseTimeout-time.Second)
 	defer cancel()
-	return h.Pause(ctx, time.Duration(seconds*float64(time.Second)))
+	return h.Pause(ctx, change)
+}
+
+// pauseChange reads a pause request, refusing what cannot be one: a
+// negative, fractional-nanosecond or absurd length, a link that cannot
+// be a link's name.
+func (r Request) pauseChange() (PauseChange, error) {
+	s := r.PauseSeconds
+	switch {
+	case math.IsNaN(s) || s < 0:
+		return PauseChange{}, fmt.Errorf("pause_seconds %v: a pause lasts 0 (resume) or more seconds", s)
+	case s > float64(math.MaxInt64/int64(time.Second)):
+		return PauseChange{}, fmt.Errorf("pause_seconds %v is beyond any pause", s)
+	}
+	if r.PauseLink != "" && !config.ValidLinkName(r.PauseLink) {
+		return PauseChange{}, fmt.Errorf("pause_link %q cannot name a link (lower-case letters, digits, - and _, at most 32)", r.PauseLink)
+	}
+	return PauseChange{Link: r.PauseLink, For: time.Duration(s * float64(time.Second))}, nil
 }
 
 // Fetch asks the daemon behind the socket at path for its status. Its
@@ -280,11 +368,13 @@ func SendMeasurement(ctx context.Context, path string, m Measurement) error {
 }
 
 // SendPause asks the daemon behind the socket at path to take macake's
-// shaping off for d (d ≤ 0: to put it back now) and returns once it has.
-// Its errors match ErrNotRunning and ErrPermission as Fetch's do.
-func SendPause(ctx context.Context, path string, d time.Duration) error {
-	_, err := exchange(ctx, path, pauseTimeout, Request{FormatVersion: FormatVersion, Request: RequestPause, PauseSeconds: max(d, 0).Seconds()})
-	return err
+// shaping of link ("": every link) off for d (d ≤ 0: to put it back now)
+// and returns once it has, with the pause of that link in force after it
+// (nil: none). Its errors match ErrNotRunning and ErrPermission as
+// Fetch's do.
+func SendPause(ctx context.Context, path, link string, d time.Duration) (*Pause, error) {
+	resp, err := exchange(ctx, path, pauseTimeout, Request{FormatVersion: FormatVersion, Request: RequestPause, PauseSeconds: max(d, 0).Seconds(), PauseLink: link})
+	return resp.Pause, err
 }
 
 // exchange sends one request and reads the response within timeout.
@@ -297,7 +387,7 @@ func exchange(ctx context.Context, path string, timeout time.Duration, req Reque
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
 		return Response{}, fmt.Errorf("%w (nothing answers on %s)", ErrNotRunning, path)
 	case errors.Is(err, fs.ErrPermission):
-		return Response{}, fmt.Errorf("%w: %s answers %s only; run with sudo", ErrPermission, path, SocketReaders)
+		return Response{}, fmt.Errorf("%w: %s answers %s only; run with sudo", ErrPermission, path, Readers(path))
 	case err != nil:
 		return Response{}, fmt.Errorf("asking macake watch on %s: %w", path, err)
 	}
@@ -312,6 +402,9 @@ func exchange(ctx context.Context, path string, timeout time.Duration, req Reque
 	}
 	if major(resp.FormatVersion) != major(FormatVersion) {
 		return Response{}, fmt.Errorf("macake watch on %s answers in format %q; this macake reads %s: run the same macake version for both", path, resp.FormatVersion, FormatVersion)
+	}
+	if resp.Refused {
+		return Response{}, &refusedError{fmt.Sprintf("macake watch on %s: %s", path, resp.Error)}
 	}
 	if resp.Error != "" {
 		return Response{}, fmt.Errorf("macake watch on %s: %s", path, resp.Error)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/daemon/operator"
+	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/testuser"
 	"github.com/macake/macake/state"
 )
 
@@ -26,7 +30,7 @@ import (
 // after which Fetch says the daemon is not running.
 func TestSocketRoundTrip(t *testing.T) {
 	path := SocketPath(t.TempDir())
-	ln, err := Listen(path)
+	ln, err := Listen(path, operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +81,12 @@ func TestListenReplacesAStaleSocket(t *testing.T) {
 	if _, err := Fetch(context.Background(), path); !errors.Is(err, ErrNotRunning) {
 		t.Fatalf("stale socket: %v, want ErrNotRunning", err)
 	}
-	ln, err := Listen(path)
+	ln, err := Listen(path, operator.Policy{})
 	if err != nil {
 		t.Fatalf("replacing the stale socket: %v", err)
 	}
 	defer ln.Close()
-	if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "answers on it") {
+	if _, err := Listen(path, operator.Policy{}); err == nil || !strings.Contains(err.Error(), "answers on it") {
 		t.Errorf("a second Listen on a live socket: %v", err)
 	}
 }
@@ -91,7 +95,7 @@ func TestListenReplacesAStaleSocket(t *testing.T) {
 // something else gets an error that says so.
 func TestServeRejectsBadRequests(t *testing.T) {
 	path := SocketPath(t.TempDir())
-	ln, err := Listen(path)
+	ln, err := Listen(path, operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,17 +106,25 @@ func TestServeRejectsBadRequests(t *testing.T) {
 		`{"format_version":"` + FormatVersion + `","request":"measurement"}`: "takes no measurements",
 		`not json`: "not JSON",
 	} {
-		c, err := net.DialTimeout("unix", path, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Write([]byte(req + "\n"))
-		line, _ := bufio.NewReader(c).ReadString('\n')
-		c.Close()
+		line := rawRequest(t, path, req)
 		if !strings.Contains(line, want) || !strings.Contains(line, `"format_version":"`+FormatVersion+`"`) {
 			t.Errorf("%s: answer %q, want it to contain %q", req, line, want)
 		}
 	}
+}
+
+// rawRequest sends one line to the socket at path and returns the line it
+// answers.
+func rawRequest(t *testing.T, path, req string) string {
+	t.Helper()
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte(req + "\n"))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return line
 }
 
 // TestSendMeasurement: a measurement reaches the handler intact and the
@@ -120,7 +132,7 @@ func TestServeRejectsBadRequests(t *testing.T) {
 // back as the client's error; a request without a profile is refused.
 func TestSendMeasurement(t *testing.T) {
 	path := SocketPath(t.TempDir())
-	ln, err := Listen(path)
+	ln, err := Listen(path, operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,18 +175,23 @@ func TestSendMeasurement(t *testing.T) {
 	mu.Lock()
 }
 
-// TestMeasurementsOnlyFromRoot: the socket's group may read the status,
-// but a measurement from another user is refused (a process of uid 65534
-// asks; needs root to start it).
-func TestMeasurementsOnlyFromRoot(t *testing.T) {
+// TestOnlyOperatorsPause: everyone who may connect reads the status; a
+// member of the operator group may pause and resume, and an outsider may
+// not; neither may hand in a measurement, which only root may. The
+// clients are throw-away users (needs root to make them).
+func TestOnlyOperatorsPause(t *testing.T) {
 	if os.Getenv("STATUSAPI_CHILD_SOCKET") != "" {
-		t.Skip("the child half runs in TestMeasurementsOnlyFromRootChild")
+		t.Skip("the child half runs in TestOnlyOperatorsPauseChild")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to run a client as another user (CI runs as root)")
+	testuser.Skip(t)
+	group, _ := testuser.Group(t)
+	member, outsider := testuser.New(t, group), testuser.New(t)
+	ops, err := operator.NewPolicy(group)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A directory the other user can enter, holding the socket and a copy
-	// of this test binary to run.
+	// A directory the other users can enter, holding the socket and a
+	// copy of this test binary to run.
 	dir, err := os.MkdirTemp("", "statusapi-peer-")
 	if err != nil {
 		t.Fatal(err)
@@ -190,53 +207,105 @@ func TestMeasurementsOnlyFromRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := SocketPath(dir)
-	ln, err := Listen(path)
+	ln, err := Listen(path, ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(path, 0o666) // as if nobody were in the socket's group
-	var took atomic.Int32
+	if info, err := os.Stat(path); err != nil || Readers(path) != "root and group "+group {
+		t.Errorf("the socket's readers: %q (%v, %v)", Readers(path), info, err)
+	}
+	os.Chmod(path, 0o666) // the outsider may connect too: the check is the peer's credentials
+	var mu sync.Mutex
+	var took []PauseChange
+	measured := atomic.Int32{}
 	go Serve(t.Context(), ln, Handler{
 		Status:      func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} },
-		Measurement: func(context.Context, Measurement) error { took.Add(1); return nil },
-		Pause:       func(context.Context, time.Duration) error { took.Add(1); return nil },
+		Measurement: func(context.Context, Measurement) error { measured.Add(1); return nil },
+		Pause: func(_ context.Context, c PauseChange) (*Pause, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			took = append(took, c)
+			if c.For == 0 {
+				return nil, nil
+			}
+			return &Pause{Link: c.Link, Until: time.Now().Add(c.For), By: c.By}, nil
+		},
+		Operators: ops,
 	}, nil)
-	cmd := exec.Command(child, "-test.run=^TestMeasurementsOnlyFromRootChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "status ok") || !strings.Contains(string(out), "only root may send macake watch a measurement (uid 65534 asked); run macake measure with sudo") ||
-		!strings.Contains(string(out), "only root may send macake watch a pause (uid 65534 asked); run macake bench --compare with sudo") {
-		t.Errorf("child output:\n%s", out)
-	}
-	if took.Load() != 0 {
-		t.Errorf("a measurement or a pause from uid 65534 was taken")
-	}
-	// Root's pause arrives with its length; 0 puts the shaping back.
-	got := make(chan time.Duration, 2)
-	ln2, err := Listen(filepath.Join(dir, "root.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go Serve(t.Context(), ln2, Handler{Pause: func(_ context.Context, d time.Duration) error { got <- d; return nil }}, nil)
-	for _, want := range []time.Duration{90 * time.Second, 0} {
-		if err := SendPause(context.Background(), filepath.Join(dir, "root.sock"), want); err != nil {
-			t.Fatal(err)
+	run := func(u testuser.User) string {
+		cmd := u.Command(child, "-test.run=^TestOnlyOperatorsPauseChild$", "-test.count=1", "-test.v")
+		cmd.Argv = append([]string{"/usr/bin/env", "STATUSAPI_CHILD_SOCKET=" + path}, cmd.Argv...)
+		res, err := execrun.Exec{Timeout: time.Minute}.Run(context.Background(), cmd)
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("the child as %s: %v\n%s%s", u.Name, err, res.Stdout, res.Stderr)
 		}
-		if d := <-got; d != want {
-			t.Errorf("pause handed over as %v, want %v", d, want)
+		return string(res.Stdout)
+	}
+	out := run(outsider)
+	for _, want := range []string{"status ok",
+		fmt.Sprintf("measurement: macake watch on %s: only root may send macake watch a measurement (uid %d (%s) asked); run macake measure with sudo", path, outsider.UID, outsider.Name),
+		fmt.Sprintf("pause: macake watch on %s: only root and members of group %s may send macake watch a pause (uid %d (%s) asked); run macake pause with sudo, or join group %s", path, group, outsider.UID, outsider.Name, group),
+		"resume: macake watch on " + path + ": only root and members of group " + group + " may send macake watch a resume",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the outsider's output lacks %q:\n%s", want, out)
 		}
+	}
+	mu.Lock()
+	if len(took) != 0 || measured.Load() != 0 {
+		t.Errorf("the outsider's requests were taken: %+v, %d measurements", took, measured.Load())
+	}
+	mu.Unlock()
+	out = run(member)
+	for _, want := range []string{"status ok", "measurement: macake watch on " + path + ": only root may send macake watch a measurement",
+		"pause: <nil> home until", "resume: <nil> <nil>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the member's output lacks %q:\n%s", want, out)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(took) != 2 || took[0] != (PauseChange{Link: "home", For: 90 * time.Second, By: member.Name}) || took[1] != (PauseChange{Link: "home", By: member.Name}) || measured.Load() != 0 {
+		t.Errorf("the member's requests arrived as %+v (%d measurements)", took, measured.Load())
 	}
 }
 
-// TestMeasurementsOnlyFromRootChild is the other user's half.
-func TestMeasurementsOnlyFromRootChild(t *testing.T) {
+// forAnotherUser makes what a test needs to be asked by another user (uid
+// 65534): a directory that user can enter, holding a copy of this test
+// binary to run as it (child) and a socket it may connect to (path, ln).
+// It skips the test unless run as root, who alone can start that process.
+func forAnotherUser(t *testing.T) (dir, child, path string, ln net.Listener) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user (CI runs as root)")
+	}
+	dir, err := os.MkdirTemp("", "statusapi-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	child = filepath.Join(dir, "statusapi.test")
+	if err := os.WriteFile(child, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path = SocketPath(dir)
+	if ln, err = Listen(path, operator.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o666) // as if nobody were in the socket's group
+	return dir, child, path, ln
+}
+
+// TestOnlyOperatorsPauseChild is the other users' half.
+func TestOnlyOperatorsPauseChild(t *testing.T) {
 	path := os.Getenv("STATUSAPI_CHILD_SOCKET")
 	if path == "" {
-		t.Skip("started by TestMeasurementsOnlyFromRoot")
+		t.Skip("started by TestOnlyOperatorsPause")
 	}
 	if _, err := Fetch(context.Background(), path); err != nil {
 		t.Fatalf("status: %v", err)
@@ -244,7 +313,50 @@ func TestMeasurementsOnlyFromRootChild(t *testing.T) {
 	fmt.Println("status ok")
 	err := SendMeasurement(context.Background(), path, Measurement{Key: "home", Profile: state.Profile{DownloadCapacity: 1, UploadCapacity: 1}})
 	fmt.Println("measurement:", err)
-	fmt.Println("pause:", SendPause(context.Background(), path, time.Minute))
+	p, err := SendPause(context.Background(), path, "home", 90*time.Second)
+	if p != nil {
+		fmt.Println("pause:", err, p.Link, "until", p.Until.Format(time.RFC3339))
+	} else {
+		fmt.Println("pause:", err)
+	}
+	p, err = SendPause(context.Background(), path, "home", 0)
+	fmt.Println("resume:", err, p)
+}
+
+// TestPauseRequestsAreChecked: a pause request whose length or link
+// cannot be one is refused before it reaches the daemon, with what is
+// wrong; root's requests arrive with their link and length.
+func TestPauseRequestsAreChecked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "watch.sock")
+	ln, err := Listen(path, operator.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan PauseChange, 8)
+	go Serve(t.Context(), ln, Handler{Pause: func(_ context.Context, c PauseChange) (*Pause, error) { got <- c; return nil, nil }}, nil)
+	for req, want := range map[string]string{
+		`{"format_version":"` + FormatVersion + `","request":"pause","pause_seconds":-5}`:                     "a pause lasts 0 (resume) or more seconds",
+		`{"format_version":"` + FormatVersion + `","request":"pause","pause_seconds":1e300}`:                  "beyond any pause",
+		`{"format_version":"` + FormatVersion + `","request":"pause","pause_seconds":60,"pause_link":"../x"}`: `cannot name a link (lower-case`,
+		`{"format_version":"` + FormatVersion + `","request":"pause","pause_seconds":"soon"}`:                 "not JSON",
+	} {
+		if line := rawRequest(t, path, req); !strings.Contains(line, want) {
+			t.Errorf("%s: answer %q, want %q", req, line, want)
+		}
+	}
+	for _, want := range []PauseChange{{Link: "home", For: 90 * time.Second, By: "root"}, {By: "root"}} {
+		if _, err := SendPause(context.Background(), path, want.Link, want.For); err != nil {
+			t.Fatal(err)
+		}
+		if c := <-got; c != want {
+			t.Errorf("pause handed over as %+v, want %+v", c, want)
+		}
+	}
+	select {
+	case c := <-got:
+		t.Errorf("a bad request reached the daemon: %+v", c)
+	default:
+	}
 }
 
 // TestPauseWaitsForTheReconcile: a pause's answer comes when the
@@ -252,15 +364,99 @@ func TestMeasurementsOnlyFromRootChild(t *testing.T) {
 // than a status exchange may.
 func TestPauseWaitsForTheReconcile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "watch.sock")
-	ln, err := Listen(path)
+	ln, err := Listen(path, operator.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	go Serve(t.Context(), ln, Handler{Pause: func(context.Context, time.Duration) error {
+	go Serve(t.Context(), ln, Handler{Pause: func(context.Context, PauseChange) (*Pause, error) {
 		time.Sleep(ioTimeout + time.Second)
-		return nil
+		return nil, nil
 	}}, nil)
-	if err := SendPause(context.Background(), path, time.Minute); err != nil {
+	if _, err := SendPause(context.Background(), path, "", time.Minute); err != nil {
 		t.Errorf("a pause whose reconcile takes %v: %v", ioTimeout+time.Second, err)
 	}
+}
+
+// TestSocketBoundsAnotherUser: another user (uid 65534) who may ask the
+// socket opens a thousand connections and sends nothing, then asks
+// faster than the socket answers: the daemon keeps a handful of them
+// (SocketLimits.PerPeer), refuses the requests past the rate, and root is
+// answered throughout. Needs root to start the other user's process.
+func TestSocketBoundsAnotherUser(t *testing.T) {
+	if os.Getenv("STATUSAPI_CHILD_SOCKET") != "" {
+		t.Skip("the child half runs in TestSocketBoundsAnotherUserChild")
+	}
+	_, child, path, ln := forAnotherUser(t)
+	go Serve(t.Context(), ln, Handler{Status: func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} }}, nil)
+	cmd := exec.Command(child, "-test.run=^TestSocketBoundsAnotherUserChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// While the child holds what it could keep and floods, root asks.
+	var out strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && lines.Text() != "flooded" {
+		out.WriteString(lines.Text() + "\n")
+	}
+	for range 3 {
+		if _, err := Fetch(context.Background(), path); err != nil {
+			t.Errorf("root's status while another user floods the socket: %v", err)
+		}
+	}
+	stdin.Close()
+	io.Copy(&out, stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+	var open, refused int
+	i := strings.Index(out.String(), "open ")
+	if i < 0 {
+		t.Fatalf("child output:\n%s", out.String())
+	}
+	if _, err := fmt.Sscanf(out.String()[i:], "open %d refused %d", &open, &refused); err != nil {
+		t.Fatalf("child output:\n%s", out.String())
+	}
+	if open > SocketLimits.PerPeer {
+		t.Errorf("the daemon kept %d of another user's 1000 silent connections, want at most %d", open, SocketLimits.PerPeer)
+	}
+	if refused == 0 {
+		t.Errorf("40 requests at once from another user, none refused:\n%s", out.String())
+	}
+}
+
+// TestSocketBoundsAnotherUserChild is the other user's half.
+func TestSocketBoundsAnotherUserChild(t *testing.T) {
+	path := os.Getenv("STATUSAPI_CHILD_SOCKET")
+	if path == "" {
+		t.Skip("started by TestSocketBoundsAnotherUser")
+	}
+	var conns []net.Conn
+	for range 1000 {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(500 * time.Millisecond)
+	open := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && os.IsTimeout(err) {
+			open++
+		}
+	}
+	refused := 0
+	for range 40 {
+		if _, err := Fetch(context.Background(), path); err != nil && strings.Contains(err.Error(), "too many requests") {
+			refused++
+		}
+	}
+	fmt.Printf("open %d refused %d\nflooded\n", open, refused)
+	io.ReadAll(os.Stdin)
 }

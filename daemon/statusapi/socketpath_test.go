@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/daemon/operator"
 )
 
 // TestSocketPathFitsTheKernel: a state directory deep enough that
@@ -54,7 +56,7 @@ func TestLongStateDirStillAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := SocketPath(dir)
-	ln, err := Listen(path)
+	ln, err := Listen(path, operator.Policy{})
 	if err != nil {
 		t.Fatalf("a %d-byte state directory: %v", len(dir), err)
 	}

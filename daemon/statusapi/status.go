@@ -2,11 +2,14 @@
 
 // Package statusapi is how `macake status` talks to `macake watch`: a unix
 // socket in the state directory (watch.sock; root-owned, mode 0660, group
-// admin on macOS), one JSON request line in, one JSON document out,
-// versioned by FormatVersion. The socket reads, with one exception: root
-// (or the daemon's own user, checked from the peer's credentials) may hand
-// the daemon a measurement (RequestMeasurement), because while the daemon
-// runs it holds the state lock and is the state file's only writer.
+// the operator group, else admin on macOS), one JSON request line in, one
+// JSON document out, versioned by FormatVersion. The socket reads, with
+// two exceptions, each checked from the peer's credentials
+// (daemon/operator): root and the operator group may pause and resume the
+// shaping (RequestPause), and root alone (or the daemon's own user) may
+// hand the daemon a measurement (RequestMeasurement), because while the
+// daemon runs it holds the state lock and is the state file's only
+// writer.
 //
 // The same Status document describes a machine without a daemon (the
 // static picture `macake status` assembles itself), with Daemon.Running
@@ -30,8 +33,11 @@ import (
 // last_apply.error and last_apply.warnings were strings; config_errors
 // leave out line and column for a problem with a whole file. 2.1:
 // shapers[].stats, backend.stats_error, daemon.paused_until, and on
-// request links[].history and events.
-const FormatVersion = "2.2"
+// request links[].history and events. 2.2: pauses, links[].paused_until
+// (a pause request's pause_link, and its answer's pause),
+// links[].download_mode and links[].upload_mode, links[].advice. 2.3:
+// daemon.log_file.
+const FormatVersion = "2.3"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -64,6 +70,26 @@ type Status struct {
 	// Events are the daemon's last log events, oldest first; only when
 	// asked (Query.Events).
 	Events []Event `json:"events,omitempty"`
+	// Pauses are the pauses of the shaping in force, by link ("*" first:
+	// every link).
+	Pauses []Pause `json:"pauses"`
+}
+
+// AllLinks is the Link of a pause of every link.
+const AllLinks = "*"
+
+// Pause is a pause of macake's shaping in force (RequestPause): a lease
+// that ends by itself.
+type Pause struct {
+	// Link is the paused link, or AllLinks.
+	Link  string    `json:"link"`
+	Since time.Time `json:"since"`
+	Until time.Time `json:"until"`
+	// RemainingSeconds is how long it runs on, as of the document.
+	RemainingSeconds float64 `json:"remaining_seconds"`
+	// By says who asked: a user's name, the status page, macake bench
+	// --compare.
+	By string `json:"by,omitempty"`
 }
 
 // Daemon describes the running `macake watch`, or why there is none.
@@ -88,7 +114,8 @@ type Daemon struct {
 	LogFile string `json:"log_file,omitempty"`
 	// Note says why the daemon is not running or could not be asked.
 	Note string `json:"note,omitempty"`
-	// PausedUntil is when a pause of the shaping (RequestPause) ends.
+	// PausedUntil is when a pause of every link's shaping (RequestPause
+	// without a link) ends; Status.Pauses lists each pause.
 	PausedUntil time.Time `json:"paused_until,omitzero"`
 }
 
@@ -125,6 +152,11 @@ type Link struct {
 	Name      string `json:"name"`
 	Interface string `json:"interface"`
 	Mode      string `json:"mode"`
+	// DownloadMode and UploadMode are how each direction is shaped:
+	// autorate, fixed or off (the policy's download_mode and upload_mode,
+	// else what its mode means for each).
+	DownloadMode string `json:"download_mode"`
+	UploadMode   string `json:"upload_mode"`
 	// ProfileKey is the state file profile of this network.
 	ProfileKey string `json:"profile_key"`
 	// Shaped is whether shapers are installed for it (not in mode off,
@@ -139,6 +171,33 @@ type Link struct {
 	Error *diag.Diagnostic `json:"error,omitempty"`
 	// History is the link's last minutes; only when asked (Query.History).
 	History *History `json:"history,omitempty"`
+	// PausedUntil is when the pause that keeps this link unshaped ends
+	// (its own or every link's, whichever ends later).
+	PausedUntil time.Time `json:"paused_until,omitzero"`
+	// Advice says which of its bounds to change, and how (daemon only).
+	Advice []Advice `json:"advice,omitempty"`
+}
+
+// Advice is what the daemon's history says of a direction's bounds: it
+// spent more than half of its loaded time in the last hour pinned at its
+// max (the link carries more) or cut to its min (the min is above what the
+// link carries without a queue). The daemon never edits the file.
+type Advice struct {
+	Direction string `json:"direction"`
+	// Bound is "max" or "min".
+	Bound string `json:"bound"`
+	// Share is the share of the loaded time at the bound, over
+	// LoadedSeconds loaded in the last WindowSeconds.
+	Share         float64 `json:"share"`
+	LoadedSeconds float64 `json:"loaded_seconds"`
+	WindowSeconds float64 `json:"window_seconds"`
+	// CurrentBits is the bound now, SuggestedBits the one to set.
+	CurrentBits   int64 `json:"current_bits_per_second"`
+	SuggestedBits int64 `json:"suggested_bits_per_second"`
+	// Message says it for a person; Edit is the line to put in File.
+	Message string `json:"message"`
+	File    string `json:"file"`
+	Edit    string `json:"edit"`
 }
 
 // Shaper is one live shaper (a dummynet pipe, a tc class).

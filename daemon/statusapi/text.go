@@ -52,6 +52,9 @@ func writeHeader(w io.Writer, st Status, opts TextOptions) {
 	} else {
 		fmt.Fprintf(w, "macake watch: not running (%s).\nThis is the static picture; %s.\n", d.Note, startAdvice(opts.GOOS))
 	}
+	for _, p := range st.Pauses {
+		fmt.Fprintf(w, "Paused: %s\n", PauseText(p))
+	}
 	if a := st.LastApply; a != nil {
 		fmt.Fprintf(w, "Last reconcile: %s ago (%s): %s", humanAge(now.Sub(a.At)), a.Trigger, reconcileOutcome(a))
 		if !a.LastChange.IsZero() {
@@ -59,6 +62,21 @@ func writeHeader(w io.Writer, st Status, opts TextOptions) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// PauseText says what a pause is in one line: "every link until
+// 15:04:05 (28m10s left; by alice); 'macake resume' ends it now".
+func PauseText(p Pause) string {
+	what, resume := p.Link, "macake resume "+p.Link
+	if p.Link == AllLinks {
+		what, resume = "every link", "macake resume"
+	}
+	by := ""
+	if p.By != "" {
+		by = "; by " + p.By
+	}
+	return fmt.Sprintf("%s until %s (%s left%s); '%s' ends it now", what, p.Until.Local().Format("15:04:05"),
+		humanAge(seconds(p.RemainingSeconds)), by, resume)
 }
 
 // startAdvice says how to start the daemon: install-daemon loads the
@@ -94,6 +112,12 @@ func writeLinkTable(w io.Writer, st Status) {
 	fmt.Fprintln(tw, "LINK\tINTERFACE\tMODE\tSTATE\tDOWNLOAD\tUPLOAD\tBASELINE\tDELAY ↓/↑\tLOAD ↓/↑\tBLOAT ↓/↑")
 	for _, l := range st.Links {
 		down, up := "-", "-"
+		if l.DownloadMode == string(config.DirOff) {
+			down = "off"
+		}
+		if l.UploadMode == string(config.DirOff) {
+			up = "off"
+		}
 		for _, sh := range l.Shapers {
 			rate := shape.FormatApprox(float64(sh.RateBits))
 			if sh.NotShaped != "" {
@@ -114,9 +138,18 @@ func writeLinkTable(w io.Writer, st Status) {
 		if c := l.Controller; c != nil {
 			load = fmt.Sprintf("%d%%/%d%%", c.Download.LoadPercent, c.Upload.LoadPercent)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Interface, l.Mode, state, down, up, base, delay, load, bloat)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Name, l.Interface, l.ModeText(), state, down, up, base, delay, load, bloat)
 	}
 	tw.Flush()
+}
+
+// ModeText is the link's mode as status prints it: the policy's mode,
+// or each direction's when they differ ("↓fixed ↑autorate").
+func (l Link) ModeText() string {
+	if l.DownloadMode != l.UploadMode && l.DownloadMode != "" && l.UploadMode != "" {
+		return "↓" + l.DownloadMode + " ↑" + l.UploadMode
+	}
+	return l.Mode
 }
 
 // linkState is the STATE column: the controller's status, with balanced
@@ -125,6 +158,8 @@ func writeLinkTable(w io.Writer, st Status) {
 func linkState(l Link, liveUnread bool) string {
 	c := l.Controller
 	switch {
+	case !l.PausedUntil.IsZero():
+		return "paused"
 	case c == nil && l.Mode == string(config.ModeOff):
 		return "off"
 	case c == nil && l.Shaped:
@@ -154,9 +189,17 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 	}
 	writeLinkTable(w, st)
 	for _, l := range st.Links {
-		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.Mode, l.ProfileKey)
+		fmt.Fprintf(w, "\n%s on %s (%s, profile %s)\n", l.Name, l.Interface, l.ModeText(), l.ProfileKey)
+		for _, d := range []struct{ name, mode string }{{"download", l.DownloadMode}, {"upload", l.UploadMode}} {
+			if d.mode == string(config.DirOff) && l.Mode != string(config.ModeOff) {
+				fmt.Fprintf(w, "  %-11s %-8s not shaped (%s_mode = \"off\")\n", "-", d.name, d.name)
+			}
+		}
 		if l.Error != nil {
 			fmt.Fprintf(w, "  problem: %s\n", l.Error)
+		}
+		for _, a := range l.Advice {
+			fmt.Fprintf(w, "  advice: %s; in %s set %s\n", a.Message, a.File, a.Edit)
 		}
 		c := l.Controller
 		for _, sh := range l.Shapers {
@@ -318,28 +361,61 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 const recentShown = 5
 
 // EventSummary is one event for a person: its link, the message, and the
-// attributes that say what happened (the error, the rates of a cut).
+// attributes that say what happened (the error, the rates of a cut); a
+// change says what it changed and why, and no attribute runs past
+// maxEventValue, so the status page's list is not walls of rules.
 func EventSummary(e Event) string {
 	var b strings.Builder
 	if e.Link != "" {
 		b.WriteString(e.Link + ": ")
 	}
-	b.WriteString(e.Message)
 	from, errF := strconv.ParseFloat(e.Attrs[logging.KeyFromBits], 64)
 	to, errT := strconv.ParseFloat(e.Attrs[logging.KeyToBits], 64)
-	if errF == nil && errT == nil {
+	switch {
+	case errF == nil && errT == nil:
 		// A rate change says its rates, not its eight attributes.
+		b.WriteString(e.Message)
 		fmt.Fprintf(&b, ": %s %s → %s", e.Attrs[logging.KeyDirection], shape.FormatApprox(from), shape.FormatApprox(to))
 		return b.String()
+	case e.Event == string(logging.EventChange):
+		// What changed and why, not the before and after of every rule
+		// (a reflector's exemption printed all of them).
+		verb := map[string]string{"create": "created", "update": "updated", "remove": "removed"}[e.Attrs["action"]]
+		if verb == "" {
+			verb = e.Attrs["action"]
+		}
+		what := strings.TrimSpace(e.Attrs["kind"] + " " + e.Attrs["id"])
+		if e.Attrs[logging.KeyError] != "" {
+			fmt.Fprintf(&b, "%s not %s: %s", what, verb, clip(e.Attrs[logging.KeyError]))
+			return b.String()
+		}
+		fmt.Fprintf(&b, "%s %s", what, verb)
+		if r := e.Attrs[logging.KeyReason]; r != "" {
+			b.WriteString(" (" + clip(r) + ")")
+		}
+		return b.String()
 	}
+	b.WriteString(e.Message)
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
-		parts = append(parts, k+"="+e.Attrs[k])
+		parts = append(parts, k+"="+clip(e.Attrs[k]))
 	}
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
 	}
 	return b.String()
+}
+
+// maxEventValue is the most of one attribute's value an event's summary
+// shows; the log has it whole.
+const maxEventValue = 80
+
+// clip shortens a value to maxEventValue runes, marking the cut.
+func clip(v string) string {
+	if r := []rune(v); len(r) > maxEventValue {
+		return string(r[:maxEventValue-1]) + "…"
+	}
+	return v
 }
 
 // countersText is a shaper's counters in one line, as `tc -s` would say

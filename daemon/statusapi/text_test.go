@@ -4,8 +4,6 @@ package statusapi
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -69,29 +67,70 @@ func TestTextExplainsNegativeOneWayBaselines(t *testing.T) {
 	}
 }
 
-// readStatus reads a recorded status document.
-func readStatus(t *testing.T, path string) Status {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st Status
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // TestWriteTextOfARecordedDaemon renders the status TestRecordStatusDocument
 // recorded (ten minutes of a link: idle, a bloated download the controller
 // cut for, recovery, a burst into the download pipe): the shapers with
 // their counters, the history as sparklines, the last events.
 func TestWriteTextOfARecordedDaemon(t *testing.T) {
-	st := readStatus(t, "testdata/watch-status.json")
+	st := golden.ReadJSON[Status](t, "testdata/watch-status.json")
 	h := st.Links[0].History
 	now := time.UnixMilli(h.Times[len(h.Times)-1]).UTC()
 	var b bytes.Buffer
 	WriteText(&b, st, TextOptions{Now: now, GOOS: "darwin"})
 	golden.Check(t, "testdata/watch-status.txt", b.Bytes(), "what `macake status` prints for a running daemon")
+}
+
+// TestTextShowsDirectionModesAndPauses: a link whose directions have
+// modes of their own shows both ("↓off ↑autorate"), "off" for the
+// direction it does not shape, and a line saying why; a pause shows with
+// the time left and "paused" in the link's row.
+func TestTextShowsDirectionModesAndPauses(t *testing.T) {
+	until := time.Date(2026, 12, 1, 15, 4, 5, 0, time.UTC)
+	st := Status{
+		Links: []Link{{Name: "sat", Interface: "en0", Mode: "autorate", DownloadMode: "off", UploadMode: "autorate",
+			Shapers: []Shaper{{Direction: "upload", Name: "pipe 48001", RateBits: 12_000_000, QueueBytes: 32768, Source: "controller"}}},
+			{Name: "wan", Interface: "en1", Mode: "autorate", DownloadMode: "autorate", UploadMode: "autorate", PausedUntil: until}},
+		Pauses: []Pause{{Link: "wan", Until: until, RemainingSeconds: 1690, By: "alice"}},
+	}
+	var b strings.Builder
+	old := time.Local
+	time.Local = time.UTC
+	defer func() { time.Local = old }()
+	WriteText(&b, st, TextOptions{Now: until.Add(-time.Hour), GOOS: "linux"})
+	got := b.String()
+	for _, want := range []string{
+		"Paused: wan until 15:04:05 (28m10s left; by alice); 'macake resume wan' ends it now",
+		"sat   en0        ↓off ↑autorate  not shaped  off       12.0 Mbit/s",
+		"wan   en1        autorate        paused",
+		"sat on en0 (↓off ↑autorate, profile )",
+		`-           download not shaped (download_mode = "off")`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestEventSummaryIsOneShortLine: a change is what changed and why, not
+// the before and after of every rule; a failed one says so with its
+// error; and no value fills the line.
+func TestEventSummaryIsOneShortLine(t *testing.T) {
+	rules := strings.Repeat("no dummynet quick on en0 inet proto icmp from any to 10.9.0.4 ", 12)
+	for _, c := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Event: "change", Link: "home", Message: "change applied", Attrs: map[string]string{"kind": "rules", "id": "com.apple/macake", "action": "update",
+			"before.rules_on_en0": "[" + rules + "]", "after.rules_on_en0": "[" + rules + "]", "reason": "reflectors differ"}},
+			"home: rules com.apple/macake updated (reflectors differ)"},
+		{Event{Event: "change", Link: "home", Message: "change failed", Attrs: map[string]string{"kind": "pipe", "id": "48002", "action": "create",
+			"error": "dnctl: invalid argument"}},
+			"home: pipe 48002 not created: dnctl: invalid argument"},
+		{Event{Event: "drift_repaired", Link: "home", Message: "drift repaired", Attrs: map[string]string{"kind": "rules_changed", "detail": rules}},
+			"home: drift repaired (detail=" + rules[:79] + "…, kind=rules_changed)"},
+	} {
+		if got := EventSummary(c.e); got != c.want {
+			t.Errorf("EventSummary:\n got %q\nwant %q", got, c.want)
+		}
+	}
 }

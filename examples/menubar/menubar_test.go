@@ -5,9 +5,11 @@ package menubar
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,14 +22,7 @@ const recorded = "../../daemon/statusapi/testdata/watch-status.json"
 // variant is the recorded status with changes, as a JSON object.
 func variant(t *testing.T, change func(st map[string]any)) []byte {
 	t.Helper()
-	b, err := os.ReadFile(recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := golden.ReadJSON[map[string]any](t, recorded)
 	if change != nil {
 		change(st)
 	}
@@ -72,8 +67,17 @@ func TestPluginOutput(t *testing.T) {
 		"no-link": variant(t, func(st map[string]any) { st["links"] = []any{} }),
 		"permission-denied": variant(t, func(st map[string]any) {
 			st["daemon"] = map[string]any{"running": true, "pid": 412, "permission_denied": true, "socket": "/var/db/macake/watch.sock",
-				"note": "its socket answers root and the admin group only; run with sudo for its view"}
+				"note": "its socket answers root and group admin only; run with sudo for its view"}
 			delete(link(st), "controller")
+		}),
+		"paused": variant(t, func(st map[string]any) {
+			st["pauses"] = []any{
+				map[string]any{"link": "*", "since": "2026-12-01T13:34:05Z", "until": "2026-12-01T14:04:05Z", "remaining_seconds": 1690, "by": "bench"},
+				map[string]any{"link": "home", "since": "2026-12-01T14:00:00Z", "until": "2026-12-01T15:00:00.5Z", "remaining_seconds": 3890, "by": "alice"},
+			}
+			l := link(st)
+			l["paused_until"], l["shapers"], l["shaped"] = "2026-12-01T15:00:00.5Z", []any{}, false
+			delete(l, "controller")
 		}),
 	}
 	shells := []string{}
@@ -93,11 +97,13 @@ func TestPluginOutput(t *testing.T) {
 			var first string
 			for _, sh := range shells {
 				cmd := exec.Command(sh, plugin)
-				cmd.Env = append(os.Environ(), "MACAKE="+fake, "MACAKE_STATUS_PAGE=http://127.0.0.1:9847/")
+				cmd.Env = append(os.Environ(), "MACAKE="+fake, "MACAKE_STATUS_PAGE=http://127.0.0.1:9847/", "TZ=UTC")
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("%s: %v\n%s", sh, err, out)
 				}
+				// Its items run the plugin again, by its path here.
+				out = []byte(strings.ReplaceAll(string(out), plugin, "PLUGIN"))
 				if first == "" {
 					first = string(out)
 					golden.Check(t, filepath.Join("testdata", name+".txt"), out, "what the menu bar and its menu show")
@@ -117,5 +123,42 @@ func TestPluginOutput(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "macake ? | color=") || !strings.Contains(string(out), "is macake installed?") {
 		t.Errorf("without macake: %v\n%s", err, out)
+	}
+}
+
+// TestPluginItems: a menu item runs the plugin again with macake's words,
+// which it passes to macake; when macake says this user may not (77), the
+// plugin asks macOS to run it as an administrator (osascript's password
+// prompt); another failure becomes a notification.
+func TestPluginItems(t *testing.T) {
+	plugin, _ := filepath.Abs("macake.5s.sh")
+	for _, c := range []struct {
+		name string
+		exit int
+		want []string
+	}{
+		{"allowed", 0, []string{"macake: pause --for 15m home"}},
+		{"refused", 77, []string{"macake: pause --for 15m home",
+			`osascript: -e do shell script "'MACAKE' pause --for 15m home" with administrator privileges`}},
+		{"failed", 1, []string{"macake: pause --for 15m home",
+			`osascript: -e display notification "macake pause: no policy is named  home/  failed" with title "macake pause"`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			calls := filepath.Join(dir, "calls")
+			fake := filepath.Join(dir, "macake")
+			os.WriteFile(fake, []byte(fmt.Sprintf("#!/bin/sh\necho \"macake: $*\" >> %s\necho 'macake pause: no policy is named \"home\\\" failed' >&2\nexit %d\n", calls, c.exit)), 0o755)
+			os.WriteFile(filepath.Join(dir, "osascript"), []byte("#!/bin/sh\necho \"osascript: $*\" >> "+calls+"\n"), 0o755)
+			cmd := exec.Command("sh", plugin, "pause", "--for", "15m", "home")
+			cmd.Env = append(os.Environ(), "MACAKE="+fake, "PATH="+dir+":"+os.Getenv("PATH"))
+			if out, err := cmd.CombinedOutput(); err != nil || len(out) != 0 {
+				t.Fatalf("the item: %v\n%s", err, out)
+			}
+			b, _ := os.ReadFile(calls)
+			got := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(b), fake, "MACAKE")), "\n")
+			if !slices.Equal(got, c.want) {
+				t.Errorf("ran:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
 	}
 }

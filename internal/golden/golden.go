@@ -4,11 +4,12 @@
 // testdata and to rewrite it after an intended change: `go test ./PKG
 // -update`. It also finds the fixtures a table test runs over, and fails
 // when there are none, so that a moved testdata directory cannot turn a
-// test into one that checks nothing.
+// test into one that checks nothing, and reads a JSON fixture.
 package golden
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -54,4 +55,19 @@ func Glob(tb testing.TB, pattern string) []string {
 	}
 	sort.Strings(files)
 	return files
+}
+
+// ReadJSON decodes the JSON file at path into a T and fails the test,
+// naming the file, when it cannot.
+func ReadJSON[T any](tb testing.TB, path string) T {
+	tb.Helper()
+	var v T
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return v
 }

@@ -377,6 +377,37 @@ func (p *Page) WaitFor(cond string, timeout time.Duration) (time.Duration, error
 	}
 }
 
+// Click clicks the middle of the first element that matches the CSS
+// selector as a person would: the mouse moves there, presses and
+// releases (Input.dispatchMouseEvent), so the page gets real trusted
+// events, not a script's click().
+func (p *Page) Click(selector string) error {
+	var box struct{ X, Y float64 }
+	sel, _ := json.Marshal(selector)
+	expr := `(() => { const e = document.querySelector(` + string(sel) + `); if (!e) return null; e.scrollIntoView({block: "center"});` +
+		` const r = e.getBoundingClientRect(); return {X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`
+	var found json.RawMessage
+	if err := p.Eval(expr, &found); err != nil {
+		return err
+	}
+	if string(found) == "null" {
+		return fmt.Errorf("clicking %s: no such element", selector)
+	}
+	if err := json.Unmarshal(found, &box); err != nil {
+		return err
+	}
+	for _, kind := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
+		ev := map[string]any{"type": kind, "x": box.X, "y": box.Y}
+		if kind != "mouseMoved" {
+			ev["button"], ev["clickCount"] = "left", 1
+		}
+		if err := p.b.call(p.session, "Input.dispatchMouseEvent", ev, nil); err != nil {
+			return fmt.Errorf("clicking %s: %w", selector, err)
+		}
+	}
+	return nil
+}
+
 // Screenshot returns a PNG of the whole page.
 func (p *Page) Screenshot() ([]byte, error) {
 	var r struct{ Data string }

@@ -10,6 +10,12 @@
 // either in-process ([Namespace.Do], [Namespace.Listen], [Namespace.Dial])
 // or as a child process ([Namespace.Exec], [Namespace.RunTest]).
 //
+// The labs tests share: [Lab.Pair] (a client and a server on one veth
+// pair), [Lab.Uplinks] (a client with an uplink per router,
+// [Uplinks.Multihome] for default routes through all of them), and
+// [Namespace.WAN] (a bloated ISP's link, both directions, the upload
+// through an IFB device).
+//
 // Everything is removed in the test's Cleanup. Names carry a caller prefix
 // and the process id, so parallel test binaries never collide. Tests skip
 // (with the reason) when not root or when ip(8) is missing.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 )
 
 // PriorityBottleneck is Bottleneck for an ISP that gives ICMP strict
@@ -54,16 +55,8 @@ func (ns *Namespace) ServeTCP(network, address string) {
 		ns.lab.tb.Fatalf("listening on %s in %s: %v", address, ns.name, err)
 	}
 	ns.lab.tb.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				io.Copy(io.Discard, c)
-				c.Close()
-			}()
-		}
-	}()
+	AcceptEach(ln, func(c net.Conn) {
+		io.Copy(io.Discard, c)
+		c.Close()
+	})
 }

@@ -19,18 +19,11 @@ func TestSlowTCPAndUDPReflectorsHoldTheirAnswers(t *testing.T) {
 		t.Skip("parent half")
 	}
 	const delay = 40 * time.Millisecond
-	lab := New(t, "slow")
-	client := lab.Namespace("c")
-	server := lab.Namespace("s")
-	lab.Link(client, "vc", server, "vs")
-	client.AddAddr("vc", "10.77.0.2/24")
-	server.AddAddr("vs", "10.77.0.1/24")
-	client.AddAddr("vc", "fd77::2/64")
-	server.AddAddr("vs", "fd77::1/64")
-	client.Route("default", "via", "10.77.0.1")
-	client.IP("-6", "route", "add", "default", "via", "fd77::1")
-	server.SlowTCPReflector(delay, "vs", "10.77.9.1", "fd77:9::1")
-	server.SlowUDPEcho(delay, "10.77.0.1:7", "[fd77::1]:7")
+	client, server := New(t, "slow").Pair()
+	client.Route("default", "via", ServerIP4)
+	client.Route("default", "via", ServerIP6)
+	server.SlowTCPReflector(delay, ServerDev, "10.77.9.1", "fd77:9::1")
+	server.SlowUDPEcho(delay, ServerIP4+":7", "["+ServerIP6+"]:7")
 
 	within := func(what string, d time.Duration) {
 		t.Helper()
@@ -50,7 +43,7 @@ func TestSlowTCPAndUDPReflectorsHoldTheirAnswers(t *testing.T) {
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close()
 	}
-	for _, addr := range []string{"10.77.0.1:7", "[fd77::1]:7"} {
+	for _, addr := range []string{ServerIP4 + ":7", "[" + ServerIP6 + "]:7"} {
 		c, err := client.Dial(t.Context(), nil, "udp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -71,12 +64,12 @@ func TestSlowTCPAndUDPReflectorsHoldTheirAnswers(t *testing.T) {
 
 	// Bare SYNs from a raw socket: answered when their checksum is right,
 	// ignored when it was computed for another source address.
-	pc, err := client.ListenPacket("ip4:tcp", "10.77.0.2")
+	pc, err := client.ListenPacket("ip4:tcp", ClientIP4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	src, dst := netip.MustParseAddr("10.77.0.2"), netip.MustParseAddr("10.77.9.1")
+	src, dst := netip.MustParseAddr(ClientIP4), netip.MustParseAddr("10.77.9.1")
 	for _, c := range []struct {
 		sum    netip.Addr
 		answer bool

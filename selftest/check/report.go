@@ -135,6 +135,7 @@ func WriteResult(w io.Writer, res Result, width int) {
 		fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
 		return
 	}
+	// Inconclusive, Differs, Error: the detail, then both sides.
 	fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
 	if res.Real != "" || res.Expected != "" {
 		fmt.Fprintf(w, "%s    real      %s\n%s    expected  %s\n", indent, res.Real, indent, res.Expected)
@@ -163,8 +164,12 @@ func (r *Report) WriteFooter(w io.Writer) {
 		fmt.Fprintf(w, "The labels in parentheses are explained at %s.\n", r.Labels)
 	}
 	s := Summarize(r.Results)
-	fmt.Fprintf(w, "%s: %d ok, %d differ, %d skipped, %s (%s).\n",
-		english.Plural(len(r.Results), "check"), s.OK, s.Differs, s.Skipped, english.Plural(s.Errors, "error"), time.Duration(r.Took).Round(100*time.Millisecond))
+	inconclusive := ""
+	if s.Inconclusive > 0 {
+		inconclusive = fmt.Sprintf(", %d inconclusive", s.Inconclusive)
+	}
+	fmt.Fprintf(w, "%s: %d ok, %d differ%s, %d skipped, %s (%s).\n",
+		english.Plural(len(r.Results), "check"), s.OK, s.Differs, inconclusive, s.Skipped, english.Plural(s.Errors, "error"), time.Duration(r.Took).Round(100*time.Millisecond))
 }
 
 // writeDiff shows a step's normalised answers where they differ, the real

@@ -20,14 +20,10 @@ func TestMeasureThroughAKernelShaper(t *testing.T) {
 	if testing.Short() {
 		t.Skip("shapes real traffic for a few seconds; skipped with -short")
 	}
-	lab := netns.New(t, "loopback")
-	client, server := lab.Namespace("c"), lab.Namespace("s")
-	lab.Link(client, "c0", server, "s0")
-	client.AddAddr("c0", "10.98.0.1/24")
-	server.AddAddr("s0", "10.98.0.2/24")
+	client, server := netns.New(t, "loopback").Pair()
 	e := Expectation{RateBits: 20_000_000, QueueBytes: 256 << 10}
-	client.Bottleneck("c0", e.RateBits, e.QueueBytes)
-	ln, err := server.Listen(netns.CubicListenConfig(), "tcp4", "10.98.0.2:0")
+	client.Bottleneck(netns.ClientDev, e.RateBits, e.QueueBytes)
+	ln, err := server.Listen(netns.CubicListenConfig(), "tcp4", netns.ServerIP4+":0")
 	if err != nil {
 		t.Fatal(err)
 	}

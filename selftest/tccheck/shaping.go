@@ -19,7 +19,7 @@ import (
 // drop-tail queue (its AQM keeps the delay near its 5 ms target), so
 // there the check is skipped rather than held to Q/R.
 func (s *Suite) probeShaping(ctx context.Context) check.Result {
-	if s.b.Capabilities(ctx).Cake {
+	if s.b.Capabilities(ctx).ShapesWithCake() {
 		return check.Result{Status: check.Skipped, Detail: "this kernel shapes with cake, whose AQM keeps the queue near its target instead of filling it: the Q/R model is a drop-tail queue's (htb+bfifo); make e2e measures cake"}
 	}
 	var ln net.Listener
@@ -45,7 +45,7 @@ func (s *Suite) probeShaping(ctx context.Context) check.Result {
 	}
 	up := s.desired.Links[0].Upload
 	r := check.Measured(ctx, measure, loopback.Expectation{RateBits: up.RateBits, QueueBytes: up.QueueBytes})
-	if s.offloads != "" && r.Status == check.Differs {
+	if s.offloads != "" && (r.Status == check.Differs || r.Status == check.Inconclusive) {
 		r.Detail += " (" + s.offloads + ")"
 	}
 	return r

@@ -353,7 +353,7 @@ func (s *Suite) probeReadback(ctx context.Context) check.Result {
 	if err != nil {
 		return errorResult(err)
 	}
-	cake := s.b.Capabilities(ctx).Cake
+	cake := s.b.Capabilities(ctx).ShapesWithCake()
 	var got, want []string
 	for _, dir := range shape.Directions {
 		p := s.desired.Links[0].Pipe(dir)

@@ -5,6 +5,7 @@ package ifstat
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -28,33 +29,21 @@ func TestNetnsCountersTrackRealBytes(t *testing.T) {
 	if netns.InChild() {
 		t.Skip("parent half")
 	}
-	lab := netns.New(t, "ifstat")
-	client, server := lab.Namespace("c"), lab.Namespace("s")
-	lab.Link(client, "vc", server, "vs")
-	client.AddAddr("vc", "10.79.0.2/24")
-	server.AddAddr("vs", "10.79.0.1/24")
-	server.Bottleneck("vs", 40_000_000, 200_000)
+	client, server := netns.New(t, "ifstat").Pair()
+	server.Bottleneck(netns.ServerDev, 40_000_000, 200_000)
 
-	ln, err := server.Listen(netns.CubicListenConfig(), "tcp", "10.79.0.1:0")
+	ln, err := server.Listen(netns.CubicListenConfig(), "tcp", netns.ServerIP4+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				// Protocol: the client sends payloadUp bytes, then
-				// reads payloadDown bytes.
-				io.CopyN(io.Discard, c, payloadUp)
-				io.CopyN(c, zero{}, payloadDown)
-			}()
-		}
-	}()
+	netns.AcceptEach(ln, func(c net.Conn) {
+		defer c.Close()
+		// Protocol: the client sends payloadUp bytes, then reads
+		// payloadDown bytes.
+		io.CopyN(io.Discard, c, payloadUp)
+		io.CopyN(c, zero{}, payloadDown)
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	out, err := client.RunTest(ctx, "TestNetnsCountersChild", "SERVER="+ln.Addr().String())
@@ -76,7 +65,7 @@ func TestNetnsCountersChild(t *testing.T) {
 	if !netns.InChild() {
 		t.Skip("runs inside a namespace, started by TestNetnsCountersTrackRealBytes")
 	}
-	s := NewSampler(Config{Interface: "vc"})
+	s := NewSampler(Config{Interface: netns.ClientDev})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
@@ -104,10 +93,10 @@ func TestNetnsCountersChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run("ip", "link", "del", "vc")
+	run("ip", "link", "del", netns.ClientDev)
 	time.Sleep(500 * time.Millisecond)
-	run("ip", "link", "add", "vc", "type", "veth", "peer", "name", "vx")
-	run("ip", "link", "set", "vc", "up")
+	run("ip", "link", "add", netns.ClientDev, "type", "veth", "peer", "name", "vx")
+	run("ip", "link", "set", netns.ClientDev, "up")
 	time.Sleep(700 * time.Millisecond)
 	cancel()
 	<-done

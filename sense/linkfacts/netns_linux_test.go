@@ -16,16 +16,10 @@ import (
 // link down, and expects the watcher to notice each change from netlink
 // events alone (polling is set to an hour).
 func TestNetnsFactsAndChanges(t *testing.T) {
-	lab := netns.New(t, "facts")
-	client, ra, rb := lab.Namespace("c"), lab.Namespace("ra"), lab.Namespace("rb")
-	lab.Link(client, "va", ra, "ra0")
-	lab.Link(client, "vb", rb, "rb0")
-	client.AddAddr("va", "10.80.1.2/24")
-	ra.AddAddr("ra0", "10.80.1.1/24")
-	client.AddAddr("vb", "10.80.2.2/24")
-	rb.AddAddr("rb0", "10.80.2.1/24")
-	client.Route("default", "via", "10.80.1.1")
-	macA, macB := ra.HardwareAddr("ra0"), rb.HardwareAddr("rb0")
+	up := netns.New(t, "facts").Uplinks("va", "vb")
+	client, gwA, gwB := up.Client, up.Gateway4(0), up.Gateway4(1)
+	client.Route("default", "via", gwA)
+	macA, macB := up.Routers[0].HardwareAddr(netns.UplinkDev), up.Routers[1].HardwareAddr(netns.UplinkDev)
 
 	sys, err := NewSystem(SystemOptions{Do: client.Do, ResolveGatewayMAC: true})
 	if err != nil {
@@ -38,8 +32,8 @@ func TestNetnsFactsAndChanges(t *testing.T) {
 	}
 	t.Logf("facts: %s", Describe(f))
 	def, ok := DefaultInterface(f)
-	if !ok || def.Name != "va" || def.GatewayIP != ip("10.80.1.1") || !def.GatewayMAC.Equal(config.HardwareAddr(macA)) || !def.Up {
-		t.Fatalf("default %+v; want va via 10.80.1.1 (%v), up", def, macA)
+	if !ok || def.Name != "va" || def.GatewayIP != ip(gwA) || !def.GatewayMAC.Equal(config.HardwareAddr(macA)) || !def.Up {
+		t.Fatalf("default %+v; want va via %s (%v), up", def, gwA, macA)
 	}
 	if vb, _ := f.Interface("vb"); vb.GatewayIP.IsValid() || vb.Default || !vb.Up {
 		t.Errorf("vb %+v: up, no gateway, not default", vb)
@@ -71,13 +65,13 @@ func TestNetnsFactsAndChanges(t *testing.T) {
 		}
 	}
 
-	client.Route("default", "via", "10.80.2.1", "dev", "vb")
+	client.Route("default", "via", gwB, "dev", "vb")
 	f = waitFor("moving the default route", func(f Facts) bool {
 		d, ok := DefaultInterface(f)
 		return ok && d.Name == "vb" && len(d.GatewayMAC) > 0
 	})
-	if d, _ := DefaultInterface(f); d.GatewayIP != ip("10.80.2.1") || !d.GatewayMAC.Equal(config.HardwareAddr(macB)) {
-		t.Errorf("after the route change: %+v, want vb via 10.80.2.1 (%v)", d, macB)
+	if d, _ := DefaultInterface(f); d.GatewayIP != ip(gwB) || !d.GatewayMAC.Equal(config.HardwareAddr(macB)) {
+		t.Errorf("after the route change: %+v, want vb via %s (%v)", d, gwB, macB)
 	}
 
 	client.IP("link", "set", "va", "down")

@@ -5,6 +5,8 @@ package linkfacts
 import (
 	"context"
 	"time"
+
+	"github.com/macake/macake/internal/debounce"
 )
 
 // Defaults for [WatchConfig].
@@ -170,28 +172,18 @@ func watchLoop(ctx context.Context, src Source, cfg WatchConfig, changes <-chan 
 	check("start")
 	poll := time.NewTicker(cfg.Poll)
 	defer poll.Stop()
-	debounce := time.NewTimer(time.Hour)
-	debounce.Stop()
-	var first time.Time // first event of the current burst; zero when idle
+	settled := debounce.Bursts(ctx, changes, cfg.Debounce, 4*cfg.Debounce)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
 			check("poll")
-		case _, ok := <-changes:
+		case _, ok := <-settled:
 			if !ok {
-				changes = nil
+				settled = nil
 				continue
 			}
-			now := time.Now()
-			if first.IsZero() {
-				first = now
-			}
-			wait := min(cfg.Debounce, first.Add(4*cfg.Debounce).Sub(now))
-			debounce.Reset(max(wait, 0))
-		case <-debounce.C:
-			first = time.Time{}
 			check("change")
 		}
 	}

@@ -5,6 +5,8 @@ package measure
 import (
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/shape"
@@ -24,17 +26,19 @@ type BenchReport struct {
 	Both              BothReport    `json:"both"`
 	Grades            Grades        `json:"grades"`
 
-	res     LoadResult
-	targets []shape.Reflector
+	res       LoadResult
+	targets   []shape.Reflector
+	lostDelay time.Duration
 }
 
 // NewBenchReport builds the report of the load test lt, run against ep
 // with the result res.
 func NewBenchReport(ep speedtest.Endpoint, lt LoadTest, res LoadResult) BenchReport {
 	rep := BenchReport{FormatVersion: formatVersion, Server: ep.Name, CongestionControl: res.Congestion,
-		Idle:    LatencyReport{jsonMicros(res.idle(p50)), jsonMicros(res.idle(p90))},
-		res:     res,
-		targets: lt.Targets,
+		Idle:      LatencyReport{jsonMicros(res.idle(p50)), jsonMicros(res.idle(p90))},
+		res:       res,
+		targets:   lt.Targets,
+		lostDelay: lt.LostDelay,
 	}
 	for _, t := range lt.Targets {
 		rep.LatencyTargets = append(rep.LatencyTargets, t.String())
@@ -48,18 +52,34 @@ func NewBenchReport(ep speedtest.Endpoint, lt LoadTest, res LoadResult) BenchRep
 func (rep BenchReport) WriteText(w io.Writer) {
 	res := rep.res
 	fmt.Fprintf(w, "bench against %s; latency to %s (not exempt from shaping)\n", rep.Server, DescribeTargets(rep.targets))
-	row := func(name, throughput, a, b string) { fmt.Fprintf(w, "%-10s %-33s %-10s %s\n", name, throughput, a, b) }
-	row("", "throughput", "p50", "p90")
-	row("idle", "", shape.FormatLatency(res.idle(p50)), shape.FormatLatency(res.idle(p90)))
+	row := func(name, throughput, a, b, lost string) {
+		fmt.Fprintf(w, "%s\n", strings.TrimRight(fmt.Sprintf("%-10s %-33s %-10s %-10s %s", name, throughput, a, b, lost), " "))
+	}
+	row("", "throughput", "p50", "p90", "lost")
+	row("idle", "", shape.FormatLatency(res.idle(p50)), shape.FormatLatency(res.idle(p90)), "")
 	for _, ph := range []struct {
 		name string
 		bps  float64
 		pl   PhaseLatency
 	}{{"download", res.Download.BitsPerSecond, res.DownLatency}, {"upload", res.Upload.BitsPerSecond, res.UpLatency}} {
-		row(ph.name, shape.FormatApprox(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90))
+		row(ph.name, shape.FormatApprox(ph.bps), signedOrDash(ph.pl.Added.P50), signedOrDash(ph.pl.Added.P90), lossPercent(ph.pl))
 	}
 	row("both", shape.FormatApprox(res.BothDownload.BitsPerSecond)+" down, "+shape.FormatApprox(res.BothUpload.BitsPerSecond)+" up",
-		signedOrDash(res.BothLatency.Added.P50), signedOrDash(res.BothLatency.Added.P90))
-	fmt.Fprintln(w, "(under load: the latency added, loaded minus idle at the same percentile)")
+		signedOrDash(res.BothLatency.Added.P50), signedOrDash(res.BothLatency.Added.P90), lossPercent(res.BothLatency))
+	if rep.lostDelay > 0 {
+		fmt.Fprintln(w, "(under load: the latency added, loaded minus idle at the same percentile, over every probe sent, a lost one")
+		fmt.Fprintf(w, " counting as %v more than idle; lost: the probes under that load that got no reply)\n", rep.lostDelay)
+	} else {
+		fmt.Fprintln(w, "(under load: the latency added, loaded minus idle at the same percentile, over the replies; lost: the probes")
+		fmt.Fprintln(w, " under that load that got no reply)")
+	}
 	rep.Grades.writeText(w, 14)
+}
+
+// lossPercent prints a window's probe loss, "-" without probes.
+func lossPercent(pl PhaseLatency) string {
+	if pl.Sent == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", 100*pl.Loss())
 }

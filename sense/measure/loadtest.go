@@ -47,6 +47,11 @@ type LoadTest struct {
 	// Stall fails a phase after this long without progress (default 5 s,
 	// at most half of Duration).
 	Stall time.Duration
+	// LostDelay, when positive, makes the latency under load count every
+	// probe sent, a lost one as a round trip of the target's idle median
+	// plus LostDelay (package score's rule for a score; bench sets it).
+	// Zero takes the replies only, as measure's decisions were made on.
+	LostDelay time.Duration
 	// Progress receives human progress lines (stderr); nil for none.
 	Progress io.Writer
 	// TTY makes the progress one line rewritten in place; Command names
@@ -59,9 +64,21 @@ type LoadTest struct {
 type PhaseLatency struct {
 	Targets map[netip.Addr]probe.Summary
 	Added   probe.Added
-	Gateway probe.Summary
+	// Sent and Lost count the targets' probes in the window, and those
+	// that got no reply.
+	Sent, Lost int
+	Gateway    probe.Summary
 	// GatewayAdded is the gateway's own loaded-minus-idle, per percentile.
 	GatewayAdded probe.Added
+}
+
+// Loss is the share of the window's probes that got no reply (0 with none
+// sent).
+func (pl PhaseLatency) Loss() float64 {
+	if pl.Sent == 0 {
+		return 0
+	}
+	return float64(pl.Lost) / float64(pl.Sent)
 }
 
 // LoadResult is what a LoadTest measured: each direction's throughput,
@@ -219,6 +236,17 @@ func (lt *LoadTest) Run(ctx context.Context) (LoadResult, error) {
 	}{{res.Download.SteadyFrom, res.Download.SteadyTo, &res.DownLatency}, {res.Upload.SteadyFrom, res.Upload.SteadyTo, &res.UpLatency},
 		{bothFrom, bothTo, &res.BothLatency}} {
 		pl := PhaseLatency{Targets: rec.Windows(addrs, ph.from, ph.to)}
+		if lt.LostDelay > 0 {
+			for _, a := range addrs {
+				if idle := res.Idle[a]; idle.Samples > 0 {
+					pl.Targets[a] = rec.WindowCounting(a, ph.from, ph.to, idle.P50+lt.LostDelay)
+				}
+			}
+		}
+		for _, s := range pl.Targets {
+			pl.Sent += s.Samples + s.Lost
+			pl.Lost += s.Lost
+		}
 		pl.Added = probe.LikeForLike(res.Idle, pl.Targets)
 		if lt.Gateway.IsValid() {
 			pl.Gateway = rec.Window(lt.Gateway, ph.from, ph.to)

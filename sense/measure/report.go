@@ -34,6 +34,9 @@ type PhaseReport struct {
 	GatewayAdd  LatencyReport `json:"gateway_added"`
 	TotalBytes  int64         `json:"bytes"`
 	StreamCount int           `json:"streams"`
+	// ProbeLoss is the share of the targets' probes under this load that
+	// got no reply.
+	ProbeLoss float64 `json:"probe_loss"`
 }
 
 // TargetReport is one latency target's own numbers in a Report.
@@ -57,6 +60,7 @@ type BothReport struct {
 	Loaded                LatencyReport `json:"loaded"`
 	Targets               int           `json:"targets_compared"`
 	GatewayAdd            LatencyReport `json:"gateway_added"`
+	ProbeLoss             float64       `json:"probe_loss"`
 }
 
 func bothReport(res LoadResult) BothReport {
@@ -67,6 +71,7 @@ func bothReport(res LoadResult) BothReport {
 		Loaded:     LatencyReport{jsonMicros(medianOf(pl.Targets, p50)), jsonMicros(medianOf(pl.Targets, p90))},
 		Targets:    pl.Added.Targets,
 		GatewayAdd: LatencyReport{jsonMicros(pl.GatewayAdded.P50), jsonMicros(pl.GatewayAdded.P90)},
+		ProbeLoss:  pl.Loss(),
 	}
 }
 
@@ -217,6 +222,7 @@ func phaseReport(sp speedtest.Result, pl PhaseLatency) PhaseReport {
 		Loaded:     LatencyReport{jsonMicros(medianOf(pl.Targets, p50)), jsonMicros(medianOf(pl.Targets, p90))},
 		Targets:    pl.Added.Targets,
 		GatewayAdd: LatencyReport{jsonMicros(pl.GatewayAdded.P50), jsonMicros(pl.GatewayAdded.P90)},
+		ProbeLoss:  pl.Loss(),
 	}
 }
 

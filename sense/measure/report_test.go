@@ -4,16 +4,14 @@ package measure
 
 import (
 	"encoding/json"
-	"flag"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/probe"
@@ -67,9 +65,9 @@ func sampleResult() (Target, LoadTest, LoadResult) {
 	}
 	res := LoadResult{
 		Idle: idle, GatewayIdle: gwIdle, Congestion: "cubic",
-		DownLatency: PhaseLatency{Targets: down, Added: probe.LikeForLike(idle, down), Gateway: gwDown, GatewayAdded: one(gwIdle, gwDown)},
-		UpLatency:   PhaseLatency{Targets: up, Added: probe.LikeForLike(idle, up), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
-		BothLatency: PhaseLatency{Targets: both, Added: probe.LikeForLike(idle, both), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp)},
+		DownLatency: PhaseLatency{Targets: down, Added: probe.LikeForLike(idle, down), Gateway: gwDown, GatewayAdded: one(gwIdle, gwDown), Sent: 160, Lost: 4},
+		UpLatency:   PhaseLatency{Targets: up, Added: probe.LikeForLike(idle, up), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp), Sent: 160},
+		BothLatency: PhaseLatency{Targets: both, Added: probe.LikeForLike(idle, both), Gateway: gwUp, GatewayAdded: one(gwIdle, gwUp), Sent: 160, Lost: 1},
 	}
 	// Each load 10 s, the first 2.5 s of it warm-up.
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -121,8 +119,8 @@ func TestReportComparesProbeKinds(t *testing.T) {
 	var text strings.Builder
 	rep.WriteText(&text, "/var/db/macake")
 	js, _ := json.MarshalIndent(rep, "", "  ")
-	golden(t, "measure-icmp-priority.txt", text.String())
-	golden(t, "measure-icmp-priority.json", string(js)+"\n")
+	golden.Check(t, "testdata/measure-icmp-priority.txt", []byte(text.String()), "what `macake measure` prints")
+	golden.Check(t, "testdata/measure-icmp-priority.json", append(js, '\n'), "the measure report's JSON")
 	if rep.ProbeKind != "tcp" || !strings.HasPrefix(rep.Verdict, "Bufferbloat: a download adds +399.0ms") {
 		t.Errorf("probe kind %q, verdict %q: want tcp, and the verdict from the TCP probes", rep.ProbeKind, rep.Verdict)
 	}
@@ -169,30 +167,9 @@ func TestReportGolden(t *testing.T) {
 	var text strings.Builder
 	rep.WriteText(&text, "/var/db/macake")
 	js, _ := json.MarshalIndent(rep, "", "  ")
-	golden(t, "measure.txt", text.String())
-	golden(t, "measure.json", string(js)+"\n")
+	golden.Check(t, "testdata/measure.txt", []byte(text.String()), "what `macake measure` prints; docs/USAGE.md shows it")
+	golden.Check(t, "testdata/measure.json", append(js, '\n'), "the measure report's JSON")
 	var bench strings.Builder
 	NewBenchReport(ep, lt, res).WriteText(&bench)
-	golden(t, "bench.txt", bench.String())
-}
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-// golden compares got with testdata/NAME.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, "testdata/bench.txt", []byte(bench.String()), "what `macake bench` prints")
 }

@@ -39,34 +39,17 @@ const (
 )
 
 func newTwoLinks(t *testing.T) *twoLinks {
-	lab := netns.New(t, "bind")
-	c := lab.Namespace("c")
-	for i, l := range []struct {
-		dev   string
-		delay time.Duration
-	}{{"wa", fastDelay}, {"wb", slowDelay}} {
-		n := string(rune('1' + i))
-		r := lab.Namespace("r" + n)
-		lab.Link(c, l.dev, r, "wan")
-		c.AddAddr(l.dev, "10.81."+n+".2/24")
-		r.AddAddr("wan", "10.81."+n+".1/24")
-		c.AddAddr(l.dev, "fd81:"+n+"::2/64")
-		r.AddAddr("wan", "fd81:"+n+"::1/64")
+	up := netns.New(t, "bind").Uplinks("wa", "wb")
+	up.Multihome()
+	for i, delay := range []time.Duration{fastDelay, slowDelay} {
+		r := up.Routers[i]
 		r.AddAddr("lo", twoLinksReflector4+"/32")
 		r.AddAddr("lo", twoLinksReflector6+"/128")
-		metric := "1" + n + "0"
-		c.IP("route", "add", "default", "via", "10.81."+n+".1", "dev", l.dev, "metric", metric)
-		c.IP("-6", "route", "add", "default", "via", "fd81:"+n+"::1", "dev", l.dev, "metric", metric)
-		r.SlowReflector(l.delay, twoLinksReflector4, twoLinksReflector6)
-		r.SlowUDPEcho(l.delay, net.JoinHostPort(twoLinksReflector4, "7"), net.JoinHostPort(twoLinksReflector6, "7"))
-		r.SlowTCPReflector(l.delay, "wan", twoLinksTCP4, twoLinksTCP6)
+		r.SlowReflector(delay, twoLinksReflector4, twoLinksReflector6)
+		r.SlowUDPEcho(delay, net.JoinHostPort(twoLinksReflector4, "7"), net.JoinHostPort(twoLinksReflector6, "7"))
+		r.SlowTCPReflector(delay, netns.UplinkDev, twoLinksTCP4, twoLinksTCP6)
 	}
-	// Replies to wb's probes arrive on wb although the best route back to
-	// the reflector is wa: strict reverse-path filtering would drop them.
-	for _, k := range []string{"all", "default", "wa", "wb"} {
-		c.Sysctl("net.ipv4.conf."+k+".rp_filter", "0")
-	}
-	return &twoLinks{client: c}
+	return &twoLinks{client: up.Client}
 }
 
 // listenBoundIn opens sockets bound to iface inside ns, as the daemon's

@@ -57,11 +57,11 @@ func TestNetnsTCPAndUDPProbesAnswer(t *testing.T) {
 		socket string
 		rs     []string
 	}{
-		{SocketRaw, "raw SYN", []string{"tcp:10.78.0.1:443", "tcp:[fd78::1]:444"}},
-		{SocketRaw, "raw SYN", []string{"tcp:10.78.0.1:444", "tcp:[fd78::1]:443"}},
-		{SocketDatagram, "connect", []string{"tcp:10.78.0.1:443", "tcp:[fd78::1]:444"}},
-		{SocketDatagram, "connect", []string{"tcp:10.78.0.1:444", "tcp:[fd78::1]:443"}},
-		{SocketAuto, "echo", []string{"udp:10.78.0.1:7", "udp:[fd78::1]:7"}},
+		{SocketRaw, "raw SYN", []string{"tcp:" + serverIP4 + ":443", "tcp:[" + serverIP6 + "]:444"}},
+		{SocketRaw, "raw SYN", []string{"tcp:" + serverIP4 + ":444", "tcp:[" + serverIP6 + "]:443"}},
+		{SocketDatagram, "connect", []string{"tcp:" + serverIP4 + ":443", "tcp:[" + serverIP6 + "]:444"}},
+		{SocketDatagram, "connect", []string{"tcp:" + serverIP4 + ":444", "tcp:[" + serverIP6 + "]:443"}},
+		{SocketAuto, "echo", []string{"udp:" + serverIP4 + ":7", "udp:[" + serverIP6 + "]:7"}},
 	} {
 		t.Run(strings.Join(c.rs, ","), func(t *testing.T) {
 			var rs []shape.Reflector
@@ -130,22 +130,15 @@ func TestNetnsTCPProbesSeeTheQueue(t *testing.T) {
 	tb.serveKinds(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	raw := tb.kindProber(t, SocketRaw, 2*time.Second, reflector(t, "tcp:10.78.0.1:443"), reflector(t, "udp:[fd78::1]:7"))
-	conn := tb.kindProber(t, SocketDatagram, 2*time.Second, reflector(t, "tcp:10.78.0.1:444"))
-	icmp := tb.kindProber(t, SocketDatagram, 2*time.Second, reflector(t, "10.78.0.1"))
+	raw := tb.kindProber(t, SocketRaw, 2*time.Second, reflector(t, "tcp:"+serverIP4+":443"), reflector(t, "udp:["+serverIP6+"]:7"))
+	conn := tb.kindProber(t, SocketDatagram, 2*time.Second, reflector(t, "tcp:"+serverIP4+":444"))
+	icmp := tb.kindProber(t, SocketDatagram, 2*time.Second, reflector(t, serverIP4))
 	var gets []func(time.Time) []Sample
 	for _, p := range []*Prober{raw, conn, icmp} {
 		go p.Run(ctx)
 		gets = append(gets, collect(p))
 	}
-	start := time.Now()
-	time.Sleep(time.Second)
-	loadStart := time.Now()
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	tb.download(t, loadCtx)
-	time.Sleep(3 * time.Second)
-	stopLoad()
+	start, loadStart := tb.idleThenLoaded(t, ctx, time.Second)
 	time.Sleep(300 * time.Millisecond)
 	// The download's thousands of segments never reach the raw socket's
 	// reader: its filter passes only what goes to the reserved port.

@@ -12,34 +12,28 @@ import (
 	"time"
 
 	"golang.org/x/net/icmp"
-	"golang.org/x/sys/unix"
 
 	"github.com/macake/macake/internal/netns"
+	"github.com/macake/macake/internal/speedtest"
 )
 
 // testbed is a client and a server namespace on one veth pair. The
 // server's kernel is the reflector; its egress towards the client is a
 // 10 Mbit/s bottleneck with a 250 KB drop-tail buffer (200 ms of bloat).
 type testbed struct {
-	lab            *netns.Lab
 	client, server *netns.Namespace
 	bottleneck     *netns.Bottleneck
 }
 
 const (
-	serverIP4 = "10.78.0.1"
-	serverIP6 = "fd78::1"
+	serverIP4 = netns.ServerIP4
+	serverIP6 = netns.ServerIP6
 )
 
 func newTestbed(t *testing.T) *testbed {
-	lab := netns.New(t, "probe")
-	tb := &testbed{lab: lab, client: lab.Namespace("c"), server: lab.Namespace("s")}
-	lab.Link(tb.client, "vc", tb.server, "vs")
-	tb.client.AddAddr("vc", "10.78.0.2/24")
-	tb.server.AddAddr("vs", serverIP4+"/24")
-	tb.client.AddAddr("vc", "fd78::2/64")
-	tb.server.AddAddr("vs", serverIP6+"/64")
-	tb.bottleneck = tb.server.Bottleneck("vs", 10_000_000, 250_000)
+	tb := &testbed{}
+	tb.client, tb.server = netns.New(t, "probe").Pair()
+	tb.bottleneck = tb.server.Bottleneck(netns.ServerDev, 10_000_000, 250_000)
 	return tb
 }
 
@@ -72,7 +66,7 @@ func (tb *testbed) download(t *testing.T, ctx context.Context) {
 			return
 		}
 		defer c.Close()
-		if cc := congestion(c); cc != "cubic" {
+		if cc := speedtest.Congestion(c.(*net.TCPConn)); cc != "cubic" {
 			t.Errorf("load socket uses %q, want cubic", cc)
 		}
 		buf := make([]byte, 32<<10)
@@ -93,16 +87,17 @@ func (tb *testbed) download(t *testing.T, ctx context.Context) {
 	go io.Copy(io.Discard, c)
 }
 
-func congestion(c net.Conn) string {
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		return err.Error()
-	}
-	var cc string
-	rc.Control(func(fd uintptr) {
-		cc, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
-	})
-	return cc
+// idleThenLoaded lets the probers run idle for idle, then under a CUBIC
+// download for 3 s, and returns when each phase began.
+func (tb *testbed) idleThenLoaded(t *testing.T, ctx context.Context, idle time.Duration) (start, loadStart time.Time) {
+	start = time.Now()
+	time.Sleep(idle)
+	loadStart = time.Now()
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	tb.download(t, loadCtx)
+	time.Sleep(3 * time.Second)
+	return start, loadStart
 }
 
 // p50 is the median of ds, -1 when empty.
@@ -152,14 +147,7 @@ func TestNetnsProbesSeeQueueingDelayGrowUnderLoad(t *testing.T) {
 	go ts.Run(ctx)
 	echoSamples, tsSamples := collect(echo), collect(ts)
 
-	start := time.Now()
-	time.Sleep(1200 * time.Millisecond)
-	loadStart := time.Now()
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
-	tb.download(t, loadCtx)
-	time.Sleep(3 * time.Second)
-	stopLoad()
+	start, loadStart := tb.idleThenLoaded(t, ctx, 1200*time.Millisecond)
 
 	split := func(samples []Sample, from, to time.Time, pick func(Sample) time.Duration) []time.Duration {
 		var out []time.Duration
@@ -280,7 +268,7 @@ func TestNetnsSilentUnreachableAndVanishingInterface(t *testing.T) {
 	if p.Stalled(time.Now(), 500*time.Millisecond) {
 		t.Error("stalled although the server answers again")
 	}
-	tb.client.IP("link", "del", "vc")
+	tb.client.IP("link", "del", netns.ClientDev)
 	time.Sleep(700 * time.Millisecond)
 	cancel()
 	if err := <-done; err != nil {

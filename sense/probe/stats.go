@@ -113,12 +113,31 @@ func (r *Recorder) Add(s Sample) {
 	r.mu.Unlock()
 }
 
-// Window summarizes target's probes sent in [from, to).
+// Window summarizes target's probes sent in [from, to), over the replies.
 func (r *Recorder) Window(target netip.Addr, from, to time.Time) Summary {
+	return Summarize(r.window(target, from, to))
+}
+
+// WindowCounting summarizes target's probes sent in [from, to) as package
+// score takes a score's percentiles: over every probe sent, a lost one
+// counting as a round trip of lostRTT (Samples and Lost still count the
+// replies and the losses).
+func (r *Recorder) WindowCounting(target netip.Addr, from, to time.Time, lostRTT time.Duration) Summary {
+	rtts, lost := r.window(target, from, to)
+	all := slices.Clone(rtts)
+	for range lost {
+		all = append(all, lostRTT)
+	}
+	s := Summarize(all, 0)
+	s.Samples, s.Lost = len(rtts), lost
+	return s
+}
+
+// window returns the round trips of target's replies to the probes sent
+// in [from, to), and how many of those probes got none.
+func (r *Recorder) window(target netip.Addr, from, to time.Time) (rtts []time.Duration, lost int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var rtts []time.Duration
-	lost := 0
 	for _, s := range r.samples {
 		if s.Reflector != target || s.Sent.Before(from) || !s.Sent.Before(to) {
 			continue
@@ -129,7 +148,7 @@ func (r *Recorder) Window(target netip.Addr, from, to time.Time) Summary {
 			lost++
 		}
 	}
-	return Summarize(rtts, lost)
+	return rtts, lost
 }
 
 // Windows summarizes each target in [from, to).

@@ -70,3 +70,29 @@ func TestBaselineFallsFastRisesSlowly(t *testing.T) {
 		t.Errorf("after a 10 ms sample: baseline %v, want ~11ms", v)
 	}
 }
+
+// TestWindowCountingCountsALostProbeAsTheLostRTT: the counting window takes
+// its percentiles over every probe sent, so losing a fifth of them moves
+// the p90 to the lost RTT, where the replies-only window leaves them out;
+// both count the replies and the losses alike.
+func TestWindowCountingCountsALostProbeAsTheLostRTT(t *testing.T) {
+	var r Recorder
+	a := netip.MustParseAddr("192.0.2.1")
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 10 {
+		s := Sample{Reflector: a, Kind: KindReply, Sent: t0.Add(time.Duration(i) * time.Second), RTT: 20 * time.Millisecond}
+		if i >= 8 {
+			s.Kind, s.RTT = KindLost, 0
+		}
+		r.Add(s)
+	}
+	r.Add(Sample{Reflector: netip.MustParseAddr("192.0.2.2"), Kind: KindLost, Sent: t0})
+	plain := r.Window(a, t0, t0.Add(time.Minute))
+	counted := r.WindowCounting(a, t0, t0.Add(time.Minute), time.Second)
+	if plain.Samples != 8 || plain.Lost != 2 || plain.P90 != 20*time.Millisecond {
+		t.Errorf("replies only: %+v", plain)
+	}
+	if counted.Samples != 8 || counted.Lost != 2 || counted.P50 != 20*time.Millisecond || counted.P90 != time.Second {
+		t.Errorf("counting: %+v; want p90 at the lost RTT", counted)
+	}
+}

@@ -74,7 +74,7 @@ func daemonJob(p service.Program) (job, error) {
 	if !strings.HasPrefix(p.StateDir, stateBase) {
 		// ReadWritePaths= makes the unit fail to start when the
 		// directory is missing; StateDirectory= creates its own.
-		j.dirs = append(j.dirs, dir{path: p.StateDir, perm: 0o700, owner: service.RootRoot})
+		j.dirs = append(j.dirs, dir{path: p.StateDir, perm: stateDirPerm, owner: service.RootRoot})
 	}
 	return j, nil
 }

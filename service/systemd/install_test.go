@@ -119,7 +119,7 @@ func TestInstallDaemonMendsWhatIsOff(t *testing.T) {
 	p := program
 	p.StateDir = "/srv/macake"
 	ran, _ := m.install(t, service.InstallRequest{Program: p})
-	if len(ran) != 5 || ran[0] != "create /srv/macake (root:root 0700)" {
+	if len(ran) != 5 || ran[0] != "create /srv/macake (root:root 0711)" {
 		t.Errorf("state directory outside /var/lib: ran %q", ran)
 	}
 

@@ -10,6 +10,7 @@ package systemd
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -45,6 +46,16 @@ var WatchCapabilities = []string{"CAP_NET_ADMIN", "CAP_NET_RAW"}
 // stateBase is where systemd's StateDirectory= lives.
 const stateBase = "/var/lib/"
 
+// StateDirMode is the state directory's mode under systemd: only root
+// writes or lists it, and everyone may pass through to the status socket
+// in it, whose own mode and group (the operator group) say who may talk
+// to the daemon.
+const StateDirMode = "0711"
+
+// stateDirPerm is StateDirMode as a permission, for the state directory
+// install-daemon creates where the unit cannot (ReadWritePaths=).
+const stateDirPerm fs.FileMode = 0o711
+
 // WatchUnit renders macake-watch.service, the Linux counterpart of
 // the LaunchDaemon: `macake watch` as root, restarted on failure after
 // ThrottleInterval seconds, except on exit 77 (needs root) and 78 (config
@@ -52,8 +63,8 @@ const stateBase = "/var/lib/"
 // stdout and stderr go to the journal. It is sandboxed: a read-only
 // system, only WatchCapabilities, no new privileges; the state
 // directory is the one place it writes (StateDirectory= when it is under
-// /var/lib, which systemd creates with mode 0700, else ReadWritePaths=,
-// which must exist).
+// /var/lib, which systemd creates with StateDirMode, else
+// ReadWritePaths=, which must exist).
 func WatchUnit(p service.Program) ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -70,7 +81,7 @@ func WatchUnit(p service.Program) ([]byte, error) {
 	b.WriteString("# macake watch under systemd, as `sudo macake install-daemon` installs it.\n")
 	b.WriteString("# By hand: macake install-daemon --systemd-unit | sudo tee " + UnitPath + "\n")
 	if !strings.HasPrefix(p.StateDir, stateBase) {
-		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0700", p.StateDir}}
+		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", StateDirMode, p.StateDir}}
 		b.WriteString("#          " + mkdir.String() + "   (ReadWritePaths= needs it to exist)\n")
 	}
 	b.WriteString("#          sudo systemctl daemon-reload && sudo systemctl enable --now " + UnitName + "\n")
@@ -113,7 +124,7 @@ func WatchUnit(p service.Program) ([]byte, error) {
 
 // stateLines are the unit's lines that let watch write its state
 // directory dir, an absolute path: StateDirectory= for a directory under
-// /var/lib (systemd creates it, root-only), else ReadWritePaths=. Both
+// /var/lib (systemd creates it, StateDirMode), else ReadWritePaths=. Both
 // take specifiers (so % is doubled) and unquote double-quoted words with
 // C escapes (so a path with blanks is quoted), but expand no variables.
 func stateLines(dir string) (string, error) {
@@ -130,7 +141,7 @@ func stateLines(dir string) (string, error) {
 		return w
 	}
 	if rel, ok := strings.CutPrefix(dir, stateBase); ok && strings.Trim(rel, "/") != "" {
-		return "StateDirectory=" + word(strings.TrimSuffix(rel, "/")) + "\nStateDirectoryMode=0700\n", nil
+		return "StateDirectory=" + word(strings.TrimSuffix(rel, "/")) + "\nStateDirectoryMode=" + StateDirMode + "\n", nil
 	}
 	return "ReadWritePaths=" + word(dir) + "\n", nil
 }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,19 +110,20 @@ func TestUnits(t *testing.T) {
 		}
 	}
 	// Under /var/lib the state directory is systemd's StateDirectory=,
-	// which it creates root-only; elsewhere it must exist, and the install
-	// comment says how to make it.
+	// which it creates for root to write and everyone to pass through (to
+	// the status socket); elsewhere it must exist, and the install comment
+	// says how to make it.
 	for _, tc := range []struct {
 		dir                    string
 		stateDir, mode, rwPath string
 		mkdir                  bool
 	}{
-		{"/var/lib/macake", "macake", "0700", "", false},
-		{"/var/lib/macake/", "macake", "0700", "", false},
+		{"/var/lib/macake", "macake", "0711", "", false},
+		{"/var/lib/macake/", "macake", "0711", "", false},
 		{"/var/db/macake", "", "", "/var/db/macake", true},
 		{"/srv/100%/state", "", "", "/srv/100%%/state", true},
 		{"/srv/my state", "", "", `"/srv/my state"`, true},
-		{"/var/lib/macake 100%", `"macake 100%%"`, "0700", "", false},
+		{"/var/lib/macake 100%", `"macake 100%%"`, "0711", "", false},
 	} {
 		p := examplesProgram
 		p.StateDir = tc.dir
@@ -135,7 +137,7 @@ func TestUnits(t *testing.T) {
 			t.Errorf("%s: StateDirectory=%q StateDirectoryMode=%q ReadWritePaths=%q; want %q %q %q", tc.dir,
 				k["Service.StateDirectory"], k["Service.StateDirectoryMode"], k["Service.ReadWritePaths"], tc.stateDir, tc.mode, tc.rwPath)
 		}
-		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0700", tc.dir}}
+		mkdir := execrun.Command{Argv: []string{"sudo", "install", "-d", "-m", "0711", tc.dir}}
 		if got := strings.Contains(string(unit), "# "+strings.Repeat(" ", 9)+mkdir.String()+"   (ReadWritePaths="); got != tc.mkdir {
 			t.Errorf("%s: install comment names mkdir: %v, want %v", tc.dir, got, tc.mkdir)
 		}
@@ -245,4 +247,12 @@ func FuzzSplitExecStart(f *testing.F) {
 			t.Fatalf("round trip: %+v, want %+v", got, prog)
 		}
 	})
+}
+
+// TestStateDirModeIsOne: the mode the unit gives systemd's state
+// directory and the one install-daemon creates another with are one.
+func TestStateDirModeIsOne(t *testing.T) {
+	if got := fmt.Sprintf("%04o", stateDirPerm); got != StateDirMode {
+		t.Errorf("stateDirPerm %s, StateDirMode %s", got, StateDirMode)
+	}
 }

@@ -115,21 +115,26 @@ type Outcome struct {
 
 // Summary is the median of an outcome's runs in the case's direction.
 // D50, D95, D99 and Score are over the Measured runs in which some
-// measurement probe came back (0 when none did); ProbeLoss is the median
-// share of probes lost, which the delays do not include.
+// measurement probe was measured (0 when none was), the delays over every
+// probe sent, a lost one counting as the run's lost delay (package score);
+// ProbeLoss is the median share of probes lost and CallLoss the call's in
+// the case's direction; ScoreSurvivors the median score over the probes
+// that came back only, the figure of the tables before issue 24.
 type Summary struct {
 	U, D50, D95, D99, Score float64
-	ProbeLoss               float64
+	ProbeLoss, CallLoss     float64
+	ScoreSurvivors          float64
 	Measured                int
 }
 
 // Summary returns the medians of the loaded direction's metrics.
 func (o *Outcome) Summary() Summary {
-	var u, d50, d95, d99, sc, loss []float64
+	var u, d50, d95, d99, sc, old, loss, call []float64
 	for _, r := range o.Runs {
 		x := r.Dir[o.Case.Dir]
 		u = append(u, x.U)
 		loss = append(loss, x.ProbeLoss)
+		call = append(call, x.Call.Loss)
 		if x.DelaySamples == 0 {
 			continue
 		}
@@ -137,8 +142,10 @@ func (o *Outcome) Summary() Summary {
 		d95 = append(d95, x.D95)
 		d99 = append(d99, x.D99)
 		sc = append(sc, x.Score)
+		old = append(old, x.ScoreSurvivors)
 	}
-	return Summary{U: median(u), D50: median(d50), D95: median(d95), D99: median(d99), Score: median(sc), ProbeLoss: median(loss), Measured: len(d95)}
+	return Summary{U: median(u), D50: median(d50), D95: median(d95), D99: median(d99), Score: median(sc), ScoreSurvivors: median(old),
+		ProbeLoss: median(loss), CallLoss: median(call), Measured: len(d95)}
 }
 
 // Result is a whole benchmark: Outcomes[case][arm].
@@ -168,7 +175,7 @@ func Run(cases []Case, cfg Config) (*Result, error) {
 					opt.Flows[c.Dir] = cfg.Flows
 					opt.Seed = seed
 					opt.Offset = period * time.Duration(k) / time.Duration(cfg.Offsets)
-					jobs = append(jobs, sim.Job{Link: link, Options: opt, Arm: arm})
+					jobs = append(jobs, sim.Job{Link: link, Options: arm.Options(opt), Arm: arm})
 				}
 			}
 		}
@@ -307,6 +314,26 @@ func (r *Result) GeoMean(arm int, keep func(*Case) bool) float64 {
 		return 0
 	}
 	return math.Exp(sum / float64(n))
+}
+
+// MeanLoss is the mean, over the cases that pass keep, of arm's median
+// probe loss and median call loss: the loss printed beside the geometric
+// mean of the scores.
+func (r *Result) MeanLoss(arm int, keep func(*Case) bool) (probe, call float64) {
+	n := 0
+	for ci, row := range r.Outcomes {
+		if keep != nil && !keep(&r.Cases[ci]) {
+			continue
+		}
+		s := row[arm].Summary()
+		probe += s.ProbeLoss
+		call += s.CallLoss
+		n++
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	return probe / float64(n), call / float64(n)
 }
 
 // Tally counts the verdicts of arm a against arm b over the cases that pass

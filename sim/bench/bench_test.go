@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 )
@@ -16,7 +17,7 @@ func outcome(c *Case, name string, u, d95 []float64) *Outcome {
 	o := &Outcome{Case: c, Arm: name}
 	for i := range u {
 		r := &sim.Result{}
-		r.Dir[c.Dir] = sim.DirResult{Loaded: true, DelaySamples: 1000, U: u[i], D95: d95[i], Score: sim.Score(u[i], time.Duration(d95[i]*float64(time.Millisecond)))}
+		r.Dir[c.Dir] = sim.DirResult{Loaded: true, DelaySamples: 1000, U: u[i], D95: d95[i], Score: score.Score(u[i], time.Duration(d95[i]*float64(time.Millisecond)))}
 		o.Runs = append(o.Runs, r)
 	}
 	return o

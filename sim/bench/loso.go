@@ -26,6 +26,11 @@ type Held struct {
 	// held-out source; Win, Tie and Loss are its verdicts there.
 	Ratio          float64
 	Win, Tie, Loss int
+	// ProbeLoss and CallLoss are Chosen's mean loss of the probes and of
+	// the call on the held-out source (Bench.MeanLoss), RefProbeLoss and
+	// RefCallLoss the reference's.
+	ProbeLoss, CallLoss       float64
+	RefProbeLoss, RefCallLoss float64
 }
 
 // LOSO is a leave-one-source-out estimate of how a tuning decision does on
@@ -77,13 +82,24 @@ func (r *Result) Choose(ref int, candidates []int, keep func(*Case) bool) (best 
 // measured some delay, of arm a's median score over arm b's (scores
 // floored at 0.001 as in GeoMean). It is 1 when no case qualifies.
 func (r *Result) Ratio(a, b int, keep func(*Case) bool) float64 {
+	return r.ratioOf(a, b, keep, func(s Summary) float64 { return s.Score })
+}
+
+// RatioSurvivors is Ratio on the score over the probes that came back
+// only (Summary.ScoreSurvivors): the figure of the tables before issue
+// 24, printed to compare with them, never to decide.
+func (r *Result) RatioSurvivors(a, b int, keep func(*Case) bool) float64 {
+	return r.ratioOf(a, b, keep, func(s Summary) float64 { return s.ScoreSurvivors })
+}
+
+func (r *Result) ratioOf(a, b int, keep func(*Case) bool, metric func(Summary) float64) float64 {
 	var sum float64
 	n := 0
 	for ci, row := range r.Outcomes {
 		if keep != nil && !keep(&r.Cases[ci]) {
 			continue
 		}
-		if l, ok := logRatio(row[a], row[b]); ok {
+		if l, ok := logRatio(row[a], row[b], metric); ok {
 			sum += l
 			n++
 		}
@@ -94,12 +110,12 @@ func (r *Result) Ratio(a, b int, keep func(*Case) bool) float64 {
 	return math.Exp(sum / float64(n))
 }
 
-func logRatio(a, b *Outcome) (float64, bool) {
+func logRatio(a, b *Outcome, metric func(Summary) float64) (float64, bool) {
 	sa, sb := a.Summary(), b.Summary()
 	if sa.Measured == 0 || sb.Measured == 0 {
 		return 0, false
 	}
-	return math.Log(math.Max(sa.Score, 0.001)) - math.Log(math.Max(sb.Score, 0.001)), true
+	return math.Log(math.Max(metric(sa), 0.001)) - math.Log(math.Max(metric(sb), 0.001)), true
 }
 
 func (r *Result) countCases(keep func(*Case) bool) int {
@@ -136,6 +152,8 @@ func (r *Result) LeaveOneSourceOut(ref string, candidates []string) (LOSO, error
 		others := func(c *Case) bool { return c.Source != s }
 		best, train := r.Choose(ri, cis, others)
 		h := Held{Source: s, Cases: r.countCases(in), Chosen: r.Arms[best], TrainRatio: train, Ratio: r.Ratio(best, ri, in)}
+		h.ProbeLoss, h.CallLoss = r.MeanLoss(best, in)
+		h.RefProbeLoss, h.RefCallLoss = r.MeanLoss(ri, in)
 		if best == ri {
 			h.Tie = h.Cases
 		} else {
@@ -145,7 +163,7 @@ func (r *Result) LeaveOneSourceOut(ref string, candidates []string) (LOSO, error
 			if !in(&r.Cases[ci]) {
 				continue
 			}
-			if l, ok := logRatio(row[best], row[ri]); ok {
+			if l, ok := logRatio(row[best], row[ri], func(s Summary) float64 { return s.Score }); ok {
 				sum += l
 				n++
 			}

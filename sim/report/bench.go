@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim/bench"
 )
@@ -26,10 +27,11 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string, loso *bench.LOSO) {
 	}
 	fmt.Fprintf(w, "Trace benchmark: %d traces from %d sources × %d seeds × %d start offsets, %v per run, %d %s flows in the trace's direction, buffer %v of mean capacity, pipe queue %s.\n",
 		len(r.Cases), len(r.Sources()), cfg.Seeds, cfg.Offsets, cfg.Options.Duration, cfg.Flows, strings.ToUpper(cfg.Options.CC.String()), cfg.Options.Buffer, cfg.Options.Queue)
-	fmt.Fprintln(w, "Medians over the runs; D50/D95/D99: added one-way delay in ms of the probes that came back; lost:")
-	fmt.Fprintln(w, "probes dropped (not in D50–D99).")
+	lost := score.LostOrDefault(cfg.Options.LostDelay).String()
+	fmt.Fprintf(w, "Medians over the runs; D50/D95/D99: added one-way delay in ms over every probe sent, a lost one counting as %s;\n", lost)
+	fmt.Fprintln(w, "lost: probes dropped; call lost: packets of the call (50/s of 200 bytes, beside the load) dropped in the trace's direction.")
 	fmt.Fprintln(w)
-	head := []string{"trace", "class", "dir", "controller", "U", "D50", "D95", "D99", "lost", "score"}
+	head := []string{"trace", "class", "dir", "controller", "U", "D50", "D95", "D99", "lost", "call lost", "score"}
 	if ai >= 0 && bi >= 0 {
 		head = append(head, cand+" vs "+ref)
 	}
@@ -42,7 +44,7 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string, loso *bench.LOSO) {
 			if s.Measured > 0 {
 				d50, d95, d99, score = ms(s.D50), ms(s.D95), ms(s.D99), fmt.Sprintf("%.3f", s.Score)
 			}
-			cells := []string{"", "", "", o.Arm, fmt.Sprintf("%.3f", s.U), d50, d95, d99, percent(s.ProbeLoss), score}
+			cells := []string{"", "", "", o.Arm, fmt.Sprintf("%.3f", s.U), d50, d95, d99, percent(s.ProbeLoss), percent(s.CallLoss), score}
 			if k == 0 {
 				cells[0], cells[1], cells[2] = c.Name, c.Class, dirShort(c.Dir)
 			}
@@ -61,10 +63,11 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string, loso *bench.LOSO) {
 
 	sources := r.Sources()
 	of := func(src string) func(*bench.Case) bool { return func(c *bench.Case) bool { return c.Source == src } }
-	fmt.Fprintln(w, "Geometric-mean score:")
-	g := Table{Header: append([]string{"controller", "all"}, sources...)}
+	fmt.Fprintln(w, "Geometric-mean score, and beside it the mean over the traces of the probes' and the call's loss:")
+	g := Table{Header: append([]string{"controller", "all", "lost", "call lost"}, sources...)}
 	for i, a := range r.Arms {
-		cells := []string{a, fmt.Sprintf("%.3f", r.GeoMean(i, nil))}
+		probe, call := r.MeanLoss(i, nil)
+		cells := []string{a, fmt.Sprintf("%.3f", r.GeoMean(i, nil)), percent(probe), percent(call)}
 		for _, src := range sources {
 			cells = append(cells, fmt.Sprintf("%.3f", r.GeoMean(i, of(src))))
 		}
@@ -81,8 +84,8 @@ func Bench(w io.Writer, r *bench.Result, ref, cand string, loso *bench.LOSO) {
 		}
 		win, tie, loss := r.Tally(i, bi, nil)
 		if n := win + tie + loss; n > 0 {
-			fmt.Fprintf(w, "%s vs %s, all traces: %d wins, %d ties, %d losses (wins or ties on %.0f %%); geometric-mean score %.2f×.\n",
-				a, ref, win, tie, loss, 100*float64(win+tie)/float64(n), r.Ratio(i, bi, nil))
+			fmt.Fprintf(w, "%s vs %s, all traces: %d wins, %d ties, %d losses (wins or ties on %.0f %%); geometric-mean score %.2f× (over the survivors only, as tables before issue 24: %.2f×).\n",
+				a, ref, win, tie, loss, 100*float64(win+tie)/float64(n), r.Ratio(i, bi, nil), r.RatioSurvivors(i, bi, nil))
 		}
 		for _, src := range sources {
 			win, tie, loss := r.Tally(i, bi, of(src))
@@ -123,11 +126,13 @@ func LOSO(w io.Writer, r *bench.Result, l bench.LOSO) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Leave one source out: the candidate with the best score over %s's that loses no source, chosen on the\n", l.Ref)
 	fmt.Fprintln(w, "other sources alone (none: keep the reference), and how it does on the source left out:")
-	h := Table{Header: []string{"held out", "traces", "chosen on the others", "there", "held out: score", "W/T/L"}}
+	h := Table{Header: []string{"held out", "traces", "chosen on the others", "there", "held out: score", "W/T/L", "lost", "call lost"}}
 	for _, x := range l.Held {
-		h.Add(x.Source, fmt.Sprint(x.Cases), x.Chosen, ratio(x.TrainRatio), ratio(x.Ratio), fmt.Sprintf("%d/%d/%d", x.Win, x.Tie, x.Loss))
+		h.Add(x.Source, fmt.Sprint(x.Cases), x.Chosen, ratio(x.TrainRatio), ratio(x.Ratio), fmt.Sprintf("%d/%d/%d", x.Win, x.Tie, x.Loss),
+			percent(x.ProbeLoss)+" ("+percent(x.RefProbeLoss)+")", percent(x.CallLoss)+" ("+percent(x.RefCallLoss)+")")
 	}
 	h.Write(w)
+	fmt.Fprintf(w, "(lost, call lost: the chosen one's mean loss on the source left out, %s's in brackets)\n", l.Ref)
 	n := l.Win + l.Tie + l.Loss
 	if n > 0 {
 		fmt.Fprintf(w, "Leave-one-source-out estimate vs %s: geometric-mean score %.2f×; %d wins, %d ties, %d losses (wins or ties on %.0f %%).\n",

@@ -8,9 +8,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 )
@@ -68,6 +71,16 @@ func Comparison(w io.Writer, results []*sim.Result) {
 	if len(results) == 0 {
 		return
 	}
+	if before, after := unshapedAndShaped(results); before != nil && after != nil {
+		var dirs []shape.Direction
+		for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+			if results[0].Dir[d].Loaded {
+				dirs = append(dirs, d)
+			}
+		}
+		delay, kept := Headline(before, after, dirs)
+		fmt.Fprintf(w, "%s\n%s\n\n", delay, kept)
+	}
 	for _, d := range []shape.Direction{shape.Download, shape.Upload} {
 		if !results[0].Dir[d].Loaded {
 			continue
@@ -103,11 +116,42 @@ func Comparison(w io.Writer, results []*sim.Result) {
 		t.Write(w)
 		fmt.Fprintln(w)
 	}
+	lost := score.LostOrDefault(results[0].LostDelay).String()
 	fmt.Fprintln(w, "U: share of capacity used; goodput and rate (mean pipe rate) in Mbit/s; D50/D95/D99: one-way")
-	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms, over the probes that came")
-	fmt.Fprintln(w, "back; lost: probes dropped on the way (not in D50–D99); >100ms: seconds per minute above 100 ms;")
+	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms, over every probe sent,")
+	fmt.Fprintf(w, "a lost one counting as %s; lost: probes dropped on the way; >100ms: seconds per minute above 100 ms;\n", lost)
 	fmt.Fprintln(w, "recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops not recovered before")
-	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms); —: no probe came back.")
+	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms), higher is better;")
+	fmt.Fprintln(w, "—: no probe measured. none: no shaper; oracle: a shaper told the link's capacity in advance, the")
+	fmt.Fprintln(w, "best any controller could do.")
+	Calls(w, results)
+}
+
+// Calls prints what the interactive call felt under each controller: per
+// direction, the share of its packets lost and the one-way delay added to
+// the path's (over every packet sent, a lost one counting as the run's
+// lost delay) and the jitter. Nothing when the runs carried no call.
+func Calls(w io.Writer, results []*sim.Result) {
+	if len(results) == 0 || results[0].Dir[shape.Download].Call.Sent+results[0].Dir[shape.Upload].Call.Sent == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "The call beside the load (%d packets/s of %d bytes each way, through the pipes), added one-way delay in ms:\n",
+		time.Second/results[0].CallInterval, sim.CallBytes)
+	t := Table{Header: []string{"controller", "↓ lost", "↓ p50", "↓ p90", "↓ p99", "↓ jitter", "↑ lost", "↑ p50", "↑ p90", "↑ p99", "↑ jitter"}}
+	for _, r := range results {
+		cells := []string{r.Controller}
+		for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+			c := r.Dir[d].Call
+			if c.Sent == 0 {
+				cells = append(cells, "—", "—", "—", "—", "—")
+				continue
+			}
+			cells = append(cells, percent(c.Loss), ms(c.P50), ms(c.P90), ms(c.P99), ms(c.Jitter))
+		}
+		t.Add(cells...)
+	}
+	t.Write(w)
 }
 
 func measured(r *sim.Result) string {
@@ -162,7 +206,25 @@ func Phases(w io.Writer, controller string, r *sim.Result) {
 	fmt.Fprintf(w, "on vs the mean of the off phases: %s kept; %s.\n", strings.Join(parts, ", "), delay)
 	fmt.Fprintf(w, "Drift between the off phases: %+.1f Mbit/s download, %+.1f ms median.\n",
 		off2.Goodput[shape.Download]-off1.Goodput[shape.Download], off2.RTT50-off1.RTT50)
+	if driftDominates(off1, on, off2) {
+		fmt.Fprintln(w, "The link moved more between the off phases than shaping moved it, so this table is no evidence")
+		fmt.Fprintln(w, "either way; the side-by-side runs above, on the same capacity, are.")
+	}
 	fmt.Fprintln(w, "Added delay here is round-trip (as a ping sees it), against the path's true base RTT.")
+}
+
+// driftDominates reports whether the link changed between the two off
+// phases by more than shaping changed it: the download goodput moved by
+// more than a quarter of its mean, or the added median by more than the
+// shaped phase's difference from the off phases' mean. The table's "kept"
+// and "-N %" then rest on a baseline that moved (the demo's: +125 Mbit/s).
+func driftDominates(off1, on, off2 sim.Phase) bool {
+	mean := (off1.Goodput[shape.Download] + off2.Goodput[shape.Download]) / 2
+	if mean > 0 && math.Abs(off2.Goodput[shape.Download]-off1.Goodput[shape.Download]) > mean/4 {
+		return true
+	}
+	effect := math.Abs(on.RTT50 - (off1.RTT50+off2.RTT50)/2)
+	return math.Abs(off2.RTT50-off1.RTT50) > effect
 }
 
 func change(now, before float64) string {

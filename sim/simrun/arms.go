@@ -56,11 +56,15 @@ func arms(list string) ([]sim.Arm, error) {
 			continue
 		}
 		seen[name] = true
-		f, err := controllerFactory(name)
+		ctl, q, err := sim.SplitArm(name)
+		if err != nil {
+			return nil, fmt.Errorf("--controllers: %w", err)
+		}
+		f, err := controllerFactory(ctl)
 		if err != nil {
 			return nil, err
 		}
-		arms = append(arms, sim.Arm{Name: name, Factory: f})
+		arms = append(arms, sim.Arm{Name: name, Factory: f, Queue: q})
 	}
 	if len(arms) == 0 {
 		return nil, errors.New("--controllers: name at least one controller")

@@ -197,6 +197,10 @@ type BenchArm struct {
 	D99        *float64 `json:"d99_ms"`
 	Score      *float64 `json:"score"`
 	ProbeLoss  float64  `json:"probe_loss"`
+	CallLoss   float64  `json:"call_loss"`
+	// ScoreSurvivors is the score over the probes that came back only,
+	// as tables before issue 24 computed it: to compare with them.
+	ScoreSurvivors *float64 `json:"score_survivors_only"`
 }
 
 // NewBenchDocument summarises res (and its estimate loso, or nil) for JSON.
@@ -208,9 +212,9 @@ func NewBenchDocument(res *bench.Result, loso *bench.LOSO) BenchDocument {
 		cj := BenchTrace{Trace: c.Name, Class: c.Class, Source: c.Source, Direction: c.Dir.String()}
 		for _, o := range row {
 			s := o.Summary()
-			a := BenchArm{Controller: o.Arm, U: s.U, ProbeLoss: s.ProbeLoss}
+			a := BenchArm{Controller: o.Arm, U: s.U, ProbeLoss: s.ProbeLoss, CallLoss: s.CallLoss}
 			if s.Measured > 0 {
-				a.D50, a.D95, a.D99, a.Score = &s.D50, &s.D95, &s.D99, &s.Score
+				a.D50, a.D95, a.D99, a.Score, a.ScoreSurvivors = &s.D50, &s.D95, &s.D99, &s.Score, &s.ScoreSurvivors
 			}
 			cj.Controllers = append(cj.Controllers, a)
 		}

@@ -47,7 +47,8 @@ func FuzzPrepare(f *testing.F) {
 // FuzzParseQueueRule: a rule that parses prints (String) as text that
 // parses back to the same rule.
 func FuzzParseQueueRule(f *testing.F) {
-	for _, s := range []string{"auto", "bdp", "10ms", "256KB", "6000B", "1MB", "0B", "1023KB", "1024KB", "9223372036854775807B", "9007199254740993KB", " 5ms ", "min(bdp, 20ms)"} {
+	for _, s := range []string{"auto", "bdp", "10ms", "256KB", "6000B", "1MB", "0B", "1023KB", "1024KB", "9223372036854775807B", "9007199254740993KB", " 5ms ", "min(bdp, 20ms)",
+		"auto:perflow=3", "auto:target=40ms:floor=10ms", "10ms:packets=8:achieved", "auto:adapt=0.01", "256KB:perflow=2", "auto:adapt=1", "auto:red", "40ms:red:red"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -112,7 +112,7 @@ func NewSingle(s Spec) (*Single, error) {
 
 // armOptions are the options of arm a's run.
 func (r *Single) armOptions(a sim.Arm) sim.Options {
-	o := r.Options
+	o := a.Options(r.Options)
 	if a.Name == policyArm {
 		// The policy's prober: its active reflectors, each probed
 		// every probe_interval.

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 )
@@ -48,6 +49,9 @@ type Spec struct {
 	Buffer, BaseRTT, Rebin time.Duration
 	// ActuationDelay 0 means no delay at all (not sim's default).
 	ActuationDelay time.Duration
+	// LostDelay is what a lost probe or call packet counts as in the
+	// percentiles and the score (0: score.DefaultLostDelay).
+	LostDelay time.Duration
 	// ProbeBurst is how many probes go out at once (sim.Options.ProbeBurst):
 	// 0 or 1 as cake-autorate sends them, 2 as macake watch does.
 	ProbeBurst int
@@ -158,6 +162,9 @@ func (s *Spec) check() error {
 	if s.ProbeBurst < 0 || s.ProbeBurst > sim.DefaultReflectors {
 		return fmt.Errorf("--probe-burst %d: want 1 (one probe every 50 ms, as cake-autorate) to %d (every reflector at once)", s.ProbeBurst, sim.DefaultReflectors)
 	}
+	if s.LostDelay < 0 || s.LostDelay > time.Minute {
+		return fmt.Errorf("--lost-delay %v: want a delay up to 1m (what a lost packet counts as; 0: the default %v)", s.LostDelay, score.DefaultLostDelay)
+	}
 	if s.BaseRTT < 0 || s.BaseRTT > 10*time.Second {
 		return fmt.Errorf("--base-rtt %v: want a positive RTT up to 10s (0: the link's own)", s.BaseRTT)
 	}
@@ -212,7 +219,7 @@ func (s *Spec) options() (sim.Options, error) {
 	}
 	opt := sim.Options{
 		Duration: s.Duration, CC: cc, Buffer: s.Buffer, Seed: s.Seed, Offset: s.Offset,
-		ActuationDelay: act, Queue: q, Warmup: s.Warmup, Shaper: shaper, ProbeBurst: s.ProbeBurst,
+		ActuationDelay: act, Queue: q, Warmup: s.Warmup, Shaper: shaper, ProbeBurst: s.ProbeBurst, LostDelay: s.LostDelay,
 	}
 	switch s.Direction {
 	case "both":

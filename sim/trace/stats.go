@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/macake/macake/score"
 )
 
 // Stats are the capacity statistics of benchmark.md §7.3, in Mbit/s where
@@ -118,24 +120,7 @@ func (t *Trace) Stats() Stats {
 // Percentile returns the p-th percentile (0–100) of ascending values with
 // linear interpolation between order statistics (the definition used in
 // benchmark.md §7.3); 0 for no values.
-func Percentile(asc []float64, p float64) float64 {
-	switch len(asc) {
-	case 0:
-		return 0
-	case 1:
-		return asc[0]
-	}
-	pos := p / 100 * float64(len(asc)-1)
-	if pos <= 0 {
-		return asc[0]
-	}
-	lo := int(pos)
-	if lo >= len(asc)-1 {
-		return asc[len(asc)-1]
-	}
-	frac := pos - float64(lo)
-	return asc[lo] + float64(frac*(asc[lo+1]-asc[lo]))
-}
+func Percentile(asc []float64, p float64) float64 { return score.Percentile(asc, p) }
 
 func sorted(v []float64) []float64 {
 	out := append([]float64(nil), v...)

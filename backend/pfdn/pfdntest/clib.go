@@ -18,15 +18,7 @@ import (
 // strtoul parses like C's strtoul(s, &end, base) and returns the value and
 // the unparsed rest (the whole string when no digit was read).
 func strtoul(s string, base int) (uint64, string) {
-	i := 0
-	for i < len(s) && isSpace(s[i]) {
-		i++
-	}
-	neg := false
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		neg = s[i] == '-'
-		i++
-	}
+	i, neg := skipSpaceAndSign(s)
 	if (base == 0 || base == 16) && i+2 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') && digitValue(s[i+2]) < 16 {
 		i += 2
 		base = 16
@@ -63,17 +55,23 @@ func strtoul(s string, base int) (uint64, string) {
 	return v, s[i:]
 }
 
-// strtol10 is strtol(s, &end, 10) (saturating at the int64 limits).
-func strtol10(s string) (int64, string) {
-	i := 0
+// skipSpaceAndSign skips what strtol and strtoul skip before the digits:
+// white space, then one sign. It returns where the digits start and
+// whether the sign was a minus.
+func skipSpaceAndSign(s string) (i int, neg bool) {
 	for i < len(s) && isSpace(s[i]) {
 		i++
 	}
-	neg := false
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {
 		neg = s[i] == '-'
 		i++
 	}
+	return i, neg
+}
+
+// strtol10 is strtol(s, &end, 10) (saturating at the int64 limits).
+func strtol10(s string) (int64, string) {
+	i, neg := skipSpaceAndSign(s)
 	start := i
 	var v int64
 	sat := false

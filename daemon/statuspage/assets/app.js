@@ -3,8 +3,14 @@
 // The macake status page: polls the daemon's status once a second and
 // draws each link's last ten minutes. Everything it shows comes from
 // /api/status (statusapi.Status, with each link's history since the last
-// sample the page has, and the last events); it sends nothing else.
+// sample the page has, and the last events). When the daemon lets it (the
+// page then carries a token), its buttons POST pauses and resumes to
+// /api/pause; it sends nothing else.
 "use strict";
+
+// TOKEN is the daemon's secret for this page, which its pause requests
+// send back; null when the page is read-only.
+const TOKEN = document.querySelector('meta[name="macake-token"]')?.content || null;
 
 const WINDOW_MS = 10 * 60 * 1000;
 const POLL_MS = 1000;
@@ -109,19 +115,29 @@ function niceTop(v) {
 // draw fills an SVG with the series (each {values, cls}) over the last
 // ten minutes of times, from 0 to a round top, labelled with fmt.
 function draw(svg, times, series, fmt) {
-  const H = 170, L = 78, R = 592, T = 10, B = 146;
+  const H = 170, R = 592, T = 10, B = 146;
   svg.replaceChildren();
   const now = times.length ? times[times.length - 1] : Date.now();
   let top = 0;
   for (const s of series) for (const v of s.values) if (v !== null) top = Math.max(top, v);
   top = niceTop(top * 1.05);
-  const x = (t) => L + (R - L) * (1 - (now - t) / WINDOW_MS);
   const y = (v) => B - (B - T) * Math.min(v / top, 1);
-  for (const f of [0, 0.5, 1]) {
-    svg.append(svgEl("line", { class: "grid", x1: L, x2: R, y1: y(top * f), y2: y(top * f) }));
-    const label = svgEl("text", { x: L - 6, y: y(top * f) + 4, "text-anchor": "end" });
+  // The y labels first, measured as drawn: the plot starts right of the
+  // widest ("20.0 Mbit/s" in a fixed 78-unit margin lost its first
+  // digit), and they are right-aligned against it.
+  const labels = [0, 0.5, 1].map((f) => {
+    const label = svgEl("text", { y: y(top * f) + 4, "text-anchor": "end" });
     label.textContent = fmt(top * f);
     svg.append(label);
+    return label;
+  });
+  let widest = 0;
+  for (const label of labels) widest = Math.max(widest, label.getComputedTextLength ? label.getComputedTextLength() : 0);
+  const L = Math.max(40, Math.ceil(widest) + 10);
+  for (const label of labels) label.setAttribute("x", L - 6);
+  const x = (t) => L + (R - L) * (1 - (now - t) / WINDOW_MS);
+  for (const f of [0, 0.5, 1]) {
+    svg.append(svgEl("line", { class: "grid", x1: L, x2: R, y1: y(top * f), y2: y(top * f) }));
   }
   for (const [t, text, anchor] of [[now - WINDOW_MS, "−10 min", "start"], [now - WINDOW_MS / 2, "−5 min", "middle"], [now, "now", "end"]]) {
     const label = svgEl("text", { x: x(t), y: H - 4, "text-anchor": anchor });
@@ -157,15 +173,61 @@ function card(name) {
     el("h2", { "data-field": "title" }, name),
     el("p", { class: "sub", "data-field": "sub" }),
     el("p", { class: "error", "data-field": "error", hidden: "" }),
+    el("ul", { class: "advice", "data-field": "advice", hidden: "" }),
     el("dl", { class: "facts" },
       fact("state", "controller"), fact("download-rate", "download shaper"), fact("download-achieved", "download achieved"),
       fact("upload-rate", "upload shaper"), fact("upload-achieved", "upload achieved"),
       fact("baseline", "idle round trip"), fact("rtt", "round trip now")),
     el("div", { class: "charts" }, figure("download", "download rates"), figure("upload", "upload rates"), figure("delay", "round trip")),
     counters);
+  if (TOKEN) c.insertBefore(controls(), c.querySelector(".facts"));
   document.getElementById("links").append(c);
   return c;
 }
+
+// controls are a link's pause and resume buttons.
+function controls() {
+  const button = (seconds, label) => el("button", { type: "button", "data-pause": String(seconds) }, label);
+  return el("div", { class: "controls" }, button(900, "Pause 15 min"), button(3600, "Pause 1 h"), button(0, "Resume"),
+    el("span", { class: "result", "data-field": "control-result" }));
+}
+
+// pauseText says what a pause is: "every link until 15:04:05 (12m00s
+// left; by alice)", as status prints it.
+function pauseText(p) {
+  const what = p.link === "*" ? "every link" : p.link;
+  return `${what} until ${new Date(p.until).toLocaleTimeString()} (${fmtAge(p.remaining_seconds)} left${p.by ? "; by " + p.by : ""})`;
+}
+
+// sendPause asks the daemon to pause link ("" every link) for seconds, or
+// to resume (0), and says what it answered beside the buttons.
+async function sendPause(box, link, seconds) {
+  const result = box.querySelector('[data-field="control-result"]');
+  for (const b of box.querySelectorAll("button")) b.disabled = true;
+  result.textContent = seconds ? "pausing…" : "resuming…";
+  try {
+    const r = await fetch("/api/pause", {
+      method: "POST", cache: "no-store",
+      headers: { "Content-Type": "application/json", "X-Macake-Token": TOKEN },
+      body: JSON.stringify({ link: link, seconds: seconds }),
+    });
+    const a = await r.json();
+    result.textContent = !r.ok ? "refused: " + a.error : a.pause ? "paused: " + pauseText(a.pause) : "resumed";
+    result.className = "result " + (r.ok ? "ok" : "bad");
+  } catch (e) {
+    result.textContent = "not answering: " + e.message;
+    result.className = "result bad";
+  }
+  for (const b of box.querySelectorAll("button")) b.disabled = false;
+  refresh();
+}
+
+document.addEventListener("click", (ev) => {
+  const b = ev.target.closest("button[data-pause]");
+  const box = b?.closest("[data-link]");
+  if (!b || !box || !TOKEN) return;
+  sendPause(b.parentElement, box.dataset.link, Number(b.dataset.pause));
+});
 
 function setField(root, field, text) {
   const e = root.querySelector(`[data-field="${field}"]`);
@@ -191,14 +253,20 @@ function renderLink(l) {
   setField(c, "sub", `${l.interface} · ${l.mode}${ctl && !ctl.shaping && l.mode === "balanced" ? " (released)" : ""} · profile ${l.profile_key}`);
   const err = c.querySelector('[data-field="error"]');
   err.hidden = !l.error;
-  setField(c, "error", l.error || "");
+  setField(c, "error", l.error ? l.error.message : "");
+  // What the daemon's history says of the bounds, with the edit to make.
+  const advice = c.querySelector('[data-field="advice"]');
+  const items = (l.advice || []).map((a) => el("li", {}, a.message + ". In " + a.file + " set ", el("code", {}, a.edit)));
+  advice.hidden = items.length === 0;
+  if (advice.textContent !== items.map((i) => i.textContent).join("")) advice.replaceChildren(...items);
   const shaper = (dir) => l.shapers.find((s) => s.direction === dir);
   for (const dir of ["download", "upload"]) {
     const s = shaper(dir);
-    setField(c, dir + "-rate", !s ? "not shaped" : s.not_shaped ? "not shaped: " + s.not_shaped : fmtRate(s.rate_bits_per_second));
+    setField(c, dir + "-rate", l.paused_until ? "paused" : !s ? "not shaped" : s.not_shaped ? "not shaped: " + s.not_shaped : fmtRate(s.rate_bits_per_second));
     setField(c, dir + "-achieved", ctl ? `${fmtRate(ctl[dir].achieved_bits_per_second)} (${ctl[dir].load_percent}%)` : "–");
   }
-  let state = ctl ? ctl.status : l.shaped ? "static" : "not shaped";
+  const paused = l.paused_until ? (Date.parse(l.paused_until) - Date.now()) / 1000 : null;
+  let state = paused !== null ? `paused (${fmtAge(Math.max(paused, 0))} left)` : ctl ? ctl.status : l.shaped ? "static" : "not shaped";
   if (ctl && l.mode === "balanced") state += ctl.engaged ? ", engaged" : ", released";
   if (ctl && (ctl.download.bufferbloat || ctl.upload.bufferbloat)) state += ", bufferbloat";
   setField(c, "state", state);
@@ -235,7 +303,11 @@ function renderStatus(st) {
     `macake watch running, pid ${d.pid}, up ${fmtAge(d.uptime_seconds || 0)}${d.version ? ", version " + d.version : ""} · ${st.backend.scope || ""}` :
     "macake watch is not running: " + (d.note || ""));
   const a = st.last_apply;
-  setField(document, "reconcile", a ? `last reconcile ${fmtAge((Date.now() - Date.parse(a.at)) / 1000)} ago (${a.trigger}): ${a.result.replace("_", " ")}${a.error ? ": " + a.error : ""}` : "");
+  setField(document, "reconcile", a ? `last reconcile ${fmtAge((Date.now() - Date.parse(a.at)) / 1000)} ago (${a.trigger}): ${a.result.replace("_", " ")}${a.error ? ": " + a.error.message : ""}` : "");
+  const pauses = st.pauses || [];
+  document.getElementById("paused").hidden = pauses.length === 0;
+  setField(document, "paused", pauses.length ? "Paused: " + pauses.map(pauseText).join("; ") : "");
+  document.getElementById("controls").hidden = !TOKEN || !d.running;
   const names = new Set();
   for (const l of st.links) {
     names.add(l.name);
@@ -250,7 +322,7 @@ function renderStatus(st) {
   } else if (st.links.length > 0) {
     document.getElementById("no-links")?.remove();
   }
-  const problems = (st.problems || []).concat((st.config_errors || []).map((e) => `${e.file}:${e.line}:${e.column}: ${e.message}`));
+  const problems = (st.problems || []).map((p) => p.message).concat((st.config_errors || []).map((e) => `${e.file}:${e.line}:${e.column}: ${e.message}`));
   document.getElementById("problems-section").hidden = problems.length === 0;
   document.getElementById("problems").replaceChildren(...problems.map((p) => el("li", {}, p)));
   const events = (st.events || []).slice().reverse().slice(0, 15);
@@ -264,7 +336,8 @@ function setLive(ok, text) {
   b.textContent = text;
 }
 
-async function poll() {
+// refresh asks for the status once and draws it.
+async function refresh() {
   try {
     const r = await fetch("/api/status" + (since ? "?since=" + since : ""), { cache: "no-store" });
     if (!r.ok) throw new Error(`${r.status} ${r.statusText}`);
@@ -274,6 +347,10 @@ async function poll() {
     // The daemon stopped or restarts: say so and keep trying.
     setLive(false, "not answering: " + e.message);
   }
+}
+
+async function poll() {
+  await refresh();
   setTimeout(poll, POLL_MS);
 }
 
