@@ -185,7 +185,7 @@ func (p *pauses) taken() []statusapi.PauseChange {
 // endpoint.
 func TestPauseRequestsAreGuarded(t *testing.T) {
 	var p pauses
-	h := Handler(Options{Status: func(context.Context, statusapi.Query) statusapi.Status { return statusapi.Status{} }, Pause: p.pause, Token: "t0k3n"})
+	h := Endpoint.Handler(Handler(Options{Status: func(context.Context, statusapi.Query) statusapi.Status { return statusapi.Status{} }, Pause: p.pause, Token: "t0k3n"})) // as Serve serves it
 	const host, origin = "127.0.0.1:9847", "http://127.0.0.1:9847"
 	good := map[string]string{"Origin": origin, "Sec-Fetch-Site": "same-origin", "Content-Type": "application/json", TokenHeader: "t0k3n"}
 	with := func(k, v string) map[string]string {
