@@ -130,7 +130,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		},
 		SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, Runner: o.Runner, Getenv: getenv,
 	})
-	defer ses.Close()
+	if err == nil {
+		defer ses.Close()
+	}
 	if ses.PruneErr != nil {
 		log.Warn("cannot prune the last good copies of removed policy files", logging.KeyError, ses.PruneErr)
 	}

@@ -102,13 +102,13 @@ func Run(ctx context.Context, o Options) (*check.Report, error) {
 		StateDir: o.StateDir, Settings: &o.Settings, NoState: true, NoBackend: true, Getenv: o.getenv,
 		Lock: &state.LockOptions{Name: state.SelftestLockName, Wait: time.Second, Holder: "selftest", SkipOwnershipCheck: o.SkipOwnershipCheck},
 	})
-	defer ses.Close()
 	if err != nil {
 		if le, ok := errors.AsType[*state.LockedError](err); ok {
 			return nil, fmt.Errorf("another macake selftest (pid %d) is running; wait for it to finish", le.PID)
 		}
 		return nil, err
 	}
+	defer ses.Close()
 	name := ses.BackendName
 
 	r := &check.Report{Started: time.Now(), Host: host(o)}
