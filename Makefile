@@ -237,7 +237,12 @@ completions: build
 	$(BIN) completion zsh > bin/completions/_macake
 	$(BIN) completion fish > bin/completions/macake.fish
 
-install: build man completions
+## install: copies what `make build man completions` made, run as yourself
+## first: install builds nothing, so `sudo make install` needs no Go in
+## root's PATH (sudo resets it) and leaves no root-owned file in bin/.
+INSTALL_FILES := $(BIN) bin/man/macake.1 bin/completions/macake.bash bin/completions/_macake bin/completions/macake.fish
+install:
+	@for f in $(INSTALL_FILES); do [ -f "$$f" ] || { echo "install: $$f is missing: run 'make build man completions' first, as yourself (install only copies)" >&2; exit 1; }; done
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d

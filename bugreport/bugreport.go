@@ -23,6 +23,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/systemd"
 )
 
 // Section is one part of the report: a title and its text, or why it is
@@ -147,6 +149,29 @@ func LogTail(path string, n int) Section {
 	return s
 }
 
+// LogSources say where the daemon's log may be, in the order a report
+// looks: macake.toml's log_file, the file a running watch says it writes
+// to (its --log-file: status's daemon.log_file), else where the service
+// manager of GOOS puts it.
+type LogSources struct {
+	SettingsFile, WatchFile string
+	GOOS                    string
+}
+
+// Logs returns the last n lines of the daemon's log, as src says where
+// it is: a file, or systemd's journal of the watch unit.
+func Logs(ctx context.Context, run execrun.Runner, src LogSources, n int) []Section {
+	switch {
+	case src.SettingsFile != "":
+		return []Section{LogTail(src.SettingsFile, n)}
+	case src.WatchFile != "":
+		return []Section{LogTail(src.WatchFile, n)}
+	case src.GOOS == "darwin":
+		return []Section{LogTail(launchd.DaemonLogPath, n), LogTail(launchd.DaemonStderrPath, n)}
+	}
+	return []Section{Journal(ctx, run, systemd.UnitName, n)}
+}
+
 // Journal returns the last n lines systemd's journal keeps for unit
 // (journalctl), for a daemon that logs to its standard error there.
 func Journal(ctx context.Context, run execrun.Runner, unit string, n int) Section {
@@ -161,4 +186,41 @@ func Journal(ctx context.Context, run execrun.Runner, unit string, n int) Sectio
 		s.Body = string(res.Stdout)
 	}
 	return s
+}
+
+// Save writes a report to a new file at path, readable by its owner
+// alone, and returns the path written. The file is created exclusively: a
+// file or a symbolic link already at path is never written through (in a
+// shared directory a user's link under the report's predictable name had
+// root overwrite the file it pointed at, and the report was world
+// readable; issue 27). With numbered, a name already taken gets "-2",
+// "-3", … before its extension instead, so that a planted file cannot
+// keep the report from being written; without, it is an error.
+func Save(path string, data []byte, numbered bool) (string, error) {
+	ext := filepath.Ext(path)
+	stem := strings.TrimSuffix(path, ext)
+	for n := 1; ; n++ {
+		name := path
+		if n > 1 {
+			name = fmt.Sprintf("%s-%d%s", stem, n, ext)
+		}
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			if numbered && n < 100 {
+				continue
+			}
+			return "", fmt.Errorf("%s exists; name another file with --out, or remove it", name)
+		}
+		if err != nil {
+			return "", err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return "", fmt.Errorf("writing %s: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("writing %s: %w", name, err)
+		}
+		return name, nil
+	}
 }

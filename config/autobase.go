@@ -2,11 +2,6 @@
 
 package config
 
-// ConfigDocURL is where every policy key is explained: the file init
-// writes points there, since a user of the installed binary has no
-// source tree (and `macake man` covers the commands, not the keys).
-const ConfigDocURL = "https://github.com/macake/macake/blob/main/docs/CONFIG.md"
-
 // AutoBase is the base rate "auto" stands for: AutoRateFraction (95 %)
 // of the measured capacity, within [MinRate, top] (MaxRate, or the
 // backend's limit when lower).

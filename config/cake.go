@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/internal/suggest"
 	"github.com/macake/macake/shape"
 )
 
@@ -74,7 +75,7 @@ func (o *Overhead) UnmarshalText(b []byte) error {
 	}
 	names := FramingNames()
 	msg := fmt.Sprintf("%q is neither a number of bytes (0-%d) nor one of CAKE's framing keywords: %s", s, maxOverhead, strings.Join(names, ", "))
-	if sug := suggest(s, names); sug != "" {
+	if sug := suggest.Closest(s, names); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	return fmt.Errorf("%s", msg)

@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/internal/fileowner"
 	"github.com/macake/macake/internal/lazyregexp"
+	"github.com/macake/macake/shape"
 )
 
 // DaemonFile is where the optional daemon settings live.
@@ -101,8 +103,6 @@ func (f *LogFormat) UnmarshalText(b []byte) error {
 // that includes them would make macake treat NLC's pipes as its own.
 var nlcPipes = PipeRange{First: 40269, Last: 40270}
 
-var anchorRE = lazyregexp.New(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
-
 // LoadDaemon reads the daemon settings at path. A missing file gives
 // DaemonDefaults and no error. Problems are reported like Load's, and the
 // same ownership checks apply unless opts turn them off.
@@ -121,12 +121,19 @@ func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
 	if !ok {
 		return DaemonDefaults, nil, probs.err(nil)
 	}
-	return ParseDaemon(path, data)
+	return parseDaemon(path, data, &opts)
 }
 
 // ParseDaemon decodes and validates daemon settings; name prefixes every
-// problem.
+// problem. It looks at nothing on disk: LoadDaemon also checks the paths
+// the settings name.
 func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
+	return parseDaemon(name, data, nil)
+}
+
+// parseDaemon is ParseDaemon, and with paths LoadDaemon's checks of the
+// paths on disk (checkDaemonPaths).
+func parseDaemon(name string, data []byte, paths *LoadOptions) (Daemon, []Warning, error) {
 	var probs problemList
 	s := DaemonDefaults
 	d := newDecoder(name, &probs, reflect.TypeFor[Daemon]())
@@ -135,6 +142,9 @@ func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
 	} else if d.parseTOML(string(data)) {
 		d.decodeStruct(reflect.ValueOf(&s).Elem(), d.root)
 		d.validateDaemon(&s)
+		if paths != nil {
+			d.checkDaemonPaths(&s, !paths.SkipOwnershipCheck)
+		}
 	}
 	d.finish()
 	if err := probs.err(nil); err != nil {
@@ -151,8 +161,8 @@ func (d *decoder) validateDaemon(s *Daemon) {
 		d.bad("log_file", "%q must be an absolute path (or leave it out to log to standard error)", s.LogFile)
 	}
 	switch a := s.Anchor; {
-	case !anchorRE.MatchString(a) || strings.Contains(a, ".."):
-		d.bad("anchor", "%q is not an anchor name: letters, digits, _ . - separated by /", a)
+	case shape.CheckAnchorName(a) != nil:
+		d.bad("anchor", "%q is not an anchor name macake can own: %v", a, shape.CheckAnchorName(a))
 	case a == "com.apple" || !strings.HasPrefix(a, "com.apple/"):
 		d.warnAt("anchor", "anchor %q is not under com.apple/: the stock /etc/pf.conf does not evaluate it, so pf needs its own dummynet-anchor line for it", a)
 	}
@@ -180,8 +190,62 @@ func (d *decoder) validateDaemon(s *Daemon) {
 		d.bad("operator_group", "%q is not a group name (letters, digits, _ . -, at most 32); use %q for root alone", g, NoOperatorGroup)
 	}
 	d.validateMQTT(&s.MQTT)
-	if s.MetricsListen != "" && s.MetricsListen == s.StatusPageListen {
-		d.bad("status_page_listen", "%q is metrics_listen's address too; give each its own port", s.StatusPageListen)
+	if s.MetricsListen != "" && s.StatusPageListen != "" && sameSocket(s.MetricsListen, s.StatusPageListen) {
+		d.bad("status_page_listen", "%q and metrics_listen's %q would share a port on the same address; give each its own port", s.StatusPageListen, s.MetricsListen)
+	}
+}
+
+// sameSocket reports whether two loopback listen addresses would take the
+// same socket, so that the second cannot be bound: the same port, and
+// hosts that meet, "localhost" meeting every loopback address (it
+// resolves to 127.0.0.1, ::1 or both).
+func sameSocket(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil || pa != pb {
+		return false
+	}
+	if ha == "localhost" || hb == "localhost" {
+		return true
+	}
+	ia, errA := netip.ParseAddr(ha)
+	ib, errB := netip.ParseAddr(hb)
+	return errA == nil && errB == nil && ia.Unmap() == ib.Unmap()
+}
+
+// checkDaemonPaths refuses the paths that would fail once used, as
+// `macake validate` must: a state_dir that is not a directory or that
+// group or others may write (sticky or not: /tmp), a log_file that is a
+// directory or whose directory group or others may write; with owner (a
+// run as root), also one that is not root's or lies under a directory
+// others can change (fileowner.UnsafeDir, the checks the state lock and
+// the log file make at run time).
+func (d *decoder) checkDaemonPaths(s *Daemon, owner bool) {
+	check := func(key, dir, what string) {
+		if owner {
+			if at, problem := fileowner.UnsafeDir(dir); at != "" {
+				d.bad(key, "%s %s is %s; macake keeps its files only where root alone can write", what, at, problem)
+			}
+			return
+		}
+		info, err := os.Stat(dir)
+		switch {
+		case err != nil:
+		case !info.IsDir():
+			d.bad(key, "%s %s is not a directory", what, dir)
+		case info.Mode().Perm()&0o022 != 0:
+			d.bad(key, "%s %s is writable by group or others (mode %04o); macake keeps its files only where root alone can write", what, dir, info.Mode().Perm())
+		}
+	}
+	if d.given("state_dir") {
+		check("state_dir", s.StateDir, "the state directory")
+	}
+	if d.given("log_file") && s.LogFile != "" {
+		if info, err := os.Stat(s.LogFile); err == nil && info.IsDir() {
+			d.bad("log_file", "%q is a directory; name the file, e.g. %q", s.LogFile, filepath.Join(s.LogFile, "watch.log"))
+			return
+		}
+		check("log_file", filepath.Dir(s.LogFile), "the log file's directory")
 	}
 }
 

@@ -186,3 +186,40 @@ pause_for = "2h"
 		}
 	}
 }
+
+// TestLoadDaemonRefusesWhatFailsLater: settings that pass the syntax but
+// fail once used are refused when loaded (so `macake validate` says so):
+// a state directory or log file directory others may write, a log file
+// that is a directory, an anchor component pf cannot hold, and the page
+// and the metrics on one socket (issue 27).
+func TestLoadDaemonRefusesWhatFailsLater(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o755)
+	os.Chmod(shared, 0o1777)
+	private := t.TempDir()
+	long := strings.Repeat("a", 64)
+	for text, want := range map[string]string{
+		`state_dir = "` + shared + `"`:                                                 "state_dir: the state directory " + shared + " is writable by group or others",
+		`log_file = "` + private + `"`:                                                 "log_file: \"" + private + "\" is a directory",
+		`log_file = "` + filepath.Join(shared, "watch.log") + `"`:                      "log_file: the log file's directory " + shared + " is writable by group or others",
+		`anchor = "com.apple/` + long + `"`:                                            "is 64 bytes; pf takes at most 63",
+		"status_page_listen = \"localhost:9847\"\nmetrics_listen = \"127.0.0.1:9847\"": "would share a port",
+		"status_page_listen = \"[::1]:9847\"\nmetrics_listen = \"localhost:9847\"":     "would share a port",
+		`state_dir = "` + private + `"`:                                                "",
+		`log_file = "` + filepath.Join(private, "watch.log") + `"`:                     "",
+		"status_page_listen = \"127.0.0.2:9847\"\nmetrics_listen = \"127.0.0.1:9847\"": "",
+		"status_page_listen = \"localhost:9847\"\nmetrics_listen = \"127.0.0.1:9846\"": "",
+	} {
+		path := filepath.Join(t.TempDir(), "macake.toml")
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v", text, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want a refusal saying %q", text, err, want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/internal/suggest"
 )
 
 // MaxFileSize bounds what the loader reads, in bytes: policy files are a few hundred
@@ -414,13 +415,13 @@ func (d *decoder) unknownKey(c *entry, table toml.Key, names []string) {
 	p := d.keyPos(c)
 	if what == "table" {
 		msg := fmt.Sprintf("unknown table [%s]", key)
-		if s := suggest(key, names); s != "" {
+		if s := suggest.Closest(key, names); s != "" {
 			msg += fmt.Sprintf(" (did you mean [%s]?)", s)
 		}
 		d.probs.add(d.file, p, "%s", msg)
 		return
 	}
-	if s := suggest(key, names); s != "" {
+	if s := suggest.Closest(key, names); s != "" {
 		d.probs.add(d.file, p, "unknown key %q in %s (did you mean %q?)", key, tableName(table), s)
 		return
 	}

@@ -43,6 +43,15 @@ type LoadOptions struct {
 	// Limits are the target backend's (its shaper's largest rate and
 	// queue); the zero Limits check only the bounds of every backend.
 	Limits shape.Limits
+	// Measured, when set, says whether the link has been measured on
+	// some network (the state file's profiles; known is false when they
+	// cannot be read): a policy with "auto" rates that has not been gets
+	// a warning, since plan, apply and watch shape it only where `macake
+	// measure` has measured it. validate sets it; apply has its own error.
+	Measured func(link string) (measured, known bool)
+	// Invocation is how the caller was run, for the commands its warnings
+	// name.
+	Invocation Invocation
 	// CheckCake, when set, tries a valid policy's CAKE options on the
 	// running system and returns what it refuses, each at its key: `macake
 	// validate` on Linux sets it (the tc backend tries them in a throwaway
@@ -108,10 +117,40 @@ func parseInto(probs *problemList, name string, data []byte, opts LoadOptions) (
 	applyLaw(&link.Policy, d.given)
 	d.validatePolicy(&link.Policy, opts.target())
 	d.checkLimits(&link.Policy, opts.Limits)
+	d.checkMeasured(link, opts)
 	if opts.CheckCake != nil && len(probs.problems) == d.mark {
 		d.checkCakeOnSystem(link, opts.CheckCake)
 	}
 	return link, d
+}
+
+// checkMeasured warns about "auto" rates that wait for a measurement no
+// network of the link has had (LoadOptions.Measured).
+func (d *decoder) checkMeasured(l Link, opts LoadOptions) {
+	if opts.Measured == nil || l.Shaper.Mode == ModeOff {
+		return
+	}
+	var keys []string
+	for _, dir := range []shape.Direction{shape.Download, shape.Upload} {
+		if l.Shaper.Rate(dir).Auto {
+			keys = append(keys, "shaper."+dir.String())
+		}
+	}
+	measured, known := opts.Measured(l.Name)
+	if len(keys) == 0 || measured {
+		return
+	}
+	verb := "is"
+	if len(keys) > 1 {
+		verb = "are"
+	}
+	msg := fmt.Sprintf("%s %s \"auto\": plan, apply and watch shape link %q only on a network %q has measured, and it has measured none yet",
+		strings.Join(keys, " and "), verb, l.Name, opts.Invocation.Command(true, "measure", "--link", l.Name))
+	if !known {
+		msg = fmt.Sprintf("%s %s \"auto\": plan, apply and watch shape link %q only on a network %q has measured (this user cannot read the state file, which says where it was)",
+			strings.Join(keys, " and "), verb, l.Name, opts.Invocation.Command(true, "measure", "--link", l.Name))
+	}
+	d.warnAt(keys[0], "%s", msg)
 }
 
 // LinkName is a policy file's link name, its stem:
@@ -298,7 +337,7 @@ func checkIndistinguishable(probs *problemList, links []parsedLink) {
 	for j := range links {
 		for i := range j {
 			a, b := links[i].link, links[j].link
-			if a.Match.Interface == "" || !sameMatch(a.Match, b.Match) {
+			if !Indistinguishable(a.Match, b.Match) {
 				continue
 			}
 			at := links[j].dec.keyPosOf("match")
@@ -308,8 +347,11 @@ func checkIndistinguishable(probs *problemList, links []parsedLink) {
 	}
 }
 
-func sameMatch(a, b MatchKeys) bool {
-	return a.Interface == b.Interface && a.GatewayMAC.Equal(b.GatewayMAC) &&
+// Indistinguishable reports whether two policies' match keys can never be
+// told apart: the same interface (one is named), the same network keys and
+// the same priority.
+func Indistinguishable(a, b MatchKeys) bool {
+	return a.Interface != "" && a.Interface == b.Interface && a.GatewayMAC.Equal(b.GatewayMAC) &&
 		a.GatewayIP == b.GatewayIP && a.SSID == b.SSID && a.Priority == b.Priority
 }
 

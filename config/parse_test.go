@@ -176,6 +176,7 @@ func TestParseRules(t *testing.T) {
 		{name: "linux vlan interface", text: "[match]\ninterface = \"eth0.2\"\n"},
 		{name: "a macOS service name", text: "[match]\ninterface = \"Wi-Fi\"\n", problems: []string{`2:13: match.interface: "Wi-Fi" is not an interface name`}},
 		{name: "interface with a slash", text: "[match]\ninterface = \"eth/0\"\n", problems: []string{`2:13: match.interface: "eth/0" is not an interface name`}},
+		{name: "macake's own IFB", text: "[match]\ninterface = \"ifb-macake0\"\n", problems: []string{`2:13: match.interface: "ifb-macake0" is one of macake's own IFB devices`}},
 		{name: "missing match", text: "[shaper]\nmode = \"off\"\n", problems: []string{"1:1: [match] needs interface"}},
 		{name: "bad mac", text: minimal + "gateway_mac = \"74:24:9f:00:00\"\n", problems: []string{"3:15: match.gateway_mac: \"74:24:9f:00:00\" is not a MAC address"}},
 		{name: "zero mac", text: minimal + "gateway_mac = \"00:00:00:00:00:00\"\n", problems: []string{"3:15: match.gateway_mac: 00:00:00:00:00:00 is not a real address"}},
@@ -242,7 +243,12 @@ func TestParseRules(t *testing.T) {
 		{name: "nan", text: minimal + "[autorate]\nhigh_load = nan\n", problems: []string{"4:13: autorate.high_load: must be a finite number"}},
 		{name: "duration range", text: minimal + "[autorate]\nprobe_interval = \"1ms\"\n", problems: []string{"4:18: autorate.probe_interval: 1ms is outside 10ms..10s"}},
 		{name: "explicit active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n[autorate]\nactive_threshold = \"2mbit\"\n", problems: []string{"6:20: autorate.active_threshold: 2mbit is above the upload minimum rate 1mbit"}},
-		{name: "default active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n", warnings: []string{"4:1: the upload minimum rate 1mbit is below autorate.active_threshold (2mbit, the default)"}},
+		// The default threshold is derived from the minimums
+		// (desired.ControllerConfig lowers it): no warning about a value
+		// the policy does not hold, with a fixed rate as with "auto"
+		// (issue 27, item 9).
+		{name: "default active threshold above min", text: minimal + "[shaper]\nupload = \"4mbit\"\n"},
+		{name: "default active threshold above an auto min", text: minimal + "[shaper]\nupload = \"auto\"\n"},
 		{name: "short response deadline", text: minimal + "[autorate]\nresponse_deadline = \"500ms\"\n", warnings: []string{"4:1: response_deadline (500ms) is shorter than two probe intervals (600ms)"}},
 		{name: "three reflectors", text: minimal + "[autorate]\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"4:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (200ms)"}},
 		{name: "three reflectors, upstream's law", text: minimal + "[autorate]\ncontroller = \"upstream\"\nreflectors = [\"1.1.1.1\", \"8.8.8.8\", \"9.9.9.9\"]\n", warnings: []string{"5:1: the bufferbloat window spans 600ms (6 samples 100ms apart, from 3 active reflectors), longer than cut_refractory (300ms)"}},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/internal/suggest"
 	"github.com/macake/macake/shape"
 )
 
@@ -342,7 +343,7 @@ func parseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
 		names[i] = string(a)
 	}
 	msg := fmt.Sprintf("unknown %s %q; use one of %s", what, s, strings.Join(names, ", "))
-	if sug := suggest(s, names); sug != "" {
+	if sug := suggest.Closest(s, names); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	return fmt.Errorf("%s", msg)

@@ -104,6 +104,9 @@ func (r Rate) String() string {
 // Set implements flag.Value.
 func (r *Rate) Set(s string) error { return r.UnmarshalText([]byte(s)) }
 
+// Placeholder names a rate flag's value in help.
+func (*Rate) Placeholder() string { return "RATE" }
+
 // Human returns the rate as people read it: shape.FormatRate, the one
 // human form of a rate ("480 Mbit/s", "22.5 Mbit/s", "950 kbit/s").
 func (r Rate) Human() string { return shape.FormatRate(int64(r)) }
@@ -168,6 +171,9 @@ func (z Size) String() string {
 // Set implements flag.Value.
 func (z *Size) Set(s string) error { return z.UnmarshalText([]byte(s)) }
 
+// Placeholder names a size flag's value in help.
+func (*Size) Placeholder() string { return "SIZE" }
+
 // Duration is a non-negative time.Duration whose text form must carry a
 // unit ("300ms", "1.5s", "1m"). A bare number is refused: BurntSushi/toml
 // would silently read `interval = 30` into a time.Duration as 30 ns. Only
@@ -213,6 +219,9 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 // Set implements flag.Value.
 func (d *Duration) Set(s string) error { return d.UnmarshalText([]byte(s)) }
+
+// Placeholder names a duration flag's value in help.
+func (*Duration) Placeholder() string { return "DURATION" }
 
 // Std returns d as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
@@ -263,6 +272,9 @@ func (r RateOrAuto) String() string {
 // Set implements flag.Value.
 func (r *RateOrAuto) Set(s string) error { return r.UnmarshalText([]byte(s)) }
 
+// Placeholder names the flag's value in help.
+func (*RateOrAuto) Placeholder() string { return "RATE|auto" }
+
 // SizeOrAuto is a Size or "auto" (work it out from the current rate).
 type SizeOrAuto struct {
 	Auto bool
@@ -302,6 +314,9 @@ func (z SizeOrAuto) String() string {
 
 // Set implements flag.Value.
 func (z *SizeOrAuto) Set(s string) error { return z.UnmarshalText([]byte(s)) }
+
+// Placeholder names the flag's value in help.
+func (*SizeOrAuto) Placeholder() string { return "SIZE|auto" }
 
 // unitHint is a parse error that knows the value the user most likely
 // meant, so that other messages (an unquoted value's) can offer it too.

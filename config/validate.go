@@ -86,8 +86,12 @@ func (d *decoder) checkMatch(m *MatchKeys) {
 		if d.decoded("match", "match.interface") {
 			d.probs.add(d.file, d.keyPosOf("match"), `[match] needs interface, the interface this policy shapes, e.g. interface = "en0"`)
 		}
-	} else if m.Interface != "" && shape.CheckInterfaceName(m.Interface) != nil {
-		d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
+	} else if err := shape.CheckInterfaceName(m.Interface); m.Interface != "" && err != nil {
+		if strings.HasPrefix(m.Interface, shape.OwnIFBPrefix) {
+			d.bad("match.interface", "%v", err)
+		} else {
+			d.bad("match.interface", "%q is not an interface name: lower-case letters, digits, _, - and ., starting with a letter, at most %d characters (en0, utun3, pdp_ip0; on Linux eth0, pppoe-wan, eth0.2)", m.Interface, shape.MaxInterfaceName)
+		}
 	}
 	if mac := m.GatewayMAC; len(mac) == 6 {
 		switch {
@@ -298,10 +302,11 @@ func (d *decoder) checkActiveThreshold(p *Policy) {
 		if err != nil || a.ActiveThreshold <= lo {
 			continue
 		}
+		// The default is lowered to the smaller minimum where the link
+		// is that slow (desired.ControllerConfig): only a threshold the
+		// policy sets can be wrong.
 		if d.given("autorate.active_threshold") {
 			d.bad("autorate.active_threshold", "%s is above the %s minimum rate %s; it must not be (an idle link at its minimum would look busy)", a.ActiveThreshold, dir, lo)
-		} else {
-			d.warnAt(firstGiven(d, fmt.Sprintf("autorate.%s.min", dir), "shaper."+dir.String()), "the %s minimum rate %s is below autorate.active_threshold (%s, the default); set active_threshold to at most %s", dir, lo, a.ActiveThreshold, lo)
 		}
 	}
 }

@@ -112,6 +112,7 @@ func MacakeImprovements() Improvements {
 		FastRecovery:         true,
 		JitterThreshold:      true,
 		DropCounterResets:    true,
+		SilentBackoff:        true,
 	}
 }
 
@@ -239,7 +240,25 @@ type Improvements struct {
 	// which upstream does and which looks like a spurious idle sample
 	// (darwin-and-linux.md §3.6).
 	DropCounterResets bool
+	// SilentBackoff (macake): once as many replacements for missed health
+	// checks as the pool has reflectors went by without a response from
+	// any reflector (every one was tried, and the network blocks them
+	// all, or is down), the next such replacement waits
+	// SilentBackoffFirst, and each after it twice as long, up to
+	// SilentBackoffMax; any response ends it. Upstream swaps a slot every
+	// second or so for as long as nothing answers, and every swap changes
+	// the probe exemptions the backend installs (issue 27: 1,093 swaps in
+	// 10 minutes with every reflector dead). Trying the whole pool at the
+	// normal pace first keeps finding the one reflector in 30 that
+	// answers quick.
+	SilentBackoff bool
 }
+
+// The SilentBackoff spacings of replacements while nothing answers.
+const (
+	SilentBackoffFirst = 2 * time.Second
+	SilentBackoffMax   = 5 * time.Minute
+)
 
 // Config is every tunable of one link's controller. FromPolicy maps a
 // policy file onto it; DefaultConfig returns upstream cake-autorate's

@@ -164,6 +164,12 @@ type Controller struct {
 	stallStart int64
 	stallFired bool
 
+	// silentSwaps counts replacements for missed health checks since the
+	// last response; silentGap and silentNext space them once a pool's
+	// worth went unanswered (Improvements.SilentBackoff).
+	silentSwaps           int
+	silentGap, silentNext int64
+
 	havePrev      bool
 	prevAt        int64
 	prev          LoadSample
@@ -305,6 +311,7 @@ func (c *Controller) Delay(now time.Time, s DelaySample) Output {
 		c.nonResponse(t)
 		return c.out
 	}
+	c.silentEnded()
 	switch c.run {
 	case sleeping:
 		c.wakeTest(t)

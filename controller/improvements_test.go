@@ -500,3 +500,64 @@ func TestImprovementJitterThreshold(t *testing.T) {
 func near(a, b time.Duration) bool {
 	return a >= b-b/1000-time.Microsecond && a <= b+b/1000+time.Microsecond
 }
+
+// TestImprovementSilentBackoff: with no reflector answering and traffic
+// both ways (so no stall), upstream replaces a slot every second or so
+// for as long as it lasts; SilentBackoff replaces each slot once at that
+// pace, then spaces the replacements out, doubling up to
+// SilentBackoffMax, and a response brings the normal pace back.
+func TestImprovementSilentBackoff(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		cfg := exampleConfig()
+		cfg.Improvements.SilentBackoff = on
+		h := newHarness(t, cfg)
+		swaps := func(from, to float64) (n int) {
+			for ms := from; ms < to; ms += 200 {
+				if e, ok := hasEvent(h.load(ms, 5000, 5000), EventReflectorReplaced); ok && e.Cause == CauseOffences {
+					n++
+				}
+			}
+			return n
+		}
+		first := swaps(200, 60_000)
+		later := swaps(60_000, 20*60_000)
+		t.Logf("on=%v: %d replacements in the first minute, %d in the next 19", on, first, later)
+		if h.c.State().Status == StatusStalled {
+			t.Fatalf("on=%v: stalled with traffic both ways", on)
+		}
+		if !on {
+			if later < 200 {
+				t.Errorf("upstream: %d replacements in minutes 1-20 with every reflector silent; want one every few seconds", later)
+			}
+			continue
+		}
+		if n := len(cfg.Reflectors); first < n || first > n+6 {
+			t.Errorf("on: %d replacements in the first minute, want the pool's %d at the normal pace, then 2 s, 4 s, 8 s … apart", first, n)
+		}
+		// 2 s, 4 s, … 256 s, then every 300 s: a handful in 19 minutes.
+		if later > 10 {
+			t.Errorf("on: %d replacements in minutes 1-20 with every reflector silent; want them spaced out (at most 16)", later)
+		}
+		// The network is back: every slot answers, and none is replaced
+		// for the offences the outage gave it.
+		back := 0
+		for ms := 20*60_000.0 + 50; ms < 21*60_000; ms += 50 {
+			out := h.rtt(ms, int(ms/50)%cfg.Pingers, cleanRTT)
+			if e, ok := hasEvent(out, EventReflectorReplaced); ok && e.Cause == CauseOffences {
+				back++
+			}
+			if int(ms)%200 == 0 {
+				if e, ok := hasEvent(h.load(ms, 5000, 5000), EventReflectorReplaced); ok && e.Cause == CauseOffences {
+					back++
+				}
+			}
+		}
+		if back > 0 {
+			t.Errorf("on: %d slots replaced for missed health checks in the minute after every reflector answered again", back)
+		}
+		// Silent slots are replaced at the normal pace again.
+		if n := swaps(21*60_000, 21*60_000+30_000); n < 5 {
+			t.Errorf("on: %d replacements in the 30 s of silence after the network was back; want the normal pace back", n)
+		}
+	}
+}

@@ -42,9 +42,10 @@ func (c *Controller) healthCheck(t int64) {
 		if off {
 			sl.nOffences++
 		}
-		if sl.nOffences >= c.p.offences && !replaced {
+		if sl.nOffences >= c.p.offences && !replaced && c.silentSwapDue(t) {
 			replaced = true
 			c.replace(p, t, CauseOffences)
+			c.silentSwapped(t)
 		}
 	}
 	c.ringPos = (c.ringPos + 1) % w
@@ -107,4 +108,40 @@ func (c *Controller) replace(p int, t int64, cause ReplaceCause) {
 	c.probeGen++
 	c.counters.Replacements++
 	c.emit(Event{Kind: EventReflectorReplaced, Slot: p, Old: old, New: next, Cause: cause})
+}
+
+// silentSwapDue reports whether a slot with offences may be replaced now:
+// always, unless SilentBackoff holds the replacements back because a
+// pool's worth of them went by without a response from any reflector.
+func (c *Controller) silentSwapDue(t int64) bool {
+	return !c.cfg.Improvements.SilentBackoff || c.silentSwaps < len(c.pool) || t >= c.silentNext
+}
+
+// silentSwapped counts a replacement for missed health checks since the
+// last response and, once a pool's worth of them went unanswered, spaces
+// the next one (SilentBackoff). A response resets both (Delay).
+func (c *Controller) silentSwapped(t int64) {
+	if !c.cfg.Improvements.SilentBackoff {
+		return
+	}
+	c.silentSwaps++
+	if c.silentSwaps < len(c.pool) {
+		return
+	}
+	c.silentGap = min(max(2*c.silentGap, us(SilentBackoffFirst)), us(SilentBackoffMax))
+	c.silentNext = t + c.silentGap
+}
+
+// silentEnded resets SilentBackoff at a response. When it had held the
+// replacements back, nothing had answered because of the network, not the
+// reflectors: their offences are forgiven, or every slot would be
+// replaced now that they answer.
+func (c *Controller) silentEnded() {
+	if c.cfg.Improvements.SilentBackoff && c.silentSwaps >= len(c.pool) {
+		clear(c.offences)
+		for i := range c.slots {
+			c.slots[i].nOffences = 0
+		}
+	}
+	c.silentSwaps, c.silentGap = 0, 0
 }

@@ -55,6 +55,10 @@ type carried struct {
 	// rates are the old controller's rates (controller rates, bit/s).
 	rates desired.Rates
 	cfg   controller.Config
+	// reflectors are the ones the old controller probed, which the new
+	// one probes first (startPool); rtts its replies' round trips.
+	reflectors []netip.Addr
+	rtts       *replyRTTs
 }
 
 // newRunner builds the controller of active link a (not started). With
@@ -89,7 +93,21 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 			pipes = pipes.With(dir, pipe)
 		}
 	}
-	ctl, err := controller.New(cfg, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen)))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen))
+	var keep []netip.Addr
+	rtts := newReplyRTTs(time.Now())
+	if from != nil {
+		keep = from.reflectors
+		if from.rtts != nil {
+			rtts = from.rtts
+		}
+	}
+	var shuffle *rand.Rand
+	if cfg.RandomizeReflectors {
+		shuffle = rng
+	}
+	cfg.Reflectors, cfg.RandomizeReflectors = startPool(cfg.Reflectors, cfg.Pingers, keep, shuffle), false
+	ctl, err := controller.New(cfg, rng)
 	if err != nil {
 		return nil, pipes, err
 	}
@@ -97,7 +115,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	r := &linkRunner{
 		d: d, gen: c.gen, name: a.Policy.Name, iface: a.Policy.Match.Interface, profileKey: a.ProfileKey,
 		policy: a.Policy, mtu: mtu, cfg: cfg, initial: sortedAddrs(ctl.ActiveReflectors(nil)),
-		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)),
+		probes: desired.Probes(a.Policy, c.profile(a.ProfileKey)), rtts: rtts,
 	}
 	var notes []string
 	if d.cfg.Sensors == nil {
@@ -171,7 +189,13 @@ func (c *controllers) sync(desire desired.Desire, mtu map[string]int, linkErrs m
 		c.saveProfiles([]*linkRunner{r})
 		if active && a.ProfileKey == r.profileKey {
 			st := r.loop.State()
-			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg}
+			carry[name] = &carried{rates: desired.Rates{Upload: st.Upload.Rate, Download: st.Download.Rate}, cfg: r.cfg,
+				reflectors: c.reflectors[name]}
+			if slices.Equal(r.probes, desired.Probes(a.Policy, c.profile(a.ProfileKey))) {
+				// The same path to the same reflectors: what its replies
+				// measured still holds.
+				carry[name].rtts = r.rtts
+			}
 		}
 		c.stop(r)
 		changed = true
@@ -295,12 +319,10 @@ func (c *controllers) saveProfiles(rs []*linkRunner) {
 // Idle RTT learning: how the daemon keeps `queue = "auto"` sized for the
 // path its controllers measure rather than for desired.DefaultIdleRTT.
 const (
-	// idleRTTResponses is how many replies a controller must have
-	// processed before its idle RTT counts: its reflectors start from a
-	// 100 ms baseline that falls by alpha_baseline_decrease of the gap at
-	// every reply below it (0.9: within 0.1 ms after three). A figure
-	// taken too early is too high, which only sizes a larger queue, and
-	// the settled one replaces it once the drain time moves by a quarter
+	// idleRTTResponses is how many replies a link's prober must have
+	// delivered before its idle RTT (replyRTTs) counts. A figure taken
+	// too early is too high, which only sizes a larger queue, and the
+	// settled one replaces it once the drain time moves by a quarter
 	// (idleRTTChange). Waiting for 100 kept the first seconds of every
 	// new network on DefaultIdleRTT's 20 ms queue, which hands a dip in
 	// the link's capacity 20 ms of the rate as a queue at the ISP.
@@ -313,17 +335,17 @@ const (
 	// little all the time, and each recording costs a state-file write
 	// and a reconcile.
 	idleRTTChange = 1.25
-	// minIdleRTT stands for an idle RTT the controller measured as 0 (ICMP
-	// timestamps count whole milliseconds): "measured, and short", where
-	// 0 in the state file means "not measured".
+	// minIdleRTT stands for an idle RTT measured as 0 (below the clock's
+	// resolution): "measured, and short", where 0 in the state file means
+	// "not measured".
 	minIdleRTT = 100 * time.Microsecond
 )
 
 // learnIdleRTT records in the state file the idle round trip that link's
-// controller has measured, when the profile of its network has none or
-// one that sizes a different auto queue, and returns it (0 when it recorded
-// nothing); the owner hands it to the hot path (reconciler.useIdleRTT). Without it an
-// unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
+// replies have measured (replyRTTs: replies only, a low percentile), when
+// the profile of its network has none or one that sizes a different auto
+// queue, and returns it (0 when it recorded nothing); the owner hands it
+// to the hot path (reconciler.useIdleRTT). Without it an unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
 // round trip is a fraction of a millisecond (issue 14), and the state file
 // has no baseline after watch stops.
 //
@@ -337,14 +359,14 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.
 	if r == nil || !r.policy.Shaper.Queue.Auto || (!every && now.Sub(r.idleCheckedAt) < idleRTTEvery) {
 		return 0
 	}
-	st := r.loop.State()
-	if st.Counters.Responses < idleRTTResponses {
+	measured, replies := r.rtts.idle(now)
+	if replies < idleRTTResponses || measured <= 0 {
 		// Not yet: the next rate change asks again, so the first one
 		// after enough replies records it, not one idleRTTEvery later.
 		return 0
 	}
 	r.idleCheckedAt = now
-	idle := max(st.IdleRTT, minIdleRTT)
+	idle := max(measured, minIdleRTT)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {
 		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)

@@ -89,7 +89,9 @@ type Config struct {
 	// SensorsNote says why Sensors is nil, for status.
 	SensorsNote string
 	// Log is the daemon's logger; Metrics the optional Prometheus metrics.
+	// LogFile is the file Log writes to, "" for standard error, for status.
 	Log     *slog.Logger
+	LogFile string
 	Metrics *metrics.Metrics
 	// Events keeps the log's last lines for status requests that ask for
 	// them (the status page); nil lists none.
@@ -329,7 +331,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case n := <-d.reflReqs:
 			if d.ctls.current(n.link, n.gen) != nil {
 				d.ctls.reflectors[n.link] = n.addrs
-				d.pass(step, "reflectors")
+				d.pass(step, triggerReflectors)
 			}
 		case n := <-d.idleReqs:
 			if d.ctls.current(n.link, n.gen) == nil {

@@ -58,8 +58,13 @@ type fakeNet struct {
 	rtt   time.Duration
 	bloat time.Duration
 	busy  bool
-	// silent: no reflector answers.
-	silent   bool
+	// silent: no reflector answers; dead: these reflectors never do
+	// (each probe to one ends lost, as at the prober's timeout).
+	silent bool
+	dead   map[netip.Addr]bool
+	// phase delays a prober's first send, so its replies fall between the
+	// counter readings rather than with them.
+	phase    time.Duration
 	capacity [2]int64
 	rate     func(shape.Direction) int64 // the shaper's live rate
 	probes   []*fakeProbe
@@ -122,6 +127,14 @@ func (p *fakeProbe) Samples() <-chan probe.Sample { return p.out }
 
 func (p *fakeProbe) Run(ctx context.Context) error {
 	defer close(p.out)
+	p.net.mu.Lock()
+	phase := p.net.phase
+	p.net.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(phase):
+	}
 	i := 0
 	for {
 		p.mu.Lock()
@@ -142,6 +155,17 @@ func (p *fakeProbe) Run(ctx context.Context) error {
 		p.net.mu.Lock()
 		if p.net.silent {
 			p.net.mu.Unlock()
+			continue
+		}
+		if to := addrs[i%len(addrs)]; p.net.dead[to] {
+			p.net.mu.Unlock()
+			i++
+			now := time.Now()
+			select {
+			case p.out <- probe.Sample{Reflector: to, Kind: probe.KindLost, Method: probe.MethodEcho, Sent: now.Add(-probe.DefaultTimeout)}:
+			case <-ctx.Done():
+				return nil
+			}
 			continue
 		}
 		rtt := p.net.rtt
@@ -275,11 +299,18 @@ func newHomeRig(t *testing.T) *rig {
 // with facts as the network. It must run inside a synctest bubble.
 func newRig(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts) *rig {
 	t.Helper()
-	return newRigWith(t, policies, st, facts, nil)
+	return newRigOn(t, policies, st, facts, nil)
 }
 
-// newRigWith is newRig with configure's changes to the daemon's Config.
-func newRigWith(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts, configure func(*Config)) *rig {
+// newRigOn is newRig on a network that net sets up before the daemon
+// starts.
+func newRigOn(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts, net func(n *fakeNet)) *rig {
+	t.Helper()
+	return newRigWith(t, policies, st, facts, net, nil)
+}
+
+// newRigWith is newRigOn with configure's changes to the daemon's Config.
+func newRigWith(t *testing.T, policies map[string]string, st *state.State, facts linkfacts.Facts, net func(n *fakeNet), configure func(*Config)) *rig {
 	t.Helper()
 	r := &rig{configure: configure,
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
@@ -288,6 +319,9 @@ func newRigWith(t *testing.T, policies map[string]string, st *state.State, facts
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
 	r.net.rate = func(d shape.Direction) int64 { return r.pipeRate(48001 + int(d)) }
+	if net != nil {
+		net(r.net)
+	}
 	if err := os.Mkdir(r.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +356,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 	cfg := Config{
 		ConfigDir: r.dir, StateDir: r.stateDir, LoadOptions: config.LoadOptions{SkipOwnershipCheck: true},
 		Backend: b, Tokens: tokens, Facts: r.facts, ConfigChanges: r.config, Sensors: r.net, Metrics: r.metrics,
-		Log: slog.New(logging.Tee(newTestLogger(r.log).Handler(), r.recent)), Events: r.recent, MTU: func([]string) map[string]int { return nil },
+		Log: slog.New(logging.Tee(newTestLogger(r.log).Handler(), r.recent)), LogFile: rigLogFile, Events: r.recent, MTU: func([]string) map[string]int { return nil },
 	}
 	if r.configure != nil {
 		r.configure(&cfg)
@@ -337,6 +371,9 @@ func (r *rig) start(facts linkfacts.Facts) {
 	go func() { r.done <- r.d.Run(ctx) }()
 	synctest.Wait()
 }
+
+// rigLogFile is the log file the rig's daemon says it writes to.
+const rigLogFile = "/var/log/macake/watch.log"
 
 func newTestLogger(w *syncBuffer) *logging.Logger {
 	l, err := logging.New(logging.Options{Stderr: w, Level: slog.LevelDebug})

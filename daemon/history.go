@@ -110,14 +110,14 @@ func (d *Daemon) historySamples(now time.Time) map[string]statusapi.HistorySampl
 			s.ShaperDown, s.ShaperUp = statusapi.Value(l.Download.RateBits), statusapi.Value(l.Upload.RateBits)
 		}
 		if r := pl.runner; r != nil {
-			st := r.loop.State()
+			st := r.state(now)
 			d.bounds.add(now, name, st)
 			if r.counters != nil {
 				s.AchievedDown, s.AchievedUp = statusapi.Value(st.Download.Achieved), statusapi.Value(st.Upload.Achieved)
 			}
-			// Before the first reply the baselines are the controller's
-			// starting values, not measurements.
-			if st.Counters.Responses > 0 {
+			// Before the first reply there is no idle RTT, and the
+			// baselines are the controller's starting values.
+			if st.IdleRTT > 0 && st.Counters.Responses > 0 {
 				sec := func(d time.Duration) statusapi.Value { return statusapi.Value(statusapi.Seconds(d)) }
 				s.Baseline = sec(st.IdleRTT)
 				// The bufferbloat window's mean, which the controller

@@ -50,7 +50,7 @@ func TestWatchKeepsItsPaceWithABrokerThatNeverAnswers(t *testing.T) {
 					}()
 					return near, nil
 				}
-				r := newRigWith(t, twoLinks, nil, twoInterfaces(), func(c *Config) {
+				r := newRigWith(t, twoLinks, nil, twoInterfaces(), nil, func(c *Config) {
 					c.Settings.MQTT = config.MQTTDefaults
 					c.Settings.MQTT.Broker, c.Settings.MQTT.Control = "mqtt://broker.invalid", true
 					c.MQTTDial = dial

@@ -29,6 +29,9 @@ type reconciler struct {
 	cfg *Config
 	log *slog.Logger
 	ev  logging.Events
+	// quiet logs a pass's changes at Debug: a pass that only follows a
+	// controller's reflector replacement, which its own line tells.
+	quiet logging.Events
 
 	mtu      map[string]int
 	live     shape.State // what was last applied (and rates set since)
@@ -50,9 +53,14 @@ type reconciler struct {
 }
 
 func newReconciler(cfg *Config, log *slog.Logger, ev logging.Events) *reconciler {
-	return &reconciler{cfg: cfg, log: log, ev: ev, linkErrs: map[string]string{}, driftCounts: map[string]int{},
+	return &reconciler{cfg: cfg, log: log, ev: ev, quiet: quietEvents(log), linkErrs: map[string]string{}, driftCounts: map[string]int{},
 		changes: linkChanges{ev: ev, metrics: cfg.Metrics, active: map[string]string{}}}
 }
+
+// triggerReflectors is the trigger of a pass that follows a controller's
+// reflector replacement: it changes the probe exemptions only, and its
+// lines go to the log at Debug (reconciler.quiet).
+const triggerReflectors = "reflectors"
 
 // applyRecord is the outcome of the last reconcile, for status.
 type applyRecord struct {
@@ -77,11 +85,15 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 	start := time.Now()
 	r.mtu = r.cfg.MTU(reconcile.PolicyInterfaces(links))
 	rec := &applyRecord{at: start, trigger: trigger}
+	changes := r.ev
+	if trigger == triggerReflectors {
+		changes = r.quiet
+	}
 	out := reconcile.Pass(ctx, reconcile.PassInput{
 		Run: reconcile.Run{
 			Backend: r.cfg.Backend, Store: r.cfg.Tokens, Do: reconcile.ApplyPlan,
 			Planned:  r.planned(ctx, rec),
-			Progress: func(op plan.Op, err error) { r.ev.Change(ctx, op, err) },
+			Progress: func(op plan.Op, err error) { changes.Change(ctx, op, err) },
 		},
 		Links: links, Facts: facts, Partial: true,
 		Inputs: desired.Inputs{
@@ -158,8 +170,12 @@ func (r *reconciler) retryAfter() time.Duration { return r.retryIn }
 // failure.
 func (r *reconciler) finish(ctx context.Context, rec *applyRecord) {
 	r.lastApply = rec
+	ev := r.ev
+	if rec.trigger == triggerReflectors {
+		ev = r.quiet
+	}
 	if !rec.quiet {
-		r.ev.Apply(ctx, logging.ApplyResult{Trigger: rec.trigger, Plan: rec.plan, Applied: rec.applied, Duration: rec.took, Err: rec.err})
+		ev.Apply(ctx, logging.ApplyResult{Trigger: rec.trigger, Plan: rec.plan, Applied: rec.applied, Duration: rec.took, Err: rec.err})
 	}
 	if r.cfg.Metrics != nil {
 		r.cfg.Metrics.Reconciled(rec.applied, rec.took, rec.err)

@@ -65,11 +65,28 @@ type linkRunner struct {
 	// replies counts the prober's replies, so that the runner tells the
 	// owner when the idle RTT can be learned (follow, idleRTTAsk).
 	replies int
+
+	// rtts are the round trips of the prober's replies, the link's idle
+	// RTT (replyRTTs); safe from any goroutine.
+	rtts *replyRTTs
+	// ep reports stalls and silence once per episode (touched only by
+	// the runner's goroutine).
+	ep episodes
+}
+
+// state is the controller's snapshot with the link's idle RTT from its
+// replies (replyRTTs, 0 before the first) in place of the controller's
+// lowest baseline, which counts the starting baseline (100 ms each way)
+// of a reflector that never answered.
+func (r *linkRunner) state(now time.Time) controller.State {
+	st := r.loop.State()
+	st.IdleRTT, _ = r.rtts.idle(now)
+	return st
 }
 
 // idleRTTAsk reports whether the runner asks the owner to learn the idle
 // RTT at its nth reply: at idleRTTResponses and at 2, 4, 8 and 16 times
-// that.
+// that, as the filter's figure settles.
 func idleRTTAsk(n int) bool {
 	k := n / idleRTTResponses
 	return n%idleRTTResponses == 0 && k <= 16 && k&(k-1) == 0
@@ -141,6 +158,7 @@ func (r *linkRunner) follow(ctx context.Context) {
 		samples = r.probe.Samples()
 	}
 	now := time.Now()
+	r.ep.started = now
 	var nextRead time.Time
 	if r.counters != nil {
 		r.readCounters(ctx, now) // the baseline
@@ -152,6 +170,7 @@ func (r *linkRunner) follow(ctx context.Context) {
 	defer timer.Stop()
 	var lastMetrics time.Time
 	current := r.initial
+	paused := false
 	changes := r.loop.ProbeChanges()
 	for {
 		select {
@@ -170,20 +189,24 @@ func (r *linkRunner) follow(ctx context.Context) {
 					r.metrics.Reflector(s.Reflector).Lost()
 				}
 			}
-			if replied {
-				r.loop.Delay(ctx, delaySample(s))
-				if r.replies++; r.policy.Shaper.Queue.Auto && idleRTTAsk(r.replies) {
-					// On an idle link no rate changes and the next drift
-					// check can be half a minute away: the first download
-					// would meet DefaultIdleRTT's queue. Asked again at
-					// twice as many replies, a few times, because the
-					// controller counts fewer responses than the prober
-					// delivers replies (stale ones, the one ending a stall).
-					select {
-					case r.d.idleReqs <- linkNote{link: r.name, gen: r.gen}:
-					case <-ctx.Done():
-						return
-					}
+			if !replied {
+				continue
+			}
+			// Only a reply is a sample: a lost or timed-out probe tells
+			// the controller nothing but its silence.
+			r.rtts.add(s.Received, s.RTT)
+			r.loop.Delay(ctx, delaySample(s))
+			r.replied(ctx, time.Now())
+			if r.replies++; r.policy.Shaper.Queue.Auto && idleRTTAsk(r.replies) {
+				// On an idle link no rate changes and the next drift
+				// check can be half a minute away: the first download
+				// would meet DefaultIdleRTT's queue. Asked again at
+				// twice as many replies, a few times, as the figure
+				// settles.
+				select {
+				case r.d.idleReqs <- linkNote{link: r.name, gen: r.gen}:
+				case <-ctx.Done():
+					return
 				}
 			}
 		case <-timer.C:
@@ -199,6 +222,7 @@ func (r *linkRunner) follow(ctx context.Context) {
 			}
 			if due(now, nextTick) {
 				r.loop.Tick(ctx)
+				r.noteTime(ctx, now, paused)
 				if r.metrics != nil && now.Sub(lastMetrics) >= time.Second-time.Millisecond {
 					lastMetrics = now
 					r.updateMetrics()
@@ -208,6 +232,7 @@ func (r *linkRunner) follow(ctx context.Context) {
 			timer.Reset(time.Until(earliest(nextRead, nextTick)))
 		case <-changes:
 			plan := r.loop.ProbePlan()
+			paused = plan.Paused
 			if r.probe != nil {
 				r.probe.SetPaused(plan.Paused)
 			}
@@ -324,12 +349,18 @@ func (r *linkRunner) onEvent(e controller.Event) {
 	case controller.EventWake:
 		r.d.ev.Wake(ctx, r.name, e.Down, e.Up)
 	case controller.EventStall:
-		r.d.ev.Stall(ctx, r.name, e.Duration)
+		r.stalled(time.Now(), e.Duration)
 	case controller.EventStallEnd:
-		r.d.ev.Resume(ctx, r.name, e.Down, e.Up)
+		r.resumed(ctx, e.Down, e.Up)
 	case controller.EventReflectorReplaced:
 		if e.Old != e.New {
-			r.d.ev.ReflectorReplaced(ctx, r.name, e.Old, e.New, e.Cause.String())
+			if r.ep.silent {
+				// Said once for the whole silence (noteTime).
+				r.ep.swapped++
+				r.d.log.Debug("reflector replaced", logging.KeyLink, r.name, "old", e.Old, "new", e.New, logging.KeyReason, e.Cause.String())
+			} else {
+				r.d.ev.ReflectorReplaced(ctx, r.name, e.Old, e.New, e.Cause.String())
+			}
 			if r.metrics != nil {
 				r.metrics.RemoveReflector(e.Old)
 			}

@@ -102,7 +102,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	logger, err := logging.New(logging.Options{
 		Format: logging.Format(settings.LogFormat), Level: o.LogLevel, Path: logPath, Stderr: o.Stderr,
-		File: logging.FileOptions{CrashOutput: true},
+		File: logging.FileOptions{CrashOutput: true, CheckOwnership: !o.LoadOptions.SkipOwnershipCheck},
 	})
 	if err != nil {
 		return startFailed(err)
@@ -130,7 +130,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		},
 		SkipOwnershipCheck: o.LoadOptions.SkipOwnershipCheck, Runner: o.Runner, Getenv: getenv,
 	})
-	defer ses.Close()
+	if err == nil {
+		defer ses.Close()
+	}
 	if ses.PruneErr != nil {
 		log.Warn("cannot prune the last good copies of removed policy files", logging.KeyError, ses.PruneErr)
 	}
@@ -193,7 +195,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Backend: b, Tokens: tokens,
 		Facts:         LinkFacts{Source: src},
 		ConfigChanges: debounce.Bursts(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
-		Sensors:       sensors, Log: log, Metrics: m, Events: recent,
+		Sensors:       sensors, Log: log, LogFile: logPath, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})
 	if err != nil {

@@ -148,3 +148,16 @@ func TestRecordStatusDocument(t *testing.T) {
 		}
 	})
 }
+
+// TestStatusSaysWhereTheLogIs: the status names the file the daemon logs
+// to, so that a bug report finds the log of a watch started with
+// --log-file (issue 27, item 15).
+func TestStatusSaysWhereTheLogIs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, map[string]string{"home": autorateLink}, nil, factsOn("en0", homeMAC))
+		synctest.Wait()
+		if got := r.d.Query(context.Background(), statusapi.Query{}).Daemon.LogFile; got != rigLogFile {
+			t.Errorf("status's log file %q, want %q", got, rigLogFile)
+		}
+	})
+}

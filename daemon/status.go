@@ -131,7 +131,7 @@ func (d *Daemon) publish() {
 	st := newStatus(statusParts{
 		daemon: statusapi.Daemon{
 			Running: true, Socket: statusapi.SocketPath(d.cfg.StateDir), PID: os.Getpid(), Version: d.cfg.Version,
-			StartedAt: d.started, ConfigDir: d.cfg.ConfigDir, StateDir: d.cfg.StateDir,
+			StartedAt: d.started, ConfigDir: d.cfg.ConfigDir, StateDir: d.cfg.StateDir, LogFile: d.cfg.LogFile,
 		},
 		backend:  statusapi.Backend{Name: info.Name, System: info.System, Scope: info.Scope},
 		facts:    d.net.facts,
@@ -214,7 +214,7 @@ func (d *Daemon) Status() statusapi.Status {
 		}
 		var ctl *controller.State
 		if pl.runner != nil {
-			s := pl.runner.loop.State()
+			s := pl.runner.state(time.Now())
 			ctl = &s
 			sl.Controller = ControllerStatus(s, pl.runner.note)
 			withProbes(sl.Controller, pl.runner.probes)

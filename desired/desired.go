@@ -57,6 +57,9 @@ type Inputs struct {
 	// MTU is each interface's MTU in bytes; a missing one is
 	// controller.DefaultMTU.
 	MTU map[string]int
+	// Invocation is how the caller was run, for the commands its
+	// messages name (the measurement an "auto" rate waits for).
+	Invocation config.Invocation
 	// Paused names the links whose shaping is paused (watch: `macake
 	// pause`), each with why, e.g. "paused by alice until 15:04:05". A
 	// paused link stays active, so no other policy takes its interface,
@@ -322,8 +325,13 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			mtu = controller.DefaultMTU
 		}
 		var failed bool
+		var unmeasured []shape.Direction
 		for _, dir := range shape.Directions {
 			r, err := directionRate(l, dir, profile, in.Rates[l.Name].Of(dir), mtu, be)
+			if errors.Is(err, config.ErrNeedsMeasurement) {
+				unmeasured = append(unmeasured, dir)
+				continue
+			}
 			if err != nil {
 				errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: err})
 				failed = true
@@ -335,6 +343,12 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 			if msg := aboveLimit(l, dir, profile, be.Limits); msg != "" && l.Shaper.Shapes(dir) {
 				d.Warnings = append(d.Warnings, plan.Warning{Link: l.Name, Message: msg})
 			}
+		}
+		if !failed && len(unmeasured) > 0 {
+			errs = append(errs, &LinkError{Link: l.Name, File: l.File, Err: &UnmeasuredError{
+				Directions: unmeasured, Measure: in.Invocation.Command(true, "measure", "--link", l.Name)}})
+			failed = true
+			broken[l.Name] = true
 		}
 		if failed {
 			continue
@@ -503,9 +517,7 @@ func LinkBounds(l config.Link, d shape.Direction, p state.Profile, lim shape.Lim
 func directionRate(l config.Link, dir shape.Direction, p state.Profile, current int64, mtu int, be BackendFacts) (DirectionRate, error) {
 	b, err := LinkBounds(l, dir, p, be.Limits)
 	if errors.Is(err, config.ErrNeedsMeasurement) {
-		return DirectionRate{}, &measurementError{fmt.Sprintf(
-			"shaper.%s is \"auto\" (95 %% of the measured capacity), but this network has not been measured yet; "+
-				"run \"sudo macake measure --link %s\" while on it, or give a rate", dir, l.Name)}
+		return DirectionRate{}, err
 	}
 	if err != nil {
 		return DirectionRate{}, fmt.Errorf("shaper.%s: %w", dir, err)
@@ -598,9 +610,33 @@ func reflectors(l config.Link, profile state.Profile, active map[string][]netip.
 	return all
 }
 
-// measurementError explains a missing measurement; it matches
-// config.ErrNeedsMeasurement with errors.Is.
-type measurementError struct{ msg string }
+// UnmeasuredError is a link whose "auto" rates wait for a measurement of
+// the network it is on: no error of the policy, nor of the system, but a
+// step not taken yet. It matches config.ErrNeedsMeasurement with
+// errors.Is.
+type UnmeasuredError struct {
+	// Directions are the directions whose rate is "auto".
+	Directions []shape.Direction
+	// Measure is the command that measures the link, with the caller's
+	// directories (Inputs.Invocation).
+	Measure string
+}
 
-func (e *measurementError) Error() string        { return e.msg }
-func (e *measurementError) Is(target error) bool { return target == config.ErrNeedsMeasurement }
+// Error names every direction that waits, and the command to run.
+func (e *UnmeasuredError) Error() string {
+	var keys []string
+	for _, d := range []shape.Direction{shape.Download, shape.Upload} { // as a policy lists them
+		if slices.Contains(e.Directions, d) {
+			keys = append(keys, "shaper."+d.String())
+		}
+	}
+	verb := "is"
+	if len(keys) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("%s %s \"auto\" (95 %% of the capacity measured on this network), but this network has not been measured yet; "+
+		"run %q while on it, or give the rates", strings.Join(keys, " and "), verb, e.Measure)
+}
+
+// Is matches config.ErrNeedsMeasurement.
+func (e *UnmeasuredError) Is(target error) bool { return target == config.ErrNeedsMeasurement }

@@ -375,6 +375,40 @@ func TestDesiredSaysWhyALinkIsNotShaped(t *testing.T) {
 	}
 }
 
+// TestDesiredNamesEveryUnmeasuredDirection: a link whose rates are both
+// "auto" on a network not measured yet is one error naming both
+// directions, with the command that measures it in the caller's
+// directories (issue 27, items 4 and 10).
+func TestDesiredNamesEveryUnmeasuredDirection(t *testing.T) {
+	for _, tc := range []struct {
+		down, up, want string
+	}{
+		{"auto", "auto", `shaper.download and shaper.upload are "auto"`},
+		{"100mbit", "auto", `shaper.upload is "auto"`},
+	} {
+		l := configtest.Parse(t, "wan", configtest.Policy{Interface: "en0", Download: tc.down, Upload: tc.up}.TOML())
+		in := Inputs{Invocation: config.Invocation{ConfigDir: "/x/links.d", StateDir: "/y"}}
+		_, err := Desired([]config.Link{l}, up("en0"), in, BackendFacts{})
+		var le *LinkError
+		var ue *UnmeasuredError
+		if !errors.As(err, &le) || !errors.As(err, &ue) || len(reconcileUnjoin(err)) != 1 {
+			t.Fatalf("%s/%s: err %v, want one LinkError holding an UnmeasuredError", tc.down, tc.up, err)
+		}
+		if !errors.Is(err, config.ErrNeedsMeasurement) || !strings.Contains(err.Error(), tc.want) ||
+			!strings.Contains(err.Error(), `run "sudo macake --config-dir /x/links.d --state-dir /y measure --link wan" while on it`) {
+			t.Errorf("%s/%s: %v", tc.down, tc.up, err)
+		}
+	}
+}
+
+// reconcileUnjoin splits a joined error into its parts.
+func reconcileUnjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // TestDesiredPausedLinksInstallNothing: a paused link stays the active
 // one on its interface (the policy it outranks does not take over) but
 // installs nothing, and the plan's reason for removing what it had is

@@ -12,18 +12,31 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/internal/english"
-	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/service"
 )
 
 func checkPolicies(_ context.Context, in *Inspection) Result {
 	return judgePolicies(in.config(), in.isTC())
 }
 
+// initFix is how to write a first policy into dir: init, which says what
+// it detected; every key is explained where a user of the binary can
+// read it.
+func initFix(dir string) string {
+	var inv config.Invocation
+	if dir != config.DefaultConfigDir {
+		inv.ConfigDir = dir
+	}
+	return fmt.Sprintf("%s writes a policy for the network you are on (every key: %s)", inv.Command(true, "init"), docsite.Page("CONFIG.md", ""))
+}
+
 // judgePolicies checks every policy file as apply and watch read them.
 func judgePolicies(c configFacts, linux bool) Result {
 	if c.dirMissing {
-		return warn(fmt.Sprintf("sudo mkdir -p %s, then add a policy file (see examples/links.d and docs/CONFIG.md)", c.dir),
+		return warn(initFix(c.dir),
 			"no policy directory %s, so nothing is shaped", c.dir)
 	}
 	var details []string
@@ -65,7 +78,7 @@ func judgePolicies(c configFacts, linux bool) Result {
 		return problem(fmt.Sprintf("`%s` lists every problem with its position; until they are fixed, apply changes nothing and watch keeps each broken file's last good version", validate),
 			"%s in %s; valid: %s", english.Plural(len(c.policyProblems), "problem"), english.Plural(len(files), "policy file"), listOrNone(names)).with(details...)
 	case len(c.policies.Links) == 0:
-		return warn("add a policy file (see examples/links.d and docs/CONFIG.md)", "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
+		return warn(initFix(c.dir), "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
 	case warnings > 0:
 		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", english.Plural(len(names), "policy"), strings.Join(names, ", "), english.Plural(warnings, "warning")).with(details...)
 	}
@@ -170,7 +183,7 @@ func judgeOwnership(files FS, paths []string, stateDir string) Result {
 }
 
 // unsafe says why a path must not be trusted, or "".
-func unsafe(fi launchd.FileInfo) string {
+func unsafe(fi service.FileInfo) string {
 	if fi.UID > 0 {
 		return fmt.Sprintf("owned by uid %d, not root", fi.UID)
 	}
@@ -197,16 +210,21 @@ func readDirNames(dir string) ([]string, error) {
 }
 
 func checkState(_ context.Context, in *Inspection) Result {
-	return judgeState(in.state(), in.sys.EUID)
+	return judgeState(in.state(), in.sys.EUID, in.isPF())
 }
 
 // judgeState checks that the state file is readable; a corrupt one is
-// rebuilt, never a crash, but what it held is lost.
-func judgeState(s stateFacts, euid int) Result {
+// rebuilt, never a crash, but what it held is lost. pf says the backend
+// is pf's, whose words it uses; else tc's.
+func judgeState(s stateFacts, euid int, pf bool) Result {
 	switch {
 	case s.corrupt:
+		rebuilt := "link slots are rebuilt from the live qdiscs"
+		if pf {
+			rebuilt = "pipe slots are rebuilt from the live rules, the pf reference is taken anew"
+		}
 		return warn("nothing to do by hand: the next apply or watch replaces it; run `macake measure` again to restore the measured profiles",
-			"%s is corrupt; apply and watch start from an empty state: pipe slots are rebuilt from the live rules, the pf reference is taken anew, and measured capacities and known-good rates are lost", s.path).with(s.err.Error())
+			"%s is corrupt; apply and watch start from an empty state: %s, and measured capacities and known-good rates are lost", s.path, rebuilt).with(s.err.Error())
 	case errors.Is(s.err, fs.ErrPermission) && euid != 0:
 		return needsRoot(fmt.Sprintf("cannot read %s without root", s.path), "the state file")
 	case s.err != nil:
@@ -225,9 +243,12 @@ func judgeState(s stateFacts, euid int) Result {
 	if len(profiles) > 0 {
 		details = append(details, "profiles: "+strings.Join(profiles, ", "))
 	}
-	ref := "no pf reference"
-	if st.PFToken != "" {
-		ref = "a pf reference"
+	held := english.Plural(len(st.TCOwnedRoots), "root qdisc") + " of macake's"
+	switch {
+	case pf && st.PFToken != "":
+		held = "a pf reference"
+	case pf:
+		held = "no pf reference"
 	}
-	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), ref).with(details...)
+	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), held).with(details...)
 }

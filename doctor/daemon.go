@@ -12,17 +12,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/internal/lazyregexp"
-	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/systemd"
 	"github.com/macake/macake/state"
 )
-
-// SystemdUnitPath is where `macake install-daemon --systemd-unit` tells
-// people to put the unit on Linux.
-const SystemdUnitPath = "/etc/systemd/system/macake-watch.service"
 
 // watchFacts is whether `macake watch` runs and, when it answers on its
 // socket, what it says about itself.
@@ -234,7 +233,7 @@ type serviceFacts struct {
 	data []byte
 	err  error
 	// prog is what it runs, when it is one this macake could have written.
-	prog    launchd.Program
+	prog    service.Program
 	progErr error
 	// same tells whether the file is byte for byte (and, for the plist,
 	// owner and mode) what this macake renders for prog.
@@ -271,21 +270,21 @@ func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
 		s.err = err
 		return s
 	}
-	s.same, s.loaded = obs.Plist == launchd.PlistSame, obs.Loaded
+	s.same, s.loaded = obs.File == service.FileSame, obs.Loaded
 	return s
 }
 
 func (in *Inspection) systemdService() serviceFacts {
-	s := serviceFacts{path: SystemdUnitPath}
+	s := serviceFacts{path: systemd.UnitPath}
 	s.data, s.err = in.sys.FS.ReadFile(s.path)
 	if s.err != nil {
 		return s
 	}
-	s.prog, s.progErr = launchd.ProgramOfUnit(s.data)
+	s.prog, s.progErr = systemd.ProgramOfUnit(s.data)
 	if s.progErr != nil {
 		return s
 	}
-	want, err := launchd.SystemdWatchUnit(s.prog)
+	want, err := systemd.WatchUnit(s.prog)
 	s.same = err == nil && string(want) == string(s.data)
 	return s
 }
@@ -296,8 +295,8 @@ type readOnlyFiles struct{ FS }
 
 var errReadOnly = errors.New("doctor does not change files")
 
-func (readOnlyFiles) WriteFile(string, []byte, fs.FileMode, launchd.Owner) error { return errReadOnly }
-func (readOnlyFiles) MkdirAll(string, fs.FileMode, launchd.Owner) error          { return errReadOnly }
+func (readOnlyFiles) WriteFile(string, []byte, fs.FileMode, service.Owner) error { return errReadOnly }
+func (readOnlyFiles) MkdirAll(string, fs.FileMode, service.Owner) error          { return errReadOnly }
 func (readOnlyFiles) Remove(string) error                                        { return errReadOnly }
 
 func checkDaemonInstalled(ctx context.Context, in *Inspection) Result {
@@ -308,21 +307,19 @@ func checkDaemonInstalled(ctx context.Context, in *Inspection) Result {
 		}
 		return p
 	}
-	return judgeService(s, in.sys.GOOS, in.sys.FS, in.watch(ctx).state, abs(in.sys.ConfigDir), in.config().stateDir)
+	return judgeService(s, in.sys.GOOS, in.sys.FS, in.watch(ctx).state, abs(in.sys.ConfigDir), in.config().stateDir, in.sys.invocation())
 }
 
-// installFix is how to install the service on each system.
-func installFix(goos string) string {
-	if goos == "darwin" {
-		return "sudo macake install-daemon"
-	}
-	return "macake install-daemon --systemd-unit | sudo tee " + SystemdUnitPath + " && sudo systemctl daemon-reload && sudo systemctl enable --now macake-watch"
+// installFix is how to install the service (launchd or systemd alike),
+// with the directories this run checked.
+func installFix(inv config.Invocation) string {
+	return inv.Command(true, "install-daemon")
 }
 
 // judgeService checks that the service that keeps macake watch running is
 // installed, runs an existing macake with the directories this run
 // checked, and is what this macake would write.
-func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir, stateDir string) Result {
+func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir, stateDir string, inv config.Invocation) Result {
 	kind := "LaunchDaemon"
 	if goos != "darwin" {
 		kind = "systemd unit"
@@ -331,15 +328,15 @@ func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir
 	case errors.Is(s.err, fs.ErrNotExist) && w.Running:
 		return info("no %s at %s, but macake watch runs (pid %d), started some other way", kind, s.path, w.PID)
 	case errors.Is(s.err, fs.ErrNotExist):
-		return warn(installFix(goos),
+		return warn(installFix(inv),
 			"no %s at %s: nothing keeps macake watch running, so drift is not repaired and rates are not steered", kind, s.path)
 	case s.err != nil:
 		return problem("check the file's permissions", "cannot read %s: %v", s.path, s.err)
 	case s.progErr != nil:
-		return warn(installFix(goos)+" rewrites it", "%s was not written by this macake: %v", s.path, s.progErr)
+		return warn(installFix(inv)+" rewrites it", "%s was not written by this macake: %v", s.path, s.progErr)
 	}
 	if fi, err := files.Stat(s.prog.Binary); err != nil || fi.IsDir || fi.Mode.Perm()&0o111 == 0 {
-		return problem(installFix(goos)+" (run it with the installed macake, or pass --binary PATH)",
+		return problem(installFix(inv)+" (run it with the installed macake, or pass --binary PATH)",
 			"%s runs %s, which is not an executable file, so the daemon cannot start", s.path, s.prog.Binary)
 	}
 	runs := fmt.Sprintf("%s runs %s watch", s.path, s.prog.Binary)
@@ -352,7 +349,7 @@ func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir
 		if goos == "darwin" {
 			what = "its content, owner (root:wheel) or mode (0644)"
 		}
-		return warn(installFix(goos)+" rewrites it (and restarts the daemon)",
+		return warn(installFix(inv)+" rewrites it (and restarts the daemon)",
 			"%s, but %s differs from what this macake writes (another version, or edited by hand)", runs, what)
 	}
 	return ok("%s", runs)
@@ -429,7 +426,7 @@ func judgeLaunchdPrint(out string, w watchFacts) Result {
 	if lastExit != "" {
 		msg += fmt.Sprintf("; last exit code %s%s", lastExit, meaning)
 	}
-	return problem(logHint+"; launchd retries it every "+strconv.Itoa(launchd.ThrottleInterval)+" s", "%s", msg)
+	return problem(logHint+"; launchd retries it every "+strconv.Itoa(service.ThrottleInterval)+" s", "%s", msg)
 }
 
 // judgeWatchLinux judges whether macake watch runs on Linux, where the
@@ -442,7 +439,7 @@ func judgeWatchLinux(s serviceFacts, w watchFacts) Result {
 	case w.state.Running:
 		return ok("macake watch runs (pid %d, found through %s)", w.state.PID, w.state.Via)
 	case installed:
-		r := problem("sudo systemctl enable --now macake-watch; see journalctl -u macake-watch", "%s is installed but macake watch is not running", filepath.Base(s.path))
+		r := problem("sudo systemctl enable --now "+systemd.UnitName+"; see journalctl -u "+systemd.UnitName, "%s is installed but macake watch is not running", filepath.Base(s.path))
 		if w.state.PID > 0 {
 			r = r.with(fmt.Sprintf("pid %d (a one-shot macake command) holds the state lock right now", w.state.PID))
 		}

@@ -4,10 +4,12 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
@@ -65,7 +67,7 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 			return d
 		}
 		links := cfg.policies.Links
-		inputs := desired.Inputs{State: st, MTU: reconcile.PolicyMTUs(links)}
+		inputs := desired.Inputs{State: st, MTU: reconcile.PolicyMTUs(links), Invocation: in.sys.invocation()}
 		if w := in.watch(ctx); w.status != nil {
 			// watch exempts its controllers' current reflectors, which
 			// are not the policy's first ones once it has rotated any.
@@ -102,15 +104,18 @@ func checkDrift(ctx context.Context, in *Inspection) Result {
 	case d.needsRoot:
 		return needsRoot("cannot read the live shaping without root", "whether it matches the policy files")
 	case d.err != nil:
-		return warn("run `macake plan` to see the whole error", "cannot work out what the policy files want: %v", d.err)
+		if ue, ok := errors.AsType[*desired.UnmeasuredError](d.err); ok {
+			return warn(ue.Measure+", while on this network", "cannot work out what the policy files want: %v", d.err)
+		}
+		return warn("run `"+in.sys.invocation().Command(true, "plan")+"` to see the whole error", "cannot work out what the policy files want: %v", d.err)
 	}
-	return judgeDrift(d.plan, in.watch(ctx).state.Running)
+	return judgeDrift(d.plan, in.watch(ctx).state.Running, in.sys.invocation())
 }
 
 // judgeDrift compares the live state with what a one-shot apply would make.
 // While watch runs, rates and queues differ from the policy's start rates
 // because the controller steers them: that is not drift.
-func judgeDrift(p plan.Plan, watchRunning bool) Result {
+func judgeDrift(p plan.Plan, watchRunning bool, inv config.Invocation) Result {
 	var changes, steered []string
 	for _, op := range p.Ops {
 		line := fmt.Sprintf("%s %s: %s", op.Action.Symbol(), op.Label, op.Reason)
@@ -125,7 +130,7 @@ func judgeDrift(p plan.Plan, watchRunning bool) Result {
 	}
 	unshaped := p.Unshaped()
 	if len(changes) > 0 {
-		fix := "sudo macake apply makes it match (macake plan shows the changes first)"
+		fix := inv.Command(true, "apply") + " makes it match (" + inv.Command(true, "plan") + " shows the changes first)"
 		if watchRunning {
 			fix = "macake watch should repair this within a drift tick; if it stays, see its log and `macake status`"
 		}

@@ -21,11 +21,13 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
-	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/launchd/launchdtest"
+	"github.com/macake/macake/service/servicetest"
 	"github.com/macake/macake/session"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -48,7 +50,7 @@ const en0Facts = `{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1
 type fakeMac struct {
 	t         *testing.T
 	emu       *pfdntest.Emulator
-	mem       *launchdtest.Files
+	mem       *servicetest.Files
 	launchctl *launchdtest.Launchd
 	fs        *testFS
 	icmp      fakeICMP
@@ -67,7 +69,7 @@ func newFakeMac(t *testing.T, policies map[string]string) *fakeMac {
 	root := t.TempDir()
 	m := &fakeMac{
 		t: t, emu: pfdntest.New(),
-		mem:       launchdtest.NewFiles("/Library/LaunchDaemons", "/usr/local/bin"),
+		mem:       servicetest.NewFiles("/Library/LaunchDaemons", "/usr/local/bin"),
 		icmp:      fakeICMP{},
 		pinger:    &fakePinger{rtt: 12300 * time.Microsecond},
 		counters:  &fakeCounters{readings: []ifstat.Counters{{RxBytes: 1000, TxBytes: 500, RxPackets: 10, TxPackets: 5, Index: 4}, {RxBytes: 126000, TxBytes: 13000, RxPackets: 100, TxPackets: 50, Index: 4}}},
@@ -157,9 +159,9 @@ func (m *fakeMac) apply() {
 
 // installDaemon installs the LaunchDaemon as `macake install-daemon` does,
 // into the in-memory launchd.
-func (m *fakeMac) installDaemon() launchd.Program {
+func (m *fakeMac) installDaemon() service.Program {
 	m.t.Helper()
-	prog := launchd.Program{Binary: "/usr/local/bin/macake", ConfigDir: m.configDir, StateDir: m.stateDir}
+	prog := service.Program{Binary: "/usr/local/bin/macake", ConfigDir: m.configDir, StateDir: m.stateDir}
 	m.mem.AddFile(prog.Binary, []byte("binary"), 0o755, 0, 0)
 	job, err := launchd.DaemonJob(prog)
 	if err != nil {
@@ -203,17 +205,17 @@ func result(t *testing.T, rep Report, id string) Result {
 // real file system, where it reports root as the owner when rootOwned is
 // set (the test's temporary files belong to whoever runs the tests).
 type testFS struct {
-	mem       *launchdtest.Files
+	mem       *servicetest.Files
 	rootOwned bool
 	// owners overrides the owner of real paths.
 	owners map[string]int
 }
 
-func (f *testFS) Stat(path string) (launchd.FileInfo, error) {
+func (f *testFS) Stat(path string) (service.FileInfo, error) {
 	if fi, err := f.mem.Stat(path); err == nil {
 		return fi, nil
 	}
-	fi, err := launchd.OSFiles{}.Stat(path)
+	fi, err := service.OSFiles{}.Stat(path)
 	if err != nil {
 		return fi, err
 	}

@@ -24,11 +24,14 @@ import (
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
-	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/servicetest"
+	"github.com/macake/macake/service/systemd"
+	"github.com/macake/macake/state"
 )
 
 // expect checks a result's status and that its message, fix and details
@@ -109,7 +112,13 @@ func TestJudgeDrift(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch), tt.want, tt.says...)
+			expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch, config.Invocation{}), tt.want, tt.says...)
+			if !tt.watch && tt.want == Warning {
+				// Followed as printed, the fix acts on the directories
+				// this run checked (issue 27, item 10).
+				expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch, config.Invocation{ConfigDir: "/x", StateDir: "/y"}), tt.want,
+					"sudo macake --config-dir /x --state-dir /y apply makes it match (sudo macake --config-dir /x --state-dir /y plan shows")
+			}
 		})
 	}
 }
@@ -187,7 +196,7 @@ func TestJudgeCounters(t *testing.T) {
 }
 
 func TestJudgeOwnership(t *testing.T) {
-	mem := launchdtest.NewFiles("/etc/macake/links.d", "/var/db/macake")
+	mem := servicetest.NewFiles("/etc/macake/links.d", "/var/db/macake")
 	mem.AddFile("/etc/macake/links.d/wan.toml", nil, 0o644, 0, 0)
 	paths := []string{"/etc/macake/links.d", "/etc/macake/links.d/wan.toml"}
 	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), OK, "owned by root")
@@ -202,14 +211,23 @@ func TestJudgeOwnership(t *testing.T) {
 }
 
 func TestJudgeState(t *testing.T) {
-	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501), Warning, "without root", "run with sudo")
-	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0), Problem, "cannot read /s/state.json")
-	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0), OK, "no state file yet")
+	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501, true), Warning, "without root", "run with sudo")
+	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0, true), Problem, "cannot read /s/state.json")
+	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0, true), OK, "no state file yet")
+	// Each backend's own words: no pf reference on Linux (issue 27, item 12).
+	st := &state.State{TCOwnedRoots: []string{"eth0"}}
+	expect(t, judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, true), OK, "0 link slots, 0 measured profiles, no pf reference")
+	if r := judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, false); strings.Contains(r.Message, "pf") || !strings.Contains(r.Message, "1 root qdisc of macake's") {
+		t.Errorf("Linux's state file: %q", r.Message)
+	}
+	if r := judgeState(stateFacts{path: "/s/state.json", corrupt: true, err: errors.New("bad")}, 0, false); strings.Contains(r.Message, "pf") {
+		t.Errorf("Linux's corrupt state file: %q", r.Message)
+	}
 }
 
 func TestJudgeService(t *testing.T) {
-	prog := launchd.Program{Binary: "/opt/macake/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
-	mem := launchdtest.NewFiles("/opt/macake/bin")
+	prog := service.Program{Binary: "/opt/macake/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
+	mem := servicetest.NewFiles("/opt/macake/bin")
 	mem.AddFile(prog.Binary, nil, 0o755, 0, 0)
 	running := WatchState{Running: true, PID: 77}
 	tests := []struct {
@@ -223,16 +241,22 @@ func TestJudgeService(t *testing.T) {
 	}{
 		{"current", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, OK, []string{"runs /opt/macake/bin/macake watch"}},
 		{"missing", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", WatchState{}, [2]string{}, Warning, []string{"no LaunchDaemon", "sudo macake install-daemon"}},
-		{"missing on Linux", serviceFacts{path: SystemdUnitPath, err: fs.ErrNotExist}, "linux", WatchState{}, [2]string{}, Warning, []string{"no systemd unit", "systemctl enable --now macake-watch"}},
+		{"missing on Linux", serviceFacts{path: systemd.UnitPath, err: fs.ErrNotExist}, "linux", WatchState{}, [2]string{}, Warning, []string{"no systemd unit", "sudo macake install-daemon"}},
 		{"missing, watch started by hand", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", running, [2]string{}, Info, []string{"pid 77"}},
 		{"not ours", serviceFacts{path: launchd.DaemonPlistPath, progErr: errors.New(`it runs "x"`)}, "darwin", running, [2]string{}, Warning, []string{"was not written by this macake"}},
-		{"binary gone", serviceFacts{path: launchd.DaemonPlistPath, prog: launchd.Program{Binary: "/gone/macake", ConfigDir: "/c", StateDir: "/s"}, same: true}, "darwin", running, [2]string{"/c", "/s"}, Problem, []string{"/gone/macake, which is not an executable file"}},
+		{"binary gone", serviceFacts{path: launchd.DaemonPlistPath, prog: service.Program{Binary: "/gone/macake", ConfigDir: "/c", StateDir: "/s"}, same: true}, "darwin", running, [2]string{"/c", "/s"}, Problem, []string{"/gone/macake, which is not an executable file"}},
 		{"other directories", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{"/tmp/links.d", prog.StateDir}, Warning, []string{"this run checked /tmp/links.d", "macake --config-dir /etc/macake/links.d --state-dir /var/db/macake doctor"}},
 		{"edited", serviceFacts{path: launchd.DaemonPlistPath, prog: prog}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, Warning, []string{"owner (root:wheel) or mode (0644)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expect(t, judgeService(tt.s, tt.goos, mem, tt.w, tt.dirs[0], tt.dirs[1]), tt.want, tt.says...)
+			expect(t, judgeService(tt.s, tt.goos, mem, tt.w, tt.dirs[0], tt.dirs[1], config.Invocation{}), tt.want, tt.says...)
+			if tt.name == "missing on Linux" {
+				// Followed as printed, the fix installs the service for
+				// the directories this run checked (issue 27, item 10).
+				expect(t, judgeService(tt.s, tt.goos, mem, tt.w, "/x", "/y", config.Invocation{ConfigDir: "/x", StateDir: "/y"}), tt.want,
+					"sudo macake --config-dir /x --state-dir /y install-daemon")
+			}
 		})
 	}
 }
@@ -248,12 +272,12 @@ func TestJudgeLaunchdPrint(t *testing.T) {
 }
 
 func TestJudgeWatchLinux(t *testing.T) {
-	unit := serviceFacts{path: SystemdUnitPath}
+	unit := serviceFacts{path: systemd.UnitPath}
 	expect(t, judgeWatchLinux(unit, watchFacts{state: WatchState{Running: true, PID: 5, Via: "the state lock"}}), OK, "pid 5, found through the state lock")
 	r := judgeWatchLinux(unit, watchFacts{state: WatchState{PID: 6}})
 	expect(t, r, Problem, "macake-watch.service is installed but macake watch is not running", "journalctl -u macake-watch", "pid 6 (a one-shot macake command)")
 	expect(t, judgeWatchLinux(unit, watchFacts{err: fs.ErrPermission}), Warning, "cannot tell")
-	if r := judgeWatchLinux(serviceFacts{path: SystemdUnitPath, err: fs.ErrNotExist}, watchFacts{}); r.Status != Skipped {
+	if r := judgeWatchLinux(serviceFacts{path: systemd.UnitPath, err: fs.ErrNotExist}, watchFacts{}); r.Status != Skipped {
 		t.Errorf("no unit, no watch: %s, want skipped", r.Status)
 	}
 }
@@ -261,19 +285,19 @@ func TestJudgeWatchLinux(t *testing.T) {
 // TestSystemdService reads an installed unit back: the program it runs
 // (paths with spaces included) and whether it is current.
 func TestSystemdService(t *testing.T) {
-	prog := launchd.Program{Binary: "/opt/my tools/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/lib/macake 100%"}
-	unit, err := launchd.SystemdWatchUnit(prog)
+	prog := service.Program{Binary: "/opt/my tools/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/lib/macake 100%"}
+	unit, err := systemd.WatchUnit(prog)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := launchdtest.NewFiles("/etc/systemd/system")
-	mem.AddFile(SystemdUnitPath, unit, 0o644, 0, 0)
+	mem := servicetest.NewFiles("/etc/systemd/system")
+	mem.AddFile(systemd.UnitPath, unit, 0o644, 0, 0)
 	in := NewInspection(System{GOOS: "linux", FS: mem})
 	s := in.systemdService()
 	if s.err != nil || s.progErr != nil || s.prog != prog || !s.same {
 		t.Fatalf("systemdService() = %+v, want program %+v and same", s, prog)
 	}
-	mem.AddFile(SystemdUnitPath, []byte(strings.Replace(string(unit), "RestartSec=30", "RestartSec=1", 1)), 0o644, 0, 0)
+	mem.AddFile(systemd.UnitPath, []byte(strings.Replace(string(unit), "RestartSec=30", "RestartSec=1", 1)), 0o644, 0, 0)
 	if s := in.systemdService(); s.same || s.prog != prog {
 		t.Errorf("edited unit: same=%v prog=%+v", s.same, s.prog)
 	}
@@ -349,7 +373,7 @@ func TestTCChecks(t *testing.T) {
 func TestSystemChecks(t *testing.T) {
 	in := NewInspection(System{GOOS: "plan9", GOARCH: "amd64"})
 	expect(t, checkOS(context.Background(), in), Problem, "plan9 (plan9/amd64): macake cannot shape")
-	in = NewInspection(System{GOOS: "darwin", Getenv: func(k string) string { return map[string]string{"MACAKE_BACKEND": "ipfw"}[k] }, FS: launchdtest.NewFiles()})
+	in = NewInspection(System{GOOS: "darwin", Getenv: func(k string) string { return map[string]string{"MACAKE_BACKEND": "ipfw"}[k] }, FS: servicetest.NewFiles()})
 	expect(t, checkBackend(context.Background(), in), Problem, `MACAKE_BACKEND="ipfw": unknown backend`)
 	expect(t, checkUser(context.Background(), NewInspection(System{EUID: 501})), Info, "uid 501, not root")
 }
@@ -408,7 +432,9 @@ func TestConfigChecks(t *testing.T) {
 	m := newFakeMac(t, nil)
 	os.Remove(m.configDir)
 	rep := run(m)
-	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo mkdir -p")
+	// The fix names no file of a source tree the user does not have
+	// (issue 27, item 13).
+	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo macake --config-dir "+m.configDir+" init writes a policy", "https://github.com/macake/macake/blob/main/docs/CONFIG.md")
 	expect(t, result(t, rep, "config.ownership"), OK, "no configuration files")
 
 	m = newFakeMac(t, nil)

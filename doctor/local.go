@@ -14,9 +14,9 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service"
 )
 
 // DefaultCounterWait is how long doctor waits between two readings of the
@@ -50,7 +50,7 @@ func Local(o LocalOptions) (System, func()) {
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, OSVersion: OSVersion(),
 		EUID: os.Geteuid(), Groups: append([]int{os.Getegid()}, groups...), Getenv: getenv,
 		ConfigDir: o.ConfigDir, StateDir: o.StateDir, StateDirIsDefault: o.StateDirIsDefault,
-		Runner: run, FS: launchd.OSFiles{},
+		Runner: run, FS: service.OSFiles{},
 		Counters: ifstat.NewReader(), CounterWait: DefaultCounterWait,
 		ICMP: SocketOpener{}, PingGroupRange: readPingGroupRange,
 		Pinger:         ProbePinger{},

@@ -100,16 +100,28 @@ func probedLinks(sel desired.Selection) []config.Link {
 	return out
 }
 
-// activeReflectors are the reflectors the controllers of links probe at
-// once (the first active_reflectors of each list), each as it is probed
-// (auto reflectors with ICMP, as before measure chose), without
-// duplicate addresses.
-func activeReflectors(links []config.Link) []shape.Reflector {
+// activeReflectors are the reflectors the controllers of links probe:
+// those a running watch reports (watching, by link name), else the first
+// active_reflectors of each list, which watch starts with and a plan
+// exempts; each as it is probed (auto reflectors with ICMP, as before
+// measure chose), without duplicate addresses.
+func activeReflectors(links []config.Link, watching map[string][]netip.Addr) []shape.Reflector {
 	seen := map[netip.Addr]bool{}
 	var out []shape.Reflector
 	for _, l := range links {
-		n := min(max(l.Autorate.ActiveReflectors, 1), len(l.Autorate.Reflectors))
-		for _, r := range l.Autorate.Probes(shape.ProbeICMP)[:n] {
+		all := l.Autorate.Probes(shape.ProbeICMP)
+		probed := all[:min(max(l.Autorate.ActiveReflectors, 1), len(all))]
+		if addrs, ok := watching[l.Name]; ok {
+			probed = nil
+			for _, a := range addrs {
+				if i := slices.IndexFunc(all, func(r shape.Reflector) bool { return r.Addr == a }); i >= 0 {
+					probed = append(probed, all[i])
+				} else {
+					probed = append(probed, shape.ICMPReflector(a))
+				}
+			}
+		}
+		for _, r := range probed {
 			if !seen[r.Addr] {
 				seen[r.Addr] = true
 				out = append(out, r)
@@ -119,9 +131,18 @@ func activeReflectors(links []config.Link) []shape.Reflector {
 	return out
 }
 
+// watchedReflectors are the reflectors a running watch's controllers
+// probe, by link; nil when watch does not run or cannot be asked.
+func (in *Inspection) watchedReflectors(ctx context.Context) map[string][]netip.Addr {
+	if w := in.watch(ctx); w.status != nil {
+		return w.status.ActiveReflectors()
+	}
+	return nil
+}
+
 func checkICMP(ctx context.Context, in *Inspection) Result {
 	needV6 := false
-	for _, r := range activeReflectors(probedLinks(in.facts(ctx).selection)) {
+	for _, r := range activeReflectors(probedLinks(in.facts(ctx).selection), in.watchedReflectors(ctx)) {
 		if r.Kind == shape.ProbeICMP && r.Addr.Is6() {
 			needV6 = true
 		}
@@ -224,7 +245,8 @@ type echoFacts struct {
 
 // echoes probes each interface's links' active reflectors through that
 // interface, as their controllers do: a reflector that answers through
-// the default route but not through a second link is silent for it.
+// the default route but not through a second link is silent for it. While
+// watch runs, they are the ones its controllers probe now.
 func (in *Inspection) echoes(ctx context.Context) echoFacts {
 	return in.echoOnce.get(func() echoFacts {
 		var e echoFacts
@@ -232,6 +254,7 @@ func (in *Inspection) echoes(ctx context.Context) echoFacts {
 			return e
 		}
 		links := probedLinks(in.facts(ctx).selection)
+		watching := in.watchedReflectors(ctx)
 		var ifaces []string
 		for _, l := range links {
 			if !slices.Contains(ifaces, l.Match.Interface) {
@@ -239,7 +262,7 @@ func (in *Inspection) echoes(ctx context.Context) echoFacts {
 			}
 		}
 		for _, iface := range ifaces {
-			targets := activeReflectors(slices.DeleteFunc(slices.Clone(links), func(l config.Link) bool { return l.Match.Interface != iface }))
+			targets := activeReflectors(slices.DeleteFunc(slices.Clone(links), func(l config.Link) bool { return l.Match.Interface != iface }), watching)
 			echoes, err := in.sys.Pinger.Ping(ctx, iface, targets)
 			if err != nil {
 				e.err = fmt.Errorf("through %s: %w", iface, err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/daemon/statusapi"
 )
 
 // TestReflectorsAreProbedThroughEachLinksInterface: with two links up,
@@ -37,5 +39,27 @@ func TestReflectorsAreProbedThroughEachLinksInterface(t *testing.T) {
 	if r.Status != Warning || !strings.Contains(r.Message, "1 of 3 reflectors do not answer: 192.0.2.3 via en5") ||
 		!slices.Contains(r.Details, "192.0.2.1 via en0: 3/3 replies, median 12.3ms") {
 		t.Errorf("net.reflectors: %v %q %q; want 192.0.2.3 silent through en5", r.Status, r.Message, r.Details)
+	}
+}
+
+// TestReflectorsProbedAreWatchs: while watch runs, doctor probes the
+// reflectors its controllers probe now (one was replaced for a spare),
+// not the policy's first ones; without watch, the first ones, which
+// watch starts with.
+func TestReflectorsProbedAreWatchs(t *testing.T) {
+	policy := strings.NewReplacer(`["192.0.2.1", "192.0.2.2"]`, `["192.0.2.1", "192.0.2.2", "192.0.2.3"]`).Replace(wanPolicy)
+	i := slices.IndexFunc(Checks, func(c Check) bool { return c.ID == "net.reflectors" })
+	for _, running := range []bool{false, true} {
+		m := newFakeMac(t, map[string]string{"wan": policy})
+		want := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")}
+		if running {
+			m.watch.status = healthyDaemon()
+			m.watch.status.Links[0].Controller = &statusapi.Controller{Reflectors: []statusapi.Reflector{{Address: "192.0.2.3"}, {Address: "192.0.2.1"}}}
+			want = []netip.Addr{netip.MustParseAddr("192.0.2.3"), netip.MustParseAddr("192.0.2.1")}
+		}
+		Run(context.Background(), NewInspection(m.system()), Checks[i:i+1])
+		if got := m.pinger.asked; !slices.Equal(got, want) {
+			t.Errorf("watch running %v: probed %v, want %v", running, got, want)
+		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/state"
 )
 
@@ -58,10 +58,12 @@ func TestScenarios(t *testing.T) {
 			name: "fresh Mac, nothing applied, no daemon",
 			want: map[string]Status{"daemon.bounds": Skipped, "pf.drift": Warning, "daemon.installed": Warning, "daemon.running": Skipped, "daemon.health": Skipped},
 			says: map[string][]string{
-				"pf.status":        {"pf is disabled; macake enables it"},
-				"pf.anchor":        {"nothing installed"},
-				"pf.drift":         {"4 changes pending", "sudo macake apply"},
-				"daemon.installed": {"sudo macake install-daemon"},
+				"pf.status": {"pf is disabled; macake enables it"},
+				"pf.anchor": {"nothing installed"},
+				// The fix names the directories this run checked (issue
+				// 27, item 10).
+				"pf.drift":         {"4 changes pending", "sudo macake --config-dir /", "/etc/links.d --state-dir /", "/state apply makes it match"},
+				"daemon.installed": {"sudo macake --config-dir /", "/state install-daemon"},
 			},
 			failedStrict: true,
 		},
@@ -223,6 +225,18 @@ func TestScenarios(t *testing.T) {
 			failed: true, failedStrict: true,
 		},
 		{
+			// The fix is the measurement, in this run's directories
+			// (issue 27, items 4 and 10).
+			name: "auto rates not measured yet",
+			setup: func(m *fakeMac) {
+				healthy(m)
+				m.writePolicy("wan", "[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"auto\"\nupload = \"auto\"\n")
+			},
+			want:         map[string]Status{"pf.drift": Warning},
+			says:         map[string][]string{"pf.drift": {`shaper.download and shaper.upload are "auto"`, "/state measure --link wan, while on this network"}},
+			failedStrict: true,
+		},
+		{
 			name: "an invalid macake.toml",
 			setup: func(m *fakeMac) {
 				healthy(m)
@@ -323,7 +337,7 @@ func TestScenarios(t *testing.T) {
 				m.mem.AddFile(launchd.DaemonPlistPath, []byte(strings.Replace(string(data), "<integer>30</integer>", "<integer>5</integer>", 1)), 0o644, 0, 0)
 			},
 			want:         map[string]Status{"daemon.installed": Warning},
-			says:         map[string][]string{"daemon.installed": {"differs from what this macake writes", "sudo macake install-daemon"}},
+			says:         map[string][]string{"daemon.installed": {"differs from what this macake writes", "/state install-daemon rewrites it"}},
 			failedStrict: true,
 		},
 		{

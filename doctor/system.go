@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service"
 	"github.com/macake/macake/shape"
 )
 
@@ -42,7 +43,7 @@ type System struct {
 	// tc, ip. It never changes anything through it.
 	Runner execrun.Runner
 	// FS answers ownership and mode questions and reads the service
-	// files (launchd.OSFiles, or launchdtest.Files in tests).
+	// files (service.OSFiles, or servicetest.Files in tests).
 	FS FS
 	// Facts tells which network the machine is on (linkfacts).
 	Facts linkfacts.Source
@@ -75,9 +76,22 @@ type System struct {
 	Now func() time.Time
 }
 
-// FS is the file-system view doctor needs: launchd.Files' read side.
+// invocation is how doctor was run: the directories every command a fix
+// names must repeat.
+func (s System) invocation() config.Invocation {
+	var i config.Invocation
+	if s.ConfigDir != config.DefaultConfigDir {
+		i.ConfigDir = s.ConfigDir
+	}
+	if !s.StateDirIsDefault {
+		i.StateDir = s.StateDir
+	}
+	return i
+}
+
+// FS is the file-system view doctor needs: service.Files' read side.
 type FS interface {
-	Stat(path string) (launchd.FileInfo, error)
+	Stat(path string) (service.FileInfo, error)
 	ReadFile(path string) ([]byte, error)
 }
 

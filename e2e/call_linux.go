@@ -12,10 +12,15 @@ import (
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/sim"
 )
 
 // callMagic marks the call's packets ("macall").
 const callMagic = 0x6d6163616c6c
+
+// callPayload is a call packet's UDP payload: sim.CallBytes less the IP
+// and UDP headers.
+const callPayload = sim.CallBytes - 28
 
 // Call is a VoIP-like stream both ways through the testbed: the client
 // sends a packet of sim.CallBytes to the server every interval, and the

@@ -230,7 +230,7 @@ func TestApplyConvergesAfterTCFails(t *testing.T) {
 	fakeTC := refusingTC(t, `(^| )class replace dev wan0( |$)`, `[ -e '`+flag+`' ] && rm -f '`+flag+`'`)
 	m.Env = append(m.Env, "MACAKE_TC="+fakeTC)
 	failed := m.MustRun(t, 1, "apply")
-	mustContain(t, "the failed apply", failed.Stdout+failed.Stderr, "then stopped", "No buffer space available", "run 'macake apply' again")
+	mustContain(t, "the failed apply", failed.Stdout+failed.Stderr, "then stopped", "No buffer space available", "--state-dir", " apply' again: it continues from the live state")
 	if _, err := os.Stat(flag); err == nil {
 		t.Fatal("the injected failure never happened")
 	}

@@ -24,9 +24,6 @@ const (
 	// CallInterval is the call's packet period each way (50 a second,
 	// 20 ms of audio each); its packets are sim.CallBytes of IP.
 	CallInterval = sim.DefaultCallInterval
-	// callPayload is a call packet's UDP payload: sim.CallBytes less the
-	// IP and UDP headers.
-	callPayload = sim.CallBytes - 28
 )
 
 // callLeg is one direction of the call: when each packet was sent, in

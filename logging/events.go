@@ -53,6 +53,8 @@ const (
 	EventWake            Event = "wake"               // traffic resumed: probes started
 	EventSystemWake      Event = "system_wake"        // the machine slept; samples across the gap discarded
 	EventReflector       Event = "reflector_replaced" // a reflector was swapped for a spare
+	EventSilent          Event = "reflectors_silent"  // no reflector has answered for a while (said once)
+	EventAnswering       Event = "reflectors_answer"  // a reflector answers again after a silence
 	EventLinkChange      Event = "link_change"        // the policy matching an interface changed
 	EventDriftRepaired   Event = "drift_repaired"     // something else changed what macake owns; put back
 	EventDriftUnrepaired Event = "drift_unrepaired"   // drift macake must not or cannot repair
@@ -386,6 +388,26 @@ func (e Events) ReflectorReplaced(ctx context.Context, link string, old, replace
 		slog.String("old", old.String()),
 		slog.String("new", replacement.String()),
 		slog.String(KeyReason, reason))
+}
+
+// ReflectorsSilent logs, once per silence, that no reflector of a link
+// has answered for silent while probing: event=reflectors_silent, link,
+// reflectors (how many the policy lists), silent_seconds, fix. Warn.
+// Replacements are not logged one by one until ReflectorsAnswer.
+func (e Events) ReflectorsSilent(ctx context.Context, link string, reflectors int, silent time.Duration, fix string) {
+	e.emit(ctx, slog.LevelWarn, EventSilent, "no reflector answers; rates held, reflectors tried ever more slowly",
+		slog.String(KeyLink, link),
+		slog.Int("reflectors", reflectors),
+		secondsAttr("silent_seconds", silent),
+		slog.String("fix", fix))
+}
+
+// ReflectorsAnswer logs the end of a silence: event=reflectors_answer,
+// link, replaced (the replacements meanwhile). Info.
+func (e Events) ReflectorsAnswer(ctx context.Context, link string, replaced int) {
+	e.emit(ctx, slog.LevelInfo, EventAnswering, "a reflector answers again",
+		slog.String(KeyLink, link),
+		slog.Int("replaced", replaced))
 }
 
 // LinkChange is a change of the policy matching one interface.

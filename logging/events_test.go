@@ -81,6 +81,8 @@ func logEverything(ev logging.Events) {
 	ev.Wake(ctx, "wan", 5_000_000, 400_000)
 	ev.SystemWake(ctx, 3*time.Hour+20*time.Minute)
 	ev.ReflectorReplaced(ctx, "wan", netip.MustParseAddr("9.9.9.9"), netip.MustParseAddr("1.0.0.1"), "missed health checks")
+	ev.ReflectorsSilent(ctx, "hotel", 30, 10*time.Second, "list reflectors that answer in [autorate] reflectors (macake doctor shows which do)")
+	ev.ReflectorsAnswer(ctx, "hotel", 31)
 	ev.LinkChanged(ctx, logging.LinkChange{Interface: "en0", From: "home", To: "hotspot", Reason: "gateway 74:24:9f:00:00:01 -> 02:00:00:00:00:02"})
 	ev.LinkChanged(ctx, logging.LinkChange{Interface: "en5", From: "lte", Reason: "interface down"})
 	ev.DriftRepaired(ctx, logging.Drift{Link: "wan", Kind: logging.DriftShaperMissing, Detail: "pipe 48001"})

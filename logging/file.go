@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+
+	"github.com/macake/macake/internal/fileowner"
 )
 
 // Defaults for a log file: with both, the log never takes more than about
@@ -43,6 +45,12 @@ type FileOptions struct {
 	// rather than only on standard error. It is process-wide
 	// (runtime/debug.SetCrashOutput): set it on the daemon's one log file.
 	CrashOutput bool
+	// CheckOwnership refuses a log file whose directory, or a directory
+	// above it, someone other than root could change, or an existing file
+	// that is not root's or others may write: the checks the state
+	// directory gets (fileowner.UnsafeDir), for a daemon run as root. A
+	// run by another user skips them, as it skips the state directory's.
+	CheckOwnership bool
 	// OnError hears about a rotation that failed. Writing carries on into
 	// the current file (no line is lost) and rotation is tried again once
 	// another MaxBytes has been written. It is called from the Write that
@@ -107,6 +115,11 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	if lf.onError == nil {
 		lf.onError = func(err error) { fmt.Fprintf(os.Stderr, "macake: %v\n", err) }
 	}
+	if opts.CheckOwnership {
+		if err := checkOwnership(path); err != nil {
+			return nil, err
+		}
+	}
 	if err := makeDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
@@ -118,6 +131,36 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 	lf.pointCrashOutput()
 	lf.report()
 	return lf, nil
+}
+
+// checkOwnership refuses a log file at path that someone other than root
+// could redirect or read from: a directory at or above it that is not
+// root's alone (in a shared directory, a user's file or link put where the
+// log goes would have root append to it), or an existing file that is not
+// a regular file owned by root and writable by root alone.
+func checkOwnership(path string) error {
+	if dir, problem := fileowner.UnsafeDir(filepath.Dir(path)); dir != "" {
+		return fmt.Errorf("log file %s: the directory %s is %s; keep the log in a directory only root can write, such as /var/log/macake (or fix it: sudo chown root %s && sudo chmod go-w %s)",
+			path, dir, problem, dir, dir)
+	}
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("log file %s: %w", path, err)
+	case info.Mode().Type() == fs.ModeSymlink:
+		return fmt.Errorf("log file %s is a symbolic link; name the file itself", path)
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("log file %s: not a regular file (%s)", path, info.Mode().Type())
+	}
+	if uid, _, ok := fileowner.Of(info); ok && uid != 0 {
+		return fmt.Errorf("log file %s is owned by uid %d, not root: remove it (sudo rm %s), and watch creates its own", path, uid, path)
+	}
+	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("log file %s is writable by group or others (mode %04o): sudo chmod go-w %s", path, perm, path)
+	}
+	return nil
 }
 
 // makeDir creates dir (and its parents) with mode 0755 when it is missing.
@@ -137,9 +180,9 @@ func makeDir(dir string) error {
 }
 
 // openAppend opens path for appending, creating it with mode 0644, and
-// returns its current size.
+// returns its current size. It never follows a symbolic link at path.
 func openAppend(path string) (*os.File, int64, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, fileMode)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL|noFollow, fileMode)
 	switch {
 	case err == nil:
 		// A file we created: give it 0644 whatever the umask. An existing
@@ -150,9 +193,12 @@ func openAppend(path string) (*os.File, int64, error) {
 		}
 		return f, 0, nil
 	case errors.Is(err, fs.ErrExist):
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|noFollow, 0)
 	}
 	if err != nil {
+		if info, lerr := os.Lstat(path); lerr == nil && info.Mode().Type() == fs.ModeSymlink {
+			return nil, 0, fmt.Errorf("open log file: %s is a symbolic link, which macake does not follow; name the file itself", path)
+		}
 		return nil, 0, fmt.Errorf("open log file: %w", err)
 	}
 	fi, err := f.Stat()

@@ -535,3 +535,23 @@ func TestStatesAreTheControllerStatuses(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesForeignHost: a page elsewhere that rebinds its DNS name
+// to 127.0.0.1 sends its own name as Host, and the metrics refuse it as
+// the status page does (one rule, loopback.Endpoint.Handler).
+func TestServeRefusesForeignHost(t *testing.T) {
+	base := serve(t, newMetrics())
+	addr := strings.TrimPrefix(base, "http://")
+	for host, want := range map[string]int{addr: 200, "rebound.example:9846": http.StatusMisdirectedRequest} {
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /metrics with Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}

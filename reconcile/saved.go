@@ -20,6 +20,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
@@ -261,23 +262,38 @@ func (s *SavedPlan) liveChanges(now plan.Plan) []string {
 		}
 		return out
 	}
-	was := summaries(s.Plan)
-	is := summaries(now)
-	var out []string
+	was, is := summaries(s.Plan), summaries(now)
+	var gone, needed []string
 	for _, x := range was {
 		if !slices.Contains(is, x) {
-			out = append(out, "the live state changed: the planned '"+x+"' no longer fits it")
+			gone = append(gone, "'"+x+"'")
 		}
 	}
 	for _, x := range is {
 		if !slices.Contains(was, x) {
-			out = append(out, "the live state changed: it now needs '"+x+"'")
+			needed = append(needed, "'"+x+"'")
 		}
 	}
-	if len(out) == 0 {
-		out = append(out, "the live state changed (the same changes are needed, but the system's answers differ: warnings or commands)")
+	// One finding, however many ops it touches: a list of every op
+	// that no longer fits buries what to do (make a new plan).
+	var parts []string
+	if len(gone) > 0 {
+		parts = append(parts, fmt.Sprintf("%s of the plan no longer %s (%s)", english.Plural(len(gone), "change"), fits(len(gone)), english.Join(gone, 2)))
 	}
-	return out
+	if len(needed) > 0 {
+		parts = append(parts, fmt.Sprintf("it now needs %s (%s)", english.Plural(len(needed), "other"), english.Join(needed, 2)))
+	}
+	if len(parts) == 0 {
+		return []string{"the live state changed (the same changes are needed, but the system's answers differ: warnings or commands)"}
+	}
+	return []string{"the live state changed: " + strings.Join(parts, ", and ")}
+}
+
+func fits(n int) string {
+	if n == 1 {
+		return "fits it"
+	}
+	return "fit it"
 }
 
 // ApplySaved applies a reviewed plan exactly (`apply FILE`), once nothing
@@ -300,13 +316,22 @@ func ApplySaved(ctx context.Context, in Run, s *SavedPlan, configDir string, fac
 	if err != nil {
 		return stop(StepDesire, err)
 	}
-	changes := s.inputChanges(in.Backend.Info().Name, configDir, policies, facts, in.Store.State.Slots)
 	now, err := planFor(ctx, in.Backend, s.Desired, s.Link)
 	if _, blocked := backend.Blocked(err); err != nil && !blocked {
 		return stop(StepObserve, err)
 	}
 	o.Live = LiveFingerprint(now)
-	changes = append(changes, s.liveChanges(now)...)
+	var changes []string
+	if !s.Plan.Empty() && now.Empty() && maps.Equal(in.Store.State.Slots, s.Slots) {
+		// The system and the state file are what the plan makes: it
+		// was applied (or the same changes were). That is the one
+		// finding, not the slots and every op it no longer needs.
+		changes = s.inputChanges(in.Backend.Info().Name, configDir, policies, facts, s.From.Slots)
+		changes = append(changes, "it was applied already: the live state and the state file are what it makes")
+	} else {
+		changes = s.inputChanges(in.Backend.Info().Name, configDir, policies, facts, in.Store.State.Slots)
+		changes = append(changes, s.liveChanges(now)...)
+	}
 	if len(changes) > 0 {
 		return stop(StepStale, &StaleError{Changes: changes})
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/selftest/check"
 	"github.com/macake/macake/selftest/pfcheck"
 	"github.com/macake/macake/selftest/scratch"
@@ -101,13 +102,13 @@ func Run(ctx context.Context, o Options) (*check.Report, error) {
 		StateDir: o.StateDir, Settings: &o.Settings, NoState: true, NoBackend: true, Getenv: o.getenv,
 		Lock: &state.LockOptions{Name: state.SelftestLockName, Wait: time.Second, Holder: "selftest", SkipOwnershipCheck: o.SkipOwnershipCheck},
 	})
-	defer ses.Close()
 	if err != nil {
 		if le, ok := errors.AsType[*state.LockedError](err); ok {
 			return nil, fmt.Errorf("another macake selftest (pid %d) is running; wait for it to finish", le.PID)
 		}
 		return nil, err
 	}
+	defer ses.Close()
 	name := ses.BackendName
 
 	r := &check.Report{Started: time.Now(), Host: host(o)}
@@ -123,10 +124,10 @@ func Run(ctx context.Context, o Options) (*check.Report, error) {
 	var s suite
 	switch name {
 	case "pf":
-		r.Suite = "pf/dummynet"
+		r.Suite, r.Labels = "pf/dummynet", docsite.Page("DUMMYNET.md", "12-the--labels")
 		s, err = newPF(ctx, o, led)
 	case "tc":
-		r.Suite = "tc"
+		r.Suite, r.Labels = "tc", docsite.Page("LINUX.md", "checking-a-kernel-macake-selftest")
 		s, err = tccheck.New(ctx, tccheck.Options{Runner: execrun.Exec{}, Tools: tc.ToolsFromEnv(o.getenv), Ledger: led, SkipMeasure: o.Quick})
 	}
 	if err != nil {

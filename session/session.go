@@ -155,15 +155,19 @@ func (s *Session) Close() {
 }
 
 // Open runs the steps o asks for, in order. It always returns a Session
-// holding what was opened; the error is a *StepError naming the step
-// that stopped it. Close the Session whatever the error.
+// holding what was read, for the caller's messages; the error is a
+// *StepError naming the step that stopped it, and then the lock is
+// released already. Close the Session once done with it.
 func Open(ctx context.Context, o Options) (*Session, error) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	s := &Session{}
-	stop := func(step Step, err error) (*Session, error) { return s, &StepError{Step: step, Err: err} }
+	stop := func(step Step, err error) (*Session, error) {
+		s.Close() // a run that cannot go on holds nothing
+		return s, &StepError{Step: step, Err: err}
+	}
 
 	s.BackendName, s.ChooseErr = backend.Choose(cmp.Or(o.GOOS, runtime.GOOS), getenv)
 	if s.ChooseErr != nil && !o.Inspect {
@@ -231,7 +235,7 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 			st = &state.State{}
 		}
 		if o.Lock != nil && !o.Inspect {
-			s.State = &state.File{Dir: s.StateDir, State: st}
+			s.State = &state.File{Dir: s.StateDir, State: st, Unrecorded: o.Lock.Unrecorded}
 		} else {
 			// Without the lock nothing may be written: what the backend
 			// learns while looking stays in memory, or it would write the

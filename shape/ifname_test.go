@@ -15,7 +15,7 @@ import (
 // strictest refused for a reason is refused, saying why.
 func TestCheckInterfaceName(t *testing.T) {
 	for _, ok := range []string{"en0", "utun3", "bridge100", "pdp_ip0", "awdl0", "lo0",
-		"eth0", "pppoe-wan", "br-lan", "eth0.2", "wlp2s0", "enp0s31f6", "wg0", "ifb-macake7", "abcdefghijklmno"} {
+		"eth0", "pppoe-wan", "br-lan", "eth0.2", "wlp2s0", "enp0s31f6", "wg0", "ifb0", "abcdefghijklmno"} {
 		if err := CheckInterfaceName(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}
@@ -33,6 +33,8 @@ func TestCheckInterfaceName(t *testing.T) {
 		"0en":              "must start with a lower-case letter",
 		"en0\x00":          "may only hold",
 		"abcdefghijklmnop": "is longer than 15 characters",
+		"ifb-macake0":      "one of macake's own IFB devices",
+		"ifb-macake17":     "one of macake's own IFB devices",
 	} {
 		if err := CheckInterfaceName(bad); err == nil || !strings.Contains(err.Error(), why) {
 			t.Errorf("CheckInterfaceName(%q) = %v, want an error containing %q", bad, err, why)

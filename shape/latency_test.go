@@ -13,7 +13,9 @@ func TestFormatLatency(t *testing.T) {
 		got, want string
 	}{
 		{FormatLatency(ms(12.34)), "12.3ms"},
-		{FormatLatency(ms(0.04)), "0.0ms"},
+		{FormatLatency(ms(0.04)), "<0.1ms"}, // never "0.0ms", as if nothing were measured (issue 27, item 8)
+		{FormatLatency(ms(0.05)), "0.1ms"},
+		{FormatLatency(0), "<0.1ms"},
 		{FormatLatency(ms(1250)), "1.25s"},
 		{FormatLatency(-1), "-"},
 		{FormatLatencyChange(ms(412)), "+412.0ms"},

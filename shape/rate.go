@@ -181,23 +181,63 @@ func decimal(v, unit int64) string {
 }
 
 // FormatApprox renders a rate for a readout that changes all the time or
-// was measured (status, measure, monitor, bench): to three digits, with one
-// decimal below 100 of the unit so the columns line up ("12.0 Mbit/s",
-// "480 Mbit/s", "950 kbit/s"). Plans, which must show exactly what is set,
-// use FormatRate.
+// was measured (status, measure, monitor, bench): to three significant
+// digits, zeros kept so the columns line up ("4.49 Mbit/s", "12.0
+// Mbit/s", "480 Mbit/s", "950 kbit/s"). Plans use FormatRateShort, the
+// same digits without the padding.
 func FormatApprox(bps float64) string {
 	units := []struct {
 		div  float64
 		name string
 	}{{1e9, "Gbit/s"}, {1e6, "Mbit/s"}, {1e3, "kbit/s"}}
-	for _, u := range units {
+	for i, u := range units {
 		if bps >= u.div {
 			v := bps / u.div
-			if v >= 100 {
+			switch {
+			case v >= 999.5 && i > 0:
+				return FormatApprox(math.Round(v) * u.div) // 999.7 kbit/s rounds to 1.00 Mbit/s
+			case v >= 99.95:
 				return fmt.Sprintf("%.0f %s", v, u.name)
+			case v >= 9.995:
+				return fmt.Sprintf("%.1f %s", v, u.name)
 			}
-			return fmt.Sprintf("%.1f %s", v, u.name)
+			return fmt.Sprintf("%.2f %s", v, u.name)
 		}
 	}
 	return fmt.Sprintf("%.0f bit/s", math.Max(bps, 0))
+}
+
+// FormatRateShort renders a rate a plan sets to three significant digits,
+// trailing zeros dropped: "4.49 Mbit/s", "20 Mbit/s", "62.5 Mbit/s", as
+// status and measure show rates; the exact value is in --show-commands and
+// --json.
+func FormatRateShort(bits int64) string {
+	return FormatRate(roundSignificant(bits, 3))
+}
+
+// FormatRateChange renders a rate's old and new value as FormatRateShort
+// does, with as many more digits as it takes to tell them apart.
+func FormatRateChange(before, after int64) (string, string) {
+	for digits := 3; ; digits++ {
+		b, a := FormatRate(roundSignificant(before, digits)), FormatRate(roundSignificant(after, digits))
+		if b != a || before == after || digits >= 19 {
+			return b, a
+		}
+	}
+}
+
+// roundSignificant rounds v (≥ 0) to digits significant digits, half up.
+func roundSignificant(v int64, digits int) int64 {
+	step := int64(1)
+	for n := v; n >= 10 && digits > 0; n /= 10 {
+		if digits > 1 {
+			digits--
+			continue
+		}
+		step *= 10
+	}
+	if step == 1 {
+		return v
+	}
+	return (v + step/2) / step * step
 }

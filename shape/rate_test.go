@@ -88,10 +88,40 @@ func TestFormatApprox(t *testing.T) {
 		want string
 	}{
 		{48_234_000, "48.2 Mbit/s"}, {480_000_000, "480 Mbit/s"}, {950_000, "950 kbit/s"},
-		{1.5e9, "1.5 Gbit/s"}, {12e6, "12.0 Mbit/s"}, {0, "0 bit/s"}, {-3, "0 bit/s"},
+		{1.5e9, "1.50 Gbit/s"}, {12e6, "12.0 Mbit/s"}, {0, "0 bit/s"}, {-3, "0 bit/s"},
+		// Three significant digits, as a plan shows the same rate (issue
+		// 27, item 8), and rounding up into the next unit.
+		{4_493_921, "4.49 Mbit/s"}, {9_999_000, "10.0 Mbit/s"}, {999_700, "1.00 Mbit/s"}, {99_960, "100 kbit/s"},
 	} {
 		if got := FormatApprox(tc.bps); got != tc.want {
 			t.Errorf("FormatApprox(%v) = %q, want %q", tc.bps, got, tc.want)
+		}
+	}
+}
+
+// TestFormatRateShort: a plan shows a rate to the three significant digits
+// status shows, never "4.493921 Mbit/s"; where two rates would look the
+// same, a change shows as many digits as it takes (issue 27, item 8).
+func TestFormatRateShort(t *testing.T) {
+	for bits, want := range map[int64]string{
+		4_493_921: "4.49 Mbit/s", 20_000_000: "20 Mbit/s", 62_500_000: "62.5 Mbit/s", 1_234_567_890: "1.23 Gbit/s",
+		999_999: "1 Mbit/s", 950: "950 bit/s", 12_345: "12.3 kbit/s",
+	} {
+		if got := FormatRateShort(bits); got != want {
+			t.Errorf("FormatRateShort(%d) = %q, want %q", bits, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		before, after int64
+		want          [2]string
+	}{
+		{4_493_921, 5_000_000, [2]string{"4.49 Mbit/s", "5 Mbit/s"}},
+		{4_493_921, 4_494_000, [2]string{"4.4939 Mbit/s", "4.494 Mbit/s"}},
+		{4_493_921, 4_493_921, [2]string{"4.49 Mbit/s", "4.49 Mbit/s"}},
+	} {
+		b, a := FormatRateChange(tc.before, tc.after)
+		if [2]string{b, a} != tc.want {
+			t.Errorf("FormatRateChange(%d, %d) = %q, %q; want %q", tc.before, tc.after, b, a, tc.want)
 		}
 	}
 }

@@ -26,8 +26,25 @@ type File struct {
 	Dir string
 	// State is the loaded state file; SetPFToken changes and saves it.
 	State *State
+	// Unrecorded keeps a change that cannot be written because the disk
+	// takes no write (read-only, full: Unwritable) in memory, notes it
+	// (Unrecorded) and reports success, so that `down` removes the
+	// shaping whatever the disk: the file then names slots and a pf token
+	// that are gone, which the next apply or down corrects (a pf token pf
+	// no longer knows counts as released).
+	Unrecorded bool
 
 	mu sync.Mutex
+	// unrecorded is the first write lost to Unrecorded.
+	unrecorded error
+}
+
+// NotRecorded returns the first change the File could not write to the
+// disk and kept in memory instead (File.Unrecorded), nil when none.
+func (t *File) NotRecorded() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unrecorded
 }
 
 // PFToken returns the token the state file holds, "" for none.
@@ -200,5 +217,12 @@ func (t *File) save() error {
 	if t.Dir == "" {
 		return nil
 	}
-	return Save(t.Dir, t.State)
+	err := Save(t.Dir, t.State)
+	if err != nil && t.Unrecorded && Unwritable(err) {
+		if t.unrecorded == nil {
+			t.unrecorded = err
+		}
+		return nil
+	}
+	return err
 }

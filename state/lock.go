@@ -127,6 +127,19 @@ func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 type Lock struct {
 	f          *os.File
 	holderFile string
+	// unrecorded says what could not be written (LockOptions.Unrecorded).
+	unrecorded error
+}
+
+// Unrecorded is what a lock taken with LockOptions.Unrecorded could not
+// write to the state directory (its pid, or the lock file itself), nil
+// when it wrote everything. The run's own state file writes will fail
+// the same way.
+func (l *Lock) Unrecorded() error {
+	if l == nil {
+		return nil
+	}
+	return l.unrecorded
 }
 
 // LockOptions tune AcquireLock.
@@ -152,6 +165,14 @@ type LockOptions struct {
 	// LockFileName. Another name is another lock: `macake selftest` keeps
 	// its own (SelftestLockName), so it never waits for, nor blocks, apply.
 	Name string
+	// Unrecorded lets the run go on when the state directory's disk takes
+	// no write (read-only, full, over quota: Unwritable): the lock is
+	// taken on a read-only descriptor of the lock file, and when there is
+	// none and none can be made, not at all (no other run can hold a lock
+	// file that does not exist). For `down`, the off switch, which must
+	// remove the shaping even then (issue 27); Lock.Unrecorded says what
+	// was not written.
+	Unrecorded bool
 }
 
 // SelftestLockName is the lock a running `macake selftest` holds, so that
@@ -186,7 +207,7 @@ type MissingStateDirError struct {
 // Error names the directory, why it is not created, and the fix.
 func (e *MissingStateDirError) Error() string {
 	return fmt.Sprintf("the state directory %s does not exist; nothing was changed. macake creates only its default one by itself: "+
-		"under a mistyped --state-dir it would keep a second record of what it owns and take a second pf reference. "+
+		"under a mistyped --state-dir it would keep a second record of what it owns (on macOS, with a second pf reference). "+
 		"Check the path; if it is a new state directory, create it first: sudo mkdir -m 0755 %s", e.Dir, e.Dir)
 }
 
@@ -213,18 +234,29 @@ func AcquireLock(ctx context.Context, dir string, o LockOptions) (*Lock, error) 
 			return nil, &MissingStateDirError{Dir: dir}
 		}
 	}
+	var unrecorded error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the state directory: %w", err)
+		if !o.Unrecorded || !Unwritable(err) {
+			return nil, fmt.Errorf("creating the state directory: %w", err)
+		}
+		return &Lock{unrecorded: fmt.Errorf("creating the state directory: %w", err)}, nil
 	}
 	path := filepath.Join(dir, o.name())
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if err != nil && o.Unrecorded && Unwritable(err) {
+		unrecorded = fmt.Errorf("opening the lock file: %w", err)
+		f, err = os.OpenFile(path, os.O_RDONLY|noFollow, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return &Lock{unrecorded: unrecorded}, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("opening the lock file: %w", err)
 	}
 	// A lock file an older macake made 0644 becomes root's alone, so no
 	// one else can open it from now on.
 	if info, err := f.Stat(); err == nil && info.Mode().Perm() != 0o600 {
-		if err := f.Chmod(0o600); err != nil {
+		if err := f.Chmod(0o600); err != nil && !(o.Unrecorded && Unwritable(err)) {
 			f.Close()
 			return nil, fmt.Errorf("making the lock file %s private: %w", path, err)
 		}
@@ -241,8 +273,15 @@ func AcquireLock(ctx context.Context, dir string, o LockOptions) (*Lock, error) 
 			return nil, fmt.Errorf("locking %s: %w", path, err)
 		}
 		if ok {
-			l := &Lock{f: f, holderFile: filepath.Join(dir, holderFileOf(o.name()))}
+			l := &Lock{f: f, holderFile: filepath.Join(dir, holderFileOf(o.name())), unrecorded: unrecorded}
+			if unrecorded != nil {
+				return l, nil
+			}
 			if err := l.writeHolder(holder); err != nil {
+				if o.Unrecorded && Unwritable(err) {
+					l.unrecorded = fmt.Errorf("writing the lock file %s: %w", path, err)
+					return l, nil
+				}
 				l.Release()
 				return nil, fmt.Errorf("writing the lock file %s: %w", path, err)
 			}
@@ -376,6 +415,13 @@ func holderFromFile(dir, name string) (pid int, holder string, held bool) {
 func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
+	}
+	if l.unrecorded != nil {
+		// The holder file is another run's, or none.
+		unlock(l.f)
+		err := l.f.Close()
+		l.f = nil
+		return err
 	}
 	os.Remove(l.holderFile)
 	unlock(l.f)

@@ -12,6 +12,9 @@ import (
 // noFollow is not available here; locking fails anyway.
 const noFollow = 0
 
+// Unwritable cannot tell here.
+func Unwritable(error) bool { return false }
+
 // tryLock fails: macake changes the system only on macOS and Linux.
 func tryLock(*os.File) (bool, error) {
 	return false, errors.New("state locking is only implemented on macOS and Linux")

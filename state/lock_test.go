@@ -295,3 +295,12 @@ func TestNamedLocksAreSeparate(t *testing.T) {
 		t.Fatalf("a second selftest must not get the lock: %v", err)
 	}
 }
+
+// TestMissingStateDirSpeaksOfBothSystems: the refusal a Linux user reads
+// names pf only as macOS's (issue 27, item 12).
+func TestMissingStateDirSpeaksOfBothSystems(t *testing.T) {
+	msg := (&MissingStateDirError{Dir: "/srv/state"}).Error()
+	if !strings.Contains(msg, "a second record of what it owns (on macOS, with a second pf reference)") || !strings.Contains(msg, "sudo mkdir -m 0755 /srv/state") {
+		t.Errorf("%q", msg)
+	}
+}

@@ -14,6 +14,12 @@ import (
 // noFollow keeps the lock file from being a symlink planted elsewhere.
 const noFollow = unix.O_NOFOLLOW
 
+// Unwritable reports whether err says the disk cannot take a write: it
+// is read-only, full, or the user's quota is used up.
+func Unwritable(err error) bool {
+	return errors.Is(err, unix.EROFS) || errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
+}
+
 // tryLock takes an exclusive flock on f without blocking; ok is false when
 // another open file description holds it.
 func tryLock(f *os.File) (ok bool, err error) { return flockNB(f, unix.LOCK_EX) }

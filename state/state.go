@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/macake/macake/internal/fileowner"
@@ -154,6 +155,17 @@ func ProfileKey(link, gatewayMAC string) string {
 		return link
 	}
 	return link + "@" + gatewayMAC
+}
+
+// MeasuredLink reports whether link has a measured capacity on any
+// network (a profile under one of its ProfileKeys).
+func (s *State) MeasuredLink(link string) bool {
+	for key, p := range s.Profiles {
+		if (key == link || strings.HasPrefix(key, link+"@")) && (p.DownloadCapacity > 0 || p.UploadCapacity > 0) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrCorrupt marks a state file that exists but cannot be read as state.

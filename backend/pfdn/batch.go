@@ -21,12 +21,16 @@ const dnctlStdin = "/dev/stdin"
 
 // ExecuteBatch runs ops in the plan's order, each run of consecutive pipe
 // configurations (apply from empty: every pipe of every link) as one
-// `dnctl /dev/stdin` in file mode, one line per pipe, and every other op
-// through Execute (the anchor is already one `pfctl -a … -f -`). It
-// reports each op to done as it is carried out (err nil) or fails (then it
-// stops). In file mode the first failed line ends the run and dnctl names
-// it ("Line N: …"), which tells the op that failed; the pipes before it
-// are configured, and the next plan starts from what is live.
+// `dnctl /dev/stdin` in file mode, one line per pipe, each run of
+// consecutive pipe deletions (down: every pipe of every link) as one
+// `dnctl pipe delete N…`, and every other op through Execute (the anchor
+// is already one `pfctl -a … -f -`). It reports each op to done as it is
+// carried out (err nil) or fails (then it stops). In file mode the first
+// failed line ends the run and dnctl names it ("Line N: …"), which tells
+// the op that failed; the pipes before it are configured, and the next
+// plan starts from what is live. A delete goes on past a number it could
+// not delete and names each ("rule N: …"): a pipe already gone is done,
+// as for Execute, and the first other failure is the run's.
 func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i int, err error)) error {
 	defer backend.ForgetLiveReading(ctx)
 	report := func(i int, err error) {
@@ -72,19 +76,110 @@ func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i i
 		}
 		return err
 	}
+	var deletes []int
+	flushDeletes := func() error {
+		batch := deletes
+		deletes = nil
+		return b.deletePipes(ctx, ops, batch, report)
+	}
 	for i, op := range ops {
 		if b.batchablePipe(op) {
+			if err := flushDeletes(); err != nil {
+				return err
+			}
 			run = append(run, i)
 			continue
 		}
 		if err := flush(); err != nil {
 			return err
 		}
+		if b.batchableDelete(op) {
+			deletes = append(deletes, i)
+			continue
+		}
+		if err := flushDeletes(); err != nil {
+			return err
+		}
 		if err := b.executeReported(ctx, ops, i, report); err != nil {
 			return err
 		}
 	}
-	return flush()
+	if err := flush(); err != nil {
+		return err
+	}
+	return flushDeletes()
+}
+
+// batchableDelete reports whether op is one `dnctl pipe delete N`, which
+// a delete of several numbers carries as it is.
+func (b *Backend) batchableDelete(op plan.Op) bool {
+	if op.Kind != KindPipe || op.Action != plan.Remove || len(op.Commands) != 1 {
+		return false
+	}
+	a := op.Commands[0].Argv
+	if op.Commands[0].Stdin != "" || len(a) != 4 || a[0] != b.opts.Dnctl || a[1] != "pipe" || a[2] != "delete" {
+		return false
+	}
+	_, err := strconv.ParseUint(a[3], 10, 16)
+	return err == nil
+}
+
+// dnctlDeleteRE is the warning of a number `dnctl pipe delete` could not
+// delete (reference §1.3): "dnctl: rule N: setsockopt(IP_DUMMYNET_DEL):
+// REASON".
+var dnctlDeleteRE = lazyregexp.New(`(?m)rule (\d+): setsockopt\(IP_DUMMYNET_DEL\): (.*)$`)
+
+// deletePipes runs the pipe deletions ops[batch] as one `dnctl pipe
+// delete N…` (one op alone through Execute) and reports each: done, or
+// gone already (done too), or failed. dnctl tries every number and exits
+// 1 if one failed, naming each that did; a failure it names for no number
+// (killed, timed out) leaves every op undone.
+func (b *Backend) deletePipes(ctx context.Context, ops []plan.Op, batch []int, report func(int, error)) error {
+	switch len(batch) {
+	case 0:
+		return nil
+	case 1:
+		return b.executeReported(ctx, ops, batch[0], report)
+	}
+	cmd := execrun.Command{Argv: []string{b.opts.Dnctl, "pipe", "delete"}}
+	for _, i := range batch {
+		cmd.Argv = append(cmd.Argv, ops[i].Commands[0].Argv[3])
+	}
+	res, err := b.runOne(ctx, cmd)
+	failed := map[string]string{}
+	if err == nil && res.ExitCode != 0 {
+		for _, m := range dnctlDeleteRE.FindAllStringSubmatch(string(res.Stderr), -1) {
+			if !strings.HasPrefix(m[2], "Invalid argument") {
+				failed[m[1]] = m[2]
+			}
+		}
+		if len(failed) == 0 && !strings.Contains(string(res.Stderr), msgPipeMissing) {
+			// Neither a pipe that is gone nor one named as failed: dnctl
+			// itself failed, and nothing is known to be done.
+			err = &execrun.Error{Argv: cmd.Argv, ExitCode: res.ExitCode, Stderr: res.Stderr}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", ops[batch[0]].Label, err)
+		report(batch[0], err)
+		return err
+	}
+	var first error
+	for _, i := range batch {
+		n := ops[i].Commands[0].Argv[3]
+		why, bad := failed[n]
+		if !bad {
+			report(i, nil)
+			continue
+		}
+		opErr := fmt.Errorf("%s: %w", ops[i].Label, &execrun.Error{Argv: []string{b.opts.Dnctl, "pipe", "delete", n}, ExitCode: res.ExitCode,
+			Stderr: []byte("dnctl: rule " + n + ": setsockopt(IP_DUMMYNET_DEL): " + why + "\n")})
+		report(i, opErr)
+		if first == nil {
+			first = opErr
+		}
+	}
+	return first
 }
 
 // executeReported is Execute of ops[i], reported.

@@ -5,6 +5,7 @@ package pfdn_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +118,77 @@ func TestBatchFailedOrHungLineIsNamedAndConverges(t *testing.T) {
 			h.converge(ctx, desired)
 			h.checkShaped(desired)
 		})
+	}
+}
+
+// Down of 200 links deletes every pipe in one dnctl, as apply configures
+// them: three processes that change the Mac (the anchor, the pipes, the
+// pf reference), where one per pipe made it 50 times slower than apply
+// (issue 27); and nothing macake owns is left.
+func TestBatchTeardownIsThreeProcesses(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil)
+	desired := manyLinks(200)
+	if _, _, _, err := h.batchApply(ctx, desired); err != nil {
+		t.Fatal(err)
+	}
+	h.e.ResetCalls()
+	done, err := h.b.Teardown(ctx)
+	if err != nil || len(done.Ops) != 402 {
+		t.Fatalf("Teardown did %d ops: %v", len(done.Ops), err)
+	}
+	var argv []string
+	for _, c := range h.e.MutatingCalls() {
+		argv = append(argv, strings.Join(c.Argv, " "))
+	}
+	if len(argv) != 3 || !strings.Contains(argv[1], "dnctl pipe delete 48001 48002 48003") {
+		t.Errorf("down of 200 links ran %d mutating processes, want 3 (one dnctl for the pipes):\n%s", len(argv), strings.Join(argv, "\n"))
+	}
+	if again, err := h.b.Plan(ctx, shape.State{}); err != nil || !again.Empty() {
+		t.Fatalf("re-plan after the teardown: %v\n%s", err, listing(again))
+	}
+}
+
+// A batched delete goes past a pipe already gone (done, as one by one)
+// and past one the kernel refuses, which fails its op alone and is
+// named; the next teardown finishes.
+func TestBatchTeardownPipeGoneOrRefused(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil)
+	if _, _, _, err := h.batchApply(ctx, manyLinks(3)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.b.Plan(ctx, shape.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.e.DeletePipe(48002) // gone between the plan and the delete
+	if err := h.e.AddFault(pfdntest.Fault{Match: `^dnctl pipe delete`, Kind: pfdntest.Fail, AfterEffect: true, ExitCode: 1,
+		Stderr: "dnctl: rule 48004: setsockopt(IP_DUMMYNET_DEL): Operation not permitted\n"}); err != nil {
+		t.Fatal(err)
+	}
+	var done []string
+	var failed string
+	err = h.b.ExecuteBatch(ctx, p.Ops, func(i int, err error) {
+		if err != nil {
+			failed = p.Ops[i].ID
+		} else {
+			done = append(done, p.Ops[i].ID)
+		}
+	})
+	if err == nil || failed != "48004" || !strings.Contains(err.Error(), "Operation not permitted") {
+		t.Fatalf("failed %q, err %v; want pipe 48004 named", failed, err)
+	}
+	for _, id := range []string{"48002", "48001", "48003", "48005", "48006"} {
+		if !slices.Contains(done, id) {
+			t.Errorf("pipe %s not reported done: %v", id, done)
+		}
+	}
+	h.e.ClearFaults()
+	if _, err := h.b.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := h.b.Plan(ctx, shape.State{}); err != nil || !again.Empty() {
+		t.Fatalf("re-plan after the second teardown: %v\n%s", err, listing(again))
 	}
 }

@@ -459,6 +459,10 @@ func rateField(have, want PipeConfig, haveSet bool) plan.Field {
 	if want != (PipeConfig{}) {
 		f.After, f.AfterValue = want.rateString(), want.BandwidthBits
 	}
+	if haveSet && f.BeforeValue != nil && want.ClockInterface == "" && want.BandwidthBits != 0 && have.BandwidthBits != 0 {
+		// Two rates that round alike get the digits that tell them apart.
+		f.Before, f.After = shape.FormatRateChange(have.BandwidthBits, want.BandwidthBits)
+	}
 	return f
 }
 

@@ -172,7 +172,7 @@ func (o Options) Validate() error {
 	if o.Pfctl == "" || o.Dnctl == "" {
 		return errors.New("pfdn: the pfctl and dnctl paths must be set")
 	}
-	if err := ValidateAnchor(o.Anchor); err != nil {
+	if err := shape.CheckAnchorName(o.Anchor); err != nil {
 		return err
 	}
 	return o.Pipes.Validate()
@@ -183,36 +183,6 @@ func (o Options) timeout() time.Duration {
 		return o.CommandTimeout
 	}
 	return DefaultCommandTimeout
-}
-
-// ValidateAnchor checks an anchor path against pf's limits: every component
-// shorter than 64 bytes, none starting with "_" (pfctl refuses to modify
-// those), no wildcard, and nothing pfctl would need quoting for.
-func ValidateAnchor(anchor string) error {
-	if anchor == "" {
-		return errors.New("pf anchor name is empty")
-	}
-	if len(anchor) >= 1024 {
-		return fmt.Errorf("pf anchor %q is longer than 1023 bytes", anchor)
-	}
-	for _, part := range strings.Split(anchor, "/") {
-		switch {
-		case part == "":
-			return fmt.Errorf("pf anchor %q has an empty path component", anchor)
-		case len(part) >= 64:
-			return fmt.Errorf("pf anchor %q: component %q is 64 bytes or longer", anchor, part)
-		case part[0] == '_':
-			return fmt.Errorf("pf anchor %q: pfctl cannot modify anchors whose name starts with '_'", anchor)
-		case part == "*":
-			return fmt.Errorf("pf anchor %q: a wildcard cannot be owned", anchor)
-		}
-		for _, c := range part {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
-				return fmt.Errorf("pf anchor %q: component %q may only hold letters, digits, '.', '-' and '_'", anchor, part)
-			}
-		}
-	}
-	return nil
 }
 
 // HookLine is the main-ruleset line that makes pf evaluate anchor: the

@@ -144,8 +144,8 @@ func (c PipeConfig) queueString() string {
 	return shape.FormatBytes(c.QueueBytes)
 }
 
-// rateString renders the bandwidth for people: shape.FormatRate, except
-// the two things a dummynet pipe can have instead of a rate.
+// rateString renders the bandwidth for people: shape.FormatRateShort,
+// except the two things a dummynet pipe can have instead of a rate.
 func (c PipeConfig) rateString() string {
 	switch {
 	case c.ClockInterface != "":
@@ -153,5 +153,5 @@ func (c PipeConfig) rateString() string {
 	case c.BandwidthBits == 0:
 		return "unlimited" // dnctl's `bw 0`
 	}
-	return shape.FormatRate(c.BandwidthBits)
+	return shape.FormatRateShort(c.BandwidthBits)
 }

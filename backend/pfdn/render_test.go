@@ -38,13 +38,13 @@ func TestQuantize(t *testing.T) {
 }
 
 func TestFormat(t *testing.T) {
-	// Rates print with shape.FormatRate (tested there), except what a pipe
+	// Rates print with shape.FormatRateShort (tested there), except what a pipe
 	// can have instead of a rate.
 	for c, want := range map[pfdn.PipeConfig]string{
 		{}:                                      "unlimited, queue 0 B",
 		{ClockInterface: "en0", QueueSlots: 50}: "clocked by en0, queue 50 slots",
 		{BandwidthBits: 1500, QueueBytes: 1024}: "1.5 kbit/s, queue 1 KB",
-		{BandwidthBits: 2_147_483_000, QueueBytes: 1 << 20, DelayMS: 20}: "2147.483 Mbit/s, queue 1 MB, delay 20 ms",
+		{BandwidthBits: 2_147_483_000, QueueBytes: 1 << 20, DelayMS: 20}: "2.15 Gbit/s, queue 1 MB, delay 20 ms",
 	} {
 		if got := c.String(); got != want {
 			t.Errorf("%+v.String() = %q, want %q", c, got, want)

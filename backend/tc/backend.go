@@ -141,9 +141,12 @@ func OwnedRoots(live Live, recorded map[string]bool) map[string]bool {
 
 // Plan observes the live system and returns the ordered operations that
 // make it match desired. Only owned objects appear; foreign ones are
-// reported in the plan's warnings when they are in the way.
+// reported in the plan's warnings when they are in the way. A link that
+// cannot be rendered (ValidateLink) is skipped with a warning and keeps
+// what is live (Diff), so one bad link never blocks the others (issue
+// 27: a policy for ifb-macake0 failed every pass for every link).
 func (b *Backend) Plan(ctx context.Context, desired shape.State) (plan.Plan, error) {
-	if err := ValidateState(desired); err != nil {
+	if err := uniqueNames(desired); err != nil {
 		return plan.Plan{}, fmt.Errorf("tc: %w", err)
 	}
 	live, err := b.Observe(ctx)

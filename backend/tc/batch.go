@@ -4,6 +4,7 @@ package tc
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -125,18 +126,22 @@ func (r *batchRun) flush() error {
 			return r.fail(batch[0].op, hint(err))
 		}
 	default:
-		var stdin strings.Builder
+		lines := make([]string, 0, len(batch)+1)
 		for _, l := range batch {
-			stdin.WriteString(strings.Join(l.args, " "))
-			stdin.WriteByte('\n')
+			lines = append(lines, strings.Join(l.args, " "))
 		}
-		cmd := execrun.Command{Argv: append(r.b.toolArgv(r.tool), "-batch", "-"), Stdin: stdin.String()}
+		grouped := false
+		if r.tool == "ip" {
+			lines, grouped = r.b.deleteAsGroup(r.ctx, lines)
+		}
+		cmd := execrun.Command{Argv: append(r.b.toolArgv(r.tool), "-batch", "-"), Stdin: strings.Join(lines, "\n") + "\n"}
 		res, err := r.b.Runner.Run(r.ctx, cmd)
 		if _, err = execrun.Check(cmd, res, err); err != nil {
 			// Killed or timed out, the line it reached is unknown: blame
 			// the first op of the batch, the first not known to be done.
+			// In a group delete nothing is done before its last line.
 			failed := batch[0].op
-			if n, ok := failedLine(res.Stderr); ok && n >= 1 && n <= len(batch) {
+			if n, ok := failedLine(res.Stderr); ok && n >= 1 && n <= len(batch) && !grouped {
 				failed = batch[n-1].op
 			}
 			return r.fail(failed, hint(err))
@@ -215,6 +220,58 @@ func (b *Backend) toolArgv(tool string) []string {
 		return b.Tools.ipCmd().Argv
 	}
 	return b.Tools.tcCmd().Argv
+}
+
+// ifbGroup is the interface group macake's IFB devices are moved to just
+// before they are deleted all at once (0x4d4b, macake's handle).
+const ifbGroup = "19787"
+
+// deleteAsGroup rewrites an ip batch that deletes two or more of
+// macake's IFB devices and nothing else into moving them to ifbGroup and
+// deleting the group in one `link del group`: the kernel then waits for
+// one RCU grace period for them all, where each `link del` waits for its
+// own (200 IFBs: 3.7 s one by one, 0.06 s as a group, on Linux 6.18). It
+// keeps the lines as they are unless the group holds nothing else: a
+// foreign device in it would be deleted too. grouped says whether it
+// rewrote them: then no device is deleted before the last line.
+func (b *Backend) deleteAsGroup(ctx context.Context, lines []string) (out []string, grouped bool) {
+	if len(lines) < 2 {
+		return lines, false
+	}
+	ours := map[string]bool{}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[0] != "link" || f[1] != "del" || f[2] != "dev" {
+			return lines, false
+		}
+		if _, ifb := IFBSlot(f[3]); !ifb {
+			return lines, false
+		}
+		ours[f[3]] = true
+	}
+	cmd := b.Tools.ipCmd("-j", "link", "show", "group", ifbGroup)
+	res, err := b.Runner.Run(ctx, cmd)
+	if _, err = execrun.Check(cmd, res, err); err != nil {
+		return lines, false
+	}
+	var inGroup []struct {
+		Name  string `json:"ifname"`
+		Group string `json:"group"`
+	}
+	if json.Unmarshal(res.Stdout, &inGroup) != nil {
+		return lines, false
+	}
+	for _, d := range inGroup {
+		// iproute2 6.1 prints {} for every device outside the group.
+		if d.Group == ifbGroup && !ours[d.Name] {
+			return lines, false
+		}
+	}
+	out = make([]string, 0, len(lines)+1)
+	for _, l := range lines {
+		out = append(out, "link set dev "+strings.Fields(l)[3]+" group "+ifbGroup)
+	}
+	return append(out, "link del group "+ifbGroup), true
 }
 
 var failedLineRE = lazyregexp.New(`Command failed -:(\d+)`)

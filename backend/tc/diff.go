@@ -36,7 +36,8 @@ func Diff(desired shape.State, live Live) plan.Plan {
 	ifaces, slots := map[string]string{}, map[int]string{}
 	for _, l := range links {
 		if err := checkLink(l); err != nil {
-			d.unshaped(l.Name, err.Error()+"; link skipped", bothDirections...)
+			d.unshaped(l.Name, err.Error()+"; link skipped, its live shaping kept", bothDirections...)
+			d.keep(l)
 			continue
 		}
 		if other, dup := ifaces[l.Interface]; dup {
@@ -55,6 +56,23 @@ func Diff(desired shape.State, live Live) plan.Plan {
 	}
 	d.removals()
 	return d.p
+}
+
+// keep claims what is live for a link that cannot be rendered, so that
+// it stays as it is rather than being removed: a bad link never tears
+// down working shaping.
+func (d *differ) keep(l shape.Link) {
+	devs := []string{l.Interface}
+	if l.Slot >= 0 && l.Slot <= MaxSlot {
+		devs = append(devs, IFBName(l.Slot))
+		d.claimed["ifb/"+IFBName(l.Slot)] = true
+	}
+	for _, dev := range devs {
+		for _, kind := range []string{"root", "hook", "exempt-egress", "exempt-ingress", "redirect"} {
+			d.claimed[kind+"/"+dev] = true
+		}
+		d.wanted[dev] = true
+	}
 }
 
 type differ struct {
@@ -288,7 +306,7 @@ func (d *differ) shaper(l shape.Link, s shaperSpec, dev *DeviceState, ownDevice 
 func createFields(s shaperSpec) []plan.Field {
 	f := []plan.Field{
 		{Name: "qdisc", Key: "qdisc", After: s.kindName(), AfterValue: s.kindName()},
-		{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRate(s.pipe.RateBits), AfterValue: s.pipe.RateBits},
+		{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRateShort(s.pipe.RateBits), AfterValue: s.pipe.RateBits},
 	}
 	if !s.cake {
 		f = append(f, plan.Field{Name: "queue", Key: "queue_bytes", After: shape.FormatBytes(s.pipe.QueueBytes), AfterValue: s.pipe.QueueBytes})
@@ -423,9 +441,10 @@ func sameRate(want, live int64, exact bool) bool {
 }
 
 func rateField(want, live int64) plan.Field {
-	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRate(want), AfterValue: want}
+	f := plan.Field{Name: "bandwidth", Key: "bandwidth_bits_per_second", After: shape.FormatRateShort(want), AfterValue: want}
 	if live > 0 {
-		f.Before, f.BeforeValue = shape.FormatRate(live), live
+		f.BeforeValue = live
+		f.Before, f.After = shape.FormatRateChange(live, want)
 	}
 	return f
 }

@@ -48,7 +48,7 @@ const (
 	KindIngress = "ingress"
 
 	// IFBPrefix starts the name of every IFB device macake creates.
-	IFBPrefix = "ifb-macake"
+	IFBPrefix = shape.OwnIFBPrefix
 	// maxIfName is IFNAMSIZ-1, the longest Linux interface name.
 	maxIfName = shape.MaxInterfaceName
 	// prioBands is the number of bands of the prio root under which CAKE

@@ -55,6 +55,19 @@ func ValidateState(s shape.State) error {
 	return nil
 }
 
+// uniqueNames checks that no link is listed twice: a state that is not a
+// set of links, unlike a link that cannot be rendered, which Diff skips.
+func uniqueNames(s shape.State) error {
+	names := map[string]bool{}
+	for _, l := range s.Links {
+		if names[l.Name] {
+			return fmt.Errorf("link %q: listed twice", l.Name)
+		}
+		names[l.Name] = true
+	}
+	return nil
+}
+
 // ValidateLink checks that a link can be rendered as tc objects.
 func ValidateLink(l shape.Link) error {
 	if l.Name == "" {
@@ -71,9 +84,6 @@ func checkLink(l shape.Link) error {
 	bad := fmt.Errorf
 	if err := shape.CheckInterfaceName(l.Interface); err != nil {
 		return bad("interface: %v", err)
-	}
-	if _, ours := IFBSlot(l.Interface); ours {
-		return bad("interface %s is one of macake's own IFB devices", l.Interface)
 	}
 	if l.Slot < 0 || l.Slot > MaxSlot {
 		return bad("slot %d is outside 0-%d", l.Slot, MaxSlot)

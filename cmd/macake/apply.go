@@ -14,6 +14,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
@@ -34,7 +35,7 @@ are left alone with a warning) and its own pf enable reference. 'macake plan' is
 
 On Linux the same policies drive tc instead (MACAKE_BACKEND=pf|tc picks
 one): macake's root qdiscs, its ingress filters and its ifb-macake* devices
-(see docs/LINUX.md).
+(see ` + docsite.Page("LINUX.md", "") + `).
 
 Each active link starts at its policy's rate (or the last rate the state file
 knows to be good on that network); 'macake watch' then steers it.
@@ -63,8 +64,9 @@ only the differences); apply itself needs root.
 Exit status: 0 success (with or without changes); 1 failure, including an
 apply that stopped part-way (run apply again to continue from the live
 state) and a saved plan that no longer fits; 2 only with --detailed-exitcode, when there were changes (planned in a
-dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable;
-77 not root (except a dry run); 78 configuration invalid.`,
+dry run, applied otherwise); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) missing or unusable,
+or a link's "auto" rates wait for 'macake measure' on this network; 77 not root
+(except a dry run); 78 configuration invalid.`,
 }
 
 func init() { applyCmd.run = runApply }
@@ -87,7 +89,8 @@ link alone.
 
 Exit status: 0 success (with or without changes); 1 failure; 2 only with
 --detailed-exitcode, when there are changes; 64 usage; 69 pfctl/dnctl
-(Linux: tc/ip) missing or unusable; 78 configuration invalid.`,
+(Linux: tc/ip) missing or unusable, or a link's "auto" rates wait for
+'macake measure' on this network; 78 configuration invalid.`,
 }
 
 func init() {
@@ -192,7 +195,7 @@ func (s *invocation) fail(err error) int {
 		}
 		return exitUnavailable
 	case errors.Is(err, config.ErrNeedsMeasurement):
-		return exitConfig
+		return exitUnavailable
 	}
 	return exitFailure
 }
@@ -209,6 +212,10 @@ const (
 	openForDown
 	// openForApply is openForDown with the policy files.
 	openForApply
+	// openForTeardown is openForDown for down, the off switch: it goes on
+	// when the state directory's disk takes no write (read-only, full),
+	// and says what it could not record.
+	openForTeardown
 )
 
 // open opens what the command works from (session.Open) and says on
@@ -224,7 +231,8 @@ func (s *invocation) open(what opening, onProblems func(problems []*config.Probl
 		SkipOwnershipCheck: e.euid() != 0, Getenv: e.getenv, Runner: backendRunner,
 	}
 	if !s.dryRun && what != openSettings {
-		o.Lock = &state.LockOptions{Wait: lockWait, SkipOwnershipCheck: e.euid() != 0, MayCreate: e.stateDir == defaultStateDir}
+		o.Lock = &state.LockOptions{Wait: lockWait, SkipOwnershipCheck: e.euid() != 0, MayCreate: e.stateDir == defaultStateDir,
+			Unrecorded: what == openForTeardown}
 	}
 	ses, err := session.Open(e.ctx, o)
 	s.opened, s.backendName, s.policies, s.stateDir = ses, ses.BackendName, ses.Policies, ses.StateDir
@@ -251,7 +259,7 @@ func (s *invocation) open(what opening, onProblems func(problems []*config.Probl
 		for _, pr := range problems {
 			fmt.Fprintln(e.stderr, pr.Error())
 		}
-		s.errorf("%s: nothing was changed, so shaping that works stays as it is; fix the files (see 'macake validate') and run it again", plural(len(problems), "configuration problem"))
+		s.errorf("%s: nothing was changed, so shaping that works stays as it is; fix the files (see '%s') and run it again", plural(len(problems), "configuration problem"), e.invocation().Command(false, "validate"))
 		if onProblems != nil {
 			onProblems(problems)
 		}
@@ -264,6 +272,9 @@ func (s *invocation) open(what opening, onProblems func(problems []*config.Probl
 	}
 	if session.StepOf(err) == session.StepLock {
 		return s.fail(err), false
+	}
+	if err := ses.Lock.Unrecorded(); err != nil {
+		fmt.Fprintf(e.stderr, "warning: the state directory %s takes no write (%v): going on without recording anything there\n", ses.StateDir, err)
 	}
 	if ses.PruneErr != nil {
 		fmt.Fprintf(e.stderr, "warning: %v\n", ses.PruneErr)
@@ -372,7 +383,8 @@ func (s *invocation) applyOnce(f applyFlags) (out applyOutcome) {
 	in := reconcile.PassInput{
 		Run:   s.run(f, &out, f.link),
 		Links: s.policies.Links, Facts: facts,
-		Inputs: desired.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s)},
+		Inputs: desired.Inputs{State: s.tokens.State, MTU: reconcile.PolicyMTUs(s.policies.Links), Reflectors: watchReflectors(s),
+			Invocation: s.e.invocation()},
 		// A dry run that may not read the live state plans without it:
 		// the backend refused a caller who is not root (pf and dummynet
 		// on macOS). A plan to save must have read it.
@@ -391,7 +403,7 @@ func (s *invocation) applyOnce(f applyFlags) (out applyOutcome) {
 			return fail(fmt.Errorf("saving the plan to %s: %w", f.out, err))
 		}
 		if !f.json {
-			fmt.Fprintf(s.e.stdout, "\nSaved the plan to %s. To apply exactly this plan, run:\n  sudo macake apply %s\n", f.out, f.out)
+			fmt.Fprintf(s.e.stdout, "\nSaved the plan to %s. To apply exactly this plan, run:\n  %s\n", f.out, s.e.invocation().Command(true, "apply", f.out))
 		}
 	}
 	return out.withCode(s.changesCode(f, res))
@@ -426,7 +438,7 @@ func (s *invocation) applySaved(f applyFlags) (out applyOutcome) {
 		for _, c := range stale.Changes {
 			fmt.Fprintf(s.e.stderr, "  - %s\n", c)
 		}
-		fmt.Fprintln(s.e.stderr, "Make a new plan with 'macake plan --out FILE', review it, and apply that.")
+		fmt.Fprintf(s.e.stderr, "Make a new plan with '%s FILE', review it, and apply that.\n", s.e.invocation().Command(true, "plan", "--out"))
 		return stop(exitFailure, res.Err)
 	}
 	if code, done := s.passFailed(f, &out, res); done {
@@ -498,12 +510,25 @@ func (s *invocation) passFailed(f applyFlags, out *applyOutcome, res reconcile.O
 	fail := func(err error) (int, bool) { return stop(s.fail(err), err) }
 	switch res.Step {
 	case reconcile.StepDesire:
-		s.errorf("nothing was changed:")
 		errs := reconcile.Unjoin(res.Err)
+		// A link waiting for its first measurement is a step not taken
+		// yet, not a broken policy: the files are valid (validate says
+		// so), so it is "unavailable", as a missing tool is.
+		code := exitUnavailable
+		for _, e := range errs {
+			if !errors.Is(e, config.ErrNeedsMeasurement) {
+				code = exitConfig
+			}
+		}
+		if f.dryRun {
+			s.errorf("no plan: %s cannot be shaped:", plural(len(errs), "link"))
+		} else {
+			s.errorf("nothing was changed: %s cannot be shaped:", plural(len(errs), "link"))
+		}
 		for _, e := range errs {
 			fmt.Fprintf(s.e.stderr, "  %v\n", e)
 		}
-		return stop(exitConfig, errs...)
+		return stop(code, errs...)
 	case reconcile.StepSlots:
 		return fail(fmt.Errorf("reading the live state: %w", res.Err))
 	case reconcile.StepObserve:
@@ -529,7 +554,7 @@ func (s *invocation) passFailed(f applyFlags, out *applyOutcome, res reconcile.O
 		if len(res.Applied.Ops) == 0 {
 			before = "Nothing was applied: it failed at the first step."
 		}
-		fmt.Fprintf(s.e.stderr, "%s Fix the cause and run 'macake apply' again: it continues from the live state.\n", before)
+		fmt.Fprintf(s.e.stderr, "%s Fix the cause and run '%s' again: it continues from the live state.\n", before, s.e.invocation().Command(true, "apply"))
 		return stop(code, res.Err)
 	case reconcile.StepVerify:
 		return fail(res.Err)

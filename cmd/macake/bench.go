@@ -38,9 +38,9 @@ the unshaped runs (a lease: the daemon resumes by itself if bench dies);
 without it, it takes the shaping down and applies it, and leaves it as it
 found it.
 
-Latency is measured to the speed-test server's own address, which macake's
-pf rules do not exempt from shaping (unlike the controller's reflectors), so
-the result includes every delay the shaper adds. The latency under load is
+Latency is measured to the speed-test server's own address, which macake
+does not exempt from shaping (unlike the controller's reflectors), so the
+result includes every delay the shaper adds. The latency under load is
 taken over every probe sent, a lost one counting as --lost-delay (1 s) more
 than idle, and the share lost is printed beside it: a dropped packet is a
 glitch a call or a game feels. --reflector adds targets. Nothing is saved.
@@ -157,6 +157,10 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 	}
 	rep, err := c.Run(e.ctx)
 	if err != nil {
+		// The runs that finished are measurements too.
+		if len(rep.Runs) > 0 && !asJSON {
+			rep.WriteText(e.stdout)
+		}
 		fmt.Fprintf(e.stderr, "macake bench --compare: %v\n", err)
 		return exitFailure
 	}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -12,23 +13,25 @@ import (
 
 	"github.com/macake/macake/bugreport"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
 var bugreportCmd = &command{
 	name:  "bugreport",
-	args:  "[--out FILE] [--no-redact] [--log-lines N]",
+	args:  "[--out FILE] [--no-redact] [--log-lines N] [--selftest]",
 	short: "Write one file with what a bug report needs, MAC addresses and SSIDs masked.",
 	long: `Collects, into one text file: the version; the OS and architecture; what
 'doctor --json', 'status --json', 'links --json' and 'plan --show-commands'
-print (each as it would on its own, with its exit status); 'selftest
---json' when this build has the selftest command; every policy file and
-macake.toml as they are; and the daemon's last log lines (its log file,
-and on macOS launchd's file of what it printed before its log was open;
-on Linux systemd's journal for macake-watch).
+print (each as it would on its own, with its exit status); every policy
+file and macake.toml as they are; and the daemon's last log lines: its
+log_file, else the file the running watch writes (its --log-file), else
+on macOS its log and launchd's file of what it printed before its log was
+open, on Linux systemd's journal of macake-watch.service. --selftest adds
+'selftest --json', which makes scratch objects and loads them with a few
+seconds of traffic.
 
 MAC addresses and Wi-Fi names (SSIDs) are masked, each distinct value by
 one mask ([MAC-1], [SSID-1]) used everywhere in the file, so the report
@@ -37,23 +40,19 @@ gateway it is. --no-redact keeps them. IP addresses are kept: they are
 private ones, or the reflectors. Read the file before you share it.
 
 Run it with sudo to include what only root can read (pf and dummynet on
-macOS, the daemon's log). It changes nothing.
+macOS, the daemon's log). Without --selftest it changes nothing.
 
 Exit status: 0 the report was written; 1 it could not be written; 64 usage.`,
 }
 
 func init() { bugreportCmd.run = runBugreport }
 
-// bugreportSelftest names the command whose --json output the report
-// includes when this build has it (issue 13 adds selftest); a build
-// without it leaves the section out and says so.
-const bugreportSelftest = "selftest"
-
 func runBugreport(e *env, args []string) int {
 	fs := bugreportCmd.flags()
 	out := fs.String("out", "", "write the report to `FILE` (- for standard output; default: macake-bugreport-DATE-TIME.txt here)")
 	noRedact := fs.Bool("no-redact", false, "keep MAC addresses and Wi-Fi names (SSIDs) as they are")
 	lines := fs.Int("log-lines", 200, "how many of the log's last lines to include")
+	selftest := fs.Bool("selftest", false, "also run 'macake selftest' (scratch objects, a few seconds of traffic) and include its report")
 	if done, code := bugreportCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -72,15 +71,15 @@ func runBugreport(e *env, args []string) int {
 	for _, argv := range [][]string{{"doctor", "--json"}, {"status", "--json"}, {"links", "--json"}, {"plan", "--show-commands", "--color", "never"}} {
 		rep.Add(e.capture(argv...))
 	}
-	if lookup(bugreportSelftest) != nil {
-		rep.Add(e.capture(bugreportSelftest, "--json"))
+	if *selftest {
+		rep.Add(e.capture("selftest", "--json"))
 	} else {
-		rep.Add(bugreport.Section{Title: "macake " + bugreportSelftest + " --json", Note: "this build has no selftest command"})
+		rep.Add(bugreport.Section{Title: "macake selftest --json", Note: "not run: it makes scratch objects and sends traffic; add --selftest to include it"})
 	}
 	for _, s := range bugreport.PolicyFiles(e.configDir) {
 		rep.Add(s)
 	}
-	for _, s := range logSections(e, *lines) {
+	for _, s := range bugreport.Logs(e.ctx, execrun.Exec{}, e.logSources(), *lines) {
 		rep.Add(s)
 	}
 
@@ -100,11 +99,12 @@ func runBugreport(e *env, args []string) int {
 		e.stdout.Write(buf.Bytes())
 		return exitOK
 	}
-	path := *out
+	path, numbered := *out, false
 	if path == "" {
-		path = "macake-bugreport-" + now.Format("20060102-150405") + ".txt"
+		path, numbered = "macake-bugreport-"+now.Format("20060102-150405")+".txt", true
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	path, err := bugreport.Save(path, buf.Bytes(), numbered)
+	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bugreport: %v\n", err)
 		return exitFailure
 	}
@@ -145,15 +145,15 @@ func macakeEnv(e *env) string {
 	return "environment: " + strings.Join(set, " ")
 }
 
-// logSections are the daemon's logs: macake.toml's log_file, else where
-// the service puts them on this OS.
-func logSections(e *env, n int) []bugreport.Section {
+// logSources says where the daemon's log is: macake.toml's log_file, the
+// file the running watch says it writes to, else the service's place.
+func (e *env) logSources() bugreport.LogSources {
 	settings, _, _ := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
-	switch {
-	case settings.LogFile != "":
-		return []bugreport.Section{bugreport.LogTail(settings.LogFile, n)}
-	case runtime.GOOS == "darwin":
-		return []bugreport.Section{bugreport.LogTail(launchd.DaemonLogPath, n), bugreport.LogTail(launchd.DaemonStderrPath, n)}
+	src := bugreport.LogSources{SettingsFile: settings.LogFile, GOOS: runtime.GOOS}
+	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+	defer cancel()
+	if st, err := statusapi.Fetch(ctx, statusapi.SocketPath(settings.StateDirFor(e.stateDir, e.stateDir == defaultStateDir))); err == nil {
+		src.WatchFile = st.Daemon.LogFile
 	}
-	return []bugreport.Section{bugreport.Journal(e.ctx, execrun.Exec{}, "macake-watch", n)}
+	return src
 }

@@ -15,10 +15,12 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/clidoc"
+	"github.com/macake/macake/internal/suggest"
 )
 
 // Default locations; --config-dir and --state-dir override them.
-const defaultConfigDir = "/etc/macake/links.d"
+const defaultConfigDir = config.DefaultConfigDir
 
 var defaultStateDir = config.DefaultStateDir
 
@@ -43,6 +45,19 @@ type env struct {
 	// them parsed, and the command stops there: how the completions and
 	// the manual learn the flags from the commands themselves (flagsOf).
 	flagSink func(fs *flag.FlagSet)
+}
+
+// invocation is how the person ran macake: the directories every command
+// a message names must repeat.
+func (e *env) invocation() config.Invocation {
+	var i config.Invocation
+	if e.configDir != defaultConfigDir {
+		i.ConfigDir = e.configDir
+	}
+	if e.stateDir != defaultStateDir {
+		i.StateDir = e.stateDir
+	}
+	return i
 }
 
 // command is one subcommand: its help texts and the function that runs it.
@@ -94,8 +109,8 @@ func (e *env) main(args []string) int {
 			e.usage(e.stdout)
 			return exitOK
 		}
-		fmt.Fprintf(e.stderr, "macake: %v\n", err)
-		e.usage(e.stderr)
+		fmt.Fprintf(e.stderr, "macake: %v\n", clidoc.ParseError(fs, err))
+		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
 		return exitUsage
 	}
 	fs.Visit(func(f *flag.Flag) {
@@ -112,8 +127,8 @@ func (e *env) main(args []string) int {
 // dispatch runs the command rest names (after the global flags).
 func (e *env) dispatch(rest []string) int {
 	if len(rest) == 0 {
-		fmt.Fprintf(e.stderr, "macake: missing command: %s\n", strings.Join(commandNames(), ", "))
-		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
+		// What to type next, as --help says it: a bare name is no command.
+		e.usage(e.stderr)
 		return exitUsage
 	}
 	name := rest[0]
@@ -123,7 +138,7 @@ func (e *env) dispatch(rest []string) int {
 				c.help(e.stdout, nil)
 				return exitOK
 			}
-			fmt.Fprintf(e.stderr, "macake: unknown command: %s\n", rest[1])
+			e.unknownCommand(rest[1])
 			return exitUsage
 		}
 		e.usage(e.stdout)
@@ -131,13 +146,24 @@ func (e *env) dispatch(rest []string) int {
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(e.stderr, "macake: unknown command: %s\n", name)
-		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
+		e.unknownCommand(name)
 		return exitUsage
 	}
 	return c.run(e, rest[1:])
 }
 
+// unknownCommand says that name is no command, and which it was probably
+// meant to be.
+func (e *env) unknownCommand(name string) {
+	msg := fmt.Sprintf("macake: unknown command %q", name)
+	if s := suggest.Closest(name, commandNames()); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	fmt.Fprintln(e.stderr, msg)
+	fmt.Fprintln(e.stderr, "Run 'macake --help' for the commands.")
+}
+
+// commandNames are the names of every command, sorted.
 func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for _, c := range commands {
@@ -172,37 +198,11 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.long))
 	}
 	if fs != nil {
-		var b strings.Builder
-		fs.SetOutput(&b)
-		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
-			if name == "value" {
-				name = flagTypeName(f.Value)
-			}
-			fmt.Fprintf(&b, "  --%s", f.Name)
-			if name != "" {
-				fmt.Fprintf(&b, " %s", name)
-			}
-			fmt.Fprintf(&b, "\n        %s", usage)
-			if def := shownDefault(f); def != "" {
-				fmt.Fprintf(&b, " (default %s)", def)
-			}
-			b.WriteByte('\n')
-		})
-		if b.Len() > 0 {
-			fmt.Fprintf(w, "\nFlags:\n%s", b.String())
+		if flags := clidoc.FlagsOf(fs); len(flags) > 0 {
+			fmt.Fprintf(w, "\nFlags:\n")
+			clidoc.WriteFlags(w, flags)
 		}
 	}
-}
-
-// shownDefault is a flag's default as help shows it: "" for the zero
-// values, which go without saying.
-func shownDefault(f *flag.Flag) string {
-	switch f.DefValue {
-	case "", "false", "0", "0s":
-		return ""
-	}
-	return f.DefValue
 }
 
 // durationVar defines a duration flag read as policy files read durations
@@ -212,20 +212,6 @@ func shownDefault(f *flag.Flag) string {
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
 	fs.Var((*config.Duration)(p), name, usage)
-}
-
-// flagTypeName names a flag's value in --help where flag.UnquoteUsage
-// cannot (it knows only the standard library's flag types).
-func flagTypeName(v flag.Value) string {
-	switch v.(type) {
-	case *config.Duration:
-		return "duration"
-	case *config.Rate, *config.RateOrAuto:
-		return "rate"
-	case *config.Size, *config.SizeOrAuto:
-		return "size"
-	}
-	return "value"
 }
 
 // flags returns a FlagSet for c whose errors the caller maps to exitUsage.
@@ -245,13 +231,13 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, cod
 	// The global flags also work after the command name
 	// (`macake validate --config-dir DIR`), as people type them.
 	if fs.Lookup("config-dir") == nil {
-		fs.Func("config-dir", "directory of policy files (global flag)", func(s string) error {
+		fs.Func("config-dir", "`DIR` of the policy files (global flag)", func(s string) error {
 			e.configDir, e.configDirSet = s, true
 			return nil
 		})
 	}
 	if fs.Lookup("state-dir") == nil {
-		fs.Func("state-dir", "directory of the state file (global flag)", func(s string) error {
+		fs.Func("state-dir", "`DIR` of the state file (global flag)", func(s string) error {
 			e.stateDir = s
 			return nil
 		})
@@ -261,7 +247,7 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, cod
 			c.help(e.stdout, fs)
 			return true, exitOK
 		}
-		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
+		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, clidoc.ParseError(fs, err))
 		fmt.Fprintf(e.stderr, "Run 'macake %s --help' for usage.\n", c.name)
 		return true, exitUsage
 	}
@@ -299,13 +285,18 @@ func (c *command) noArgs(e *env, fs *flag.FlagSet) (done bool, code int) {
 
 // requireRoot prints the standard hint and returns exitNoPerm unless root.
 func (e *env) requireRoot(name string) (ok bool, code int) {
+	what := "change pf/dummynet"
+	if backend, err := backend.Choose(hostGOOS, e.getenv); err == nil && backend == "tc" {
+		what = "change the interfaces' qdiscs (tc)"
+	}
+	return e.requireRootTo(name, what)
+}
+
+// requireRootTo is requireRoot for a command that needs root to do what.
+func (e *env) requireRootTo(name, what string) (ok bool, code int) {
 	if e.euid() == 0 {
 		return true, exitOK
 	}
-	what := "pf/dummynet"
-	if backend, err := backend.Choose(hostGOOS, e.getenv); err == nil && backend == "tc" {
-		what = "the interfaces' qdiscs (tc)"
-	}
-	fmt.Fprintf(e.stderr, "macake %s: needs root to change %s. Run with sudo.\n", name, what)
+	fmt.Fprintf(e.stderr, "macake %s: needs root to %s. Run with sudo.\n", name, what)
 	return false, exitNoPerm
 }

@@ -5,10 +5,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/docsite"
 )
 
 // runCLI runs the CLI in-process and returns exit code, stdout and stderr.
@@ -122,7 +124,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 	for _, c := range commands {
 		_, stdout, _ := runCLI(t, c.name, "--help")
 		for _, line := range strings.Split(stdout, "\n") {
-			if name, ok := strings.CutSuffix(strings.TrimSpace(line), " duration"); ok && strings.HasPrefix(name, "--") && !listed[c.name+" "+name] {
+			if name, ok := strings.CutSuffix(strings.TrimSpace(line), " DURATION"); ok && strings.HasPrefix(name, "--") && !listed[c.name+" "+name] {
 				t.Errorf("macake %s %s is a duration flag the test does not check", c.name, name)
 			}
 		}
@@ -153,7 +155,7 @@ func TestCLIPlanIsACommand(t *testing.T) {
 		t.Errorf("macake --help does not list plan:\n%s", stdout)
 	}
 	_, _, stderr := runCLI(t)
-	if !strings.Contains(stderr, " plan,") {
+	if !strings.Contains(stderr, "\n  plan ") {
 		t.Errorf("the missing-command message does not list plan: %q", stderr)
 	}
 	for _, args := range [][]string{{"plan", "--help"}, {"help", "plan"}} {
@@ -199,6 +201,129 @@ func TestCLIFlagValuesAreUsageErrors(t *testing.T) {
 		code, _, stderr := runCLI(t, tc.args...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}
+
+// TestCLIBareNameShowsTheUsage: `macake` alone prints the usage, each
+// command with what it does, where it used to list bare names (issue 27,
+// item 11); it is still a usage error.
+func TestCLIBareNameShowsTheUsage(t *testing.T) {
+	code, stdout, stderr := runCLI(t)
+	if code != exitUsage || stdout != "" {
+		t.Errorf("macake: exit %d, stdout %q; want %d and the usage on stderr", code, stdout, exitUsage)
+	}
+	for _, c := range commands {
+		if !strings.Contains(stderr, c.name) || !strings.Contains(stderr, c.short) {
+			t.Errorf("macake: the usage lacks %s and its description:\n%s", c.name, stderr)
+		}
+	}
+}
+
+// TestCLISuggestsTheCommandMeant: a typo gets "did you mean" (issue 27,
+// item 11); a name far from every command gets none.
+func TestCLISuggestsTheCommandMeant(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"aply"}, `unknown command "aply"; did you mean "apply"?`},
+		{[]string{"help", "stauts"}, `unknown command "stauts"; did you mean "status"?`},
+		{[]string{"--config-dir", "/x", "valdiate"}, `did you mean "validate"?`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"` + "\n"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+	}
+}
+
+// TestCLIFlagErrorsUseTheFormHelpShows: flag errors name flags with two
+// dashes, as help and the docs do, and suggest the flag meant (issue 27,
+// item 11).
+func TestCLIFlagErrorsUseTheFormHelpShows(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"validate", "-bogus"}, "macake validate: unknown flag --bogus\n"},
+		{[]string{"plan", "--detailed-exitcod"}, "unknown flag --detailed-exitcod (did you mean --detailed-exitcode?)"},
+		{[]string{"--stat-dir", "/x", "status"}, "macake: unknown flag --stat-dir (did you mean --state-dir?)"},
+		{[]string{"measure", "--streams"}, "flag --streams needs a value"},
+		{[]string{"measure", "--streams", "many"}, `invalid value "many" for --streams: `},
+		{[]string{"plan", "--json=maybe"}, `invalid boolean value "maybe" for --json: `},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		}
+		if strings.Contains(stderr, " -"+strings.TrimLeft(tc.args[len(tc.args)-1], "-")) && !strings.Contains(tc.want, "--") {
+			t.Errorf("macake %v names a flag with one dash: %q", tc.args, stderr)
+		}
+	}
+}
+
+// TestCLIHelpNamesValuesAsTheSynopsisDoes: every flag's value has a name
+// in capitals (or its choices), never Go's "value", "int" or "string",
+// and a default is said once, never as a zero value (issue 27, item 11).
+func TestCLIHelpNamesValuesAsTheSynopsisDoes(t *testing.T) {
+	for _, c := range commands {
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		for _, line := range strings.Split(stdout, "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("macake %s --help says a default twice: %q", c.name, line)
+			}
+			for _, zero := range []string{"(default 0bit)", "(default 0B)", "(default 0s)", "(default 0)"} {
+				if strings.Contains(line, zero) {
+					t.Errorf("macake %s --help shows a zero default: %q", c.name, line)
+				}
+			}
+			f := strings.Fields(line)
+			if !strings.HasPrefix(line, "  --") || len(f) < 2 {
+				continue
+			}
+			if arg := f[1]; arg != strings.ToUpper(arg) && !strings.Contains(arg, "|") {
+				t.Errorf("macake %s --help: %s takes %q; name it in capitals as the synopsis does", c.name, f[0], arg)
+			}
+		}
+	}
+}
+
+// TestCLIHelpSpeaksOfBothSystems: a help text that names macOS's objects
+// (pf, dummynet, launchd) names Linux's too, and a one-line description
+// names none without the other: the same binary runs on both (issue 27,
+// item 12).
+func TestCLIHelpSpeaksOfBothSystems(t *testing.T) {
+	mac := regexp.MustCompile(`(?i)pfctl|dnctl|dummynet|pf anchor|pf reference|pf rules|pf\.conf|launchd`)
+	linux := regexp.MustCompile(`Linux|\btc\b|systemd`)
+	for _, c := range commands {
+		if mac.MatchString(c.short) && !linux.MatchString(c.short) {
+			t.Errorf("macake %s: the description names macOS's objects only: %q", c.name, c.short)
+		}
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		if m := mac.FindString(stdout); m != "" && !linux.MatchString(stdout) {
+			t.Errorf("macake %s --help speaks of %q and never of Linux's counterpart", c.name, m)
+		}
+	}
+}
+
+// TestCLINamesNoFileOfTheSourceTree: the help, the manual and the
+// completions point to the documentation's address, never to a file of
+// a source tree the user of an installed binary does not have (issue 27,
+// item 13).
+func TestCLINamesNoFileOfTheSourceTree(t *testing.T) {
+	tree := regexp.MustCompile(`(^|[^/\w])(docs/\S+|README\.md|examples/\S*|\.\./shared\S*|reference/\S+)`)
+	texts := map[string]string{}
+	for _, c := range commands {
+		_, stdout, _ := runCLI(t, c.name, "--help")
+		texts["macake "+c.name+" --help"] = stdout
+	}
+	_, texts["macake man"], _ = runCLI(t, "man")
+	for name, text := range texts {
+		text = strings.ReplaceAll(text, docsite.Docs, "DOCS/")
+		if m := tree.FindString(text); m != "" {
+			t.Errorf("%s names %q, a file of the source tree", name, strings.TrimSpace(m))
 		}
 	}
 }

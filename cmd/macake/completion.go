@@ -15,8 +15,10 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/clidoc"
-	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/systemd"
 	"github.com/macake/macake/sim/linkmodel"
 )
 
@@ -80,7 +82,7 @@ func runCompletion(e *env, args []string) int {
 
 func runMan(e *env, args []string) int {
 	fs := manCmd.flags()
-	date := fs.String("date", "", "the page's date, e.g. \"January 2, 2026\" (default: $SOURCE_DATE_EPOCH's, else today's), for a reproducible page")
+	date := fs.String("date", "", "the page's `DATE`, e.g. \"January 2, 2026\" (default: $SOURCE_DATE_EPOCH's, else today's), for a reproducible page")
 	if done, code := manCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -150,41 +152,35 @@ func modeNames() []string {
 	return out
 }
 
-// choices is a flag value with a fixed set of values (--color).
-type choices interface{ Choices() []string }
-
-// docFlags converts a FlagSet for clidoc, leaving out the global flags
-// parse adds to every command.
+// docFlags converts a FlagSet for clidoc, with the completion of each
+// flag's value.
 func docFlags(cmd string, fs *flag.FlagSet) []clidoc.Flag {
 	var out []clidoc.Flag
 	fs.VisitAll(func(f *flag.Flag) {
-		arg, usage := flag.UnquoteUsage(f)
-		if arg == "value" {
-			arg = flagTypeName(f.Value)
-		}
-		df := clidoc.Flag{Name: f.Name, Arg: arg, Usage: usage, Default: shownDefault(f)}
-		if arg != "" {
-			df.Values = valueCompletion(cmd, f, arg)
+		df := clidoc.FlagOf(f)
+		if df.Arg != "" {
+			df.Values = valueCompletion(cmd, f, df)
 		}
 		out = append(out, df)
 	})
 	return out
 }
 
-func valueCompletion(cmd string, f *flag.Flag, arg string) clidoc.Completion {
+func valueCompletion(cmd string, f *flag.Flag, df clidoc.Flag) clidoc.Completion {
 	if h, ok := valueHints[cmd+" --"+f.Name]; ok {
 		return h
 	}
 	if h, ok := valueHints["--"+f.Name]; ok {
 		return h
 	}
-	if c, ok := f.Value.(choices); ok {
-		return clidoc.Completion{Words: c.Choices()}
+	if len(df.Values.Words) > 0 {
+		return df.Values
 	}
+	arg := df.Arg
 	switch {
-	case strings.Contains(arg, "DIR") || strings.HasSuffix(f.Name, "-dir"):
+	case arg == "DIR" || strings.HasSuffix(f.Name, "-dir"):
 		return clidoc.Completion{Kind: clidoc.Dirs}
-	case strings.Contains(arg, "FILE") || strings.Contains(arg, "PATH"):
+	case strings.HasPrefix(arg, "FILE") || arg == "PATH":
 		return clidoc.Completion{Kind: clidoc.Files}
 	}
 	return clidoc.Completion{}
@@ -241,14 +237,15 @@ on a terminal without NO_COLOR.`,
 		defaultConfigDir + "/NAME.toml\tthe policy of link NAME",
 		config.DaemonFile + "\tthe daemon settings (optional)",
 		defaultStateDir + "/state.json\tthe state file: pipe slots, pf token, measured profiles",
-		launchd.DaemonPlistPath + "\tthe LaunchDaemon that runs 'macake watch'",
-		launchd.DaemonLogPath + "\tthe daemon's log",
+		launchd.DaemonPlistPath + "\tthe LaunchDaemon that runs 'macake watch' (macOS)",
+		launchd.DaemonLogPath + "\tthe daemon's log (macOS; on Linux the journal: journalctl -u " + systemd.UnitName + ")",
+		systemd.UnitPath + "\tthe systemd unit that runs 'macake watch' (Linux)",
 	}
 	p.Sections = []clidoc.Section{
 		{Title: "Exit status", Body: strings.Join(exits, "\n")},
 		{Title: "Environment", Body: strings.Join(env, "\n")},
 		{Title: "Files", Body: strings.Join(files, "\n")},
-		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1)\n\nThe documentation in the source tree: README.md, docs/CONFIG.md, docs/OPERATIONS.md, docs/LINUX.md."},
+		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1), systemd.service(5), systemctl(1)\n\nThe documentation, at " + docsite.Docs + ": CONFIG.md (every key of a policy file), USAGE.md, OPERATIONS.md (the daemon), LINUX.md (tc and systemd), TROUBLESHOOTING.md."},
 	}
 	return p
 }

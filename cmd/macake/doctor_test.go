@@ -18,9 +18,11 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/internal/golden"
-	"github.com/macake/macake/launchd"
-	"github.com/macake/macake/launchd/launchdtest"
 	"github.com/macake/macake/sense/ifstat"
+	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
+	"github.com/macake/macake/service/launchd/launchdtest"
+	"github.com/macake/macake/service/servicetest"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -40,7 +42,7 @@ cut_refractory    = "1s"
 type doctorRig struct {
 	*rig
 	root      string
-	mem       *launchdtest.Files
+	mem       *servicetest.Files
 	launchctl *launchdtest.Launchd
 	silent    map[netip.Addr]bool
 	watch     doctor.WatchState
@@ -58,7 +60,7 @@ func newDoctorRig(t *testing.T) *doctorRig {
 		t.Fatal(err)
 	}
 	r.setPolicies(map[string]string{"starlink": doctorPolicy})
-	r.mem = launchdtest.NewFiles("/Library/LaunchDaemons", "/usr/local/bin")
+	r.mem = servicetest.NewFiles("/Library/LaunchDaemons", "/usr/local/bin")
 	r.launchctl = launchdtest.NewLaunchd(r.mem)
 	r.emu.SetClock(func() time.Time { return doctorEpoch })
 	doctorSystemHook = r.hook
@@ -111,7 +113,7 @@ func (r *doctorRig) serveDaemonStatus() {
 // installDaemon does what `sudo macake install-daemon` does, in memory.
 func (r *doctorRig) installDaemon() {
 	r.t.Helper()
-	prog := launchd.Program{Binary: "/usr/local/bin/macake", ConfigDir: r.configDir, StateDir: r.stateDir}
+	prog := service.Program{Binary: "/usr/local/bin/macake", ConfigDir: r.configDir, StateDir: r.stateDir}
 	r.mem.AddFile(prog.Binary, []byte("binary"), 0o755, 0, 0)
 	job, err := launchd.DaemonJob(prog)
 	if err != nil {
@@ -286,13 +288,13 @@ func TestDoctorJSON(t *testing.T) {
 
 // rootOwnedFS reads launchd's files from memory and everything else from
 // disk, reporting root as the owner of the test's own files.
-type rootOwnedFS struct{ mem *launchdtest.Files }
+type rootOwnedFS struct{ mem *servicetest.Files }
 
-func (f rootOwnedFS) Stat(path string) (launchd.FileInfo, error) {
+func (f rootOwnedFS) Stat(path string) (service.FileInfo, error) {
 	if fi, err := f.mem.Stat(path); err == nil {
 		return fi, nil
 	}
-	fi, err := launchd.OSFiles{}.Stat(path)
+	fi, err := service.OSFiles{}.Stat(path)
 	fi.UID, fi.GID = 0, 0
 	return fi, err
 }

@@ -12,7 +12,7 @@ import (
 var downCmd = &command{
 	name:  "down",
 	args:  "[--link NAME] [--dry-run] [--show-commands] [--json] [--color auto|always|never]",
-	short: "Remove everything macake owns (anchor, pipes, pf reference); idempotent and safe after a crash.",
+	short: "Remove everything macake owns (its pf anchor, pipes and reference; on Linux its qdiscs, filters and IFBs); idempotent and safe after a crash.",
 	long: `Flushes macake's pf anchor, deletes the dummynet pipes in macake's range that
 macake made, and gives back macake's pf enable reference (pfctl -X), which
 turns pf off again only if nothing else holds it. Nothing else is touched:
@@ -80,7 +80,7 @@ func runDown(e *env, args []string) int {
 
 func (s *invocation) down(f applyFlags) (out applyOutcome) {
 	stop, _ := s.stoppers(&out)
-	if code, ok := s.open(openForDown, nil); !ok {
+	if code, ok := s.open(openForTeardown, nil); !ok {
 		return stop(code)
 	}
 	s.selftestLeftovers(f.dryRun)
@@ -117,6 +117,9 @@ func (s *invocation) down(f applyFlags) (out applyOutcome) {
 	}
 	if f.dryRun {
 		return stop(exitOK)
+	}
+	if err := s.tokens.NotRecorded(); err != nil {
+		fmt.Fprintf(s.e.stderr, "warning: shaping removed, but down could not record it in the state file (%v): it still names the links' slots and the pf reference, which the next apply or down corrects\n", err)
 	}
 	out.plan, out.applied = res.Plan, !res.Plan.Empty()
 	if !f.json && !res.Plan.Empty() {

@@ -16,7 +16,7 @@ import (
 
 var initCmd = &command{
 	name:  "init",
-	args:  "[NAME] [--mode MODE] [--download RATE --upload RATE | --measure] [--interface IF]",
+	args:  "[NAME] [--mode MODE] [--download RATE --upload RATE | --measure] [--interface IF] [--priority N]",
 	short: "Write a first policy file for the network this machine is on now.",
 	long: `Detects the interface that carries the default route, its gateway's IP and
 MAC address and, where the OS still tells it, the Wi-Fi network's name
@@ -34,8 +34,10 @@ this network.
 
 NAME defaults to the SSID, else the interface, as a valid link name
 ("My iPhone" becomes my-iphone). init never overwrites a file: if NAME.toml
-exists it says so and exits 1. What it writes passes 'macake validate'.
-It then prints the next three commands to run.
+exists it says so and exits 1. What it writes passes 'macake validate': a
+second policy for the same network needs another --priority (the higher
+one wins here), else nothing is written. It then prints the next three
+commands to run.
 
 Writing /etc/macake/links.d needs root.
 
@@ -51,6 +53,7 @@ func runInit(e *env, args []string) int {
 	var mode config.Mode
 	var down, up config.Rate
 	var iface string
+	var priority int
 	var doMeasure bool
 	var m measureOpts
 	fs.Func("mode", "shaper `MODE`: autorate (default), balanced, fixed or off", func(s string) error { return mode.UnmarshalText([]byte(s)) })
@@ -58,6 +61,7 @@ func runInit(e *env, args []string) int {
 	fs.Var(&up, "upload", "base upload rate, e.g. 20mbit")
 	fs.BoolVar(&doMeasure, "measure", false, "measure the link first and write 95 % of its capacity as the rates")
 	fs.StringVar(&iface, "interface", "", "the interface `IF` to shape (default: the one carrying the default route)")
+	fs.IntVar(&priority, "priority", 0, "match.priority: where several policies match this network, the highest wins")
 	m.register(fs)
 	done, code, operands := initCmd.parseInterspersed(e, fs, args)
 	if done {
@@ -73,6 +77,9 @@ func runInit(e *env, args []string) int {
 	name := ""
 	if len(operands) == 1 {
 		name = operands[0]
+		if err := draft.CheckName(name); err != nil {
+			return usage("%v", err)
+		}
 	}
 	if doMeasure && (down != 0 || up != 0) {
 		return usage("--measure writes the measured rates: give it or --download/--upload, not both")
@@ -106,7 +113,7 @@ func runInit(e *env, args []string) int {
 	}
 	d := draft.Draft{
 		Name: name, Interface: f.Name, GatewayIP: f.GatewayIP, GatewayMAC: f.GatewayMAC, SSID: f.SSID,
-		Mode: mode, Download: down, Upload: up, Written: time.Now(),
+		Priority: priority, Mode: mode, Download: down, Upload: up, Written: time.Now(),
 	}
 	if d.Name == "" {
 		if d.Name = draft.NameFor(f.SSID, f.Name); d.Name == "" {
@@ -133,7 +140,7 @@ func runInit(e *env, args []string) int {
 	}
 	path, err := draft.WriteNewPolicy(e.configDir, d.Name, text)
 	if err != nil {
-		if errors.Is(err, draft.ErrPolicyExists) {
+		if errors.Is(err, draft.ErrPolicyExists) || errors.As(err, new(*draft.ConflictError)) {
 			return fail("%v", err)
 		}
 		return fail("%v%s", err, rootHint(e))
@@ -164,21 +171,20 @@ func runInit(e *env, args []string) int {
 }
 
 // nextCommands are the three commands to run after init, with what each
-// does: measure first when the rates are "auto".
+// does: measure first when the rates are "auto". Each repeats the
+// directories init was given.
 func nextCommands(e *env, d draft.Draft) [][2]string {
-	dir := ""
-	if e.configDir != defaultConfigDir {
-		dir = " --config-dir " + e.configDir
-	}
-	first := [2]string{"macake" + dir + " validate", "check it, and the other policies"}
+	run := e.invocation().Command
+	first := [2]string{run(false, "validate"), "check it, and the other policies"}
 	if d.Download == 0 {
-		first = [2]string{"sudo macake" + dir + " measure --link " + d.Name, "measure the link: \"auto\" becomes 95 % of it"}
+		first = [2]string{run(true, "measure", "--link", d.Name), "measure the link: \"auto\" becomes 95 % of it"}
 	}
-	return [][2]string{
-		first,
-		{"sudo macake" + dir + " plan", "see what applying it would change"},
-		{"sudo macake" + dir + " install-daemon", "shape it now and keep it adapting (or: apply)"},
+	last := [2]string{run(true, "install-daemon"), "shape it now and keep it adapting (or: apply)"}
+	if _, err := installableService(e); err != nil {
+		// No launchd or systemd to keep watch running: shape it once.
+		last = [2]string{run(true, "apply"), "shape it now (run `macake watch` under your init to keep it adapting)"}
 	}
+	return [][2]string{first, {run(true, "plan"), "see what applying it would change"}, last}
 }
 
 func interfaceNames(f linkfacts.Facts) string {

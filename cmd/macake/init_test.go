@@ -10,6 +10,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service/systemd"
 	"github.com/macake/macake/shape"
 )
 
@@ -86,7 +87,7 @@ func TestInitWritesAPolicyValidateAccepts(t *testing.T) {
 				wants = append(wants, `# download = { min = "`+lo.String()+`", max = "`+hi.String()+`" }`)
 			}
 			mustContain(t, "the policy", string(text), wants...)
-			mustContain(t, "init's output", stdout, "Wrote "+path, "Next:", tc.first, "plan", "install-daemon")
+			mustContain(t, "init's output", stdout, "Wrote "+path, "Next:", tc.first, "plan")
 			var next int
 			for _, l := range strings.Split(stdout[strings.Index(stdout, "Next:"):], "\n")[1:] {
 				if strings.HasPrefix(l, "  ") {
@@ -112,14 +113,28 @@ func TestInitNeverOverwrites(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "# mine\n[match]\ninterface = \"en5\"\n" {
 		t.Errorf("the file was changed:\n%s", b)
 	}
-	// A second policy for the same network would make every apply refuse.
+	// A second policy for the same network would make every apply refuse:
+	// nothing is written, the message cites no place in a file that is
+	// not there, and says how to write it (issue 27, item 11).
 	run("init", "first")
 	code, _, stderr = run("init", "second")
-	if code != exitFailure || !strings.Contains(stderr, "cannot be told apart") {
+	second := filepath.Join(dir, "second.toml")
+	if code != exitFailure || !strings.Contains(stderr, `link "second" would match the same network as "first"`) ||
+		!strings.Contains(stderr, "(--priority 1)") || strings.Contains(stderr, second) {
 		t.Errorf("a second policy for this network: exit %d, %q", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "second.toml")); err == nil {
+	if _, err := os.Stat(second); err == nil {
 		t.Error("the indistinguishable policy was left behind")
+	}
+	if code, _, stderr = run("init", "second", "--priority", "1"); code != exitOK {
+		t.Fatalf("init second --priority 1: exit %d, %q", code, stderr)
+	}
+	if code, out, stderr := run("validate"); code != exitOK {
+		t.Errorf("validate after init --priority: exit %d\n%s%s", code, out, stderr)
+	}
+	l, _, err := config.LoadFile(second, config.LoadOptions{SkipOwnershipCheck: true})
+	if err != nil || l.Match.Priority != 1 {
+		t.Errorf("second.toml: priority %d, %v", l.Match.Priority, err)
 	}
 }
 
@@ -137,7 +152,8 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 		{homeFacts, []string{"--measure", "--download", "1mbit", "--upload", "1mbit"}, exitUsage, "not both"},
 		{homeFacts, []string{"--mode", "turbo"}, exitUsage, "turbo"},
 		{homeFacts, []string{"a", "b"}, exitUsage, "one link NAME at most"},
-		{homeFacts, []string{"Bad Name"}, exitFailure, `link name "Bad Name"`},
+		{homeFacts, []string{"Bad Name"}, exitUsage, `link name "Bad Name"`},
+		{homeFacts, []string{"Bad_Name"}, exitUsage, `such as "bad_name"`},
 	} {
 		_, run := initRig(t, tc.facts)
 		code, _, stderr := run(append([]string{"init"}, tc.args...)...)
@@ -153,5 +169,56 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 	l, _, err := config.LoadFile(filepath.Join(dir, "en5.toml"), config.LoadOptions{})
 	if err != nil || l.Match.GatewayIP.String() != "10.64.0.1" {
 		t.Errorf("without a MAC: %+v, %v", l.Match, err)
+	}
+}
+
+// TestInitNextStepsKeepTheDirectories: every command init prints repeats
+// the --config-dir and --state-dir it was given, so that, followed as
+// printed, none acts on /etc/macake or the default state directory
+// (issue 27, item 10).
+func TestInitNextStepsKeepTheDirectories(t *testing.T) {
+	dir, _ := initRig(t, homeFacts)
+	stateDir := filepath.Join(t.TempDir(), "my state")
+	code, stdout, stderr := runCLI(t, "--config-dir", dir, "--state-dir", stateDir, "init")
+	if code != exitOK {
+		t.Fatalf("init: exit %d\n%s", code, stderr)
+	}
+	next := strings.Split(strings.TrimSpace(stdout[strings.Index(stdout, "Next:"):]), "\n")[1:]
+	for _, l := range next {
+		if !strings.Contains(l, "macake --config-dir "+dir+" --state-dir '"+stateDir+"' ") {
+			t.Errorf("a next step without the directories: %q", l)
+		}
+	}
+	if len(next) != 3 || !strings.Contains(next[0], "measure --link my-iphone") {
+		t.Errorf("next steps:\n%s", strings.Join(next, "\n"))
+	}
+}
+
+// TestInitNextStepPerSystem: the last step keeps the link shaped where
+// there is a service manager to install into (launchd, systemd), else
+// shapes it once: on Linux without systemd install-daemon cannot work
+// (issue 27, item 1).
+func TestInitNextStepPerSystem(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		machine func(t *testing.T) *fakeMac
+		want    string
+	}{
+		{"macOS", newFakeMac, " install-daemon  # shape it now and keep it adapting (or: apply)"},
+		{"Linux with systemd", newFakeLinux, " install-daemon  # shape it now and keep it adapting (or: apply)"},
+		{"Linux without systemd", func(t *testing.T) *fakeMac {
+			m := newFakeLinux(t)
+			m.files.Remove(systemd.BootedMarker)
+			return m
+		}, " apply  # shape it now (run `macake watch` under your init to keep it adapting)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.machine(t)
+			_, run := initRig(t, homeFacts)
+			code, stdout, stderr := run("init", "home", "--download", "10mbit", "--upload", "2mbit")
+			if code != exitOK || !strings.Contains(stdout, tc.want) {
+				t.Errorf("exit %d, stderr %q; stdout lacks %q:\n%s", code, stderr, tc.want, stdout)
+			}
+		})
 	}
 }

@@ -3,15 +3,14 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	iofs "io/fs"
 	"net"
-	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/macake/macake/daemon"
@@ -102,7 +101,7 @@ func (o *measureOpts) check() error {
 func runMeasure(e *env, args []string) int {
 	fs := measureCmd.flags()
 	var o measureOpts
-	fs.StringVar(&o.link, "link", "", "the policy (links.d/NAME.toml) to measure, through its own interface, and save the profile for; it must match this network; default: the one matching this network on the default route's interface")
+	fs.StringVar(&o.link, "link", "", "the policy (links.d/`NAME`.toml) to measure, through its own interface, and save the profile for; it must match this network; default: the one matching this network on the default route's interface")
 	serve := fs.String("serve", "", "run the speed-test server on `ADDR` (e.g. :8080) until interrupted, instead of measuring")
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")
@@ -231,16 +230,9 @@ func serveSpeedtest(e *env, addr string) int {
 		}
 		return exitFailure
 	}
-	srv := &http.Server{Handler: speedtest.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "serving the macake speed test on http://%s (Ctrl-C to stop)\n", ln.Addr())
-	go func() {
-		<-e.ctx.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+	local, _ := net.InterfaceAddrs()
+	fmt.Fprintf(e.stderr, "serving the macake speed test (Ctrl-C to stop); measure against it with --server %s\n", strings.Join(speedtest.URLs(ln.Addr(), local), " or "))
+	if err := speedtest.Serve(e.ctx, ln); err != nil {
 		fmt.Fprintf(e.stderr, "macake measure --serve: %v\n", err)
 		return exitFailure
 	}

@@ -98,7 +98,8 @@ func sendPause(e *env, c *command, links []string, d time.Duration, asJSON bool)
 	p, err := statusapi.SendPause(e.ctx, socket, link, d)
 	switch {
 	case errors.Is(err, statusapi.ErrNotRunning):
-		fmt.Fprintf(e.stderr, "macake %s: %v.\nPause and resume act on a running 'macake watch'; without it, 'sudo macake down' takes the shaping off and 'sudo macake apply' puts it back.\n", c.name, err)
+		fmt.Fprintf(e.stderr, "macake %s: %v.\nPause and resume act on a running 'macake watch'; without it, '%s' takes the shaping off and '%s' puts it back.\n",
+			c.name, err, e.invocation().Command(true, "down"), e.invocation().Command(true, "apply"))
 		return exitUnavailable
 	case errors.Is(err, statusapi.ErrPermission):
 		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)

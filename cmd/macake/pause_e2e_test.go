@@ -115,7 +115,7 @@ func TestPauseE2E(t *testing.T) {
 	if code := w.stop(15); code != 0 {
 		t.Fatalf("watch exited %d", code)
 	}
-	if code, _, stderr := m.run("pause"); code != exitUnavailable || !strings.Contains(stderr, "sudo macake down") {
+	if code, _, stderr := m.run("pause"); code != exitUnavailable || !strings.Contains(stderr, "--state-dir "+m.stateDir+" down' takes the shaping off") {
 		t.Errorf("pause without watch: exit %d\n%s", code, stderr)
 	}
 }

@@ -32,7 +32,10 @@ func TestPlanOutThenApplyFile(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	file := filepath.Join(t.TempDir(), "reviewed.plan")
 	stdout, _ := r.mustRun(exitOK, "plan", "--out", file)
-	mustContain(t, "plan --out", stdout, `+ pipe 48001 "starlink/upload"`, "Plan: 4 to create", "Saved the plan to "+file, "sudo macake apply "+file)
+	mustContain(t, "plan --out", stdout, `+ pipe 48001 "starlink/upload"`, "Plan: 4 to create", "Saved the plan to "+file,
+		// The command repeats the directories it was made with (issue
+		// 27, item 10).
+		"sudo macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" apply "+file)
 	if n := len(r.emu.MutatingCalls()); n != 0 {
 		t.Fatalf("plan --out changed the system (%d calls)", n)
 	}
@@ -46,12 +49,17 @@ func TestPlanOutThenApplyFile(t *testing.T) {
 	stdout, _ = r.mustRun(exitOK, "plan")
 	mustContain(t, "plan after apply FILE", stdout, "No changes.")
 
-	// Applying it again: the pipes it would create exist now.
+	// Applying it again: the pipes it would create exist now. One line
+	// says so, as terraform's "Saved plan is stale", not one for each of
+	// its ops and one for the slots it saved (issue 27, item 14).
 	code, _, stderr := r.run("apply", file)
 	if code != exitFailure {
 		t.Fatalf("second apply of the same plan: exit %d, want 1\n%s", code, stderr)
 	}
-	mustContain(t, "second apply FILE", stderr, "no longer fits", "the live state changed", "state file's pipe slots changed", "nothing was changed")
+	mustContain(t, "second apply FILE", stderr, "no longer fits", "  - it was applied already: the live state and the state file are what it makes\n", "nothing was changed")
+	if n := strings.Count(stderr, "\n  - "); n != 1 {
+		t.Errorf("second apply FILE: %d findings, want 1:\n%s", n, stderr)
+	}
 }
 
 // TestApplyFileRefusesWhatChanged: each input of a saved plan, changed
@@ -76,7 +84,10 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 		{"network changed", func(r *rig) { r.setFacts(cableFacts) }, []string{"the network changed: en0 was"}},
 		{"live state changed", func(r *rig) {
 			r.emu.Foreign(context.Background(), "", "dnctl", "pipe", "48002", "config", "bw", "1000Kbit/s", "queue", "50Kbytes")
-		}, []string{"the live state changed", `pipe 48002 "starlink/download"`}},
+		}, []string{"the live state changed: 1 change of the plan no longer fits it ('~ pipe 48002", `pipe 48002 "starlink/download"`}},
+		{"live state taken down", func(r *rig) {
+			r.emu.Foreign(context.Background(), "", "dnctl", "-q", "flush")
+		}, []string{"the live state changed: 1 change of the plan no longer fits it", "and it now needs 2 others ('+ pipe 48001"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
@@ -92,7 +103,7 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 			if code != exitFailure {
 				t.Fatalf("apply FILE after %s: exit %d, want 1\n%s", tc.name, code, stderr)
 			}
-			mustContain(t, "refusal", stderr, append(tc.want, "no longer fits what it was made from; nothing was changed", "macake plan --out FILE")...)
+			mustContain(t, "refusal", stderr, append(tc.want, "no longer fits what it was made from; nothing was changed", "macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" plan --out FILE")...)
 			if after := r.emu.Snapshot().String(); after != before {
 				t.Errorf("a refused plan changed the system:\nbefore\n%s\nafter\n%s", before, after)
 			}
@@ -231,8 +242,8 @@ func TestApplyAndDownOneLink(t *testing.T) {
 func TestLinkScopeKeepsOtherLinksProblemsOut(t *testing.T) {
 	auto := strings.Replace(ltePolicy, `download = "30mbit"`, `download = "auto"`, 1)
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": auto}, twoLinkFacts)
-	if code, _, stderr := r.run("apply"); code != exitConfig {
-		t.Fatalf("apply with an unmeasured auto rate: exit %d, want 78\n%s", code, stderr)
+	if code, _, stderr := r.run("apply"); code != exitUnavailable {
+		t.Fatalf("apply with an unmeasured auto rate: exit %d, want 69\n%s", code, stderr)
 	}
 	stdout, _ := r.mustRun(exitOK, "apply", "--link", "starlink")
 	mustContain(t, "apply --link starlink", stdout, `+ pipe 48001 "starlink/upload"`)

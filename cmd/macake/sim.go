@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/sim/autorate"
@@ -37,17 +38,17 @@ as MaCake reports it.
 
 Deterministic: the same flags and seed give the same numbers on any machine.
 
-With --traces DIR, every trace in the directory (../shared/traces) runs with
+With --traces DIR, every trace in the directory (mahimahi or rate-series CSV files) runs with
 several seeds and start offsets, and one table compares the controllers per
 trace by their median score. A controller wins a trace when its D95 is no
 higher and its U at most 0.02 lower, one of them by more than the noise;
 otherwise a score higher by more than the noise wins; else it is a tie
-(docs/MEASUREMENTS.md).
+(` + docsite.Page("MEASUREMENTS.md", "") + `).
 
 Examples:
   macake sim --link starlink --svg starlink.svg
-  macake sim --trace ../shared/traces/mahimahi/TMobile-LTE-short.down
-  macake sim --traces ../shared/traces --controllers upstream,ours
+  macake sim --trace traces/TMobile-LTE-short.down    (a mahimahi trace)
+  macake sim --traces traces --controllers upstream,ours
 
 Exit status: 0 success; 1 a trace cannot be read or a run failed; 64 usage
 (a flag's value or combination, e.g. an unknown --link model); 78 the
@@ -64,29 +65,29 @@ func runSim(e *env, args []string) int {
 		svg    string
 		asJSON bool
 	)
-	fs.StringVar(&f.Link, "link", "", "built-in link model: "+strings.Join(linkmodel.Names, ", "))
+	fs.StringVar(&f.Link, "link", "", "built-in link `MODEL`: "+strings.Join(linkmodel.Names, ", "))
 	fs.StringVar(&f.Trace, "trace", "", "capacity trace `FILE[:COLUMN]` (mahimahi or a rate-series CSV)")
-	fs.StringVar(&f.Traces, "traces", "", "run every trace in `DIR` (e.g. ../shared/traces) and print one table")
+	fs.StringVar(&f.Traces, "traces", "", "run every trace in `DIR` (mahimahi or rate-series CSV files) and print one table")
 	fs.StringVar(&f.Policy, "policy", "", "links.d policy `FILE`: adds the controller `macake watch` builds from it (arm \"policy\"); upstream and ours take its rate bounds")
 	durationVar(fs, &f.Duration, "duration", 60*time.Second, "simulated time per run")
 	fs.IntVar(&f.Flows, "flows", 4, "bulk TCP flows per loaded direction")
-	fs.StringVar(&f.Direction, "direction", "", "loaded directions: both, download or upload (default: both for --link, the trace's own for a trace)")
-	fs.StringVar(&f.CC, "cc", "cubic", "congestion control of the flows: cubic or reno")
+	fs.StringVar(&f.Direction, "direction", "", "the loaded `DIRECTION`: both, download or upload (default: both for --link, the trace's own for a trace)")
+	fs.StringVar(&f.CC, "cc", "cubic", "congestion control `ALGORITHM` of the flows: cubic or reno")
 	durationVar(fs, &f.Buffer, "buffer", 0, "bottleneck buffer, in time at mean capacity, 10ms–1m (default: 1 s; the starlink model 250 ms)")
 	durationVar(fs, &f.BaseRTT, "base-rtt", 0, "base RTT of the path (default: the model's or the trace class's)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "random seed (link model, jitter, losses, flow starts)")
 	durationVar(fs, &f.Offset, "offset", 0, "where in the trace to start")
-	fs.StringVar(&f.Controllers, "controllers", "", "comma-separated controllers to compare (default "+simrun.DefaultControllers()+"); available: "+strings.Join(simrun.AvailableControllers(), ", ")+
+	fs.StringVar(&f.Controllers, "controllers", "", "comma-separated `CONTROLLERS` to compare (default "+simrun.DefaultControllers()+"); available: "+strings.Join(simrun.AvailableControllers(), ", ")+
 		"; and variants such as upstream+CutToAchieved, ours-CutToAchieved or ours@AchievedCut=0.8@Dir.DelayThreshold=20ms (switches: "+strings.Join(autorate.Switches(), ", ")+"; @Field=value sets a field of controller.Config, Dir.Field both directions)")
-	fs.StringVar(&f.Queue, "queue", "auto", "pipe queue at each rate change: auto (the daemon's: min of the BDP and 20 ms), bdp, a delay target like 10ms, or a size like 256KB")
-	fs.StringVar(&f.Shaper, "shaper", "dummynet", "the pipes' drop rule: dummynet (macOS: full once over the limit) or htb (Linux htb + bfifo: a packet that does not fit)")
+	fs.StringVar(&f.Queue, "queue", "auto", "the pipe `QUEUE` at each rate change: auto (the daemon's: min of the BDP and 20 ms), bdp, a delay target like 10ms, or a size like 256KB")
+	fs.StringVar(&f.Shaper, "shaper", "dummynet", "the pipes' drop rule, the `SHAPER`: dummynet (macOS: full once over the limit) or htb (Linux htb + bfifo: a packet that does not fit)")
 	durationVar(fs, &f.ActuationDelay, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
 	fs.IntVar(&f.ProbeBurst, "probe-burst", 1, "probes sent at once by the 6-reflector prober: 1 one every 50 ms (cake-autorate), 2 two every 100 ms (macake watch), up to 6")
 	durationVar(fs, &f.Warmup, "warmup", 2*time.Second, "start of the run left out of the metrics")
 	durationVar(fs, &f.LostDelay, "lost-delay", score.DefaultLostDelay, "the delay a lost probe or call packet counts as in D50–D99 and the score")
 	fs.StringVar(&f.Loss, "loss", "", "random loss at the bottleneck, `DOWN,UP` probabilities (e.g. 0.0001,0.002 as LeoCC models Starlink)")
-	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the variants the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+": the 36 variants of the tuning grid macake's law was chosen from; none: no estimate)")
-	fs.StringVar(&f.Phases, "phases", "auto", "controller for the off/on/off table (auto, none to skip)")
+	fs.StringVar(&f.Candidates, "candidates", "", "with --traces: the `VARIANTS` the leave-one-source-out estimate chooses among, run besides --controllers (default "+simrun.DefaultCandidates+": the 36 variants of the tuning grid macake's law was chosen from; none: no estimate)")
+	fs.StringVar(&f.Phases, "phases", "auto", "`CONTROLLER` for the off/on/off table (auto, none to skip)")
 	fs.StringVar(&svg, "svg", "", "write rates, capacity and added delay over time to `FILE`")
 	fs.BoolVar(&asJSON, "json", false, "print the results as JSON")
 	durationVar(fs, &f.Rebin, "rebin", 0, "replay the trace as one rate per `STEP` (e.g. 100ms, as a tc testbed does) instead of its exact delivery opportunities")

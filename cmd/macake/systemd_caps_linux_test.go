@@ -12,12 +12,12 @@ import (
 
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
-	"github.com/macake/macake/launchd"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/service/systemd"
 )
 
 // TestNetnsSystemdUnitCapabilitiesSuffice: the watch unit keeps only
-// launchd.SystemdWatchCapabilities (CapabilityBoundingSet=) and sets
+// systemd.WatchCapabilities (CapabilityBoundingSet=) and sets
 // NoNewPrivileges=; root with exactly those shapes a real interface with
 // tc, converges and removes it all again. Without CAP_NET_ADMIN the same
 // apply fails, so the restriction is real. (The rest of the sandbox needs
@@ -45,7 +45,7 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 	env := []string{"MACAKE_BACKEND=tc", linkfacts.EnvFile + "=" + facts, "NO_COLOR=1"}
 
 	var keep []string
-	for _, c := range launchd.SystemdWatchCapabilities {
+	for _, c := range systemd.WatchCapabilities {
 		keep = append(keep, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
 	}
 	// As systemd starts the unit: root, the bounding set cut to the unit's,
@@ -66,7 +66,7 @@ func TestNetnsSystemdUnitCapabilitiesSuffice(t *testing.T) {
 		t.Logf("without CAP_NET_ADMIN: %v\n%s", err, out)
 	}
 	if out, err := run(unitCaps, "apply"); err != nil {
-		t.Fatalf("apply with the unit's capabilities %v: %v\n%s", launchd.SystemdWatchCapabilities, err, out)
+		t.Fatalf("apply with the unit's capabilities %v: %v\n%s", systemd.WatchCapabilities, err, out)
 	}
 	if q := host.TC("qdisc", "show", "dev", netns.ClientDev); !strings.Contains(q, "4d4b:") {
 		t.Fatalf("%s is not shaped after apply:\n%s", netns.ClientDev, q)

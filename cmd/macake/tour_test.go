@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/internal/golden"
-	"github.com/macake/macake/launchd"
+	"github.com/macake/macake/service"
 )
 
 // The tour's display: the commands as a user types them, on a Mac with
@@ -46,7 +46,7 @@ func newTour(t *testing.T) *tour {
 	defaultStateDir = r.stateDir
 	t.Cleanup(func() { defaultStateDir = saved })
 	m := newFakeMac(t)
-	if err := m.files.MkdirAll(r.configDir, 0o755, launchd.RootWheel); err != nil {
+	if err := m.files.MkdirAll(r.configDir, 0o755, service.RootWheel); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(t.TempDir()) // a saved plan's relative name lands here

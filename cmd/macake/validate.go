@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/macake/macake/backend/tc"
@@ -17,6 +18,7 @@ import (
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/session"
 	"github.com/macake/macake/shape"
+	"github.com/macake/macake/state"
 )
 
 var validateCmd = &command{
@@ -62,7 +64,7 @@ type validateReport struct {
 func runValidate(e *env, args []string) int {
 	fs := validateCmd.flags()
 	asJSON := fs.Bool("json", false, "print one JSON document (links, warnings, errors)")
-	target := fs.String("target", runtime.GOOS, "the system the policies are for: darwin (pf + dummynet) or linux (tc)")
+	target := fs.String("target", runtime.GOOS, "the `SYSTEM` the policies are for: darwin (pf + dummynet) or linux (tc)")
 	if done, code := validateCmd.parse(e, fs, args); done {
 		return code
 	}
@@ -85,6 +87,9 @@ func runValidate(e *env, args []string) int {
 		opts.CheckCake = cakeCheckOnThisSystem(e)
 	}
 
+	settings, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
+	opts.Invocation = e.invocation()
+	opts.Measured = measuredIn(settings.StateDirFor(e.stateDir, e.stateDir == defaultStateDir))
 	links, warnings, err := config.Load(e.configDir, opts)
 	if e.ctx.Err() != nil {
 		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", context.Cause(e.ctx))
@@ -94,7 +99,6 @@ func runValidate(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "note: not running as root: the [cake] options are not tried on this kernel and iproute2")
 	}
 	problems := config.Problems(err)
-	_, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
 	warnings = append(warnings, dwarn...)
 	problems = append(problems, config.Problems(derr)...)
 
@@ -147,6 +151,22 @@ func runValidate(e *env, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "ok: %s (%s)\n", plural(len(links), "link"), strings.Join(names, ", "))
 	return code
+}
+
+// measuredIn tells validate whether a link has been measured, from the
+// state file in dir, read once when the first policy with "auto" rates
+// asks.
+func measuredIn(dir string) func(link string) (measured, known bool) {
+	var st *state.State
+	var err error
+	read := sync.OnceFunc(func() { st, err = state.Load(dir) })
+	return func(link string) (bool, bool) {
+		read()
+		if err != nil {
+			return false, false
+		}
+		return st.MeasuredLink(link), true
+	}
 }
 
 func plural(n int, noun string) string {

@@ -224,3 +224,31 @@ func TestValidateStopsOnSignal(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the interruption on stderr", code, out.String(), errb.String())
 	}
 }
+
+// TestValidateWarnsOfAnUnmeasuredAutoRate: a policy whose rates are
+// "auto" is valid, but plan and apply refuse it until the link is
+// measured: validate says so, with the command in the directories it was
+// given, until the state file holds a measurement of the link (issue 27,
+// item 4).
+func TestValidateWarnsOfAnUnmeasuredAutoRate(t *testing.T) {
+	dir, stateDir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(dir, "lte.toml"), []byte("[match]\ninterface = \"en0\"\n[shaper]\ndownload = \"auto\"\nupload = \"auto\"\n"), 0o644)
+	validate := func() (int, string) {
+		code, _, stderr := validateAs(t, 501, "--config-dir", dir, "--state-dir", stateDir, "validate")
+		return code, stderr
+	}
+	code, stderr := validate()
+	want := dir + `/lte.toml:4:1: warning: shaper.download and shaper.upload are "auto": plan, apply and watch shape link "lte" only on a network "sudo macake --config-dir ` +
+		dir + ` --state-dir ` + stateDir + ` measure --link lte" has measured, and it has measured none yet`
+	if code != exitOK || !strings.Contains(stderr, want) {
+		t.Errorf("unmeasured: exit %d, stderr %q; want 0 and %q", code, stderr, want)
+	}
+	os.WriteFile(filepath.Join(stateDir, "state.json"), []byte(`{"version":1,"profiles":{"lte@74:24:9f:00:00:01":{"download_capacity_bits_per_second":20000000,"upload_capacity_bits_per_second":5000000}}}`), 0o600)
+	if code, stderr := validate(); code != exitOK || strings.Contains(stderr, "warning") {
+		t.Errorf("measured: exit %d, stderr %q; want no warning", code, stderr)
+	}
+	os.WriteFile(filepath.Join(stateDir, "state.json"), []byte(`{"version":1,"profiles":{"other":{"download_capacity_bits_per_second":20000000}}}`), 0o600)
+	if code, stderr := validate(); code != exitOK || !strings.Contains(stderr, "it has measured none yet") {
+		t.Errorf("another link measured: exit %d, stderr %q; want the warning", code, stderr)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon"
+	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/logging"
 )
 
@@ -16,8 +17,8 @@ var watchCmd = &command{
 	name:  "watch",
 	args:  "[--teardown-on-exit] [--log-file PATH] [--log-level LEVEL] [--drift-interval DURATION]",
 	short: "Run the daemon: reconcile on file and link changes, repair drift, run the controllers.",
-	long: `The daemon, run by launchd (see 'macake install-daemon'); it stays in the
-foreground and logs with one line per event (docs/OPERATIONS.md).
+	long: `The daemon, run by launchd or systemd (see 'macake install-daemon'); it stays in the
+foreground and logs with one line per event (` + docsite.Page("OPERATIONS.md", "logs-and-metrics") + `).
 
 It applies the policy files as 'macake apply' does, then keeps the live state
 matching them:
@@ -27,14 +28,16 @@ matching them:
     file removes its link;
   - when the network changes (another Wi-Fi, Ethernet, a hotspot), the policy
     that matches it takes over, starting from the rate last known to be good on
-    that network, and the old link's pipes and rules go;
+    that network, and the old link's shaping goes;
   - every --drift-interval it re-reads everything and repairs what another tool
-    changed: a flushed anchor, a deleted or reconfigured pipe, pf disabled (it
-    takes a fresh pf reference). If pf.conf lost its dummynet-anchor line, it
-    logs the exact line to add and applies nothing; it never edits pf.conf;
+    changed: on macOS a flushed anchor, a deleted or reconfigured pipe, pf
+    disabled (it takes a fresh pf reference); if pf.conf lost its
+    dummynet-anchor line, it logs the exact line to add and applies nothing (it
+    never edits pf.conf); on Linux a deleted or replaced qdisc, filter or IFB;
   - each active link in autorate or balanced mode runs a controller that probes
-    the link's reflectors and sets the pipe rates from the measured latency,
-    one 'dnctl pipe N config' per change. fixed and off links are observed only.
+    the link's reflectors and sets the shaper's rates from the measured latency,
+    one change per decision ('dnctl pipe N config' on macOS, a qdisc change
+    over netlink on Linux). fixed and off links are observed only.
 
 It holds the state lock while it runs, so 'apply' and 'down' say that it is
 running instead of fighting it; 'macake status' asks it over the socket
@@ -47,7 +50,7 @@ Logs go to log_file from macake.toml, else to --log-file, else to standard
 error. A log file rotates itself at 10 MiB, keeping 5 old files.
 
 Exit status: 0 after SIGTERM/SIGINT; 1 failure (including another watch
-running); 64 usage; 69 pfctl/dnctl unavailable; 77 not root; 78 the daemon
+running); 64 usage; 69 pfctl/dnctl (Linux: tc/ip) unavailable; 77 not root; 78 the daemon
 settings (macake.toml) are invalid. Policy file errors never stop it.`,
 }
 
@@ -77,7 +80,7 @@ func runWatch(e *env, args []string) int {
 	var f watchFlags
 	fs.BoolVar(&f.teardown, "teardown-on-exit", false, "remove everything macake owns when stopped (default: leave shaping in place)")
 	fs.StringVar(&f.logFile, "log-file", "", "write the log to `PATH`, rotated, unless macake.toml sets log_file (the launchd job passes /var/log/macake/watch.log)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "lowest level logged: debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "the lowest `LEVEL` logged: debug, info, warn or error")
 	durationVar(fs, &f.drift, "drift-interval", daemon.DefaultDriftInterval, "how often to re-read everything and repair drift")
 	if done, code := watchCmd.parse(e, fs, args); done {
 		return code

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/docsite"
 
 	"github.com/macake/macake/shape"
 )
@@ -30,6 +31,9 @@ type Draft struct {
 	GatewayIP  netip.Addr
 	GatewayMAC config.HardwareAddr
 	SSID       string
+	// Priority is match.priority: higher wins where several policies
+	// match; 0, the default, is left commented out.
+	Priority int
 	// Mode is the shaper mode; "" is the default.
 	Mode config.Mode
 	// Download and Upload are the base rates; 0 writes "auto" (95 % of
@@ -73,13 +77,26 @@ func NameFor(ssid, iface string) string {
 	return ""
 }
 
+// CheckName checks a link name given to init, saying which valid name it
+// probably meant ("Bad_Name" is "bad_name").
+func CheckName(name string) error {
+	if config.ValidLinkName(name) {
+		return nil
+	}
+	err := fmt.Sprintf("link name %q: want 1-32 of a-z, 0-9, _ and -, starting with a letter or digit", name)
+	if s := NameFor(name, ""); s != "" {
+		err += fmt.Sprintf(", such as %q", s)
+	}
+	return errors.New(err)
+}
+
 // Render writes the draft as a policy file: the detected match keys and
 // the rates set, every other key commented out with its default (from
 // Defaults) and what it does. What it writes parses back (Parse) to the
 // draft's policy; a draft that would not is an error.
 func (d Draft) Render() ([]byte, error) {
-	if !config.ValidLinkName(d.Name) {
-		return nil, fmt.Errorf("link name %q: want 1-32 of a-z, 0-9, _ and -, starting with a letter or digit", d.Name)
+	if err := CheckName(d.Name); err != nil {
+		return nil, err
 	}
 	if err := shape.CheckInterfaceName(d.Interface); err != nil {
 		return nil, fmt.Errorf("interface: %w", err)
@@ -93,7 +110,7 @@ func (d Draft) Render() ([]byte, error) {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	q := strconv.Quote
 
-	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+config.ConfigDocURL+".",
+	b.WriteString(commentLines(fmt.Sprintf("Policy for link %q, written by `macake init` on %s for the network it found: %s. A commented key shows its default; every key is explained at "+docsite.Page("CONFIG.md", "")+".",
 		d.Name, d.Written.Format(time.DateOnly), d.network())))
 	b.WriteString("\n")
 	w("description = %s\n\n", q(d.description()))
@@ -112,7 +129,11 @@ func (d Draft) Render() ([]byte, error) {
 	case d.GatewayIP.IsValid():
 		w("# gateway_ip = %s  # DHCP may hand out another; the MAC above stays\n", q(d.GatewayIP.String()))
 	}
-	w("# priority  = %d              # higher wins when several policies match\n\n", def.Match.Priority)
+	if d.Priority != def.Match.Priority {
+		w("priority    = %d    # higher wins when several policies match\n\n", d.Priority)
+	} else {
+		w("# priority  = %d              # higher wins when several policies match\n\n", def.Match.Priority)
+	}
 
 	w("[shaper]\n")
 	w("mode     = %s   # autorate | balanced | fixed | off\n", q(string(mode)))
@@ -213,21 +234,51 @@ func (d Draft) description() string {
 // ErrPolicyExists is returned by WriteNewPolicy when the file is there.
 var ErrPolicyExists = errors.New("policy file exists")
 
-// WriteNewPolicy writes text as dir/NAME.toml, creating dir (0755) when
-// missing, and never replaces a file that exists (ErrPolicyExists). The
-// file is 0644: policies are not secret, and only root may write them.
-// The new file must leave the directory valid: one that another policy
-// cannot be told apart from (the same network, the same priority) would
-// make every apply refuse, so it is removed again and that is the error.
-// Problems of other files are theirs, and do not stop it.
+// ConflictError is a new policy that another one in the directory cannot
+// be told apart from: the same network and the same priority, which would
+// make every apply refuse.
+type ConflictError struct {
+	// Name is the new link's; Other and OtherFile the policy it clashes with.
+	Name, Other, OtherFile string
+	// Priority is the priority they share.
+	Priority int
+}
+
+// Error says what clashes and both ways out, with nothing written.
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("link %q would match the same network as %q (%s) at the same priority (%d), so neither could be applied; nothing written. "+
+		"To prefer %q on this network, give it a higher priority (--priority %d); or edit %s",
+		e.Name, e.Other, e.OtherFile, e.Priority, e.Name, e.Priority+1, e.OtherFile)
+}
+
+// WriteNewPolicy writes text, the policy of link name, as dir/NAME.toml,
+// creating dir (0755) when missing, and never replaces a file that exists
+// (ErrPolicyExists). The file is 0644: policies are not secret, and only
+// root may write them. The new file must leave the directory valid: a
+// policy that another cannot be told apart from (the same network, the
+// same priority) would make every apply refuse, so it is not written (a
+// *ConflictError). Problems of other files are theirs, and do not stop it.
 func WriteNewPolicy(dir, name string, text []byte) (string, error) {
+	path := filepath.Join(dir, name+".toml")
+	if _, err := os.Lstat(path); err == nil {
+		return path, existsError(path)
+	}
+	mine, _, err := config.Parse(path, text, config.LoadOptions{})
+	if err != nil {
+		return path, fmt.Errorf("the drafted policy does not parse (a bug): %w", err)
+	}
+	others, _, _ := config.Load(dir, config.LoadOptions{SkipOwnershipCheck: true})
+	for _, o := range others {
+		if config.Indistinguishable(mine.Match, o.Match) {
+			return path, &ConflictError{Name: name, Other: o.Name, OtherFile: o.File, Priority: mine.Match.Priority}
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, name+".toml")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
-		return path, fmt.Errorf("%s: %w; macake init never overwrites a policy (edit it, or name another link)", path, ErrPolicyExists)
+		return path, existsError(path)
 	}
 	if err != nil {
 		return path, err
@@ -241,12 +292,9 @@ func WriteNewPolicy(dir, name string, text []byte) (string, error) {
 		os.Remove(path)
 		return path, fmt.Errorf("writing %s: %w", path, err)
 	}
-	_, _, err = config.Load(dir, config.LoadOptions{SkipOwnershipCheck: true})
-	for _, p := range config.Problems(err) {
-		if p.File == path || strings.Contains(p.Message, path) {
-			os.Remove(path)
-			return path, fmt.Errorf("%w; nothing written", p)
-		}
-	}
 	return path, nil
+}
+
+func existsError(path string) error {
+	return fmt.Errorf("%s: %w; macake init never overwrites a policy (edit it, or name another link)", path, ErrPolicyExists)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/operator"
+	"github.com/macake/macake/internal/connlimit"
 	"github.com/macake/macake/state"
 )
 
@@ -186,15 +187,36 @@ func Listen(path string, ops operator.Policy) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve answers requests on ln with h until ctx ends, then closes ln. log
-// hears about broken exchanges; nil discards them.
+// SocketLimits bound the socket's clients (internal/connlimit): per user,
+// a few connections at once and a few requests a second, which `macake
+// status`, measure and bench need a fraction of. Root and the daemon's
+// own user are held apart, so no other user can keep them out, and are
+// not held to the rate.
+var SocketLimits = connlimit.Limits{Conns: 32, PerPeer: 8, Rate: 5, Burst: 10}
+
+// socketPeer names a socket connection's peer by its user; root and the
+// daemon's own user are privileged. A peer whose user cannot be read is
+// one peer, "unknown".
+func socketPeer(c net.Conn) (string, bool) {
+	peer, err := operator.PeerOf(c)
+	if err != nil {
+		return "unknown", false
+	}
+	return fmt.Sprintf("uid %d", peer.UID), peer.UID == 0 || peer.UID == os.Geteuid()
+}
+
+// Serve answers requests on ln with h, within SocketLimits, until ctx
+// ends, then closes ln. log hears about broken exchanges; nil discards
+// them.
 func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) error {
 	go func() {
 		<-ctx.Done()
 		ln.Close()
 	}()
+	held := connlimit.NewListener(ln, SocketLimits, socketPeer)
+	rate := connlimit.NewBuckets(SocketLimits)
 	for {
-		c, err := ln.Accept()
+		c, err := held.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -206,6 +228,17 @@ func Serve(ctx context.Context, ln net.Listener, h Handler, log *slog.Logger) er
 			return fmt.Errorf("status socket: %w", err)
 		}
 		go func() {
+			// Root (and the daemon's own user) is not held to the rate:
+			// `status --follow` asks as often as it likes, and nothing
+			// root sends needs bounding from root.
+			peer, privileged := socketPeer(c)
+			if !privileged && !rate.Allow(peer, time.Now()) {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(ioTimeout))
+				json.NewEncoder(c).Encode(Response{FormatVersion: FormatVersion,
+					Error: fmt.Sprintf("too many requests from %s; this macake watch answers a few a second", peer)})
+				return
+			}
 			if err := answer(ctx, c, h); err != nil && log != nil {
 				log.Debug("status request failed", "error", err)
 			}

@@ -7,12 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,6 +270,37 @@ func TestOnlyOperatorsPause(t *testing.T) {
 	}
 }
 
+// forAnotherUser makes what a test needs to be asked by another user (uid
+// 65534): a directory that user can enter, holding a copy of this test
+// binary to run as it (child) and a socket it may connect to (path, ln).
+// It skips the test unless run as root, who alone can start that process.
+func forAnotherUser(t *testing.T) (dir, child, path string, ln net.Listener) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user (CI runs as root)")
+	}
+	dir, err := os.MkdirTemp("", "statusapi-peer-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	exe, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	child = filepath.Join(dir, "statusapi.test")
+	if err := os.WriteFile(child, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path = SocketPath(dir)
+	if ln, err = Listen(path, operator.Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o666) // as if nobody were in the socket's group
+	return dir, child, path, ln
+}
+
 // TestOnlyOperatorsPauseChild is the other users' half.
 func TestOnlyOperatorsPauseChild(t *testing.T) {
 	path := os.Getenv("STATUSAPI_CHILD_SOCKET")
@@ -341,4 +375,88 @@ func TestPauseWaitsForTheReconcile(t *testing.T) {
 	if _, err := SendPause(context.Background(), path, "", time.Minute); err != nil {
 		t.Errorf("a pause whose reconcile takes %v: %v", ioTimeout+time.Second, err)
 	}
+}
+
+// TestSocketBoundsAnotherUser: another user (uid 65534) who may ask the
+// socket opens a thousand connections and sends nothing, then asks
+// faster than the socket answers: the daemon keeps a handful of them
+// (SocketLimits.PerPeer), refuses the requests past the rate, and root is
+// answered throughout. Needs root to start the other user's process.
+func TestSocketBoundsAnotherUser(t *testing.T) {
+	if os.Getenv("STATUSAPI_CHILD_SOCKET") != "" {
+		t.Skip("the child half runs in TestSocketBoundsAnotherUserChild")
+	}
+	_, child, path, ln := forAnotherUser(t)
+	go Serve(t.Context(), ln, Handler{Status: func(context.Context, Query) Status { return Status{Daemon: Daemon{Running: true}} }}, nil)
+	cmd := exec.Command(child, "-test.run=^TestSocketBoundsAnotherUserChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "STATUSAPI_CHILD_SOCKET="+path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// While the child holds what it could keep and floods, root asks.
+	var out strings.Builder
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() && lines.Text() != "flooded" {
+		out.WriteString(lines.Text() + "\n")
+	}
+	for range 3 {
+		if _, err := Fetch(context.Background(), path); err != nil {
+			t.Errorf("root's status while another user floods the socket: %v", err)
+		}
+	}
+	stdin.Close()
+	io.Copy(&out, stdout)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+	var open, refused int
+	i := strings.Index(out.String(), "open ")
+	if i < 0 {
+		t.Fatalf("child output:\n%s", out.String())
+	}
+	if _, err := fmt.Sscanf(out.String()[i:], "open %d refused %d", &open, &refused); err != nil {
+		t.Fatalf("child output:\n%s", out.String())
+	}
+	if open > SocketLimits.PerPeer {
+		t.Errorf("the daemon kept %d of another user's 1000 silent connections, want at most %d", open, SocketLimits.PerPeer)
+	}
+	if refused == 0 {
+		t.Errorf("40 requests at once from another user, none refused:\n%s", out.String())
+	}
+}
+
+// TestSocketBoundsAnotherUserChild is the other user's half.
+func TestSocketBoundsAnotherUserChild(t *testing.T) {
+	path := os.Getenv("STATUSAPI_CHILD_SOCKET")
+	if path == "" {
+		t.Skip("started by TestSocketBoundsAnotherUser")
+	}
+	var conns []net.Conn
+	for range 1000 {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(500 * time.Millisecond)
+	open := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && os.IsTimeout(err) {
+			open++
+		}
+	}
+	refused := 0
+	for range 40 {
+		if _, err := Fetch(context.Background(), path); err != nil && strings.Contains(err.Error(), "too many requests") {
+			refused++
+		}
+	}
+	fmt.Printf("open %d refused %d\nflooded\n", open, refused)
+	io.ReadAll(os.Stdin)
 }

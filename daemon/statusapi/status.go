@@ -35,8 +35,9 @@ import (
 // shapers[].stats, backend.stats_error, daemon.paused_until, and on
 // request links[].history and events. 2.2: pauses, links[].paused_until
 // (a pause request's pause_link, and its answer's pause),
-// links[].download_mode and links[].upload_mode, links[].advice.
-const FormatVersion = "2.2"
+// links[].download_mode and links[].upload_mode, links[].advice. 2.3:
+// daemon.log_file.
+const FormatVersion = "2.3"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -108,6 +109,9 @@ type Daemon struct {
 	UptimeSeconds float64   `json:"uptime_seconds,omitempty"`
 	ConfigDir     string    `json:"config_dir,omitempty"`
 	StateDir      string    `json:"state_dir,omitempty"`
+	// LogFile is the file the daemon logs to, "" for its standard error
+	// (the journal, under systemd): where a bug report finds its log.
+	LogFile string `json:"log_file,omitempty"`
 	// Note says why the daemon is not running or could not be asked.
 	Note string `json:"note,omitempty"`
 	// PausedUntil is when a pause of every link's shaping (RequestPause

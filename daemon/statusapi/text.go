@@ -272,7 +272,7 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			}
 			base := "↓" + shape.FormatLatency(seconds(r.BaselineDownSeconds)) + " ↑" + shape.FormatLatency(seconds(r.BaselineUpSeconds))
 			if r.BaselineDownSeconds < 0 || r.BaselineUpSeconds < 0 {
-				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, shape.FormatLatency(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
+				base += fmt.Sprintf(" %s, round trip %s", clockOffsetNote, timestampRoundTrip(seconds(r.BaselineDownSeconds+r.BaselineUpSeconds)))
 			}
 			fmt.Fprintf(w, "  reflector %-15s baseline %s, %d replies, last %s ago, %s\n", r.label(),
 				base, r.Responses, shape.FormatLatency(seconds(r.SinceResponseSeconds)), health)
@@ -361,28 +361,61 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 const recentShown = 5
 
 // EventSummary is one event for a person: its link, the message, and the
-// attributes that say what happened (the error, the rates of a cut).
+// attributes that say what happened (the error, the rates of a cut); a
+// change says what it changed and why, and no attribute runs past
+// maxEventValue, so the status page's list is not walls of rules.
 func EventSummary(e Event) string {
 	var b strings.Builder
 	if e.Link != "" {
 		b.WriteString(e.Link + ": ")
 	}
-	b.WriteString(e.Message)
 	from, errF := strconv.ParseFloat(e.Attrs[logging.KeyFromBits], 64)
 	to, errT := strconv.ParseFloat(e.Attrs[logging.KeyToBits], 64)
-	if errF == nil && errT == nil {
+	switch {
+	case errF == nil && errT == nil:
 		// A rate change says its rates, not its eight attributes.
+		b.WriteString(e.Message)
 		fmt.Fprintf(&b, ": %s %s → %s", e.Attrs[logging.KeyDirection], shape.FormatApprox(from), shape.FormatApprox(to))
 		return b.String()
+	case e.Event == string(logging.EventChange):
+		// What changed and why, not the before and after of every rule
+		// (a reflector's exemption printed all of them).
+		verb := map[string]string{"create": "created", "update": "updated", "remove": "removed"}[e.Attrs["action"]]
+		if verb == "" {
+			verb = e.Attrs["action"]
+		}
+		what := strings.TrimSpace(e.Attrs["kind"] + " " + e.Attrs["id"])
+		if e.Attrs[logging.KeyError] != "" {
+			fmt.Fprintf(&b, "%s not %s: %s", what, verb, clip(e.Attrs[logging.KeyError]))
+			return b.String()
+		}
+		fmt.Fprintf(&b, "%s %s", what, verb)
+		if r := e.Attrs[logging.KeyReason]; r != "" {
+			b.WriteString(" (" + clip(r) + ")")
+		}
+		return b.String()
 	}
+	b.WriteString(e.Message)
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(e.Attrs)) {
-		parts = append(parts, k+"="+e.Attrs[k])
+		parts = append(parts, k+"="+clip(e.Attrs[k]))
 	}
 	if len(parts) > 0 {
 		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
 	}
 	return b.String()
+}
+
+// maxEventValue is the most of one attribute's value an event's summary
+// shows; the log has it whole.
+const maxEventValue = 80
+
+// clip shortens a value to maxEventValue runes, marking the cut.
+func clip(v string) string {
+	if r := []rune(v); len(r) > maxEventValue {
+		return string(r[:maxEventValue-1]) + "…"
+	}
+	return v
 }
 
 // countersText is a shaper's counters in one line, as `tc -s` would say
@@ -432,6 +465,16 @@ func signedShort(s float64) string {
 const clockOffsetNote = "(one-way, shifted by the reflector's clock offset)"
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// timestampRoundTrip renders a round trip added up from two one-way
+// delays of ICMP timestamps, which count whole milliseconds: below 1 ms
+// their sum says only that it is short, and may even come out negative.
+func timestampRoundTrip(rt time.Duration) string {
+	if rt < time.Millisecond {
+		return "under 1ms (ICMP timestamps count whole milliseconds)"
+	}
+	return shape.FormatLatency(rt)
+}
 
 // humanAge formats an elapsed time coarsely: "12s", "4m10s", "2h14m", "3d4h".
 func humanAge(d time.Duration) string {

@@ -39,6 +39,12 @@ func TestTextExplainsNegativeOneWayBaselines(t *testing.T) {
 				"baseline 16.0ms, delay",
 				"baseline ↓-4.0ms ↑16.0ms (one-way, shifted by the reflector's clock offset), round trip 12.0ms, 10 replies",
 			}, nil},
+		// Timestamps count whole milliseconds: on a sub-millisecond link
+		// the sum of the one-way baselines can be negative, never a
+		// round trip to print (issue 27, item 8).
+		{"below the timestamps' resolution", -0.0009, 0.0001,
+			[]string{"round trip under 1ms (ICMP timestamps count whole milliseconds), 10 replies"},
+			[]string{"round trip -"}},
 		{"synchronised", 0.006, 0.006,
 			[]string{"baseline ↓6.0ms ↑6.0ms, 10 replies"},
 			[]string{"clock offset"}},
@@ -101,6 +107,30 @@ func TestTextShowsDirectionModesAndPauses(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestEventSummaryIsOneShortLine: a change is what changed and why, not
+// the before and after of every rule; a failed one says so with its
+// error; and no value fills the line.
+func TestEventSummaryIsOneShortLine(t *testing.T) {
+	rules := strings.Repeat("no dummynet quick on en0 inet proto icmp from any to 10.9.0.4 ", 12)
+	for _, c := range []struct {
+		e    Event
+		want string
+	}{
+		{Event{Event: "change", Link: "home", Message: "change applied", Attrs: map[string]string{"kind": "rules", "id": "com.apple/macake", "action": "update",
+			"before.rules_on_en0": "[" + rules + "]", "after.rules_on_en0": "[" + rules + "]", "reason": "reflectors differ"}},
+			"home: rules com.apple/macake updated (reflectors differ)"},
+		{Event{Event: "change", Link: "home", Message: "change failed", Attrs: map[string]string{"kind": "pipe", "id": "48002", "action": "create",
+			"error": "dnctl: invalid argument"}},
+			"home: pipe 48002 not created: dnctl: invalid argument"},
+		{Event{Event: "drift_repaired", Link: "home", Message: "drift repaired", Attrs: map[string]string{"kind": "rules_changed", "detail": rules}},
+			"home: drift repaired (detail=" + rules[:79] + "…, kind=rules_changed)"},
+	} {
+		if got := EventSummary(c.e); got != c.want {
+			t.Errorf("EventSummary:\n got %q\nwant %q", got, c.want)
 		}
 	}
 }

@@ -98,6 +98,21 @@ func TestPageInChromium(t *testing.T) {
 	if want := `download sat at max 62% of its loaded time in the last hour (38 min loaded): raise max from 100 Mbit/s to ~140 Mbit/s. In /etc/macake/links.d/home.toml set [autorate] download = { min = "10mbit", max = "140mbit" }`; got["advice"] != want {
 		t.Errorf("advice: %q, want %q", got["advice"], want)
 	}
+	// Every axis label lies inside its chart, whatever its width (a fixed
+	// margin clipped "20.0 Mbit/s" to "0.0 Mbit/s"), and one that wide is
+	// drawn: the recorded link's rates top out at 100 Mbit/s.
+	var clipped []string
+	if err := p.Eval(`[...document.querySelectorAll('section.link svg text')].filter(t => t.getBBox().x < 0).map(t => t.textContent)`, &clipped); err != nil {
+		t.Fatal(err)
+	}
+	if len(clipped) > 0 {
+		t.Errorf("axis labels cut off at the left of their chart: %q", clipped)
+	}
+	var wide bool
+	p.Eval(`[...document.querySelectorAll('section.link svg text')].some(t => t.textContent === "100 Mbit/s" || t.textContent === "50.0 Mbit/s")`, &wide)
+	if !wide {
+		t.Error("no chart has a label as wide as 50.0 Mbit/s, so the test shows nothing")
+	}
 	var events []string
 	if err := p.Eval(`[...document.querySelectorAll('#events li')].map(e => e.textContent)`, &events); err != nil {
 		t.Fatal(err)

@@ -34,9 +34,7 @@ import (
 	"log/slog"
 	"math"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -211,11 +209,11 @@ func pauseHandler(o Options) http.Handler {
 	})
 }
 
-// guard refuses what a loopback-only page must not answer: methods that
-// could change something (but the pause requests, when control is on),
-// and requests whose Host is not a loopback name (a foreign page that
-// rebinds its DNS name to 127.0.0.1 still sends its own name). Every
-// answer carries the security headers.
+// guard refuses what the page must not answer: methods that could
+// change something (but the pause requests, when control is on). Every
+// answer carries the security headers. Requests whose Host is not a
+// loopback name, and those past the rate, are the endpoint's to refuse
+// (loopback.Endpoint.Handler), for the metrics as for the page.
 func guard(next http.Handler, control bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -235,25 +233,8 @@ func guard(next http.Handler, control bool) http.Handler {
 			http.Error(w, "the status page changes nothing but through its pause buttons", http.StatusMethodNotAllowed)
 			return
 		}
-		if !loopbackHost(r.Host) {
-			http.Error(w, "the status page answers only requests for localhost, 127.0.0.1 or [::1]", http.StatusMisdirectedRequest)
-			return
-		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// loopbackHost reports whether a Host header names this machine's
-// loopback: "localhost" or a loopback address, with or without a port.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // Endpoint is how the page is served: on loopback only.

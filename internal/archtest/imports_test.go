@@ -47,6 +47,8 @@ var directions = []rule{
 		why: "sensing observes the world; what to do about it is decided above"},
 	{from: "config/...", only: []string{"config/...", "shape", "diag", "internal/..."},
 		why: "policies are read before anything else exists"},
+	{from: "service/...", only: []string{"service/...", "diag", "execrun", "internal/..."},
+		why: "installing a service knows the program it runs and the manager's tools, not what the program does"},
 	{from: "shape", only: []string{},
 		why: "the shared vocabulary depends on nothing"},
 }
@@ -143,6 +145,7 @@ func TestTheDirectionCheckCatchesAViolation(t *testing.T) {
 		{"reconcile", "backend/pfdn"},
 		{"controller", "sense/probe"},
 		{"sense/probe", "reconcile"},
+		{"service/systemd", "config"},
 	} {
 		planted := map[string][]string{}
 		for k, v := range imports {

@@ -62,3 +62,33 @@ func unsafeDir(d string) string {
 	}
 	return ""
 }
+
+// UnsafeDir is UnsafeAncestor for a directory root keeps files in (the
+// state directory, the log file's directory), and the directory itself
+// too: it must be a directory owned by root and writable by nobody else,
+// sticky or not (in a directory others may write, they can put a file or
+// a link where root would create one; the sticky bit only keeps them from
+// removing root's). A directory that does not exist yet passes when the
+// one it would be made in does. It returns the directory at fault and
+// what is wrong with it, or "" and "".
+func UnsafeDir(dir string) (at, problem string) {
+	if d, p := UnsafeAncestor(dir); d != "" {
+		return d, p
+	}
+	info, err := os.Stat(dir)
+	switch {
+	case os.IsNotExist(err):
+		return "", ""
+	case err != nil:
+		return dir, err.Error()
+	case !info.IsDir():
+		return dir, "not a directory"
+	}
+	if uid, _, ok := Of(info); ok && uid != 0 {
+		return dir, fmt.Sprintf("owned by uid %d, not root", uid)
+	}
+	if perm := info.Mode().Perm(); perm&0o022 != 0 {
+		return dir, fmt.Sprintf("writable by group or others (mode %04o)", perm)
+	}
+	return "", ""
+}

@@ -2,9 +2,11 @@
 
 // Package loopback serves macake's HTTP endpoints (the Prometheus metrics,
 // the status page): they have no authentication and show the user's
-// networks and traffic, so they listen only on loopback, serve with
-// timeouts that end stuck or hostile clients, and shut down quickly when
-// the daemon stops.
+// networks and traffic, so they listen only on loopback, answer only
+// requests addressed to a loopback name, serve with timeouts and bounds
+// (connections, requests a second: internal/connlimit) that keep stuck or
+// hostile clients from taking what the daemon needs, and shut down
+// quickly when the daemon stops.
 package loopback
 
 import (
@@ -16,6 +18,28 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/macake/macake/internal/connlimit"
+)
+
+// Limits bound every endpoint's clients: a page open in a few tabs (one
+// request a second each, a few connections) and a scraper need a fraction
+// of them, and what is past them cannot take the daemon's file
+// descriptors or its CPU (issue 27: 20,000 idle connections left watch
+// unable to run tc or answer root; a flood of /api/status pinned it at
+// 97 % CPU). On loopback every local user's address is 127.0.0.1 or ::1,
+// so the per-peer bound mostly keeps one address family from taking all.
+var Limits = connlimit.Limits{Conns: 64, PerPeer: 48, Rate: 20, Burst: 40}
+
+// The server's timeouts: a request is one small GET, so anything slower is
+// stuck or hostile, and a connection idle for longer than idleTimeout is
+// closed (one idle for less goes first when a new one needs room).
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 30 * time.Second
+	maxHeaderBytes    = 8 << 10
 )
 
 // ErrNotLoopback matches (errors.Is) the error for a listen address that
@@ -87,26 +111,62 @@ func (ep Endpoint) Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves h on ln until ctx is done, then shuts down, giving a
-// request in flight two seconds (the daemon's stop must stay quick:
-// launchd's ExitTimeOut). It closes ln, logs the server's own trouble to
-// log (nil: nowhere), and returns nil after ctx ends, or why serving
-// failed.
+// HostIsLoopback reports whether a request's Host names this machine's
+// loopback: "localhost" or a loopback address, with or without a port. A
+// page elsewhere that rebinds its DNS name to 127.0.0.1 still sends its
+// own name, so this is what keeps it from reading an endpoint.
+func HostIsLoopback(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// Handler wraps h with what every endpoint checks first, one rule for all
+// of them: a request whose Host is not a loopback name gets 421 (DNS
+// rebinding), and one past Limits' rate gets 429. Serve uses it.
+func (ep Endpoint) Handler(h http.Handler) http.Handler {
+	rate := connlimit.NewBucket(Limits.Rate, Limits.Burst)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !HostIsLoopback(r.Host) {
+			http.Error(w, "the "+ep.Name+" answers only requests for localhost, 127.0.0.1 or [::1]", http.StatusMisdirectedRequest)
+			return
+		}
+		if !rate.Allow(time.Now()) {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests; the "+ep.Name+" answers a few a second", http.StatusTooManyRequests)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves h (through Handler) on ln, within Limits, until ctx is
+// done, then shuts down, giving a request in flight two seconds (the
+// daemon's stop must stay quick: launchd's ExitTimeOut). It closes ln,
+// logs the server's own trouble to log (nil: nowhere), and returns nil
+// after ctx ends, or why serving failed.
 func (ep Endpoint) Serve(ctx context.Context, ln net.Listener, h http.Handler, log *slog.Logger) error {
+	held := connlimit.NewListener(ln, Limits, nil)
 	srv := &http.Server{
-		Handler: h,
-		// A request is one small GET; anything slower is stuck or hostile.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           ep.Handler(h),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnState:         func(c net.Conn, s http.ConnState) { held.SetIdle(c, s == http.StateIdle) },
 	}
 	if log != nil {
 		srv.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	go func() { done <- srv.Serve(held) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("%s: serve on %s: %w", ep.Name, ln.Addr(), err)

@@ -21,7 +21,9 @@
 package speedtest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -127,4 +129,54 @@ func serveUpload(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(rep)
+}
+
+// Serve serves the speed test on ln until ctx ends, then lets the
+// transfers in progress finish for a moment and closes.
+func Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// URLs are what to pass to --server for a server listening on addr: its
+// own address, or, for a listen address that takes every address (":8080"
+// listens on [::]:8080, which no client can dial), one for each of local,
+// the machine's addresses, loopback and link-local ones left out unless
+// there is nothing else.
+func URLs(addr net.Addr, local []net.Addr) []string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || ta.IP != nil && !ta.IP.IsUnspecified() {
+		return []string{"http://" + addr.String()}
+	}
+	port := strconv.Itoa(ta.Port)
+	var urls, loopback []string
+	for _, a := range local {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.IsLinkLocalUnicast() || ipn.IP.IsMulticast() {
+			continue
+		}
+		u := "http://" + net.JoinHostPort(ipn.IP.String(), port)
+		if ipn.IP.IsLoopback() {
+			loopback = append(loopback, u)
+			continue
+		}
+		urls = append(urls, u)
+	}
+	if len(urls) == 0 {
+		urls = loopback
+	}
+	if len(urls) == 0 {
+		urls = []string{"http://HOST:" + port}
+	}
+	return urls
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -207,5 +208,34 @@ func TestTimelineRateMergesStreamsOnTheServerClock(t *testing.T) {
 	}
 	if rate < 20e6-1 || rate > 20e6+1 {
 		t.Errorf("rate %.0f, want 20 Mbit/s after the warm-up", rate)
+	}
+}
+
+// TestURLs: a server listening on every address names the addresses to
+// dial, never "http://[::]:8080" (issue 27, item 13).
+func TestURLs(t *testing.T) {
+	cidr := func(s string) net.Addr {
+		ip, n, err := net.ParseCIDR(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.IP = ip
+		return n
+	}
+	machine := []net.Addr{cidr("127.0.0.1/8"), cidr("192.0.2.5/24"), cidr("::1/128"), cidr("fe80::1/64"), cidr("2001:db8::5/64")}
+	for _, tc := range []struct {
+		addr  net.Addr
+		local []net.Addr
+		want  []string
+	}{
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, machine, []string{"http://192.0.2.5:8080", "http://[2001:db8::5]:8080"}},
+		{&net.TCPAddr{Port: 8080}, machine, []string{"http://192.0.2.5:8080", "http://[2001:db8::5]:8080"}},
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.1"), Port: 8080}, machine, []string{"http://192.0.2.1:8080"}},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 9}, []net.Addr{cidr("127.0.0.1/8")}, []string{"http://127.0.0.1:9"}},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 9}, nil, []string{"http://HOST:9"}},
+	} {
+		if got := URLs(tc.addr, tc.local); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("URLs(%v) = %q, want %q", tc.addr, got, tc.want)
+		}
 	}
 }

@@ -114,8 +114,10 @@ func TestRunComparesSkipsAndCaptures(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 
+	// The labels point to a page an installed user can read, not to a
+	// file of a source tree (issue 27, item 13).
 	rep := &Report{Suite: "test", Real: "/bin/tool", Expected: "a script", Setup: []string{"nothing to set up"},
-		Results: res, Cleanup: []string{"removed nothing"}, Took: Duration(1500 * time.Millisecond)}
+		Results: res, Cleanup: []string{"removed nothing"}, Took: Duration(1500 * time.Millisecond), Labels: "https://example.org/docs/TEST.md"}
 	var b bytes.Buffer
 	rep.WriteText(&b)
 	golden.Check(t, "testdata/report.txt", b.Bytes(), "the selftest's text report")

@@ -27,6 +27,9 @@ type Report struct {
 	Setup []string `json:"setup,omitempty"`
 	// Results are the checks, in the order they ran.
 	Results []Result `json:"checks"`
+	// Labels is where the checks' labels (Ref) are explained: a page of
+	// the documentation, for a user who has only the binary.
+	Labels string `json:"labels,omitempty"`
 	// Cleanup lists what was removed at the end; CleanupErrors what could
 	// not be (the next selftest or `macake down` retries).
 	Cleanup       []string `json:"cleanup,omitempty"`
@@ -132,6 +135,7 @@ func WriteResult(w io.Writer, res Result, width int) {
 		fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
 		return
 	}
+	// Inconclusive, Differs, Error: the detail, then both sides.
 	fmt.Fprintf(w, "%s  %s\n", indent, res.Detail)
 	if res.Real != "" || res.Expected != "" {
 		fmt.Fprintf(w, "%s    real      %s\n%s    expected  %s\n", indent, res.Real, indent, res.Expected)
@@ -156,9 +160,16 @@ func (r *Report) WriteFooter(w io.Writer) {
 	for _, e := range r.CleanupErrors {
 		fmt.Fprintf(w, "Cleanup failed: %s\n", e)
 	}
+	if r.Labels != "" {
+		fmt.Fprintf(w, "The labels in parentheses are explained at %s.\n", r.Labels)
+	}
 	s := Summarize(r.Results)
-	fmt.Fprintf(w, "%s: %d ok, %d differ, %d skipped, %s (%s).\n",
-		english.Plural(len(r.Results), "check"), s.OK, s.Differs, s.Skipped, english.Plural(s.Errors, "error"), time.Duration(r.Took).Round(100*time.Millisecond))
+	inconclusive := ""
+	if s.Inconclusive > 0 {
+		inconclusive = fmt.Sprintf(", %d inconclusive", s.Inconclusive)
+	}
+	fmt.Fprintf(w, "%s: %d ok, %d differ%s, %d skipped, %s (%s).\n",
+		english.Plural(len(r.Results), "check"), s.OK, s.Differs, inconclusive, s.Skipped, english.Plural(s.Errors, "error"), time.Duration(r.Took).Round(100*time.Millisecond))
 }
 
 // writeDiff shows a step's normalised answers where they differ, the real

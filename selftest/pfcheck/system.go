@@ -14,6 +14,11 @@ import (
 // portable parsers with golang.org/x/net/route on the same bytes. There
 // is no emulator of them: elsewhere the parsers are tested on recorded
 // bytes.
+// sensingRef labels the checks of the sensors' readings, which are no
+// fact of pf or dummynet: the section of docs/ARCHITECTURE.md on where
+// each input comes from.
+const sensingRef = "ARCHITECTURE.md: Sensing"
+
 func systemChecks() []check.Check {
 	skip := func() string {
 		if runtime.GOOS != "darwin" {
@@ -23,11 +28,11 @@ func systemChecks() []check.Check {
 	}
 	return []check.Check{
 		{
-			ID: "route.dump", Ref: "darwin-and-linux.md", Skip: skip, Probe: probeRoutes,
+			ID: "route.dump", Ref: sensingRef, Skip: skip, Probe: probeRoutes,
 			Fact: "macake's routing-dump parser reads every route and neighbour message as x/net/route does",
 		},
 		{
-			ID: "ifstat.counters", Ref: "darwin-and-linux.md", Skip: skip, Probe: probeCounters,
+			ID: "ifstat.counters", Ref: sensingRef, Skip: skip, Probe: probeCounters,
 			Fact: "lo0's exact ifdata counters and the rounded NET_RT_IFLIST2 dump agree; x/net/route names its interfaces alike",
 		},
 	}

@@ -45,7 +45,7 @@ func (s *Suite) probeShaping(ctx context.Context) check.Result {
 	}
 	up := s.desired.Links[0].Upload
 	r := check.Measured(ctx, measure, loopback.Expectation{RateBits: up.RateBits, QueueBytes: up.QueueBytes})
-	if s.offloads != "" && r.Status == check.Differs {
+	if s.offloads != "" && (r.Status == check.Differs || r.Status == check.Inconclusive) {
 		r.Detail += " (" + s.offloads + ")"
 	}
 	return r

@@ -61,10 +61,15 @@ type CompareReport struct {
 	// two unshaped runs) and shaped.
 	Before Grade `json:"before"`
 	After  Grade `json:"after"`
+	// Failed names the run that failed twice, when the compare stopped
+	// there; Runs holds the ones done before it.
+	Failed string `json:"failed,omitempty"`
 }
 
-// Run runs the three load tests. The shaping is put back as LeaveOn says
-// even when a run fails.
+// Run runs the three load tests, each failed one once more before it
+// gives up; then it returns the runs done with the error (rep.Failed
+// names the run). The shaping is put back as LeaveOn says even when a
+// run fails.
 func (c Compare) Run(ctx context.Context) (rep CompareReport, err error) {
 	rep.FormatVersion = formatVersion
 	defer func() {
@@ -79,28 +84,31 @@ func (c Compare) Run(ctx context.Context) (rep CompareReport, err error) {
 		shaped bool
 	}{{"unshaped", false}, {"shaped", true}, {"unshaped again", false}}
 	for i, st := range steps {
-		if st.shaped {
-			if err := c.Switch.On(ctx); err != nil {
-				return rep, fmt.Errorf("turning the shaping on: %w", err)
+		var r BenchReport
+		var err error
+		// A run that fails (a connection that timed out under the very
+		// load being measured) is tried once more before the compare
+		// gives up, and the runs done are kept either way.
+		for attempt := 1; attempt <= 2; attempt++ {
+			if err := c.switchFor(ctx, st.shaped); err != nil {
+				return rep, err
 			}
-			if c.Settle > 0 {
-				if c.Progress != nil {
-					fmt.Fprintf(c.Progress, "bench --compare: the shaping is back; letting it settle for %v\n", c.Settle)
+			if c.Progress != nil {
+				again := ""
+				if attempt > 1 {
+					again = " (again)"
 				}
-				select {
-				case <-ctx.Done():
-					return rep, errors.New("interrupted")
-				case <-time.After(c.Settle):
-				}
+				fmt.Fprintf(c.Progress, "bench --compare: run %d of %d, %s%s\n", i+1, len(steps), st.name, again)
 			}
-		} else if err := c.Switch.Off(ctx, c.Lease); err != nil {
-			return rep, fmt.Errorf("turning the shaping off: %w", err)
+			if r, err = c.Bench(ctx); err == nil || ctx.Err() != nil {
+				break
+			}
+			if c.Progress != nil && attempt == 1 {
+				fmt.Fprintf(c.Progress, "bench --compare: the %s run failed (%v); trying it once more\n", st.name, err)
+			}
 		}
-		if c.Progress != nil {
-			fmt.Fprintf(c.Progress, "bench --compare: run %d of %d, %s\n", i+1, len(steps), st.name)
-		}
-		r, err := c.Bench(ctx)
 		if err != nil {
+			rep.Failed = st.name
 			return rep, fmt.Errorf("the %s run: %w", st.name, err)
 		}
 		rep.Runs = append(rep.Runs, CompareRun{Name: st.name, Shaped: st.shaped, Report: r})
@@ -108,6 +116,33 @@ func (c Compare) Run(ctx context.Context) (rep CompareReport, err error) {
 	rep.Before = worse(rep.Runs[0].Report.Grades.Overall, rep.Runs[2].Report.Grades.Overall)
 	rep.After = rep.Runs[1].Report.Grades.Overall
 	return rep, nil
+}
+
+// switchFor takes the shaping off for an unshaped run (with a new lease,
+// so a retried run has its whole lease), or puts it on and lets it settle
+// for the shaped one.
+func (c Compare) switchFor(ctx context.Context, shaped bool) error {
+	if !shaped {
+		if err := c.Switch.Off(ctx, c.Lease); err != nil {
+			return fmt.Errorf("turning the shaping off: %w", err)
+		}
+		return nil
+	}
+	if err := c.Switch.On(ctx); err != nil {
+		return fmt.Errorf("turning the shaping on: %w", err)
+	}
+	if c.Settle <= 0 {
+		return nil
+	}
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, "bench --compare: the shaping is back; letting it settle for %v\n", c.Settle)
+	}
+	select {
+	case <-ctx.Done():
+		return errors.New("interrupted")
+	case <-time.After(c.Settle):
+	}
+	return nil
 }
 
 // worse is the worse of two grades ("" when unknown counts as neither).
@@ -145,7 +180,7 @@ func (rep CompareReport) WriteText(w io.Writer) {
 		}
 		rpm := "-"
 		if g.Both.RPM != nil {
-			rpm = fmt.Sprintf("%.0f", *g.Both.RPM)
+			rpm = FormatRPM(*g.Both.RPM)
 		}
 		res := r.Report.res
 		row(r.Name, shape.FormatApprox(res.Download.BitsPerSecond), shape.FormatApprox(res.Upload.BitsPerSecond),
@@ -154,6 +189,9 @@ func (rep CompareReport) WriteText(w io.Writer) {
 	}
 	fmt.Fprintln(w, "(added: loaded minus idle median, like for like, over every probe sent, a lost one counting as the lost delay;")
 	fmt.Fprintln(w, " lost: the probes under the three loads that got no reply; grade: overall/both-ways; RPM with both directions loaded)")
+	if rep.Failed != "" {
+		fmt.Fprintf(w, "\nIncomplete: the %s run failed twice, so there is no comparison; what finished is above.\n", rep.Failed)
+	}
 	if len(rep.Runs) < 3 {
 		return
 	}

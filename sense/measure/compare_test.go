@@ -80,13 +80,40 @@ func TestCompareRunsOffOnOff(t *testing.T) {
 	rep.WriteText(&b)
 	golden.Check(t, "testdata/compare.txt", b.Bytes(), "what `macake bench --compare` prints; docs/USAGE.md shows it")
 
-	// A run that fails still puts the shaping back; without LeaveOn it
-	// stays off.
+	// A run that fails is tried once more (with a new lease); one that
+	// fails twice ends the compare with the runs done so far, and still
+	// puts the shaping back; without LeaveOn it stays off.
 	sw = &recordingSwitch{}
 	c.Switch, c.Bench = sw, func(context.Context) (BenchReport, error) { return BenchReport{}, errors.New("the server went away") }
-	if _, err := c.Run(context.Background()); err == nil || fmt.Sprint(sw.calls) != "[off 1m20s on]" {
+	if _, err := c.Run(context.Background()); err == nil || fmt.Sprint(sw.calls) != "[off 1m20s off 1m20s on]" {
 		t.Errorf("a failed run: %v, calls %v", err, sw.calls)
 	}
+	n = 0
+	sw = &recordingSwitch{}
+	c.Switch, c.Bench = sw, func(context.Context) (BenchReport, error) {
+		if n++; n == 2 {
+			return BenchReport{}, errors.New("write: connection timed out")
+		}
+		return runs[map[int]int{1: 0, 3: 1, 4: 2}[n]], nil
+	}
+	rep, err = c.Run(context.Background())
+	if err != nil || len(rep.Runs) != 3 || n != 4 {
+		t.Errorf("a run that fails once: %v, %d runs after %d benches; want it retried and the compare complete", err, len(rep.Runs), n)
+	}
+	n = 0
+	c.Bench = func(context.Context) (BenchReport, error) {
+		if n++; n >= 2 {
+			return BenchReport{}, errors.New("write: connection timed out")
+		}
+		return runs[0], nil
+	}
+	rep, err = c.Run(context.Background())
+	if err == nil || rep.Failed != "shaped" || len(rep.Runs) != 1 {
+		t.Fatalf("a run that fails twice: %v, failed %q, %d runs; want the unshaped run kept", err, rep.Failed, len(rep.Runs))
+	}
+	b.Reset()
+	rep.WriteText(&b)
+	golden.Check(t, "testdata/compare-incomplete.txt", b.Bytes(), "bench --compare when a run fails twice")
 	sw = &recordingSwitch{fail: "off"}
 	c.Switch, c.LeaveOn = sw, false
 	if _, err := c.Run(context.Background()); err == nil || fmt.Sprint(sw.calls) != "[off 1m20s]" {

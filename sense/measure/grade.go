@@ -66,6 +66,24 @@ func RPM(rtt time.Duration) float64 {
 	return float64(time.Minute) / float64(rtt)
 }
 
+// maxShownRPM is the highest responsiveness a report prints as a number:
+// a round trip under 1 ms (a LAN, a namespace) gives hundreds of
+// thousands of round trips per minute, a figure no user can believe and
+// that measures the host, not the link. The JSON keeps the number.
+const maxShownRPM = 60000
+
+// FormatRPM renders a responsiveness for people: "2116", "over 60000"
+// (a round trip under 1 ms), "-" for none.
+func FormatRPM(rpm float64) string {
+	switch {
+	case rpm < 0:
+		return "-"
+	case rpm >= maxShownRPM:
+		return fmt.Sprintf("over %d", maxShownRPM)
+	}
+	return fmt.Sprintf("%.0f", rpm)
+}
+
 // RPMClass names a responsiveness as the draft classifies it: poor below
 // 300 RPM (over 200 ms), fair to 1000, good to 6000 (60 to 10 ms),
 // excellent from 6000.
@@ -267,7 +285,7 @@ func (g Grades) writeText(w io.Writer, width int) {
 		if p.RPM == nil {
 			return "-"
 		}
-		return fmt.Sprintf("%.0f", *p.RPM)
+		return FormatRPM(*p.RPM)
 	}
 	line := fmt.Sprintf("%s RPM", resp(g.Both))
 	if g.Both.Responsiveness != "" {
@@ -275,7 +293,7 @@ func (g Grades) writeText(w io.Writer, width int) {
 	}
 	line += fmt.Sprintf(" with both directions loaded; download %s, upload %s", resp(g.Download), resp(g.Upload))
 	if g.IdleRPM != nil {
-		line += fmt.Sprintf(", idle %.0f RPM", *g.IdleRPM)
+		line += fmt.Sprintf(", idle %s RPM", FormatRPM(*g.IdleRPM))
 	}
 	row("Responsiveness", line)
 	if len(g.Notes) > 0 {

@@ -45,6 +45,16 @@ func TestRPM(t *testing.T) {
 	}
 }
 
+// TestFormatRPM: a round trip under 1 ms is not printed as hundreds of
+// thousands of round trips per minute (issue 27, item 8).
+func TestFormatRPM(t *testing.T) {
+	for rtt, want := range map[time.Duration]string{ms(10): "6000", ms(1): "over 60000", ms(0.134): "over 60000", ms(1.01): "59406", 0: "-"} {
+		if got := FormatRPM(RPM(rtt)); got != want {
+			t.Errorf("FormatRPM(RPM(%v)) = %q, want %q", rtt, got, want)
+		}
+	}
+}
+
 // TestGradesAndConfidence grades a measured load and says when not to
 // trust it: a short load, lost probes, an idle jitter that straddles a
 // band, targets that disagree.

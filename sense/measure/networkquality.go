@@ -31,8 +31,8 @@ type NetworkQuality struct {
 // round trip (a minute over its RPM) gives over its own idle round trip.
 func (nq *NetworkQuality) writeText(w io.Writer, width int) {
 	base := time.Duration(nq.BaseRTTMs * float64(time.Millisecond))
-	line := fmt.Sprintf("download %s, upload %s, idle %s, responsiveness %.0f RPM", shape.FormatApprox(nq.DownloadBitsPerSecond),
-		shape.FormatApprox(nq.UploadBitsPerSecond), shape.FormatLatency(base), nq.Responsiveness)
+	line := fmt.Sprintf("download %s, upload %s, idle %s, responsiveness %s RPM", shape.FormatApprox(nq.DownloadBitsPerSecond),
+		shape.FormatApprox(nq.UploadBitsPerSecond), shape.FormatLatency(base), FormatRPM(nq.Responsiveness))
 	if c := RPMClass(nq.Responsiveness); c != "" {
 		line += " (" + c + ")"
 	}

@@ -85,7 +85,51 @@ func TestComparisonAndPhases(t *testing.T) {
 	}
 	b.Reset()
 	Phases(&b, "fixed", r)
-	if out := b.String(); !strings.Contains(out, "62.0 % of the download kept; added median -75 %, p90 -75 %") {
+	if out := b.String(); !strings.Contains(out, "62.0 % of the download kept; added median -75 %, p90 -75 %") || strings.Contains(out, "no evidence") {
 		t.Errorf("phases:\n%s", out)
+	}
+	// The off phases 125 Mbit/s apart: the table says it proves nothing.
+	r.Phases[2].Goodput[shape.Download] = 325
+	b.Reset()
+	Phases(&b, "fixed", r)
+	if out := b.String(); !strings.Contains(out, "this table is no evidence") {
+		t.Errorf("phases with a drifting baseline:\n%s", out)
+	}
+}
+
+// TestSVGOpensWithTheBeforeAndAfter: with an unshaped and a shaped arm,
+// the picture opens with the headline (who wins, by how much) and the
+// before/after panel, unshaped and shaped delay on one linear axis, then
+// the detail, whose legend says what oracle and score are; and the text
+// report opens with the same headline.
+func TestSVGOpensWithTheBeforeAndAfter(t *testing.T) {
+	res := results(t, true)
+	res[1].Controller = Shaped
+	var b bytes.Buffer
+	if err := SVG(&b, "t", res); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	head := strings.Index(s, "Shaped, the added delay (95th percentile) went from")
+	panel := strings.Index(s, "on one linear scale")
+	detail := strings.Index(s, "The detail: every controller")
+	if head < 0 || panel < head || detail < panel {
+		t.Errorf("the picture does not open with the headline, then the before/after panel, then the detail")
+	}
+	for _, want := range []string{"oracle: a shaper told the link", "score: U ÷ (1 + D95 ÷ 30 ms)", "unshaped", "Shaping kept"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the picture lacks %q", want)
+		}
+	}
+	b.Reset()
+	Comparison(&b, res)
+	if !strings.HasPrefix(b.String(), "Shaped, the added delay (95th percentile) went from") || !strings.Contains(b.String(), "oracle: a shaper told") {
+		t.Errorf("the text report:\n%s", b.String())
+	}
+	// Without a shaped arm, no headline.
+	b.Reset()
+	res[1].Controller = "fixed"
+	if err := SVG(&b, "t", res); err != nil || strings.Contains(b.String(), "Shaped, the added delay") {
+		t.Errorf("a headline without a shaped arm: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/macake/macake/shape"
@@ -36,10 +37,17 @@ func colour(name string, i int) string {
 	return spare[i%len(spare)]
 }
 
-// SVG draws, for every controller (rows) and loaded direction (columns),
-// the link's capacity (grey), the pipe rate (colour) and what got through
-// (thin black) over time, and under it the added one-way delay on a log
-// scale with the 30 ms and 100 ms marks. title goes on top.
+// SVG draws the picture of a simulation. When the run has an unshaped
+// arm ("none") and a shaped one (Shaped picks it), it opens with what a
+// reader takes in at a glance: a headline saying who wins and by how much,
+// and one before/after panel per loaded direction with the unshaped and
+// the shaped added delay over time on the same linear axis (the whole
+// point, which a log-scale strip per controller hid). Then the detail:
+// for every controller (rows) and loaded direction (columns), the link's
+// capacity (grey), the pipe rate (colour) and what got through (thin
+// black), and under it the added one-way delay on a log scale with the
+// 30 ms and 100 ms marks, with the legend saying what oracle and score
+// are. title goes on top.
 func SVG(w io.Writer, title string, results []*sim.Result) error {
 	if len(results) == 0 || results[0].Series == nil {
 		return fmt.Errorf("svg: no time series in the results (run with Series)")
@@ -55,7 +63,6 @@ func SVG(w io.Writer, title string, results []*sim.Result) error {
 	}
 	const (
 		left, right = 70.0, 20.0
-		top         = 80.0
 		panelW      = 520.0
 		gapX        = 70.0
 		rateH       = 92.0
@@ -64,13 +71,29 @@ func SVG(w io.Writer, title string, results []*sim.Result) error {
 	)
 	rowH := rateH + delayH + rowGap
 	width := left + float64(len(dirs))*panelW + float64(len(dirs)-1)*gapX + right
+	before, after := unshapedAndShaped(results)
+	summaryH := 0.0
+	if before != nil && after != nil {
+		summaryH = beforeAfterH
+	}
+	top := 120.0 + summaryH
 	height := top + float64(len(results))*rowH + 40
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="Helvetica, Arial, sans-serif">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%.0f" y="26" font-size="17" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
-	fmt.Fprintf(&b, `<text x="%.0f" y="46" font-size="12" fill="#555">grey: link capacity · colour: pipe rate · black: throughput · lower strip: added delay (log scale, dashed at 30 and 100 ms)</text>`+"\n", left)
+	if summaryH > 0 {
+		beforeAfter(&b, before, after, dirs, left, panelW, gapX)
+	}
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="15" font-weight="bold">The detail: every controller</text>`+"\n", left, summaryH+40)
+	for i, line := range []string{
+		"grey: link capacity · colour: pipe rate · black: throughput · lower strip: added delay, log scale, dashed at 30 and 100 ms",
+		"U: share of the capacity used · D95: 95 % of the added delay is below it · score: U ÷ (1 + D95 ÷ 30 ms), higher is better",
+		"oracle: a shaper told the link's capacity in advance, the best any controller could do; none: no shaper at all",
+	} {
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" font-size="12" fill="#555">%s</text>`+"\n", left, summaryH+58+16*float64(i), html.EscapeString(line))
+	}
 
 	// One rate scale per direction, shared by all rows, so rows compare.
 	var rateMax [2]float64
@@ -163,6 +186,94 @@ func SVG(w io.Writer, title string, results []*sim.Result) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// beforeAfterH is the height of the headline and before/after panels.
+const beforeAfterH = 250.0
+
+// Shaped is the arm the before/after panel shows shaped: macake's law.
+const Shaped = "ours"
+
+// unshapedAndShaped returns the unshaped arm and the shaped one of
+// results, nil when either is missing.
+func unshapedAndShaped(results []*sim.Result) (before, after *sim.Result) {
+	for _, r := range results {
+		switch r.Controller {
+		case "none":
+			before = r
+		case Shaped:
+			after = r
+		}
+	}
+	return before, after
+}
+
+// Headline says who wins on each loaded direction, in two lines: the
+// 95th percentile of the added delay unshaped and shaped, then the
+// throughput shaping kept.
+func Headline(before, after *sim.Result, dirs []shape.Direction) (delay, kept string) {
+	var parts, shares []string
+	for _, d := range dirs {
+		x, y := before.Dir[d], after.Dir[d]
+		way := map[shape.Direction]string{shape.Download: "down", shape.Upload: "up"}[d]
+		parts = append(parts, fmt.Sprintf("from %s to %s %s", msUnit(x.D95), msUnit(y.D95), way))
+		if x.Goodput > 0 {
+			shares = append(shares, fmt.Sprintf("%.0f %% of the %s's", 100*y.Goodput/x.Goodput, d))
+		}
+	}
+	delay = "Shaped, the added delay (95th percentile) went " + strings.Join(parts, ", and ") + "."
+	if len(shares) > 0 {
+		kept = "Shaping kept " + strings.Join(shares, " and ") + " unshaped throughput."
+	}
+	return delay, kept
+}
+
+// beforeAfter draws the headline and, per loaded direction, the unshaped
+// and the shaped added delay (the median of each 100 ms, smoothed over
+// 0.5 s) on one linear axis.
+func beforeAfter(b *strings.Builder, before, after *sim.Result, dirs []shape.Direction, left, panelW, gapX float64) {
+	const y0, h = 132.0, 100.0
+	delay, kept := Headline(before, after, dirs)
+	fmt.Fprintf(b, `<text x="%.0f" y="56" font-size="18" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(delay))
+	fmt.Fprintf(b, `<text x="%.0f" y="78" font-size="14">%s</text>`+"\n", left, html.EscapeString(kept))
+	fmt.Fprintf(b, `<text x="%.0f" y="100" font-size="12" fill="#555">Added delay over time, unshaped (red) and shaped by macake (%s, blue), on one linear scale: the wait a video call or a game on the link feels.</text>`+"\n", left, Shaped)
+	for di, d := range dirs {
+		x0 := left + float64(di)*(panelW+gapX)
+		bs, as := smooth(before.Series.Delay[d], 5), smooth(after.Series.Delay[d], 5)
+		top := 0.0
+		for _, v := range append(slices.Clone(bs), as...) {
+			top = math.Max(top, v)
+		}
+		top = niceCeil(math.Max(top, 1))
+		n := len(bs)
+		xAt := func(i int) float64 { return x0 + panelW*float64(i)/float64(max(n-1, 1)) }
+		yAt := func(v float64) float64 { return y0 + h - h*math.Min(math.Max(v, 0), top)/top }
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fafafa" stroke="#ddd"/>`+"\n", x0, y0, panelW, h)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="13" font-weight="bold">%s: added delay</text>`+"\n", x0, y0-8, d)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="12" fill="#333" text-anchor="end">95th percentile: <tspan fill="%s">unshaped %s</tspan> · <tspan fill="%s">shaped %s</tspan></text>`+"\n",
+			x0+panelW, y0-8, palette["none"], msUnit(before.Dir[d].D95), colour(Shaped, 0), msUnit(after.Dir[d].D95))
+		for _, f := range []float64{0, 0.5, 1} {
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e5e5e5"/>`+"\n", x0, yAt(f*top), x0+panelW, yAt(f*top))
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="10" fill="#555" text-anchor="end">%s</text>`+"\n", x0-4, yAt(f*top)+3, linearDelayLabel(f*top))
+		}
+		for _, r := range []struct {
+			v   []float64
+			col string
+		}{{bs, palette["none"]}, {as, colour(Shaped, 0)}} {
+			fmt.Fprintf(b, `<path d="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", polyline(r.v, xAt, yAt, false), r.col)
+		}
+	}
+}
+
+// linearDelayLabel labels a linear delay axis: "0", "250 ms", "1.5 s".
+func linearDelayLabel(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 1000:
+		return fmt.Sprintf("%.3g s", v/1000)
+	}
+	return fmt.Sprintf("%.3g ms", v)
 }
 
 func hasRate(v []float64) bool {

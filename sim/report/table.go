@@ -8,6 +8,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -70,6 +71,16 @@ func Comparison(w io.Writer, results []*sim.Result) {
 	if len(results) == 0 {
 		return
 	}
+	if before, after := unshapedAndShaped(results); before != nil && after != nil {
+		var dirs []shape.Direction
+		for _, d := range []shape.Direction{shape.Download, shape.Upload} {
+			if results[0].Dir[d].Loaded {
+				dirs = append(dirs, d)
+			}
+		}
+		delay, kept := Headline(before, after, dirs)
+		fmt.Fprintf(w, "%s\n%s\n\n", delay, kept)
+	}
 	for _, d := range []shape.Direction{shape.Download, shape.Upload} {
 		if !results[0].Dir[d].Loaded {
 			continue
@@ -110,7 +121,9 @@ func Comparison(w io.Writer, results []*sim.Result) {
 	fmt.Fprintln(w, "delay added to the true base delay (100 Hz probe through the pipes), ms, over every probe sent,")
 	fmt.Fprintf(w, "a lost one counting as %s; lost: probes dropped on the way; >100ms: seconds per minute above 100 ms;\n", lost)
 	fmt.Fprintln(w, "recover: median time back under 20 ms after a ≥30 % capacity drop (✗: drops not recovered before")
-	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms); —: no probe measured.")
+	fmt.Fprintln(w, "the run ended); changes: pipe rate changes per minute; score: U/(1 + D95/30 ms), higher is better;")
+	fmt.Fprintln(w, "—: no probe measured. none: no shaper; oracle: a shaper told the link's capacity in advance, the")
+	fmt.Fprintln(w, "best any controller could do.")
 	Calls(w, results)
 }
 
@@ -193,7 +206,25 @@ func Phases(w io.Writer, controller string, r *sim.Result) {
 	fmt.Fprintf(w, "on vs the mean of the off phases: %s kept; %s.\n", strings.Join(parts, ", "), delay)
 	fmt.Fprintf(w, "Drift between the off phases: %+.1f Mbit/s download, %+.1f ms median.\n",
 		off2.Goodput[shape.Download]-off1.Goodput[shape.Download], off2.RTT50-off1.RTT50)
+	if driftDominates(off1, on, off2) {
+		fmt.Fprintln(w, "The link moved more between the off phases than shaping moved it, so this table is no evidence")
+		fmt.Fprintln(w, "either way; the side-by-side runs above, on the same capacity, are.")
+	}
 	fmt.Fprintln(w, "Added delay here is round-trip (as a ping sees it), against the path's true base RTT.")
+}
+
+// driftDominates reports whether the link changed between the two off
+// phases by more than shaping changed it: the download goodput moved by
+// more than a quarter of its mean, or the added median by more than the
+// shaped phase's difference from the off phases' mean. The table's "kept"
+// and "-N %" then rest on a baseline that moved (the demo's: +125 Mbit/s).
+func driftDominates(off1, on, off2 sim.Phase) bool {
+	mean := (off1.Goodput[shape.Download] + off2.Goodput[shape.Download]) / 2
+	if mean > 0 && math.Abs(off2.Goodput[shape.Download]-off1.Goodput[shape.Download]) > mean/4 {
+		return true
+	}
+	effect := math.Abs(on.RTT50 - (off1.RTT50+off2.RTT50)/2)
+	return math.Abs(off2.RTT50-off1.RTT50) > effect
 }
 
 func change(now, before float64) string {

@@ -21,21 +21,28 @@ const COLUMNS = [
   "baseline_rtt_seconds", "rtt_seconds", "download_delay_seconds", "upload_delay_seconds",
 ];
 
-// fmtRate mirrors shape.FormatApprox: three digits, one decimal below 100
-// of the unit ("12.0 Mbit/s", "480 Mbit/s", "950 kbit/s").
+// fmtRate mirrors shape.FormatApprox: three significant digits ("4.49
+// Mbit/s", "12.0 Mbit/s", "480 Mbit/s", "950 kbit/s").
 function fmtRate(bps) {
-  for (const [div, name] of [[1e9, "Gbit/s"], [1e6, "Mbit/s"], [1e3, "kbit/s"]]) {
+  const units = [[1e9, "Gbit/s"], [1e6, "Mbit/s"], [1e3, "kbit/s"]];
+  for (let i = 0; i < units.length; i++) {
+    const [div, name] = units[i];
     if (bps >= div) {
       const v = bps / div;
-      return (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " " + name;
+      if (v >= 999.5 && i > 0) return fmtRate(Math.round(v) * div);
+      if (v >= 99.95) return v.toFixed(0) + " " + name;
+      if (v >= 9.995) return v.toFixed(1) + " " + name;
+      return v.toFixed(2) + " " + name;
     }
   }
   return Math.max(bps, 0).toFixed(0) + " bit/s";
 }
 
-// fmtLatency mirrors probe.FormatLatency, from seconds: "20.3ms", "1.25s".
+// fmtLatency mirrors shape.FormatLatency, from seconds: "20.3ms", "1.25s",
+// "<0.1ms".
 function fmtLatency(s) {
   if (s < 0) return "-" + fmtLatency(-s);
+  if (s < 0.00005) return "<0.1ms";
   if (s >= 1) return s.toFixed(2) + "s";
   return (s * 1000).toFixed(1) + "ms";
 }
@@ -108,19 +115,29 @@ function niceTop(v) {
 // draw fills an SVG with the series (each {values, cls}) over the last
 // ten minutes of times, from 0 to a round top, labelled with fmt.
 function draw(svg, times, series, fmt) {
-  const H = 170, L = 78, R = 592, T = 10, B = 146;
+  const H = 170, R = 592, T = 10, B = 146;
   svg.replaceChildren();
   const now = times.length ? times[times.length - 1] : Date.now();
   let top = 0;
   for (const s of series) for (const v of s.values) if (v !== null) top = Math.max(top, v);
   top = niceTop(top * 1.05);
-  const x = (t) => L + (R - L) * (1 - (now - t) / WINDOW_MS);
   const y = (v) => B - (B - T) * Math.min(v / top, 1);
-  for (const f of [0, 0.5, 1]) {
-    svg.append(svgEl("line", { class: "grid", x1: L, x2: R, y1: y(top * f), y2: y(top * f) }));
-    const label = svgEl("text", { x: L - 6, y: y(top * f) + 4, "text-anchor": "end" });
+  // The y labels first, measured as drawn: the plot starts right of the
+  // widest ("20.0 Mbit/s" in a fixed 78-unit margin lost its first
+  // digit), and they are right-aligned against it.
+  const labels = [0, 0.5, 1].map((f) => {
+    const label = svgEl("text", { y: y(top * f) + 4, "text-anchor": "end" });
     label.textContent = fmt(top * f);
     svg.append(label);
+    return label;
+  });
+  let widest = 0;
+  for (const label of labels) widest = Math.max(widest, label.getComputedTextLength ? label.getComputedTextLength() : 0);
+  const L = Math.max(40, Math.ceil(widest) + 10);
+  for (const label of labels) label.setAttribute("x", L - 6);
+  const x = (t) => L + (R - L) * (1 - (now - t) / WINDOW_MS);
+  for (const f of [0, 0.5, 1]) {
+    svg.append(svgEl("line", { class: "grid", x1: L, x2: R, y1: y(top * f), y2: y(top * f) }));
   }
   for (const [t, text, anchor] of [[now - WINDOW_MS, "−10 min", "start"], [now - WINDOW_MS / 2, "−5 min", "middle"], [now, "now", "end"]]) {
     const label = svgEl("text", { x: x(t), y: H - 4, "text-anchor": anchor });

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/macake/macake/logging"
+)
+
+// How the daemon reports a link's reflectors and stalls: once per
+// episode, not once per event.
+const (
+	// stallReportAfter is how long a stall must last before it is logged
+	// (and then its end too). With a reflector or two answering, the
+	// controller stalls and resumes every few hundred milliseconds, and
+	// each pair said nothing a person could act on (issue 27: 74 pairs in
+	// 5 minutes); status shows the state as it is.
+	stallReportAfter = 5 * time.Second
+	// silentAfter is how long probing may go without a single reply
+	// before the daemon says, once, that no reflector answers; until a
+	// reply comes, replacements are not logged one by one (the
+	// controller spaces them out meanwhile: SilentBackoff).
+	silentAfter = 10 * time.Second
+)
+
+// startPool orders a controller's reflector pool. Its first pingers, the
+// set the controller probes first, are the ones the controller it
+// replaces probed (keep, as far as the pool still has them) topped up
+// with the policy's first ones: the set `plan` shows exempt and `doctor`
+// probes, so that neither a start nor an edit contradicts them with a
+// new draw. With rng (randomize_reflectors) the spares after them come in
+// random order, which spreads replacements over the pool; the controller
+// itself then shuffles nothing.
+func startPool(pool []netip.Addr, pingers int, keep []netip.Addr, rng *rand.Rand) []netip.Addr {
+	pingers = min(pingers, len(pool))
+	out := make([]netip.Addr, 0, len(pool))
+	for _, a := range keep {
+		a = a.Unmap()
+		if len(out) < pingers && slices.ContainsFunc(pool, func(p netip.Addr) bool { return p.Unmap() == a }) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, a := range pool {
+		if a = a.Unmap(); len(out) < pingers && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	active := len(out)
+	for _, a := range pool {
+		if a = a.Unmap(); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	if rng != nil {
+		spares := out[active:]
+		rng.Shuffle(len(spares), func(i, j int) { spares[i], spares[j] = spares[j], spares[i] })
+	}
+	return out
+}
+
+// quietEvents returns events whose Info lines go to the log at Debug: the
+// changes a reconcile makes because a controller replaced a reflector,
+// which that replacement's own line already tells.
+func quietEvents(log *slog.Logger) logging.Events {
+	return logging.Events{Log: slog.New(demoted{log.Handler()})}
+}
+
+// demoted logs Info records at Debug (and everything else as it is).
+type demoted struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (h demoted) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.Handler.Enabled(ctx, demote(l))
+}
+
+func (h demoted) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h demoted) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoted{h.Handler.WithAttrs(attrs)}
+}
+
+func (h demoted) WithGroup(name string) slog.Handler { return demoted{h.Handler.WithGroup(name)} }
+
+// episodes is what a runner remembers to report stalls and silence once
+// per episode; touched only by the runner's goroutine.
+type episodes struct {
+	// started is when the runner started; lastReply when its prober
+	// last delivered a reply.
+	started, lastReply time.Time
+	// stallAt is when the controller stalled (zero: it is not stalled),
+	// stallSilent how long it had had no response then, stallLogged
+	// whether the stall was logged.
+	stallAt     time.Time
+	stallSilent time.Duration
+	stallLogged bool
+	// silent: no reflector has answered for silentAfter; swapped counts
+	// the replacements since.
+	silent  bool
+	swapped int
+}
+
+// stalled notes that the controller stalled, silent after its last
+// response; it is logged only if it lasts (noteTime).
+func (r *linkRunner) stalled(now time.Time, silent time.Duration) {
+	r.ep.stallAt, r.ep.stallSilent, r.ep.stallLogged = now, silent, false
+}
+
+// resumed notes the end of a stall, logging it when its start was.
+func (r *linkRunner) resumed(ctx context.Context, down, up int64) {
+	if r.ep.stallLogged {
+		r.d.ev.Resume(ctx, r.name, down, up)
+	} else {
+		r.d.log.Debug("controller resumed after a short stall", logging.KeyLink, r.name)
+	}
+	r.ep.stallAt, r.ep.stallLogged = time.Time{}, false
+}
+
+// replied notes a reply; it ends a silence, which is said.
+func (r *linkRunner) replied(ctx context.Context, now time.Time) {
+	r.ep.lastReply = now
+	if !r.ep.silent {
+		return
+	}
+	r.ep.silent = false
+	r.d.ev.ReflectorsAnswer(ctx, r.name, r.ep.swapped)
+}
+
+// noteTime logs what has lasted long enough to be worth a line: a stall
+// past stallReportAfter, and probing without a reply past silentAfter.
+// paused says whether probing is paused (the controller sleeps).
+func (r *linkRunner) noteTime(ctx context.Context, now time.Time, paused bool) {
+	if !r.ep.stallAt.IsZero() && !r.ep.stallLogged && now.Sub(r.ep.stallAt) >= stallReportAfter {
+		r.ep.stallLogged = true
+		r.d.ev.Stall(ctx, r.name, r.ep.stallSilent+now.Sub(r.ep.stallAt))
+	}
+	since := r.ep.lastReply
+	if since.IsZero() {
+		since = r.ep.started
+	}
+	if r.ep.silent || paused || r.probe == nil || now.Sub(since) < silentAfter {
+		return
+	}
+	r.ep.silent, r.ep.swapped = true, 0
+	r.d.ev.ReflectorsSilent(ctx, r.name, len(r.probes), now.Sub(since),
+		"the network may block ICMP to public resolvers: list reflectors that answer in [autorate] reflectors (macake doctor shows which do)")
+}
