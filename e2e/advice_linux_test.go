@@ -5,13 +5,13 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
 )
@@ -30,23 +30,14 @@ func TestAdviceOnACapacityAboveMax(t *testing.T) {
 	trace := Trace{Name: "constant-40-10", Steps: []Step{{Download: 40_000_000, Upload: 10_000_000}}}
 	tb := NewTestbed(t, "e2ea", trace)
 	m := NewMacake(t, macake(t), tb.Client, ClientDev, ispLAN)
-	policy := fmt.Sprintf(`[match]
-interface = %q
-[shaper]
-download = "8mbit"
-upload = "8mbit"
-[autorate]
+	policy := configtest.Policy{Interface: ClientDev, Download: "8mbit", Upload: "8mbit", More: `[autorate]
 download = { min = "2mbit", max = "10mbit" }
 upload = { min = "2mbit", max = "12mbit" }
-reflectors = [%s]
-`, ClientDev, quoted(Reflectors))
+reflectors = [` + quoted(Reflectors) + "]\n"}.TOML()
 	m.SetPolicy(t, "wan", policy)
 	ctx := context.Background()
 	w := newWatchShaper(m, tb)
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop(ctx)
+	w.StartFor(t)
 	load, err := tb.StartLoad(ctx, 4, 0)
 	if err != nil {
 		t.Fatal(err)

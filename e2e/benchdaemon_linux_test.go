@@ -234,15 +234,7 @@ func TestBenchDaemon(t *testing.T) {
 		m.SetPolicy(t, "bench", AutoratePolicy(tr, config.LawMacake, Reflectors))
 		w := newWatchShaper(m, tb)
 		ctx := context.Background()
-		if err := w.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		stopped := false
-		defer func() {
-			if !stopped {
-				w.Stop(ctx)
-			}
-		}()
+		w.StartFor(t)
 		time.Sleep(5 * time.Second) // the controller's warm-up
 		measure := func(name string) {
 			_, _, _, _, from := log.count(0)
@@ -275,7 +267,6 @@ func TestBenchDaemon(t *testing.T) {
 			rows = append(rows, fmt.Sprintf("| %s, policy saved → new shaper live | median %v (min %v, max %v, %d saves) | | | | | | |",
 				label, lat[len(lat)/2].Round(time.Millisecond), lat[0].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat)))
 		}
-		stopped = true
 		if _, err := w.Stop(ctx); err != nil {
 			t.Errorf("stopping watch: %v", err)
 		}
@@ -344,13 +335,10 @@ func TestWatchStartsNoProcessPerRateChange(t *testing.T) {
 	// Three drift checks in the window below, not one every 30 s.
 	w.Args = []string{"--drift-interval", "5s"}
 	ctx := context.Background()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w.StartFor(t)
 	time.Sleep(3 * time.Second)
 	load, err := tb.StartLoad(ctx, 4, 2)
 	if err != nil {
-		w.Stop(ctx)
 		t.Fatal(err)
 	}
 	_, _, _, _, from := log.count(0)

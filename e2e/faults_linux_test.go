@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 )
 
@@ -29,18 +30,12 @@ func faultLab(t *testing.T) (*netns.Namespace, *Macake) {
 // fixedWAN is a small fixed-rate policy on wan0, with DOCSIS overhead:
 // the kernel must get the policy's rates unchanged, with overhead 18 and
 // mpu 64 on the class (counted once, by htb).
-const fixedWAN = `[match]
-interface = "wan0"
-[shaper]
-mode = "fixed"
-download = "40mbit"
-upload = "8mbit"
-queue = "64KB"
+var fixedWAN = configtest.Policy{Interface: "wan0", Mode: "fixed", Download: "40mbit", Upload: "8mbit", More: `queue = "64KB"
 overhead = 18
 mpu = 64
 [autorate]
 reflectors = ["10.77.2.11", "10.77.2.12", "10.77.2.13", "10.77.2.14", "10.77.2.15", "10.77.2.16"]
-`
+`}.TOML()
 
 func mustContain(t *testing.T, what, text string, wants ...string) {
 	t.Helper()

@@ -159,14 +159,26 @@ type WatchShaper struct {
 	started time.Time
 	cpu0    time.Duration
 	done    chan struct{}
+	stopped bool // Stop ran since Start
 	mu      sync.Mutex
 	result  Result
 	err     error
 }
 
+// StartFor starts watch for the test t (Start, failing t when it does not
+// start) and stops it when t ends, unless the test stopped it first.
+func (s *WatchShaper) StartFor(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Stop(ctx) })
+}
+
 // Start launches watch and waits until Ready.
 func (s *WatchShaper) Start(ctx context.Context) error {
-	s.done = make(chan struct{})
+	s.done, s.stopped = make(chan struct{}), false
 	go func() {
 		defer close(s.done)
 		r, err := s.M.Run(context.Background(), time.Hour, append([]string{"watch"}, s.Args...)...)
@@ -202,8 +214,12 @@ func (s *WatchShaper) Start(ctx context.Context) error {
 }
 
 // Stop reads the process's cost, sends SIGTERM, waits for it to exit and
-// runs macake down.
+// runs macake down. Once stopped, it does nothing until the next Start.
 func (s *WatchShaper) Stop(ctx context.Context) (*ProcessCost, error) {
+	if s.stopped {
+		return nil, nil
+	}
+	s.stopped = true
 	var cost *ProcessCost
 	if s.pid != 0 {
 		cpu, rss, hwm, err := readProcessCost(s.pid)

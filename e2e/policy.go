@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/configtest"
 )
 
 // AutoratePolicy is the policy `macake watch` runs with on a trace, under
@@ -17,38 +18,30 @@ import (
 // "auto:R:443" too) at the default 20 Hz; every other key is its law's
 // default (docs/CONFIG.md). The simulated twin runs the same text.
 func AutoratePolicy(tr Trace, law config.ControlLaw, reflectors []string) string {
-	return fmt.Sprintf(`description = "e2e: autorate"
-[match]
-interface = %q
-[shaper]
-mode = "autorate"
-download = "%dkbit"
-upload = "%dkbit"
-queue = "auto"
+	down, up := tr.Mean(true)*9/10, tr.Mean(false)*9/10
+	return configtest.Policy{
+		Interface: ClientDev, Mode: "autorate", Download: kbit(down), Upload: kbit(up),
+		More: fmt.Sprintf(`queue = "auto"
 [autorate]
 controller = %q
-download = { min = "%dkbit", max = "%dkbit" }
-upload = { min = "%dkbit", max = "%dkbit" }
+download = { min = %q, max = %q }
+upload = { min = %q, max = %q }
 reflectors = [%s]
-`, ClientDev, tr.Mean(true)*9/10000, tr.Mean(false)*9/10000, law,
-		min(5000, tr.Mean(true)*9/10000), tr.Max(true)*12/10000, min(2000, tr.Mean(false)*9/10000), tr.Max(false)*12/10000, quoted(reflectors))
+`, law, kbit(min(5_000_000, down)), kbit(tr.Max(true)*12/10), kbit(min(2_000_000, up)), kbit(tr.Max(false)*12/10), quoted(reflectors)),
+	}.TOML()
 }
 
 // FixedPolicy shapes at rate with a queue of 10 ms at that rate (the
 // calibration setup of reference/benchmark.md §6.4(e)).
 func FixedPolicy(down, up int64) string {
-	return fmt.Sprintf(`description = "e2e: fixed shaper"
-[match]
-interface = %q
-[shaper]
-mode = "fixed"
-download = "%dkbit"
-upload = "%dkbit"
-queue = "%dB"
-[autorate]
-reflectors = [%s]
-`, ClientDev, down/1000, up/1000, max(down/800, 6056), quoted(Reflectors))
+	return configtest.Policy{
+		Interface: ClientDev, Mode: "fixed", Download: kbit(down), Upload: kbit(up),
+		More: fmt.Sprintf("queue = \"%dB\"\n[autorate]\nreflectors = [%s]\n", max(down/800, 6056), quoted(Reflectors)),
+	}.TOML()
 }
+
+// kbit writes a rate in bits per second as a policy's whole kbit/s.
+func kbit(bitsPerSecond int64) string { return fmt.Sprintf("%dkbit", bitsPerSecond/1000) }
 
 func quoted(list []string) string {
 	q := make([]string, len(list))

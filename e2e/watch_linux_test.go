@@ -50,15 +50,7 @@ func TestWatchRepairsTheKernel(t *testing.T) {
 		return strings.Contains(uploadRate(), "rate 8Mbit overhead 18") && strings.Contains(uploadRate(), "mpu 64") &&
 			strings.Contains(tcShow("class", "show", "dev", tc.IFBName(0)), "rate 40Mbit")
 	}}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			w.Stop(ctx)
-		}
-	}()
+	w.StartFor(t)
 
 	cli.Exec("tc", "class", "change", "dev", ClientDev, "parent", "4d4b:", "classid", "4d4b:1", "htb", "rate", "1mbit", "ceil", "1mbit")
 	eventually(t, 15*time.Second, "the upload rate changed by hand was not repaired", func() bool {
@@ -107,7 +99,6 @@ func TestWatchRepairsTheKernel(t *testing.T) {
 		return strings.Contains(uploadRate(), "rate 8Mbit")
 	})
 
-	stopped = true
 	if _, err := w.Stop(ctx); err != nil {
 		t.Fatalf("%v\nwatch output:\n%s", err, w.Output())
 	}
@@ -132,15 +123,7 @@ func TestWatchRepairsAClassDeletedUnderLoad(t *testing.T) {
 	m.SetPolicy(t, "dc", AutoratePolicy(tr, config.LawMacake, Reflectors))
 	w := newWatchShaper(m, tb)
 	ctx := context.Background()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			w.Stop(ctx)
-		}
-	}()
+	w.StartFor(t)
 	time.Sleep(3 * time.Second)
 	load, err := tb.StartLoad(ctx, 4, 2)
 	if err != nil {
@@ -156,7 +139,6 @@ func TestWatchRepairsAClassDeletedUnderLoad(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // the controller goes on changing rates
 	load.Stop()
-	stopped = true
 	if _, err := w.Stop(ctx); err != nil {
 		t.Fatalf("%v\nwatch output:\n%s", err, w.Output())
 	}

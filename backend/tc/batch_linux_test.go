@@ -19,13 +19,16 @@ import (
 // kernel, not one per command, and converges.
 func TestKernelBatchApplyFromEmptyIsFewProcesses(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
 		const links = 12
+		devs := make([]string, links)
+		for i := range devs {
+			devs[i] = fmt.Sprintf("wan%d", i)
+		}
+		ns := kernelNetns(t, devs...)
 		var desired shape.State
-		for i := range links {
-			vethPair(t, ns, fmt.Sprintf("wan%d", i), fmt.Sprintf("peer%d", i))
-			l := wanLink(fmt.Sprintf("wan%d", i), i)
-			l.Name = fmt.Sprintf("wan%d", i)
+		for i, dev := range devs {
+			l := wanLink(dev, i)
+			l.Name = dev
 			desired.Links = append(desired.Links, l)
 		}
 		b := ks.backend(t, ns, execrun.Exec{})
@@ -87,9 +90,7 @@ func TestKernelBatchApplyFromEmptyIsFewProcesses(t *testing.T) {
 // completes the rest.
 func TestKernelBatchFailureNamesTheOpAndConverges(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
-		vethPair(t, ns, "wan1", "peer1")
+		ns := kernelNetns(t, "wan0", "wan1")
 		b := ks.backend(t, ns, execrun.Exec{})
 		ctx := context.Background()
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0), wanLink("wan1", 1)}}
@@ -122,7 +123,9 @@ func TestKernelBatchFailureNamesTheOpAndConverges(t *testing.T) {
 				t.Errorf("op %q reported done on the deleted interface", op.Label)
 			}
 		}
-		vethPair(t, ns, "wan1", "peer1")
+		// Back again (deleting wan1 took its peer with it).
+		sh(t, "ip", "-n", ns, "link", "add", "wan1", "type", "veth", "peer", "name", "peer1")
+		sh(t, "ip", "-n", ns, "link", "set", "wan1", "up")
 		apply(t, b, desired)
 		mustConverge(t, b, desired)
 	})

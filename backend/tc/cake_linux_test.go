@@ -58,10 +58,10 @@ func TestKernelCakeOptionsReachTheKernel(t *testing.T) {
 			t.Skip("skipping: the [cake] options are CAKE's; htb+bfifo applies overhead and mpu only (TestKernelApplyConvergesSetRateAndTeardown)")
 		}
 		client, _ := quietLink(t)
-		b := ks.backend(t, client, execrun.Exec{})
-		b.Netlink = NewNetlink(client)
+		b := ks.backend(t, client.Name(), execrun.Exec{})
+		b.Netlink = NewNetlink(client.Name())
 		defer b.Netlink.Close()
-		viaTC := ks.backend(t, client, execrun.Exec{})
+		viaTC := ks.backend(t, client.Name(), execrun.Exec{})
 		pinger := newPinger(t, client)
 		defaults := cakeReadBack{diffserv: "diffserv3", upIsolation: "triple-isolate", downIsolation: "triple-isolate", rttMicros: 100_000, raw: true}
 		with := func(f func(*cakeReadBack)) cakeReadBack { r := defaults; f(&r); return r }
@@ -192,8 +192,7 @@ func TestKernelRefusedCakeOptionKeepsTheShaping(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Setenv("MACAKE_REAL_TC", toolPath("", "tc"))
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		inForce := wanLink("wan0", 1)
 		inForce.Cake = richCake()
 		inForce.Cake.Wash = false

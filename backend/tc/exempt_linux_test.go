@@ -8,49 +8,16 @@ import (
 	"context"
 	"net"
 	"net/netip"
-	"os"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/shape"
 )
-
-// inNetns runs fn on a thread switched into the named namespace; sockets
-// fn opens stay in that namespace after the thread switches back.
-func inNetns(t *testing.T, ns string, fn func()) {
-	t.Helper()
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		t.Fatal(err)
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		t.Fatalf("setns %s: %v", ns, err)
-	}
-	defer func() {
-		// A thread that cannot switch back stays locked, so Go retires it.
-		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-	fn()
-}
 
 // pinger sends ICMP echo requests from a raw socket in a namespace.
 type pinger struct {
@@ -89,54 +56,40 @@ func (p *pinger) ping(dst string) bool {
 
 // newPinger opens a raw ICMP socket in the client namespace of a
 // quietLink.
-func newPinger(t *testing.T, client string) *pinger {
+func newPinger(t *testing.T, client *netns.Namespace) *pinger {
 	t.Helper()
-	var p *pinger
-	inNetns(t, client, func() {
-		c, err := icmp.ListenPacket("ip4:icmp", "10.77.0.1")
-		if err != nil {
-			t.Fatalf("raw ICMP socket: %v", err)
-		}
-		t.Cleanup(func() { c.Close() })
-		p = &pinger{t: t, conn: c}
-	})
-	return p
+	var c *icmp.PacketConn
+	if err := client.Do(func() (err error) {
+		c, err = icmp.ListenPacket("ip4:icmp", "10.77.0.1")
+		return err
+	}); err != nil {
+		t.Fatalf("raw ICMP socket: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &pinger{t: t, conn: c}
 }
 
 // quietLink joins a client namespace (wan0, 10.77.0.1) to a server
 // namespace (10.77.0.2 and 10.77.0.3): a quiet link, without IPv6 (no DAD,
 // MLD or router solicitations) and with static neighbours (no ARP), so the
 // qdisc counters count only the test's packets.
-func quietLink(t *testing.T) (client, server string) {
+func quietLink(t *testing.T) (client, server *netns.Namespace) {
 	t.Helper()
-	client, server = newNetns(t), newNetns(t)
-	for _, ns := range []string{client, server} {
-		inNetns(t, ns, func() {
-			if err := os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0); err != nil {
-				t.Fatal(err)
-			}
-		})
+	lab := netns.New(t, "tcq")
+	client, server = lab.Namespace("c"), lab.Namespace("s")
+	for _, ns := range []*netns.Namespace{client, server} {
+		// Before the veth exists, so that it never gets IPv6.
+		ns.Sysctl("net.ipv6.conf.default.disable_ipv6", "1")
 	}
-	vethPair(t, client, "wan0", "peer0")
-	sh(t, "ip", "-n", client, "link", "set", "dev", "peer0", "netns", server)
-	sh(t, "ip", "-n", client, "addr", "add", "10.77.0.1/24", "dev", "wan0")
-	sh(t, "ip", "-n", server, "addr", "add", "10.77.0.2/24", "dev", "peer0")
-	sh(t, "ip", "-n", server, "addr", "add", "10.77.0.3/24", "dev", "peer0")
-	sh(t, "ip", "-n", server, "link", "set", "dev", "peer0", "up")
-	mac := func(ns, dev string) string {
-		out := sh(t, "ip", "-n", ns, "-br", "link", "show", "dev", dev)
-		f := strings.Fields(out)
-		if len(f) < 3 {
-			t.Fatalf("ip -br link show %s: %q", dev, out)
-		}
-		return f[2]
-	}
-	serverMAC, clientMAC := mac(server, "peer0"), mac(client, "wan0")
+	lab.Link(client, "wan0", server, "peer0")
+	client.AddAddr("wan0", "10.77.0.1/24")
+	server.AddAddr("peer0", "10.77.0.2/24")
+	server.AddAddr("peer0", "10.77.0.3/24")
+	serverMAC, clientMAC := server.HardwareAddr("peer0").String(), client.HardwareAddr("wan0").String()
 	for _, a := range []string{"10.77.0.2", "10.77.0.3"} {
-		sh(t, "ip", "-n", client, "neigh", "replace", a, "lladdr", serverMAC, "nud", "permanent", "dev", "wan0")
+		client.IP("neigh", "replace", a, "lladdr", serverMAC, "nud", "permanent", "dev", "wan0")
 	}
-	sh(t, "ip", "-n", server, "neigh", "replace", "10.77.0.1", "lladdr", clientMAC, "nud", "permanent", "dev", "peer0")
-
+	server.IP("neigh", "replace", "10.77.0.1", "lladdr", clientMAC, "nud", "permanent", "dev", "peer0")
 	return client, server
 }
 
@@ -148,7 +101,7 @@ func quietLink(t *testing.T) (client, server string) {
 func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
 		client, _ := quietLink(t)
-		b := ks.netlinkBackend(t, client, execrun.Exec{})
+		b := ks.netlinkBackend(t, client.Name(), execrun.Exec{})
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 5)}} // reflector 10.77.0.2
 		apply(t, b, desired)
 
@@ -202,25 +155,14 @@ func TestKernelTCPExemptionsBypassTheShaper(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
 		client, server := quietLink(t)
 		for _, port := range []string{"443", "80"} {
-			var l net.Listener
-			inNetns(t, server, func() {
-				var err error
-				if l, err = net.Listen("tcp4", "10.77.0.2:"+port); err != nil {
-					t.Fatal(err)
-				}
-			})
+			l, err := server.Listen(nil, "tcp4", "10.77.0.2:"+port)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { l.Close() })
-			go func() {
-				for {
-					c, err := l.Accept()
-					if err != nil {
-						return
-					}
-					c.Close()
-				}
-			}()
+			netns.AcceptEach(l, func(c net.Conn) { c.Close() })
 		}
-		b := ks.netlinkBackend(t, client, execrun.Exec{})
+		b := ks.netlinkBackend(t, client.Name(), execrun.Exec{})
 		link := wanLink("wan0", 5)
 		link.Reflectors = []shape.Reflector{{Kind: shape.ProbeTCP, Addr: netip.MustParseAddr("10.77.0.2"), Port: 443}}
 		apply(t, b, shape.State{Links: []shape.Link{link}})
@@ -229,16 +171,16 @@ func TestKernelTCPExemptionsBypassTheShaper(t *testing.T) {
 		// (linger 0), as the prober's connect()-timed probes do.
 		handshakes := func(port string, n int) {
 			t.Helper()
-			inNetns(t, client, func() {
-				for i := 0; i < n; i++ {
-					c, err := net.DialTimeout("tcp4", "10.77.0.2:"+port, 2*time.Second)
-					if err != nil {
-						t.Fatalf("handshake to port %s through the shaper: %v", port, err)
-					}
-					c.(*net.TCPConn).SetLinger(0)
-					c.Close()
+			for i := 0; i < n; i++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				c, err := client.Dial(ctx, nil, "tcp4", "10.77.0.2:"+port)
+				cancel()
+				if err != nil {
+					t.Fatalf("handshake to port %s through the shaper: %v", port, err)
 				}
-			})
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+			}
 		}
 		handshakes("443", 1)
 		handshakes("80", 1)

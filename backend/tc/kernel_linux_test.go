@@ -11,19 +11,17 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
 
-// These tests shape veths inside network namespaces of their own, named
-// mctc-<pid>-<n>, on the real kernel, once per shaper it has
+// These tests shape veths inside network namespaces of their own
+// (kernelNetns), on the real kernel, once per shaper it has
 // (forEachShape). They need root.
-
-var netnsSeq atomic.Int32
 
 func requireRoot(t *testing.T) {
 	t.Helper()
@@ -48,27 +46,18 @@ func sh(t *testing.T, argv ...string) string {
 	return string(res.Stdout)
 }
 
-// newNetns creates a network namespace removed when the test ends.
-func newNetns(t *testing.T) string {
+// kernelNetns gives the test a namespace of its own (a netns.Lab's,
+// removed when the test ends; the backend acts in it by the name this
+// returns) holding a veth pair DEV–peerN, both ends in it, for the N-th
+// of devs.
+func kernelNetns(t *testing.T, devs ...string) string {
 	t.Helper()
-	name := fmt.Sprintf("mctc-%d-%d", os.Getpid(), netnsSeq.Add(1))
-	sh(t, "ip", "netns", "add", name)
-	t.Cleanup(func() {
-		cmd := execrun.Command{Argv: []string{"ip", "netns", "del", name}}
-		if res, err := (execrun.Exec{}).Run(context.Background(), cmd); err != nil || res.ExitCode != 0 {
-			t.Errorf("removing namespace %s: %v %s", name, err, res.Stderr)
-		}
-	})
-	sh(t, "ip", "-n", name, "link", "set", "dev", "lo", "up")
-	return name
-}
-
-// vethPair creates a veth pair a–b inside ns, both up.
-func vethPair(t *testing.T, ns, a, b string) {
-	t.Helper()
-	sh(t, "ip", "-n", ns, "link", "add", "name", a, "type", "veth", "peer", "name", b)
-	sh(t, "ip", "-n", ns, "link", "set", "dev", a, "up")
-	sh(t, "ip", "-n", ns, "link", "set", "dev", b, "up")
+	lab := netns.New(t, "tc")
+	ns := lab.Namespace("k")
+	for i, dev := range devs {
+		lab.Link(ns, dev, ns, fmt.Sprintf("peer%d", i))
+	}
+	return ns.Name()
 }
 
 func apply(t *testing.T, b *Backend, desired shape.State) plan.Plan {
@@ -144,11 +133,10 @@ func assertNoLiveObjects(t *testing.T, b *Backend) {
 }
 
 // foreignNeighbours adds to ns what is others' beside macake's links, and
-// must stay as it is: a veth lan0 whose ingress hook carries someone
-// else's filter, and an IFB with its own qdisc.
+// must stay as it is: someone else's filter on the ingress hook of the
+// veth lan0 (kernelNetns makes it), and an IFB with its own qdisc.
 func foreignNeighbours(t *testing.T, ns string) {
 	t.Helper()
-	vethPair(t, ns, "lan0", "peer1")
 	sh(t, "ip", "-n", ns, "link", "add", "name", "ifb0", "type", "ifb")
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "ifb0", "root", "handle", "8001:", "pfifo", "limit", "50")
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "handle", "ffff:", "ingress")
@@ -158,8 +146,7 @@ func foreignNeighbours(t *testing.T, ns string) {
 
 func TestKernelApplyConvergesSetRateAndTeardown(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0", "lan0")
 		foreignNeighbours(t, ns)
 
 		b := ks.backend(t, ns, execrun.Exec{})
@@ -278,8 +265,7 @@ func shapeDrifts(ns string, ks kernelShape) []drift {
 
 func TestKernelDriftIsRepaired(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 		apply(t, b, desired)
@@ -315,8 +301,7 @@ func TestKernelDriftIsRepaired(t *testing.T) {
 // first) as it found them.
 func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		foreign, shown, warned := []string{"pfifo", "limit", "77"}, "limit 77p", "pfifo 8001:"
 		if ks.cake {
 			foreign, shown, warned = []string{"cake", "bandwidth", "77mbit", "besteffort"}, "bandwidth 77Mbit besteffort", "cake 8001:"
@@ -359,8 +344,7 @@ func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
 // pfifo had been there first) leaves the same pfifo alone.
 func TestKernelReplacedRootIsRestored(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 		apply(t, b, desired)
@@ -393,8 +377,7 @@ func TestKernelReplacedRootIsRestored(t *testing.T) {
 
 func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.backend(t, ns, execrun.Exec{})
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
 		ctx := context.Background()
@@ -435,8 +418,7 @@ func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 
 func TestKernelInterfaceRenamedOrMissing(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.backend(t, ns, execrun.Exec{})
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 2)}}
 		apply(t, b, desired)
@@ -511,9 +493,7 @@ func (r *faultyRunner) count() int {
 // qdisc macake adds itself on another interface goes with down.
 func TestKernelIngressThereFirstSurvivesDown(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
-		vethPair(t, ns, "wan1", "peer1")
+		ns := kernelNetns(t, "wan0", "wan1")
 		sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "wan0", "handle", "ffff:", "ingress")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		lte := wanLink("wan1", 1)
@@ -539,8 +519,7 @@ func TestKernelIngressThereFirstSurvivesDown(t *testing.T) {
 // state, once applied, plans nothing; teardown leaves nothing.
 func TestKernelOneDirectionAtATime(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		both := wanLink("wan0", 2)
 		uploadOnly, downloadOnly := both, both

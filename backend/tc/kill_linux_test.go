@@ -98,8 +98,7 @@ func (o killableOwnership) SetHookOwned(dev string, owned bool) error {
 // found it: no object, no ingress qdisc, no IFB left behind.
 func TestKernelKilledApplyConverges(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		initial := kernelState(t, ns) + sh(t, "ip", "-n", ns, "-o", "link", "show")
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
 		ctx := context.Background()

@@ -85,8 +85,7 @@ func richCake() *shape.Cake {
 // is empty.
 func TestKernelNetlinkSetRateMatchesTC(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.backend(t, ns, execrun.Exec{})
 		wan := wanLink("wan0", 2)
 		wan.Cake = &shape.Cake{Overhead: 18, MPU: 64}
@@ -164,8 +163,7 @@ func deleteWhatShapes(t *testing.T, ns string, ks kernelShape, dev string) {
 // works again.
 func TestKernelNetlinkSetRateOnDeletedClass(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		wan := wanLink("wan0", 1)
 		desired := shape.State{Links: []shape.Link{wan}}
@@ -208,8 +206,7 @@ func TestKernelNetlinkSetRateOnDeletedClass(t *testing.T) {
 // by a fresh one at the next: the following change works.
 func TestKernelNetlinkSocketThatDiesIsReplaced(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
+		ns := kernelNetns(t, "wan0")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		wan := wanLink("wan0", 1)
 		apply(t, b, shape.State{Links: []shape.Link{wan}})

@@ -100,9 +100,7 @@ func dumpLive(l Live) string {
 // check must see (what shapes deleted, a replaced root, a deleted IFB).
 func TestKernelNetlinkObserveMatchesTC(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := newNetns(t)
-		vethPair(t, ns, "wan0", "peer0")
-		vethPair(t, ns, "lan0", "peer1")
+		ns := kernelNetns(t, "wan0", "lan0")
 		b := ks.netlinkBackend(t, ns, execrun.Exec{})
 		compareObservations(t, ns, "nothing shaped")
 

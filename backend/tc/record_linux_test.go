@@ -68,8 +68,7 @@ func TestRecordGoldenFromKernel(t *testing.T) {
 		t.Skip("skipping: pass -record to re-record the htb golden cases from the real kernel")
 	}
 	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
+	ns := kernelNetns(t, "wan0", "lan0")
 	foreignNeighbours(t, ns)
 	sh(t, "tc", "-n", ns, "qdisc", "add", "dev", "lan0", "root", "handle", "8002:", "pfifo", "limit", "77")
 	b, save := recorder(t, ns, shapeByName["htb"])
@@ -118,8 +117,7 @@ func TestRecordReflectorKindGoldens(t *testing.T) {
 		t.Skip("skipping: pass -record to re-record the golden cases from the real kernel")
 	}
 	requireRoot(t)
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
+	ns := kernelNetns(t, "wan0")
 	b, save := recorder(t, ns, shapeByName["htb"])
 	icmp := shape.State{Links: []shape.Link{wanLink("wan0", 3)}}
 	kinds := shape.State{Links: []shape.Link{wanLink("wan0", 3)}}
@@ -149,8 +147,7 @@ func TestRecordCakeGoldensFromKernel(t *testing.T) {
 	if !kernelCaps(t).ShapesWithCake() {
 		t.Skip("skipping: this kernel has no sch_cake; run it in a guest: make record-cake")
 	}
-	ns := newNetns(t)
-	vethPair(t, ns, "wan0", "peer0")
+	ns := kernelNetns(t, "wan0", "lan0")
 	foreignNeighbours(t, ns)
 	b, save := recorder(t, ns, shapeByName["cake"])
 	rich := goldenDesired()

@@ -7,14 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/sense/measure"
-	"github.com/macake/macake/shape"
 )
 
 var benchCmd = &command{
@@ -86,24 +84,9 @@ func runBench(e *env, args []string) int {
 			return code
 		}
 	}
-	ep, targets, err := measure.ChooseEndpoint(e.ctx, *server, nil)
+	ep, targets, err := measure.BenchTargets(e.ctx, *server, extra)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bench: %v\n", err)
-		return exitFailure
-	}
-	if *server == "" {
-		// The public endpoint's own address is the non-exempt target.
-		if host, err := measure.ResolveHost(e.ctx, ep.Host()); err == nil {
-			targets = append(targets, shape.ICMPReflector(host))
-		}
-	}
-	for _, r := range extra {
-		if !slices.Contains(shape.ReflectorAddrs(targets), r.Addr) {
-			targets = append(targets, r.Resolve(shape.ProbeICMP))
-		}
-	}
-	if len(targets) == 0 {
-		fmt.Fprintf(e.stderr, "macake bench: cannot resolve %s for latency; pass --reflector ADDR\n", ep.Host())
 		return exitFailure
 	}
 	lt := measure.LoadTest{

@@ -127,21 +127,21 @@ func flagsOf(c *command) *flag.FlagSet {
 	return got
 }
 
-// valueHints complete flag values that no flag type knows: by
-// "COMMAND --FLAG", else by "--FLAG" for every command.
-var valueHints = map[string]clidoc.Completion{
-	"sim --link":        {Words: linkmodel.Names},
-	"sim --cc":          {Words: []string{"cubic", "reno"}},
-	"sim --direction":   {Words: []string{"both", "download", "upload"}},
-	"watch --log-level": {Words: []string{"debug", "info", "warn", "error"}},
-	"--link":            {Kind: clidoc.Policies},
-	"--mode":            {Words: modeNames()},
-}
-
-// operandHints complete the commands' positional arguments.
-var operandHints = map[string]clidoc.Completion{
-	"completion": {Words: clidoc.Shells},
-	"apply":      {Kind: clidoc.Files}, // a saved plan
+// hints complete what no flag type knows: flag values and the commands'
+// positional arguments.
+var hints = clidoc.Hints{
+	Values: map[string]clidoc.Completion{
+		"sim --link":        {Words: linkmodel.Names},
+		"sim --cc":          {Words: []string{"cubic", "reno"}},
+		"sim --direction":   {Words: []string{"both", "download", "upload"}},
+		"watch --log-level": {Words: []string{"debug", "info", "warn", "error"}},
+		"--link":            {Kind: clidoc.Policies},
+		"--mode":            {Words: modeNames()},
+	},
+	Operands: map[string]clidoc.Completion{
+		"completion": {Words: clidoc.Shells},
+		"apply":      {Kind: clidoc.Files}, // a saved plan
+	},
 }
 
 func modeNames() []string {
@@ -150,40 +150,6 @@ func modeNames() []string {
 		out = append(out, string(m))
 	}
 	return out
-}
-
-// docFlags converts a FlagSet for clidoc, with the completion of each
-// flag's value.
-func docFlags(cmd string, fs *flag.FlagSet) []clidoc.Flag {
-	var out []clidoc.Flag
-	fs.VisitAll(func(f *flag.Flag) {
-		df := clidoc.FlagOf(f)
-		if df.Arg != "" {
-			df.Values = valueCompletion(cmd, f, df)
-		}
-		out = append(out, df)
-	})
-	return out
-}
-
-func valueCompletion(cmd string, f *flag.Flag, df clidoc.Flag) clidoc.Completion {
-	if h, ok := valueHints[cmd+" --"+f.Name]; ok {
-		return h
-	}
-	if h, ok := valueHints["--"+f.Name]; ok {
-		return h
-	}
-	if len(df.Values.Words) > 0 {
-		return df.Values
-	}
-	arg := df.Arg
-	switch {
-	case arg == "DIR" || strings.HasSuffix(f.Name, "-dir"):
-		return clidoc.Completion{Kind: clidoc.Dirs}
-	case strings.HasPrefix(arg, "FILE") || arg == "PATH":
-		return clidoc.Completion{Kind: clidoc.Files}
-	}
-	return clidoc.Completion{}
 }
 
 // program describes macake for the completions and the manual: the
@@ -210,12 +176,12 @@ machine's shaper instead of in the ISP's bloated buffer.
 Output that is data is printed on standard output ('--json' where it
 applies); progress and warnings go to standard error. Colour is used only
 on a terminal without NO_COLOR.`,
-		Globals:   docFlags("", globals),
+		Globals:   hints.Flags("", globals),
 		PolicyDir: clidoc.PolicySource{Flag: "config-dir", DefaultDir: defaultConfigDir},
 	}
 	for _, c := range commands {
 		dc := clidoc.Command{Name: c.name, Args: c.args, Short: c.short, Long: c.long,
-			Flags: docFlags(c.name, flagsOf(c)), Operands: operandHints[c.name]}
+			Flags: hints.Flags(c.name, flagsOf(c)), Operands: hints.Operands[c.name]}
 		p.Commands = append(p.Commands, dc)
 	}
 	p.Commands = append(p.Commands, clidoc.Command{Name: "help", Args: "[COMMAND]", Short: "Print the help of macake or of one command.",

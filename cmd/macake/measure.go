@@ -9,7 +9,6 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"net"
-	"runtime"
 	"strings"
 	"time"
 
@@ -160,9 +159,9 @@ func checkServerFlag(e *env, cmd, server string) (int, bool) {
 	return exitOK, true
 }
 
-// measureOnce runs one measurement: it finds the link and its
-// reflectors, runs the load test with progress on stderr, and on macOS
-// cross-checks with networkQuality. It saves nothing.
+// measureOnce runs one measurement (measure.Measurement) of what
+// resolveTarget chooses, or of interface o.iface for a link with no
+// policy yet, with progress on stderr. It saves nothing.
 func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
 	var target measure.Target
 	var err error
@@ -180,30 +179,10 @@ func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
 	if target.Note != "" && !o.quiet {
 		fmt.Fprintf(e.stderr, "note: %s\n", target.Note)
 	}
-	endpoint, latencyTargets, err := measure.ChooseEndpoint(e.ctx, o.server, target.Probes())
-	if err != nil {
-		return nil, err
-	}
-	lt := measure.LoadTest{
-		Endpoint: endpoint, Streams: o.streams, Idle: o.idle, Duration: o.duration,
-		Targets: latencyTargets, Compare: target.Alternatives(), Gateway: target.Facts.GatewayIP, ProbeInterval: target.ProbeInterval,
-		Interface: target.BoundInterface(),
-		Progress:  e.stderr, TTY: isTerminal(e.stderr), Command: "measure",
-	}
-	res, err := lt.Run(e.ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%v; nothing saved", err)
-	}
-	rep := measure.NewReport(target, endpoint, lt, res)
-	if runtime.GOOS == "darwin" && o.server == "" && !o.noNQ {
-		fmt.Fprintln(e.stderr, "measure: cross-checking with networkQuality (about 20 s; --no-networkquality skips it)")
-		if nq, err := measure.RunNetworkQuality(e.ctx, target.Interface); err == nil {
-			rep.NetworkQuality = nq
-		} else if !errors.Is(err, measure.ErrNoNetworkQuality) {
-			fmt.Fprintf(e.stderr, "note: networkQuality cross-check failed: %v\n", err)
-		}
-	}
-	return rep, nil
+	return measure.Measurement{
+		Target: target, Server: o.server, Streams: o.streams, Idle: o.idle, Duration: o.duration,
+		NoNetworkQuality: o.noNQ, Progress: e.stderr, TTY: isTerminal(e.stderr),
+	}.Run(e.ctx)
 }
 
 // notSavedMessage explains a failed save; only a permission error earns

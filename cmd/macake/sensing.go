@@ -6,12 +6,14 @@ package main
 // which link and reflectors to use.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/desired"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/sense/probe"
@@ -76,6 +78,36 @@ func resolveTarget(e *env, linkName string, reflectors []config.Reflector) (meas
 	if err != nil && named != nil {
 		err = fmt.Errorf("--link %s: %w", linkName, err)
 	}
+	return t, err
+}
+
+// measureTarget is what `macake measure`, `bench` and `monitor` measure
+// on the network facts describes (desired.LinkToMeasure), probing as the
+// measured policy does (measure.TargetOf); explicit reflectors replace
+// its. Without a default route the error wraps desired.ErrNoDefaultRoute,
+// and the target still carries the reflectors and the default probe
+// interval, for a monitor that probes them anyway.
+func measureTarget(facts linkfacts.Facts, links []config.Link, named *config.Link, reflectors []config.Reflector) (measure.Target, error) {
+	m, err := desired.LinkToMeasure(facts, links, named)
+	if err != nil {
+		t := measure.Target{ProbeInterval: probe.DefaultInterval}
+		if named == nil && errors.Is(err, desired.ErrNoDefaultRoute) {
+			t = measure.TargetOf(nil, reflectors)
+		}
+		return t, err
+	}
+	t := measure.TargetOf(m.Link, reflectors)
+	t.Interface, t.Note, t.Bound, t.Facts = m.Interface, m.Note, m.Bound, m.Facts
+	return t, nil
+}
+
+// interfaceTarget is the target of measuring interface iface for a link
+// that has no policy yet (macake init --measure): the default reflectors,
+// or reflectors when given (desired.InterfaceToMeasure).
+func interfaceTarget(facts linkfacts.Facts, iface string, reflectors []config.Reflector) (measure.Target, error) {
+	t := measure.TargetOf(nil, reflectors)
+	m, err := desired.InterfaceToMeasure(facts, iface)
+	t.Interface, t.Note, t.Bound, t.Facts = m.Interface, m.Note, m.Bound, m.Facts
 	return t, err
 }
 

@@ -5,19 +5,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
-	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/sense/linkfacts"
-	"github.com/macake/macake/session"
-	"github.com/macake/macake/state"
+	"github.com/macake/macake/daemon/statusread"
 )
 
 var statusCmd = &command{
@@ -151,85 +145,11 @@ func stateDirOf(e *env) string {
 	return settings.StateDirFor(e.stateDir, true)
 }
 
-// gatherStatus asks the daemon, or assembles the static picture when it
-// does not answer.
+// gatherStatus reads the status (statusread.Read): the daemon's answer,
+// else the static picture.
 func gatherStatus(e *env, q statusapi.Query) (statusapi.Status, error) {
-	s := &invocation{e: e, cmd: "status", dryRun: true}
-	quiet := *e
-	quiet.stderr = io.Discard // the static picture reports its own problems
-	s.e = &quiet
-	stateDir := stateDirOf(e)
-	socket := statusapi.SocketPath(stateDir)
-	st, err := fetchStatus(e.ctx, socket, q)
-	if err == nil {
-		return st, nil
-	}
-	err0 := err
-	note := err.Error()
-	denied := errors.Is(err, statusapi.ErrPermission)
-	switch {
-	case errors.Is(err, statusapi.ErrNotRunning):
-		note = "nothing answers on " + socket
-	case denied:
-		note = fmt.Sprintf("its socket answers %s only; run with sudo for its view", statusapi.Readers(socket))
-	}
-	st, err = staticStatus(s, stateDir, socket, note)
-	if err != nil {
-		return st, err
-	}
-	if !denied {
-		// No answer is not proof that watch is not running: the state lock
-		// it holds is (issue 12: a socket that could not be bound made a
-		// shaping watch look stopped).
-		if pid, holder, held, herr := state.Holder(stateDir); herr == nil && held && holder == state.HolderWatch {
-			st.Daemon.Running, st.Daemon.PID = true, pid
-			why := "nothing listens there"
-			if !errors.Is(err0, statusapi.ErrNotRunning) {
-				why = err0.Error()
-			}
-			st.Daemon.Note = fmt.Sprintf("watch (pid %d) holds the state lock but does not answer on %s: %s; its log says why, and it binds the socket again every %v",
-				pid, socket, why, daemon.StatusRetry)
-		}
-		return st, nil
-	}
-	// The socket exists but may not be opened: whether watch runs is in
-	// the state lock it holds, which anyone may probe.
-	st.Daemon.PermissionDenied = true
-	pid, holder, held, herr := state.Holder(stateDir)
-	switch {
-	case herr != nil:
-		// The socket is there and watch removes it when it stops.
-		st.Daemon.Running = true
-	case held && holder == state.HolderWatch:
-		st.Daemon.Running, st.Daemon.PID = true, pid
-	default:
-		st.Daemon.Note = "nothing holds the state lock, so " + socket + " is left over from a watch that did not stop cleanly"
-	}
-	return st, nil
-}
-
-// staticStatus is the picture without a daemon (daemon.Static), read now.
-func staticStatus(s *invocation, stateDir, socket, note string) (statusapi.Status, error) {
-	e := s.e
-	in := daemon.StaticInput{
-		Daemon:  statusapi.Daemon{Socket: socket, Note: note, ConfigDir: e.configDir, StateDir: stateDir},
-		NotRoot: e.euid() != 0,
-	}
-	ses, _ := session.Open(e.ctx, session.Options{
-		ConfigDir: e.configDir, StateDir: stateDir, Policies: true, Inspect: true,
-		SkipOwnershipCheck: e.euid() != 0, Getenv: e.getenv, Runner: backendRunner,
+	return statusread.Read(e.ctx, statusread.Options{
+		ConfigDir: e.configDir, StateDir: stateDirOf(e), NotRoot: e.euid() != 0,
+		Getenv: e.getenv, Runner: backendRunner, Query: q, Fetch: fetchStatus,
 	})
-	pol := ses.Policies
-	in.Problems = config.Problems(ses.Problems)
-	// What watch keeps in force for a broken file, it would keep at a
-	// start too: the picture shows the same policies.
-	in.Kept = state.KeepLastGood(&pol, in.Problems, stateDir, ses.LoadOptions)
-	in.Policies, in.MTU = pol.Links, reconcile.PolicyMTUs(pol.Links)
-	in.State, in.StateErr = ses.State.State, ses.StateErr
-	in.Backend, in.BackendErr = ses.Backend, ses.BackendErr
-	if ses.ChooseErr != nil {
-		in.BackendErr = ses.ChooseErr
-	}
-	in.Facts, in.FactsErr = linkfacts.Read(e.ctx, e.getenv)
-	return daemon.Static(e.ctx, in), nil
 }

@@ -25,7 +25,10 @@ type Chooser interface{ Choices() []string }
 // FlagOf describes one flag of a flag.FlagSet as help, the manual and the
 // completions show it: its placeholder in capitals (never the type names
 // Go's flag package prints, "value" or "int") and its default, left out
-// when it is the type's zero value or the usage already says it.
+// when it is the type's zero value or the usage already says it. Its
+// value completes with the choices its type lists (Chooser), else by its
+// placeholder: directories for DIR (or a flag named *-dir), files for
+// FILE… and PATH.
 func FlagOf(f *flag.Flag) Flag {
 	arg, usage := flag.UnquoteUsage(f)
 	if !strings.Contains(f.Usage, "`") {
@@ -35,10 +38,42 @@ func FlagOf(f *flag.Flag) Flag {
 	if !isZeroValue(f) && !strings.Contains(usage, "(default") {
 		df.Default = f.DefValue
 	}
-	if c, ok := f.Value.(Chooser); ok {
+	switch c, ok := f.Value.(Chooser); {
+	case ok:
 		df.Values = Completion{Words: c.Choices()}
+	case arg == "":
+		// A boolean takes no value.
+	case arg == "DIR" || strings.HasSuffix(f.Name, "-dir"):
+		df.Values = Completion{Kind: Dirs}
+	case strings.HasPrefix(arg, "FILE") || arg == "PATH":
+		df.Values = Completion{Kind: Files}
 	}
 	return df
+}
+
+// Hints complete what no flag type knows: a flag's value by "COMMAND
+// --FLAG", else by "--FLAG" for every command (Values), and each
+// command's operands by its name (Operands).
+type Hints struct {
+	Values   map[string]Completion
+	Operands map[string]Completion
+}
+
+// Flags describes the flags of command cmd ("" for the global flags), as
+// FlagsOf does, with the values h completes in place of FlagOf's.
+func (h Hints) Flags(cmd string, fs *flag.FlagSet) []Flag {
+	flags := FlagsOf(fs)
+	for i, f := range flags {
+		if f.Arg == "" {
+			continue
+		}
+		if c, ok := h.Values[cmd+" --"+f.Name]; ok {
+			flags[i].Values = c
+		} else if c, ok := h.Values["--"+f.Name]; ok {
+			flags[i].Values = c
+		}
+	}
+	return flags
 }
 
 // FlagsOf describes every flag of fs, in fs's order (by name).

@@ -38,6 +38,8 @@ func TestFlagOfNamesValuesInCapitalsAndHidesZeroDefaults(t *testing.T) {
 	fs.String("free", "", "a string with no name")
 	fs.Bool("json", false, "print JSON")
 	fs.Func("config-dir", "`DIR` of the files", func(string) error { return nil })
+	fs.String("out", "", "write to `FILE`")
+	fs.String("log-file", "", "log to `PATH`")
 	want := map[string]Flag{
 		"download":   {Name: "download", Arg: "RATE", Usage: "base rate (default: \"auto\")"},
 		"color":      {Name: "color", Arg: "auto|never", Usage: "when to colour", Default: "auto", Values: Completion{Words: []string{"auto", "never"}}},
@@ -46,11 +48,13 @@ func TestFlagOfNamesValuesInCapitalsAndHidesZeroDefaults(t *testing.T) {
 		"target":     {Name: "target", Arg: "SYSTEM", Usage: "the SYSTEM", Default: "linux"},
 		"free":       {Name: "free", Arg: "TEXT", Usage: "a string with no name"},
 		"json":       {Name: "json", Usage: "print JSON"},
-		"config-dir": {Name: "config-dir", Arg: "DIR", Usage: "DIR of the files"},
+		"config-dir": {Name: "config-dir", Arg: "DIR", Usage: "DIR of the files", Values: Completion{Kind: Dirs}},
+		"out":        {Name: "out", Arg: "FILE", Usage: "write to FILE", Values: Completion{Kind: Files}},
+		"log-file":   {Name: "log-file", Arg: "PATH", Usage: "log to PATH", Values: Completion{Kind: Files}},
 	}
 	for _, got := range FlagsOf(fs) {
 		w := want[got.Name]
-		if got.Name != w.Name || got.Arg != w.Arg || got.Usage != w.Usage || got.Default != w.Default || strings.Join(got.Values.Words, ",") != strings.Join(w.Values.Words, ",") {
+		if got.Name != w.Name || got.Arg != w.Arg || got.Usage != w.Usage || got.Default != w.Default || !sameCompletion(got.Values, w.Values) {
 			t.Errorf("FlagOf(--%s) = %+v, want %+v", got.Name, got, w)
 		}
 	}
@@ -58,6 +62,41 @@ func TestFlagOfNamesValuesInCapitalsAndHidesZeroDefaults(t *testing.T) {
 	WriteFlags(&b, FlagsOf(fs))
 	if !strings.Contains(b.String(), "  --streams N\n        connections (default 8)\n") {
 		t.Errorf("WriteFlags:\n%s", b.String())
+	}
+}
+
+func sameCompletion(a, b Completion) bool {
+	return a.Kind == b.Kind && strings.Join(a.Words, ",") == strings.Join(b.Words, ",")
+}
+
+// TestHintsComeBeforeTheFlagsOwnCompletion: a hint for "COMMAND --FLAG"
+// wins over one for "--FLAG", which wins over what FlagOf finds; a
+// boolean completes nothing whatever the hints say.
+func TestHintsComeBeforeTheFlagsOwnCompletion(t *testing.T) {
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	c := color("auto")
+	fs.Var(&c, "color", "when to colour")
+	fs.String("link", "", "the `NAME`")
+	fs.String("out", "", "write to `FILE`")
+	fs.Bool("json", false, "print JSON")
+	h := Hints{Values: map[string]Completion{
+		"sim --link": {Words: []string{"starlink"}},
+		"--link":     {Kind: Policies},
+		"--color":    {Words: []string{"never"}},
+		"--json":     {Kind: Files},
+	}}
+	for _, tc := range []struct {
+		cmd  string
+		want map[string]Completion
+	}{
+		{"sim", map[string]Completion{"link": {Words: []string{"starlink"}}, "color": {Words: []string{"never"}}, "out": {Kind: Files}}},
+		{"apply", map[string]Completion{"link": {Kind: Policies}, "color": {Words: []string{"never"}}, "out": {Kind: Files}}},
+	} {
+		for _, got := range h.Flags(tc.cmd, fs) {
+			if w := tc.want[got.Name]; !sameCompletion(got.Values, w) {
+				t.Errorf("%s --%s completes %+v, want %+v", tc.cmd, got.Name, got.Values, w)
+			}
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
+	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -30,6 +31,28 @@ type Target struct {
 	// and the load are bound to it (else they would cross the primary
 	// interface and measure another path under this link's name).
 	Bound bool
+}
+
+// TargetOf is what a measurement of the policy l probes: its active
+// reflectors at its probe interval; for a nil l, what a policy with the
+// default [autorate] would (config.Defaults). reflectors, when given
+// (--reflector), replace them. The interface, its facts and how it is
+// reached are the caller's to set (desired.LinkToMeasure chooses them).
+func TargetOf(l *config.Link, reflectors []config.Reflector) Target {
+	a := config.Defaults.Autorate
+	var t Target
+	if l != nil {
+		a, t.Link = l.Autorate, l.Name
+	}
+	t.Reflectors = a.Reflectors[:min(max(a.ActiveReflectors, 1), len(a.Reflectors))]
+	t.ProbeInterval = probe.DefaultInterval
+	if d := a.ProbeInterval.Std(); d > 0 {
+		t.ProbeInterval = d
+	}
+	if len(reflectors) > 0 {
+		t.Reflectors = reflectors
+	}
+	return t
 }
 
 // BoundInterface is the interface the measurement's sockets are bound
