@@ -11,6 +11,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
@@ -122,6 +123,37 @@ type ShaperStats struct {
 	// Overlimits counts the times the shaper held a packet back for the
 	// rate (tc only; 0 for dummynet, which does not count them).
 	Overlimits uint64
+	// Tins are CAKE's tins (its priority classes), lowest priority first
+	// as tc prints them; nil for a shaper without tins (htb, dummynet).
+	Tins []TinStats
+}
+
+// TinStats are one CAKE tin's counters (cumulative since the qdisc was
+// created) and its state at the reading, as `tc -s qdisc show` prints
+// them in CAKE's table.
+type TinStats struct {
+	// Name is the tin's class, as a label: "bulk", "best_effort",
+	// "video", "voice" (diffserv3 and diffserv4 name theirs; besteffort's
+	// one tin is "best_effort"), else "tin0" … "tin7".
+	Name string
+	// ThresholdBits is the rate the tin keeps its priority up to, bit/s.
+	ThresholdBits uint64
+	// Bytes and Packets entered the tin: every packet CAKE queued in it,
+	// the ones it later dropped included (tc's "bytes" and "pkts").
+	Bytes, Packets uint64
+	// Drops are packets CAKE dropped (its AQM, or memlimit overflow),
+	// ECNMarks packets it marked instead, ACKDrops the TCP ACKs its ACK
+	// filter removed.
+	Drops, ECNMarks, ACKDrops uint64
+	// BacklogBytes are queued in the tin now.
+	BacklogBytes uint64
+	// PeakDelay, AvgDelay and BaseDelay are the queueing delay CAKE
+	// measures of the packets it sends from the tin: its peak, its
+	// moving average, and its floor.
+	PeakDelay, AvgDelay, BaseDelay time.Duration
+	// SparseFlows, BulkFlows and UnresponsiveFlows count the tin's flows
+	// now by how CAKE schedules them.
+	SparseFlows, BulkFlows, UnresponsiveFlows uint64
 }
 
 // BlindPlanner is a Backend whose live state some users may not read (pf

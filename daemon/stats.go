@@ -62,7 +62,7 @@ func (d *Daemon) refreshStats(ctx context.Context, maxAge time.Duration) {
 		for name, ld := range names {
 			if st, ok := s.byName[name]; ok {
 				samples = append(samples, metrics.ShaperCounters{Link: ld.link, Direction: ld.dir, Bytes: st.Bytes, Packets: st.Packets,
-					Drops: st.Drops, Overlimits: st.Overlimits, BacklogBytes: st.BacklogBytes, BacklogPackets: st.BacklogPackets})
+					Drops: st.Drops, Overlimits: st.Overlimits, BacklogBytes: st.BacklogBytes, BacklogPackets: st.BacklogPackets, Tins: st.Tins})
 			}
 		}
 		m.SetShaperCounters(samples, s.at)
@@ -84,8 +84,16 @@ func (d *Daemon) cachedStats(name string) (*statusapi.ShaperStats, string) {
 
 // statusFromStats converts a backend's counters for status.
 func statusFromStats(st backend.ShaperStats, at time.Time) *statusapi.ShaperStats {
-	return &statusapi.ShaperStats{Bytes: st.Bytes, Packets: st.Packets, Drops: st.Drops, BacklogBytes: st.BacklogBytes,
+	s := &statusapi.ShaperStats{Bytes: st.Bytes, Packets: st.Packets, Drops: st.Drops, BacklogBytes: st.BacklogBytes,
 		BacklogPackets: st.BacklogPackets, Overlimits: st.Overlimits, ReadAt: at.UTC()}
+	for _, t := range st.Tins {
+		s.Tins = append(s.Tins, statusapi.TinStats{Name: t.Name, ThresholdBits: t.ThresholdBits, Bytes: t.Bytes,
+			Packets: t.Packets, Drops: t.Drops, ECNMarks: t.ECNMarks, ACKDrops: t.ACKDrops, BacklogBytes: t.BacklogBytes,
+			AverageDelaySeconds: statusapi.Seconds(t.AvgDelay), PeakDelaySeconds: statusapi.Seconds(t.PeakDelay),
+			BaseDelaySeconds: statusapi.Seconds(t.BaseDelay), SparseFlows: t.SparseFlows, BulkFlows: t.BulkFlows,
+			UnresponsiveFlows: t.UnresponsiveFlows})
+	}
+	return s
 }
 
 // linkDir is one direction of a link.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
 )
@@ -25,7 +26,8 @@ func families(t *testing.T) map[string][]string {
 	l.Direction(shape.Download).RateChanged(80e6, 70e6, true)
 	l.Reflector(netip.MustParseAddr("1.1.1.1")).Sample(20 * time.Millisecond)
 	l.Reflector(netip.MustParseAddr("1.1.1.1")).Lost()
-	m.SetShaperCounters([]metrics.ShaperCounters{{Link: "home", Direction: shape.Download, Bytes: 1}}, fixedNow)
+	m.SetShaperCounters([]metrics.ShaperCounters{{Link: "home", Direction: shape.Download, Bytes: 1,
+		Tins: []backend.TinStats{{Name: "best_effort", Bytes: 1}}}}, fixedNow)
 	m.Reconciled(1, time.Millisecond, nil)
 	m.DriftRepaired("rules_missing")
 	m.LinkChanged()

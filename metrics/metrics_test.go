@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
@@ -553,5 +554,74 @@ func TestServeRefusesForeignHost(t *testing.T) {
 		if resp.StatusCode != want {
 			t.Errorf("GET /metrics with Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
+	}
+}
+
+// TestShaperTinSeries: CAKE's tins become one series per tin beside the
+// shaper's own, each counter and gauge in base units (delays in seconds,
+// the threshold in bit/s); a reading without tins (htb, dummynet) has no
+// tin series, and the next reading replaces the last.
+func TestShaperTinSeries(t *testing.T) {
+	m := newMetrics()
+	up := metrics.ShaperCounters{Link: "wan", Direction: shape.Upload, Bytes: 3000, Packets: 2, Tins: []backend.TinStats{
+		{Name: "bulk", ThresholdBits: 1_250_000},
+		{Name: "best_effort", ThresholdBits: 20_000_000, Bytes: 2900, Packets: 2, Drops: 7, ECNMarks: 3, ACKDrops: 1,
+			BacklogBytes: 1514, PeakDelay: 8810 * time.Microsecond, AvgDelay: 398 * time.Microsecond, BaseDelay: 15 * time.Microsecond,
+			SparseFlows: 8, BulkFlows: 1, UnresponsiveFlows: 2},
+	}}
+	m.SetShaperCounters([]metrics.ShaperCounters{up, {Link: "wan", Direction: shape.Download, Bytes: 1}}, fixedNow)
+	expected := `
+# HELP macake_shaper_tin_delay_average_seconds Queueing delay CAKE measures in the tin, its moving average.
+# TYPE macake_shaper_tin_delay_average_seconds gauge
+macake_shaper_tin_delay_average_seconds{direction="upload",link="wan",tin="best_effort"} 0.000398
+macake_shaper_tin_delay_average_seconds{direction="upload",link="wan",tin="bulk"} 0
+# HELP macake_shaper_tin_drops_total Packets CAKE dropped from the tin (its AQM, or its memory limit).
+# TYPE macake_shaper_tin_drops_total counter
+macake_shaper_tin_drops_total{direction="upload",link="wan",tin="best_effort"} 7
+macake_shaper_tin_drops_total{direction="upload",link="wan",tin="bulk"} 0
+# HELP macake_shaper_tin_ecn_marks_total Packets CAKE marked with ECN in the tin instead of dropping them.
+# TYPE macake_shaper_tin_ecn_marks_total counter
+macake_shaper_tin_ecn_marks_total{direction="upload",link="wan",tin="best_effort"} 3
+macake_shaper_tin_ecn_marks_total{direction="upload",link="wan",tin="bulk"} 0
+# HELP macake_shaper_tin_sparse_flows Flows CAKE schedules as sparse (new or light) in the tin at the last reading.
+# TYPE macake_shaper_tin_sparse_flows gauge
+macake_shaper_tin_sparse_flows{direction="upload",link="wan",tin="best_effort"} 8
+macake_shaper_tin_sparse_flows{direction="upload",link="wan",tin="bulk"} 0
+# HELP macake_shaper_tin_threshold_bits_per_second The rate up to which the tin keeps its priority.
+# TYPE macake_shaper_tin_threshold_bits_per_second gauge
+macake_shaper_tin_threshold_bits_per_second{direction="upload",link="wan",tin="best_effort"} 2e+07
+macake_shaper_tin_threshold_bits_per_second{direction="upload",link="wan",tin="bulk"} 1.25e+06
+`
+	names := []string{"macake_shaper_tin_delay_average_seconds", "macake_shaper_tin_drops_total", "macake_shaper_tin_ecn_marks_total",
+		"macake_shaper_tin_sparse_flows", "macake_shaper_tin_threshold_bits_per_second"}
+	if err := testutil.GatherAndCompare(gatherer(m), strings.NewReader(expected), names...); err != nil {
+		t.Error(err)
+	}
+	var b strings.Builder
+	if err := m.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`macake_shaper_tin_bulk_flows{direction="upload",link="wan",tin="best_effort"} 1`,
+		`macake_shaper_tin_unresponsive_flows{direction="upload",link="wan",tin="best_effort"} 2`,
+		`macake_shaper_tin_ack_drops_total{direction="upload",link="wan",tin="best_effort"} 1`,
+		`macake_shaper_tin_backlog_bytes{direction="upload",link="wan",tin="best_effort"} 1514`,
+		`macake_shaper_tin_delay_peak_seconds{direction="upload",link="wan",tin="best_effort"} 0.00881`,
+		`macake_shaper_tin_delay_base_seconds{direction="upload",link="wan",tin="best_effort"} 1.5e-05`,
+		`macake_shaper_tin_bytes_total{direction="upload",link="wan",tin="best_effort"} 2900`,
+		`macake_shaper_tin_packets_total{direction="upload",link="wan",tin="best_effort"} 2`,
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the exposition lacks %s", want)
+		}
+	}
+	if strings.Contains(b.String(), `direction="download",link="wan",tin=`) {
+		t.Error("a shaper without tins has tin series")
+	}
+	m.SetShaperCounters([]metrics.ShaperCounters{{Link: "wan", Direction: shape.Upload, Bytes: 1}}, fixedNow)
+	b.Reset()
+	m.WriteText(&b)
+	if strings.Contains(b.String(), "macake_shaper_tin_") {
+		t.Error("a reading without tins left the last reading's tin series")
 	}
 }

@@ -4,9 +4,11 @@ package metrics
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/shape"
 )
 
@@ -19,6 +21,9 @@ type ShaperCounters struct {
 	// shaper was created; BacklogBytes and BacklogPackets are queued now.
 	Bytes, Packets, Drops, Overlimits uint64
 	BacklogBytes, BacklogPackets      uint64
+	// Tins are CAKE's tins (nil for other shapers): each becomes the
+	// shaper_tin_* series with a tin label.
+	Tins []backend.TinStats
 }
 
 // shaperCollector reports the last reading as it is: the kernel keeps the
@@ -45,6 +50,27 @@ var shaperFamilies = []struct {
 	{"shaper_packets_total", "Packets the shaper took in (dummynet) or sent (tc).", typeCounter, func(s ShaperCounters) uint64 { return s.Packets }},
 }
 
+// tinFamilies are the families of CAKE's tins, in name order: tc -s's
+// table, one series per tin.
+var tinFamilies = []struct {
+	name, help, typ string
+	value           func(backend.TinStats) float64
+}{
+	{"shaper_tin_ack_drops_total", "TCP ACKs CAKE's ACK filter removed from the tin.", typeCounter, func(t backend.TinStats) float64 { return float64(t.ACKDrops) }},
+	{"shaper_tin_backlog_bytes", "Bytes queued in the CAKE tin at the last reading.", typeGauge, func(t backend.TinStats) float64 { return float64(t.BacklogBytes) }},
+	{"shaper_tin_bulk_flows", "Flows CAKE schedules as bulk (backlogged) in the tin at the last reading.", typeGauge, func(t backend.TinStats) float64 { return float64(t.BulkFlows) }},
+	{"shaper_tin_bytes_total", "Bytes that entered the CAKE tin, the ones it dropped included.", typeCounter, func(t backend.TinStats) float64 { return float64(t.Bytes) }},
+	{"shaper_tin_delay_average_seconds", "Queueing delay CAKE measures in the tin, its moving average.", typeGauge, func(t backend.TinStats) float64 { return t.AvgDelay.Seconds() }},
+	{"shaper_tin_delay_base_seconds", "Queueing delay CAKE measures in the tin, its floor.", typeGauge, func(t backend.TinStats) float64 { return t.BaseDelay.Seconds() }},
+	{"shaper_tin_delay_peak_seconds", "Queueing delay CAKE measures in the tin, its recent peak.", typeGauge, func(t backend.TinStats) float64 { return t.PeakDelay.Seconds() }},
+	{"shaper_tin_drops_total", "Packets CAKE dropped from the tin (its AQM, or its memory limit).", typeCounter, func(t backend.TinStats) float64 { return float64(t.Drops) }},
+	{"shaper_tin_ecn_marks_total", "Packets CAKE marked with ECN in the tin instead of dropping them.", typeCounter, func(t backend.TinStats) float64 { return float64(t.ECNMarks) }},
+	{"shaper_tin_packets_total", "Packets that entered the CAKE tin, the ones it dropped included.", typeCounter, func(t backend.TinStats) float64 { return float64(t.Packets) }},
+	{"shaper_tin_sparse_flows", "Flows CAKE schedules as sparse (new or light) in the tin at the last reading.", typeGauge, func(t backend.TinStats) float64 { return float64(t.SparseFlows) }},
+	{"shaper_tin_threshold_bits_per_second", "The rate up to which the tin keeps its priority.", typeGauge, func(t backend.TinStats) float64 { return float64(t.ThresholdBits) }},
+	{"shaper_tin_unresponsive_flows", "Flows in the tin that do not slow down for CAKE's drops, at the last reading.", typeGauge, func(t backend.TinStats) float64 { return float64(t.UnresponsiveFlows) }},
+}
+
 // write writes the last reading; nothing before the first.
 func (c *shaperCollector) write(e *expo) {
 	c.mu.Lock()
@@ -68,6 +94,28 @@ func (c *shaperCollector) write(e *expo) {
 		}
 	}
 	e.single(Namespace+"_shaper_stats_timestamp_seconds", "Unix time of the last reading of the shapers' counters.", typeGauge, float64(at.UnixMilli())/1e3)
+	type tinSample struct {
+		labels string
+		tin    backend.TinStats
+	}
+	var tins []tinSample
+	for _, s := range last {
+		for _, t := range s.Tins {
+			tins = append(tins, tinSample{renderLabels([]string{"link", "direction", "tin"}, []string{s.Link, s.Direction.String(), t.Name}, "", ""), t})
+		}
+	}
+	// In label order, as every other family: a scraper's diff stays stable.
+	slices.SortFunc(tins, func(a, b tinSample) int { return strings.Compare(a.labels, b.labels) })
+	for _, f := range tinFamilies {
+		if len(tins) == 0 {
+			break
+		}
+		name := Namespace + "_" + f.name
+		e.header(name, f.help, f.typ)
+		for _, t := range tins {
+			e.sample(name, t.labels, f.value(t.tin))
+		}
+	}
 }
 
 // SetShaperCounters replaces the shapers' counters with a reading taken

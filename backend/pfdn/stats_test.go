@@ -5,6 +5,7 @@ package pfdn_test
 import (
 	"context"
 	"net/netip"
+	"reflect"
 	"testing"
 
 	"github.com/macake/macake/backend"
@@ -54,10 +55,10 @@ func TestShaperStatsCountWhatThePipesDid(t *testing.T) {
 	got, was := after["pipe 48001"], before["pipe 48001"]
 	want := backend.ShaperStats{Name: "pipe 48001", Bytes: was.Bytes + 60*1500, Packets: was.Packets + 60,
 		Drops: was.Drops + 6, BacklogPackets: 44, BacklogBytes: 44 * 1500}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("upload pipe after 60 packets:\n got %+v\nwant %+v", got, want)
 	}
-	if after["pipe 48002"] != before["pipe 48002"] {
+	if !reflect.DeepEqual(after["pipe 48002"], before["pipe 48002"]) {
 		t.Errorf("the download pipe moved: %+v → %+v", before["pipe 48001"], after["pipe 48001"])
 	}
 	if !h.e.Drain(48001) {

@@ -37,11 +37,14 @@ func FuzzParseQdiscs(f *testing.F) {
 	seedFromRecordings(f, "qdisc show",
 		`[{"kind":"cake","handle":"8007:","root":true,"options":{"bandwidth":"unlimited","overhead":-8}}]`,
 		`[{"kind":"htb","handle":"4d4b:","options":{"default":"0xffffffffff"}}]`)
-	// tc -s -j: the counters macake reads as the shaper's statistics.
-	if b, err := os.ReadFile("testdata/stats/qdisc-show-s-j.json"); err == nil {
+	// tc -s -j: the counters macake reads as the shaper's statistics (and
+	// CAKE's tins).
+	for _, name := range []string{"qdisc-show-s-j.json", "cake-qdisc-show-s-j.json"} {
+		b, err := os.ReadFile("testdata/stats/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
 		f.Add(b)
-	} else {
-		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		qs, err := ParseQdiscs(data)

@@ -34,6 +34,11 @@ const (
 
 	tcaStatsBasic = 1
 	tcaStatsQueue = 3
+	tcaStatsApp   = 4
+
+	// CAKE's statistics in tcaStatsApp (TCA_CAKE_STATS_*, and each tin's
+	// TCA_CAKE_TIN_STATS_*).
+	tcaCakeStatsTinStats = 10
 
 	tcaHTBParms  = 1
 	tcaHTBInit   = 2
@@ -129,6 +134,9 @@ type tcAttrs struct {
 	options []byte
 	hasOpts bool
 	stats   *QdiscStats
+	// app is the qdisc's own statistics (TCA_STATS_APP), which only its
+	// kind can decode.
+	app []byte
 }
 
 func decodeTcAttrs(b []byte) (tcAttrs, error) {
@@ -160,6 +168,8 @@ func decodeTcAttrs(b []byte) (tcAttrs, error) {
 							a.stats.Qlen, a.stats.Backlog, a.stats.Drops = uint64(ne.Uint32(v)), uint64(ne.Uint32(v[4:])), uint64(ne.Uint32(v[8:]))
 							a.stats.Requeues, a.stats.Overlimits = uint64(ne.Uint32(v[12:])), uint64(ne.Uint32(v[16:]))
 						}
+					case tcaStatsApp:
+						a.app = v
 					}
 				}
 				return nil
@@ -188,6 +198,11 @@ func decodeQdisc(data []byte, dev string, withStats bool) (Qdisc, error) {
 	}
 	if withStats {
 		q.Stats = a.stats
+		if q.Stats != nil && q.Kind == "cake" && a.app != nil {
+			if q.Stats.Tins, err = decodeCakeTins(a.app); err != nil {
+				return q, fmt.Errorf("cake qdisc %s on %s: its statistics: %w", FormatHandle(q.Handle), dev, err)
+			}
+		}
 	}
 	if !a.hasOpts {
 		return q, nil
@@ -296,6 +311,51 @@ func decodeCake(b []byte) (*CakeOptions, error) {
 		c.ATM = atm
 	}
 	return c, err
+}
+
+// cakeTinAttrs maps the TCA_CAKE_TIN_STATS_* attributes macake reads to
+// the JSON names iproute2 prints them under (CakeTin.fields).
+var cakeTinAttrs = map[uint16]string{
+	2: "sent_packets", 3: "sent_bytes", 4: "drops", 6: "ack_drops", 8: "ecn_mark", 11: "backlog_bytes",
+	12: "threshold_rate", 18: "peak_delay_us", 19: "avg_delay_us", 20: "base_delay_us",
+	21: "sparse_flows", 22: "bulk_flows", 23: "unresponsive_flows",
+}
+
+// decodeCakeTins decodes the tins of CAKE's statistics (TCA_STATS_APP):
+// TCA_CAKE_STATS_TIN_STATS nests one attribute per tin, numbered from 1
+// in the order tc prints them, each holding u32 or u64 values.
+func decodeCakeTins(app []byte) ([]CakeTin, error) {
+	var tins []CakeTin
+	var inner error
+	err := eachAttr(app, func(t uint16, v []byte) {
+		if t != tcaCakeStatsTinStats || inner != nil {
+			return
+		}
+		inner = eachAttr(v, func(_ uint16, tv []byte) {
+			var tin CakeTin
+			dst := map[string]*uint64{}
+			for _, f := range tin.fields() {
+				dst[f.key] = f.dst
+			}
+			if err := eachAttr(tv, func(a uint16, val []byte) {
+				p := dst[cakeTinAttrs[a]]
+				switch {
+				case p == nil:
+				case len(val) >= 8:
+					*p = binary.NativeEndian.Uint64(val)
+				case len(val) >= 4:
+					*p = uint64(binary.NativeEndian.Uint32(val))
+				}
+			}); err != nil && inner == nil {
+				inner = err
+			}
+			tins = append(tins, tin)
+		})
+	})
+	if err == nil {
+		err = inner
+	}
+	return tins, err
 }
 
 // decodeClass decodes one RTM_NEWTCLASS message as `tc -d -j class show`

@@ -5,6 +5,7 @@ package tc
 import (
 	"encoding/binary"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/mdlayher/netlink"
@@ -195,5 +196,89 @@ func TestDecodePrioAsTCPrintsIt(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want[0]) || !isOurPrio(got.Prio) {
 		t.Errorf("decoded %+v prio %+v, want tc's %+v prio %+v", got, got.Prio, want[0], want[0].Prio)
+	}
+}
+
+// CAKE's statistics decode as tc -s -j prints them: the app statistics
+// (TCA_STATS_APP in TCA_STATS2) nest the tins, one attribute each, in
+// tc's order, as sch_cake's cake_dump_stats writes them; attributes macake
+// does not read are skipped, and app statistics that are not attributes
+// fail the reading with the qdisc named. (The kernel test
+// TestKernelShaperStats compares both readings on a real sch_cake.)
+func TestDecodeCakeTinStats(t *testing.T) {
+	tin := func(ae *netlink.AttributeEncoder, rate, bytes uint64, pkts, drops, peak uint32) {
+		ae.Uint64(12, rate) // THRESHOLD_RATE64
+		ae.Uint64(3, bytes) // SENT_BYTES64
+		ae.Uint32(11, 1514) // BACKLOG_BYTES
+		ae.Uint32(13, 5000) // TARGET_US (not read)
+		ae.Uint32(2, pkts)  // SENT_PACKETS
+		ae.Uint32(4, drops) // DROPPED_PACKETS
+		ae.Uint32(8, 3)     // ECN_MARKED_PACKETS
+		ae.Uint32(6, 2)     // ACKS_DROPPED_PACKETS
+		ae.Uint32(18, peak) // PEAK_DELAY_US
+		ae.Uint32(19, 398)  // AVG_DELAY_US
+		ae.Uint32(20, 15)   // BASE_DELAY_US
+		ae.Uint32(21, 8)    // SPARSE_FLOWS
+		ae.Uint32(22, 1)    // BULK_FLOWS
+		ae.Uint32(23, 0)    // UNRESPONSIVE_FLOWS
+		ae.Uint32(24, 1514) // MAX_SKBLEN (not read)
+	}
+	app := func(tins bool) []byte {
+		ae := netlink.NewAttributeEncoder()
+		ae.Uint64(2, 562500) // CAPACITY_ESTIMATE64
+		ae.Uint32(4, 308264) // MEMORY_USED
+		if tins {
+			ae.Nested(tcaCakeStatsTinStats, func(nae *netlink.AttributeEncoder) error {
+				nae.Nested(1, func(t *netlink.AttributeEncoder) error { tin(t, 35156, 0, 0, 0, 0); return nil })
+				nae.Nested(2, func(t *netlink.AttributeEncoder) error { tin(t, 562500, 36663754, 58092, 6496, 8810); return nil })
+				return nil
+			})
+		}
+		b, err := ae.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	msg := func(app []byte) []byte {
+		b := make([]byte, sizeofTcmsg)
+		binary.NativeEndian.PutUint32(b[8:], LeafHandle)
+		binary.NativeEndian.PutUint32(b[12:], CakeClass)
+		ae := netlink.NewAttributeEncoder()
+		ae.String(tcaKind, "cake")
+		ae.Nested(tcaStats2, func(nae *netlink.AttributeEncoder) error {
+			basic := make([]byte, 16)
+			binary.NativeEndian.PutUint64(basic, 36663754)
+			binary.NativeEndian.PutUint32(basic[8:], 58092)
+			nae.Bytes(tcaStatsBasic, basic)
+			nae.Bytes(tcaStatsApp, app)
+			return nil
+		})
+		attrs, err := ae.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(b, attrs...)
+	}
+	q, err := decodeQdisc(msg(app(true)), "wan0", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CakeTin{
+		{ThresholdRate: 35156, BacklogBytes: 1514, ECNMarks: 3, ACKDrops: 2, AvgDelayUs: 398, BaseDelayUs: 15, SparseFlows: 8, BulkFlows: 1},
+		{ThresholdRate: 562500, SentBytes: 36663754, SentPackets: 58092, Drops: 6496, ECNMarks: 3, ACKDrops: 2, BacklogBytes: 1514,
+			PeakDelayUs: 8810, AvgDelayUs: 398, BaseDelayUs: 15, SparseFlows: 8, BulkFlows: 1},
+	}
+	if q.Stats == nil || q.Stats.Packets != 58092 || !reflect.DeepEqual(q.Stats.Tins, want) {
+		t.Errorf("decoded stats %+v, want tins %+v", q.Stats, want)
+	}
+	if q, err := decodeQdisc(msg(app(false)), "wan0", true); err != nil || q.Stats.Tins != nil {
+		t.Errorf("CAKE statistics without tins: %+v, %v", q.Stats, err)
+	}
+	if q, err := decodeQdisc(msg(app(true)), "wan0", false); err != nil || q.Stats != nil {
+		t.Errorf("without stats asked for: %+v, %v", q.Stats, err)
+	}
+	if _, err := decodeQdisc(msg([]byte{9, 0, 1}), "wan0", true); err == nil || !strings.Contains(err.Error(), "cake qdisc 4d4c: on wan0") {
+		t.Errorf("app statistics that are not attributes: %v", err)
 	}
 }

@@ -51,6 +51,39 @@ type QdiscStats struct {
 	Drops, Overlimits, Requeues uint64
 	// Backlog is queued now, in bytes; Qlen in packets.
 	Backlog, Qlen uint64
+	// Tins are a cake qdisc's tins, in the order tc prints them (lowest
+	// priority first); nil for other kinds.
+	Tins []CakeTin
+}
+
+// CakeTin is one tin of CAKE's statistics as `tc -s -j qdisc show`
+// prints it: the rate in bytes/s, the delays in µs, the rest counts.
+// "sent_bytes" and "sent_packets" are what entered the tin (CAKE counts
+// them as it queues), dropped packets included.
+type CakeTin struct {
+	ThresholdRate                        uint64 // threshold_rate
+	SentBytes, SentPackets               uint64 // sent_bytes, sent_packets
+	Drops, ECNMarks, ACKDrops            uint64 // drops, ecn_mark, ack_drops
+	BacklogBytes                         uint64 // backlog_bytes
+	PeakDelayUs, AvgDelayUs, BaseDelayUs uint64 // peak_delay_us, avg_delay_us, base_delay_us
+	SparseFlows, BulkFlows, Unresponsive uint64 // sparse_flows, bulk_flows, unresponsive_flows
+}
+
+// fields maps tc's JSON names of a tin's values to where they go (the
+// same names iproute2 prints from the netlink attributes, cakeTinAttrs).
+func (t *CakeTin) fields() []struct {
+	key string
+	dst *uint64
+} {
+	return []struct {
+		key string
+		dst *uint64
+	}{
+		{"threshold_rate", &t.ThresholdRate}, {"sent_bytes", &t.SentBytes}, {"sent_packets", &t.SentPackets},
+		{"drops", &t.Drops}, {"ecn_mark", &t.ECNMarks}, {"ack_drops", &t.ACKDrops}, {"backlog_bytes", &t.BacklogBytes},
+		{"peak_delay_us", &t.PeakDelayUs}, {"avg_delay_us", &t.AvgDelayUs}, {"base_delay_us", &t.BaseDelayUs},
+		{"sparse_flows", &t.SparseFlows}, {"bulk_flows", &t.BulkFlows}, {"unresponsive_flows", &t.Unresponsive},
+	}
 }
 
 // parseQdiscStats reads the counters of one qdisc element, nil when the
@@ -70,6 +103,19 @@ func parseQdiscStats(e jvalue) (*QdiscStats, error) {
 			return nil, err
 		}
 		*f.dst = v
+	}
+	if tins, ok := e.get("tins"); ok && tins.kind == jArray {
+		for i, te := range tins.arr {
+			var tin CakeTin
+			for _, f := range tin.fields() {
+				v, _, err := te.getUint(f.key)
+				if err != nil {
+					return nil, fmt.Errorf("tin %d: %w", i, err)
+				}
+				*f.dst = v
+			}
+			s.Tins = append(s.Tins, tin)
+		}
 	}
 	return &s, nil
 }

@@ -6,8 +6,13 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/macake/macake/backend"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/shape"
@@ -17,8 +22,9 @@ import (
 // a small queue (an 8 KiB bfifo; CAKE with a 64 KiB memlimit) on a real
 // kernel and reads the counters back as status shows them: what the
 // shaper sent, and the drops of its full queue.
-// MACAKE_TC_STATS_RECORD=FILE saves the raw `tc -s -j qdisc show` for the
-// replay test.
+// MACAKE_TC_STATS_RECORD=DIR saves the raw `tc -s -j qdisc show` for the
+// replay tests, as DIR/qdisc-show-s-j.json (htb) and
+// DIR/cake-qdisc-show-s-j.json (CAKE, in a cakevm guest).
 func TestKernelShaperStats(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
 		lab := netns.New(t, "tcstats")
@@ -78,7 +84,15 @@ func TestKernelShaperStats(t *testing.T) {
 		if int64(up.BacklogBytes) > queue+1500 || up.Overlimits == 0 {
 			t.Errorf("backlog %d bytes (queue %d B), overlimits %d: %+v", up.BacklogBytes, queue, up.Overlimits, up)
 		}
-		if path := os.Getenv("MACAKE_TC_STATS_RECORD"); path != "" {
+		checkTins(t, ks, up)
+		if ks.cake {
+			compareTinReadings(t, b)
+		}
+		if dir := os.Getenv("MACAKE_TC_STATS_RECORD"); dir != "" {
+			path := filepath.Join(dir, "qdisc-show-s-j.json")
+			if ks.cake {
+				path = filepath.Join(dir, "cake-qdisc-show-s-j.json")
+			}
 			out, err := runOutput(ctx, b.Runner, b.Tools.tcCmd("-s", "-j", "qdisc", "show"))
 			if err != nil {
 				t.Fatal(err)
@@ -88,4 +102,69 @@ func TestKernelShaperStats(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkTins: CAKE's shaper carries its tins (diffserv3's three, named as
+// tc names them), whose drops are the qdisc's and whose packets are every
+// one that entered it (sent, dropped or queued), the datagrams in best
+// effort; htb's has none.
+func checkTins(t *testing.T, ks kernelShape, s backend.ShaperStats) {
+	t.Helper()
+	if !ks.cake {
+		if s.Tins != nil {
+			t.Errorf("htb's shaper has tins: %+v", s.Tins)
+		}
+		return
+	}
+	var names []string
+	var drops, sent uint64
+	for _, tin := range s.Tins {
+		names = append(names, tin.Name)
+		drops += tin.Drops
+		sent += tin.Packets
+	}
+	if !slices.Equal(names, []string{"bulk", "best_effort", "voice"}) {
+		t.Fatalf("tins %q, want diffserv3's bulk, best_effort, voice: %+v", names, s.Tins)
+	}
+	be := s.Tins[1]
+	if drops != s.Drops || sent != s.Packets+s.Drops+s.BacklogPackets || be.Drops == 0 || be.Packets == 0 || be.ThresholdBits != 1_000_000 {
+		t.Errorf("tins do not add up to the qdisc's %d drops and %d packets, or best effort at 1 Mbit/s did not carry the datagrams: %+v", s.Drops, s.Packets, s.Tins)
+	}
+	if be.PeakDelay <= 0 || be.PeakDelay > 10*time.Second {
+		t.Errorf("best effort's peak delay %v: not what a full queue at 1 Mbit/s holds", be.PeakDelay)
+	}
+}
+
+// compareTinReadings: once the queue has drained, the tins read over
+// netlink are the ones tc -s -j prints. The kernel's own packets (IPv6
+// neighbour discovery, MLD) may still pass between two readings, so the
+// netlink reading sits between two of tc's that agree, tried a few times.
+func compareTinReadings(t *testing.T, b *Backend) {
+	t.Helper()
+	ctx := context.Background()
+	read := func(netlink bool) []backend.TinStats {
+		t.Helper()
+		nl := b.Netlink
+		if !netlink {
+			b.Netlink = nil
+		}
+		s, err := b.ShaperStats(ctx)
+		b.Netlink = nl
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[1].Tins
+	}
+	var before, viaNL []backend.TinStats
+	for range 5 {
+		time.Sleep(time.Second)
+		before, viaNL = read(false), read(true)
+		if after := read(false); !reflect.DeepEqual(before, after) {
+			continue // something passed meanwhile
+		}
+		if reflect.DeepEqual(before, viaNL) {
+			return
+		}
+	}
+	t.Errorf("tins over netlink and from tc -s -j differ:\n netlink %+v\n tc      %+v", viaNL, before)
 }

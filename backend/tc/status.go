@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/shape"
@@ -164,10 +165,48 @@ func (b *Backend) ShaperStats(ctx context.Context) ([]backend.ShaperStats, error
 			continue
 		}
 		stats = append(stats, backend.ShaperStats{Name: shaperName(name), Bytes: s.Bytes, Packets: s.Packets,
-			Drops: s.Drops, BacklogBytes: s.Backlog, BacklogPackets: s.Qlen, Overlimits: s.Overlimits})
+			Drops: s.Drops, BacklogBytes: s.Backlog, BacklogPackets: s.Qlen, Overlimits: s.Overlimits, Tins: tinStats(q)})
 	}
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Name < stats[j].Name })
 	return stats, nil
+}
+
+// cakeTinNames are the names of CAKE's tins by diffserv mode, in the
+// order tc prints them (lowest priority first), as labels: tc's own words
+// where it has them ("Best Effort" for diffserv3's and diffserv4's second
+// tin), else the tin's number.
+var cakeTinNames = map[string][]string{
+	"diffserv3":  {"bulk", "best_effort", "voice"},
+	"diffserv4":  {"bulk", "best_effort", "video", "voice"},
+	"besteffort": {"best_effort"},
+}
+
+// tinStats converts a cake qdisc's tins for status and the metrics; nil
+// for a qdisc without them.
+func tinStats(q *Qdisc) []backend.TinStats {
+	if q.Stats == nil || len(q.Stats.Tins) == 0 {
+		return nil
+	}
+	var names []string
+	if q.Cake != nil {
+		names = cakeTinNames[q.Cake.Diffserv]
+	}
+	if len(names) != len(q.Stats.Tins) {
+		names = nil
+	}
+	us := func(v uint64) time.Duration { return time.Duration(v) * time.Microsecond }
+	out := make([]backend.TinStats, len(q.Stats.Tins))
+	for i, t := range q.Stats.Tins {
+		name := fmt.Sprintf("tin%d", i)
+		if names != nil {
+			name = names[i]
+		}
+		out[i] = backend.TinStats{Name: name, ThresholdBits: t.ThresholdRate * 8, Bytes: t.SentBytes, Packets: t.SentPackets,
+			Drops: t.Drops, ECNMarks: t.ECNMarks, ACKDrops: t.ACKDrops, BacklogBytes: t.BacklogBytes,
+			PeakDelay: us(t.PeakDelayUs), AvgDelay: us(t.AvgDelayUs), BaseDelay: us(t.BaseDelayUs),
+			SparseFlows: t.SparseFlows, BulkFlows: t.BulkFlows, UnresponsiveFlows: t.Unresponsive}
+	}
+	return out
 }
 
 var (

@@ -36,8 +36,8 @@ import (
 // request links[].history and events. 2.2: pauses, links[].paused_until
 // (a pause request's pause_link, and its answer's pause),
 // links[].download_mode and links[].upload_mode, links[].advice. 2.3:
-// daemon.log_file.
-const FormatVersion = "2.3"
+// daemon.log_file. 2.4: shapers[].stats.tins (CAKE's tins).
+const FormatVersion = "2.4"
 
 // Status is everything `macake status` shows. Rates are bit/s, sizes
 // bytes, durations seconds (to the microsecond), times RFC 3339, as in the
@@ -233,8 +233,40 @@ type ShaperStats struct {
 	BacklogPackets uint64 `json:"backlog_packets"`
 	// Overlimits: times the shaper held a packet for the rate (tc only).
 	Overlimits uint64 `json:"overlimits"`
+	// Tins are CAKE's tins, lowest priority first; absent for a shaper
+	// without them (htb, dummynet).
+	Tins []TinStats `json:"tins,omitempty"`
 	// ReadAt is when they were read.
 	ReadAt time.Time `json:"read_at"`
+}
+
+// TinStats are one CAKE tin's counters (cumulative) and state at the
+// reading (backend.TinStats), as CAKE's table in `tc -s qdisc show`.
+type TinStats struct {
+	// Name is the tin: bulk, best_effort, video, voice, or tin0 … tin7.
+	Name string `json:"name"`
+	// ThresholdBits is the rate the tin keeps its priority up to.
+	ThresholdBits uint64 `json:"threshold_bits_per_second"`
+	// Bytes and Packets entered the tin, the dropped ones included.
+	Bytes   uint64 `json:"bytes"`
+	Packets uint64 `json:"packets"`
+	// Drops are CAKE's drops (AQM or memory limit), ECNMarks its marks
+	// instead of drops, ACKDrops the ACKs its ACK filter removed.
+	Drops    uint64 `json:"drops"`
+	ECNMarks uint64 `json:"ecn_marks"`
+	ACKDrops uint64 `json:"ack_drops"`
+	// BacklogBytes are queued in the tin now.
+	BacklogBytes uint64 `json:"backlog_bytes"`
+	// The queueing delay CAKE measures of what the tin sends: its
+	// moving average, peak and floor.
+	AverageDelaySeconds float64 `json:"average_delay_seconds"`
+	PeakDelaySeconds    float64 `json:"peak_delay_seconds"`
+	BaseDelaySeconds    float64 `json:"base_delay_seconds"`
+	// The tin's flows now: sparse (new or light), bulk (backlogged), and
+	// unresponsive (not slowing down for drops).
+	SparseFlows       uint64 `json:"sparse_flows"`
+	BulkFlows         uint64 `json:"bulk_flows"`
+	UnresponsiveFlows uint64 `json:"unresponsive_flows"`
 }
 
 // Controller is a link controller's state.

@@ -222,6 +222,11 @@ func WriteText(w io.Writer, st Status, opts TextOptions) {
 			fmt.Fprintln(w)
 			if sh.Stats != nil {
 				fmt.Fprintf(w, "  %-11s %-8s %s\n", "", "", countersText(sh.Stats))
+				for _, t := range sh.Stats.Tins {
+					if line := tinText(t); line != "" {
+						fmt.Fprintf(w, "  %-11s %-8s %s\n", "", "", line)
+					}
+				}
 			}
 		}
 		if len(l.Shapers) == 0 {
@@ -426,6 +431,27 @@ func countersText(s *ShaperStats) string {
 	fmt.Fprintf(&b, ", %d queued (%s)", s.BacklogPackets, humanBytes(int64(s.BacklogBytes)))
 	if s.Overlimits > 0 {
 		fmt.Fprintf(&b, ", %d overlimits", s.Overlimits)
+	}
+	return b.String()
+}
+
+// tinText is one CAKE tin in one line, as its column in `tc -s qdisc
+// show`: what entered it and what CAKE dropped or marked, what is queued, the delay
+// CAKE measures and its flows; "" for a tin that has carried nothing, so
+// diffserv's unused tins take no room.
+func tinText(t TinStats) string {
+	if t.Packets == 0 && t.Drops == 0 && t.BacklogBytes == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "tin %s: %s in %d packets, %d dropped, %d marked", t.Name, humanVolume(t.Bytes), t.Packets, t.Drops, t.ECNMarks)
+	if t.ACKDrops > 0 {
+		fmt.Fprintf(&b, ", %d ACKs filtered", t.ACKDrops)
+	}
+	fmt.Fprintf(&b, ", %s queued; delay %s average, %s peak; flows %d sparse, %d bulk", humanBytes(int64(t.BacklogBytes)),
+		shape.FormatLatency(seconds(t.AverageDelaySeconds)), shape.FormatLatency(seconds(t.PeakDelaySeconds)), t.SparseFlows, t.BulkFlows)
+	if t.UnresponsiveFlows > 0 {
+		fmt.Fprintf(&b, ", %d unresponsive", t.UnresponsiveFlows)
 	}
 	return b.String()
 }

@@ -134,3 +134,34 @@ func TestEventSummaryIsOneShortLine(t *testing.T) {
 		}
 	}
 }
+
+// TestTextShowsCakeTins: under a CAKE shaper's counters, a line per tin
+// that carried traffic (diffserv3's idle bulk tin takes no room), with
+// its drops, marks, queue, CAKE's own delay and its flows; the ACK
+// filter's drops and unresponsive flows only where there are some.
+func TestTextShowsCakeTins(t *testing.T) {
+	st := Status{Links: []Link{{Name: "wan", Interface: "eth0", Mode: "fixed", Shaped: true, Shapers: []Shaper{{
+		Direction: "upload", Name: "qdisc 4d4b: on eth0", RateBits: 4_500_000, Source: "policy",
+		Stats: &ShaperStats{Bytes: 36663838, Packets: 58094, Drops: 6496, Tins: []TinStats{
+			{Name: "bulk", ThresholdBits: 281248},
+			{Name: "best_effort", ThresholdBits: 4_500_000, Bytes: 36663754, Packets: 58092, Drops: 6496, ECNMarks: 12,
+				AverageDelaySeconds: 0.000398, PeakDelaySeconds: 0.00881, BaseDelaySeconds: 0.000015, SparseFlows: 8, BulkFlows: 1},
+			{Name: "voice", ThresholdBits: 1_125_000, Bytes: 84, Packets: 2, ACKDrops: 3, BacklogBytes: 1514,
+				AverageDelaySeconds: 0.000004, PeakDelaySeconds: 0.000282, SparseFlows: 1, UnresponsiveFlows: 1},
+		}},
+	}}}}}
+	var b strings.Builder
+	WriteText(&b, st, TextOptions{Now: time.Unix(0, 0), GOOS: "linux"})
+	got := b.String()
+	for _, want := range []string{
+		"tin best_effort: 35 MB in 58092 packets, 6496 dropped, 12 marked, 0 B queued; delay 0.4ms average, 8.8ms peak; flows 8 sparse, 1 bulk\n",
+		"tin voice: 84 B in 2 packets, 0 dropped, 0 marked, 3 ACKs filtered, 1514 B queued; delay 0.0ms average, 0.3ms peak; flows 1 sparse, 0 bulk, 1 unresponsive\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("status lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "tin bulk") {
+		t.Errorf("status shows the idle bulk tin:\n%s", got)
+	}
+}

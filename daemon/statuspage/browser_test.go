@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,5 +304,57 @@ func TestPauseButtonsInChromium(t *testing.T) {
 	// was refused for its origin.
 	if got := hits[before:]; !slices.Equal(got, []hit{{"OPTIONS", 405}, {"POST", 403}}) {
 		t.Errorf("the page's server saw %+v, want a refused preflight and a refused POST", got)
+	}
+}
+
+// TestPageShowsCakeTins: under a CAKE shaper, the page's second table
+// has a row per tin that carried traffic (diffserv3's idle bulk tin has
+// none), with what CAKE counted and measured; without tins (the recorded
+// dummynet status) the table stays hidden.
+func TestPageShowsCakeTins(t *testing.T) {
+	b := headless.Start(t)
+	st := recorded(t)
+	var noTins atomic.Bool // the handler runs on the server's goroutines
+	srv := httptest.NewServer(Handler(Options{Status: func(_ context.Context, q statusapi.Query) statusapi.Status {
+		out := st
+		out.Links = slices.Clone(st.Links)
+		out.Links[0].History = since(st.Links[0].History, q)
+		if !noTins.Load() {
+			sh := slices.Clone(out.Links[0].Shapers)
+			for i := range sh {
+				if sh[i].Direction == "download" && sh[i].Stats != nil {
+					stats := *sh[i].Stats
+					stats.Tins = []statusapi.TinStats{
+						{Name: "bulk"},
+						{Name: "best_effort", Bytes: 36663754, Packets: 58092, Drops: 6496, ECNMarks: 12, AverageDelaySeconds: 0.000398,
+							PeakDelaySeconds: 0.00881, SparseFlows: 8, BulkFlows: 1},
+						{Name: "voice", Bytes: 84, Packets: 2},
+					}
+					sh[i].Stats = &stats
+				}
+			}
+			out.Links[0].Shapers = sh
+		}
+		return out
+	}}))
+	defer srv.Close()
+	p := b.Open(srv.URL+"/", 1180, 900)
+	if _, err := p.WaitFor(`document.querySelectorAll('section.link [data-field="tins"] tr').length > 0`, 5*time.Second); err != nil {
+		t.Fatalf("the page drew no tins: %v\nproblems: %q", err, p.Problems())
+	}
+	var rows []string
+	if err := p.Eval(`[...document.querySelectorAll('section.link [data-field="tins"] tr')].map(r => [...r.cells].map(c => c.textContent).join("|"))`, &rows); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"best_effort|download|35.0 MB|58092|6496|12|0 B|0.4ms|8.8ms|8|1", "voice|download|84 B|2|0|0|0 B|0.0ms|0.0ms|0|0"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("tin rows:\n got %q\nwant %q", rows, want)
+	}
+	noTins.Store(true)
+	if _, err := p.WaitFor(`document.querySelector('section.link [data-field="tins-table"]').hidden`, 5*time.Second); err != nil {
+		t.Errorf("the tins table stayed shown once the shaper had no tins: %v", err)
+	}
+	if probs := p.Problems(); len(probs) > 0 {
+		t.Errorf("the page reported problems:\n%s", strings.Join(probs, "\n"))
 	}
 }

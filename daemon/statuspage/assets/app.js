@@ -169,6 +169,10 @@ function card(name) {
   const counters = el("table", { class: "counters" },
     el("thead", {}, el("tr", {}, ...["shaper", "direction", "carried", "packets", "dropped", "queued", "overlimits"].map((h) => el("th", {}, h)))),
     el("tbody", { "data-field": "counters" }));
+  // CAKE's tins (tc -s's table), for the tins that carried traffic.
+  const tins = el("table", { class: "counters", "data-field": "tins-table", hidden: "" },
+    el("thead", {}, el("tr", {}, ...["CAKE tin", "direction", "took in", "packets", "dropped", "marked", "queued", "delay avg", "peak", "flows sparse", "bulk"].map((h) => el("th", {}, h)))),
+    el("tbody", { "data-field": "tins" }));
   c = el("section", { class: "link", "data-link": name },
     el("h2", { "data-field": "title" }, name),
     el("p", { class: "sub", "data-field": "sub" }),
@@ -179,7 +183,7 @@ function card(name) {
       fact("upload-rate", "upload shaper"), fact("upload-achieved", "upload achieved"),
       fact("baseline", "idle round trip"), fact("rtt", "round trip now")),
     el("div", { class: "charts" }, figure("download", "download rates"), figure("upload", "upload rates"), figure("delay", "round trip")),
-    counters);
+    counters, tins);
   if (TOKEN) c.insertBefore(controls(), c.querySelector(".facts"));
   document.getElementById("links").append(c);
   return c;
@@ -295,6 +299,13 @@ function renderLink(l) {
     return el("tr", {}, ...cells.map((t) => el("td", {}, t)));
   });
   c.querySelector('[data-field="counters"]').replaceChildren(...rows);
+  const tinRows = l.shapers.flatMap((s) => ((s.stats && s.stats.tins) || [])
+    .filter((t) => t.packets > 0 || t.drops > 0 || t.backlog_bytes > 0)
+    .map((t) => el("tr", {}, ...[t.name, s.direction, bytes(t.bytes), String(t.packets), String(t.drops), String(t.ecn_marks),
+      bytes(t.backlog_bytes), fmtLatency(t.average_delay_seconds), fmtLatency(t.peak_delay_seconds), String(t.sparse_flows), String(t.bulk_flows)]
+      .map((v) => el("td", {}, v)))));
+  c.querySelector('[data-field="tins-table"]').hidden = tinRows.length === 0;
+  c.querySelector('[data-field="tins"]').replaceChildren(...tinRows);
 }
 
 function renderStatus(st) {
