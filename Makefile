@@ -22,7 +22,7 @@ platform_env = GOOS=$(word 1,$(subst /, ,$1)) GOARCH=$(word 2,$(subst /, ,$1))$(
 build_for = CGO_ENABLED=0 $(call platform_env,$1) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $2 ./cmd/macake
 TRACES    ?= $(firstword $(wildcard ../shared/traces ../../shared/traces) ../shared/traces)
 
-.PHONY: all build test vet race darwin cake test-cake cakevm-setup record-cake lint fmt demo bench bench-daemon e2e e2e-scenarios e2e-honest calibrate cross dist deb deb-check install clean tools man completions
+.PHONY: all build test vet race darwin cake test-cake cakevm-setup record-cake lint fmt demo bench bench-daemon e2e e2e-scenarios e2e-honest calibrate fairness-lab e2e-cake cross dist deb deb-check install clean tools man completions
 
 all: vet lint test build
 
@@ -68,6 +68,46 @@ cake:
 CAKE_TESTS ?= ^TestKernel
 test-cake:
 	GO='$(GO)' $(CAKEVM)/gotest ./backend/tc -test.run '$(CAKE_TESTS)' -test.timeout 20m -tc.shapes=cake
+
+## fairness-lab: the host-fairness lab of issue 25 in a cakevm guest: the
+## tutorial's office (two PCs, one with 1 connection and one with 8, behind
+## a gateway; routed, then masqueraded with nftables), the gateway's WAN
+## shaped by the real `macake apply` from a policy file per case; asserts
+## the relations (default isolation: the 8-connection PC takes most;
+## dual-srchost/dual-dsthost: each PC within 15 % of an equal share; behind
+## NAT only with nat = true) and writes the table beside the tutorial's
+## figures to $(FAIRNESS_REPORT). The tutorial's 20 s per case; about
+## 5 minutes. Root; `make cakevm-setup` first; nft on the host (nftables).
+FAIRNESS_LENGTH ?= 20s
+FAIRNESS_REPORT ?= bin/fairness-lab.md
+fairness-lab: build
+	@mkdir -p bin/cakevm/fairness && rm -f bin/cakevm/fairness/report.md
+	@echo "load before: $$(uptime)"
+	GO='$(GO)' CAKEVM_XCHG=bin/cakevm/fairness $(CAKEVM)/gotest ./e2e -test.run '^TestFairnessLab$$' -test.timeout 20m \
+	  -e2e.macake=$(abspath $(BIN)) -e2e.fairness-length=$(FAIRNESS_LENGTH) -e2e.report=/xchg/report.md
+	@echo "load after: $$(uptime)"
+	@cp bin/cakevm/fairness/report.md $(FAIRNESS_REPORT) && echo && cat $(FAIRNESS_REPORT)
+
+## e2e-cake: make e2e's drift-controlled phases with CAKE as the client's
+## shaper: the same testbed in a cakevm guest, every trace's rates scaled
+## by $(E2E_CAKE_SCALE) for the emulated machine (0.4: the constant trace's
+## 50/10 Mbit/s become 20/4); off / upstream law / ours / oracle / off
+## again, each with the honest score and the ping's and the call's loss,
+## in $(E2E_CAKE_REPORT). Measured, not asserted (-e2e.measure-only: no
+## delay is asserted in a guest whose CPU is 20-35× slower). About 4
+## minutes a scenario. Root; `make cakevm-setup` first.
+E2E_CAKE_TRACES ?= constant,steps,wobble,lte,wobble:up2
+E2E_CAKE_SCALE  ?= 0.4
+E2E_CAKE_REPORT ?= bin/e2e-cake-report.md
+e2e-cake: build
+	@mkdir -p bin/cakevm/e2e-cake && rm -f bin/cakevm/e2e-cake/report.md
+	@echo "load before: $$(uptime)"
+	GO='$(GO)' CAKEVM_XCHG=bin/cakevm/e2e-cake CAKEVM_TIMEOUT=7200 MACAKE_TRACES=$(abspath $(TRACES)) \
+	  $(CAKEVM)/gotest ./e2e -test.run '^TestOffOnOff$$' -test.timeout 110m \
+	  -e2e.macake=$(abspath $(BIN)) -e2e.phase=$(E2E_PHASE) -e2e.traces=$(E2E_CAKE_TRACES) \
+	  -e2e.rate-scale=$(E2E_CAKE_SCALE) -e2e.measure-only -e2e.report=/xchg/report.md
+	@echo "load after: $$(uptime)"
+	@cp bin/cakevm/e2e-cake/report.md $(E2E_CAKE_REPORT) && echo && cat $(E2E_CAKE_REPORT)
 
 ## cakevm-setup: install QEMU, busybox-static and kmod from Debian when
 ## missing (root), fetch the kernel linux-image-amd64 points at today and
@@ -181,9 +221,11 @@ bench: build
 	@if [ -d "$(TRACES)" ]; then $(BIN) sim --traces $(TRACES); \
 	else echo "bench: no traces at $(TRACES) (set TRACES=DIR); nothing to run"; fi
 
-## cross: dist/macake-OS-ARCH for every platform of PLATFORMS.
+## cross: dist/macake-OS-ARCH for every platform of PLATFORMS, then their
+## sizes.
 cross:
 	@set -e; $(foreach p,$(PLATFORMS),echo ">> building $p"; $(call build_for,$p,dist/macake-$(subst /,-,$p));)
+	@ls -l $(foreach p,$(PLATFORMS),dist/macake-$(subst /,-,$p)) | awk '{ printf "%10d bytes  %5.1f MiB  %s\n", $$5, $$5 / 1048576, $$NF }'
 
 ## dist: the release files in dist/release: an archive per platform
 ## (macake-VERSION-OS-ARCH.tar.gz: the binary, the manual page, the

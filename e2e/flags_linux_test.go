@@ -17,10 +17,13 @@ import (
 )
 
 var (
-	reportFile = flag.String("e2e.report", "", "append the Markdown tables to this file")
-	jsonFile   = flag.String("e2e.json", "", "append every phase's measures to this file, one JSON object a line (what the calibration table reads)")
-	seriesDir  = flag.String("e2e.series", "", "write every phase's probe round trips (SCENARIO-ARM.csv) and watch's debug log (SCENARIO-ARM.log) to this directory")
-	withFixed  = flag.Bool("e2e.fixed", false, "add a fixed-rate macake apply at 90 % of the trace's mean after the drift-controlled phases")
+	reportFile  = flag.String("e2e.report", "", "append the Markdown tables to this file")
+	jsonFile    = flag.String("e2e.json", "", "append every phase's measures to this file, one JSON object a line (what the calibration table reads)")
+	seriesDir   = flag.String("e2e.series", "", "write every phase's probe round trips (SCENARIO-ARM.csv) and watch's debug log (SCENARIO-ARM.log) to this directory")
+	macakeFlag  = flag.String("e2e.macake", "", "the macake binary to run (default: built from this tree once per test binary; in a cakevm guest, where building is 20-35× slower, the make targets build it on the host)")
+	rateScale   = flag.Float64("e2e.rate-scale", 1, "multiply every scenario's capacities by this (0.4 makes the constant 50/10 Mbit/s trace 20/4), for a testbed that cannot carry the originals (a cakevm guest)")
+	measureOnly = flag.Bool("e2e.measure-only", false, "report the off/on/off tables without asserting the bar on them (`make e2e-cake`: no delay is asserted inside a guest whose CPU is 20-35× slower)")
+	withFixed   = flag.Bool("e2e.fixed", false, "add a fixed-rate macake apply at 90 % of the trace's mean after the drift-controlled phases")
 )
 
 // writeSeries writes a phase's probe series to dir/NAME.csv: seconds since

@@ -157,6 +157,19 @@ func (t Trace) Scale(length time.Duration) Trace {
 	return c
 }
 
+// ScaleRates multiplies every step's capacities by f (a slower link of the
+// same shape, for a testbed that cannot carry the original's rates), no
+// step below minTraceRate; the name says the factor.
+func (t Trace) ScaleRates(f float64) Trace {
+	c := Trace{Name: fmt.Sprintf("%s ×%g", t.Name, f), Length: t.Length, Steps: make([]Step, len(t.Steps))}
+	for i, s := range t.Steps {
+		s.Download = max(int64(float64(s.Download)*f), minTraceRate)
+		s.Upload = max(int64(float64(s.Upload)*f), minTraceRate)
+		c.Steps[i] = s
+	}
+	return c
+}
+
 // Min is the lowest capacity of one direction (download when download is
 // true, else upload).
 func (t Trace) Min(download bool) int64 {
