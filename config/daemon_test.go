@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/config/units"
 )
 
 // TestDefaultStateDirFollowsTheSystem: state goes where each system keeps
@@ -149,8 +151,8 @@ pause_for = "2h"
 		t.Fatalf("%v %v", err, w)
 	}
 	m := d.MQTT
-	if !m.Enabled() || m.Username != "macake" || m.TopicPrefix != "home/router" || !m.Control || m.PauseFor != Duration(2*time.Hour) ||
-		m.DiscoveryPrefix != "homeassistant" || m.Interval != Duration(10*time.Second) {
+	if !m.Enabled() || m.Username != "macake" || m.TopicPrefix != "home/router" || !m.Control || m.PauseFor != units.Duration(2*time.Hour) ||
+		m.DiscoveryPrefix != "homeassistant" || m.Interval != units.Duration(10*time.Second) {
 		t.Errorf("%+v", m)
 	}
 	if DaemonDefaults.MQTT.Enabled() || DaemonDefaults.MQTT.Control {

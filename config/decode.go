@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/suggest"
 )
 
@@ -466,21 +467,21 @@ func describe(raw any) string {
 
 // examples shows a valid value of each text type in type errors.
 var examples = map[reflect.Type]string{
-	reflect.TypeFor[Rate]():          `"250mbit"`,
-	reflect.TypeFor[RateOrAuto]():    `"250mbit" or "auto"`,
-	reflect.TypeFor[Size]():          `"256KB"`,
-	reflect.TypeFor[SizeOrAuto]():    `"auto" or "256KB"`,
-	reflect.TypeFor[Duration]():      `"300ms"`,
-	reflect.TypeFor[HardwareAddr]():  `"74:24:9f:00:00:01"`,
-	reflect.TypeFor[netip.Addr]():    `"192.168.1.1"`,
-	reflect.TypeFor[Reflector]():     `"1.1.1.1" or "tcp:1.1.1.1:443"`,
-	reflect.TypeFor[Mode]():          `"autorate"`,
-	reflect.TypeFor[DirectionMode](): `"fixed"`,
-	reflect.TypeFor[Diffserv]():      `"diffserv4"`,
-	reflect.TypeFor[Isolation]():     `"dual-srchost"`,
-	reflect.TypeFor[LogFormat]():     `"text"`,
-	reflect.TypeFor[Bounds]():        `{ min = "25mbit", max = "400mbit" }`,
-	reflect.TypeFor[PipeRange]():     `{ first = 48001, last = 48998 }`,
+	reflect.TypeFor[units.Rate]():       `"250mbit"`,
+	reflect.TypeFor[units.RateOrAuto](): `"250mbit" or "auto"`,
+	reflect.TypeFor[units.Size]():       `"256KB"`,
+	reflect.TypeFor[units.SizeOrAuto](): `"auto" or "256KB"`,
+	reflect.TypeFor[units.Duration]():   `"300ms"`,
+	reflect.TypeFor[HardwareAddr]():     `"74:24:9f:00:00:01"`,
+	reflect.TypeFor[netip.Addr]():       `"192.168.1.1"`,
+	reflect.TypeFor[Reflector]():        `"1.1.1.1" or "tcp:1.1.1.1:443"`,
+	reflect.TypeFor[Mode]():             `"autorate"`,
+	reflect.TypeFor[DirectionMode]():    `"fixed"`,
+	reflect.TypeFor[Diffserv]():         `"diffserv4"`,
+	reflect.TypeFor[Isolation]():        `"dual-srchost"`,
+	reflect.TypeFor[LogFormat]():        `"text"`,
+	reflect.TypeFor[Bounds]():           `{ min = "25mbit", max = "400mbit" }`,
+	reflect.TypeFor[PipeRange]():        `{ first = 48001, last = 48998 }`,
 }
 
 func example(t reflect.Type) string {

@@ -8,8 +8,8 @@
 //
 // Load reads a directory and returns the valid links; Link.Rates resolves a
 // direction's floor, base and ceiling (desired.Match picks the active link
-// per interface from the link facts). Rate, Size and Duration are the value types of the
-// files, and flags use the same grammar (they implement flag.Value).
+// per interface from the link facts). The value types of the files (Rate,
+// Size, Duration) are config/units', whose grammar flags share.
 // Defaults holds every default in one place. docs/CONFIG.md documents every
 // key.
 package config

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/config/units"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -409,13 +411,13 @@ func TestLoadChecksTheDirectoriesAbove(t *testing.T) {
 }
 
 func TestFromCapacity(t *testing.T) {
-	for _, tc := range []struct{ in, want Rate }{
-		{312_400_000, 296 * Mbit},
-		{21_300_000, 20 * Mbit},
-		{5_260_000, 4900 * Kbit},
-		{700_000, 665 * Kbit},
-		{1, MinRate},
-		{2 * MaxRate, MaxRate / Mbit * Mbit},
+	for _, tc := range []struct{ in, want units.Rate }{
+		{312_400_000, 296 * units.Mbit},
+		{21_300_000, 20 * units.Mbit},
+		{5_260_000, 4900 * units.Kbit},
+		{700_000, 665 * units.Kbit},
+		{1, units.MinRate},
+		{2 * units.MaxRate, units.MaxRate / units.Mbit * units.Mbit},
 	} {
 		if got := FromCapacity(tc.in); got != tc.want {
 			t.Errorf("FromCapacity(%d) = %s, want %s", tc.in, got, tc.want)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/macake/macake/config/units"
 )
 
 // MaxPause bounds a pause of the shaping, whoever asks: a longer one is
@@ -37,21 +39,21 @@ type MQTT struct {
 	// DiscoveryPrefix is Home Assistant's discovery prefix.
 	DiscoveryPrefix string `toml:"discovery_prefix"`
 	// Interval is how often every link's state is published.
-	Interval Duration `toml:"interval"`
+	Interval units.Duration `toml:"interval"`
 	// Control honours the switches' commands: off pauses the shaping for
 	// PauseFor, on resumes it. Without it the switches are read-only
 	// sensors and nothing on the broker can change the shaping.
 	Control bool `toml:"control"`
 	// PauseFor is how long a switch turned off pauses the shaping (at
 	// most MaxPause); it comes back by itself then.
-	PauseFor Duration `toml:"pause_for"`
+	PauseFor units.Duration `toml:"pause_for"`
 }
 
 // MQTTDefaults are the defaults of the [mqtt] table.
 var MQTTDefaults = MQTT{
 	DiscoveryPrefix: "homeassistant",
-	Interval:        Duration(10 * time.Second),
-	PauseFor:        Duration(time.Hour),
+	Interval:        units.Duration(10 * time.Second),
+	PauseFor:        units.Duration(time.Hour),
 }
 
 // The bounds of [mqtt].interval.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/clidoc"
 	"github.com/macake/macake/internal/suggest"
 )
@@ -206,12 +207,12 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 }
 
 // durationVar defines a duration flag read as policy files read durations
-// (config.Duration): one grammar and one error text for files and flags,
+// (units.Duration): one grammar and one error text for files and flags,
 // so `--drift-interval 5` says it needs a unit as `probe_interval = 5`
 // does, where Go's own duration flag said only "parse error".
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var((*config.Duration)(p), name, usage)
+	fs.Var((*units.Duration)(p), name, usage)
 }
 
 // flags returns a FlagSet for c whose errors the caller maps to exitUsage.

@@ -23,6 +23,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/mosquitto"
@@ -176,7 +177,7 @@ func (r *run) logged(s string) bool { return strings.Contains(r.log.String(), s)
 func settings(b *mosquitto.Broker) config.MQTT {
 	s := config.MQTTDefaults
 	s.Broker = b.URL()
-	s.Interval = config.Duration(time.Second)
+	s.Interval = units.Duration(time.Second)
 	return s
 }
 
@@ -364,8 +365,8 @@ func TestSwitchPausesAndResumes(t *testing.T) {
 	d := &fakeDaemon{st: homeStatus()}
 	s := settings(b)
 	s.Control = true
-	s.PauseFor = config.Duration(45 * time.Minute)
-	s.Interval = config.Duration(time.Hour) // the state below comes from the commands
+	s.PauseFor = units.Duration(45 * time.Minute)
+	s.Interval = units.Duration(time.Hour) // the state below comes from the commands
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.linkState(t, "home", func(linkState) bool { return true })

@@ -20,6 +20,7 @@ var pure = []struct {
 	why   string
 }{
 	{dir: "config", why: "files → policies"},
+	{dir: "config/units", why: "the files' value types"},
 	{dir: "shape", why: "the desired state"},
 	{dir: "plan", why: "a plan and its rendering"},
 	// The Loop (loop.go) drives the control law with timers, its clock
