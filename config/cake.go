@@ -105,7 +105,7 @@ const (
 var LinkLayers = []LinkLayer{LinkLayerNone, LinkLayerATM, LinkLayerPTM}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (l *LinkLayer) UnmarshalText(b []byte) error { return parseEnum("link layer", b, LinkLayers, l) }
+func (l *LinkLayer) UnmarshalText(b []byte) error { return ParseEnum("link layer", b, LinkLayers, l) }
 
 // Limits of the [cake] values.
 const (

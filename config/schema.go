@@ -225,7 +225,7 @@ const (
 var Modes = []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (m *Mode) UnmarshalText(b []byte) error { return parseEnum("mode", b, Modes, m) }
+func (m *Mode) UnmarshalText(b []byte) error { return ParseEnum("mode", b, Modes, m) }
 
 // DirectionMode is how one direction of a link is shaped: steered from
 // latency, at a fixed rate, or not at all.
@@ -247,7 +247,7 @@ var DirectionModes = []DirectionMode{DirAutorate, DirFixed, DirOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (m *DirectionMode) UnmarshalText(b []byte) error {
-	return parseEnum("direction mode", b, DirectionModes, m)
+	return ParseEnum("direction mode", b, DirectionModes, m)
 }
 
 // DirectionMode returns how direction d is shaped: its own key
@@ -308,7 +308,7 @@ var ControlLaws = []ControlLaw{LawMacake, LawUpstream}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (c *ControlLaw) UnmarshalText(b []byte) error {
-	return parseEnum("controller", b, ControlLaws, c)
+	return ParseEnum("controller", b, ControlLaws, c)
 }
 
 // Diffserv is a CAKE priority-tin scheme.
@@ -318,7 +318,7 @@ type Diffserv string
 var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Diffserv) UnmarshalText(b []byte) error { return parseEnum("diffserv", b, Diffservs, d) }
+func (d *Diffserv) UnmarshalText(b []byte) error { return ParseEnum("diffserv", b, Diffservs, d) }
 
 // Isolation is a CAKE flow-isolation mode.
 type Isolation string
@@ -328,12 +328,13 @@ var Isolations = []Isolation{"triple-isolate", "dual-srchost", "dual-dsthost", "
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (i *Isolation) UnmarshalText(b []byte) error {
-	return parseEnum("isolation mode", b, Isolations, i)
+	return ParseEnum("isolation mode", b, Isolations, i)
 }
 
-// parseEnum sets *dst to the value in allowed that equals b exactly, or
-// explains what the accepted values are.
-func parseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
+// ParseEnum sets *dst to the value in allowed that equals b exactly, or
+// explains what the accepted values are: the one UnmarshalText of every
+// enumerated key, the policies' and the settings' (config/settings).
+func ParseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
 	s := string(b)
 	names := make([]string, len(allowed))
 	for i, a := range allowed {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/clidoc"
 	"github.com/macake/macake/internal/suggest"
@@ -23,7 +24,7 @@ import (
 // Default locations; --config-dir and --state-dir override them.
 const defaultConfigDir = config.DefaultConfigDir
 
-var defaultStateDir = config.DefaultStateDir
+var defaultStateDir = settings.DefaultStateDir
 
 // env is everything a command may touch of the outside world, so that the
 // whole CLI runs in-process in tests.

@@ -21,6 +21,7 @@ var pure = []struct {
 }{
 	{dir: "config", why: "files → policies"},
 	{dir: "config/units", why: "the files' value types"},
+	{dir: "config/settings", why: "the daemon's settings file"},
 	{dir: "shape", why: "the desired state"},
 	{dir: "plan", why: "a plan and its rendering"},
 	// The Loop (loop.go) drives the control law with timers, its clock
