@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/systemd"
@@ -100,10 +101,10 @@ func PolicyFiles(dir string) []Section {
 	if len(files) == 0 {
 		out = append(out, Section{Title: "policy files in " + dir, Note: "none"})
 	}
-	for _, f := range append(files, config.DaemonFileFor(dir)) {
+	for _, f := range append(files, settings.DaemonFileFor(dir)) {
 		b, err := os.ReadFile(f)
 		switch {
-		case errors.Is(err, fs.ErrNotExist) && f == config.DaemonFileFor(dir):
+		case errors.Is(err, fs.ErrNotExist) && f == settings.DaemonFileFor(dir):
 			out = append(out, Section{Title: f, Note: "absent: the defaults apply"})
 		case err != nil:
 			out = append(out, Section{Title: f, Note: "cannot be read", Body: err.Error()})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/suggest"
 	"github.com/macake/macake/shape"
 )
@@ -104,14 +105,14 @@ const (
 var LinkLayers = []LinkLayer{LinkLayerNone, LinkLayerATM, LinkLayerPTM}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (l *LinkLayer) UnmarshalText(b []byte) error { return parseEnum("link layer", b, LinkLayers, l) }
+func (l *LinkLayer) UnmarshalText(b []byte) error { return ParseEnum("link layer", b, LinkLayers, l) }
 
 // Limits of the [cake] values.
 const (
-	minCakeRTT      = Duration(100 * time.Microsecond) // CAKE's "datacentre"
-	maxCakeRTT      = Duration(10 * time.Second)
-	minCakeMemLimit = 64 * Kilobyte   // a few packets' worth of kernel memory
-	maxCakeMemLimit = Size(1<<32 - 1) // the kernel's 32-bit field
+	minCakeRTT      = units.Duration(100 * time.Microsecond) // CAKE's "datacentre"
+	maxCakeRTT      = units.Duration(10 * time.Second)
+	minCakeMemLimit = 64 * units.Kilobyte   // a few packets' worth of kernel memory
+	maxCakeMemLimit = units.Size(1<<32 - 1) // the kernel's 32-bit field
 )
 
 func (d *decoder) checkCake(p *Policy, target Target) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/suggest"
 )
 
@@ -57,6 +58,9 @@ type decoder struct {
 	muted map[int]bool
 	// mark is where this file's problems start in probs.
 	mark int
+	// examples are the file's own valid values of its text and table
+	// types, for type errors (DecodeStrict's); nil for a policy.
+	examples map[reflect.Type]string
 }
 
 // newDecoder returns a decoder of one file into a struct of type schema.
@@ -466,24 +470,27 @@ func describe(raw any) string {
 
 // examples shows a valid value of each text type in type errors.
 var examples = map[reflect.Type]string{
-	reflect.TypeFor[Rate]():          `"250mbit"`,
-	reflect.TypeFor[RateOrAuto]():    `"250mbit" or "auto"`,
-	reflect.TypeFor[Size]():          `"256KB"`,
-	reflect.TypeFor[SizeOrAuto]():    `"auto" or "256KB"`,
-	reflect.TypeFor[Duration]():      `"300ms"`,
-	reflect.TypeFor[HardwareAddr]():  `"74:24:9f:00:00:01"`,
-	reflect.TypeFor[netip.Addr]():    `"192.168.1.1"`,
-	reflect.TypeFor[Reflector]():     `"1.1.1.1" or "tcp:1.1.1.1:443"`,
-	reflect.TypeFor[Mode]():          `"autorate"`,
-	reflect.TypeFor[DirectionMode](): `"fixed"`,
-	reflect.TypeFor[Diffserv]():      `"diffserv4"`,
-	reflect.TypeFor[Isolation]():     `"dual-srchost"`,
-	reflect.TypeFor[LogFormat]():     `"text"`,
-	reflect.TypeFor[Bounds]():        `{ min = "25mbit", max = "400mbit" }`,
-	reflect.TypeFor[PipeRange]():     `{ first = 48001, last = 48998 }`,
+	reflect.TypeFor[units.Rate]():       `"250mbit"`,
+	reflect.TypeFor[units.RateOrAuto](): `"250mbit" or "auto"`,
+	reflect.TypeFor[units.Size]():       `"256KB"`,
+	reflect.TypeFor[units.SizeOrAuto](): `"auto" or "256KB"`,
+	reflect.TypeFor[units.Duration]():   `"300ms"`,
+	reflect.TypeFor[HardwareAddr]():     `"74:24:9f:00:00:01"`,
+	reflect.TypeFor[netip.Addr]():       `"192.168.1.1"`,
+	reflect.TypeFor[Reflector]():        `"1.1.1.1" or "tcp:1.1.1.1:443"`,
+	reflect.TypeFor[Mode]():             `"autorate"`,
+	reflect.TypeFor[DirectionMode]():    `"fixed"`,
+	reflect.TypeFor[Diffserv]():         `"diffserv4"`,
+	reflect.TypeFor[Isolation]():        `"dual-srchost"`,
+	reflect.TypeFor[Bounds]():           `{ min = "25mbit", max = "400mbit" }`,
 }
 
-func example(t reflect.Type) string {
+// example is ", e.g. " and a valid value of t, from the file's own
+// examples (DecodeStrict's) or the policies', or "".
+func (d *decoder) example(t reflect.Type) string {
+	if ex, ok := d.examples[t]; ok {
+		return ", e.g. " + ex
+	}
 	if ex, ok := examples[t]; ok {
 		return ", e.g. " + ex
 	}
@@ -519,7 +526,7 @@ func (d *decoder) decodeValue(fv reflect.Value, raw any, e *entry, elem int) {
 		case float64:
 			text = strconv.FormatFloat(v, 'g', -1, 64)
 		default:
-			bad("must be a string%s, not %s", example(t), describe(raw))
+			bad("must be a string%s, not %s", d.example(t), describe(raw))
 			return
 		}
 		if t == reflect.TypeFor[netip.Addr]() {
@@ -548,7 +555,7 @@ func (d *decoder) decodeValue(fv reflect.Value, raw any, e *entry, elem int) {
 	switch t.Kind() {
 	case reflect.Struct:
 		if _, ok := raw.(map[string]any); !ok || elem >= 0 {
-			bad("must be a table%s, not %s", example(t), describe(raw))
+			bad("must be a table%s, not %s", d.example(t), describe(raw))
 			return
 		}
 		d.decodeStruct(fv, e)

@@ -4,9 +4,10 @@ package config
 
 import (
 	"net/netip"
-	"runtime"
 	"slices"
 	"time"
+
+	"github.com/macake/macake/config/units"
 )
 
 // Defaults is every default of a policy file, in one place, under the
@@ -24,32 +25,32 @@ import (
 var Defaults = Policy{
 	Shaper: Shaper{
 		Mode:     ModeAutorate,
-		Download: RateOrAuto{Rate: 20 * Mbit}, // base_dl_shaper_rate_kbps 20000
-		Upload:   RateOrAuto{Rate: 20 * Mbit}, // base_ul_shaper_rate_kbps 20000
-		Queue:    SizeOrAuto{Auto: true},
+		Download: units.RateOrAuto{Rate: 20 * units.Mbit}, // base_dl_shaper_rate_kbps 20000
+		Upload:   units.RateOrAuto{Rate: 20 * units.Mbit}, // base_ul_shaper_rate_kbps 20000
+		Queue:    units.SizeOrAuto{Auto: true},
 	},
 	Autorate: Autorate{
-		Download:           Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 80 * Mbit}}, // min/max_dl_shaper_rate_kbps
-		Upload:             Bounds{Min: 5 * Mbit, Max: RateOrAuto{Rate: 35 * Mbit}}, // min/max_ul_shaper_rate_kbps
+		Download:           Bounds{Min: 5 * units.Mbit, Max: units.RateOrAuto{Rate: 80 * units.Mbit}}, // min/max_dl_shaper_rate_kbps
+		Upload:             Bounds{Min: 5 * units.Mbit, Max: units.RateOrAuto{Rate: 35 * units.Mbit}}, // min/max_ul_shaper_rate_kbps
 		Reflectors:         ICMPReflectors(DefaultReflectors),
-		ActiveReflectors:   6,                                // no_pingers
-		ProbeInterval:      Duration(300 * time.Millisecond), // reflector_ping_interval_s 0.3
-		DelayThreshold:     Duration(30 * time.Millisecond),  // *_owd_delta_delay_thr_ms
+		ActiveReflectors:   6,                                      // no_pingers
+		ProbeInterval:      units.Duration(300 * time.Millisecond), // reflector_ping_interval_s 0.3
+		DelayThreshold:     units.Duration(30 * time.Millisecond),  // *_owd_delta_delay_thr_ms
 		Controller:         LawMacake,
-		FullIncreaseBelow:  Duration(10 * time.Millisecond),   // *_avg_owd_delta_max_adjust_up_thr_ms
-		FullCutAbove:       Duration(45 * time.Millisecond),   // macake's; upstreamTunables
-		BufferbloatWindow:  6,                                 // bufferbloat_detection_window
-		BufferbloatSamples: 3,                                 // bufferbloat_detection_thr
-		MaxCut:             0.6,                               // macake's; upstreamTunables
-		MaxIncrease:        1.08,                              // macake's; upstreamTunables
-		HighLoad:           0.6,                               // macake's; upstreamTunables
-		ActiveThreshold:    2000 * Kbit,                       // connection_active_thr_kbps
-		CutRefractory:      Duration(200 * time.Millisecond),  // macake's; upstreamTunables
-		DecayRefractory:    Duration(1000 * time.Millisecond), // decay_refractory_period_ms
-		ResponseDeadline:   Duration(1 * time.Second),         // reflector_response_deadline_s
-		Sleep:              true,                              // enable_sleep_function
-		SleepAfter:         Duration(60 * time.Second),        // sustained_idle_sleep_thr_s
-		MinRatesOnSleep:    false,                             // min_shaper_rates_enforcement
+		FullIncreaseBelow:  units.Duration(10 * time.Millisecond),   // *_avg_owd_delta_max_adjust_up_thr_ms
+		FullCutAbove:       units.Duration(45 * time.Millisecond),   // macake's; upstreamTunables
+		BufferbloatWindow:  6,                                       // bufferbloat_detection_window
+		BufferbloatSamples: 3,                                       // bufferbloat_detection_thr
+		MaxCut:             0.6,                                     // macake's; upstreamTunables
+		MaxIncrease:        1.08,                                    // macake's; upstreamTunables
+		HighLoad:           0.6,                                     // macake's; upstreamTunables
+		ActiveThreshold:    2000 * units.Kbit,                       // connection_active_thr_kbps
+		CutRefractory:      units.Duration(200 * time.Millisecond),  // macake's; upstreamTunables
+		DecayRefractory:    units.Duration(1000 * time.Millisecond), // decay_refractory_period_ms
+		ResponseDeadline:   units.Duration(1 * time.Second),         // reflector_response_deadline_s
+		Sleep:              true,                                    // enable_sleep_function
+		SleepAfter:         units.Duration(60 * time.Second),        // sustained_idle_sleep_thr_s
+		MinRatesOnSleep:    false,                                   // min_shaper_rates_enforcement
 		Internal: Internal{
 			MinCut:                0.99,
 			MinIncrease:           1.0,
@@ -69,14 +70,14 @@ var Defaults = Policy{
 			RandomizeReflectors:   true,
 			RetainReflectorStats:  true,
 			StallSpacings:         5,
-			StallRate:             10 * Kbit,
+			StallRate:             10 * units.Kbit,
 			GlobalPingTimeout:     10 * time.Second,
 			MonitorInterval:       200 * time.Millisecond,
 		},
 	},
 	Balanced: Balanced{
-		EngageAfter:  Duration(4 * time.Second),
-		ReleaseAfter: Duration(20 * time.Second),
+		EngageAfter:  units.Duration(4 * time.Second),
+		ReleaseAfter: units.Duration(20 * time.Second),
 	},
 	Cake: Cake{SplitGSO: true, LinkLayer: LinkLayerNone},
 }
@@ -99,11 +100,11 @@ type LawTunable struct {
 // sooner (high_load), and cuts and increases follow one another sooner
 // (cut_refractory).
 var upstreamTunables = []LawTunable{
-	{"autorate.max_increase", func(a *Autorate) { a.MaxIncrease = 1.04 }},                                 // shaper_rate_max_adjust_up_load_high
-	{"autorate.max_cut", func(a *Autorate) { a.MaxCut = 0.75 }},                                           // shaper_rate_max_adjust_down_bufferbloat
-	{"autorate.high_load", func(a *Autorate) { a.HighLoad = 0.75 }},                                       // high_load_thr
-	{"autorate.full_cut_above", func(a *Autorate) { a.FullCutAbove = Duration(60 * time.Millisecond) }},   // *_avg_owd_delta_max_adjust_down_thr_ms
-	{"autorate.cut_refractory", func(a *Autorate) { a.CutRefractory = Duration(300 * time.Millisecond) }}, // bufferbloat_refractory_period_ms
+	{"autorate.max_increase", func(a *Autorate) { a.MaxIncrease = 1.04 }},                                       // shaper_rate_max_adjust_up_load_high
+	{"autorate.max_cut", func(a *Autorate) { a.MaxCut = 0.75 }},                                                 // shaper_rate_max_adjust_down_bufferbloat
+	{"autorate.high_load", func(a *Autorate) { a.HighLoad = 0.75 }},                                             // high_load_thr
+	{"autorate.full_cut_above", func(a *Autorate) { a.FullCutAbove = units.Duration(60 * time.Millisecond) }},   // *_avg_owd_delta_max_adjust_down_thr_ms
+	{"autorate.cut_refractory", func(a *Autorate) { a.CutRefractory = units.Duration(300 * time.Millisecond) }}, // bufferbloat_refractory_period_ms
 }
 
 // UpstreamTunables lists the keys whose default depends on the law, with
@@ -171,41 +172,4 @@ func DefaultPolicy() Policy {
 	p.Autorate.Download = Bounds{}
 	p.Autorate.Upload = Bounds{}
 	return p
-}
-
-// DefaultStateDir is where the state file lives unless --state-dir or
-// state_dir says otherwise: DefaultStateDirFor the running system.
-var DefaultStateDir = DefaultStateDirFor(runtime.GOOS)
-
-// DefaultStateDirFor is the default state directory on goos: where that
-// system keeps a daemon's state, /var/db on macOS (as its own daemons
-// do) and /var/lib on Linux (the FHS, and Debian, whose systemd units
-// name it with StateDirectory=).
-func DefaultStateDirFor(goos string) string {
-	if goos == "linux" {
-		return "/var/lib/macake"
-	}
-	return "/var/db/macake"
-}
-
-// DefaultOperatorGroupFor is the default operator_group on goos: admin
-// on macOS, the group of the Mac's administrators, who may run sudo
-// anyway; none on Linux, which has no group every administrator shares
-// (sudo, wheel and adm differ by distribution).
-func DefaultOperatorGroupFor(goos string) string {
-	if goos == "darwin" {
-		return "admin"
-	}
-	return NoOperatorGroup
-}
-
-// DaemonDefaults are the defaults of the daemon settings file.
-var DaemonDefaults = Daemon{
-	StateDir:          DefaultStateDir,
-	Anchor:            "com.apple/macake",
-	PipeRange:         PipeRange{First: 48001, Last: 48998},
-	LogFormat:         LogText,
-	StatusPageControl: true,
-	OperatorGroup:     DefaultOperatorGroupFor(runtime.GOOS),
-	MQTT:              MQTTDefaults,
 }

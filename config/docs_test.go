@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package config_test
 
 import (
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 )
 
 // docSections splits a Markdown file into sections by heading line.
@@ -41,16 +44,16 @@ func section(t *testing.T, sections map[string]string, marker string) string {
 // must at least be named in it.
 func checkDocumented(t *testing.T, body, where string, typ reflect.Type) {
 	t.Helper()
-	fields, names := tomlFields(typ)
+	fields, names := config.TOMLFields(typ)
 	for _, n := range names {
 		if !strings.Contains(body, "| `"+n+"` |") {
 			t.Errorf("docs/CONFIG.md: %s key %q has no row", where, n)
 		}
 		ft := typ.Field(fields[n]).Type
-		if isLeaf(ft) {
+		if config.IsLeaf(ft) {
 			continue
 		}
-		_, sub := tomlFields(ft)
+		_, sub := config.TOMLFields(ft)
 		for _, s := range sub {
 			if !strings.Contains(body, s+" =") && !strings.Contains(body, "`"+s+"`") {
 				t.Errorf("docs/CONFIG.md: %s.%s is not described", where, n+"."+s)
@@ -67,12 +70,12 @@ func TestConfigDocCoversEverySchemaKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	sections := docSections(string(data))
-	policy := reflect.TypeFor[Policy]()
-	fields, names := tomlFields(policy)
+	policy := reflect.TypeFor[config.Policy]()
+	fields, names := config.TOMLFields(policy)
 	var top []string
 	for _, n := range names {
 		ft := policy.Field(fields[n]).Type
-		if isLeaf(ft) {
+		if config.IsLeaf(ft) {
 			top = append(top, n)
 			continue
 		}
@@ -84,5 +87,5 @@ func TestConfigDocCoversEverySchemaKey(t *testing.T) {
 			t.Errorf("docs/CONFIG.md: top-level key %q has no row", n)
 		}
 	}
-	checkDocumented(t, section(t, sections, "`macake.toml`"), "macake.toml", reflect.TypeFor[Daemon]())
+	checkDocumented(t, section(t, sections, "`macake.toml`"), "macake.toml", reflect.TypeFor[settings.Daemon]())
 }

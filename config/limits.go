@@ -3,6 +3,7 @@
 package config
 
 import (
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/shape"
 )
 
@@ -14,10 +15,10 @@ func (d *decoder) checkLimits(p *Policy, lim shape.Limits) {
 	if lim == (shape.Limits{}) {
 		return
 	}
-	maxRate := Rate(lim.Rate())
+	maxRate := units.Rate(lim.Rate())
 	for _, r := range []struct {
 		key string
-		v   Rate
+		v   units.Rate
 	}{
 		{"shaper.download", p.Shaper.Download.Rate},
 		{"shaper.upload", p.Shaper.Upload.Rate},
@@ -30,9 +31,9 @@ func (d *decoder) checkLimits(p *Policy, lim shape.Limits) {
 			d.bad(r.key, "%s is above %s, the highest rate %s shapes; use at most %q", r.v, maxRate.Human(), lim.Name(), maxRate.String())
 		}
 	}
-	maxQueue := Size(lim.Queue())
+	maxQueue := units.Size(lim.Queue())
 	// Above every backend's limit, checkShaper has said so already.
-	if q := p.Shaper.Queue; d.given("shaper.queue") && !q.Auto && q.Size > maxQueue && q.Size <= Size(shape.MaxQueueBytes) {
+	if q := p.Shaper.Queue; d.given("shaper.queue") && !q.Auto && q.Size > maxQueue && q.Size <= units.Size(shape.MaxQueueBytes) {
 		d.bad("shaper.queue", "%s is above %s, the largest queue %s takes; use at most %s, or \"auto\"", q.Size, maxQueue, lim.Name(), maxQueue)
 	}
 }

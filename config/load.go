@@ -32,8 +32,8 @@ const (
 	TargetLinux  Target = "linux"  // tc, with CAKE where the kernel has it
 )
 
-// LoadOptions tune Load, LoadFile and LoadDaemon. The zero value is the
-// safe one: ownership checks on, target macOS.
+// LoadOptions tune Load, LoadFile and settings.LoadDaemon. The zero value
+// is the safe one: ownership checks on, target macOS.
 type LoadOptions struct {
 	// Target selects target-specific warnings; "" means TargetDarwin.
 	Target Target

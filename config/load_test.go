@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/config/units"
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -373,10 +375,10 @@ func TestLoadRefusesLinksOutOfTheDirectory(t *testing.T) {
 	}
 }
 
-// TestLoadChecksTheDirectoriesAbove: as root, a policy directory (or a
-// settings file) below a directory other users may write is refused,
-// naming that directory, as ssh refuses a key below one; before, only the
-// directory itself was checked.
+// TestLoadChecksTheDirectoriesAbove: as root, a policy directory below a
+// directory other users may write is refused, naming that directory, as
+// ssh refuses a key below one; before, only the directory itself was
+// checked (config/settings checks the settings file's the same way).
 func TestLoadChecksTheDirectoriesAbove(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the ownership checks apply to root")
@@ -387,7 +389,6 @@ func TestLoadChecksTheDirectoriesAbove(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFiles(t, dir, map[string]string{"a.toml": minimal})
-	writeFiles(t, open, map[string]string{"macake.toml": ""})
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
@@ -395,10 +396,6 @@ func TestLoadChecksTheDirectoriesAbove(t *testing.T) {
 	_, _, err := Load(dir, LoadOptions{})
 	if probs := Problems(err); len(probs) != 1 || probs[0].Error() != dir+": "+want {
 		t.Errorf("Load: %v\nwant %s: %s", err, dir, want)
-	}
-	_, _, err = LoadDaemon(filepath.Join(open, "macake.toml"), LoadOptions{})
-	if probs := Problems(err); len(probs) != 1 || probs[0].Message != want {
-		t.Errorf("LoadDaemon: %v\nwant %s", err, want)
 	}
 	if err := os.Chmod(open, 0o755); err != nil {
 		t.Fatal(err)
@@ -409,13 +406,13 @@ func TestLoadChecksTheDirectoriesAbove(t *testing.T) {
 }
 
 func TestFromCapacity(t *testing.T) {
-	for _, tc := range []struct{ in, want Rate }{
-		{312_400_000, 296 * Mbit},
-		{21_300_000, 20 * Mbit},
-		{5_260_000, 4900 * Kbit},
-		{700_000, 665 * Kbit},
-		{1, MinRate},
-		{2 * MaxRate, MaxRate / Mbit * Mbit},
+	for _, tc := range []struct{ in, want units.Rate }{
+		{312_400_000, 296 * units.Mbit},
+		{21_300_000, 20 * units.Mbit},
+		{5_260_000, 4900 * units.Kbit},
+		{700_000, 665 * units.Kbit},
+		{1, units.MinRate},
+		{2 * units.MaxRate, units.MaxRate / units.Mbit * units.Mbit},
 	} {
 		if got := FromCapacity(tc.in); got != tc.want {
 			t.Errorf("FromCapacity(%d) = %s, want %s", tc.in, got, tc.want)

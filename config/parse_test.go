@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/shape"
 )
 
@@ -323,7 +324,7 @@ func TestParseFillsDefaults(t *testing.T) {
 	if l.Name != "d" || l.File != "d.toml" || l.Match.Interface != "en0" {
 		t.Errorf("identity: %+v", l)
 	}
-	if l.Shaper.Mode != ModeAutorate || !l.Shaper.Queue.Auto || l.Shaper.Download.Rate != 20*Mbit {
+	if l.Shaper.Mode != ModeAutorate || !l.Shaper.Queue.Auto || l.Shaper.Download.Rate != 20*units.Mbit {
 		t.Errorf("shaper defaults: %+v", l.Shaper)
 	}
 	a := l.Autorate
@@ -399,16 +400,16 @@ link_layer = "ptm"
 	if m.GatewayMAC.String() != "74:24:9f:00:00:01" || m.GatewayIP.String() != "192.168.1.1" || m.SSID != "Home" || m.Priority != 4 || m.Keys() != 3 {
 		t.Errorf("match: %+v", m)
 	}
-	if s.Mode != ModeBalanced || s.Download.Rate != 1500*Kbit || !s.Upload.Auto || s.Queue.Size != 64*Kilobyte || s.Overhead.Bytes != 44 || s.MPU != 84 {
+	if s.Mode != ModeBalanced || s.Download.Rate != 1500*units.Kbit || !s.Upload.Auto || s.Queue.Size != 64*units.Kilobyte || s.Overhead.Bytes != 44 || s.MPU != 84 {
 		t.Errorf("shaper: %+v", s)
 	}
-	if a.Download.Min != Mbit || !a.Download.Max.Auto || a.Upload.Max.Rate != 9*Mbit || len(a.Reflectors) != 2 || a.ActiveReflectors != 1 ||
-		a.ProbeInterval.Std() != 250*time.Millisecond || a.BufferbloatWindow != 8 || a.MaxCut != 0.8 || a.ActiveThreshold != 100*Kbit ||
+	if a.Download.Min != units.Mbit || !a.Download.Max.Auto || a.Upload.Max.Rate != 9*units.Mbit || len(a.Reflectors) != 2 || a.ActiveReflectors != 1 ||
+		a.ProbeInterval.Std() != 250*time.Millisecond || a.BufferbloatWindow != 8 || a.MaxCut != 0.8 || a.ActiveThreshold != 100*units.Kbit ||
 		a.Sleep || !a.MinRatesOnSleep || a.SleepAfter.Std() != 2*time.Minute {
 		t.Errorf("autorate: %+v", a)
 	}
 	if l.Balanced.EngageAfter.Std() != 2*time.Second || l.Cake != (Cake{Diffserv: "besteffort", EgressIsolation: "flows", IngressIsolation: "hosts", NAT: true, ACKFilter: true,
-		Wash: true, SplitGSO: false, RTT: Duration(50 * time.Millisecond), MemLimit: 32 * Megabyte, LinkLayer: LinkLayerPTM}) {
+		Wash: true, SplitGSO: false, RTT: units.Duration(50 * time.Millisecond), MemLimit: 32 * units.Megabyte, LinkLayer: LinkLayerPTM}) {
 		t.Errorf("balanced/cake: %+v %+v", l.Balanced, l.Cake)
 	}
 }

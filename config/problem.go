@@ -79,8 +79,9 @@ func (w Warning) String() string {
 }
 
 // Problems returns every Problem inside err (as returned by Load, LoadFile,
-// Parse or LoadDaemon), in report order. Errors that are not Problems are
-// wrapped into one without a position, so nothing is lost.
+// Parse, DecodeStrict or settings.LoadDaemon), in report order. Errors that
+// are not Problems are wrapped into one without a position, so nothing is
+// lost.
 func Problems(err error) []*Problem {
 	if err == nil {
 		return nil

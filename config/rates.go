@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/big"
 
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/shape"
 )
 
@@ -38,8 +39,8 @@ var ErrNeedsMeasurement = errors.New(`rate is "auto" but the link's capacity has
 // raised to min if below it, and base is clamped into [min, max]. A
 // direction no controller steers (fixed or off, Shaper.Steers) has min,
 // base and max all at the configured rate.
-func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi Rate, err error) {
-	top := MaxRate
+func (l Link) Rates(d shape.Direction, capacity, peak, limit units.Rate) (lo, base, hi units.Rate, err error) {
+	top := units.MaxRate
 	if limit > 0 {
 		top = min(top, limit)
 	}
@@ -77,11 +78,11 @@ func (l Link) Rates(d shape.Direction, capacity, peak, limit Rate) (lo, base, hi
 }
 
 // scale returns r×num/den within [MinRate, top], exactly.
-func scale(r, num, den, top Rate) Rate {
+func scale(r, num, den, top units.Rate) units.Rate {
 	v := new(big.Int).Mul(big.NewInt(int64(r)), big.NewInt(int64(num)))
 	v.Quo(v, big.NewInt(int64(den)))
 	if !v.IsInt64() || v.Int64() > int64(top) {
 		return top
 	}
-	return max(MinRate, Rate(v.Int64()))
+	return max(units.MinRate, units.Rate(v.Int64()))
 }

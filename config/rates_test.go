@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/shape"
 )
 
@@ -21,19 +22,19 @@ func TestDefaultsAreCakeAutorates(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"base_dl_shaper_rate_kbps", up.Shaper.Download.Rate, 20000 * Kbit},
-		{"base_ul_shaper_rate_kbps", up.Shaper.Upload.Rate, 20000 * Kbit},
-		{"min_dl_shaper_rate_kbps", a.Download.Min, 5000 * Kbit},
-		{"max_dl_shaper_rate_kbps", a.Download.Max.Rate, 80000 * Kbit},
-		{"min_ul_shaper_rate_kbps", a.Upload.Min, 5000 * Kbit},
-		{"max_ul_shaper_rate_kbps", a.Upload.Max.Rate, 35000 * Kbit},
+		{"base_dl_shaper_rate_kbps", up.Shaper.Download.Rate, 20000 * units.Kbit},
+		{"base_ul_shaper_rate_kbps", up.Shaper.Upload.Rate, 20000 * units.Kbit},
+		{"min_dl_shaper_rate_kbps", a.Download.Min, 5000 * units.Kbit},
+		{"max_dl_shaper_rate_kbps", a.Download.Max.Rate, 80000 * units.Kbit},
+		{"min_ul_shaper_rate_kbps", a.Upload.Min, 5000 * units.Kbit},
+		{"max_ul_shaper_rate_kbps", a.Upload.Max.Rate, 35000 * units.Kbit},
 		{"dl_owd_delta_delay_thr_ms", a.DelayThreshold.Std(), 30 * ms},
 		{"dl_avg_owd_delta_max_adjust_up_thr_ms", a.FullIncreaseBelow.Std(), 10 * ms},
 		{"dl_avg_owd_delta_max_adjust_down_thr_ms", a.FullCutAbove.Std(), 60 * ms},
 		{"bufferbloat_detection_window", a.BufferbloatWindow, 6},
 		{"bufferbloat_detection_thr", a.BufferbloatSamples, 3},
 		{"high_load_thr", a.HighLoad, 0.75},
-		{"connection_active_thr_kbps", a.ActiveThreshold, 2000 * Kbit},
+		{"connection_active_thr_kbps", a.ActiveThreshold, 2000 * units.Kbit},
 		{"shaper_rate_min_adjust_down_bufferbloat", in.MinCut, 0.99},
 		{"shaper_rate_max_adjust_down_bufferbloat", a.MaxCut, 0.75},
 		{"shaper_rate_min_adjust_up_load_high", in.MinIncrease, 1.0},
@@ -63,13 +64,13 @@ func TestDefaultsAreCakeAutorates(t *testing.T) {
 		{"sustained_idle_sleep_thr_s", a.SleepAfter.Std(), 60 * time.Second},
 		{"min_shaper_rates_enforcement", a.MinRatesOnSleep, false},
 		{"stall_detection_thr", in.StallSpacings, 5},
-		{"connection_stall_thr_kbps", in.StallRate, 10 * Kbit},
+		{"connection_stall_thr_kbps", in.StallRate, 10 * units.Kbit},
 		{"global_ping_response_timeout_s", in.GlobalPingTimeout, 10 * time.Second},
 		{"monitor_achieved_rates_interval_ms", in.MonitorInterval, 200 * ms},
 		{"balanced engage_after", up.Balanced.EngageAfter.Std(), 4 * time.Second},
 		{"balanced release_after", up.Balanced.ReleaseAfter.Std(), 20 * time.Second},
 		{"mode", up.Shaper.Mode, ModeAutorate},
-		{"queue", up.Shaper.Queue, SizeOrAuto{Auto: true}},
+		{"queue", up.Shaper.Queue, units.SizeOrAuto{Auto: true}},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -85,36 +86,36 @@ func TestDefaultsAreCakeAutorates(t *testing.T) {
 }
 
 func TestRates(t *testing.T) {
-	type want struct{ lo, base, hi Rate }
+	type want struct{ lo, base, hi units.Rate }
 	for _, tc := range []struct {
 		name     string
 		text     string
 		dir      shape.Direction
-		capacity Rate
-		peak     Rate
-		limit    Rate
+		capacity units.Rate
+		peak     units.Rate
+		limit    units.Rate
 		want     want
 		err      error
 	}{
-		{name: "upstream defaults, download", dir: shape.Download, want: want{5 * Mbit, 20 * Mbit, 80 * Mbit}},
-		{name: "upstream defaults, upload", dir: shape.Upload, want: want{5 * Mbit, 20 * Mbit, 35 * Mbit}},
-		{name: "base alone keeps the proportions", text: "[shaper]\ndownload = \"250mbit\"\nupload = \"20mbit\"\n", dir: shape.Download, want: want{62500 * Kbit, 250 * Mbit, Gbit}},
-		{name: "derived max capped at the ceiling", text: "[shaper]\ndownload = \"300gbit\"\n", dir: shape.Download, want: want{75 * Gbit, 300 * Gbit, MaxRate}},
-		{name: "derived max capped at the backend's limit", text: "[shaper]\ndownload = \"1gbit\"\n", dir: shape.Download, limit: 2_147_483 * Kbit, want: want{250 * Mbit, Gbit, 2_147_483 * Kbit}},
-		{name: "measured rates capped at the backend's limit", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, capacity: 17600 * Mbit, limit: 2_147_483 * Kbit, want: want{536_870_750, 2_147_483 * Kbit, 2_147_483 * Kbit}},
-		{name: "measured rates within tc's limit", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, capacity: 17600 * Mbit, limit: MaxRate, want: want{4180 * Mbit, 16720 * Mbit, 17600 * Mbit}},
-		{name: "explicit bounds", text: "[shaper]\nupload = \"15mbit\"\n[autorate]\nupload = { min = \"3mbit\", max = \"40mbit\" }\n", dir: shape.Upload, want: want{3 * Mbit, 15 * Mbit, 40 * Mbit}},
+		{name: "upstream defaults, download", dir: shape.Download, want: want{5 * units.Mbit, 20 * units.Mbit, 80 * units.Mbit}},
+		{name: "upstream defaults, upload", dir: shape.Upload, want: want{5 * units.Mbit, 20 * units.Mbit, 35 * units.Mbit}},
+		{name: "base alone keeps the proportions", text: "[shaper]\ndownload = \"250mbit\"\nupload = \"20mbit\"\n", dir: shape.Download, want: want{62500 * units.Kbit, 250 * units.Mbit, units.Gbit}},
+		{name: "derived max capped at the ceiling", text: "[shaper]\ndownload = \"300gbit\"\n", dir: shape.Download, want: want{75 * units.Gbit, 300 * units.Gbit, units.MaxRate}},
+		{name: "derived max capped at the backend's limit", text: "[shaper]\ndownload = \"1gbit\"\n", dir: shape.Download, limit: 2_147_483 * units.Kbit, want: want{250 * units.Mbit, units.Gbit, 2_147_483 * units.Kbit}},
+		{name: "measured rates capped at the backend's limit", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, capacity: 17600 * units.Mbit, limit: 2_147_483 * units.Kbit, want: want{536_870_750, 2_147_483 * units.Kbit, 2_147_483 * units.Kbit}},
+		{name: "measured rates within tc's limit", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, capacity: 17600 * units.Mbit, limit: units.MaxRate, want: want{4180 * units.Mbit, 16720 * units.Mbit, 17600 * units.Mbit}},
+		{name: "explicit bounds", text: "[shaper]\nupload = \"15mbit\"\n[autorate]\nupload = { min = \"3mbit\", max = \"40mbit\" }\n", dir: shape.Upload, want: want{3 * units.Mbit, 15 * units.Mbit, 40 * units.Mbit}},
 		{name: "auto base needs a measurement", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, err: ErrNeedsMeasurement},
-		{name: "auto base from capacity", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, capacity: 100 * Mbit, want: want{23750 * Kbit, 95 * Mbit, 380 * Mbit}},
-		{name: "auto max is the capacity", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 200 * Mbit, want: want{10 * Mbit, 190 * Mbit, 200 * Mbit}},
-		{name: "auto max is the highest measured, base the latest", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 100 * Mbit, peak: 200 * Mbit, want: want{10 * Mbit, 95 * Mbit, 200 * Mbit}},
-		{name: "a peak below the latest counts as the latest", text: "[autorate]\nupload = { max = \"auto\" }\n", dir: shape.Upload, capacity: 30 * Mbit, peak: 10 * Mbit, want: want{5 * Mbit, 20 * Mbit, 30 * Mbit}},
-		{name: "auto max without capacity keeps the proportion", text: "[shaper]\ndownload = \"40mbit\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, want: want{10 * Mbit, 40 * Mbit, 160 * Mbit}},
-		{name: "measured base clamped into explicit bounds", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"50mbit\" }\n", dir: shape.Download, capacity: 400 * Mbit, want: want{10 * Mbit, 50 * Mbit, 50 * Mbit}},
-		{name: "measured max below explicit min", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 5 * Mbit, want: want{10 * Mbit, 10 * Mbit, 10 * Mbit}},
-		{name: "fixed pins all three", text: "[shaper]\nmode = \"fixed\"\ndownload = \"450mbit\"\nupload = \"22mbit\"\n", dir: shape.Upload, want: want{22 * Mbit, 22 * Mbit, 22 * Mbit}},
-		{name: "a fixed direction pins its own", text: "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n", dir: shape.Download, want: want{150 * Mbit, 150 * Mbit, 150 * Mbit}},
-		{name: "and leaves the other steered", text: "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n", dir: shape.Upload, want: want{3 * Mbit, 12 * Mbit, 21 * Mbit}},
+		{name: "auto base from capacity", text: "[shaper]\ndownload = \"auto\"\n", dir: shape.Download, capacity: 100 * units.Mbit, want: want{23750 * units.Kbit, 95 * units.Mbit, 380 * units.Mbit}},
+		{name: "auto max is the capacity", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 200 * units.Mbit, want: want{10 * units.Mbit, 190 * units.Mbit, 200 * units.Mbit}},
+		{name: "auto max is the highest measured, base the latest", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 100 * units.Mbit, peak: 200 * units.Mbit, want: want{10 * units.Mbit, 95 * units.Mbit, 200 * units.Mbit}},
+		{name: "a peak below the latest counts as the latest", text: "[autorate]\nupload = { max = \"auto\" }\n", dir: shape.Upload, capacity: 30 * units.Mbit, peak: 10 * units.Mbit, want: want{5 * units.Mbit, 20 * units.Mbit, 30 * units.Mbit}},
+		{name: "auto max without capacity keeps the proportion", text: "[shaper]\ndownload = \"40mbit\"\n[autorate]\ndownload = { max = \"auto\" }\n", dir: shape.Download, want: want{10 * units.Mbit, 40 * units.Mbit, 160 * units.Mbit}},
+		{name: "measured base clamped into explicit bounds", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"50mbit\" }\n", dir: shape.Download, capacity: 400 * units.Mbit, want: want{10 * units.Mbit, 50 * units.Mbit, 50 * units.Mbit}},
+		{name: "measured max below explicit min", text: "[shaper]\ndownload = \"auto\"\n[autorate]\ndownload = { min = \"10mbit\", max = \"auto\" }\n", dir: shape.Download, capacity: 5 * units.Mbit, want: want{10 * units.Mbit, 10 * units.Mbit, 10 * units.Mbit}},
+		{name: "fixed pins all three", text: "[shaper]\nmode = \"fixed\"\ndownload = \"450mbit\"\nupload = \"22mbit\"\n", dir: shape.Upload, want: want{22 * units.Mbit, 22 * units.Mbit, 22 * units.Mbit}},
+		{name: "a fixed direction pins its own", text: "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n", dir: shape.Download, want: want{150 * units.Mbit, 150 * units.Mbit, 150 * units.Mbit}},
+		{name: "and leaves the other steered", text: "[shaper]\ndownload_mode = \"fixed\"\ndownload = \"150mbit\"\nupload = \"12mbit\"\n", dir: shape.Upload, want: want{3 * units.Mbit, 12 * units.Mbit, 21 * units.Mbit}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _, err := Parse("r.toml", []byte(minimal+tc.text), LoadOptions{Target: TargetLinux})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/suggest"
 	"github.com/macake/macake/shape"
 )
@@ -69,10 +70,10 @@ type Shaper struct {
 	UploadMode   DirectionMode `toml:"upload_mode"`
 	// Download and Upload are the start/base rates (autorate, balanced) or
 	// the rates (fixed); Auto means 95 % of the measured capacity.
-	Download RateOrAuto `toml:"download"`
-	Upload   RateOrAuto `toml:"upload"`
+	Download units.RateOrAuto `toml:"download"`
+	Upload   units.RateOrAuto `toml:"upload"`
 	// Queue is the pipe's byte queue; Auto resizes it with every rate change.
-	Queue SizeOrAuto `toml:"queue"`
+	Queue units.SizeOrAuto `toml:"queue"`
 	// Overhead and MPU describe per-packet framing in bytes (0-256), which
 	// the controller compensates in the pipe rate; overhead may be one of
 	// CAKE's framing keywords instead (see Overhead).
@@ -94,19 +95,19 @@ type Autorate struct {
 	ActiveReflectors int `toml:"active_reflectors"`
 	// ProbeInterval is the probe interval per reflector (upstream
 	// reflector_ping_interval_s).
-	ProbeInterval Duration `toml:"probe_interval"`
+	ProbeInterval units.Duration `toml:"probe_interval"`
 	// DelayThreshold: a sample whose one-way delay exceeds the baseline by
 	// more is "delayed" (upstream *_owd_delta_delay_thr_ms).
-	DelayThreshold Duration `toml:"delay_threshold"`
+	DelayThreshold units.Duration `toml:"delay_threshold"`
 	// Controller selects the control law: macake's tuned one (default) or
 	// upstream cake-autorate's exactly.
 	Controller ControlLaw `toml:"controller"`
 	// FullIncreaseBelow: window average delay delta at or below which the
 	// full increase applies (upstream *_avg_owd_delta_max_adjust_up_thr_ms).
-	FullIncreaseBelow Duration `toml:"full_increase_below"`
+	FullIncreaseBelow units.Duration `toml:"full_increase_below"`
 	// FullCutAbove: window average at or above which the full cut applies
 	// (upstream *_avg_owd_delta_max_adjust_down_thr_ms).
-	FullCutAbove Duration `toml:"full_cut_above"`
+	FullCutAbove units.Duration `toml:"full_cut_above"`
 	// BufferbloatWindow and BufferbloatSamples: bufferbloat when at least
 	// BufferbloatSamples of the last BufferbloatWindow samples are delayed.
 	BufferbloatWindow  int `toml:"bufferbloat_window"`
@@ -119,19 +120,19 @@ type Autorate struct {
 	HighLoad float64 `toml:"high_load"`
 	// ActiveThreshold: achieved rates at or below it count as idle
 	// (upstream connection_active_thr_kbps).
-	ActiveThreshold Rate `toml:"active_threshold"`
+	ActiveThreshold units.Rate `toml:"active_threshold"`
 	// CutRefractory is the minimum spacing of cuts; DecayRefractory of
 	// decay steps.
-	CutRefractory   Duration `toml:"cut_refractory"`
-	DecayRefractory Duration `toml:"decay_refractory"`
+	CutRefractory   units.Duration `toml:"cut_refractory"`
+	DecayRefractory units.Duration `toml:"decay_refractory"`
 	// ResponseDeadline: a reflector silent for longer gets an offence.
-	ResponseDeadline Duration `toml:"response_deadline"`
+	ResponseDeadline units.Duration `toml:"response_deadline"`
 	// Sleep stops probing after SleepAfter of idle; MinRatesOnSleep then
 	// drops both rates to their minimum (upstream
 	// min_shaper_rates_enforcement).
-	Sleep           bool     `toml:"sleep"`
-	SleepAfter      Duration `toml:"sleep_after"`
-	MinRatesOnSleep bool     `toml:"min_rates_on_sleep"`
+	Sleep           bool           `toml:"sleep"`
+	SleepAfter      units.Duration `toml:"sleep_after"`
+	MinRatesOnSleep bool           `toml:"min_rates_on_sleep"`
 
 	// Internal holds the controller's remaining constants. They are not
 	// policy-file keys; they live here so that every default is in one
@@ -142,9 +143,9 @@ type Autorate struct {
 // Bounds are one direction's hard floor and ceiling for the controller.
 // Zero values mean "not given": Link.Rates derives them.
 type Bounds struct {
-	Min Rate `toml:"min"`
+	Min units.Rate `toml:"min"`
 	// Max may be "auto": the highest measured capacity.
-	Max RateOrAuto `toml:"max"`
+	Max units.RateOrAuto `toml:"max"`
 }
 
 // Internal are the cake-autorate constants a policy cannot change (see
@@ -168,7 +169,7 @@ type Internal struct {
 	RandomizeReflectors   bool          // randomize_reflectors
 	RetainReflectorStats  bool          // retain_reflector_stats
 	StallSpacings         int           // stall_detection_thr (response spacings)
-	StallRate             Rate          // connection_stall_thr_kbps
+	StallRate             units.Rate    // connection_stall_thr_kbps
 	GlobalPingTimeout     time.Duration // global_ping_response_timeout_s
 	MonitorInterval       time.Duration // monitor_achieved_rates_interval_ms
 }
@@ -177,8 +178,8 @@ type Internal struct {
 // shaper stays out of the way until a standing queue lasts EngageAfter,
 // and steps aside again after ReleaseAfter of clean latency.
 type Balanced struct {
-	EngageAfter  Duration `toml:"engage_after"`
-	ReleaseAfter Duration `toml:"release_after"`
+	EngageAfter  units.Duration `toml:"engage_after"`
+	ReleaseAfter units.Duration `toml:"release_after"`
 }
 
 // Cake is the [cake] table: options only a CAKE backend (Linux with
@@ -195,9 +196,9 @@ type Cake struct {
 	// SplitGSO splits GSO super-packets into packets (CAKE's default).
 	SplitGSO bool `toml:"split_gso"`
 	// RTT is the round-trip time CAKE tunes its AQM for; 0 = CAKE's own.
-	RTT Duration `toml:"rtt"`
+	RTT units.Duration `toml:"rtt"`
 	// MemLimit caps CAKE's queue memory; 0 = CAKE's own limit.
-	MemLimit Size `toml:"memlimit"`
+	MemLimit units.Size `toml:"memlimit"`
 	// LinkLayer is the cell framing CAKE compensates.
 	LinkLayer LinkLayer `toml:"link_layer"`
 }
@@ -224,7 +225,7 @@ const (
 var Modes = []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (m *Mode) UnmarshalText(b []byte) error { return parseEnum("mode", b, Modes, m) }
+func (m *Mode) UnmarshalText(b []byte) error { return ParseEnum("mode", b, Modes, m) }
 
 // DirectionMode is how one direction of a link is shaped: steered from
 // latency, at a fixed rate, or not at all.
@@ -246,7 +247,7 @@ var DirectionModes = []DirectionMode{DirAutorate, DirFixed, DirOff}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (m *DirectionMode) UnmarshalText(b []byte) error {
-	return parseEnum("direction mode", b, DirectionModes, m)
+	return ParseEnum("direction mode", b, DirectionModes, m)
 }
 
 // DirectionMode returns how direction d is shaped: its own key
@@ -307,7 +308,7 @@ var ControlLaws = []ControlLaw{LawMacake, LawUpstream}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (c *ControlLaw) UnmarshalText(b []byte) error {
-	return parseEnum("controller", b, ControlLaws, c)
+	return ParseEnum("controller", b, ControlLaws, c)
 }
 
 // Diffserv is a CAKE priority-tin scheme.
@@ -317,7 +318,7 @@ type Diffserv string
 var Diffservs = []Diffserv{"diffserv3", "diffserv4", "diffserv8", "besteffort", "precedence"}
 
 // UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Diffserv) UnmarshalText(b []byte) error { return parseEnum("diffserv", b, Diffservs, d) }
+func (d *Diffserv) UnmarshalText(b []byte) error { return ParseEnum("diffserv", b, Diffservs, d) }
 
 // Isolation is a CAKE flow-isolation mode.
 type Isolation string
@@ -327,12 +328,13 @@ var Isolations = []Isolation{"triple-isolate", "dual-srchost", "dual-dsthost", "
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (i *Isolation) UnmarshalText(b []byte) error {
-	return parseEnum("isolation mode", b, Isolations, i)
+	return ParseEnum("isolation mode", b, Isolations, i)
 }
 
-// parseEnum sets *dst to the value in allowed that equals b exactly, or
-// explains what the accepted values are.
-func parseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
+// ParseEnum sets *dst to the value in allowed that equals b exactly, or
+// explains what the accepted values are: the one UnmarshalText of every
+// enumerated key, the policies' and the settings' (config/settings).
+func ParseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
 	s := string(b)
 	names := make([]string, len(allowed))
 	for i, a := range allowed {
@@ -350,8 +352,8 @@ func parseEnum[T ~string](what string, b []byte, allowed []T, dst *T) error {
 }
 
 // Rate returns the base rate setting of direction d.
-func (s Shaper) Rate(d shape.Direction) RateOrAuto {
-	return shape.ByDirection[RateOrAuto]{Upload: s.Upload, Download: s.Download}.Of(d)
+func (s Shaper) Rate(d shape.Direction) units.RateOrAuto {
+	return shape.ByDirection[units.RateOrAuto]{Upload: s.Upload, Download: s.Download}.Of(d)
 }
 
 // Bounds returns the controller bounds of direction d.

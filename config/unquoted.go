@@ -10,6 +10,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/config/units"
 )
 
 // schemaType returns the type of the schema field at path, or nil.
@@ -45,20 +46,20 @@ func (d *decoder) unquotedProblem(u tomltext.Unquoted) *Problem {
 	case t == nil:
 	case t == reflect.TypeFor[Overhead]():
 		// A number of bytes, unless it is a keyword (which needs quotes).
-		if num, _, err := splitNumber(u.Value); err == nil && num != "" {
+		if num, _, err := units.SplitNumber(u.Value); err == nil && num != "" {
 			msg = fmt.Sprintf("takes a plain number, without a unit or quotes: %s = %s", u.Key, num)
 		}
 	case reflect.PointerTo(t).Implements(textUnmarshalerType):
 		err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(u.Value))
-		var hint *unitHint
+		var hint *units.UnitHint
 		switch {
 		case errors.As(err, &hint):
-			msg = fmt.Sprintf("write the value in quotes: %s = %q; %s", u.Key, hint.fix, hint.reason)
+			msg = fmt.Sprintf("write the value in quotes: %s = %q; %s", u.Key, hint.Fix, hint.Reason)
 		case err != nil:
 			msg += "; also, " + err.Error()
 		}
 	case t.Kind() == reflect.Int || t.Kind() == reflect.Float64:
-		num, _, _ := splitNumber(u.Value)
+		num, _, _ := units.SplitNumber(u.Value)
 		msg = fmt.Sprintf("takes a plain number, without a unit or quotes: %s = %s", u.Key, num)
 	}
 	return &Problem{File: d.file, Line: at.Line, Col: at.Col, Message: name + ": " + msg}

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/shape"
 )
@@ -26,8 +27,8 @@ func ValidLinkName(name string) bool { return linkNameRE.MatchString(name) }
 // that use them.
 const (
 	maxOverhead  = 256
-	minQueue     = 1500 * Byte               // one full-size packet
-	maxQueue     = Size(shape.MaxQueueBytes) // no shaper takes more; a backend's own limit is LoadOptions.Limits
+	minQueue     = 1500 * units.Byte               // one full-size packet
+	maxQueue     = units.Size(shape.MaxQueueBytes) // no shaper takes more; a backend's own limit is LoadOptions.Limits
 	maxPriority  = 1000
 	maxSSIDBytes = 32 // IEEE 802.11
 )
@@ -35,19 +36,19 @@ const (
 // durationRange is the accepted range of one duration key.
 type durationRange struct {
 	key      string
-	get      func(*Autorate) Duration
+	get      func(*Autorate) units.Duration
 	min, max time.Duration
 }
 
 var autorateDurations = []durationRange{
-	{"probe_interval", func(a *Autorate) Duration { return a.ProbeInterval }, 10 * time.Millisecond, 10 * time.Second},
-	{"delay_threshold", func(a *Autorate) Duration { return a.DelayThreshold }, 1 * time.Millisecond, 1 * time.Second},
-	{"full_increase_below", func(a *Autorate) Duration { return a.FullIncreaseBelow }, 0, 1 * time.Second},
-	{"full_cut_above", func(a *Autorate) Duration { return a.FullCutAbove }, 1 * time.Millisecond, 2 * time.Second},
-	{"cut_refractory", func(a *Autorate) Duration { return a.CutRefractory }, 10 * time.Millisecond, 10 * time.Second},
-	{"decay_refractory", func(a *Autorate) Duration { return a.DecayRefractory }, 100 * time.Millisecond, time.Minute},
-	{"response_deadline", func(a *Autorate) Duration { return a.ResponseDeadline }, 100 * time.Millisecond, time.Minute},
-	{"sleep_after", func(a *Autorate) Duration { return a.SleepAfter }, 1 * time.Second, 24 * time.Hour},
+	{"probe_interval", func(a *Autorate) units.Duration { return a.ProbeInterval }, 10 * time.Millisecond, 10 * time.Second},
+	{"delay_threshold", func(a *Autorate) units.Duration { return a.DelayThreshold }, 1 * time.Millisecond, 1 * time.Second},
+	{"full_increase_below", func(a *Autorate) units.Duration { return a.FullIncreaseBelow }, 0, 1 * time.Second},
+	{"full_cut_above", func(a *Autorate) units.Duration { return a.FullCutAbove }, 1 * time.Millisecond, 2 * time.Second},
+	{"cut_refractory", func(a *Autorate) units.Duration { return a.CutRefractory }, 10 * time.Millisecond, 10 * time.Second},
+	{"decay_refractory", func(a *Autorate) units.Duration { return a.DecayRefractory }, 100 * time.Millisecond, time.Minute},
+	{"response_deadline", func(a *Autorate) units.Duration { return a.ResponseDeadline }, 100 * time.Millisecond, time.Minute},
+	{"sleep_after", func(a *Autorate) units.Duration { return a.SleepAfter }, 1 * time.Second, 24 * time.Hour},
 }
 
 // validatePolicy checks every field of a decoded policy and the fields'
@@ -267,7 +268,7 @@ func firstGiven(d *decoder, paths ...string) string {
 	return paths[0]
 }
 
-func (d *decoder) checkBounds(p *Policy, dir string, base RateOrAuto, b Bounds) {
+func (d *decoder) checkBounds(p *Policy, dir string, base units.RateOrAuto, b Bounds) {
 	baseKey, minKey, maxKey := "shaper."+dir, "autorate."+dir+".min", "autorate."+dir+".max"
 	if !d.decoded(baseKey, minKey, maxKey) {
 		return

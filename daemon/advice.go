@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/shape"
@@ -169,7 +170,7 @@ func (b *boundsTracker) advice(now time.Time, l config.Link, p state.Profile, li
 		a.Message = fmt.Sprintf("%s %s %.0f%% of its loaded time in the last %s (%s loaded): %s from %s to ~%s",
 			dir, what, 100*a.Share, windowText(span), loadedText(c.loaded), verb,
 			shape.FormatApprox(float64(a.CurrentBits)), shape.FormatApprox(float64(a.SuggestedBits)))
-		a.Edit = fmt.Sprintf("[autorate] %s = { min = %q, max = %q }", dir, config.Rate(lo).String(), config.Rate(hi).String())
+		a.Edit = fmt.Sprintf("[autorate] %s = { min = %q, max = %q }", dir, units.Rate(lo).String(), units.Rate(hi).String())
 		out = append(out, a)
 	}
 	return out
@@ -193,7 +194,7 @@ func raisedMax(max int64, p state.Profile, dir shape.Direction, lim shape.Limits
 // least a quarter lower, rounded down to two figures.
 func loweredMin(min int64, achieved float64) int64 {
 	next := math.Min(0.9*achieved, 0.75*float64(min))
-	return max(twoFigures(int64(next), math.Floor), int64(config.MinRate))
+	return max(twoFigures(int64(next), math.Floor), int64(units.MinRate))
 }
 
 // twoFigures rounds bits to two significant figures with round (up or

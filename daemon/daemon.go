@@ -35,6 +35,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/mqtt"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
@@ -74,7 +75,7 @@ type Config struct {
 	// LoadOptions are the policy files' load options (target, ownership).
 	LoadOptions config.LoadOptions
 	// Settings are the daemon settings, read once at start.
-	Settings config.Daemon
+	Settings settings.Daemon
 	// Backend shapes; Tokens is the state file it shares with the daemon.
 	Backend backend.Backend
 	Tokens  *state.File

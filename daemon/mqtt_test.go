@@ -12,7 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/shape"
 )
 
@@ -51,7 +51,7 @@ func TestWatchKeepsItsPaceWithABrokerThatNeverAnswers(t *testing.T) {
 					return near, nil
 				}
 				r := newRigWith(t, twoLinks, nil, twoInterfaces(), nil, func(c *Config) {
-					c.Settings.MQTT = config.MQTTDefaults
+					c.Settings.MQTT = settings.MQTTDefaults
 					c.Settings.MQTT.Broker, c.Settings.MQTT.Control = "mqtt://broker.invalid", true
 					c.MQTTDial = dial
 				})

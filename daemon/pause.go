@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/state"
@@ -23,7 +24,7 @@ import (
 const (
 	// MaxPause bounds a pause: one that asks for longer is refused, so
 	// that a forgotten pause cannot leave a link unshaped for longer.
-	MaxPause = config.MaxPause
+	MaxPause = settings.MaxPause
 	// PauseBurst and PauseRefill bound the pause and resume requests the
 	// daemon takes: PauseBurst at once, then one every PauseRefill. Each
 	// change reconciles on the loop's goroutine, which the controllers'

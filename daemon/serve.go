@@ -16,6 +16,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
@@ -38,7 +39,7 @@ type ServeOptions struct {
 	ConfigDir, StateDir string
 	StateDirIsDefault   bool
 	// Settings are the daemon settings (macake.toml), already validated.
-	Settings config.Daemon
+	Settings settings.Daemon
 	// LoadOptions are the policy files' load options. Their
 	// SkipOwnershipCheck also skips the state directory's check: both are
 	// for runs by someone other than root.

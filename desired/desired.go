@@ -13,6 +13,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/plan"
@@ -499,7 +500,7 @@ type Bounds struct {
 // with config.ErrNeedsMeasurement.
 func LinkBounds(l config.Link, d shape.Direction, p state.Profile, lim shape.Limits) (Bounds, error) {
 	capacity, peak, good := p.Capacity(d)
-	lo, base, hi, err := l.Rates(d, config.Rate(capacity), config.Rate(peak), config.Rate(lim.Rate()))
+	lo, base, hi, err := l.Rates(d, units.Rate(capacity), units.Rate(peak), units.Rate(lim.Rate()))
 	if errors.Is(err, config.ErrNeedsMeasurement) && !l.Shaper.Shapes(d) {
 		lo, base, hi, err = config.Link{Policy: config.Defaults}.Rates(d, 0, 0, 0)
 	}

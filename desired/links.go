@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
@@ -108,7 +109,7 @@ type LinksActive struct {
 // outcome. problems are the load errors of the files that pol leaves out;
 // factsSource names where facts came from. Every list is non-nil, so that
 // the JSON has [] rather than null for "none".
-func NewLinksReport(pol config.Policies, problems []*config.Problem, facts linkfacts.Facts, factsSource string) LinksReport {
+func NewLinksReport(pol settings.Policies, problems []*config.Problem, facts linkfacts.Facts, factsSource string) LinksReport {
 	sel := Match(pol.Links, facts)
 	rep := LinksReport{
 		FormatVersion: LinksFormatVersion, ConfigDir: pol.Dir, FactsSource: factsSource,

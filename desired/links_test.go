@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
@@ -16,7 +17,7 @@ import (
 // match keys and reason (the active one starred), and the interfaces left
 // unshaped; interfaces nobody shapes stay out.
 func TestLinksReportText(t *testing.T) {
-	pol := config.Policies{Dir: "/etc/macake/links.d", Links: []config.Link{
+	pol := settings.Policies{Dir: "/etc/macake/links.d", Links: []config.Link{
 		link(t, "starlink", "interface = \"en0\"\ngateway_mac = \"74:24:9f:00:00:01\"\n"),
 		link(t, "hotspot", "interface = \"en0\"\ngateway_ip = \"172.20.10.1\"\nssid = \"Phone\"\npriority = 3\n"),
 		link(t, "usb", "interface = \"en8\"\n"),
@@ -57,7 +58,7 @@ No policy matches on en8: it is not shaped.
 // TestLinksReportEmptyListsAreJSONArrays: with nothing to list, the JSON
 // says [] (none) rather than null, and the text says so in words.
 func TestLinksReportEmptyListsAreJSONArrays(t *testing.T) {
-	rep := NewLinksReport(config.Policies{Dir: "d"}, nil, linkfacts.Facts{}, "MACAKE_LINK_FACTS=f.json")
+	rep := NewLinksReport(settings.Policies{Dir: "d"}, nil, linkfacts.Facts{}, "MACAKE_LINK_FACTS=f.json")
 	out, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)

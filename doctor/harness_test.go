@@ -18,6 +18,7 @@ import (
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
@@ -133,7 +134,7 @@ func (m *fakeMac) run() Report {
 func (m *fakeMac) apply() {
 	m.t.Helper()
 	ctx := context.Background()
-	pol, err := config.LoadPolicies(m.configDir, config.LoadOptions{SkipOwnershipCheck: true})
+	pol, err := settings.LoadPolicies(m.configDir, config.LoadOptions{SkipOwnershipCheck: true})
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/session"
@@ -89,7 +90,7 @@ func (in *Inspection) isTC() bool { return in.backend().name == "tc" }
 type configFacts struct {
 	dir        string
 	dirMissing bool
-	policies   config.Policies
+	policies   settings.Policies
 	// policyProblems and settingsProblems are the problems of the policy
 	// files and of macake.toml.
 	policyProblems   []*config.Problem
@@ -112,7 +113,7 @@ func (in *Inspection) config() configFacts {
 		}
 		// Ownership is judged by its own check, as root sees it, whoever
 		// runs doctor.
-		p, err := config.LoadPolicies(c.dir, session.LoadOptions(target, true))
+		p, err := settings.LoadPolicies(c.dir, session.LoadOptions(target, true))
 		c.policies = p
 		if _, serr := in.sys.FS.Stat(p.SettingsFile); serr == nil {
 			c.settingsPresent = true

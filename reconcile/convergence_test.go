@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
-	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/plan"
@@ -157,7 +157,7 @@ func TestApplyStopsAtTheFirstFailure(t *testing.T) {
 func TestCrashBetweenPipesAndRules(t *testing.T) {
 	const links, facts = "testdata/golden/empty-mac/links.d", "testdata/golden/empty-mac/facts.json"
 	crash := func(t *testing.T, emu *pfdntest.Emulator, dir string) {
-		m := newMacIn(t, emu, dir, config.Daemon{})
+		m := newMacIn(t, emu, dir, settings.Daemon{})
 		d := m.mustDesire(links, facts, desired.Inputs{})
 		if err := emu.AddFault(pfdntest.Fault{Match: `^pfctl -a com\.apple/macake -f -`, Kind: pfdntest.Fail}); err != nil {
 			t.Fatal(err)
@@ -177,7 +177,7 @@ func TestCrashBetweenPipesAndRules(t *testing.T) {
 		before := emu.Snapshot().String()
 		dir := t.TempDir()
 		crash(t, emu, dir)
-		m := newMacIn(t, emu, dir, config.Daemon{}) // the next run
+		m := newMacIn(t, emu, dir, settings.Daemon{}) // the next run
 		d := m.mustDesire(links, facts, desired.Inputs{})
 		if d.Slots["starlink"] != 0 {
 			t.Fatalf("the slot moved: %v", d.Slots)

@@ -16,6 +16,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
@@ -36,10 +37,10 @@ type mac struct {
 
 func newMac(t testing.TB, emu *pfdntest.Emulator) *mac {
 	t.Helper()
-	return newMacIn(t, emu, t.TempDir(), config.Daemon{})
+	return newMacIn(t, emu, t.TempDir(), settings.Daemon{})
 }
 
-func newMacIn(t testing.TB, emu *pfdntest.Emulator, stateDir string, settings config.Daemon) *mac {
+func newMacIn(t testing.TB, emu *pfdntest.Emulator, stateDir string, settings settings.Daemon) *mac {
 	t.Helper()
 	st, err := state.Load(stateDir)
 	if err != nil {
@@ -59,7 +60,7 @@ func newMacIn(t testing.TB, emu *pfdntest.Emulator, stateDir string, settings co
 // desire runs the first three steps of a pass: policies, facts, Desired.
 func (m *mac) desire(linksDir, factsFile string, in desired.Inputs) (desired.Desire, error) {
 	m.t.Helper()
-	pol, err := config.LoadPolicies(linksDir, config.LoadOptions{SkipOwnershipCheck: true})
+	pol, err := settings.LoadPolicies(linksDir, config.LoadOptions{SkipOwnershipCheck: true})
 	if err != nil {
 		m.t.Fatalf("policies in %s: %v", linksDir, err)
 	}

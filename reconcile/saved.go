@@ -19,6 +19,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
@@ -99,7 +100,7 @@ func PolicyFingerprints(dir string) (map[string]string, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("fingerprinting the policy files: %w", err)
 	}
-	files := []string{config.DaemonFileFor(dir)}
+	files := []string{settings.DaemonFileFor(dir)}
 	for _, e := range entries {
 		if config.IsPolicyFile(e.Name()) && !e.IsDir() {
 			files = append(files, filepath.Join(dir, e.Name()))

@@ -25,7 +25,7 @@ import (
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/backend/tc"
-	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/selftest/check"
@@ -46,7 +46,7 @@ type Options struct {
 	StateDir string
 	// Settings are the daemon settings: the anchor and pipe range macake
 	// owns, which the scratch objects stay clear of.
-	Settings config.Daemon
+	Settings settings.Daemon
 	// Getenv reads MACAKE_BACKEND, the tool paths and PFDN_EMU_STATE;
 	// nil is os.Getenv.
 	Getenv func(string) string

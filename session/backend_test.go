@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/backend/tc/tctest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/session"
 	"github.com/macake/macake/shape"
 )
@@ -83,7 +84,7 @@ func TestOpenBackendUnavailable(t *testing.T) {
 func TestOpenBackendUsesSettings(t *testing.T) {
 	b, err := backend.Open(backend.Config{
 		GOOS: "darwin", Getenv: envOf(), Runner: pfdntest.New(),
-		Settings: session.BackendSettings(config.Daemon{Anchor: "com.apple/shaper", PipeRange: config.PipeRange{First: 51001, Last: 51010}}),
+		Settings: session.BackendSettings(settings.Daemon{Anchor: "com.apple/shaper", PipeRange: settings.PipeRange{First: 51001, Last: 51010}}),
 	})
 	if err != nil {
 		t.Fatal(err)

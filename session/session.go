@@ -24,6 +24,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/state"
 )
@@ -31,7 +32,7 @@ import (
 // Options say what to open.
 type Options struct {
 	// ConfigDir is the policy directory (the settings file sits beside
-	// it, config.DaemonFileFor).
+	// it, settings.DaemonFileFor).
 	ConfigDir string
 	// StateDir is the state directory the command was given; when
 	// StateDirIsDefault, the settings' state_dir replaces it.
@@ -40,7 +41,7 @@ type Options struct {
 
 	// Settings, when set, are the daemon settings already read: they are
 	// not read again.
-	Settings *config.Daemon
+	Settings *settings.Daemon
 	// Policies reads the policy files too; without it only the settings
 	// are read.
 	Policies bool
@@ -123,7 +124,7 @@ type Session struct {
 	LoadOptions config.LoadOptions
 	// Policies are the settings and the valid policy files; Problems
 	// every problem of every file (config.Problems lists them).
-	Policies config.Policies
+	Policies settings.Policies
 	Problems error
 	// StateDir is the state directory in force (the settings' state_dir
 	// when the command was given the default).
@@ -178,18 +179,18 @@ func Open(ctx context.Context, o Options) (*Session, error) {
 
 	switch {
 	case o.Settings != nil:
-		s.Policies.Settings, s.Policies.SettingsFile = *o.Settings, config.DaemonFileFor(o.ConfigDir)
+		s.Policies.Settings, s.Policies.SettingsFile = *o.Settings, settings.DaemonFileFor(o.ConfigDir)
 		s.Policies.Dir = o.ConfigDir
 		if o.Policies {
 			links, warns, err := config.Load(o.ConfigDir, s.LoadOptions)
 			s.Policies.Links, s.Policies.Warnings, s.Problems = links, warns, err
 		}
 	case o.Policies:
-		s.Policies, s.Problems = config.LoadPolicies(o.ConfigDir, s.LoadOptions)
+		s.Policies, s.Problems = settings.LoadPolicies(o.ConfigDir, s.LoadOptions)
 	default:
-		file := config.DaemonFileFor(o.ConfigDir)
-		settings, warns, err := config.LoadDaemon(file, s.LoadOptions)
-		s.Policies = config.Policies{Dir: o.ConfigDir, Settings: settings, SettingsFile: file, Warnings: warns}
+		file := settings.DaemonFileFor(o.ConfigDir)
+		daemonSettings, warns, err := settings.LoadDaemon(file, s.LoadOptions)
+		s.Policies = settings.Policies{Dir: o.ConfigDir, Settings: daemonSettings, SettingsFile: file, Warnings: warns}
 		if err != nil && !o.Inspect {
 			return stop(StepSettings, err)
 		}
@@ -279,6 +280,6 @@ func LoadOptions(t config.Target, skipOwnershipCheck bool) config.LoadOptions {
 }
 
 // BackendSettings are the part of the daemon settings a backend reads.
-func BackendSettings(d config.Daemon) backend.Settings {
+func BackendSettings(d settings.Daemon) backend.Settings {
 	return backend.Settings{Anchor: d.Anchor, PipeFirst: d.PipeRange.First, PipeLast: d.PipeRange.Last}
 }

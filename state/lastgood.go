@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/internal/safefile"
 )
 
@@ -169,7 +170,7 @@ func (s *LastGoodStore) Names() ([]string, error) {
 // in force, so that a picture drawn without it (status with no daemon,
 // links) shows the same policies. It returns the names of the links it
 // added. problems are the ones LoadPolicies reported.
-func KeepLastGood(p *config.Policies, problems []*config.Problem, stateDir string, opts config.LoadOptions) map[string]bool {
+func KeepLastGood(p *settings.Policies, problems []*config.Problem, stateDir string, opts config.LoadOptions) map[string]bool {
 	kept := map[string]bool{}
 	store := NewLastGoodStore(stateDir)
 	have := map[string]bool{}

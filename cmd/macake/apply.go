@@ -11,6 +11,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
@@ -170,7 +171,7 @@ type invocation struct {
 	unreadablePlan bool
 
 	backendName string
-	policies    config.Policies
+	policies    settings.Policies
 	stateDir    string
 	opened      *session.Session
 	tokens      *state.File

@@ -13,6 +13,7 @@ import (
 
 	"github.com/macake/macake/bugreport"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/execrun"
@@ -148,7 +149,7 @@ func macakeEnv(e *env) string {
 // logSources says where the daemon's log is: macake.toml's log_file, the
 // file the running watch says it writes to, else the service's place.
 func (e *env) logSources() bugreport.LogSources {
-	settings, _, _ := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
+	settings, _, _ := settings.LoadDaemon(settings.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
 	src := bugreport.LogSources{SettingsFile: settings.LogFile, GOOS: runtime.GOOS}
 	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
 	defer cancel()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/clidoc"
 	"github.com/macake/macake/internal/suggest"
 )
@@ -22,7 +24,7 @@ import (
 // Default locations; --config-dir and --state-dir override them.
 const defaultConfigDir = config.DefaultConfigDir
 
-var defaultStateDir = config.DefaultStateDir
+var defaultStateDir = settings.DefaultStateDir
 
 // env is everything a command may touch of the outside world, so that the
 // whole CLI runs in-process in tests.
@@ -206,12 +208,12 @@ func (c *command) help(w io.Writer, fs *flag.FlagSet) {
 }
 
 // durationVar defines a duration flag read as policy files read durations
-// (config.Duration): one grammar and one error text for files and flags,
+// (units.Duration): one grammar and one error text for files and flags,
 // so `--drift-interval 5` says it needs a unit as `probe_interval = 5`
 // does, where Go's own duration flag said only "parse error".
 func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
 	*p = value
-	fs.Var((*config.Duration)(p), name, usage)
+	fs.Var((*units.Duration)(p), name, usage)
 }
 
 // flags returns a FlagSet for c whose errors the caller maps to exitUsage.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/docsite"
 )
 
@@ -98,7 +98,7 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 		{"sim", "lost-delay", true},
 		{"pause", "for", false},
 	}
-	_, fileErr := config.ParseDuration("5")
+	_, fileErr := units.ParseDuration("5")
 	listed := map[string]bool{}
 	for _, tc := range tests {
 		listed[tc.cmd+" --"+tc.flag] = true

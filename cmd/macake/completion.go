@@ -14,6 +14,7 @@ import (
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/internal/clidoc"
 	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/sense/linkfacts"
@@ -201,7 +202,7 @@ on a terminal without NO_COLOR.`,
 	}
 	files := []string{
 		defaultConfigDir + "/NAME.toml\tthe policy of link NAME",
-		config.DaemonFile + "\tthe daemon settings (optional)",
+		settings.DaemonFile + "\tthe daemon settings (optional)",
 		defaultStateDir + "/state.json\tthe state file: pipe slots, pf token, measured profiles",
 		launchd.DaemonPlistPath + "\tthe LaunchDaemon that runs 'macake watch' (macOS)",
 		launchd.DaemonLogPath + "\tthe daemon's log (macOS; on Linux the journal: journalctl -u " + systemd.UnitName + ")",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/draft"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/sense/linkfacts"
 )
 
@@ -51,7 +52,7 @@ func init() { initCmd.run = runInit }
 func runInit(e *env, args []string) int {
 	fs := initCmd.flags()
 	var mode config.Mode
-	var down, up config.Rate
+	var down, up units.Rate
 	var iface string
 	var priority int
 	var doMeasure bool
@@ -127,7 +128,7 @@ func runInit(e *env, args []string) int {
 		if err != nil {
 			return fail("measuring: %v; nothing written", err)
 		}
-		mdown, mup := config.Rate(rep.Download.BitsPerSecond), config.Rate(rep.Upload.BitsPerSecond)
+		mdown, mup := units.Rate(rep.Download.BitsPerSecond), units.Rate(rep.Upload.BitsPerSecond)
 		if mdown <= 0 || mup <= 0 {
 			return fail("the measurement found no capacity (download %s, upload %s); nothing written", mdown.Human(), mup.Human())
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/netns"
 )
 
@@ -49,7 +50,7 @@ func TestNetnsInitMeasureDetectsAndFillsTheRates(t *testing.T) {
 	// 95 % of the bottleneck, less what TCP and framing take: 20 Mbit/s
 	// down gives about 17-19 Mbit/s, 8 Mbit/s up about 7.
 	down, up := link.Shaper.Download.Rate, link.Shaper.Upload.Rate
-	if down < 15*config.Mbit || down > 19*config.Mbit || up < 6*config.Mbit || up > 8*config.Mbit {
+	if down < 15*units.Mbit || down > 19*units.Mbit || up < 6*units.Mbit || up > 8*units.Mbit {
 		t.Errorf("rates %s down, %s up; want 95 %% of about 20 and 8 Mbit/s", down, up)
 	}
 	mustContain(t, "the policy", string(text), "# Measured on ")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/session"
@@ -47,7 +48,7 @@ func runLinks(e *env, args []string) int {
 	if name, err := backend.Choose(runtime.GOOS, e.getenv); err == nil && name == "tc" {
 		target = config.TargetLinux
 	}
-	pol, err := config.LoadPolicies(e.configDir, session.LoadOptions(target, e.euid() != 0))
+	pol, err := settings.LoadPolicies(e.configDir, session.LoadOptions(target, e.euid() != 0))
 	problems := config.Problems(err)
 	code := exitOK
 	if len(problems) > 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statusread"
 )
@@ -138,7 +139,7 @@ func stateDirOf(e *env) string {
 	if e.stateDir != defaultStateDir {
 		return e.stateDir
 	}
-	settings, _, err := config.LoadDaemon(config.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
+	settings, _, err := settings.LoadDaemon(settings.DaemonFileFor(e.configDir), config.LoadOptions{SkipOwnershipCheck: true})
 	if err != nil {
 		return e.stateDir
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/session"
@@ -87,7 +88,7 @@ func runValidate(e *env, args []string) int {
 		opts.CheckCake = cakeCheckOnThisSystem(e)
 	}
 
-	settings, dwarn, derr := config.LoadDaemon(config.DaemonFileFor(e.configDir), opts)
+	settings, dwarn, derr := settings.LoadDaemon(settings.DaemonFileFor(e.configDir), opts)
 	opts.Invocation = e.invocation()
 	opts.Measured = measuredIn(settings.StateDirFor(e.stateDir, e.stateDir == defaultStateDir))
 	links, warnings, err := config.Load(e.configDir, opts)

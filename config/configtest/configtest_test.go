@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 )
 
 // TestWriteThenLoad: what Write writes is what config.Load reads, every
@@ -25,7 +26,7 @@ func TestWriteThenLoad(t *testing.T) {
 	}
 	l := links[0]
 	if l.Name != "cable" || l.Match.Interface != "en0" || l.Match.GatewayMAC.String() != p.GatewayMAC || l.Match.Priority != 5 ||
-		l.Shaper.Mode != config.ModeFixed || l.Shaper.Download.Rate != 50*config.Mbit || l.Shaper.Upload.Rate != 5*config.Mbit {
+		l.Shaper.Mode != config.ModeFixed || l.Shaper.Download.Rate != 50*units.Mbit || l.Shaper.Upload.Rate != 5*units.Mbit {
 		t.Errorf("loaded %+v", l)
 	}
 	if parsed := Parse(t, "cable", p.TOML()); parsed.Shaper != l.Shaper || parsed.Match.Interface != l.Match.Interface {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/docsite"
 
 	"github.com/macake/macake/shape"
@@ -38,7 +39,7 @@ type Draft struct {
 	Mode config.Mode
 	// Download and Upload are the base rates; 0 writes "auto" (95 % of
 	// what `macake measure` measures on this network).
-	Download, Upload config.Rate
+	Download, Upload units.Rate
 	// Measured, when set, says the rates came from a measurement of these
 	// capacities, made at When.
 	Measured *Measured
@@ -48,7 +49,7 @@ type Draft struct {
 
 // Measured is a capacity measurement a draft's rates come from.
 type Measured struct {
-	Download, Upload config.Rate
+	Download, Upload units.Rate
 	When             time.Time
 }
 
@@ -142,7 +143,7 @@ func (d Draft) Render() ([]byte, error) {
 			m.When.Format(time.DateOnly), shape.FormatApprox(float64(m.Download)), shape.FormatApprox(float64(m.Upload)))))
 	}
 	note := "   # 95 % of what `macake measure` measures on this network"
-	rate := func(key string, r config.Rate) {
+	rate := func(key string, r units.Rate) {
 		if r > 0 {
 			w("%-8s = %s\n", key, q(r.String()))
 			return
@@ -201,7 +202,7 @@ func commentLines(text string) string {
 
 // bounds are the controller's floor and ceiling the draft's base rate
 // gives one direction when the policy sets none.
-func (d Draft) bounds(dir shape.Direction) (lo, hi config.Rate, err error) {
+func (d Draft) bounds(dir shape.Direction) (lo, hi units.Rate, err error) {
 	l := config.Link{Name: d.Name, Policy: config.DefaultPolicy()}
 	l.Shaper.Mode = config.ModeAutorate
 	l.Shaper.Download.Rate, l.Shaper.Upload.Rate = d.Download, d.Upload

@@ -35,7 +35,7 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
-	"github.com/macake/macake/config"
+	daemonsettings "github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/logging"
@@ -52,7 +52,7 @@ type Daemon interface {
 
 // Options are what Run needs; Settings, Daemon and Log are required.
 type Options struct {
-	Settings config.MQTT
+	Settings daemonsettings.MQTT
 	Daemon   Daemon
 	Log      *slog.Logger
 	// Hostname names the daemon on the broker; "" is os.Hostname.
@@ -112,7 +112,7 @@ type command struct {
 // all the publishing, the client's callbacks only hand it events.
 type publisher struct {
 	o      Options
-	s      config.MQTT
+	s      daemonsettings.MQTT
 	log    *slog.Logger
 	t      topics
 	disc   discovery
@@ -181,7 +181,7 @@ func newPublisher(o Options) (*publisher, error) {
 			p.log.Error("MQTT: cannot read the password file; connecting without a password until it can be read", "path", s.PasswordFile, logging.KeyError, err)
 		}
 	}
-	if config.MQTTSchemes[broker.Scheme] {
+	if daemonsettings.MQTTSchemes[broker.Scheme] {
 		cfg, err := tlsConfig(s.CAFile, broker.Hostname())
 		if err != nil {
 			return nil, err
@@ -202,12 +202,12 @@ func brokerURL(s string) (*url.URL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("broker %q: %w", s, err)
 	}
-	isTLS, ok := config.MQTTSchemes[u.Scheme]
+	isTLS, ok := daemonsettings.MQTTSchemes[u.Scheme]
 	if !ok {
 		return nil, fmt.Errorf("broker %q: unknown scheme %q", s, u.Scheme)
 	}
 	if u.Port() == "" {
-		u.Host = net.JoinHostPort(u.Hostname(), config.MQTTDefaultPort(isTLS))
+		u.Host = net.JoinHostPort(u.Hostname(), daemonsettings.MQTTDefaultPort(isTLS))
 	}
 	u.Scheme = "tcp"
 	if isTLS {

@@ -22,7 +22,8 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
-	"github.com/macake/macake/config"
+	daemonsettings "github.com/macake/macake/config/settings"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/mosquitto"
@@ -139,7 +140,7 @@ type run struct {
 	done   chan error
 }
 
-func startPublisher(t *testing.T, s config.MQTT, d *fakeDaemon, dial func(*url.URL) (net.Conn, error)) *run {
+func startPublisher(t *testing.T, s daemonsettings.MQTT, d *fakeDaemon, dial func(*url.URL) (net.Conn, error)) *run {
 	t.Helper()
 	r := &run{t: t, d: d, log: &syncBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,10 +174,10 @@ func (r *run) stop() {
 func (r *run) logged(s string) bool { return strings.Contains(r.log.String(), s) }
 
 // settings are a publisher's settings for broker b.
-func settings(b *mosquitto.Broker) config.MQTT {
-	s := config.MQTTDefaults
+func settings(b *mosquitto.Broker) daemonsettings.MQTT {
+	s := daemonsettings.MQTTDefaults
 	s.Broker = b.URL()
-	s.Interval = config.Duration(time.Second)
+	s.Interval = units.Duration(time.Second)
 	return s
 }
 
@@ -364,8 +365,8 @@ func TestSwitchPausesAndResumes(t *testing.T) {
 	d := &fakeDaemon{st: homeStatus()}
 	s := settings(b)
 	s.Control = true
-	s.PauseFor = config.Duration(45 * time.Minute)
-	s.Interval = config.Duration(time.Hour) // the state below comes from the commands
+	s.PauseFor = units.Duration(45 * time.Minute)
+	s.Interval = units.Duration(time.Hour) // the state below comes from the commands
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.linkState(t, "home", func(linkState) bool { return true })

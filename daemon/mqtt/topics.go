@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	daemonsettings "github.com/macake/macake/config/settings"
 )
 
 // topics are every topic the publisher uses, from the settings and the
@@ -18,7 +19,7 @@ type topics struct {
 	base, discovery string
 }
 
-func newTopics(s config.MQTT, hostname string) topics {
+func newTopics(s daemonsettings.MQTT, hostname string) topics {
 	node := nodeID(hostname)
 	base := s.TopicPrefix
 	if base == "" {

@@ -20,6 +20,8 @@ var pure = []struct {
 	why   string
 }{
 	{dir: "config", why: "files → policies"},
+	{dir: "config/units", why: "the files' value types"},
+	{dir: "config/settings", why: "the daemon's settings file"},
 	{dir: "shape", why: "the desired state"},
 	{dir: "plan", why: "a plan and its rendering"},
 	// The Loop (loop.go) drives the control law with timers, its clock

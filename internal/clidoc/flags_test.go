@@ -11,7 +11,7 @@ import (
 )
 
 // rate is a flag value that names itself, with a zero value that is not
-// an empty string (as config.Rate's "0bit").
+// an empty string (as units.Rate's "0bit").
 type rate int
 
 func (r *rate) String() string {

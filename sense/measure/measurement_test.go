@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/shape"
 )
@@ -30,7 +31,7 @@ func TestTargetOfProbesAsThePolicyDoes(t *testing.T) {
 		l := &config.Link{Name: "home"}
 		l.Autorate.Reflectors = refl("192.0.2.1", "192.0.2.2", "192.0.2.3")
 		l.Autorate.ActiveReflectors = active
-		l.Autorate.ProbeInterval = config.Duration(interval)
+		l.Autorate.ProbeInterval = units.Duration(interval)
 		return l
 	}
 	d := config.Defaults.Autorate

@@ -10,7 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/service"
@@ -19,7 +19,7 @@ import (
 // examplesProgram is what the shipped examples run: `make install`'s
 // default prefix and the CLI's default directories, on macOS.
 var (
-	examplesProgram = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: config.DefaultStateDirFor("darwin")}
+	examplesProgram = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: settings.DefaultStateDirFor("darwin")}
 )
 
 const exampleHome = "/Users/you"

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/service"
@@ -23,8 +23,8 @@ import (
 // lives in /var/lib; examplesProgram the same with macOS's state
 // directory, which systemd must be told it may write.
 var (
-	linuxProgram    = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: config.DefaultStateDirFor("linux")}
-	examplesProgram = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: config.DefaultStateDirFor("darwin")}
+	linuxProgram    = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: settings.DefaultStateDirFor("linux")}
+	examplesProgram = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: settings.DefaultStateDirFor("darwin")}
 )
 
 func TestProgramValidate(t *testing.T) {

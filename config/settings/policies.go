@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package settings
 
 import (
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
+	"github.com/macake/macake/config"
 )
 
 // Policies is the configuration one pass reads: the policy files of a
@@ -14,9 +15,9 @@ type Policies struct {
 	// Dir is the policy directory (links.d).
 	Dir string
 	// Links are the valid policies, in file-name order.
-	Links []Link
+	Links []config.Link
 	// Warnings are the policy files' and the settings' warnings.
-	Warnings []Warning
+	Warnings []config.Warning
 	// Settings are the daemon settings (defaults when the file is absent).
 	Settings Daemon
 	// SettingsFile is where the settings were looked for.
@@ -25,14 +26,14 @@ type Policies struct {
 
 // LoadPolicies reads the daemon settings (DaemonFileFor(dir)) and
 // every policy file in dir. The error holds every problem of every file
-// (Problems lists them, each FILE:LINE:COL); Links then holds the
+// (config.Problems lists them, each FILE:LINE:COL); Links then holds the
 // files that are valid, and Settings the defaults if the settings file is
 // the broken one.
-func LoadPolicies(dir string, opts LoadOptions) (Policies, error) {
+func LoadPolicies(dir string, opts config.LoadOptions) (Policies, error) {
 	p := Policies{Dir: dir, SettingsFile: DaemonFileFor(dir)}
 	settings, swarn, serr := LoadDaemon(p.SettingsFile, opts)
 	p.Settings = settings
-	links, lwarn, lerr := Load(dir, opts)
+	links, lwarn, lerr := config.Load(dir, opts)
 	p.Links = links
 	p.Warnings = append(swarn, lwarn...)
 	// One flat list, so that Problems sees every problem of both.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package settings
 
 import (
 	"net/url"
@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 )
 
 // MaxPause bounds a pause of the shaping, whoever asks: a longer one is
@@ -37,21 +40,21 @@ type MQTT struct {
 	// DiscoveryPrefix is Home Assistant's discovery prefix.
 	DiscoveryPrefix string `toml:"discovery_prefix"`
 	// Interval is how often every link's state is published.
-	Interval Duration `toml:"interval"`
+	Interval units.Duration `toml:"interval"`
 	// Control honours the switches' commands: off pauses the shaping for
 	// PauseFor, on resumes it. Without it the switches are read-only
 	// sensors and nothing on the broker can change the shaping.
 	Control bool `toml:"control"`
 	// PauseFor is how long a switch turned off pauses the shaping (at
 	// most MaxPause); it comes back by itself then.
-	PauseFor Duration `toml:"pause_for"`
+	PauseFor units.Duration `toml:"pause_for"`
 }
 
 // MQTTDefaults are the defaults of the [mqtt] table.
 var MQTTDefaults = MQTT{
 	DiscoveryPrefix: "homeassistant",
-	Interval:        Duration(10 * time.Second),
-	PauseFor:        Duration(time.Hour),
+	Interval:        units.Duration(10 * time.Second),
+	PauseFor:        units.Duration(time.Hour),
 }
 
 // The bounds of [mqtt].interval.
@@ -76,43 +79,43 @@ func MQTTDefaultPort(tls bool) string {
 }
 
 // validateMQTT checks the [mqtt] table.
-func (d *decoder) validateMQTT(m *MQTT) {
+func validateMQTT(d config.Checker, m *MQTT) {
 	if m.Broker == "" {
 		for _, key := range []string{"username", "password_file", "ca_file", "topic_prefix", "discovery_prefix", "interval", "control", "pause_for"} {
-			if d.given("mqtt." + key) {
-				d.warnAt("mqtt."+key, "[mqtt] names no broker, so nothing is published; add broker = \"mqtt://HOST:1883\"")
+			if d.Given("mqtt." + key) {
+				d.Warn("mqtt."+key, "[mqtt] names no broker, so nothing is published; add broker = \"mqtt://HOST:1883\"")
 				break
 			}
 		}
 	} else if msg := checkBrokerURL(m.Broker); msg != "" {
-		d.bad("mqtt.broker", "%s", msg)
+		d.Bad("mqtt.broker", "%s", msg)
 	} else if u, _ := url.Parse(m.Broker); !MQTTSchemes[u.Scheme] && m.CAFile != "" {
-		d.warnAt("mqtt.ca_file", "the broker %q is not TLS (mqtts://), so ca_file is not used", m.Broker)
+		d.Warn("mqtt.ca_file", "the broker %q is not TLS (mqtts://), so ca_file is not used", m.Broker)
 	}
 	for _, f := range []struct{ key, path string }{{"password_file", m.PasswordFile}, {"ca_file", m.CAFile}} {
 		if f.path != "" && !filepath.IsAbs(f.path) {
-			d.bad("mqtt."+f.key, "%q must be an absolute path", f.path)
+			d.Bad("mqtt."+f.key, "%q must be an absolute path", f.path)
 		}
 	}
 	if m.PasswordFile != "" && m.Username == "" {
-		d.bad("mqtt.password_file", "a password needs a user name: add username = \"...\" to [mqtt]")
+		d.Bad("mqtt.password_file", "a password needs a user name: add username = \"...\" to [mqtt]")
 	}
 	if strings.IndexFunc(m.Username, unicode.IsControl) >= 0 {
-		d.bad("mqtt.username", "must not contain control characters")
+		d.Bad("mqtt.username", "must not contain control characters")
 	}
 	if m.TopicPrefix != "" {
 		if msg := checkTopicPrefix(m.TopicPrefix); msg != "" {
-			d.bad("mqtt.topic_prefix", "%q %s", m.TopicPrefix, msg)
+			d.Bad("mqtt.topic_prefix", "%q %s", m.TopicPrefix, msg)
 		}
 	}
 	if msg := checkTopicPrefix(m.DiscoveryPrefix); msg != "" {
-		d.bad("mqtt.discovery_prefix", "%q %s", m.DiscoveryPrefix, msg)
+		d.Bad("mqtt.discovery_prefix", "%q %s", m.DiscoveryPrefix, msg)
 	}
 	if i := time.Duration(m.Interval); i < minMQTTInterval || i > maxMQTTInterval {
-		d.bad("mqtt.interval", "%v is outside %v..%v", i, minMQTTInterval, maxMQTTInterval)
+		d.Bad("mqtt.interval", "%v is outside %v..%v", i, minMQTTInterval, maxMQTTInterval)
 	}
 	if p := time.Duration(m.PauseFor); p <= 0 || p > MaxPause {
-		d.bad("mqtt.pause_for", "%v: give a length above 0 and at most %v", p, MaxPause)
+		d.Bad("mqtt.pause_for", "%v: give a length above 0 and at most %v", p, MaxPause)
 	}
 }
 

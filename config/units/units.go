@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+// Package units holds the value types of macake's files and flags: Rate
+// (bit/s, SI prefixes), Size (bytes, 1024-based) and Duration, each of
+// which must carry its unit, and RateOrAuto and SizeOrAuto, which also take
+// "auto". Files and flags share one grammar and one set of error texts: the
+// types implement encoding.TextUnmarshaler and flag.Value.
+package units
 
 import (
 	"errors"
@@ -52,7 +57,7 @@ func ParseRate(s string) (Rate, error) {
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (r *Rate) UnmarshalText(text []byte) error {
 	s := string(text)
-	num, unit, err := splitNumber(s)
+	num, unit, err := SplitNumber(s)
 	if err != nil {
 		return fmt.Errorf("rate %q: %v; write it like \"250mbit\" or \"1.5 Mbit/s\"", s, err)
 	}
@@ -65,7 +70,7 @@ func (r *Rate) UnmarshalText(text []byte) error {
 	if !ok {
 		for _, p := range []string{"", "k", "m", "g"} {
 			if lunit == p+"bps" {
-				return &unitHint{what: "rate", text: s, reason: fmt.Sprintf("%q is ambiguous (tc reads it as bytes per second)", unit), fix: num + p + "bit"}
+				return &UnitHint{What: "rate", Text: s, Reason: fmt.Sprintf("%q is ambiguous (tc reads it as bytes per second)", unit), Fix: num + p + "bit"}
 			}
 		}
 		return fmt.Errorf("rate %q: unknown unit %q; use bit, kbit, mbit or gbit (SI, per second), e.g. %q", s, unit, num+"mbit")
@@ -135,7 +140,7 @@ func ParseSize(s string) (Size, error) {
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (z *Size) UnmarshalText(text []byte) error {
 	s := string(text)
-	num, unit, err := splitNumber(s)
+	num, unit, err := SplitNumber(s)
 	if err != nil {
 		return fmt.Errorf("size %q: %v; write it like \"256KB\"", s, err)
 	}
@@ -318,22 +323,23 @@ func (z *SizeOrAuto) Set(s string) error { return z.UnmarshalText([]byte(s)) }
 // Placeholder names the flag's value in help.
 func (*SizeOrAuto) Placeholder() string { return "SIZE|auto" }
 
-// unitHint is a parse error that knows the value the user most likely
+// UnitHint is a parse error that knows the value the user most likely
 // meant, so that other messages (an unquoted value's) can offer it too.
-type unitHint struct {
-	what, text string // "rate", and the text as written
-	reason     string // what is wrong with it
-	fix        string // the likely intended text
+type UnitHint struct {
+	What, Text string // "rate", and the text as written
+	Reason     string // what is wrong with it
+	Fix        string // the likely intended text
 }
 
-func (h *unitHint) Error() string {
-	return fmt.Sprintf("%s %q: %s; did you mean %q?", h.what, h.text, h.reason, h.fix)
+// Error returns "rate TEXT: REASON; did you mean FIX?".
+func (h *UnitHint) Error() string {
+	return fmt.Sprintf("%s %q: %s; did you mean %q?", h.What, h.Text, h.Reason, h.Fix)
 }
 
-// splitNumber splits "1.5 Mbit/s" into "1.5" and "Mbit/s". The number is
+// SplitNumber splits "1.5 Mbit/s" into "1.5" and "Mbit/s". The number is
 // unsigned decimal digits with an optional fraction; anything else is an
 // error that says what is wrong.
-func splitNumber(s string) (num, unit string, err error) {
+func SplitNumber(s string) (num, unit string, err error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
 		return "", "", errors.New("empty")

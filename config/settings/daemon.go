@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+// Package settings reads macake.toml, the daemon's own settings file
+// beside the policy directory (the state directory, pf's anchor and pipe
+// numbers, the log, the metrics and status page endpoints, the operator
+// group, the MQTT publisher), as strictly as config reads a policy and
+// with its problems placed the same way (config.DecodeStrict); and
+// Policies, the policy files with those settings, which is what one pass
+// reads.
+package settings
 
 import (
 	"errors"
@@ -13,7 +20,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/macake/macake/config/tomltext"
+	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/fileowner"
 	"github.com/macake/macake/internal/lazyregexp"
 	"github.com/macake/macake/shape"
@@ -96,7 +103,7 @@ const (
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (f *LogFormat) UnmarshalText(b []byte) error {
-	return parseEnum("log format", b, []LogFormat{LogText, LogJSON}, f)
+	return config.ParseEnum("log format", b, []LogFormat{LogText, LogJSON}, f)
 }
 
 // nlcPipes are the pipes Apple's Network Link Conditioner uses; a range
@@ -104,22 +111,15 @@ func (f *LogFormat) UnmarshalText(b []byte) error {
 var nlcPipes = PipeRange{First: 40269, Last: 40270}
 
 // LoadDaemon reads the daemon settings at path. A missing file gives
-// DaemonDefaults and no error. Problems are reported like Load's, and the
+// DaemonDefaults and no error. Problems are reported like config.Load's, and the
 // same ownership checks apply unless opts turn them off.
-func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
+func LoadDaemon(path string, opts config.LoadOptions) (Daemon, []config.Warning, error) {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return DaemonDefaults, nil, nil
 	}
-	var probs problemList
-	if !opts.SkipOwnershipCheck {
-		if msg := unsafeAncestor(path); msg != "" {
-			probs.add(path, tomltext.Pos{}, "%s", msg)
-			return DaemonDefaults, nil, probs.err(nil)
-		}
-	}
-	data, ok := readPolicy(&probs, path, opts)
-	if !ok {
-		return DaemonDefaults, nil, probs.err(nil)
+	data, err := config.ReadFile(path, opts)
+	if err != nil {
+		return DaemonDefaults, nil, err
 	}
 	return parseDaemon(path, data, &opts)
 }
@@ -127,53 +127,54 @@ func LoadDaemon(path string, opts LoadOptions) (Daemon, []Warning, error) {
 // ParseDaemon decodes and validates daemon settings; name prefixes every
 // problem. It looks at nothing on disk: LoadDaemon also checks the paths
 // the settings name.
-func ParseDaemon(name string, data []byte) (Daemon, []Warning, error) {
+func ParseDaemon(name string, data []byte) (Daemon, []config.Warning, error) {
 	return parseDaemon(name, data, nil)
+}
+
+// examples show a valid value of the settings' own types in type errors.
+var examples = map[reflect.Type]string{
+	reflect.TypeFor[LogFormat](): `"text"`,
+	reflect.TypeFor[PipeRange](): `{ first = 48001, last = 48998 }`,
 }
 
 // parseDaemon is ParseDaemon, and with paths LoadDaemon's checks of the
 // paths on disk (checkDaemonPaths).
-func parseDaemon(name string, data []byte, paths *LoadOptions) (Daemon, []Warning, error) {
-	var probs problemList
+func parseDaemon(name string, data []byte, paths *config.LoadOptions) (Daemon, []config.Warning, error) {
 	s := DaemonDefaults
-	d := newDecoder(name, &probs, reflect.TypeFor[Daemon]())
-	if len(data) > MaxFileSize {
-		probs.add(name, tomltext.Pos{}, "is %d bytes; a settings file is at most %d", len(data), MaxFileSize)
-	} else if d.parseTOML(string(data)) {
-		d.decodeStruct(reflect.ValueOf(&s).Elem(), d.root)
-		d.validateDaemon(&s)
+	warnings, err := config.DecodeStrict(name, data, &s, examples, func(c config.Checker) {
+		validateDaemon(c, &s)
 		if paths != nil {
-			d.checkDaemonPaths(&s, !paths.SkipOwnershipCheck)
+			checkDaemonPaths(c, &s, !paths.SkipOwnershipCheck)
 		}
+	})
+	if err != nil {
+		return DaemonDefaults, warnings, err
 	}
-	d.finish()
-	if err := probs.err(nil); err != nil {
-		return DaemonDefaults, probs.sortedWarnings(nil), err
-	}
-	return s, probs.sortedWarnings(nil), nil
+	return s, warnings, nil
 }
 
-func (d *decoder) validateDaemon(s *Daemon) {
-	if d.given("state_dir") && !filepath.IsAbs(s.StateDir) {
-		d.bad("state_dir", "%q must be an absolute path", s.StateDir)
+// validateDaemon checks the settings' values and how they relate.
+func validateDaemon(d config.Checker, s *Daemon) {
+	if d.Given("state_dir") && !filepath.IsAbs(s.StateDir) {
+		d.Bad("state_dir", "%q must be an absolute path", s.StateDir)
 	}
-	if d.given("log_file") && s.LogFile != "" && !filepath.IsAbs(s.LogFile) {
-		d.bad("log_file", "%q must be an absolute path (or leave it out to log to standard error)", s.LogFile)
+	if d.Given("log_file") && s.LogFile != "" && !filepath.IsAbs(s.LogFile) {
+		d.Bad("log_file", "%q must be an absolute path (or leave it out to log to standard error)", s.LogFile)
 	}
 	switch a := s.Anchor; {
 	case shape.CheckAnchorName(a) != nil:
-		d.bad("anchor", "%q is not an anchor name macake can own: %v", a, shape.CheckAnchorName(a))
+		d.Bad("anchor", "%q is not an anchor name macake can own: %v", a, shape.CheckAnchorName(a))
 	case a == "com.apple" || !strings.HasPrefix(a, "com.apple/"):
-		d.warnAt("anchor", "anchor %q is not under com.apple/: the stock /etc/pf.conf does not evaluate it, so pf needs its own dummynet-anchor line for it", a)
+		d.Warn("anchor", "anchor %q is not under com.apple/: the stock /etc/pf.conf does not evaluate it, so pf needs its own dummynet-anchor line for it", a)
 	}
 	r := s.PipeRange
 	switch {
 	case r.First < 1 || r.Last > 65535 || r.First > r.Last:
-		d.bad("pipe_range", "%d..%d must lie within 1..65535 with first <= last", r.First, r.Last)
+		d.Bad("pipe_range", "%d..%d must lie within 1..65535 with first <= last", r.First, r.Last)
 	case r.Len() < 2:
-		d.bad("pipe_range", "holds %d pipe; each link needs two (upload and download)", r.Len())
+		d.Bad("pipe_range", "holds %d pipe; each link needs two (upload and download)", r.Len())
 	case r.Contains(nlcPipes.First) || r.Contains(nlcPipes.Last):
-		d.bad("pipe_range", "%d..%d includes pipes %d and %d of Apple's Network Link Conditioner, which macake must never touch", r.First, r.Last, nlcPipes.First, nlcPipes.Last)
+		d.Bad("pipe_range", "%d..%d includes pipes %d and %d of Apple's Network Link Conditioner, which macake must never touch", r.First, r.Last, nlcPipes.First, nlcPipes.Last)
 	}
 	for _, l := range []struct{ key, addr, what string }{
 		{"metrics_listen", s.MetricsListen, "metrics are"},
@@ -183,15 +184,15 @@ func (d *decoder) validateDaemon(s *Daemon) {
 			continue
 		}
 		if msg := checkLoopbackListen(l.addr, l.what); msg != "" {
-			d.bad(l.key, "%s", msg)
+			d.Bad(l.key, "%s", msg)
 		}
 	}
 	if g := s.OperatorGroup; g != NoOperatorGroup && !groupRE.MatchString(g) {
-		d.bad("operator_group", "%q is not a group name (letters, digits, _ . -, at most 32); use %q for root alone", g, NoOperatorGroup)
+		d.Bad("operator_group", "%q is not a group name (letters, digits, _ . -, at most 32); use %q for root alone", g, NoOperatorGroup)
 	}
-	d.validateMQTT(&s.MQTT)
+	validateMQTT(d, &s.MQTT)
 	if s.MetricsListen != "" && s.StatusPageListen != "" && sameSocket(s.MetricsListen, s.StatusPageListen) {
-		d.bad("status_page_listen", "%q and metrics_listen's %q would share a port on the same address; give each its own port", s.StatusPageListen, s.MetricsListen)
+		d.Bad("status_page_listen", "%q and metrics_listen's %q would share a port on the same address; give each its own port", s.StatusPageListen, s.MetricsListen)
 	}
 }
 
@@ -220,11 +221,11 @@ func sameSocket(a, b string) bool {
 // run as root), also one that is not root's or lies under a directory
 // others can change (fileowner.UnsafeDir, the checks the state lock and
 // the log file make at run time).
-func (d *decoder) checkDaemonPaths(s *Daemon, owner bool) {
+func checkDaemonPaths(d config.Checker, s *Daemon, owner bool) {
 	check := func(key, dir, what string) {
 		if owner {
 			if at, problem := fileowner.UnsafeDir(dir); at != "" {
-				d.bad(key, "%s %s is %s; macake keeps its files only where root alone can write", what, at, problem)
+				d.Bad(key, "%s %s is %s; macake keeps its files only where root alone can write", what, at, problem)
 			}
 			return
 		}
@@ -232,17 +233,17 @@ func (d *decoder) checkDaemonPaths(s *Daemon, owner bool) {
 		switch {
 		case err != nil:
 		case !info.IsDir():
-			d.bad(key, "%s %s is not a directory", what, dir)
+			d.Bad(key, "%s %s is not a directory", what, dir)
 		case info.Mode().Perm()&0o022 != 0:
-			d.bad(key, "%s %s is writable by group or others (mode %04o); macake keeps its files only where root alone can write", what, dir, info.Mode().Perm())
+			d.Bad(key, "%s %s is writable by group or others (mode %04o); macake keeps its files only where root alone can write", what, dir, info.Mode().Perm())
 		}
 	}
-	if d.given("state_dir") {
+	if d.Given("state_dir") {
 		check("state_dir", s.StateDir, "the state directory")
 	}
-	if d.given("log_file") && s.LogFile != "" {
+	if d.Given("log_file") && s.LogFile != "" {
 		if info, err := os.Stat(s.LogFile); err == nil && info.IsDir() {
-			d.bad("log_file", "%q is a directory; name the file, e.g. %q", s.LogFile, filepath.Join(s.LogFile, "watch.log"))
+			d.Bad("log_file", "%q is a directory; name the file, e.g. %q", s.LogFile, filepath.Join(s.LogFile, "watch.log"))
 			return
 		}
 		check("log_file", filepath.Dir(s.LogFile), "the log file's directory")

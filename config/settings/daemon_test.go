@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package config
+package settings
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/units"
 )
 
 // TestDefaultStateDirFollowsTheSystem: state goes where each system keeps
@@ -28,7 +32,7 @@ func TestDefaultStateDirFollowsTheSystem(t *testing.T) {
 }
 
 func TestLoadDaemonMissingFileGivesDefaults(t *testing.T) {
-	d, w, err := LoadDaemon(filepath.Join(t.TempDir(), "macake.toml"), LoadOptions{})
+	d, w, err := LoadDaemon(filepath.Join(t.TempDir(), "macake.toml"), config.LoadOptions{})
 	if err != nil || len(w) != 0 || d != DaemonDefaults {
 		t.Fatalf("%+v %v %v", d, w, err)
 	}
@@ -89,7 +93,7 @@ operator_group = "net ops"
 		`8:18: operator_group: "net ops" is not a group name (letters, digits, _ . -, at most 32); use "none" for root alone`,
 	}
 	var got []string
-	for _, p := range Problems(err) {
+	for _, p := range config.Problems(err) {
 		got = append(got, posMsg(p.Line, p.Col, p.Message))
 	}
 	expect(t, "problems", got, want)
@@ -106,6 +110,8 @@ operator_group = "net ops"
 		"state_dir = \n":                                                         "TOML syntax",
 		"pipe_range = 5k\nlog_format = \"xml\"\n":                                `pipe_range: write the value in quotes: pipe_range = "5k"`,
 		"log_format = \"xml\"\npipe_range = 5k\n":                                `unknown log format "xml"`,
+		"pipe_range = 5\n":                                                       `pipe_range: must be a table, e.g. { first = 48001, last = 48998 }, not an integer`,
+		"log_format = true\n":                                                    `log_format: must be a string, e.g. "text", not a boolean`,
 	} {
 		if _, _, err := ParseDaemon("m.toml", []byte(text)); err == nil || !strings.Contains(err.Error(), part) {
 			t.Errorf("%q: %v, want %q", text, err, part)
@@ -125,10 +131,10 @@ func TestLoadDaemonChecksOwnership(t *testing.T) {
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LoadDaemon(path, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "refusing to use") {
+	if _, _, err := LoadDaemon(path, config.LoadOptions{}); err == nil || !strings.Contains(err.Error(), "refusing to use") {
 		t.Errorf("world-writable settings accepted: %v", err)
 	}
-	if d, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true}); err != nil || d.LogFormat != LogJSON {
+	if d, _, err := LoadDaemon(path, config.LoadOptions{SkipOwnershipCheck: true}); err != nil || d.LogFormat != LogJSON {
 		t.Errorf("%+v %v", d, err)
 	}
 }
@@ -149,8 +155,8 @@ pause_for = "2h"
 		t.Fatalf("%v %v", err, w)
 	}
 	m := d.MQTT
-	if !m.Enabled() || m.Username != "macake" || m.TopicPrefix != "home/router" || !m.Control || m.PauseFor != Duration(2*time.Hour) ||
-		m.DiscoveryPrefix != "homeassistant" || m.Interval != Duration(10*time.Second) {
+	if !m.Enabled() || m.Username != "macake" || m.TopicPrefix != "home/router" || !m.Control || m.PauseFor != units.Duration(2*time.Hour) ||
+		m.DiscoveryPrefix != "homeassistant" || m.Interval != units.Duration(10*time.Second) {
 		t.Errorf("%+v", m)
 	}
 	if DaemonDefaults.MQTT.Enabled() || DaemonDefaults.MQTT.Control {
@@ -214,12 +220,62 @@ func TestLoadDaemonRefusesWhatFailsLater(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := LoadDaemon(path, LoadOptions{SkipOwnershipCheck: true})
+		_, _, err := LoadDaemon(path, config.LoadOptions{SkipOwnershipCheck: true})
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%s: %v", text, err)
 		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 			t.Errorf("%s: %v, want a refusal saying %q", text, err, want)
 		}
+	}
+}
+
+// posMsg renders a problem or warning as "LINE:COL: message" for tests
+// (config's parse tests have their own: they cannot import a package that
+// imports config).
+func posMsg(line, col int, msg string) string { return fmt.Sprintf("%d:%d: %s", line, col, msg) }
+
+// expect checks got against want, where each want is "LINE:COL: part of
+// the message" and the order is the report order.
+func expect(t *testing.T, what string, got []string, want []string) {
+	t.Helper()
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(want); i++ {
+		loc, part, _ := strings.Cut(want[i], " ")
+		ok = strings.HasPrefix(got[i], loc+" ") && strings.Contains(got[i], part)
+	}
+	if !ok {
+		t.Errorf("%s:\n got:  %s\n want: %s", what, strings.Join(got, "\n       "), strings.Join(want, "\n       "))
+	}
+}
+
+// TestLoadDaemonChecksTheDirectoriesAbove: as root, a settings file below
+// a directory other users may write is refused, naming that directory, as
+// config.Load refuses a policy directory there.
+func TestLoadDaemonChecksTheDirectoriesAbove(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the ownership checks apply to root")
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.MkdirAll(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(open, "macake.toml")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("refusing to use: %s, above it, is writable by group or others (mode 0777), so another user could put their own files in its place; fix: sudo chown root %s && sudo chmod go-w %s", open, open, open)
+	_, _, err := LoadDaemon(path, config.LoadOptions{})
+	if probs := config.Problems(err); len(probs) != 1 || probs[0].Message != want {
+		t.Errorf("LoadDaemon: %v\nwant %s", err, want)
+	}
+	if err := os.Chmod(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadDaemon(path, config.LoadOptions{}); err != nil {
+		t.Errorf("once fixed: %v", err)
 	}
 }
