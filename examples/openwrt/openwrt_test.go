@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/settings"
 )
 
 // TestInitScriptParsesAndLints: the init script is valid sh (dash here;
@@ -71,7 +72,7 @@ echo "procd=$USE_PROCD start=$START stop=$STOP"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "\nSTATE_DIR=" + config.DefaultStateDirFor("linux") + "\n"; !strings.Contains(string(text), want) {
+	if want := "\nSTATE_DIR=" + settings.DefaultStateDirFor("linux") + "\n"; !strings.Contains(string(text), want) {
 		t.Errorf("the script's state directory is not the Linux default: it lacks %q", want)
 	}
 }
