@@ -35,6 +35,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/boundsadvice"
 	"github.com/macake/macake/daemon/mqtt"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
@@ -148,7 +149,7 @@ type Daemon struct {
 	hist  histories
 	// bounds are the active links' last hour at their bounds, for the
 	// advice status gives.
-	bounds boundsTracker
+	bounds boundsadvice.Tracker
 
 	// grid is where every periodic timer of the daemon's links fires
 	// (counter reads, probe sends, controller ticks, history), so that

@@ -111,7 +111,7 @@ func (d *Daemon) historySamples(now time.Time) map[string]statusapi.HistorySampl
 		}
 		if r := pl.runner; r != nil {
 			st := r.state(now)
-			d.bounds.add(now, name, st)
+			d.bounds.Add(now, name, st)
 			if r.counters != nil {
 				s.AchievedDown, s.AchievedUp = statusapi.Value(st.Download.Achieved), statusapi.Value(st.Upload.Achieved)
 			}

@@ -218,7 +218,7 @@ func (d *Daemon) Status() statusapi.Status {
 			ctl = &s
 			sl.Controller = ControllerStatus(s, pl.runner.note)
 			withProbes(sl.Controller, pl.runner.probes)
-			sl.Advice = d.bounds.advice(now, a.Policy, pl.profile, limits)
+			sl.Advice = d.bounds.Advice(now, a.Policy, pl.profile, limits)
 		}
 		if l, ok := live.Link(a.Policy.Name); ok {
 			sl.Shaped = len(pl.unshaped) < len(shape.Directions)
