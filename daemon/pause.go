@@ -15,6 +15,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statusbuild"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/state"
 )
@@ -287,10 +288,10 @@ func (d *Daemon) setPause(ctx context.Context, req pauseRequest, timer *time.Tim
 	reply := pauseReply{}
 	if c.Link == "" {
 		if p, ok := d.pauses[state.AllLinks]; ok {
-			reply.pause = pauseStatus(state.AllLinks, p, now)
+			reply.pause = statusbuild.Pause(state.AllLinks, p, now)
 		}
 	} else if p, ok := d.pauseOf(c.Link, now); ok {
-		reply.pause = pauseStatus(c.Link, p, now)
+		reply.pause = statusbuild.Pause(c.Link, p, now)
 	}
 	if sameKeys(before, d.pausedLinks(now, links)) {
 		d.publish()
@@ -366,14 +367,8 @@ func (d *Daemon) pausesStatus(now time.Time) []statusapi.Pause {
 	keys := slices.Sorted(maps.Keys(d.pauses)) // "*" sorts before any name
 	for _, key := range keys {
 		if p := d.pauses[key]; p.InForce(now) {
-			out = append(out, *pauseStatus(key, p, now))
+			out = append(out, *statusbuild.Pause(key, p, now))
 		}
 	}
 	return out
-}
-
-// pauseStatus is one pause as status shows it.
-func pauseStatus(key string, p state.Pause, now time.Time) *statusapi.Pause {
-	return &statusapi.Pause{Link: key, Since: p.Since.UTC(), Until: p.Until.UTC(), By: p.By,
-		RemainingSeconds: statusapi.Seconds(max(p.Until.Sub(now), 0).Round(time.Second))}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statusbuild"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
 )
@@ -79,13 +80,7 @@ func (d *Daemon) cachedStats(name string) (*statusapi.ShaperStats, string) {
 	if !ok {
 		return nil, s.err
 	}
-	return statusFromStats(st, s.at), ""
-}
-
-// statusFromStats converts a backend's counters for status.
-func statusFromStats(st backend.ShaperStats, at time.Time) *statusapi.ShaperStats {
-	return &statusapi.ShaperStats{Bytes: st.Bytes, Packets: st.Packets, Drops: st.Drops, BacklogBytes: st.BacklogBytes,
-		BacklogPackets: st.BacklogPackets, Overlimits: st.Overlimits, ReadAt: at.UTC()}
+	return statusbuild.ShaperStats(st, s.at), ""
 }
 
 // linkDir is one direction of a link.
