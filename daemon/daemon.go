@@ -36,6 +36,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/boundsadvice"
+	"github.com/macake/macake/daemon/history"
 	"github.com/macake/macake/daemon/mqtt"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
@@ -146,7 +147,7 @@ type Daemon struct {
 	// stats and hist are read and written from several goroutines under
 	// their own locks: the shapers' counters, the links' recent samples.
 	stats shaperStats
-	hist  histories
+	hist  history.Links
 	// bounds are the active links' last hour at their bounds, for the
 	// advice status gives.
 	bounds boundsadvice.Tracker

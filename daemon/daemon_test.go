@@ -600,7 +600,7 @@ func TestWatchLinkTimersShareOneGrid(t *testing.T) {
 			}
 			at[read] = true
 		}
-		h := r.d.hist.get("home", time.Time{})
+		h := r.d.hist.Get("home", time.Time{})
 		if len(h) < 3 {
 			t.Fatalf("%d history samples in 5 s", len(h))
 		}

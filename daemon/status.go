@@ -12,6 +12,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/daemon/history"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statusbuild"
 	"github.com/macake/macake/desired"
@@ -201,7 +202,7 @@ func (d *Daemon) Query(ctx context.Context, q statusapi.Query) statusapi.Status 
 	st := d.Status()
 	if q.History {
 		for i := range st.Links {
-			st.Links[i].History = statusapi.NewHistory(historyStep, d.hist.get(st.Links[i].Name, q.Since))
+			st.Links[i].History = statusapi.NewHistory(history.Step, d.hist.Get(st.Links[i].Name, q.Since))
 		}
 	}
 	if q.Events && d.cfg.Events != nil {
