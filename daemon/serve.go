@@ -16,6 +16,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/configwatch"
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
@@ -194,7 +195,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		ConfigDir: o.ConfigDir, StateDir: stateDir, LoadOptions: o.LoadOptions, Settings: settings,
 		Backend: b, Tokens: tokens,
 		Facts:         LinkFacts{Source: src},
-		ConfigChanges: debounce.Bursts(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
+		ConfigChanges: debounce.Bursts(ctx, configwatch.Watch(ctx, o.ConfigDir, log), configwatch.DefaultDebounceQuiet, configwatch.DefaultDebounceMax),
 		Sensors:       sensors, Log: log, LogFile: logPath, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})
