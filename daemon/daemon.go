@@ -38,6 +38,7 @@ import (
 	"github.com/macake/macake/daemon/boundsadvice"
 	"github.com/macake/macake/daemon/history"
 	"github.com/macake/macake/daemon/mqtt"
+	"github.com/macake/macake/daemon/pauses"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
@@ -135,9 +136,9 @@ type Daemon struct {
 	pauseReqs  chan pauseRequest
 	// pauses are the pauses of the shaping in force, by link
 	// (state.AllLinks: every link), as the state file keeps them.
-	pauses map[string]state.Pause
+	pauses pauses.Leases
 	// pauseLimit bounds how many pause and resume requests reach the loop.
-	pauseLimit pauseLimiter
+	pauseLimit pauses.Limiter
 	runCtx     context.Context
 	stopped    chan struct{} // closed when Run returns
 
@@ -191,7 +192,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8), idleReqs: make(chan linkNote, 8),
 		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
-		grid: tickgrid.New(time.Now()), pauses: map[string]state.Pause{},
+		grid: tickgrid.New(time.Now()), pauses: pauses.Leases{},
 	}
 	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
 	d.ctls = newControllers(d)
@@ -362,7 +363,7 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 	links := d.policies.links()
 	// A paused link stays active but installs nothing, and its
 	// controller stops (saving what it learnt) until the pause ends.
-	paused := d.pausedLinks(time.Now(), links)
+	paused := d.pauses.Paused(time.Now(), links)
 	fresh, liveChanged := d.rec.pass(ctx, trigger, links, paused, d.net.facts, d.ctls)
 	if liveChanged {
 		d.publishLive()

@@ -86,7 +86,7 @@ func (d *Daemon) publish() {
 		st.DriftRepairs = map[string]int{}
 	}
 	now := time.Now()
-	st.Pauses = d.pausesStatus(now)
+	st.Pauses = d.pauses.Status(now)
 	if p, ok := d.pauses[state.AllLinks]; ok && p.InForce(now) {
 		st.Daemon.PausedUntil = p.Until.UTC()
 	}
