@@ -12,6 +12,7 @@ import (
 
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/idlertt"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/shape"
@@ -122,7 +123,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if d.cfg.Sensors == nil {
 		notes = append(notes, d.cfg.SensorsNote)
 	} else {
-		if r.probe, err = d.cfg.Sensors.Probe(ProbeSpec{Link: r.name, Interface: r.iface, Interval: cfg.PingInterval, Probes: r.probes, Grid: d.grid}); err != nil {
+		if r.probe, err = d.cfg.Sensors.Probe(sensors.ProbeSpec{Link: r.name, Interface: r.iface, Interval: cfg.PingInterval, Probes: r.probes, Grid: d.grid}); err != nil {
 			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
 			r.probe = nil
 		}

@@ -39,6 +39,7 @@ import (
 	"github.com/macake/macake/daemon/history"
 	"github.com/macake/macake/daemon/mqtt"
 	"github.com/macake/macake/daemon/pauses"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
@@ -82,13 +83,13 @@ type Config struct {
 	Backend backend.Backend
 	Tokens  *state.File
 	// Facts delivers the network's state.
-	Facts FactsWatcher
+	Facts sensors.FactsWatcher
 	// ConfigChanges signals (debounced) that the policy files may have
 	// changed; nil means rely on the drift interval's re-read alone.
 	ConfigChanges <-chan struct{}
 	// Sensors measure the active links; nil runs no controllers (every
 	// link then stays at its policy or known-good rate).
-	Sensors Sensors
+	Sensors sensors.Opener
 	// SensorsNote says why Sensors is nil, for status.
 	SensorsNote string
 	// Log is the daemon's logger; Metrics the optional Prometheus metrics.
@@ -413,7 +414,7 @@ func (d *Daemon) recordMeasurement(ctx context.Context, req measurementRequest) 
 
 // onFacts takes in a facts event and returns the trigger of the pass it
 // calls for, or "".
-func (d *Daemon) onFacts(ctx context.Context, ev FactsEvent) string {
+func (d *Daemon) onFacts(ctx context.Context, ev sensors.FactsEvent) string {
 	if ev.Woke {
 		d.ev.SystemWake(ctx, ev.Slept)
 		// Baselines and counters from before the sleep mean nothing now:

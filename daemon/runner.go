@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
 	"github.com/macake/macake/daemon/idlertt"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -42,8 +43,8 @@ type linkRunner struct {
 	probes []shape.Reflector
 
 	loop     *controller.Loop
-	probe    Probe
-	counters Counters
+	probe    sensors.Probe
+	counters sensors.Counters
 	// every is how often the counters are read (the controller's
 	// monitor interval).
 	every   time.Duration
@@ -196,7 +197,7 @@ func (r *linkRunner) follow(ctx context.Context) {
 			// Only a reply is a sample: a lost or timed-out probe tells
 			// the controller nothing but its silence.
 			r.rtts.Add(s.Received, s.RTT)
-			r.loop.Delay(ctx, delaySample(s))
+			r.loop.Delay(ctx, sensors.DelaySample(s))
 			r.replied(ctx, time.Now())
 			if r.replies++; r.policy.Shaper.Queue.Auto && idleRTTAsk(r.replies) {
 				// On an idle link no rate changes and the next drift
@@ -270,7 +271,7 @@ func earliest(a, b time.Time) time.Time {
 // readCounters takes one counter reading and feeds it to the controller
 // when it is a measurement.
 func (r *linkRunner) readCounters(ctx context.Context, now time.Time) {
-	if sample, ok := loadSample(r.counters.Read(now)); ok {
+	if sample, ok := sensors.LoadSample(r.counters.Read(now)); ok {
 		r.loop.Load(ctx, sample)
 	}
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+package sensors
 
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"slices"
 	"sync"
 	"testing"
@@ -13,6 +14,11 @@ import (
 
 	"github.com/macake/macake/sense/linkfacts"
 )
+
+// gatewayOn is the facts of en0, up behind the gateway at ip.
+func gatewayOn(ip string) linkfacts.Facts {
+	return linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{{Name: "en0", Up: true, GatewayIP: netip.MustParseAddr(ip), Default: true}}}
+}
 
 // scriptedFacts returns the facts (or errors) of a script, one per call.
 type scriptedFacts struct {
@@ -36,7 +42,7 @@ func (s *scriptedFacts) Facts(context.Context) (linkfacts.Facts, error) {
 // make none. linkfacts' own tests cover debouncing and sleep detection.
 func TestLinkFactsWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		home, hotel := factsOn("en0", homeMAC), factsOn("en0", hotelMAC)
+		home, hotel := gatewayOn("192.168.1.1"), gatewayOn("10.0.0.1")
 		ok := func(f linkfacts.Facts) func() (linkfacts.Facts, error) {
 			return func() (linkfacts.Facts, error) { return f, nil }
 		}
