@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/daemon/idlertt"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/shape"
@@ -58,7 +60,7 @@ type carried struct {
 	// reflectors are the ones the old controller probed, which the new
 	// one probes first (startPool); rtts its replies' round trips.
 	reflectors []netip.Addr
-	rtts       *replyRTTs
+	rtts       *idlertt.Filter
 }
 
 // newRunner builds the controller of active link a (not started). With
@@ -95,7 +97,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), c.gen))
 	var keep []netip.Addr
-	rtts := newReplyRTTs(time.Now())
+	rtts := idlertt.New(time.Now())
 	if from != nil {
 		keep = from.reflectors
 		if from.rtts != nil {
@@ -121,7 +123,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if d.cfg.Sensors == nil {
 		notes = append(notes, d.cfg.SensorsNote)
 	} else {
-		if r.probe, err = d.cfg.Sensors.Probe(ProbeSpec{Link: r.name, Interface: r.iface, Interval: cfg.PingInterval, Probes: r.probes, Grid: d.grid}); err != nil {
+		if r.probe, err = d.cfg.Sensors.Probe(sensors.ProbeSpec{Link: r.name, Interface: r.iface, Interval: cfg.PingInterval, Probes: r.probes, Grid: d.grid}); err != nil {
 			notes = append(notes, fmt.Sprintf("no delay measurements: %v", err))
 			r.probe = nil
 		}
@@ -320,7 +322,7 @@ func (c *controllers) saveProfiles(rs []*linkRunner) {
 // path its controllers measure rather than for desired.DefaultIdleRTT.
 const (
 	// idleRTTResponses is how many replies a link's prober must have
-	// delivered before its idle RTT (replyRTTs) counts. A figure taken
+	// delivered before its idle RTT (idlertt.Filter) counts. A figure taken
 	// too early is too high, which only sizes a larger queue, and the
 	// settled one replaces it once the drain time moves by a quarter
 	// (idleRTTChange). Waiting for 100 kept the first seconds of every
@@ -335,14 +337,10 @@ const (
 	// little all the time, and each recording costs a state-file write
 	// and a reconcile.
 	idleRTTChange = 1.25
-	// minIdleRTT stands for an idle RTT measured as 0 (below the clock's
-	// resolution): "measured, and short", where 0 in the state file means
-	// "not measured".
-	minIdleRTT = 100 * time.Microsecond
 )
 
 // learnIdleRTT records in the state file the idle round trip that link's
-// replies have measured (replyRTTs: replies only, a low percentile), when
+// replies have measured (idlertt.Filter: replies only, a low percentile), when
 // the profile of its network has none or one that sizes a different auto
 // queue, and returns it (0 when it recorded nothing); the owner hands it
 // to the hot path (reconciler.useIdleRTT). Without it an unmeasured network keeps DefaultIdleRTT's 20 ms queue on a path whose
@@ -359,14 +357,14 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.
 	if r == nil || !r.policy.Shaper.Queue.Auto || (!every && now.Sub(r.idleCheckedAt) < idleRTTEvery) {
 		return 0
 	}
-	measured, replies := r.rtts.idle(now)
+	measured, replies := r.rtts.Idle(now)
 	if replies < idleRTTResponses || measured <= 0 {
 		// Not yet: the next rate change asks again, so the first one
 		// after enough replies records it, not one idleRTTEvery later.
 		return 0
 	}
 	r.idleCheckedAt = now
-	idle := max(measured, minIdleRTT)
+	idle := max(measured, idlertt.Min)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {
 		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)

@@ -36,7 +36,11 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
+	"github.com/macake/macake/daemon/boundsadvice"
+	"github.com/macake/macake/daemon/history"
 	"github.com/macake/macake/daemon/mqtt"
+	"github.com/macake/macake/daemon/pauses"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
@@ -80,13 +84,13 @@ type Config struct {
 	Backend backend.Backend
 	Tokens  *state.File
 	// Facts delivers the network's state.
-	Facts FactsWatcher
+	Facts sensors.FactsWatcher
 	// ConfigChanges signals (debounced) that the policy files may have
 	// changed; nil means rely on the drift interval's re-read alone.
 	ConfigChanges <-chan struct{}
 	// Sensors measure the active links; nil runs no controllers (every
 	// link then stays at its policy or known-good rate).
-	Sensors Sensors
+	Sensors sensors.Opener
 	// SensorsNote says why Sensors is nil, for status.
 	SensorsNote string
 	// Log is the daemon's logger; Metrics the optional Prometheus metrics.
@@ -134,9 +138,9 @@ type Daemon struct {
 	pauseReqs  chan pauseRequest
 	// pauses are the pauses of the shaping in force, by link
 	// (state.AllLinks: every link), as the state file keeps them.
-	pauses map[string]state.Pause
+	pauses pauses.Leases
 	// pauseLimit bounds how many pause and resume requests reach the loop.
-	pauseLimit pauseLimiter
+	pauseLimit pauses.Limiter
 	runCtx     context.Context
 	stopped    chan struct{} // closed when Run returns
 
@@ -146,10 +150,10 @@ type Daemon struct {
 	// stats and hist are read and written from several goroutines under
 	// their own locks: the shapers' counters, the links' recent samples.
 	stats shaperStats
-	hist  histories
+	hist  history.Links
 	// bounds are the active links' last hour at their bounds, for the
 	// advice status gives.
-	bounds boundsTracker
+	bounds boundsadvice.Tracker
 
 	// grid is where every periodic timer of the daemon's links fires
 	// (counter reads, probe sends, controller ticks, history), so that
@@ -190,7 +194,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Log, ev: logging.Events{Log: cfg.Log},
 		rateReqs: make(chan rateRequest), switchReqs: make(chan switchRequest), reflReqs: make(chan reflectorNote, 8), idleReqs: make(chan linkNote, 8),
 		measReqs: make(chan measurementRequest), pauseReqs: make(chan pauseRequest), stopped: make(chan struct{}),
-		grid: tickgrid.New(time.Now()), pauses: map[string]state.Pause{},
+		grid: tickgrid.New(time.Now()), pauses: pauses.Leases{},
 	}
 	d.policies = newPolicySet(&d.cfg, d.log, d.ev)
 	d.ctls = newControllers(d)
@@ -361,7 +365,7 @@ func (d *Daemon) pass(ctx context.Context, trigger string) {
 	links := d.policies.links()
 	// A paused link stays active but installs nothing, and its
 	// controller stops (saving what it learnt) until the pause ends.
-	paused := d.pausedLinks(time.Now(), links)
+	paused := d.pauses.Paused(time.Now(), links)
 	fresh, liveChanged := d.rec.pass(ctx, trigger, links, paused, d.net.facts, d.ctls)
 	if liveChanged {
 		d.publishLive()
@@ -411,7 +415,7 @@ func (d *Daemon) recordMeasurement(ctx context.Context, req measurementRequest) 
 
 // onFacts takes in a facts event and returns the trigger of the pass it
 // calls for, or "".
-func (d *Daemon) onFacts(ctx context.Context, ev FactsEvent) string {
+func (d *Daemon) onFacts(ctx context.Context, ev sensors.FactsEvent) string {
 	if ev.Woke {
 		d.ev.SystemWake(ctx, ev.Slept)
 		// Baselines and counters from before the sleep mean nothing now:

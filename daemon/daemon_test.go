@@ -25,6 +25,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
@@ -83,8 +84,8 @@ func (n *fakeNet) set(f func(n *fakeNet)) {
 	f(n)
 }
 
-// Probe implements Sensors.
-func (n *fakeNet) Probe(spec ProbeSpec) (Probe, error) {
+// Probe implements sensors.Opener.
+func (n *fakeNet) Probe(spec sensors.ProbeSpec) (sensors.Probe, error) {
 	p := &fakeProbe{net: n, link: spec.Link, iface: spec.Interface, interval: spec.Interval, probes: spec.Probes, out: make(chan probe.Sample, 64)}
 	n.mu.Lock()
 	n.probes = append(n.probes, p)
@@ -93,8 +94,8 @@ func (n *fakeNet) Probe(spec ProbeSpec) (Probe, error) {
 	return p, nil
 }
 
-// Counters implements Sensors.
-func (n *fakeNet) Counters(iface string, interval time.Duration) (Counters, error) {
+// Counters implements sensors.Opener.
+func (n *fakeNet) Counters(iface string, interval time.Duration) (sensors.Counters, error) {
 	return &fakeCounters{net: n}, nil
 }
 
@@ -189,7 +190,7 @@ type fakeCounters struct {
 	last time.Time
 }
 
-// Read implements Counters: while busy, the link has carried what the
+// Read implements sensors.Counters: while busy, the link has carried what the
 // shaper lets through, at most the bottleneck's capacity, since the
 // previous reading. A reading stamped with another time than when it is
 // taken (say, a ticker's due time after the daemon was held up) would
@@ -212,10 +213,10 @@ func (c *fakeCounters) Read(now time.Time) ifstat.LoadSample {
 	return ifstat.LoadSample{At: now, Interface: "en0", Valid: true, Counters: c.k}
 }
 
-// fakeFacts is a FactsWatcher the test drives.
-type fakeFacts chan FactsEvent
+// fakeFacts is a sensors.FactsWatcher the test drives.
+type fakeFacts chan sensors.FactsEvent
 
-func (f fakeFacts) Watch(ctx context.Context) <-chan FactsEvent { return f }
+func (f fakeFacts) Watch(ctx context.Context) <-chan sensors.FactsEvent { return f }
 
 // syncBuffer is a log sink safe for concurrent writes.
 type syncBuffer struct {
@@ -365,7 +366,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.facts <- FactsEvent{Facts: facts, Reason: "start"}
+	r.facts <- sensors.FactsEvent{Facts: facts, Reason: "start"}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- r.d.Run(ctx) }()
@@ -600,7 +601,7 @@ func TestWatchLinkTimersShareOneGrid(t *testing.T) {
 			}
 			at[read] = true
 		}
-		h := r.d.hist.get("home", time.Time{})
+		h := r.d.hist.Get("home", time.Time{})
 		if len(h) < 3 {
 			t.Fatalf("%d history samples in 5 s", len(h))
 		}
@@ -638,7 +639,7 @@ func TestWatchLinkSwitchStartsFromKnownGood(t *testing.T) {
 		}
 		homeDown := r.pipeRate(48002)
 
-		r.facts <- FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
+		r.facts <- sensors.FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
 		synctest.Wait()
 		// hotel got slot 1 (home holds 0): pipes 48003/48004.
 		if got := r.pipes(); !slices.Equal(got, []int{48003, 48004}) {
@@ -684,7 +685,7 @@ func TestWatchWakeRebaselines(t *testing.T) {
 		oldGen := r.d.pub.Load().links[0].runner.gen
 		up, down := r.pipeRate(48001), r.pipeRate(48002)
 
-		r.facts <- FactsEvent{Facts: factsOn("en0", homeMAC), Reason: "wake", Woke: true, Slept: 8 * time.Hour}
+		r.facts <- sensors.FactsEvent{Facts: factsOn("en0", homeMAC), Reason: "wake", Woke: true, Slept: 8 * time.Hour}
 		synctest.Wait()
 		after := r.d.Status().Links[0].Controller
 		if gen := r.d.pub.Load().links[0].runner.gen; gen == oldGen {
@@ -1080,7 +1081,7 @@ func TestWatchMetrics(t *testing.T) {
 		if m := r.scrape(); !strings.Contains(m, `macake_drift_repairs_total{kind="shaper_missing"} 1`) {
 			t.Errorf("the drift repair is not counted")
 		}
-		r.facts <- FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
+		r.facts <- sensors.FactsEvent{Facts: factsOn("en0", hotelMAC), Reason: "change"}
 		synctest.Wait()
 		if m := r.scrape(); strings.Contains(m, `link="home"`) || !strings.Contains(m, "macake_link_changes_total 2") {
 			t.Errorf("after home went away:\n%s", m)

@@ -21,6 +21,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
@@ -82,7 +83,7 @@ func TestWatchHoldsUpUnderAConnectionFlood(t *testing.T) {
 	}
 	net := &fakeNet{rtt: 2 * time.Millisecond, capacity: [2]int64{1e9, 1e9}}
 	facts := make(fakeFacts, 1)
-	facts <- FactsEvent{Facts: factsOn("en0", homeMAC), Reason: "start"}
+	facts <- sensors.FactsEvent{Facts: factsOn("en0", homeMAC), Reason: "start"}
 	logBuf := &syncBuffer{}
 	log := slog.New(newTestLogger(logBuf).Handler())
 	m := metrics.New(metrics.Options{})

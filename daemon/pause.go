@@ -6,16 +6,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
+	"github.com/macake/macake/daemon/pauses"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statusbuild"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/state"
 )
@@ -26,12 +25,10 @@ const (
 	// that a forgotten pause cannot leave a link unshaped for longer.
 	MaxPause = settings.MaxPause
 	// PauseBurst and PauseRefill bound the pause and resume requests the
-	// daemon takes: PauseBurst at once, then one every PauseRefill. Each
-	// change reconciles on the loop's goroutine, which the controllers'
-	// rate changes wait for, so a flood beyond this is refused at the
-	// door, before it reaches the loop.
-	PauseBurst  = 3
-	PauseRefill = 5 * time.Second
+	// daemon takes: PauseBurst at once, then one every PauseRefill
+	// (pauses.Limiter).
+	PauseBurst  = pauses.Burst
+	PauseRefill = pauses.Refill
 )
 
 // pauseRequest is a pause or resume on its way to the loop.
@@ -87,11 +84,11 @@ func (d *Daemon) SetPause(ctx context.Context, c statusapi.PauseChange) (*status
 			for i, p := range pols {
 				names[i] = p.Name
 			}
-			return nil, unknownLink(c.Link, names)
+			return nil, pauses.UnknownLink(c.Link, names)
 		}
 	}
-	if wait, ok := d.pauseLimit.take(time.Now()); !ok {
-		d.pauseLimit.refused(d.log, c)
+	if wait, ok := d.pauseLimit.Take(time.Now()); !ok {
+		d.pauseLimit.Refused(d.log, c)
 		return nil, fmt.Errorf("%w: macake watch takes %d at once and one every %v after; try again in %v",
 			ErrTooManyPauses, PauseBurst, PauseRefill, wait.Round(100*time.Millisecond))
 	}
@@ -107,85 +104,26 @@ func (d *Daemon) SetPause(ctx context.Context, c statusapi.PauseChange) (*status
 	return r.pause, r.err
 }
 
-// pauseLimiter is a token bucket of pause and resume requests: PauseBurst
-// tokens, one more every PauseRefill. It counts the refused ones, to log
-// them once a minute rather than once each.
-type pauseLimiter struct {
-	mu      sync.Mutex
-	tokens  float64
-	at      time.Time
-	denied  int
-	lastLog time.Time
-}
-
-// take spends a token at now, or says how long until one is there.
-func (l *pauseLimiter) take(now time.Time) (wait time.Duration, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.at.IsZero() {
-		l.tokens, l.at = PauseBurst, now
-	}
-	if now.After(l.at) {
-		l.tokens = min(PauseBurst, l.tokens+float64(now.Sub(l.at))/float64(PauseRefill))
-		l.at = now
-	}
-	if l.tokens >= 1 {
-		l.tokens--
-		return 0, true
-	}
-	l.denied++
-	return time.Duration((1 - l.tokens) * float64(PauseRefill)), false
-}
-
-// refused logs the refused requests, at most once a minute.
-func (l *pauseLimiter) refused(log *slog.Logger, c statusapi.PauseChange) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if now.Sub(l.lastLog) < time.Minute {
-		return
-	}
-	log.Warn("refusing pause and resume requests: too many at once", "refused", l.denied, "last_by", c.By,
-		"limit", fmt.Sprintf("%d at once, then one every %v", PauseBurst, PauseRefill))
-	l.lastLog, l.denied = now, 0
-}
-
-// pauseKey is the state file's key of a pause of link ("" every link).
-func pauseKey(link string) string {
-	if link == "" {
-		return state.AllLinks
-	}
-	return link
-}
-
 // loadPauses takes in the pauses the state file kept from before a
 // restart: those still in force hold on, the others are dropped.
 func (d *Daemon) loadPauses(now time.Time) {
-	d.pauses = map[string]state.Pause{}
+	d.pauses = pauses.Leases{}
 	kept := d.cfg.Tokens.State.Pauses
 	for _, key := range slices.Sorted(maps.Keys(kept)) {
 		p := kept[key]
 		switch {
 		case p.InForce(now):
 			d.pauses[key] = p
-			d.log.Info("shaping stays paused, as it was before watch started", logging.KeyLink, linkOfKey(key),
+			d.log.Info("shaping stays paused, as it was before watch started", logging.KeyLink, pauses.LinkOfKey(key),
 				"until", p.Until.UTC().Format(time.RFC3339), "by", p.By)
 		case now.Before(p.Since):
 			d.log.Warn("dropping a pause that begins after the clock's time: the clock was set back, so how long it ran cannot be told",
-				logging.KeyLink, linkOfKey(key), "since", p.Since.UTC().Format(time.RFC3339))
+				logging.KeyLink, pauses.LinkOfKey(key), "since", p.Since.UTC().Format(time.RFC3339))
 		}
 	}
 	if len(d.pauses) != len(kept) || len(d.pauses) > 0 {
 		d.pausesChanged()
 	}
-}
-
-// linkOfKey names a pause's link for the log: "*" is every link.
-func linkOfKey(key string) string {
-	if key == state.AllLinks {
-		return "every link"
-	}
-	return key
 }
 
 // pausesChanged writes the pauses to the state file, so that they
@@ -199,48 +137,13 @@ func (d *Daemon) pausesChanged() {
 		}
 		m.SetPauses(ends)
 	}
-	pauses := maps.Clone(d.pauses)
-	if len(pauses) == 0 {
-		pauses = nil
+	kept := map[string]state.Pause(maps.Clone(d.pauses))
+	if len(kept) == 0 {
+		kept = nil
 	}
-	if err := d.cfg.Tokens.Update(func(st *state.State) { st.Pauses = pauses }); err != nil {
+	if err := d.cfg.Tokens.Update(func(st *state.State) { st.Pauses = kept }); err != nil {
 		d.log.Error("saving the pauses in the state file; they end if watch restarts", logging.KeyError, err)
 	}
-}
-
-// pausedLinks says, for each policy in force that a pause holds at now,
-// why (desired.Inputs.Paused).
-func (d *Daemon) pausedLinks(now time.Time, links []config.Link) map[string]string {
-	out := map[string]string{}
-	for _, l := range links {
-		if p, ok := d.pauseOf(l.Name, now); ok {
-			out[l.Name] = pauseReason(p)
-		}
-	}
-	return out
-}
-
-// pauseOf returns the pause that holds link at now: its own or every
-// link's, whichever ends later.
-func (d *Daemon) pauseOf(link string, now time.Time) (state.Pause, bool) {
-	var found state.Pause
-	ok := false
-	for _, key := range []string{link, state.AllLinks} {
-		if p, has := d.pauses[key]; has && p.InForce(now) && (!ok || p.Until.After(found.Until)) {
-			found, ok = p, true
-		}
-	}
-	return found, ok
-}
-
-// pauseReason is why a paused link is not shaped, as plans and the log
-// say it.
-func pauseReason(p state.Pause) string {
-	why := "paused until " + p.Until.Local().Format("15:04:05")
-	if p.By != "" {
-		why = "paused by " + p.By + " until " + p.Until.Local().Format("15:04:05")
-	}
-	return why
 }
 
 // setPause carries out a pause request on the loop's goroutine: it
@@ -255,18 +158,14 @@ func (d *Daemon) setPause(ctx context.Context, req pauseRequest, timer *time.Tim
 		for i, l := range links {
 			names[i] = l.Name
 		}
-		return pauseReply{err: unknownLink(c.Link, names)}
+		return pauseReply{err: pauses.UnknownLink(c.Link, names)}
 	}
-	before := d.pausedLinks(now, links)
-	key := pauseKey(c.Link)
+	before := d.pauses.Paused(now, links)
+	key := pauses.Key(c.Link)
 	switch {
 	case c.For > 0:
-		p := state.Pause{Since: now, Until: now.Add(c.For), By: c.By}
-		if old, ok := d.pauses[key]; ok {
-			p.Since = old.Since // an extension: it began then
-		}
-		d.pauses[key] = p
-		d.log.Info("shaping paused on request; it resumes by itself at the end", logging.KeyLink, linkOfKey(key),
+		p := d.pauses.Start(key, now, c.For, c.By)
+		d.log.Info("shaping paused on request; it resumes by itself at the end", logging.KeyLink, pauses.LinkOfKey(key),
 			"until", p.Until.UTC().Format(time.RFC3339), "by", c.By)
 	case c.Link == "":
 		if len(d.pauses) > 0 {
@@ -288,12 +187,12 @@ func (d *Daemon) setPause(ctx context.Context, req pauseRequest, timer *time.Tim
 	reply := pauseReply{}
 	if c.Link == "" {
 		if p, ok := d.pauses[state.AllLinks]; ok {
-			reply.pause = pauseStatus(state.AllLinks, p, now)
+			reply.pause = statusbuild.Pause(state.AllLinks, p, now)
 		}
-	} else if p, ok := d.pauseOf(c.Link, now); ok {
-		reply.pause = pauseStatus(c.Link, p, now)
+	} else if p, ok := d.pauses.Of(c.Link, now); ok {
+		reply.pause = statusbuild.Pause(c.Link, p, now)
 	}
-	if sameKeys(before, d.pausedLinks(now, links)) {
+	if pauses.SameLinks(before, d.pauses.Paused(now, links)) {
 		d.publish()
 		return reply
 	}
@@ -308,44 +207,20 @@ func (d *Daemon) setPause(ctx context.Context, req pauseRequest, timer *time.Tim
 	return reply
 }
 
-// sameKeys reports whether a and b name the same links.
-func sameKeys(a, b map[string]string) bool {
-	return slices.Equal(slices.Sorted(maps.Keys(a)), slices.Sorted(maps.Keys(b)))
-}
-
-// unknownLink is the error of a pause of a link no policy names.
-func unknownLink(link string, policies []string) error {
-	list := "there are none"
-	if len(policies) > 0 {
-		list = "the policies are " + strings.Join(policies, ", ")
-	}
-	return fmt.Errorf("no policy is named %q; %s", link, list)
-}
-
 // expirePauses forgets the pauses that ended by now and reports whether
 // any did.
 func (d *Daemon) expirePauses(now time.Time) bool {
-	ended := false
-	for key, p := range d.pauses {
-		if !p.InForce(now) {
-			delete(d.pauses, key)
-			d.log.Info("the pause ran out; shaping resumed", logging.KeyLink, linkOfKey(key), "by", p.By)
-			ended = true
-		}
+	ended := d.pauses.Expire(now)
+	for key, p := range ended {
+		d.log.Info("the pause ran out; shaping resumed", logging.KeyLink, pauses.LinkOfKey(key), "by", p.By)
 	}
-	return ended
+	return len(ended) > 0
 }
 
 // armPauseEnd sets timer to the end of the first pause to end.
 func (d *Daemon) armPauseEnd(timer *time.Timer, now time.Time) {
 	timer.Stop()
-	var next time.Time
-	for _, p := range d.pauses {
-		if next.IsZero() || p.Until.Before(next) {
-			next = p.Until
-		}
-	}
-	if !next.IsZero() {
+	if next := d.pauses.NextEnd(); !next.IsZero() {
 		timer.Reset(max(next.Sub(now), 0))
 	}
 }
@@ -358,23 +233,4 @@ func (d *Daemon) pauseEnded(ctx context.Context, timer *time.Timer) {
 		d.pass(ctx, "resume")
 	}
 	d.armPauseEnd(timer, now)
-}
-
-// pausesStatus lists the pauses in force at now for status, every link's
-// first.
-func (d *Daemon) pausesStatus(now time.Time) []statusapi.Pause {
-	out := []statusapi.Pause{}
-	keys := slices.Sorted(maps.Keys(d.pauses)) // "*" sorts before any name
-	for _, key := range keys {
-		if p := d.pauses[key]; p.InForce(now) {
-			out = append(out, *pauseStatus(key, p, now))
-		}
-	}
-	return out
-}
-
-// pauseStatus is one pause as status shows it.
-func pauseStatus(key string, p state.Pause, now time.Time) *statusapi.Pause {
-	return &statusapi.Pause{Link: key, Since: p.Since.UTC(), Until: p.Until.UTC(), By: p.By,
-		RemainingSeconds: statusapi.Seconds(max(p.Until.Sub(now), 0).Round(time.Second))}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/daemon/linkchanges"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/plan"
@@ -46,7 +47,7 @@ type reconciler struct {
 	lastApply   *applyRecord
 	lastChange  time.Time
 	driftCounts map[string]int
-	changes     linkChanges
+	changes     linkchanges.Log
 	// backoff is the delay before the retry of a failed pass; retryIn is
 	// what the last pass asks for (0: no retry).
 	backoff, retryIn time.Duration
@@ -54,7 +55,7 @@ type reconciler struct {
 
 func newReconciler(cfg *Config, log *slog.Logger, ev logging.Events) *reconciler {
 	return &reconciler{cfg: cfg, log: log, ev: ev, quiet: quietEvents(log), linkErrs: map[string]string{}, driftCounts: map[string]int{},
-		changes: linkChanges{ev: ev, metrics: cfg.Metrics, active: map[string]string{}}}
+		changes: linkchanges.New(ev, cfg.Metrics)}
 }
 
 // triggerReflectors is the trigger of a pass that follows a controller's
@@ -101,7 +102,7 @@ func (r *reconciler) pass(ctx context.Context, trigger string, links []config.Li
 			Paused: paused,
 		},
 		Revise: func(d desired.Desire) bool {
-			r.changes.note(ctx, d.Selection, facts)
+			r.changes.Note(ctx, d.Selection, facts)
 			r.linkErrs = map[string]string{}
 			var changed bool
 			// The new controllers' reflectors are exempt from shaping, and

@@ -14,6 +14,8 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/daemon/idlertt"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -41,8 +43,8 @@ type linkRunner struct {
 	probes []shape.Reflector
 
 	loop     *controller.Loop
-	probe    Probe
-	counters Counters
+	probe    sensors.Probe
+	counters sensors.Counters
 	// every is how often the counters are read (the controller's
 	// monitor interval).
 	every   time.Duration
@@ -67,20 +69,20 @@ type linkRunner struct {
 	replies int
 
 	// rtts are the round trips of the prober's replies, the link's idle
-	// RTT (replyRTTs); safe from any goroutine.
-	rtts *replyRTTs
+	// RTT (idlertt.Filter); safe from any goroutine.
+	rtts *idlertt.Filter
 	// ep reports stalls and silence once per episode (touched only by
 	// the runner's goroutine).
 	ep episodes
 }
 
 // state is the controller's snapshot with the link's idle RTT from its
-// replies (replyRTTs, 0 before the first) in place of the controller's
+// replies (idlertt.Filter, 0 before the first) in place of the controller's
 // lowest baseline, which counts the starting baseline (100 ms each way)
 // of a reflector that never answered.
 func (r *linkRunner) state(now time.Time) controller.State {
 	st := r.loop.State()
-	st.IdleRTT, _ = r.rtts.idle(now)
+	st.IdleRTT, _ = r.rtts.Idle(now)
 	return st
 }
 
@@ -194,8 +196,8 @@ func (r *linkRunner) follow(ctx context.Context) {
 			}
 			// Only a reply is a sample: a lost or timed-out probe tells
 			// the controller nothing but its silence.
-			r.rtts.add(s.Received, s.RTT)
-			r.loop.Delay(ctx, delaySample(s))
+			r.rtts.Add(s.Received, s.RTT)
+			r.loop.Delay(ctx, sensors.DelaySample(s))
 			r.replied(ctx, time.Now())
 			if r.replies++; r.policy.Shaper.Queue.Auto && idleRTTAsk(r.replies) {
 				// On an idle link no rate changes and the next drift
@@ -269,7 +271,7 @@ func earliest(a, b time.Time) time.Time {
 // readCounters takes one counter reading and feeds it to the controller
 // when it is a measurement.
 func (r *linkRunner) readCounters(ctx context.Context, now time.Time) {
-	if sample, ok := loadSample(r.counters.Read(now)); ok {
+	if sample, ok := sensors.LoadSample(r.counters.Read(now)); ok {
 		r.loop.Load(ctx, sample)
 	}
 }

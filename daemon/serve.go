@@ -17,7 +17,9 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
+	"github.com/macake/macake/daemon/configwatch"
 	"github.com/macake/macake/daemon/operator"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
@@ -64,8 +66,8 @@ type ServeOptions struct {
 	// LockWait is how long to wait for the state lock: a watch restarted
 	// by launchd may start while the old one still exits.
 	LockWait time.Duration
-	// Sensors measure the links for the controllers; nil is SystemSensors.
-	Sensors Sensors
+	// Sensors measure the links for the controllers; nil is sensors.System.
+	Sensors sensors.Opener
 	// DriftInterval and TeardownOnExit are Config's.
 	DriftInterval  time.Duration
 	TeardownOnExit bool
@@ -187,16 +189,16 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		}()
 	}
 
-	sensors := o.Sensors
-	if sensors == nil {
-		sensors = SystemSensors{}
+	opener := o.Sensors
+	if opener == nil {
+		opener = sensors.System{}
 	}
 	d, err := New(Config{
 		ConfigDir: o.ConfigDir, StateDir: stateDir, LoadOptions: o.LoadOptions, Settings: settings,
 		Backend: b, Tokens: tokens,
-		Facts:         LinkFacts{Source: src},
-		ConfigChanges: debounce.Bursts(ctx, WatchConfigDir(ctx, o.ConfigDir, log), DefaultDebounceQuiet, DefaultDebounceMax),
-		Sensors:       sensors, Log: log, LogFile: logPath, Metrics: m, Events: recent,
+		Facts:         sensors.LinkFacts{Source: src},
+		ConfigChanges: debounce.Bursts(ctx, configwatch.Watch(ctx, o.ConfigDir, log), configwatch.DefaultDebounceQuiet, configwatch.DefaultDebounceMax),
+		Sensors:       opener, Log: log, LogFile: logPath, Metrics: m, Events: recent,
 		DriftInterval: o.DriftInterval, TeardownOnExit: o.TeardownOnExit, Version: o.Version,
 	})
 	if err != nil {
@@ -225,7 +227,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			return d.TakeMeasurement(ctx, m.Key, m.Profile)
 		},
 		Pause: d.SetPause, Operators: ops,
-	}, log, StatusRetry)
+	}, log, statusapi.BindRetry)
 
 	return d.Run(ctx)
 }

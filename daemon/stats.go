@@ -9,6 +9,7 @@ import (
 
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statusbuild"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
 )
@@ -79,21 +80,7 @@ func (d *Daemon) cachedStats(name string) (*statusapi.ShaperStats, string) {
 	if !ok {
 		return nil, s.err
 	}
-	return statusFromStats(st, s.at), ""
-}
-
-// statusFromStats converts a backend's counters for status.
-func statusFromStats(st backend.ShaperStats, at time.Time) *statusapi.ShaperStats {
-	s := &statusapi.ShaperStats{Bytes: st.Bytes, Packets: st.Packets, Drops: st.Drops, BacklogBytes: st.BacklogBytes,
-		BacklogPackets: st.BacklogPackets, Overlimits: st.Overlimits, ReadAt: at.UTC()}
-	for _, t := range st.Tins {
-		s.Tins = append(s.Tins, statusapi.TinStats{Name: t.Name, ThresholdBits: t.ThresholdBits, Bytes: t.Bytes,
-			Packets: t.Packets, Drops: t.Drops, ECNMarks: t.ECNMarks, ACKDrops: t.ACKDrops, BacklogBytes: t.BacklogBytes,
-			AverageDelaySeconds: statusapi.Seconds(t.AvgDelay), PeakDelaySeconds: statusapi.Seconds(t.PeakDelay),
-			BaseDelaySeconds: statusapi.Seconds(t.BaseDelay), SparseFlows: t.SparseFlows, BulkFlows: t.BulkFlows,
-			UnresponsiveFlows: t.UnresponsiveFlows})
-	}
-	return s
+	return statusbuild.ShaperStats(st, s.at), ""
 }
 
 // linkDir is one direction of a link.

@@ -11,13 +11,9 @@ import (
 	"github.com/macake/macake/logging"
 )
 
-// StatusRetry is how long watch waits before it binds its status socket
-// again after binding or serving failed.
-const StatusRetry = 30 * time.Second
-
 // serveStatus keeps the status socket up until ctx ends: when it cannot
 // be bound, or the server stops (its listener broke), it says so at ERROR
-// and tries again every retry (StatusRetry in watch), and it says when
+// and tries again every retry (statusapi.BindRetry in watch), and it says when
 // the socket answers again. Without it, a status server that
 // stopped left `macake status` reporting "not running" while watch shaped
 // (issue 12).

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/macake/macake/config/configtest"
-	"github.com/macake/macake/daemon"
+	"github.com/macake/macake/daemon/boundsadvice"
 	"github.com/macake/macake/daemon/statusapi"
 )
 
 // TestAdviceOnACapacityAboveMax runs macake watch on the real kernel
 // behind a 40 Mbit/s ISP with a policy whose download max is 10 Mbit/s,
 // under four CUBIC downloads: the controller climbs to its max and stays
-// there, and once the download has been loaded for daemon.AdviceMinLoaded
+// there, and once the download has been loaded for boundsadvice.MinLoaded
 // `macake status --json` advises raising max, with the line to put in the
 // policy file, and `macake status` prints it; the policy file is not
 // touched.
@@ -55,7 +55,7 @@ reflectors = [` + quoted(Reflectors) + "]\n"}.TOML()
 	start := time.Now()
 	var advice []statusapi.Advice
 	for len(advice) == 0 {
-		if time.Since(start) > daemon.AdviceMinLoaded+90*time.Second {
+		if time.Since(start) > boundsadvice.MinLoaded+90*time.Second {
 			st := status()
 			t.Fatalf("no advice after %v of load; the link: %+v\nwatch:\n%s", time.Since(start).Round(time.Second), st.Links, w.Output())
 		}

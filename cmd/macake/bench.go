@@ -9,8 +9,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/watchswitch"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/sense/measure"
 )
@@ -128,7 +128,7 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 	}
 	switch {
 	case st.Daemon.Running && !st.Daemon.PermissionDenied:
-		c.Switch, c.LeaveOn = daemon.WatchSwitch{Socket: statusapi.SocketPath(stateDirOf(e))}, true
+		c.Switch, c.LeaveOn = watchswitch.Switch{Socket: statusapi.SocketPath(stateDirOf(e))}, true
 		fmt.Fprintln(e.stderr, "bench --compare: macake watch runs; it pauses its shaping for the unshaped runs")
 	default:
 		shaped := false

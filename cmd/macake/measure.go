@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/daemon"
+	"github.com/macake/macake/daemon/measurerecord"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
@@ -220,11 +220,11 @@ func serveSpeedtest(e *env, addr string) int {
 
 // saveProfile records the measurement under the link's identity (what the
 // controller learned there, the known-good rates, stays); see
-// daemon.RecordMeasurement.
+// measurerecord.Record.
 func saveProfile(e *env, r *measure.Report) (viaWatch bool, err error) {
 	p, err := r.Profile(time.Now().UTC())
 	if err != nil {
 		return false, err
 	}
-	return daemon.RecordMeasurement(e.ctx, stateDirOf(e), r.ProfileKey, p, e.stderr)
+	return measurerecord.Record(e.ctx, stateDirOf(e), r.ProfileKey, p, e.stderr)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon"
+	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/logging"
 )
@@ -73,7 +74,7 @@ const watchGCPercent = 25
 
 // watchSensors, when not nil, replaces the real prober and counters
 // (tests).
-var watchSensors daemon.Sensors
+var watchSensors sensors.Opener
 
 func runWatch(e *env, args []string) int {
 	fs := watchCmd.flags()

@@ -23,6 +23,11 @@ import (
 	"github.com/macake/macake/state"
 )
 
+// BindRetry is how long watch waits before it binds its status socket
+// again after binding or serving failed (what a client waiting for the
+// socket is told to allow for).
+const BindRetry = 30 * time.Second
+
 // SocketName is the status socket's name inside the state directory.
 const SocketName = "watch.sock"
 

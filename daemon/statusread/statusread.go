@@ -3,7 +3,7 @@
 // Package statusread reads macake's status as `macake status` (and
 // `bench --compare`, which must know whether anything shapes) shows it:
 // the running watch's own answer over its socket, else the static
-// picture (daemon.Static over session.Open: the policies, which one
+// picture (statusbuild.Static over session.Open: the policies, which one
 // matches, the rates a start would use, the live shapers if they can be
 // read), with whether watch runs told from the state lock it holds,
 // since a watch that does not answer is not proof that none runs.
@@ -15,8 +15,8 @@ import (
 	"fmt"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/daemon/statusbuild"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/linkfacts"
@@ -80,7 +80,7 @@ func Read(ctx context.Context, o Options) (statusapi.Status, error) {
 				why = err0.Error()
 			}
 			st.Daemon.Note = fmt.Sprintf("watch (pid %d) holds the state lock but does not answer on %s: %s; its log says why, and it binds the socket again every %v",
-				pid, socket, why, daemon.StatusRetry)
+				pid, socket, why, statusapi.BindRetry)
 		}
 		return st, nil
 	}
@@ -100,9 +100,9 @@ func Read(ctx context.Context, o Options) (statusapi.Status, error) {
 	return st, nil
 }
 
-// static is the picture without a daemon (daemon.Static), read now.
+// static is the picture without a daemon (statusbuild.Static), read now.
 func static(ctx context.Context, o Options, socket, note string) (statusapi.Status, error) {
-	in := daemon.StaticInput{
+	in := statusbuild.StaticInput{
 		Daemon:  statusapi.Daemon{Socket: socket, Note: note, ConfigDir: o.ConfigDir, StateDir: o.StateDir},
 		NotRoot: o.NotRoot,
 	}
@@ -122,5 +122,5 @@ func static(ctx context.Context, o Options, socket, note string) (statusapi.Stat
 		in.BackendErr = ses.ChooseErr
 	}
 	in.Facts, in.FactsErr = linkfacts.Read(ctx, o.Getenv)
-	return daemon.Static(ctx, in), nil
+	return statusbuild.Static(ctx, in), nil
 }

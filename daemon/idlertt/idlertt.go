@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+// Package idlertt is a link's idle round-trip filter: from the round trips
+// of its prober's replies alone, a low percentile of the least of each
+// bucket over the last ten minutes (Filter). It is what `queue = "auto"`
+// is sized from on a network nobody measured, and what status shows as
+// the idle round trip.
+package idlertt
 
 import (
 	"slices"
@@ -8,8 +13,7 @@ import (
 	"time"
 )
 
-// The idle RTT filter: what `queue = "auto"` is sized from on a network
-// nobody measured, and what status shows as the idle round trip.
+// The filter's shape.
 const (
 	// idleRTTBucket is the span of one bucket of the filter: each keeps
 	// the least round trip of the replies that came in it.
@@ -22,9 +26,13 @@ const (
 	// figure: a low percentile rather than the least, so that one odd
 	// bucket does not set the queue of the next hour.
 	idleRTTPercentile = 0.1
+	// Min stands for an idle RTT measured as 0 (below the clock's
+	// resolution): "measured, and short", where 0 in the state file means
+	// "not measured".
+	Min = 100 * time.Microsecond
 )
 
-// replyRTTs is a link's idle RTT filter: the round trips of its prober's
+// Filter is a link's idle RTT filter: the round trips of its prober's
 // replies and nothing else. A lost or timed-out probe never becomes a
 // sample, and a reflector that has not answered yet has no figure at all,
 // so the controller's starting baseline (100 ms each way) of a slot whose
@@ -35,7 +43,7 @@ const (
 //
 // The runner's goroutine adds replies, the owner reads; a reply costs a
 // lock and a comparison, no allocation.
-type replyRTTs struct {
+type Filter struct {
 	mu    sync.Mutex
 	start time.Time
 	// least[i] is the least round trip of bucket number at[i]; at[i] < 0
@@ -46,20 +54,21 @@ type replyRTTs struct {
 	replies int
 }
 
-func newReplyRTTs(start time.Time) *replyRTTs {
-	f := &replyRTTs{start: start}
+// New returns an empty filter whose buckets count from start.
+func New(start time.Time) *Filter {
+	f := &Filter{start: start}
 	for i := range f.at {
 		f.at[i] = -1
 	}
 	return f
 }
 
-// add records the round trip of a reply received at when.
-func (f *replyRTTs) add(when time.Time, rtt time.Duration) {
+// Add records the round trip of a reply received at when.
+func (f *Filter) Add(when time.Time, rtt time.Duration) {
 	if rtt <= 0 {
 		// Below the clock's resolution: no information about the queue,
 		// and 0 would read as "not measured".
-		rtt = minIdleRTT
+		rtt = Min
 	}
 	n := max(int64(when.Sub(f.start)/idleRTTBucket), 0)
 	i := n % idleRTTBuckets
@@ -73,9 +82,9 @@ func (f *replyRTTs) add(when time.Time, rtt time.Duration) {
 	f.least[i] = min(f.least[i], rtt)
 }
 
-// idle returns the filter's idle RTT at now, and how many replies the
+// Idle returns the filter's idle RTT at now, and how many replies the
 // filter has seen in all; 0 before any reply in the window.
-func (f *replyRTTs) idle(now time.Time) (time.Duration, int) {
+func (f *Filter) Idle(now time.Time) (time.Duration, int) {
 	cur := int64(now.Sub(f.start) / idleRTTBucket)
 	var buf [idleRTTBuckets]time.Duration
 	f.mu.Lock()

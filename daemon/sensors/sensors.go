@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+// Package sensors is the daemon's seam to the world it senses: what opens
+// an active link's prober and counter reader (Opener, with System the
+// real one over sense/probe and sense/ifstat) and what watches the
+// network's state (FactsWatcher, with LinkFacts over sense/linkfacts),
+// and the conversions of their readings for the controller. Tests pass
+// fakes of the interfaces.
+package sensors
 
 import (
 	"context"
@@ -14,13 +20,14 @@ import (
 	"github.com/macake/macake/shape"
 )
 
-// Sensors measure one active link for its controller: delays to the
+// Opener opens the sensors that measure one active link for its
+// controller: delays to the
 // reflectors (a prober: ICMP, or TCP or UDP where the policy says) and the
 // interface's byte counters. The
 // daemon opens one Probe and one Counters per active link and closes them
-// (by ending Run's context) when the link goes away. SystemSensors are
-// the real ones; tests pass fakes.
-type Sensors interface {
+// (by ending Run's context) when the link goes away. System is the real
+// one; tests pass fakes.
+type Opener interface {
 	// Probe returns a prober for a link's reflectors (spec). It probes
 	// nothing until SetReflectors.
 	Probe(spec ProbeSpec) (Probe, error)
@@ -63,26 +70,26 @@ type Probe interface {
 
 // Counters reads an interface's byte and packet counters; *ifstat.Sampler
 // is one. The daemon reads them on the link's own goroutine every
-// interval (Sensors.Counters), so a reading costs no goroutine hand-off.
+// interval (Opener.Counters), so a reading costs no goroutine hand-off.
 type Counters interface {
 	// Read takes one reading now: the increases since the previous
 	// reading, or a baseline or a problem (ifstat.LoadSample.Valid).
 	Read(now time.Time) ifstat.LoadSample
 }
 
-// delaySample converts a probe's reply for the controller: one-way delays
+// DelaySample converts a probe's reply for the controller: one-way delays
 // when the probe measured them (ICMP timestamps), else the round trip.
-func delaySample(s probe.Sample) controller.DelaySample {
+func DelaySample(s probe.Sample) controller.DelaySample {
 	if s.OWD {
 		return controller.DelaySample{Reflector: s.Reflector, At: s.Received, DownOWD: s.DownOWD, UpOWD: s.UpOWD, Method: controller.ICMPTimestamp}
 	}
 	return controller.RTTSample(s.Reflector, s.Received, s.RTT)
 }
 
-// loadSample converts a counter reading for the controller, which takes
+// LoadSample converts a counter reading for the controller, which takes
 // the cumulative counters and works out deltas, wraps and resets itself.
 // ok is false for readings that failed or whose byte counters are stuck.
-func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
+func LoadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 	if ls.ReadFailed || ls.Stuck {
 		return controller.LoadSample{}, false
 	}
@@ -96,9 +103,9 @@ func loadSample(ls ifstat.LoadSample) (controller.LoadSample, bool) {
 // 130 KB a link, for consumers that may fall behind) would only be heap.
 const sampleBuffer = 64
 
-// SystemSensors are the real sensors: the prober (sense/probe) and the
+// System is the real Opener: the prober (sense/probe) and the
 // interface byte counters (sense/ifstat).
-type SystemSensors struct {
+type System struct {
 	// Timeout is how long a probe waits for its reply; 0 is
 	// probe.DefaultTimeout.
 	Timeout time.Duration
@@ -106,9 +113,9 @@ type SystemSensors struct {
 	Reader ifstat.Reader
 }
 
-// Probe implements Sensors with a probe.Prober bound to the link's
+// Probe implements Opener with a probe.Prober bound to the link's
 // interface; its sockets open with the first reflectors.
-func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
+func (s System) Probe(spec ProbeSpec) (Probe, error) {
 	p, err := probe.New(probe.Config{Interval: spec.Interval, Timeout: s.Timeout, Probes: spec.Probes, Interface: spec.Interface, Buffer: sampleBuffer, Grid: spec.Grid})
 	if err != nil {
 		return nil, err
@@ -116,8 +123,8 @@ func (s SystemSensors) Probe(spec ProbeSpec) (Probe, error) {
 	return p, nil
 }
 
-// Counters implements Sensors with an ifstat.Sampler.
-func (s SystemSensors) Counters(iface string, interval time.Duration) (Counters, error) {
+// Counters implements Opener with an ifstat.Sampler.
+func (s System) Counters(iface string, interval time.Duration) (Counters, error) {
 	// The daemon calls Read itself and never Run, so the samples channel
 	// is never used: the smallest there is.
 	return ifstat.NewSampler(ifstat.Config{Reader: s.Reader, Interface: iface, Interval: interval, Buffer: 1}), nil

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+// Package configwatch watches the policy directory for `macake watch`:
+// it signals every event that may change the policies (Watch), following
+// the directory's real path and surviving its loss, and says how long a
+// burst of an editor's events is let settle (DefaultDebounceQuiet,
+// DefaultDebounceMax).
+package configwatch
 
 import (
 	"context"
@@ -22,8 +27,10 @@ import (
 // events of one save arrive within a few milliseconds of each other, so
 // 50 ms of quiet ends a burst; a longer wait only delays every save.
 const (
+	// DefaultDebounceQuiet is the quiet that ends a burst.
 	DefaultDebounceQuiet = 50 * time.Millisecond
-	DefaultDebounceMax   = 2 * time.Second
+	// DefaultDebounceMax is the longest a burst delays a re-read.
+	DefaultDebounceMax = 2 * time.Second
 )
 
 // policyEvent reports whether an fsnotify event may change the policies:
@@ -45,7 +52,7 @@ const (
 	rewatchMax = 30 * time.Second
 )
 
-// WatchConfigDir signals (undebounced) every event in dir that may change
+// Watch signals (undebounced) every event in dir that may change
 // the policies, until ctx ends. It watches the directory's real path (on
 // macOS /etc is a symlink to /private/etc, and kqueue follows symlinks only
 // for the path given to Add), never the files: editors replace files by
@@ -56,7 +63,7 @@ const (
 // signals once the watch is back (the directory may have changed
 // meanwhile). Trouble is logged to log; the daemon's periodic resync
 // covers whatever a missing watch misses.
-func WatchConfigDir(ctx context.Context, dir string, log *slog.Logger) <-chan struct{} {
+func Watch(ctx context.Context, dir string, log *slog.Logger) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	signal := func() {
 		select {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+package sensors
 
 import (
 	"context"
@@ -27,7 +27,9 @@ type FactsWatcher interface {
 // source (the routing socket or netlink, or the MACAKE_LINK_FACTS file,
 // whose rewrites count as network changes), with its sleep detection.
 type LinkFacts struct {
+	// Source is where the facts are read.
 	Source linkfacts.Source
+	// Config is how they are watched (poll, debounce, sleep detection).
 	Config linkfacts.WatchConfig
 }
 

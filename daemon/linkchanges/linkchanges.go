@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+// Package linkchanges logs, once per pass, every interface whose active
+// link changed, with what changed in its facts (Log): the interface going
+// up or down, a new gateway, another SSID, or the policy files.
+package linkchanges
 
 import (
 	"context"
@@ -15,9 +18,10 @@ import (
 	"github.com/macake/macake/sense/linkfacts"
 )
 
-// linkChanges logs every interface whose active link changes between
-// passes, with what changed in its facts.
-type linkChanges struct {
+// Log logs every interface whose active link changes between passes,
+// with what changed in its facts. Make one with New; it is used by one
+// goroutine (the daemon's loop).
+type Log struct {
 	ev      logging.Events
 	metrics *metrics.Metrics
 	// active maps an interface to its active link as of the last pass,
@@ -27,8 +31,14 @@ type linkChanges struct {
 	matched bool
 }
 
-// note logs the changes of sel (matched on facts) since the last pass.
-func (c *linkChanges) note(ctx context.Context, sel desired.Selection, facts linkfacts.Facts) {
+// New returns a Log that says the changes through ev and counts them in
+// m (nil: no metrics).
+func New(ev logging.Events, m *metrics.Metrics) Log {
+	return Log{ev: ev, metrics: m, active: map[string]string{}}
+}
+
+// Note logs the changes of sel (matched on facts) since the last pass.
+func (c *Log) Note(ctx context.Context, sel desired.Selection, facts linkfacts.Facts) {
 	now := map[string]string{}
 	for _, l := range sel.Active {
 		now[l.Match.Interface] = l.Name

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+// Package watchswitch takes a running `macake watch`'s shaping off and
+// puts it back over its status socket (Switch), for `macake bench
+// --compare`, which measures the link with and without it.
+package watchswitch
 
 import (
 	"context"
@@ -10,12 +13,12 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 )
 
-// WatchSwitch takes the shaping of a running `macake watch` off and puts
+// Switch takes the shaping of a running `macake watch` off and puts
 // it back over its status socket (statusapi.RequestPause: the pause of
-// every link, Daemon.SetPause), for `macake bench --compare`
+// every link, the daemon's SetPause), for `macake bench --compare`
 // (measure.ShapingSwitch). Root and the operator group, as the daemon
 // checks.
-type WatchSwitch struct {
+type Switch struct {
 	// Socket is the daemon's status socket.
 	Socket string
 	// Wait bounds how long On waits for the shapers to be back; 0 is 30 s.
@@ -24,14 +27,14 @@ type WatchSwitch struct {
 
 // Off pauses the daemon's shaping for lease; the daemon resumes by itself
 // when it runs out.
-func (w WatchSwitch) Off(ctx context.Context, lease time.Duration) error {
+func (w Switch) Off(ctx context.Context, lease time.Duration) error {
 	_, err := statusapi.SendPause(ctx, w.Socket, "", lease)
 	return err
 }
 
 // On ends the pause and returns once every active link the daemon shapes
 // has its shapers and its controller back.
-func (w WatchSwitch) On(ctx context.Context) error {
+func (w Switch) On(ctx context.Context) error {
 	if _, err := statusapi.SendPause(ctx, w.Socket, "", 0); err != nil {
 		return err
 	}

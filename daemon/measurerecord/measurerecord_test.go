@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+package measurerecord
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func TestRecordWaitsForTheStateLock(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		v, err := RecordMeasurement(context.Background(), dir, measuredKey, measured, io.Discard)
+		v, err := Record(context.Background(), dir, measuredKey, measured, io.Discard)
 		done <- result{v, err}
 	}()
 	select {
@@ -87,7 +87,7 @@ func TestRecordHandsTheProfileToWatch(t *testing.T) {
 	}
 	defer watch.Release()
 
-	_, err = RecordMeasurement(t.Context(), dir, measuredKey, measured, io.Discard)
+	_, err = Record(t.Context(), dir, measuredKey, measured, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "macake watch (pid") || !errors.Is(err, statusapi.ErrNotRunning) {
 		t.Errorf("watch holds the lock but does not answer: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestRecordHandsTheProfileToWatch(t *testing.T) {
 			return nil
 		},
 	}, nil)
-	viaWatch, err := RecordMeasurement(t.Context(), dir, measuredKey, measured, io.Discard)
+	viaWatch, err := Record(t.Context(), dir, measuredKey, measured, io.Discard)
 	if err != nil || !viaWatch {
 		t.Fatalf("measure with watch answering: via watch %v, %v", viaWatch, err)
 	}

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package daemon
+// Package boundsadvice tells when a link's bounds are wrong: from a second-by-
+// second count of each steered direction's last hour (Tracker), it advises
+// raising a max the link sits at, or lowering a min it is cut to, with the
+// edit to make. Status, doctor and the status page show the advice; nothing
+// changes a file.
+package boundsadvice
 
 import (
 	"fmt"
@@ -16,23 +21,22 @@ import (
 	"github.com/macake/macake/state"
 )
 
-// Advice on bounds: when a steered direction spends most of its loaded
-// time pinned at its max, the link could carry more than the policy lets
-// it; when it spends it cut to its min, the min is above what the link
-// carries without a queue. Status, doctor and the status page say so with
-// the edit to make; the daemon never changes a file.
+// When a steered direction spends most of its loaded time pinned at its
+// max, the link could carry more than the policy lets it; when it spends
+// it cut to its min, the min is above what the link carries without a
+// queue.
 const (
-	// AdviceWindow is how far back the daemon looks.
-	AdviceWindow = time.Hour
-	// AdviceShare is the share of a direction's loaded time at a bound
+	// Window is how far back the daemon looks.
+	Window = time.Hour
+	// Share is the share of a direction's loaded time at a bound
 	// above which it advises.
-	AdviceShare = 0.5
-	// AdviceMinLoaded is the least loaded time in the window before it
+	Share = 0.5
+	// MinLoaded is the least loaded time in the window before it
 	// advises: a short transfer proves little.
-	AdviceMinLoaded = time.Minute
-	// adviceBuckets cut the window into minutes, so an hour of counts
+	MinLoaded = time.Minute
+	// windowBuckets cut the window into minutes, so an hour of counts
 	// costs sixty small records per direction.
-	adviceBuckets = int(AdviceWindow / time.Minute)
+	windowBuckets = int(Window / time.Minute)
 )
 
 // boundsCounts are one minute of a direction's time: loaded seconds, and
@@ -47,21 +51,22 @@ type boundsCounts struct {
 // min or max (the policy was edited) starts it afresh.
 type boundsWindow struct {
 	min, max int64
-	buckets  [adviceBuckets]boundsCounts
+	buckets  [windowBuckets]boundsCounts
 	first    time.Time
 }
 
-// boundsTracker keeps every active link's windows. The history recorder
-// adds a sample a second; status requests read it.
-type boundsTracker struct {
+// Tracker keeps every active link's windows. The daemon's history
+// recorder adds a sample a second; status requests read it. The zero
+// Tracker is ready to use; it is safe for concurrent use.
+type Tracker struct {
 	mu    sync.Mutex
 	links map[string]*[2]boundsWindow
 	seen  map[string]time.Time
 }
 
-// add counts one second of link's controller state s (steered
+// Add counts one second of link's controller state s (steered
 // directions only, while its decisions reach the shaper).
-func (b *boundsTracker) add(now time.Time, link string, s controller.State) {
+func (b *Tracker) Add(now time.Time, link string, s controller.State) {
 	if !s.Shaping {
 		return
 	}
@@ -85,7 +90,7 @@ func (b *boundsTracker) add(now time.Time, link string, s controller.State) {
 		if win.min != ds.Min || win.max != ds.Max || win.first.IsZero() {
 			*win = boundsWindow{min: ds.Min, max: ds.Max, first: now}
 		}
-		c := &win.buckets[minute%int64(adviceBuckets)]
+		c := &win.buckets[minute%int64(windowBuckets)]
 		if c.minute != minute {
 			*c = boundsCounts{minute: minute}
 		}
@@ -102,7 +107,7 @@ func (b *boundsTracker) add(now time.Time, link string, s controller.State) {
 		}
 	}
 	for name, at := range b.seen {
-		if now.Sub(at) > AdviceWindow {
+		if now.Sub(at) > Window {
 			delete(b.links, name)
 			delete(b.seen, name)
 		}
@@ -111,7 +116,7 @@ func (b *boundsTracker) add(now time.Time, link string, s controller.State) {
 
 // totals sums a direction's window as of now.
 func (w *boundsWindow) totals(now time.Time) (c boundsCounts, span time.Duration) {
-	oldest := now.Unix()/60 - int64(adviceBuckets) + 1
+	oldest := now.Unix()/60 - int64(windowBuckets) + 1
 	for _, b := range w.buckets {
 		if b.minute >= oldest {
 			c.loaded += b.loaded
@@ -120,12 +125,12 @@ func (w *boundsWindow) totals(now time.Time) (c boundsCounts, span time.Duration
 			c.achievedAtMin += b.achievedAtMin
 		}
 	}
-	return c, min(now.Sub(w.first), AdviceWindow)
+	return c, min(now.Sub(w.first), Window)
 }
 
-// advice is what the windows of link advise at now, for the policy l in
+// Advice is what the windows of link advise at now, for the policy l in
 // force on the network of profile p, whose backend shapes at most lim.
-func (b *boundsTracker) advice(now time.Time, l config.Link, p state.Profile, lim shape.Limits) []statusapi.Advice {
+func (b *Tracker) Advice(now time.Time, l config.Link, p state.Profile, lim shape.Limits) []statusapi.Advice {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w := b.links[l.Name]
@@ -139,20 +144,20 @@ func (b *boundsTracker) advice(now time.Time, l config.Link, p state.Profile, li
 			continue
 		}
 		c, span := win.totals(now)
-		if time.Duration(c.loaded)*time.Second < AdviceMinLoaded {
+		if time.Duration(c.loaded)*time.Second < MinLoaded {
 			continue
 		}
 		a := statusapi.Advice{Direction: dir.String(), LoadedSeconds: float64(c.loaded), WindowSeconds: span.Round(time.Second).Seconds(), File: l.File}
 		lo, hi := win.min, win.max
 		switch {
-		case float64(c.atMax) > AdviceShare*float64(c.loaded):
+		case float64(c.atMax) > Share*float64(c.loaded):
 			a.Bound, a.Share, a.CurrentBits = "max", float64(c.atMax)/float64(c.loaded), hi
 			a.SuggestedBits = raisedMax(hi, p, dir, lim)
 			if a.SuggestedBits <= hi {
 				continue // at the backend's highest rate already
 			}
 			hi = a.SuggestedBits
-		case float64(c.atMin) > AdviceShare*float64(c.loaded):
+		case float64(c.atMin) > Share*float64(c.loaded):
 			a.Bound, a.Share, a.CurrentBits = "min", float64(c.atMin)/float64(c.loaded), lo
 			a.SuggestedBits = loweredMin(lo, c.achievedAtMin/float64(c.atMin))
 			if a.SuggestedBits >= lo {
@@ -218,7 +223,7 @@ func loadedText(seconds int) string {
 // windowText is a span for the advice: "hour", "42 minutes".
 func windowText(d time.Duration) string {
 	switch m := int(d.Round(time.Minute) / time.Minute); {
-	case d >= AdviceWindow-30*time.Second:
+	case d >= Window-30*time.Second:
 		return "hour"
 	case m >= 2:
 		return fmt.Sprintf("%d minutes", m)
