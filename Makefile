@@ -84,7 +84,7 @@ fairness-lab: build
 	@mkdir -p bin/cakevm/fairness && rm -f bin/cakevm/fairness/report.md
 	@echo "load before: $$(uptime)"
 	GO='$(GO)' CAKEVM_XCHG=bin/cakevm/fairness $(CAKEVM)/gotest ./e2e -test.run '^TestFairnessLab$$' -test.timeout 20m \
-	  -e2e.macake=$(abspath $(BIN)) -e2e.fairness-length=$(FAIRNESS_LENGTH) -e2e.report=/xchg/report.md
+	  -e2e.macake=$(abspath $(BIN)) -e2e.fairness -e2e.fairness-length=$(FAIRNESS_LENGTH) -e2e.report=/xchg/report.md
 	@echo "load after: $$(uptime)"
 	@cp bin/cakevm/fairness/report.md $(FAIRNESS_REPORT) && echo && cat $(FAIRNESS_REPORT)
 

@@ -36,6 +36,7 @@ import (
 // guest); elsewhere it skips and says so.
 var (
 	fairnessLength = flag.Duration("e2e.fairness-length", 8*time.Second, "measured length of each fairness-lab case (after its warm-up)")
+	fairnessRun    = flag.Bool("e2e.fairness", false, "run the host-fairness lab (`make fairness-lab` sets it): a measurement of minutes that a loaded machine can fail, so never part of `go test ./...`")
 	fairnessFresh  = flag.Bool("e2e.fairness-fresh", false, "run macake down before each fairness-lab case, so that CAKE starts afresh instead of being changed in place")
 	fairnessWarmup = flag.Duration("e2e.fairness-warmup", 3*time.Second, "warm-up of each fairness-lab case before it measures: the flows' slow start, and CAKE learning the hosts")
 )
@@ -290,6 +291,9 @@ var fairnessCases = []fairnessCase{
 // equal share within ±15 %; behind NAT only with nat = true.
 // -e2e.report appends the table, beside the tutorial's figures.
 func TestFairnessLab(t *testing.T) {
+	if !*fairnessRun {
+		t.Skip("skipping: the host-fairness lab runs with -e2e.fairness (`make fairness-lab`, in a cakevm guest)")
+	}
 	o := newOffice(t)
 	m := NewMacake(t, macake(t), o.gw, ClientDev, officeServer)
 	var rows []string

@@ -601,7 +601,7 @@ func (t *Testbed) drain(ctx context.Context, limit time.Duration, since time.Tim
 				if later := now.Add(drainProgress); later.After(deadline) {
 					deadline = later
 				}
-				if capAt := start.Add(drainCap); deadline.After(capAt) {
+				if capAt := start.Add(max(worst, drainCap)); deadline.After(capAt) {
 					deadline = capAt
 				}
 			}
@@ -626,7 +626,8 @@ const (
 	// drainProgress is how long drain waits past its deadline after a
 	// probe came back faster than every one before it.
 	drainProgress = 3 * time.Second
-	// drainCap is the longest drain waits for a queue still emptying.
+	// drainCap is the longest drain waits for a queue still emptying,
+	// unless the fullest queue's drain time at the current rate is longer.
 	drainCap = time.Minute
 )
 
