@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -37,9 +38,26 @@ func TestWatchKeepsItsPaceWithABrokerThatNeverAnswers(t *testing.T) {
 				// The broker: the far end of a pipe that takes every byte
 				// and answers nothing (but the CONNACK, when asked).
 				var dials atomic.Int32
+				var mu sync.Mutex
+				var brokers []net.Conn
+				// Once watch has stopped, the broker hangs up, so that the
+				// client's goroutines that a publisher which stopped waiting
+				// left behind (a connection attempt waiting for a CONNACK,
+				// paho's disconnect waiting for it) end inside the bubble.
+				defer func() {
+					mu.Lock()
+					for _, c := range brokers {
+						c.Close()
+					}
+					mu.Unlock()
+					synctest.Wait()
+				}()
 				dial := func(*url.URL) (net.Conn, error) {
 					dials.Add(1)
 					near, far := net.Pipe()
+					mu.Lock()
+					brokers = append(brokers, far)
+					mu.Unlock()
 					go func() {
 						if tc.connack {
 							buf := make([]byte, 512)
