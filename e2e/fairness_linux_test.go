@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/backend/tc"
-	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/netns"
 )
 
@@ -67,7 +65,7 @@ func newOffice(t *testing.T) *office {
 	t.Helper()
 	lab := netns.New(t, "fair")
 	lab.Require("tc", "iproute2")
-	if !tc.Probe(t.Context(), execrun.Exec{Timeout: 30 * time.Second}, tc.DefaultTools()).ShapesWithCake() {
+	if clientShaper() != "cake" {
 		t.Skip("skipping: this kernel has no sch_cake (or sch_prio), which the fairness lab is about; `make fairness-lab` runs it in a cakevm guest")
 	}
 	o := &office{lab: lab, gw: lab.Namespace("gw"), srv: lab.Namespace("srv")}
