@@ -58,7 +58,7 @@ type carried struct {
 	rates desired.Rates
 	cfg   controller.Config
 	// reflectors are the ones the old controller probed, which the new
-	// one probes first (startPool); rtts its replies' round trips.
+	// one probes first (desired.ReflectorPool); rtts its replies' round trips.
 	reflectors []netip.Addr
 	rtts       *idlertt.Filter
 }
@@ -108,7 +108,7 @@ func (c *controllers) newRunner(a desired.ActiveLink, mtu int, from *carried) (*
 	if cfg.RandomizeReflectors {
 		shuffle = rng
 	}
-	cfg.Reflectors, cfg.RandomizeReflectors = startPool(cfg.Reflectors, cfg.Pingers, keep, shuffle), false
+	cfg.Reflectors, cfg.RandomizeReflectors = desired.ReflectorPool(cfg.Reflectors, cfg.Pingers, keep, shuffle), false
 	ctl, err := controller.New(cfg, rng)
 	if err != nil {
 		return nil, pipes, err

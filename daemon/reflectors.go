@@ -5,9 +5,6 @@ package daemon
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
-	"net/netip"
-	"slices"
 	"time"
 
 	"github.com/macake/macake/logging"
@@ -29,72 +26,12 @@ const (
 	silentAfter = 10 * time.Second
 )
 
-// startPool orders a controller's reflector pool. Its first pingers, the
-// set the controller probes first, are the ones the controller it
-// replaces probed (keep, as far as the pool still has them) topped up
-// with the policy's first ones: the set `plan` shows exempt and `doctor`
-// probes, so that neither a start nor an edit contradicts them with a
-// new draw. With rng (randomize_reflectors) the spares after them come in
-// random order, which spreads replacements over the pool; the controller
-// itself then shuffles nothing.
-func startPool(pool []netip.Addr, pingers int, keep []netip.Addr, rng *rand.Rand) []netip.Addr {
-	pingers = min(pingers, len(pool))
-	out := make([]netip.Addr, 0, len(pool))
-	for _, a := range keep {
-		a = a.Unmap()
-		if len(out) < pingers && slices.ContainsFunc(pool, func(p netip.Addr) bool { return p.Unmap() == a }) && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	for _, a := range pool {
-		if a = a.Unmap(); len(out) < pingers && !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	active := len(out)
-	for _, a := range pool {
-		if a = a.Unmap(); !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	if rng != nil {
-		spares := out[active:]
-		rng.Shuffle(len(spares), func(i, j int) { spares[i], spares[j] = spares[j], spares[i] })
-	}
-	return out
-}
-
 // quietEvents returns events whose Info lines go to the log at Debug: the
 // changes a reconcile makes because a controller replaced a reflector,
 // which that replacement's own line already tells.
 func quietEvents(log *slog.Logger) logging.Events {
-	return logging.Events{Log: slog.New(demoted{log.Handler()})}
+	return logging.Events{Log: slog.New(logging.Demote(log.Handler()))}
 }
-
-// demoted logs Info records at Debug (and everything else as it is).
-type demoted struct{ slog.Handler }
-
-func demote(l slog.Level) slog.Level {
-	if l == slog.LevelInfo {
-		return slog.LevelDebug
-	}
-	return l
-}
-
-func (h demoted) Enabled(ctx context.Context, l slog.Level) bool {
-	return h.Handler.Enabled(ctx, demote(l))
-}
-
-func (h demoted) Handle(ctx context.Context, r slog.Record) error {
-	r.Level = demote(r.Level)
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h demoted) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return demoted{h.Handler.WithAttrs(attrs)}
-}
-
-func (h demoted) WithGroup(name string) slog.Handler { return demoted{h.Handler.WithGroup(name)} }
 
 // episodes is what a runner remembers to report stalls and silence once
 // per episode; touched only by the runner's goroutine.

@@ -3,7 +3,9 @@
 package desired
 
 import (
+	"math/rand/v2"
 	"net/netip"
+	"slices"
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/shape"
@@ -41,6 +43,41 @@ func probesOf(all []shape.Reflector, active []netip.Addr) []shape.Reflector {
 			r = shape.ICMPReflector(a)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// ReflectorPool orders a controller's reflector pool. Its first pingers, the
+// set the controller probes first, are the ones the controller it
+// replaces probed (keep, as far as the pool still has them) topped up
+// with the policy's first ones: the set `plan` shows exempt and `doctor`
+// probes, so that neither a start nor an edit contradicts them with a
+// new draw. With rng (randomize_reflectors) the spares after them come in
+// random order, which spreads replacements over the pool; the controller
+// itself then shuffles nothing.
+func ReflectorPool(pool []netip.Addr, pingers int, keep []netip.Addr, rng *rand.Rand) []netip.Addr {
+	pingers = min(pingers, len(pool))
+	out := make([]netip.Addr, 0, len(pool))
+	for _, a := range keep {
+		a = a.Unmap()
+		if len(out) < pingers && slices.ContainsFunc(pool, func(p netip.Addr) bool { return p.Unmap() == a }) && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for _, a := range pool {
+		if a = a.Unmap(); len(out) < pingers && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	active := len(out)
+	for _, a := range pool {
+		if a = a.Unmap(); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	if rng != nil {
+		spares := out[active:]
+		rng.Shuffle(len(spares), func(i, j int) { spares[i], spares[j] = spares[j], spares[i] })
 	}
 	return out
 }
