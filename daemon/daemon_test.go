@@ -3,7 +3,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/syncbuf"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -218,24 +218,6 @@ type fakeFacts chan sensors.FactsEvent
 
 func (f fakeFacts) Watch(ctx context.Context) <-chan sensors.FactsEvent { return f }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // rig is a daemon on an emulated Mac.
 type rig struct {
 	t        *testing.T
@@ -245,7 +227,7 @@ type rig struct {
 	facts    fakeFacts
 	config   chan struct{}
 	net      *fakeNet
-	log      *syncBuffer
+	log      *syncbuf.Buffer
 	recent   *logging.Recent
 	metrics  *metrics.Metrics
 	d        *Daemon
@@ -315,7 +297,7 @@ func newRigWith(t *testing.T, policies map[string]string, st *state.State, facts
 	t.Helper()
 	r := &rig{configure: configure,
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
-		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
+		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncbuf.Buffer{}, done: make(chan error, 1),
 		metrics: metrics.New(metrics.Options{}), recent: logging.NewRecent(50, nil),
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
@@ -376,7 +358,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 // rigLogFile is the log file the rig's daemon says it writes to.
 const rigLogFile = "/var/log/macake/watch.log"
 
-func newTestLogger(w *syncBuffer) *logging.Logger {
+func newTestLogger(w *syncbuf.Buffer) *logging.Logger {
 	l, err := logging.New(logging.Options{Stderr: w, Level: slog.LevelDebug})
 	if err != nil {
 		panic(err)
@@ -1130,6 +1112,7 @@ func TestWatchTakesInMeasurements(t *testing.T) {
 	})
 }
 
+// grepLines returns the lines of s that contain substr.
 func grepLines(s, substr string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {

@@ -27,6 +27,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/mosquitto"
+	"github.com/macake/macake/internal/syncbuf"
 )
 
 // fakeDaemon answers the publisher as a watch would: a status, and pauses
@@ -113,36 +114,18 @@ func homeStatus() statusapi.Status {
 	}
 }
 
-// syncBuffer is a log both sides write and read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // run is a publisher under test.
 type run struct {
 	t      *testing.T
 	d      *fakeDaemon
-	log    *syncBuffer
+	log    *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
 
 func startPublisher(t *testing.T, s daemonsettings.MQTT, d *fakeDaemon, dial func(*url.URL) (net.Conn, error)) *run {
 	t.Helper()
-	r := &run{t: t, d: d, log: &syncBuffer{}, done: make(chan error, 1)}
+	r := &run{t: t, d: d, log: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	log := slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
