@@ -17,7 +17,6 @@ import (
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
 
@@ -297,15 +296,6 @@ func drift(ctx context.Context, t *testing.T, rng *rand.Rand, h *harness, curren
 	}
 }
 
-// mutatingSteps counts the mutating commands a plan runs.
-func mutatingSteps(p plan.Plan) int {
-	n := 0
-	for _, op := range p.Ops {
-		n += len(op.Commands)
-	}
-	return n
-}
-
 // TestRecoversFromAFailureAtEveryStep fails each mutating command of an
 // apply in turn (and, separately, of a teardown): the error names the
 // command, traffic is never blackholed on the way, the next apply
@@ -323,7 +313,7 @@ func TestRecoversFromAFailureAtEveryStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps := mutatingSteps(p)
+		steps := p.Commands()
 		for fi, f := range faults {
 			for step := 1; step <= steps; step++ {
 				t.Run(fmt.Sprintf("%s/apply/fault-%d/step-%d", s.name, fi, step), func(t *testing.T) {
