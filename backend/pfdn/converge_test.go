@@ -156,11 +156,7 @@ func TestConvergesFromEveryStartState(t *testing.T) {
 			h.noBlackhole(previousConfig)
 
 			// A second run reads and changes nothing.
-			h.e.ResetCalls()
-			h.converge(ctx, wanLTE)
-			if m := h.e.MutatingCalls(); len(m) != 0 {
-				t.Fatalf("second apply ran mutating commands: %+v", m)
-			}
+			h.convergeChangesNothing(ctx, wanLTE, "second apply")
 			if n := len(h.e.Calls()); n != 10 {
 				t.Errorf("second apply ran %d reads, want 10 (2 plans × 5)", n)
 			}
@@ -187,11 +183,7 @@ func TestConvergesOneDirectionAtATime(t *testing.T) {
 		h.converge(ctx, s)
 		h.checkShaped(s)
 		h.noBlackhole(s)
-		h.e.ResetCalls()
-		h.converge(ctx, s)
-		if m := h.e.MutatingCalls(); len(m) != 0 {
-			t.Fatalf("state %d: a converged state ran %d mutating commands: %+v", i, len(m), m)
-		}
+		h.convergeChangesNothing(ctx, s, fmt.Sprintf("state %d", i))
 	}
 	h.teardown(ctx, baseline)
 }
@@ -218,11 +210,7 @@ func TestConvergesThroughRandomDesiredStates(t *testing.T) {
 					if len(desired.Links) > 0 {
 						h.checkShaped(desired)
 					}
-					h.e.ResetCalls()
-					h.converge(ctx, desired)
-					if m := h.e.MutatingCalls(); len(m) != 0 {
-						t.Fatalf("step %d: a converged state ran %d mutating commands", i, len(m))
-					}
+					h.convergeChangesNothing(ctx, desired, fmt.Sprintf("step %d", i))
 					prev = desired
 				}
 				h.teardown(ctx, baseline)
