@@ -156,6 +156,15 @@ func (r *run) stop() {
 
 func (r *run) logged(s string) bool { return strings.Contains(r.log.String(), s) }
 
+// controlled starts a broker and a daemon at homeStatus, with publisher
+// settings that let the broker's switches control the daemon.
+func controlled(t *testing.T) (*mosquitto.Broker, *fakeDaemon, daemonsettings.MQTT) {
+	b := mosquitto.Start(t, mosquitto.Options{})
+	s := settings(b)
+	s.Control = true
+	return b, &fakeDaemon{st: homeStatus()}, s
+}
+
 // settings are a publisher's settings for broker b.
 func settings(b *mosquitto.Broker) daemonsettings.MQTT {
 	s := daemonsettings.MQTTDefaults
@@ -257,10 +266,7 @@ func (s *subscriber) linkState(t *testing.T, link string, ok func(linkState) boo
 // changes; and an inactive link's availability offline.
 func TestDiscoveryAndState(t *testing.T) {
 	t.Parallel()
-	b := mosquitto.Start(t, mosquitto.Options{})
-	d := &fakeDaemon{st: homeStatus()}
-	s := settings(b)
-	s.Control = true
+	b, d, s := controlled(t)
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.wait(t, "macake/router/availability", func(p string) bool { return p == "online" })
@@ -344,10 +350,7 @@ func TestDiscoveryAndState(t *testing.T) {
 // nothing; a refused pause is logged.
 func TestSwitchPausesAndResumes(t *testing.T) {
 	t.Parallel()
-	b := mosquitto.Start(t, mosquitto.Options{})
-	d := &fakeDaemon{st: homeStatus()}
-	s := settings(b)
-	s.Control = true
+	b, d, s := controlled(t)
 	s.PauseFor = units.Duration(45 * time.Minute)
 	s.Interval = units.Duration(time.Hour) // the state below comes from the commands
 	r := startPublisher(t, s, d, nil)
@@ -541,10 +544,8 @@ func TestLastWill(t *testing.T) {
 // line, and the publisher goes on.
 func TestFloodOfSwitchCommands(t *testing.T) {
 	t.Parallel()
-	b := mosquitto.Start(t, mosquitto.Options{})
-	d := &fakeDaemon{st: homeStatus(), slow: 300 * time.Millisecond}
-	s := settings(b)
-	s.Control = true
+	b, d, s := controlled(t)
+	d.slow = 300 * time.Millisecond
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.linkState(t, "home", func(linkState) bool { return true })
