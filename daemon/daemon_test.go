@@ -449,19 +449,9 @@ func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
 		if rules := r.anchorRules(); len(rules) == 0 {
 			t.Fatalf("no anchor rules after start\n%s", r.log)
 		}
-		// Idle for a while: the controller learns the baselines.
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		r.emu.ResetCalls()
-
 		// A 50 Mbit/s bottleneck with a bloated buffer: saturated, every
 		// reply is 150 ms late while the shaper is faster than it.
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
-		time.Sleep(20 * time.Second)
-		synctest.Wait()
+		r.learnThenBloat(150*time.Millisecond, 50_000_000)
 		cut := r.pipeRate(48002)
 		if cut >= 80_000_000 || cut < 10_000_000 {
 			t.Fatalf("download after 20 s of bufferbloat: %d bit/s, want a cut below 80 Mbit/s\n%s", cut, r.log)
@@ -544,10 +534,7 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		r.slowSetRate.Store(int64(1500 * time.Millisecond))
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
+		r.bloat(150*time.Millisecond, 50_000_000)
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		if len(r.mutating()) == 0 {
@@ -1112,6 +1099,27 @@ func TestWatchTakesInMeasurements(t *testing.T) {
 	})
 }
 
+// bloat saturates the fake network behind a bloated download
+// bottleneck of capacity bit/s: every reply comes delay late.
+func (r *rig) bloat(delay time.Duration, capacity int64) {
+	r.net.set(func(n *fakeNet) {
+		n.busy, n.bloat = true, delay
+		n.capacity[shape.Download] = capacity
+	})
+}
+
+// learnThenBloat leaves the link idle for 10 s, so the controller learns
+// the baselines, forgets the calls so far, then bloats the network
+// (bloat) for 20 s.
+func (r *rig) learnThenBloat(delay time.Duration, capacity int64) {
+	time.Sleep(10 * time.Second)
+	synctest.Wait()
+	r.emu.ResetCalls()
+	r.bloat(delay, capacity)
+	time.Sleep(20 * time.Second)
+	synctest.Wait()
+}
+
 // grepLines returns the lines of s that contain substr.
 func grepLines(s, substr string) string {
 	var out []string
@@ -1212,10 +1220,7 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.emu.ResetCalls()
-				r.net.set(func(n *fakeNet) {
-					n.busy, n.bloat = true, 150*time.Millisecond
-					n.capacity[shape.Download] = 50_000_000
-				})
+				r.bloat(150*time.Millisecond, 50_000_000)
 				// Long before the next drift tick (30 s after the last),
 				// and past a hung dnctl's 10 s timeout.
 				time.Sleep(15 * time.Second)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/macake/macake/shape"
 )
 
 // TestDecayIsNoCut: after a burst has raised the rates above base, idle
@@ -47,10 +45,7 @@ func TestDecayIsNoCut(t *testing.T) {
 		}
 
 		// Bufferbloat: real cuts, counted alike by status, log and metrics.
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
+		r.bloat(150*time.Millisecond, 50_000_000)
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		log = r.log.String()
