@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/testuser"
 )
 
 // testLock is the options a test takes the state lock with: wait that
@@ -163,21 +164,6 @@ func asNobody(ctx context.Context, t *testing.T, argv ...string) (int, string) {
 	return res.ExitCode, string(res.Stderr)
 }
 
-// sharedDir is a fresh directory every user may enter (t.TempDir's
-// parent is root's alone), so that only the lock file's mode decides.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "macake-lock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func needSetpriv(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -195,7 +181,7 @@ func needSetpriv(t *testing.T) {
 // hold a shared lock on it that blocks every apply, down and watch.
 func TestLockIsRootsAlone(t *testing.T) {
 	needSetpriv(t)
-	dir := sharedDir(t)
+	dir := testuser.SharedDir(t)
 	path := filepath.Join(dir, LockFileName)
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -218,7 +204,7 @@ func TestLockIsRootsAlone(t *testing.T) {
 // not blamed on the last macake pid written in the file.
 func TestLockHeldByAnotherUserIsNamed(t *testing.T) {
 	needSetpriv(t)
-	dir := sharedDir(t)
+	dir := testuser.SharedDir(t)
 	path := filepath.Join(dir, LockFileName)
 	if err := os.WriteFile(path, []byte("999999 watch\n"), 0o644); err != nil {
 		t.Fatal(err)

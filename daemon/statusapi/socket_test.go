@@ -190,7 +190,7 @@ func TestOnlyOperatorsPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, child := peerDir(t)
+	dir, child := testuser.Dir(t, "statusapi.test")
 	path := SocketPath(dir)
 	ln, err := Listen(path, ops)
 	if err != nil {
@@ -255,28 +255,6 @@ func TestOnlyOperatorsPause(t *testing.T) {
 	}
 }
 
-// peerDir makes a directory the other users can enter, removed when the
-// test ends, holding a copy of this test binary (child) for them to run;
-// the test puts its socket there.
-func peerDir(t *testing.T) (dir, child string) {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "statusapi-peer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	child = filepath.Join(dir, "statusapi.test")
-	if err := os.WriteFile(child, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir, child
-}
-
 // forAnotherUser makes what a test needs to be asked by another user (uid
 // 65534): a directory that user can enter, holding a copy of this test
 // binary to run as it (child) and a socket it may connect to (path, ln).
@@ -286,7 +264,7 @@ func forAnotherUser(t *testing.T) (dir, child, path string, ln net.Listener) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a client as another user (CI runs as root)")
 	}
-	dir, child = peerDir(t)
+	dir, child = testuser.Dir(t, "statusapi.test")
 	path = SocketPath(dir)
 	var err error
 	if ln, err = Listen(path, operator.Policy{}); err != nil {
