@@ -10,27 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/config/problemtest"
 	"github.com/macake/macake/config/tomltext"
 	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/shape"
 )
-
-// posMsg renders a problem or warning as "LINE:COL: message" for tests.
-func posMsg(line, col int, msg string) string { return fmt.Sprintf("%d:%d: %s", line, col, msg) }
-
-// expect checks got against want, where each want is "LINE:COL: part of
-// the message" and the order is the report order.
-func expect(t *testing.T, what string, got []string, want []string) {
-	t.Helper()
-	ok := len(got) == len(want)
-	for i := 0; ok && i < len(want); i++ {
-		loc, part, _ := strings.Cut(want[i], " ")
-		ok = strings.HasPrefix(got[i], loc+" ") && strings.Contains(got[i], part)
-	}
-	if !ok {
-		t.Errorf("%s:\n got:  %s\n want: %s", what, strings.Join(got, "\n       "), strings.Join(want, "\n       "))
-	}
-}
 
 // testLimits are the limits of each target's backend as reconcile gives
 // them (config cannot import the backends): dummynet's on darwin; on
@@ -48,10 +32,10 @@ func parseTest(t *testing.T, name, text string, target Target) (Link, []string, 
 		if p.File != name {
 			t.Errorf("problem names file %q, want %q", p.File, name)
 		}
-		probs = append(probs, posMsg(p.Line, p.Col, p.Message))
+		probs = append(probs, problemtest.Pos(p.Line, p.Col, p.Message))
 	}
 	for _, w := range ws {
-		warns = append(warns, posMsg(w.Line, w.Col, w.Message))
+		warns = append(warns, problemtest.Pos(w.Line, w.Col, w.Message))
 	}
 	if err == nil && len(probs) > 0 || err != nil && len(probs) == 0 {
 		t.Errorf("error %v does not agree with problems %v", err, probs)
@@ -263,8 +247,8 @@ func TestParseRules(t *testing.T) {
 				target = TargetLinux
 			}
 			_, probs, warns := parseTest(t, "links.d/test.toml", tc.text, target)
-			expect(t, "problems", probs, tc.problems)
-			expect(t, "warnings", warns, tc.warnings)
+			problemtest.Expect(t, "problems", probs, tc.problems)
+			problemtest.Expect(t, "warnings", warns, tc.warnings)
 		})
 	}
 }

@@ -3,7 +3,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -29,6 +28,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/syncbuf"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/metrics"
@@ -218,24 +218,6 @@ type fakeFacts chan sensors.FactsEvent
 
 func (f fakeFacts) Watch(ctx context.Context) <-chan sensors.FactsEvent { return f }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // rig is a daemon on an emulated Mac.
 type rig struct {
 	t        *testing.T
@@ -245,7 +227,7 @@ type rig struct {
 	facts    fakeFacts
 	config   chan struct{}
 	net      *fakeNet
-	log      *syncBuffer
+	log      *syncbuf.Buffer
 	recent   *logging.Recent
 	metrics  *metrics.Metrics
 	d        *Daemon
@@ -315,7 +297,7 @@ func newRigWith(t *testing.T, policies map[string]string, st *state.State, facts
 	t.Helper()
 	r := &rig{configure: configure,
 		t: t, emu: pfdntest.New(), dir: filepath.Join(t.TempDir(), "links.d"), stateDir: t.TempDir(),
-		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncBuffer{}, done: make(chan error, 1),
+		facts: make(fakeFacts, 1), config: make(chan struct{}, 1), log: &syncbuf.Buffer{}, done: make(chan error, 1),
 		metrics: metrics.New(metrics.Options{}), recent: logging.NewRecent(50, nil),
 	}
 	r.net = &fakeNet{rtt: 20 * time.Millisecond, capacity: [2]int64{1_000_000_000, 1_000_000_000}}
@@ -376,7 +358,7 @@ func (r *rig) start(facts linkfacts.Facts) {
 // rigLogFile is the log file the rig's daemon says it writes to.
 const rigLogFile = "/var/log/macake/watch.log"
 
-func newTestLogger(w *syncBuffer) *logging.Logger {
+func newTestLogger(w *syncbuf.Buffer) *logging.Logger {
 	l, err := logging.New(logging.Options{Stderr: w, Level: slog.LevelDebug})
 	if err != nil {
 		panic(err)
@@ -467,19 +449,9 @@ func TestWatchControllerDecisionsAreSinglePipeUpdates(t *testing.T) {
 		if rules := r.anchorRules(); len(rules) == 0 {
 			t.Fatalf("no anchor rules after start\n%s", r.log)
 		}
-		// Idle for a while: the controller learns the baselines.
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		r.emu.ResetCalls()
-
 		// A 50 Mbit/s bottleneck with a bloated buffer: saturated, every
 		// reply is 150 ms late while the shaper is faster than it.
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
-		time.Sleep(20 * time.Second)
-		synctest.Wait()
+		r.learnThenBloat(150*time.Millisecond, 50_000_000)
 		cut := r.pipeRate(48002)
 		if cut >= 80_000_000 || cut < 10_000_000 {
 			t.Fatalf("download after 20 s of bufferbloat: %d bit/s, want a cut below 80 Mbit/s\n%s", cut, r.log)
@@ -562,10 +534,7 @@ func TestWatchReadsCountersWhenItSaysItDoes(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		r.slowSetRate.Store(int64(1500 * time.Millisecond))
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
+		r.bloat(150*time.Millisecond, 50_000_000)
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
 		if len(r.mutating()) == 0 {
@@ -1130,6 +1099,28 @@ func TestWatchTakesInMeasurements(t *testing.T) {
 	})
 }
 
+// bloat saturates the fake network behind a bloated download
+// bottleneck of capacity bit/s: every reply comes delay late.
+func (r *rig) bloat(delay time.Duration, capacity int64) {
+	r.net.set(func(n *fakeNet) {
+		n.busy, n.bloat = true, delay
+		n.capacity[shape.Download] = capacity
+	})
+}
+
+// learnThenBloat leaves the link idle for 10 s, so the controller learns
+// the baselines, forgets the calls so far, then bloats the network
+// (bloat) for 20 s.
+func (r *rig) learnThenBloat(delay time.Duration, capacity int64) {
+	time.Sleep(10 * time.Second)
+	synctest.Wait()
+	r.emu.ResetCalls()
+	r.bloat(delay, capacity)
+	time.Sleep(20 * time.Second)
+	synctest.Wait()
+}
+
+// grepLines returns the lines of s that contain substr.
 func grepLines(s, substr string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
@@ -1229,10 +1220,7 @@ func TestWatchRepairsSoonAfterAFailedRateChange(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.emu.ResetCalls()
-				r.net.set(func(n *fakeNet) {
-					n.busy, n.bloat = true, 150*time.Millisecond
-					n.capacity[shape.Download] = 50_000_000
-				})
+				r.bloat(150*time.Millisecond, 50_000_000)
 				// Long before the next drift tick (30 s after the last),
 				// and past a hung dnctl's 10 s timeout.
 				time.Sleep(15 * time.Second)

@@ -25,6 +25,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statuspage"
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/syncbuf"
 	"github.com/macake/macake/metrics"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -84,7 +85,7 @@ func TestWatchHoldsUpUnderAConnectionFlood(t *testing.T) {
 	net := &fakeNet{rtt: 2 * time.Millisecond, capacity: [2]int64{1e9, 1e9}}
 	facts := make(fakeFacts, 1)
 	facts <- sensors.FactsEvent{Facts: factsOn("en0", homeMAC), Reason: "start"}
-	logBuf := &syncBuffer{}
+	logBuf := &syncbuf.Buffer{}
 	log := slog.New(newTestLogger(logBuf).Handler())
 	m := metrics.New(metrics.Options{})
 	d, err := New(Config{

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/macake/macake/shape"
 )
 
 // starlinkLink is the Starlink recipe of docs/CONFIG.md: a fixed download
@@ -38,16 +36,8 @@ func TestWatchFollowsDirectionModes(t *testing.T) {
 		if up, down := r.pipeRate(48001), r.pipeRate(48002); up != 12_000_000 || down != 150_000_000 {
 			t.Fatalf("pipes at start: upload %d, download %d", up, down)
 		}
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
-		r.emu.ResetCalls()
 		// A bloated bottleneck below the download cap: every reply is late.
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 100_000_000
-		})
-		time.Sleep(20 * time.Second)
-		synctest.Wait()
+		r.learnThenBloat(150*time.Millisecond, 100_000_000)
 		if up, down := r.pipeRate(48001), r.pipeRate(48002); up >= 12_000_000 || down != 150_000_000 {
 			t.Errorf("after 20 s of bufferbloat: upload %d (want cut below 12 Mbit/s), download %d (want the fixed 150 Mbit/s)", up, down)
 		}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/macake/macake/config/settings"
-	"github.com/macake/macake/shape"
 )
 
 // TestWatchKeepsItsPaceWithABrokerThatNeverAnswers: the MQTT publisher
@@ -73,10 +72,7 @@ func TestWatchKeepsItsPaceWithABrokerThatNeverAnswers(t *testing.T) {
 					c.Settings.MQTT.Broker, c.Settings.MQTT.Control = "mqtt://broker.invalid", true
 					c.MQTTDial = dial
 				})
-				r.net.set(func(n *fakeNet) {
-					n.busy, n.bloat = true, 150*time.Millisecond
-					n.capacity[shape.Download] = 50_000_000
-				})
+				r.bloat(150*time.Millisecond, 50_000_000)
 				time.Sleep(5 * time.Second)
 				synctest.Wait()
 

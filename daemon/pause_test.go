@@ -18,7 +18,6 @@ import (
 
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/sense/linkfacts"
-	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
 
@@ -260,10 +259,7 @@ func TestWatchKeepsItsPaceUnderAFloodOfPauses(t *testing.T) {
 		// home saturates a bloated 50 Mbit/s bottleneck: its controller
 		// cuts and raises the rate all the time, each change one pipe
 		// update through the loop.
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
+		r.bloat(150*time.Millisecond, 50_000_000)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		// A slow machine: everything but a rate change takes 50 ms, so

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/macake/macake/shape"
 )
 
 // TestDecayIsNoCut: after a burst has raised the rates above base, idle
@@ -37,45 +35,31 @@ func TestDecayIsNoCut(t *testing.T) {
 		synctest.Wait()
 		log := r.log.String()
 		if n := strings.Count(log, "event=cut"); n != 0 {
-			t.Errorf("%d event=cut lines after a clean burst and idle; want none:\n%s", n, grep(log, "event=cut"))
+			t.Errorf("%d event=cut lines after a clean burst and idle; want none:\n%s", n, grepLines(log, "event=cut"))
 		}
 		if !regexp.MustCompile(`level=DEBUG msg="rate lowered" event=lower .*reason=decay`).MatchString(log) {
-			t.Errorf("no decay step logged at debug as event=lower:\n%s", grep(log, "rate"))
+			t.Errorf("no decay step logged at debug as event=lower:\n%s", grepLines(log, "rate"))
 		}
 		if c := r.d.Status().Links[0].Controller; c == nil || c.Cuts != 0 {
 			t.Errorf("status after decay only: %+v, want 0 cuts", c)
 		}
 
 		// Bufferbloat: real cuts, counted alike by status, log and metrics.
-		r.net.set(func(n *fakeNet) {
-			n.busy, n.bloat = true, 150*time.Millisecond
-			n.capacity[shape.Download] = 50_000_000
-		})
+		r.bloat(150*time.Millisecond, 50_000_000)
 		time.Sleep(20 * time.Second)
 		synctest.Wait()
 		log = r.log.String()
 		lines := strings.Count(log, "event=cut")
-		if lines == 0 || !strings.Contains(grep(log, "event=cut"), "level=INFO") {
+		if lines == 0 || !strings.Contains(grepLines(log, "event=cut"), "level=INFO") {
 			t.Fatalf("no cut logged at info under bufferbloat:\n%s", log)
 		}
 		if got := r.d.Status().Links[0].Controller.Cuts; got != uint64(lines) {
-			t.Errorf("status says %d cuts, the log has %d event=cut lines:\n%s", got, lines, grep(log, "event=cut"))
+			t.Errorf("status says %d cuts, the log has %d event=cut lines:\n%s", got, lines, grepLines(log, "event=cut"))
 		}
 		if got := metricSum(r.scrape(), `macake_rate_changes_total{change="cut"`); got != lines {
 			t.Errorf("metrics count %d cuts, the log %d", got, lines)
 		}
 	})
-}
-
-// grep returns the lines of s that contain sub.
-func grep(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // metricSum adds the values of the scraped series that start with prefix.

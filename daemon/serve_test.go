@@ -17,6 +17,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/internal/syncbuf"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
@@ -48,7 +49,7 @@ func serveOptions(t *testing.T, log io.Writer) ServeOptions {
 }
 
 func TestServeRunsUntilStopped(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	o := serveOptions(t, &log)
 	o.StartFailed = func(err error) { t.Errorf("StartFailed(%v)", err) }
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -73,7 +74,7 @@ func TestServeRunsUntilStopped(t *testing.T) {
 // it returns is the one it gave StartFailed; one stopped while it waits
 // exits cleanly.
 func TestServeWhileAnotherWatchRuns(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	o := serveOptions(t, &log)
 	l, err := state.AcquireLock(context.Background(), o.StateDir, state.LockOptions{Holder: state.HolderWatch, SkipOwnershipCheck: true})
 	if err != nil {
@@ -136,7 +137,7 @@ func TestCapStderrFile(t *testing.T) {
 // directory; a --state-dir that does not exist (a typo) fails the start,
 // naming it, rather than keep a second record of what macake owns.
 func TestServeRefusesAMissingStateDir(t *testing.T) {
-	var log syncBuffer
+	var log syncbuf.Buffer
 	o := serveOptions(t, &log)
 	o.StateDir += "-typo"
 	var failed error

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/internal/syncbuf"
 )
 
 // TestStatusSocketComesBack: a socket that cannot be bound at the start
@@ -22,7 +23,7 @@ func TestStatusSocketComesBack(t *testing.T) {
 	if err := os.WriteFile(socket, []byte("not a socket"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

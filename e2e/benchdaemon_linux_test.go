@@ -335,12 +335,7 @@ func TestWatchStartsNoProcessPerRateChange(t *testing.T) {
 	// Three drift checks in the window below, not one every 30 s.
 	w.Args = []string{"--drift-interval", "5s"}
 	ctx := context.Background()
-	w.StartFor(t)
-	time.Sleep(3 * time.Second)
-	load, err := tb.StartLoad(ctx, 4, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	load := startUnderLoad(ctx, t, w, tb)
 	_, _, _, _, from := log.count(0)
 	time.Sleep(15 * time.Second)
 	all, _, _, reads, _ := log.count(from)

@@ -175,24 +175,10 @@ func (o *office) load(ctx context.Context, dir byte, warmup, length time.Duratio
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				buf := make([]byte, 64<<10)
-				for ctx.Err() == nil {
-					var err error
-					if dir == bulkDownload {
-						var n int
-						n, err = c.Read(buf)
-						o.received[pc].Add(int64(n))
-					} else {
-						_, err = c.Write(buf)
-					}
-					if err != nil {
-						if ctx.Err() == nil {
-							mu.Lock()
-							errs = append(errs, fmt.Errorf("pc%d: %w", pc+1, err))
-							mu.Unlock()
-						}
-						return
-					}
+				if err := pump(ctx, c, dir, &o.received[pc]); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("pc%d: %w", pc+1, err))
+					mu.Unlock()
 				}
 			}()
 		}

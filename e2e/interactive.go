@@ -36,17 +36,29 @@ type callLeg struct {
 // window returns the one-way delays (ms) of the packets sent in [from, to)
 // that arrived, in sequence order, and how many did not.
 func (l *callLeg) window(from, to time.Time) (owd []float64, lost int) {
-	for i, at := range l.sent {
+	arrived, lost := arrivedIn(l.sent, l.owd, from, to)
+	for _, d := range arrived {
+		owd = append(owd, score.Ms(d))
+	}
+	return owd, lost
+}
+
+// arrivedIn returns, of the packets sent at sent (in sequence order) with
+// the delays delay (0: never arrived), the delays of those sent in
+// [from, to) that arrived, and how many of those did not: a call leg's
+// one-way delays, a probe's round trips.
+func arrivedIn(sent []time.Time, delay []time.Duration, from, to time.Time) (arrived []time.Duration, lost int) {
+	for i, at := range sent {
 		if at.Before(from) || !at.Before(to) {
 			continue
 		}
-		if l.owd[i] == 0 {
+		if delay[i] == 0 {
 			lost++
 			continue
 		}
-		owd = append(owd, score.Ms(l.owd[i]))
+		arrived = append(arrived, delay[i])
 	}
-	return owd, lost
+	return arrived, lost
 }
 
 // flow is what the leg's packets sent in [loadFrom, loadTo) felt: loss,

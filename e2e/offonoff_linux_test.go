@@ -235,6 +235,20 @@ func newWatchShaper(m *Macake, tb *Testbed) *WatchShaper {
 	}}
 }
 
+// startUnderLoad starts watch, gives its controller 3 s to learn the idle
+// baselines, then puts 4 download and 2 upload flows on the testbed; the
+// caller stops them.
+func startUnderLoad(ctx context.Context, t *testing.T, w *WatchShaper, tb *Testbed) *Load {
+	t.Helper()
+	w.StartFor(t)
+	time.Sleep(3 * time.Second)
+	load, err := tb.StartLoad(ctx, 4, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return load
+}
+
 // TestPoliciesAreValid: the policies the e2e runs with, and the shipped
 // Linux example, pass validation for Linux without warnings, and the
 // autorate ones probe the reflectors they were given; on macOS the

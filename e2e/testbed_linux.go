@@ -273,26 +273,10 @@ func (t *Testbed) StartLoad(ctx context.Context, down, up int) (*Load, error) {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			buf := make([]byte, 64<<10)
-			for ctx.Err() == nil {
-				var err error
-				if cmd == bulkDownload {
-					var n int
-					n, err = c.Read(buf)
-					t.downBytes.Add(int64(n))
-				} else {
-					// The server counts what arrives (Bytes): the socket
-					// buffer accepts more than the link has carried.
-					_, err = c.Write(buf)
-				}
-				if err != nil {
-					if ctx.Err() == nil {
-						l.mu.Lock()
-						l.errs = append(l.errs, err)
-						l.mu.Unlock()
-					}
-					return
-				}
+			if err := pump(ctx, c, cmd, &t.downBytes); err != nil {
+				l.mu.Lock()
+				l.errs = append(l.errs, err)
+				l.mu.Unlock()
 			}
 		}()
 	}
@@ -360,6 +344,31 @@ func StartProbe(ns *netns.Namespace, target netip.AddrPort, interval time.Durati
 	return p, nil
 }
 
+// pump runs one bulk flow on c until ctx ends: it reads what the server
+// sends (dir bulkDownload), counting it in received, or writes to the
+// server, which counts what arrives (the socket buffer accepts more than
+// the link has carried). It returns the flow's error; nil once ctx ended.
+func pump(ctx context.Context, c net.Conn, dir byte, received *atomic.Int64) error {
+	buf := make([]byte, 64<<10)
+	for ctx.Err() == nil {
+		var err error
+		if dir == bulkDownload {
+			var n int
+			n, err = c.Read(buf)
+			received.Add(int64(n))
+		} else {
+			_, err = c.Write(buf)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
 func (p *Probe) send() {
 	defer p.wg.Done()
 	tick := time.NewTicker(p.interval)
@@ -409,17 +418,7 @@ func (p *Probe) receive() {
 func (p *Probe) Window(from, to time.Time) (rtts []time.Duration, lost int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, at := range p.sent {
-		if at.Before(from) || !at.Before(to) {
-			continue
-		}
-		if p.rtt[i] == 0 {
-			lost++
-			continue
-		}
-		rtts = append(rtts, p.rtt[i])
-	}
-	return rtts, lost
+	return arrivedIn(p.sent, p.rtt, from, to)
 }
 
 // Series returns, for the probes sent in [from, to), their send time

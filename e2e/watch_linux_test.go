@@ -123,12 +123,7 @@ func TestWatchRepairsAClassDeletedUnderLoad(t *testing.T) {
 	m.SetPolicy(t, "dc", AutoratePolicy(tr, config.LawMacake, Reflectors))
 	w := newWatchShaper(m, tb)
 	ctx := context.Background()
-	w.StartFor(t)
-	time.Sleep(3 * time.Second)
-	load, err := tb.StartLoad(ctx, 4, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	load := startUnderLoad(ctx, t, w, tb)
 	defer load.Stop()
 	time.Sleep(3 * time.Second)
 	tb.Client.Exec("tc", "class", "del", "dev", ClientDev, "classid", "4d4b:1")

@@ -250,29 +250,36 @@ func (lf *File) report() {
 	}
 }
 
-// Rotate rotates now, whatever the size; an empty file is left alone.
-func (lf *File) Rotate() error {
+// whileOpen runs f with the lock held, unless the file is closed
+// (fs.ErrClosed), and then hands a pending problem to onError.
+func (lf *File) whileOpen(f func() error) error {
 	defer lf.report()
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	if lf.closed {
 		return fs.ErrClosed
 	}
-	if lf.size == 0 {
-		return nil
-	}
-	return lf.rotateLocked()
+	return f()
+}
+
+// Rotate rotates now, whatever the size; an empty file is left alone.
+func (lf *File) Rotate() error {
+	return lf.whileOpen(func() error {
+		if lf.size == 0 {
+			return nil
+		}
+		return lf.rotateLocked()
+	})
 }
 
 // Reopen closes the descriptor and opens PATH again, creating it if an
 // external rotator moved it away. Call it on SIGHUP.
 func (lf *File) Reopen() error {
-	defer lf.report()
-	lf.mu.Lock()
-	defer lf.mu.Unlock()
-	if lf.closed {
-		return fs.ErrClosed
-	}
+	return lf.whileOpen(lf.reopenLocked)
+}
+
+// reopenLocked is Reopen with the lock held.
+func (lf *File) reopenLocked() error {
 	if err := makeDir(filepath.Dir(lf.path)); err != nil {
 		return err
 	}

@@ -38,10 +38,7 @@ type shaperCollector struct {
 func newShaperCollector() *shaperCollector { return &shaperCollector{} }
 
 // shaperFamilies are the families of a reading, in name order.
-var shaperFamilies = []struct {
-	name, help, typ string
-	value           func(ShaperCounters) uint64
-}{
+var shaperFamilies = []seriesFamily[ShaperCounters, uint64]{
 	{"shaper_backlog_bytes", "Bytes queued in the shaper at the last reading.", typeGauge, func(s ShaperCounters) uint64 { return s.BacklogBytes }},
 	{"shaper_backlog_packets", "Packets queued in the shaper at the last reading.", typeGauge, func(s ShaperCounters) uint64 { return s.BacklogPackets }},
 	{"shaper_bytes_total", "Bytes the shaper took in (dummynet pipe) or sent (tc root qdisc), from the kernel's counters (read on the drift tick and when status asks).", typeCounter, func(s ShaperCounters) uint64 { return s.Bytes }},
@@ -52,10 +49,7 @@ var shaperFamilies = []struct {
 
 // tinFamilies are the families of CAKE's tins, in name order: tc -s's
 // table, one series per tin.
-var tinFamilies = []struct {
-	name, help, typ string
-	value           func(backend.TinStats) float64
-}{
+var tinFamilies = []seriesFamily[backend.TinStats, float64]{
 	{"shaper_tin_ack_drops_total", "TCP ACKs CAKE's ACK filter removed from the tin.", typeCounter, func(t backend.TinStats) float64 { return float64(t.ACKDrops) }},
 	{"shaper_tin_backlog_bytes", "Bytes queued in the CAKE tin at the last reading.", typeGauge, func(t backend.TinStats) float64 { return float64(t.BacklogBytes) }},
 	{"shaper_tin_bulk_flows", "Flows CAKE schedules as bulk (backlogged) in the tin at the last reading.", typeGauge, func(t backend.TinStats) float64 { return float64(t.BulkFlows) }},
@@ -83,16 +77,7 @@ func (c *shaperCollector) write(e *expo) {
 	for i, s := range last {
 		labels[i] = renderLabels([]string{"link", "direction"}, []string{s.Link, s.Direction.String()}, "", "")
 	}
-	for _, f := range shaperFamilies {
-		if len(last) == 0 {
-			break
-		}
-		name := Namespace + "_" + f.name
-		e.header(name, f.help, f.typ)
-		for i, s := range last {
-			e.sampleUint(name, labels[i], f.value(s))
-		}
-	}
+	writeFamilies(e, shaperFamilies, labels, last)
 	e.single(Namespace+"_shaper_stats_timestamp_seconds", "Unix time of the last reading of the shapers' counters.", typeGauge, float64(at.UnixMilli())/1e3)
 	type tinSample struct {
 		labels string
@@ -106,14 +91,37 @@ func (c *shaperCollector) write(e *expo) {
 	}
 	// In label order, as every other family: a scraper's diff stays stable.
 	slices.SortFunc(tins, func(a, b tinSample) int { return strings.Compare(a.labels, b.labels) })
-	for _, f := range tinFamilies {
-		if len(tins) == 0 {
-			break
-		}
+	tinLabels := make([]string, len(tins))
+	tinStats := make([]backend.TinStats, len(tins))
+	for i, t := range tins {
+		tinLabels[i], tinStats[i] = t.labels, t.tin
+	}
+	writeFamilies(e, tinFamilies, tinLabels, tinStats)
+}
+
+// seriesFamily is a metric family whose samples are read from values of T.
+type seriesFamily[T any, V uint64 | float64] struct {
+	name, help, typ string
+	value           func(T) V
+}
+
+// writeFamilies writes each family's header and a sample per series:
+// labels[i] with the family's value of series[i]. It writes nothing for
+// no series.
+func writeFamilies[T any, V uint64 | float64](e *expo, families []seriesFamily[T, V], labels []string, series []T) {
+	if len(series) == 0 {
+		return
+	}
+	for _, f := range families {
 		name := Namespace + "_" + f.name
 		e.header(name, f.help, f.typ)
-		for _, t := range tins {
-			e.sample(name, t.labels, f.value(t.tin))
+		for i, s := range series {
+			switch v := any(f.value(s)).(type) {
+			case uint64:
+				e.sampleUint(name, labels[i], v)
+			case float64:
+				e.sample(name, labels[i], v)
+			}
 		}
 	}
 }

@@ -161,6 +161,16 @@ type Plan struct {
 // Empty reports whether the plan changes nothing.
 func (p Plan) Empty() bool { return len(p.Ops) == 0 }
 
+// Commands returns how many commands the plan runs, all ops together:
+// the steps a failure or a kill can stop it at.
+func (p Plan) Commands() int {
+	n := 0
+	for _, op := range p.Ops {
+		n += len(op.Commands)
+	}
+	return n
+}
+
 // Count returns how many operations create, update and remove.
 func (p Plan) Count() (create, update, remove int) {
 	for _, op := range p.Ops {

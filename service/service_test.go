@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/macake/macake/service"
+	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/servicetest"
+	"github.com/macake/macake/service/systemd"
 )
 
 var program = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"}
@@ -69,5 +71,35 @@ func TestResolveProgram(t *testing.T) {
 	h.Executable = func() (string, error) { return "", errors.New("no /proc") }
 	if _, _, err := service.ResolveProgram(h, service.ProgramRequest{ConfigDir: "/a", StateDir: "/b"}, service.Progress{}); err == nil || errors.As(err, &reqErr) {
 		t.Errorf("unknown executable: %v, want a failure that is not the request's", err)
+	}
+}
+
+// TestProgramValidate: every service file macake renders refuses a
+// program a service cannot run (service.Program.Validate): a relative or
+// empty path, which the manager would resolve against /, or a control
+// character, which no plist or unit carries.
+func TestProgramValidate(t *testing.T) {
+	renderers := map[string]func(service.Program) ([]byte, error){
+		"Validate":            func(p service.Program) ([]byte, error) { return nil, p.Validate() },
+		"launchd.DaemonPlist": launchd.DaemonPlist,
+		"launchd.AgentPlist":  func(p service.Program) ([]byte, error) { return launchd.AgentPlist(p, "/Users/you") },
+		"systemd.WatchUnit":   systemd.WatchUnit,
+		"systemd.MonitorUnit": systemd.MonitorUnit,
+	}
+	for name, p := range map[string]service.Program{
+		"relative binary": {Binary: "macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"},
+		"empty binary":    {ConfigDir: "/etc/macake/links.d", StateDir: "/var/lib/macake"},
+		"relative config": {Binary: "/bin/macake", ConfigDir: "links.d", StateDir: "/var/db/macake"},
+		"relative state":  {Binary: "/bin/macake", ConfigDir: "/etc", StateDir: "db"},
+		"control char":    {Binary: "/bin/mac\x07ake", ConfigDir: "/etc", StateDir: "/db"},
+	} {
+		for r, render := range renderers {
+			if _, err := render(p); err == nil {
+				t.Errorf("%s: %s accepted %+v", name, r, p)
+			}
+		}
+	}
+	if err := program.Validate(); err != nil {
+		t.Errorf("a valid program: %v", err)
 	}
 }

@@ -708,14 +708,25 @@ func (e *engine) owd() int64 {
 // fromClient sends a packet from the Mac: through the upload pipe unless it
 // is an exempt controller probe.
 func (e *engine) fromClient(p packet) {
-	pp := &e.pipes[shape.Upload]
-	if p.kind == kindProbe || pp.rate == 0 {
+	if bypass, _ := e.intoClientPipe(shape.Upload, p); bypass {
 		e.toUploadBottleneck(p)
-		return
+	}
+}
+
+// intoClientPipe puts p into the client's pipe of direction d. bypass is
+// true when p goes around the pipe (an exempt controller probe, or the
+// direction unshaped), for the caller to send on; dropped when the full
+// pipe dropped it (recorded as dropped).
+func (e *engine) intoClientPipe(d shape.Direction, p packet) (bypass, dropped bool) {
+	pp := &e.pipes[d]
+	if p.kind == kindProbe || pp.rate == 0 {
+		return true, false
 	}
 	if !pp.enqueue(p) {
-		e.rec.dropped(shape.Upload, p)
+		e.rec.dropped(d, p)
+		return false, true
 	}
+	return false, false
 }
 
 func (e *engine) toUploadBottleneck(p packet) {
@@ -783,13 +794,10 @@ func (e *engine) afterBottleneck(d shape.Direction, p packet) {
 	}
 	e.rxBytes += uint64(p.size)
 	e.rxPackets++
-	pp := &e.pipes[shape.Download]
-	if p.kind == kindProbe || pp.rate == 0 {
+	switch bypass, dropped := e.intoClientPipe(shape.Download, p); {
+	case bypass:
 		e.atClient(p)
-		return
-	}
-	if !pp.enqueue(p) {
-		e.rec.dropped(shape.Download, p)
+	case dropped:
 		e.rec.unserved(shape.Download, p)
 	}
 }
@@ -805,17 +813,10 @@ func (e *engine) fromFar(p packet) {
 }
 
 func (e *engine) atFar(p packet) {
-	e.rec.deliver(shape.Upload, e.now, p.size)
+	if e.arrive(shape.Upload, p, e.fromFar) {
+		return
+	}
 	switch p.kind {
-	case kindData: // an upload flow's segment reaches its server
-		f := e.flows[p.flow]
-		if now, sack := f.rcv.onData(e.now, p.seq, p.sent); now {
-			e.fromFar(f.ackPacket(p.flow, sack))
-		}
-	case kindAck: // a download flow's ack reaches its server
-		f := e.flows[p.flow]
-		f.snd.onAck(e.now, p.seq, p.sack, p.echo)
-		e.transmit(f, p.flow)
 	case kindProbe:
 		if e.rngLoss.Float64() < e.opt.ProbeLoss {
 			return
@@ -835,6 +836,29 @@ func (e *engine) atFar(p packet) {
 	case kindCall:
 		e.rec.callArrived(shape.Upload, p, e.now)
 	}
+}
+
+// arrive records p's delivery at the end of direction d (the far end
+// of an upload, the Mac for a download) and takes a flow's packet there: a
+// segment is acknowledged when the receiver says so (the ack leaves
+// through send, back the way it came), an ack moves the sender on. It
+// reports whether p was a flow's packet, which needs nothing more.
+func (e *engine) arrive(d shape.Direction, p packet, send func(packet)) bool {
+	e.rec.deliver(d, e.now, p.size)
+	switch p.kind {
+	case kindData:
+		f := e.flows[p.flow]
+		if now, sack := f.rcv.onData(e.now, p.seq, p.sent); now {
+			send(f.ackPacket(p.flow, sack))
+		}
+	case kindAck:
+		f := e.flows[p.flow]
+		f.snd.onAck(e.now, p.seq, p.sack, p.echo)
+		e.transmit(f, p.flow)
+	default:
+		return false
+	}
+	return true
 }
 
 // jitter is one reply's extra delay at the reflector: usually a fraction of
@@ -860,17 +884,10 @@ func (e *engine) insertReply(tp timedPacket) {
 }
 
 func (e *engine) atClient(p packet) {
-	e.rec.deliver(shape.Download, e.now, p.size)
+	if e.arrive(shape.Download, p, e.fromClient) {
+		return
+	}
 	switch p.kind {
-	case kindData: // a download flow's segment reaches the Mac
-		f := e.flows[p.flow]
-		if now, sack := f.rcv.onData(e.now, p.seq, p.sent); now {
-			e.fromClient(f.ackPacket(p.flow, sack))
-		}
-	case kindAck: // an upload flow's ack comes back
-		f := e.flows[p.flow]
-		f.snd.onAck(e.now, p.seq, p.sack, p.echo)
-		e.transmit(f, p.flow)
 	case kindProbe:
 		if !e.controlOn {
 			return

@@ -14,16 +14,32 @@ import (
 	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/internal/testuser"
 )
+
+// testLock is the options a test takes the state lock with: wait that
+// long, as holder, creating the directory's lock file; the ownership
+// checks apply only to root.
+func testLock(wait time.Duration, holder string) LockOptions {
+	return LockOptions{Wait: wait, Holder: holder, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0}
+}
+
+// mustLock takes the state lock in dir as holder, waiting up to a
+// second, and fails the test when it cannot.
+func mustLock(t *testing.T, dir, holder string) *Lock {
+	t.Helper()
+	l, err := AcquireLock(context.Background(), dir, testLock(time.Second, holder))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
 
 func TestLockExcludesAndNamesTheHolder(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	held, err := AcquireLock(ctx, dir, LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = AcquireLock(ctx, dir, LockOptions{Wait: 100 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	held := mustLock(t, dir, "")
+	_, err := AcquireLock(ctx, dir, testLock(100*time.Millisecond, ""))
 	var le *LockedError
 	if !errors.As(err, &le) || !errors.Is(err, ErrLocked) {
 		t.Fatalf("second lock: %v, want a LockedError", err)
@@ -34,7 +50,7 @@ func TestLockExcludesAndNamesTheHolder(t *testing.T) {
 	if err := held.Release(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := AcquireLock(ctx, dir, LockOptions{Wait: 100 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	again, err := AcquireLock(ctx, dir, testLock(100*time.Millisecond, ""))
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -43,17 +59,14 @@ func TestLockExcludesAndNamesTheHolder(t *testing.T) {
 
 func TestLockWaitsForTheHolder(t *testing.T) {
 	dir := t.TempDir()
-	held, err := AcquireLock(context.Background(), dir, LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustLock(t, dir, "")
 	released := make(chan struct{})
 	go func() {
 		time.Sleep(150 * time.Millisecond)
 		held.Release()
 		close(released)
 	}()
-	l, err := AcquireLock(context.Background(), dir, LockOptions{Wait: 10 * time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	l, err := AcquireLock(context.Background(), dir, testLock(10*time.Second, ""))
 	if err != nil {
 		t.Fatalf("the waiter must get the lock once it is released: %v", err)
 	}
@@ -63,26 +76,20 @@ func TestLockWaitsForTheHolder(t *testing.T) {
 
 func TestLockHonoursContext(t *testing.T) {
 	dir := t.TempDir()
-	held, err := AcquireLock(context.Background(), dir, LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustLock(t, dir, "")
 	defer held.Release()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := AcquireLock(ctx, dir, LockOptions{Wait: 10 * time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0}); !errors.Is(err, context.Canceled) {
+	if _, err := AcquireLock(ctx, dir, testLock(10*time.Second, "")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 }
 
 func TestLockHeldByWatchSaysTheDaemonIsRunning(t *testing.T) {
 	dir := t.TempDir()
-	held, err := AcquireLock(context.Background(), dir, LockOptions{Wait: time.Second, Holder: HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := mustLock(t, dir, HolderWatch)
 	defer held.Release()
-	_, err = AcquireLock(context.Background(), dir, LockOptions{Wait: 50 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	_, err := AcquireLock(context.Background(), dir, testLock(50*time.Millisecond, ""))
 	var le *LockedError
 	if !errors.As(err, &le) || le.Holder != HolderWatch || le.PID != os.Getpid() {
 		t.Fatalf("got %#v (%v), want a LockedError naming watch and pid %d", le, err, os.Getpid())
@@ -126,22 +133,19 @@ func TestHolderProbesWithoutTaking(t *testing.T) {
 	if _, _, held, err := Holder(dir); held || err != nil {
 		t.Fatalf("no lock file: held %v, %v", held, err)
 	}
-	l, err := AcquireLock(context.Background(), dir, LockOptions{Wait: time.Second, Holder: HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLock(t, dir, HolderWatch)
 	pid, who, held, err := Holder(dir)
 	if !held || pid != os.Getpid() || who != HolderWatch || err != nil {
 		t.Fatalf("held by watch: pid %d, holder %q, held %v, %v", pid, who, held, err)
 	}
-	if _, err := AcquireLock(context.Background(), dir, LockOptions{Wait: 50 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0}); !errors.Is(err, ErrLocked) {
+	if _, err := AcquireLock(context.Background(), dir, testLock(50*time.Millisecond, "")); !errors.Is(err, ErrLocked) {
 		t.Fatalf("the probe must leave the lock held: %v", err)
 	}
 	l.Release()
 	if _, _, held, err := Holder(dir); held || err != nil {
 		t.Fatalf("after release: held %v, %v", held, err)
 	}
-	again, err := AcquireLock(context.Background(), dir, LockOptions{Wait: 50 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	again, err := AcquireLock(context.Background(), dir, testLock(50*time.Millisecond, ""))
 	if err != nil {
 		t.Fatalf("the probe must not keep the lock: %v", err)
 	}
@@ -158,21 +162,6 @@ func asNobody(ctx context.Context, t *testing.T, argv ...string) (int, string) {
 		t.Errorf("%v: %v", cmd, err)
 	}
 	return res.ExitCode, string(res.Stderr)
-}
-
-// sharedDir is a fresh directory every user may enter (t.TempDir's
-// parent is root's alone), so that only the lock file's mode decides.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "macake-lock-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 func needSetpriv(t *testing.T) {
@@ -192,15 +181,12 @@ func needSetpriv(t *testing.T) {
 // hold a shared lock on it that blocks every apply, down and watch.
 func TestLockIsRootsAlone(t *testing.T) {
 	needSetpriv(t)
-	dir := sharedDir(t)
+	dir := testuser.SharedDir(t)
 	path := filepath.Join(dir, LockFileName)
 	if err := os.WriteFile(path, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := AcquireLock(context.Background(), dir, LockOptions{Wait: time.Second, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLock(t, dir, "")
 	if code, stderr := asNobody(context.Background(), t, "cat", filepath.Join(dir, HolderFileName)); code != 0 {
 		t.Fatalf("others must be able to read the holder file (and this test needs them to enter the directory): %s", stderr)
 	}
@@ -218,7 +204,7 @@ func TestLockIsRootsAlone(t *testing.T) {
 // not blamed on the last macake pid written in the file.
 func TestLockHeldByAnotherUserIsNamed(t *testing.T) {
 	needSetpriv(t)
-	dir := sharedDir(t)
+	dir := testuser.SharedDir(t)
 	path := filepath.Join(dir, LockFileName)
 	if err := os.WriteFile(path, []byte("999999 watch\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -240,7 +226,7 @@ func TestLockHeldByAnotherUserIsNamed(t *testing.T) {
 			t.Fatal("the other user's flock never showed up in /proc/locks")
 		}
 	}
-	_, err = AcquireLock(context.Background(), dir, LockOptions{Wait: 100 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	_, err = AcquireLock(context.Background(), dir, testLock(100*time.Millisecond, ""))
 	var le *LockedError
 	if !errors.As(err, &le) || le.Blocker == nil || le.Blocker.UID != 65534 ||
 		!strings.Contains(err.Error(), "uid 65534 (not root), which is not a macake run") || strings.Contains(err.Error(), "999999") {
@@ -253,10 +239,7 @@ func TestLockHeldByAnotherUserIsNamed(t *testing.T) {
 // longer does once that process is gone.
 func TestHolderFileTellsUsersWhoHoldsTheLock(t *testing.T) {
 	dir := t.TempDir()
-	l, err := AcquireLock(context.Background(), dir, LockOptions{Wait: time.Second, Holder: HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := mustLock(t, dir, HolderWatch)
 	if pid, who, held := holderFromFile(dir, LockFileName); !held || pid != os.Getpid() || who != HolderWatch {
 		t.Fatalf("while held: %d %q %v", pid, who, held)
 	}
@@ -280,7 +263,7 @@ func TestNamedLocksAreSeparate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Release()
-	main, err := AcquireLock(context.Background(), dir, LockOptions{Wait: 50 * time.Millisecond, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
+	main, err := AcquireLock(context.Background(), dir, testLock(50*time.Millisecond, ""))
 	if err != nil {
 		t.Fatalf("the state lock must be free while the selftest holds its own: %v", err)
 	}

@@ -356,20 +356,10 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 // forgets a held token that pf no longer knows. It is idempotent and safe
 // after a crash. It returns the plan it executed.
 func (b *Backend) Teardown(ctx context.Context) (plan.Plan, error) {
-	p, err := b.Plan(ctx, shape.State{})
-	if err != nil {
-		return p, err
-	}
 	// As apply does: every pipe in one dnctl (ExecuteBatch), which for
 	// 200 links took 400 processes one by one (issue 27).
-	var done []plan.Op
-	err = b.ExecuteBatch(ctx, p.Ops, func(i int, err error) {
-		if err == nil {
-			done = append(done, p.Ops[i])
-		}
-	})
+	p, err := backend.TeardownBatch(ctx, b)
 	if err != nil {
-		p.Ops = done
 		return p, err
 	}
 	if b.tokens.PFToken() != "" {

@@ -63,7 +63,7 @@ func (b *Backend) ExecuteBatch(ctx context.Context, ops []plan.Op, done func(i i
 			// Without a line named (killed, timed out, no socket) the
 			// first pipe is the first not known to be done.
 			failed = 0
-			if n, ok := dnctlFailedLine(res.Stderr); ok && n >= 1 && n <= len(batch) {
+			if n, ok := backend.FailedBatchLine(dnctlLineRE, res.Stderr, len(batch)); ok {
 				failed = n - 1
 			}
 		}
@@ -210,15 +210,6 @@ func (b *Backend) batchablePipe(op plan.Op) bool {
 	return true
 }
 
+// dnctlLineRE finds the failed line's number in dnctl's file-mode stderr
+// ("Line N: message").
 var dnctlLineRE = lazyregexp.New(`(?m)^Line (\d+): `)
-
-// dnctlFailedLine reads the failed line's number from dnctl's file-mode
-// stderr ("Line N: message").
-func dnctlFailedLine(stderr []byte) (int, bool) {
-	m := dnctlLineRE.FindSubmatch(stderr)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(m[1]))
-	return n, err == nil
-}

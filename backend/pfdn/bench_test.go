@@ -22,9 +22,9 @@ func fiftyLinks() shape.State {
 	return s
 }
 
-// BenchmarkDiff50Links measures the pure diff of 50 links against a full,
-// matching live state (the drift check's common case).
-func BenchmarkDiff50Links(b *testing.B) {
+// fiftyLinksConverged returns a harness converged to fiftyLinks, with
+// the desired state and the live state it reads.
+func fiftyLinksConverged(b *testing.B) (*harness, shape.State, pfdn.Live) {
 	ctx := context.Background()
 	desired := fiftyLinks()
 	h := newHarness(b, nil)
@@ -33,6 +33,13 @@ func BenchmarkDiff50Links(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return h, desired, live
+}
+
+// BenchmarkDiff50Links measures the pure diff of 50 links against a full,
+// matching live state (the drift check's common case).
+func BenchmarkDiff50Links(b *testing.B) {
+	h, desired, live := fiftyLinksConverged(b)
 	d, err := pfdn.Render(desired, h.b.Options())
 	if err != nil {
 		b.Fatal(err)
@@ -48,11 +55,7 @@ func BenchmarkDiff50Links(b *testing.B) {
 
 // BenchmarkRenderAndDiff50Links adds rendering the desired state.
 func BenchmarkRenderAndDiff50Links(b *testing.B) {
-	ctx := context.Background()
-	desired := fiftyLinks()
-	h := newHarness(b, nil)
-	h.converge(ctx, desired)
-	live, _ := h.b.Observe(ctx)
+	h, desired, live := fiftyLinksConverged(b)
 	token := h.tokens.PFToken()
 	b.ReportAllocs()
 	for b.Loop() {

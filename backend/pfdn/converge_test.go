@@ -17,7 +17,6 @@ import (
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/plan"
 	"github.com/macake/macake/shape"
 )
 
@@ -157,11 +156,7 @@ func TestConvergesFromEveryStartState(t *testing.T) {
 			h.noBlackhole(previousConfig)
 
 			// A second run reads and changes nothing.
-			h.e.ResetCalls()
-			h.converge(ctx, wanLTE)
-			if m := h.e.MutatingCalls(); len(m) != 0 {
-				t.Fatalf("second apply ran mutating commands: %+v", m)
-			}
+			h.convergeChangesNothing(ctx, wanLTE, "second apply")
 			if n := len(h.e.Calls()); n != 10 {
 				t.Errorf("second apply ran %d reads, want 10 (2 plans × 5)", n)
 			}
@@ -188,11 +183,7 @@ func TestConvergesOneDirectionAtATime(t *testing.T) {
 		h.converge(ctx, s)
 		h.checkShaped(s)
 		h.noBlackhole(s)
-		h.e.ResetCalls()
-		h.converge(ctx, s)
-		if m := h.e.MutatingCalls(); len(m) != 0 {
-			t.Fatalf("state %d: a converged state ran %d mutating commands: %+v", i, len(m), m)
-		}
+		h.convergeChangesNothing(ctx, s, fmt.Sprintf("state %d", i))
 	}
 	h.teardown(ctx, baseline)
 }
@@ -219,11 +210,7 @@ func TestConvergesThroughRandomDesiredStates(t *testing.T) {
 					if len(desired.Links) > 0 {
 						h.checkShaped(desired)
 					}
-					h.e.ResetCalls()
-					h.converge(ctx, desired)
-					if m := h.e.MutatingCalls(); len(m) != 0 {
-						t.Fatalf("step %d: a converged state ran %d mutating commands", i, len(m))
-					}
+					h.convergeChangesNothing(ctx, desired, fmt.Sprintf("step %d", i))
 					prev = desired
 				}
 				h.teardown(ctx, baseline)
@@ -297,15 +284,6 @@ func drift(ctx context.Context, t *testing.T, rng *rand.Rand, h *harness, curren
 	}
 }
 
-// mutatingSteps counts the mutating commands a plan runs.
-func mutatingSteps(p plan.Plan) int {
-	n := 0
-	for _, op := range p.Ops {
-		n += len(op.Commands)
-	}
-	return n
-}
-
 // TestRecoversFromAFailureAtEveryStep fails each mutating command of an
 // apply in turn (and, separately, of a teardown): the error names the
 // command, traffic is never blackholed on the way, the next apply
@@ -323,7 +301,7 @@ func TestRecoversFromAFailureAtEveryStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		steps := mutatingSteps(p)
+		steps := p.Commands()
 		for fi, f := range faults {
 			for step := 1; step <= steps; step++ {
 				t.Run(fmt.Sprintf("%s/apply/fault-%d/step-%d", s.name, fi, step), func(t *testing.T) {

@@ -134,6 +134,18 @@ func (h *harness) converge(ctx context.Context, desired shape.State) {
 	h.forget(desired)
 }
 
+// convergeChangesNothing converges again to desired, already reached,
+// and requires that it ran no mutating command. what names the state in
+// the failure.
+func (h *harness) convergeChangesNothing(ctx context.Context, desired shape.State, what string) {
+	h.t.Helper()
+	h.e.ResetCalls()
+	h.converge(ctx, desired)
+	if m := h.e.MutatingCalls(); len(m) != 0 {
+		h.t.Fatalf("%s: a converged state ran %d mutating commands: %+v", what, len(m), m)
+	}
+}
+
 // blackholed probes every interface of the given states in both
 // directions and returns those whose traffic a rule sends to a missing
 // pipe (or to a queue, which can panic the Mac).

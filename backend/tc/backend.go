@@ -230,18 +230,7 @@ func (b *Backend) SetRate(ctx context.Context, link shape.Link, dir shape.Direct
 // ExecuteBatch (removals keep their order), so many links take a few
 // processes.
 func (b *Backend) Teardown(ctx context.Context) (plan.Plan, error) {
-	p, err := b.Plan(ctx, shape.State{})
-	if err != nil {
-		return p, err
-	}
-	var done []plan.Op
-	err = b.ExecuteBatch(ctx, p.Ops, func(i int, err error) {
-		if err == nil {
-			done = append(done, p.Ops[i])
-		}
-	})
-	p.Ops = done
-	return p, err
+	return backend.TeardownBatch(ctx, b)
 }
 
 // IsNotFound reports whether err came from tc or ip saying a device is

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -230,15 +229,7 @@ func (f runnerFunc) Run(_ context.Context, c execrun.Command) (execrun.Result, e
 
 func loadRecording(t *testing.T, name string) recording {
 	t.Helper()
-	b, err := os.ReadFile("testdata/diff/" + name + "/live.txtar")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := parseRecording(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
+	return readRecording(t, "testdata/diff/"+name+"/live.txtar")
 }
 
 func TestTeardownStopsAtTheFirstFailure(t *testing.T) {

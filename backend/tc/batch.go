@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/macake/macake/backend"
@@ -141,7 +140,7 @@ func (r *batchRun) flush() error {
 			// the first op of the batch, the first not known to be done.
 			// In a group delete nothing is done before its last line.
 			failed := batch[0].op
-			if n, ok := failedLine(res.Stderr); ok && n >= 1 && n <= len(batch) && !grouped {
+			if n, ok := backend.FailedBatchLine(failedLineRE, res.Stderr, len(batch)); ok && !grouped {
 				failed = batch[n-1].op
 			}
 			return r.fail(failed, hint(err))
@@ -274,14 +273,5 @@ func (b *Backend) deleteAsGroup(ctx context.Context, lines []string) (out []stri
 	return append(out, "link del group "+ifbGroup), true
 }
 
+// failedLineRE finds the line number in tc's or ip's "Command failed -:N".
 var failedLineRE = lazyregexp.New(`Command failed -:(\d+)`)
-
-// failedLine reads the line number from tc's or ip's "Command failed -:N".
-func failedLine(stderr []byte) (int, bool) {
-	m := failedLineRE.FindSubmatch(stderr)
-	if m == nil {
-		return 0, false
-	}
-	n, err := strconv.Atoi(string(m[1]))
-	return n, err == nil
-}

@@ -37,10 +37,7 @@ func TestKernelBatchApplyFromEmptyIsFewProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		commands := 0
-		for _, op := range p.Ops {
-			commands += len(op.Commands)
-		}
+		commands := p.Commands()
 		counting := &faultyRunner{inner: execrun.Exec{}}
 		b.Runner = counting
 		done := 0

@@ -5,7 +5,6 @@ package tc
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -58,14 +57,7 @@ func (r *trialRunner) Run(ctx context.Context, cmd execrun.Command) (execrun.Res
 // planCase plans desired against a recorded case with r answering trials.
 func planCase(t *testing.T, name string, desired shape.State, r *trialRunner) plan.Plan {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "diff", name, "live.txtar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := parseRecording(string(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := readRecording(t, filepath.Join("testdata", "diff", name, "live.txtar"))
 	r.replay = rec.runner()
 	b := fakeBackend(r, rec.caps)
 	p, err := b.Plan(context.Background(), desired)
@@ -130,11 +122,7 @@ func TestCakeTrialsAreCachedAndNeedRoot(t *testing.T) {
 	}
 	wanted := readDesired(t, "testdata/diff/cake-converged/desired.json")
 	r := &trialRunner{refuse: "nothing"}
-	data, _ := os.ReadFile("testdata/diff/cake-fresh/live.txtar")
-	rec, err := parseRecording(string(data))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := readRecording(t, "testdata/diff/cake-fresh/live.txtar")
 	r.replay = rec.runner()
 	b := fakeBackend(r, rec.caps)
 	for range 3 {

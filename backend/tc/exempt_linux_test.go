@@ -93,6 +93,29 @@ func quietLink(t *testing.T) (client, server *netns.Namespace) {
 	return client, server
 }
 
+// exemptCounts are the packets that left wan0 past the shaper (bypassed)
+// and that came in through the IFB of slot 5 (sentThrough).
+type exemptCounts struct{ direct, ifb int64 }
+
+// slot5Counts reads the exemptCounts of the link in slot 5 on wan0.
+func slot5Counts(t *testing.T, b *Backend, ks kernelShape) exemptCounts {
+	t.Helper()
+	return exemptCounts{direct: bypassed(t, b, ks, "wan0"), ifb: sentThrough(t, b, "ifb-macake5")}
+}
+
+// wantShapedBothWays fails unless none of the traffic sent between the
+// counts before and after (out, its n answers in) bypassed the shaper and
+// at least n packets came in through the IFB.
+func wantShapedBothWays(t *testing.T, before, after exemptCounts, n int64, out, in string) {
+	t.Helper()
+	if after.direct != before.direct {
+		t.Errorf("%d %s bypassed the shaper", after.direct-before.direct, out)
+	}
+	if after.ifb-before.ifb < n {
+		t.Errorf("only %d %s went through the IFB, want at least %d", after.ifb-before.ifb, in, n)
+	}
+}
+
 // TestKernelProbeExemptionsBypassTheShaper sends real ICMP through a
 // shaped veth: echoes to a reflector leave unshaped (through htb's direct
 // queue, or prio's band ahead of CAKE) and their replies never reach the
@@ -112,34 +135,26 @@ func TestKernelProbeExemptionsBypassTheShaper(t *testing.T) {
 			}
 		}
 		const n = 5
-		direct0 := bypassed(t, b, ks, "wan0")
-		ifb0 := sentThrough(t, b, "ifb-macake5")
+		c0 := slot5Counts(t, b, ks)
 		for i := 0; i < n; i++ {
 			if !p.ping("10.77.0.2") {
 				t.Fatal("no echo reply from the reflector")
 			}
 		}
-		direct1 := bypassed(t, b, ks, "wan0")
-		ifb1 := sentThrough(t, b, "ifb-macake5")
-		if direct1-direct0 != n {
-			t.Errorf("%d echoes to the reflector went unshaped on egress, want %d", direct1-direct0, n)
+		c1 := slot5Counts(t, b, ks)
+		if c1.direct-c0.direct != n {
+			t.Errorf("%d echoes to the reflector went unshaped on egress, want %d", c1.direct-c0.direct, n)
 		}
-		if ifb1 != ifb0 {
-			t.Errorf("%d reflector replies were redirected to the IFB, want 0", ifb1-ifb0)
+		if c1.ifb != c0.ifb {
+			t.Errorf("%d reflector replies were redirected to the IFB, want 0", c1.ifb-c0.ifb)
 		}
 		for i := 0; i < n; i++ {
 			if !p.ping("10.77.0.3") {
 				t.Fatal("no echo reply from the non-reflector")
 			}
 		}
-		direct2 := bypassed(t, b, ks, "wan0")
-		ifb2 := sentThrough(t, b, "ifb-macake5")
-		if direct2 != direct1 {
-			t.Errorf("%d echoes to a non-reflector bypassed the shaper", direct2-direct1)
-		}
-		if ifb2-ifb1 < n {
-			t.Errorf("only %d replies from a non-reflector went through the IFB, want at least %d", ifb2-ifb1, n)
-		}
+		c2 := slot5Counts(t, b, ks)
+		wantShapedBothWays(t, c1, c2, n, "echoes to a non-reflector", "replies from a non-reflector")
 		if _, err := b.Teardown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -185,26 +200,18 @@ func TestKernelTCPExemptionsBypassTheShaper(t *testing.T) {
 		handshakes("443", 1)
 		handshakes("80", 1)
 		const n = 5
-		direct0 := bypassed(t, b, ks, "wan0")
-		ifb0 := sentThrough(t, b, "ifb-macake5")
+		c0 := slot5Counts(t, b, ks)
 		handshakes("443", n)
-		direct1 := bypassed(t, b, ks, "wan0")
-		ifb1 := sentThrough(t, b, "ifb-macake5")
-		if direct1-direct0 < n {
-			t.Errorf("%d packets of %d handshakes to the reflector's port went unshaped on egress, want at least %d", direct1-direct0, n, n)
+		c1 := slot5Counts(t, b, ks)
+		if c1.direct-c0.direct < n {
+			t.Errorf("%d packets of %d handshakes to the reflector's port went unshaped on egress, want at least %d", c1.direct-c0.direct, n, n)
 		}
-		if ifb1 != ifb0 {
-			t.Errorf("%d packets from the reflector's port were redirected to the IFB, want 0", ifb1-ifb0)
+		if c1.ifb != c0.ifb {
+			t.Errorf("%d packets from the reflector's port were redirected to the IFB, want 0", c1.ifb-c0.ifb)
 		}
 		handshakes("80", n)
-		direct2 := bypassed(t, b, ks, "wan0")
-		ifb2 := sentThrough(t, b, "ifb-macake5")
-		if direct2 != direct1 {
-			t.Errorf("%d packets to another port of the reflector bypassed the shaper", direct2-direct1)
-		}
-		if ifb2-ifb1 < n {
-			t.Errorf("only %d packets from another port of the reflector went through the IFB, want at least %d", ifb2-ifb1, n)
-		}
+		c2 := slot5Counts(t, b, ks)
+		wantShapedBothWays(t, c1, c2, n, "packets to another port of the reflector", "packets from another port of the reflector")
 		if _, err := b.Teardown(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -14,14 +14,7 @@ import (
 // kind ("qdisc show", ...) to the fuzz corpus, plus the given extras.
 func seedFromRecordings(f *testing.F, kind string, extra ...string) {
 	for _, file := range golden.Glob(f, "testdata/diff/*/live.txtar") {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		rec, err := parseRecording(string(b))
-		if err != nil {
-			f.Fatal(err)
-		}
+		rec := readRecording(f, file)
 		for cmd, out := range rec.outputs {
 			if strings.Contains(cmd, kind) {
 				f.Add([]byte(out))

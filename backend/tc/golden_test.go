@@ -29,6 +29,21 @@ type recording struct {
 	order   []string
 }
 
+// readRecording reads and parses the recording in file, failing the
+// test or fuzz target when it cannot.
+func readRecording(tb testing.TB, file string) recording {
+	tb.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rec, err := parseRecording(string(data))
+	if err != nil {
+		tb.Fatalf("%s: %v", file, err)
+	}
+	return rec
+}
+
 func parseRecording(data string) (recording, error) {
 	r := recording{outputs: map[string]string{}}
 	var name string
@@ -114,14 +129,7 @@ func TestDiffGolden(t *testing.T) {
 	for _, desiredPath := range golden.Glob(t, "testdata/diff/*/desired.json") {
 		dir := filepath.Dir(desiredPath)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dir, "live.txtar"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec, err := parseRecording(string(data))
-			if err != nil {
-				t.Fatalf("live.txtar: %v", err)
-			}
+			rec := readRecording(t, filepath.Join(dir, "live.txtar"))
 			desired := readDesired(t, filepath.Join(dir, "desired.json"))
 			rr := rec.runner()
 			live, err := Observe(context.Background(), rr, goldenTools)
@@ -160,14 +168,7 @@ func TestDiffGolden(t *testing.T) {
 func TestReflectorOrderChangesNothing(t *testing.T) {
 	for _, desiredPath := range golden.Glob(t, "testdata/diff/*-converged/desired.json") {
 		dir := filepath.Dir(desiredPath)
-		data, err := os.ReadFile(filepath.Join(dir, "live.txtar"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := parseRecording(string(data))
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := readRecording(t, filepath.Join(dir, "live.txtar"))
 		live, err := Observe(context.Background(), rec.runner(), goldenTools)
 		if err != nil {
 			t.Fatal(err)

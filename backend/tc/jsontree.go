@@ -159,23 +159,19 @@ func (v jvalue) getBool(key string) bool {
 // getInt returns the integer member key. ok is false when it is absent;
 // err is set when it is present but not an integer.
 func (v jvalue) getInt(key string) (n int64, ok bool, err error) {
-	m, found := v.get(key)
-	if !found {
-		return 0, false, nil
-	}
-	if m.kind != jNumber {
-		return 0, true, fmt.Errorf("%q is not a number", key)
-	}
-	n, err = strconv.ParseInt(string(m.num), 10, 64)
-	if err != nil {
-		return 0, true, fmt.Errorf("%q: %v", key, err)
-	}
-	return n, true, nil
+	return getNumber(v, key, func(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) })
 }
 
 // getUint returns the unsigned integer member key (a 64-bit kernel
 // counter), like getInt.
 func (v jvalue) getUint(key string) (n uint64, ok bool, err error) {
+	return getNumber(v, key, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) })
+}
+
+// getNumber returns the number member key of v as parse reads it: ok is
+// false when it is absent; err is set when it is present but not a
+// number parse accepts.
+func getNumber[N int64 | uint64](v jvalue, key string, parse func(string) (N, error)) (n N, ok bool, err error) {
 	m, found := v.get(key)
 	if !found {
 		return 0, false, nil
@@ -183,7 +179,7 @@ func (v jvalue) getUint(key string) (n uint64, ok bool, err error) {
 	if m.kind != jNumber {
 		return 0, true, fmt.Errorf("%q is not a number", key)
 	}
-	n, err = strconv.ParseUint(string(m.num), 10, 64)
+	n, err = parse(string(m.num))
 	if err != nil {
 		return 0, true, fmt.Errorf("%q: %v", key, err)
 	}

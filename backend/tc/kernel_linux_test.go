@@ -265,8 +265,7 @@ func shapeDrifts(ns string, ks kernelShape) []drift {
 
 func TestKernelDriftIsRepaired(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		ns, b := ks.onWan0(t, ks.netlinkBackend)
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 		apply(t, b, desired)
 
@@ -344,8 +343,7 @@ func TestKernelForeignRootIsRefusedNotReplaced(t *testing.T) {
 // pfifo had been there first) leaves the same pfifo alone.
 func TestKernelReplacedRootIsRestored(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		ns, b := ks.onWan0(t, ks.netlinkBackend)
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 0)}}
 		apply(t, b, desired)
 		mustConverge(t, b, desired)
@@ -377,8 +375,7 @@ func TestKernelReplacedRootIsRestored(t *testing.T) {
 
 func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.backend(t, ns, execrun.Exec{})
+		_, b := ks.onWan0(t, ks.backend)
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 1)}}
 		ctx := context.Background()
 		p, err := b.Plan(ctx, desired)
@@ -418,8 +415,7 @@ func TestKernelFailureMidApplyConvergesNextPlan(t *testing.T) {
 
 func TestKernelInterfaceRenamedOrMissing(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.backend(t, ns, execrun.Exec{})
+		ns, b := ks.onWan0(t, ks.backend)
 		desired := shape.State{Links: []shape.Link{wanLink("wan0", 2)}}
 		apply(t, b, desired)
 
@@ -519,8 +515,7 @@ func TestKernelIngressThereFirstSurvivesDown(t *testing.T) {
 // state, once applied, plans nothing; teardown leaves nothing.
 func TestKernelOneDirectionAtATime(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		ns, b := ks.onWan0(t, ks.netlinkBackend)
 		both := wanLink("wan0", 2)
 		uploadOnly, downloadOnly := both, both
 		uploadOnly.Download = shape.Pipe{}

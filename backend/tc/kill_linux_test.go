@@ -107,10 +107,7 @@ func TestKernelKilledApplyConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines := 0
-		for _, op := range p.Ops {
-			lines += len(op.Commands)
-		}
+		lines := p.Commands()
 		for after := 0; after < lines; after++ {
 			t.Run(fmt.Sprintf("kill-after-%d-of-%d", after, lines), func(t *testing.T) {
 				store := &MemoryOwnership{}

@@ -85,8 +85,7 @@ func richCake() *shape.Cake {
 // is empty.
 func TestKernelNetlinkSetRateMatchesTC(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.backend(t, ns, execrun.Exec{})
+		ns, b := ks.onWan0(t, ks.backend)
 		wan := wanLink("wan0", 2)
 		wan.Cake = &shape.Cake{Overhead: 18, MPU: 64}
 		if ks.cake {
@@ -163,8 +162,7 @@ func deleteWhatShapes(t *testing.T, ns string, ks kernelShape, dev string) {
 // works again.
 func TestKernelNetlinkSetRateOnDeletedClass(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		ns, b := ks.onWan0(t, ks.netlinkBackend)
 		wan := wanLink("wan0", 1)
 		desired := shape.State{Links: []shape.Link{wan}}
 		apply(t, b, desired)
@@ -206,8 +204,7 @@ func TestKernelNetlinkSetRateOnDeletedClass(t *testing.T) {
 // by a fresh one at the next: the following change works.
 func TestKernelNetlinkSocketThatDiesIsReplaced(t *testing.T) {
 	forEachShape(t, func(t *testing.T, ks kernelShape) {
-		ns := kernelNetns(t, "wan0")
-		b := ks.netlinkBackend(t, ns, execrun.Exec{})
+		_, b := ks.onWan0(t, ks.netlinkBackend)
 		wan := wanLink("wan0", 1)
 		apply(t, b, shape.State{Links: []shape.Link{wan}})
 		ctx := context.Background()

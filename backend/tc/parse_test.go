@@ -4,7 +4,6 @@ package tc
 
 import (
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 
@@ -148,14 +147,7 @@ func TestParsersRejectGarbageClearly(t *testing.T) {
 
 func TestParseRecordedOutputs(t *testing.T) {
 	for _, f := range golden.Glob(t, "testdata/diff/*/live.txtar") {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec, err := parseRecording(string(b))
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+		rec := readRecording(t, f)
 		for cmd, out := range rec.outputs {
 			var err error
 			switch {

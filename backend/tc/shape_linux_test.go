@@ -105,6 +105,15 @@ func (ks kernelShape) netlinkBackend(t *testing.T, ns string, r execrun.Runner) 
 	return b
 }
 
+// onWan0 makes a namespace with the device wan0 (kernelNetns) and opens
+// a backend of ks in it with open (ks.backend or ks.netlinkBackend),
+// running real commands.
+func (ks kernelShape) onWan0(t *testing.T, open func(*testing.T, string, execrun.Runner) *Backend) (string, *Backend) {
+	t.Helper()
+	ns := kernelNetns(t, "wan0")
+	return ns, open(t, ns, execrun.Exec{})
+}
+
 // liveShaper is one direction's shaper as the user sees it, read back
 // from the kernel whatever its shape.
 type liveShaper struct {

@@ -16,13 +16,12 @@ import (
 	"github.com/macake/macake/shape"
 )
 
-// TestShaperStatsFromRecordedOutput reads the counters of macake's root
-// qdiscs from `tc -s -j qdisc show` as TestKernelShaperStats recorded it
-// (a 1 Mbit/s upload shaper after a UDP burst into its 8 KiB queue), with
-// one command, and leaves every other qdisc (loopback, the leaves, the
-// ingress hook) out.
-func TestShaperStatsFromRecordedOutput(t *testing.T) {
-	out, err := os.ReadFile("testdata/stats/qdisc-show-s-j.json")
+// recordedStats reads the shapers' counters with a backend whose tc
+// answers `tc -s -j qdisc show` with the recording in file, and returns
+// the backend, its runner and what it read.
+func recordedStats(t *testing.T, file string) (*Backend, *replayRunner, []backend.ShaperStats) {
+	t.Helper()
+	out, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +31,16 @@ func TestShaperStatsFromRecordedOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, r, got
+}
+
+// TestShaperStatsFromRecordedOutput reads the counters of macake's root
+// qdiscs from `tc -s -j qdisc show` as TestKernelShaperStats recorded it
+// (a 1 Mbit/s upload shaper after a UDP burst into its 8 KiB queue), with
+// one command, and leaves every other qdisc (loopback, the leaves, the
+// ingress hook) out.
+func TestShaperStatsFromRecordedOutput(t *testing.T) {
+	b, r, got := recordedStats(t, "testdata/stats/qdisc-show-s-j.json")
 	want := []backend.ShaperStats{
 		{Name: "qdisc 4d4b: on ifb-macake0", Bytes: 3582, Packets: 7},
 		{Name: "qdisc 4d4b: on wan0", Bytes: 10068, Packets: 10, Drops: 390, Overlimits: 6},
@@ -68,16 +77,7 @@ func TestShaperStatsFromRecordedOutput(t *testing.T) {
 // in bit/s (tc prints bytes/s), the delays from µs, and the counters of
 // CAKE's leaf, not of the prio root above it.
 func TestCakeTinsFromRecordedOutput(t *testing.T) {
-	out, err := os.ReadFile("testdata/stats/cake-qdisc-show-s-j.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replayRunner{answers: map[string]execrun.Result{"tc -s -j qdisc show": {Stdout: out}}}
-	b := &Backend{Runner: r, Tools: Tools{TC: "tc", IP: "ip"}}
-	got, err := b.ShaperStats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, got := recordedStats(t, "testdata/stats/cake-qdisc-show-s-j.json")
 	if len(got) != 2 || got[1].Name != "qdisc 4d4b: on wan0" {
 		t.Fatalf("stats %+v", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/config/problemtest"
 	"github.com/macake/macake/config/units"
 )
 
@@ -94,9 +95,9 @@ operator_group = "net ops"
 	}
 	var got []string
 	for _, p := range config.Problems(err) {
-		got = append(got, posMsg(p.Line, p.Col, p.Message))
+		got = append(got, problemtest.Pos(p.Line, p.Col, p.Message))
 	}
-	expect(t, "problems", got, want)
+	problemtest.Expect(t, "problems", got, want)
 
 	for text, part := range map[string]string{
 		"pipe_range = { first = 10, last = 10 }\n":                               "holds 1 pipe",
@@ -227,25 +228,6 @@ func TestLoadDaemonRefusesWhatFailsLater(t *testing.T) {
 		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
 			t.Errorf("%s: %v, want a refusal saying %q", text, err, want)
 		}
-	}
-}
-
-// posMsg renders a problem or warning as "LINE:COL: message" for tests
-// (config's parse tests have their own: they cannot import a package that
-// imports config).
-func posMsg(line, col int, msg string) string { return fmt.Sprintf("%d:%d: %s", line, col, msg) }
-
-// expect checks got against want, where each want is "LINE:COL: part of
-// the message" and the order is the report order.
-func expect(t *testing.T, what string, got []string, want []string) {
-	t.Helper()
-	ok := len(got) == len(want)
-	for i := 0; ok && i < len(want); i++ {
-		loc, part, _ := strings.Cut(want[i], " ")
-		ok = strings.HasPrefix(got[i], loc+" ") && strings.Contains(got[i], part)
-	}
-	if !ok {
-		t.Errorf("%s:\n got:  %s\n want: %s", what, strings.Join(got, "\n       "), strings.Join(want, "\n       "))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/macake/macake/internal/debounce"
 	"github.com/macake/macake/logging"
 )
 
@@ -65,12 +66,6 @@ const (
 // covers whatever a missing watch misses.
 func Watch(ctx context.Context, dir string, log *slog.Logger) <-chan struct{} {
 	out := make(chan struct{}, 1)
-	signal := func() {
-		select {
-		case out <- struct{}{}:
-		default:
-		}
-	}
 	go func() {
 		defer close(out)
 		backoff := rewatchMin
@@ -96,14 +91,14 @@ func Watch(ctx context.Context, dir string, log *slog.Logger) <-chan struct{} {
 			}
 			backoff = rewatchMin
 			if !first {
-				signal()
+				debounce.Signal(out)
 			}
-			lost := follow(ctx, w, real, signal, log)
+			lost := follow(ctx, w, real, out, log)
 			w.Close()
 			if !lost {
 				return
 			}
-			signal()
+			debounce.Signal(out)
 		}
 	}()
 	return out
@@ -126,9 +121,9 @@ func watchDir(dir string) (*fsnotify.Watcher, string, error) {
 	return w, real, nil
 }
 
-// follow forwards w's policy events until ctx ends (false) or the
+// follow forwards w's policy events to out until ctx ends (false) or the
 // directory itself goes away (true).
-func follow(ctx context.Context, w *fsnotify.Watcher, dir string, signal func(), log *slog.Logger) (lost bool) {
+func follow(ctx context.Context, w *fsnotify.Watcher, dir string, out chan<- struct{}, log *slog.Logger) (lost bool) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -142,7 +137,7 @@ func follow(ctx context.Context, w *fsnotify.Watcher, dir string, signal func(),
 				return true
 			}
 			if policyEvent(ev) {
-				signal()
+				debounce.Signal(out)
 			}
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -150,7 +145,7 @@ func follow(ctx context.Context, w *fsnotify.Watcher, dir string, signal func(),
 			}
 			// An overflow means events were lost: re-read to be sure.
 			log.Warn("policy directory watch", logging.KeyError, err, "dir", dir)
-			signal()
+			debounce.Signal(out)
 		}
 	}
 }

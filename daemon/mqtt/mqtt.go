@@ -37,6 +37,7 @@ import (
 
 	daemonsettings "github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/internal/debounce"
 	"github.com/macake/macake/internal/safefile"
 	"github.com/macake/macake/logging"
 )
@@ -164,7 +165,7 @@ func newPublisher(o Options) (*publisher, error) {
 		SetKeepAlive(keepAlive).SetPingTimeout(pingTimeout).SetConnectTimeout(connectTimeout).SetWriteTimeout(writeTimeout).
 		SetAutoReconnect(true).SetMaxReconnectInterval(maxBackoff).SetConnectRetry(false).
 		SetWill(t.availability(), offline, 1, true).SetStore(noStore{}).
-		SetOnConnectHandler(func(paho.Client) { signal(p.connected) }).
+		SetOnConnectHandler(func(paho.Client) { debounce.Signal(p.connected) }).
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
 			p.log.Warn("MQTT: lost the connection to the broker; reconnecting with backoff", "broker", p.broker.Redacted(), logging.KeyError, err)
 		}).
@@ -271,14 +272,6 @@ func (p *publisher) credentials() (string, string) {
 	return p.s.Username, p.password
 }
 
-// signal wakes whoever waits on c, at most once until it does.
-func signal(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
 // run is the publisher's goroutine.
 func (p *publisher) run(ctx context.Context) {
 	p.stop = ctx.Done()
@@ -371,7 +364,7 @@ func (p *publisher) announce(ctx context.Context) {
 func (p *publisher) onMessage(_ paho.Client, m paho.Message) {
 	if m.Topic() == p.t.haStatus() {
 		if string(m.Payload()) == online && !m.Retained() {
-			signal(p.haOnline)
+			debounce.Signal(p.haOnline)
 		}
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/internal/mosquitto"
+	"github.com/macake/macake/internal/syncbuf"
 )
 
 // fakeDaemon answers the publisher as a watch would: a status, and pauses
@@ -113,36 +114,18 @@ func homeStatus() statusapi.Status {
 	}
 }
 
-// syncBuffer is a log both sides write and read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // run is a publisher under test.
 type run struct {
 	t      *testing.T
 	d      *fakeDaemon
-	log    *syncBuffer
+	log    *syncbuf.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
 
 func startPublisher(t *testing.T, s daemonsettings.MQTT, d *fakeDaemon, dial func(*url.URL) (net.Conn, error)) *run {
 	t.Helper()
-	r := &run{t: t, d: d, log: &syncBuffer{}, done: make(chan error, 1)}
+	r := &run{t: t, d: d, log: &syncbuf.Buffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	log := slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -172,6 +155,15 @@ func (r *run) stop() {
 }
 
 func (r *run) logged(s string) bool { return strings.Contains(r.log.String(), s) }
+
+// controlled starts a broker and a daemon at homeStatus, with publisher
+// settings that let the broker's switches control the daemon.
+func controlled(t *testing.T) (*mosquitto.Broker, *fakeDaemon, daemonsettings.MQTT) {
+	b := mosquitto.Start(t, mosquitto.Options{})
+	s := settings(b)
+	s.Control = true
+	return b, &fakeDaemon{st: homeStatus()}, s
+}
 
 // settings are a publisher's settings for broker b.
 func settings(b *mosquitto.Broker) daemonsettings.MQTT {
@@ -274,10 +266,7 @@ func (s *subscriber) linkState(t *testing.T, link string, ok func(linkState) boo
 // changes; and an inactive link's availability offline.
 func TestDiscoveryAndState(t *testing.T) {
 	t.Parallel()
-	b := mosquitto.Start(t, mosquitto.Options{})
-	d := &fakeDaemon{st: homeStatus()}
-	s := settings(b)
-	s.Control = true
+	b, d, s := controlled(t)
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.wait(t, "macake/router/availability", func(p string) bool { return p == "online" })
@@ -361,10 +350,7 @@ func TestDiscoveryAndState(t *testing.T) {
 // nothing; a refused pause is logged.
 func TestSwitchPausesAndResumes(t *testing.T) {
 	t.Parallel()
-	b := mosquitto.Start(t, mosquitto.Options{})
-	d := &fakeDaemon{st: homeStatus()}
-	s := settings(b)
-	s.Control = true
+	b, d, s := controlled(t)
 	s.PauseFor = units.Duration(45 * time.Minute)
 	s.Interval = units.Duration(time.Hour) // the state below comes from the commands
 	r := startPublisher(t, s, d, nil)
@@ -558,10 +544,8 @@ func TestLastWill(t *testing.T) {
 // line, and the publisher goes on.
 func TestFloodOfSwitchCommands(t *testing.T) {
 	t.Parallel()
-	b := mosquitto.Start(t, mosquitto.Options{})
-	d := &fakeDaemon{st: homeStatus(), slow: 300 * time.Millisecond}
-	s := settings(b)
-	s.Control = true
+	b, d, s := controlled(t)
+	d.slow = 300 * time.Millisecond
 	r := startPublisher(t, s, d, nil)
 	sub := subscribe(t, b, "", "")
 	sub.linkState(t, "home", func(linkState) bool { return true })

@@ -38,31 +38,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// world makes a directory others may enter, with a copy of this test
-// binary they may run.
-func world(t *testing.T) (dir, bin string) {
-	t.Helper()
-	dir = t.TempDir()
-	for d := dir; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin = filepath.Join(dir, "client")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir, bin
-}
-
 // serve answers each connection with what policy p says of its peer at
 // level, on a socket anyone may connect to.
 func serve(t *testing.T, dir string, p Policy, level Level) string {
@@ -116,7 +91,7 @@ func TestOperatorGroupFromPeerCredentials(t *testing.T) {
 	group, gid := testuser.Group(t)
 	member := testuser.New(t, group)
 	outsider := testuser.New(t)
-	dir, bin := world(t)
+	dir, bin := testuser.Dir(t, "client")
 	p, err := NewPolicy(group)
 	if err != nil {
 		t.Fatal(err)

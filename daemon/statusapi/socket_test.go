@@ -190,22 +190,7 @@ func TestOnlyOperatorsPause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A directory the other users can enter, holding the socket and a
-	// copy of this test binary to run.
-	dir, err := os.MkdirTemp("", "statusapi-peer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := filepath.Join(dir, "statusapi.test")
-	if err := os.WriteFile(child, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, child := testuser.Dir(t, "statusapi.test")
 	path := SocketPath(dir)
 	ln, err := Listen(path, ops)
 	if err != nil {
@@ -279,21 +264,9 @@ func forAnotherUser(t *testing.T) (dir, child, path string, ln net.Listener) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a client as another user (CI runs as root)")
 	}
-	dir, err := os.MkdirTemp("", "statusapi-peer-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	exe, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	child = filepath.Join(dir, "statusapi.test")
-	if err := os.WriteFile(child, exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir, child = testuser.Dir(t, "statusapi.test")
 	path = SocketPath(dir)
+	var err error
 	if ln, err = Listen(path, operator.Policy{}); err != nil {
 		t.Fatal(err)
 	}

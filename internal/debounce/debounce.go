@@ -2,7 +2,8 @@
 
 // Package debounce turns bursts of signals into one: the daemon's
 // policy-directory watch and linkfacts' network watch both wait for a
-// burst to settle before they re-read.
+// burst to settle before they re-read. Signal is the one way their
+// watchers (and the MQTT publisher) send such a signal.
 package debounce
 
 import (
@@ -37,12 +38,18 @@ func Bursts(ctx context.Context, in <-chan struct{}, quiet, ceiling time.Duratio
 				timer.Reset(max(0, min(quiet, first.Add(ceiling).Sub(now))))
 			case <-timer.C:
 				first = time.Time{}
-				select {
-				case out <- struct{}{}:
-				default: // one pending signal stands for any number
-				}
+				Signal(out)
 			}
 		}
 	}()
 	return out
+}
+
+// Signal wakes whoever waits on c without blocking: when a signal is
+// already pending, it stands for this one too (c has a buffer of one).
+func Signal(c chan<- struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }

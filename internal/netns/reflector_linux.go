@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"net"
 	"strings"
+	"testing"
 	"time"
 
 	"golang.org/x/net/icmp"
@@ -49,27 +50,19 @@ func (ns *Namespace) SlowReflector(delay time.Duration, addrs ...string) {
 		}); err != nil {
 			tb.Fatalf("slow reflector in %s: %v", ns.name, err)
 		}
-		tb.Cleanup(func() { pc.Close() })
-		go func() {
-			buf := make([]byte, 1500)
-			for {
-				n, src, err := pc.ReadFrom(buf)
-				if err != nil {
-					return // closed at Cleanup
-				}
-				m, err := icmp.ParseMessage(fam.proto, buf[:n])
-				if err != nil || m.Type != fam.request {
-					continue
-				}
-				// A raw IPv4 socket must carry the checksum (Marshal
-				// computes it); for ICMPv6 the kernel fills it in.
-				out, err := (&icmp.Message{Type: fam.reply, Body: m.Body}).Marshal(nil)
-				if err != nil {
-					continue
-				}
-				time.AfterFunc(delay, func() { pc.WriteTo(out, src) })
+		answerEach(tb, pc, delay, func(in []byte) []byte {
+			m, err := icmp.ParseMessage(fam.proto, in)
+			if err != nil || m.Type != fam.request {
+				return nil
 			}
-		}()
+			// A raw IPv4 socket must carry the checksum (Marshal computes
+			// it); for ICMPv6 the kernel fills it in.
+			out, err := (&icmp.Message{Type: fam.reply, Body: m.Body}).Marshal(nil)
+			if err != nil {
+				return nil
+			}
+			return out
+		})
 	}
 }
 
@@ -85,21 +78,27 @@ func (ns *Namespace) SlowUDPEcho(delay time.Duration, addrs ...string) {
 		if err != nil {
 			tb.Fatalf("UDP echo in %s: %v", ns.name, err)
 		}
-		tb.Cleanup(func() { pc.Close() })
-		go func() {
-			buf := make([]byte, 2048)
-			for {
-				n, from, err := pc.ReadFrom(buf)
-				if err != nil {
-					return // closed at Cleanup
-				}
-				if delay == 0 {
-					pc.WriteTo(buf[:n], from)
-					continue
-				}
-				out := bytes.Clone(buf[:n])
-				time.AfterFunc(delay, func() { pc.WriteTo(out, from) })
-			}
-		}()
+		answerEach(tb, pc, delay, bytes.Clone)
 	}
+}
+
+// answerEach hands every packet pc receives to answer, and sends what
+// answer returns (nil: nothing) back to the packet's sender delay after it
+// arrived. It closes pc, and so stops, at the test's Cleanup.
+func answerEach(tb testing.TB, pc net.PacketConn, delay time.Duration, answer func(in []byte) []byte) {
+	tb.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return // closed at Cleanup
+			}
+			out := answer(buf[:n])
+			if out == nil {
+				continue
+			}
+			time.AfterFunc(delay, func() { pc.WriteTo(out, from) })
+		}
+	}()
 }

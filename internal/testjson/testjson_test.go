@@ -8,14 +8,11 @@ import (
 	"testing"
 )
 
-// TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips: the stream of a
-// package with a skipped test, a skipped subtest, a passing test and a
-// failing one prints as plain `go test` would (the failure's output and
-// the result line, nothing of what passed or skipped), and the two skips
-// are kept with their reasons; a package without tests is no skip (issue
-// 27, item 6).
-func TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips(t *testing.T) {
-	f, err := os.Open("testdata/skips.json")
+// filterFile runs Filter over the recorded `go test -json` stream in
+// file and returns what it printed and the skips it kept.
+func filterFile(t *testing.T, file string) (string, []Skip) {
+	t.Helper()
+	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,9 +22,20 @@ func TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out.String(), skips
+}
+
+// TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips: the stream of a
+// package with a skipped test, a skipped subtest, a passing test and a
+// failing one prints as plain `go test` would (the failure's output and
+// the result line, nothing of what passed or skipped), and the two skips
+// are kept with their reasons; a package without tests is no skip (issue
+// 27, item 6).
+func TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips(t *testing.T) {
+	out, skips := filterFile(t, "testdata/skips.json")
 	want := "=== RUN   TestFail\n    p_test.go:6: boom\n--- FAIL: TestFail (0.00s)\nFAIL\nFAIL\texample.org/m/p\t0.016s\n?   \texample.org/m/none\t[no test files]\n"
-	if out.String() != want {
-		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
+	if out != want {
+		t.Errorf("printed\n%s\nwant\n%s", out, want)
 	}
 	if len(skips) != 2 || skips[0] != (Skip{Package: "example.org/m/p", Test: "TestRoot", Reason: "needs root: run it as root"}) ||
 		skips[1].Test != "TestSub/a" || skips[1].Reason != "kernel lacks sch_cake" {
@@ -42,18 +50,10 @@ func TestFilterPrintsWhatGoTestPrintsAndKeepsTheSkips(t *testing.T) {
 }
 
 func TestFilterShowsABuildFailure(t *testing.T) {
-	f, err := os.Open("testdata/buildfail.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out strings.Builder
-	if _, err := Filter(f, &out); err != nil {
-		t.Fatal(err)
-	}
+	out, _ := filterFile(t, "testdata/buildfail.json")
 	for _, want := range []string{"q/q_test.go:3:28: undefined: undefined\n", "FAIL\texample.org/m/q [build failed]\n"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
 		}
 	}
 }

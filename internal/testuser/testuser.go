@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"os"
 	"os/user"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"testing"
@@ -30,6 +31,42 @@ type User struct {
 
 // tools are the programs the package runs.
 var tools = []string{"groupadd", "useradd", "userdel", "groupdel", "runuser"}
+
+// SharedDir makes a fresh directory every user may enter (t.TempDir's
+// parent is the test user's alone), removed when the test ends. Its path
+// is short (under os.TempDir), so that a Unix socket fits in it.
+func SharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "macake-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Dir makes a SharedDir holding a copy of this test binary named name,
+// for the other users to run.
+func Dir(t testing.TB, name string) (dir, bin string) {
+	t.Helper()
+	dir = SharedDir(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin = filepath.Join(dir, name)
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, bin
+}
 
 // Available says why throw-away users cannot be made here, or "".
 func Available() string {

@@ -67,19 +67,27 @@ func TestJudgeOnRecordedNumbers(t *testing.T) {
 	}
 }
 
-// TestMeasureUnshapedLoopback runs the real measurement over an unshaped
-// loopback: it completes, and Judge says this is no 20 Mbit/s pipe.
-func TestMeasureUnshapedLoopback(t *testing.T) {
+// serveLoopback starts a server on a loopback port, closed when the
+// test ends, and returns it with a dialler of it.
+func serveLoopback(t *testing.T) (*Server, func(context.Context) (net.Conn, error)) {
+	t.Helper()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := Serve(ln)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	dial := func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp4", srv.Addr().String())
 	}
+	return srv, dial
+}
+
+// TestMeasureUnshapedLoopback runs the real measurement over an unshaped
+// loopback: it completes, and Judge says this is no 20 Mbit/s pipe.
+func TestMeasureUnshapedLoopback(t *testing.T) {
+	srv, dial := serveLoopback(t)
 	if err := Send(context.Background(), dial, 4096); err != nil {
 		t.Fatal(err)
 	}
@@ -105,17 +113,8 @@ func TestMeasureUnshapedLoopback(t *testing.T) {
 // TestMeasureStopsWithItsContext: an interrupted measurement returns at
 // once with the context's error.
 func TestMeasureStopsWithItsContext(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := Serve(ln)
-	defer srv.Close()
+	srv, dial := serveLoopback(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	dial := func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp4", srv.Addr().String())
-	}
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
 	if _, err := Measure(ctx, srv, dial, Config{Duration: time.Minute}); err == nil {

@@ -375,11 +375,18 @@ func (s *Suite) probeReadback(ctx context.Context) check.Result {
 	return r
 }
 
-func (s *Suite) probeSetRate(ctx context.Context) check.Result {
+// setRate sets direction d of the suite's link to bits through the
+// backend's hot path (SetRate) and returns the pipe it set.
+func (s *Suite) setRate(ctx context.Context, d shape.Direction, bits int64) (shape.Pipe, error) {
 	l := s.desired.Links[0]
-	p := l.Download
-	p.RateBits = 30_000_000
-	if err := s.b.SetRate(ctx, l, shape.Download, p); err != nil {
+	p := l.Pipe(d)
+	p.RateBits = bits
+	return p, s.b.SetRate(ctx, l, d, p)
+}
+
+func (s *Suite) probeSetRate(ctx context.Context) check.Result {
+	p, err := s.setRate(ctx, shape.Download, 30_000_000)
+	if err != nil {
 		return errorResult(err)
 	}
 	s.desired.Links[0].Download = p
@@ -389,10 +396,7 @@ func (s *Suite) probeSetRate(ctx context.Context) check.Result {
 func (s *Suite) probeDrift(ctx context.Context) check.Result {
 	// Another hand sets the upload shaper to 5 Mbit/s, as the backend's
 	// own hot path would.
-	l := s.desired.Links[0]
-	drifted := l.Upload
-	drifted.RateBits = 5_000_000
-	if err := s.b.SetRate(ctx, l, shape.Upload, drifted); err != nil {
+	if _, err := s.setRate(ctx, shape.Upload, 5_000_000); err != nil {
 		return errorResult(err)
 	}
 	p, err := s.b.Plan(ctx, s.desired)

@@ -36,17 +36,24 @@ func requireRoot(t *testing.T) tc.Tools {
 // same machine are not disturbed.
 func testNetns() string { return fmt.Sprintf("%s-t%d", ScratchNetns, os.Getpid()) }
 
-// TestSuiteOnThisKernel runs the tc selftest on the real kernel: every
-// check matches, and the scratch namespace is gone afterwards.
-func TestSuiteOnThisKernel(t *testing.T) {
+// testOptions are the options of a suite under test, as root: the real
+// tools with a 30 s timeout, a fresh ledger, this binary's namespace.
+func testOptions(t *testing.T) Options {
+	t.Helper()
 	tools := requireRoot(t)
-	ctx := context.Background()
 	led, err := scratch.Open(t.TempDir(), "tc", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := execrun.Exec{Timeout: 30 * time.Second}
-	s, err := New(ctx, Options{Runner: run, Tools: tools, Ledger: led, Netns: testNetns()})
+	return Options{Runner: execrun.Exec{Timeout: 30 * time.Second}, Tools: tools, Ledger: led, Netns: testNetns()}
+}
+
+// TestSuiteOnThisKernel runs the tc selftest on the real kernel: every
+// check matches, and the scratch namespace is gone afterwards.
+func TestSuiteOnThisKernel(t *testing.T) {
+	ctx := context.Background()
+	o := testOptions(t)
+	s, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +71,7 @@ func TestSuiteOnThisKernel(t *testing.T) {
 			t.Logf("tc.shaping: %s: real %s, expected %s", r.Status, r.Real, r.Expected)
 		}
 	}
-	if done, errs := RemoveScratch(ctx, run, tools, led.Record()); len(done) > 0 || len(errs) > 0 {
+	if done, errs := RemoveScratch(ctx, o.Runner, o.Tools, o.Ledger.Record()); len(done) > 0 || len(errs) > 0 {
 		t.Fatalf("the namespace must be gone: %v %v", done, errs)
 	}
 }
@@ -90,16 +97,12 @@ func (r rewriting) Run(ctx context.Context, cmd execrun.Command) (execrun.Result
 // another rate than the backend set, the read-back checks differ, and the
 // namespace still goes.
 func TestSuiteFailsOnAMisreadKernel(t *testing.T) {
-	tools := requireRoot(t)
 	ctx := context.Background()
-	led, err := scratch.Open(t.TempDir(), "tc", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := execrun.Exec{Timeout: 30 * time.Second}
+	o := testOptions(t)
 	// The kernel shapes at the rate set; only what tc prints is rewritten,
 	// so the measurement, which would pass, is left out.
-	s, err := New(ctx, Options{Runner: base, Tools: tools, Ledger: led, SkipMeasure: true, Netns: testNetns()})
+	o.SkipMeasure = true
+	s, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +110,7 @@ func TestSuiteFailsOnAMisreadKernel(t *testing.T) {
 		s.Close(ctx)
 		t.Skip("skipping: this kernel shapes with cake; the rewrite targets htb's class")
 	}
-	s.b.Runner = rewriting{run: base, match: "class show", from: "rate 20Mbit ceil", to: "rate 19Mbit ceil"}
+	s.b.Runner = rewriting{run: o.Runner, match: "class show", from: "rate 20Mbit ceil", to: "rate 19Mbit ceil"}
 	res, _ := check.Run(ctx, s.Checks(), s.Real(), s.Expected(), nil)
 	if _, errs := s.Close(ctx); len(errs) > 0 {
 		t.Fatal(errs)
@@ -127,13 +130,10 @@ func TestSuiteFailsOnAMisreadKernel(t *testing.T) {
 // than the model's (here set to half behind the model's back) makes the
 // measurement differ, so the check can fail.
 func TestShapingDiffersFromAnotherRate(t *testing.T) {
-	tools := requireRoot(t)
 	ctx := context.Background()
-	led, err := scratch.Open(t.TempDir(), "tc", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(ctx, Options{Runner: execrun.Exec{Timeout: 30 * time.Second}, Tools: tools, Ledger: led, Measure: loopback.Config{Duration: 3 * time.Second}, Netns: testNetns()})
+	o := testOptions(t)
+	o.Measure = loopback.Config{Duration: 3 * time.Second}
+	s, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/macake/macake/internal/debounce"
 )
 
 // readEvents reads an event socket (wrapped as a pollable *os.File, so
@@ -16,12 +18,6 @@ import (
 // (ENOBUFS) means events were lost, which is itself a reason to re-read.
 func readEvents(ctx context.Context, f *os.File, interesting func(msg []byte) bool) <-chan struct{} {
 	ch := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
 	go func() {
 		<-ctx.Done()
 		f.Close()
@@ -37,7 +33,7 @@ func readEvents(ctx context.Context, f *os.File, interesting func(msg []byte) bo
 			}
 			if err != nil {
 				if errors.Is(err, syscall.ENOBUFS) {
-					notify()
+					debounce.Signal(ch)
 					continue
 				}
 				failures++
@@ -49,7 +45,7 @@ func readEvents(ctx context.Context, f *os.File, interesting func(msg []byte) bo
 			}
 			failures = 0
 			if interesting(buf[:n]) {
-				notify()
+				debounce.Signal(ch)
 			}
 		}
 	}()

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/macake/macake/internal/debounce"
 )
 
 // FileSource reads the facts from a JSON file in the Facts shape
@@ -125,10 +127,7 @@ func (f *FileSource) Changes(ctx context.Context) (<-chan struct{}, error) {
 					return
 				}
 				if filepath.Base(ev.Name) == name && ev.Op&^fsnotify.Chmod != 0 {
-					select {
-					case ch <- struct{}{}:
-					default:
-					}
+					debounce.Signal(ch)
 				}
 			case _, ok := <-w.Errors:
 				if !ok {

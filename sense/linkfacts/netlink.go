@@ -95,6 +95,17 @@ func netlinkError(data []byte) error {
 	return nil
 }
 
+// collect appends to list what parse reads from a message's data, when
+// it is one to keep (a default route of the main table, a neighbour with
+// a usable link-layer address); a message it cannot read fails the dump.
+func collect[T any](list *[]T, parse func([]byte) (T, bool, error), data []byte) error {
+	v, ok, err := parse(data)
+	if err == nil && ok {
+		*list = append(*list, v)
+	}
+	return err
+}
+
 // parseLink reads an RTM_NEWLINK message (struct ifinfomsg, 16 bytes).
 func parseLink(data []byte) (osInterface, error) {
 	if len(data) < 16 {
@@ -210,20 +221,12 @@ func (d *netlinkDump) add(b []byte, seq uint32) (done bool, err error) {
 			}
 			d.ifaces = append(d.ifaces, ifi)
 		case rtmNewRoute:
-			r, ok, err := parseRoute(m.data)
-			if err != nil {
+			if err := collect(&d.routes, parseRoute, m.data); err != nil {
 				return false, err
-			}
-			if ok {
-				d.routes = append(d.routes, r)
 			}
 		case rtmNewNeigh:
-			n, ok, err := parseNeigh(m.data)
-			if err != nil {
+			if err := collect(&d.neigh, parseNeigh, m.data); err != nil {
 				return false, err
-			}
-			if ok {
-				d.neigh = append(d.neigh, n)
 			}
 		}
 	}

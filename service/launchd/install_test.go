@@ -80,15 +80,12 @@ func TestInstallDaemonFreshThenIdempotent(t *testing.T) {
 	m := newMachine()
 	j := daemonJob(t, "/usr/local/bin/macake")
 	ran, _ := m.install(t, j, false)
-	want := []string{
+	servicetest.WantRan(t, "fresh install", ran,
 		"create /var/log/macake (root:wheel 0755)",
 		"write /Library/LaunchDaemons/org.macake.watch.plist (root:wheel 0644)",
 		"run /bin/launchctl enable system/org.macake.watch",
 		"run /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist",
-	}
-	if !reflect.DeepEqual(ran, want) {
-		t.Fatalf("fresh install ran\n%q\nwant\n%q", ran, want)
-	}
+	)
 	fi, _ := m.files.Stat(launchd.DaemonPlistPath)
 	if fi.Mode.Perm() != 0o644 || fi.UID != 0 || fi.GID != 0 {
 		t.Errorf("plist mode %v owner %d:%d, want 0644 root:wheel", fi.Mode, fi.UID, fi.GID)
@@ -122,15 +119,12 @@ func TestInstallDaemonChangedPlistReloads(t *testing.T) {
 	m.install(t, daemonJob(t, "/usr/local/bin/macake"), false)
 	j := daemonJob(t, "/opt/homebrew/bin/macake")
 	ran, _ := m.install(t, j, false)
-	want := []string{
+	servicetest.WantRan(t, "changed plist", ran,
 		"write /Library/LaunchDaemons/org.macake.watch.plist (root:wheel 0644)",
 		"run /bin/launchctl bootout system/org.macake.watch",
 		"run /bin/launchctl enable system/org.macake.watch",
 		"run /bin/launchctl bootstrap system /Library/LaunchDaemons/org.macake.watch.plist",
-	}
-	if !reflect.DeepEqual(ran, want) {
-		t.Fatalf("changed plist ran\n%q\nwant\n%q", ran, want)
-	}
+	)
 	if got := m.launchd.Loaded["system/org.macake.watch"]; string(got) != string(j.Plist) {
 		t.Error("launchd did not load the new plist")
 	}
@@ -293,16 +287,13 @@ func TestInstallAgent(t *testing.T) {
 	m.files.UID, m.files.GID = 501, 20
 	j := agentJob(t)
 	ran, _ := m.install(t, j, false)
-	want := []string{
+	servicetest.WantRan(t, "agent install", ran,
 		"create /Users/you/Library/LaunchAgents (0755)",
 		"create /Users/you/Library/Logs/macake (0755)",
 		"write /Users/you/Library/LaunchAgents/org.macake.monitor.plist (0644)",
 		"run /bin/launchctl enable gui/501/org.macake.monitor",
 		"run /bin/launchctl bootstrap gui/501 /Users/you/Library/LaunchAgents/org.macake.monitor.plist",
-	}
-	if !reflect.DeepEqual(ran, want) {
-		t.Fatalf("agent install ran\n%q\nwant\n%q", ran, want)
-	}
+	)
 	if fi, _ := m.files.Stat(j.PlistPath); fi.UID != 501 {
 		t.Errorf("agent plist owned by %d, want the user", fi.UID)
 	}

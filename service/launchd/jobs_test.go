@@ -110,20 +110,6 @@ func TestPlistEscapesPaths(t *testing.T) {
 	}
 }
 
-func TestProgramValidate(t *testing.T) {
-	for name, p := range map[string]service.Program{
-		"relative binary": {Binary: "macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"},
-		"empty binary":    {ConfigDir: "/etc/macake/links.d", StateDir: "/var/db/macake"},
-		"relative config": {Binary: "/bin/macake", ConfigDir: "links.d", StateDir: "/var/db/macake"},
-		"relative state":  {Binary: "/bin/macake", ConfigDir: "/etc", StateDir: "db"},
-		"control char":    {Binary: "/bin/mac\x07ake", ConfigDir: "/etc", StateDir: "/db"},
-	} {
-		if _, err := DaemonPlist(p); err == nil {
-			t.Errorf("%s: DaemonPlist accepted %+v", name, p)
-		}
-	}
-}
-
 // TestExamplesMatchRenderer keeps examples/launchd identical to what the
 // renderers produce; `go test ./service/launchd -update` rewrites them.
 func TestExamplesMatchRenderer(t *testing.T) {

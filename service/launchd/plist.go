@@ -109,44 +109,54 @@ func encodeValue(b *bytes.Buffer, v Value, depth int, where string) error {
 	case Bool:
 		fmt.Fprintf(b, "%s<%s/>\n", indent, v.element())
 	case Array:
-		if len(v) == 0 {
-			fmt.Fprintf(b, "%s<%s/>\n", indent, v.element())
-			return nil
-		}
-		fmt.Fprintf(b, "%s<%s>\n", indent, v.element())
-		for i, item := range v {
-			if err := encodeValue(b, item, depth+1, fmt.Sprintf("%s[%d]", where, i)); err != nil {
-				return err
+		return encodeContainer(b, indent, v.element(), len(v), func() error {
+			for i, item := range v {
+				if err := encodeValue(b, item, depth+1, fmt.Sprintf("%s[%d]", where, i)); err != nil {
+					return err
+				}
 			}
-		}
-		fmt.Fprintf(b, "%s</%s>\n", indent, v.element())
+			return nil
+		})
 	case Dict:
-		if len(v) == 0 {
-			fmt.Fprintf(b, "%s<%s/>\n", indent, v.element())
+		return encodeContainer(b, indent, v.element(), len(v), func() error {
+			seen := make(map[string]bool, len(v))
+			for _, e := range v {
+				if seen[e.Key] {
+					return fmt.Errorf("plist %s: duplicate key %q", where, e.Key)
+				}
+				seen[e.Key] = true
+				key, err := escapeText(e.Key)
+				if err != nil {
+					return fmt.Errorf("plist %s: key: %w", where, err)
+				}
+				fmt.Fprintf(b, "%s\t<key>%s</key>\n", indent, key)
+				if err := encodeValue(b, e.Value, depth+1, where+"."+e.Key); err != nil {
+					return err
+				}
+			}
 			return nil
-		}
-		fmt.Fprintf(b, "%s<%s>\n", indent, v.element())
-		seen := make(map[string]bool, len(v))
-		for _, e := range v {
-			if seen[e.Key] {
-				return fmt.Errorf("plist %s: duplicate key %q", where, e.Key)
-			}
-			seen[e.Key] = true
-			key, err := escapeText(e.Key)
-			if err != nil {
-				return fmt.Errorf("plist %s: key: %w", where, err)
-			}
-			fmt.Fprintf(b, "%s\t<key>%s</key>\n", indent, key)
-			if err := encodeValue(b, e.Value, depth+1, where+"."+e.Key); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(b, "%s</%s>\n", indent, v.element())
+		})
 	case nil:
 		return fmt.Errorf("plist %s: missing value", where)
 	default:
 		return fmt.Errorf("plist %s: unsupported type %T", where, v)
 	}
+	return nil
+}
+
+// encodeContainer writes an array or a dict with members members: when
+// empty, as one self-closing element; else members (written by body)
+// between the opening and the closing tag.
+func encodeContainer(b *bytes.Buffer, indent, element string, members int, body func() error) error {
+	if members == 0 {
+		fmt.Fprintf(b, "%s<%s/>\n", indent, element)
+		return nil
+	}
+	fmt.Fprintf(b, "%s<%s>\n", indent, element)
+	if err := body(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "%s</%s>\n", indent, element)
 	return nil
 }
 

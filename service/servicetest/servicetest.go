@@ -2,13 +2,15 @@
 
 // Package servicetest provides an in-memory file system with owners and
 // modes for tests of code that installs services, so they run anywhere
-// as any user.
+// as any user, and the checks those tests share.
 package servicetest
 
 import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
+	"testing"
 
 	"github.com/macake/macake/service"
 )
@@ -115,4 +117,15 @@ func (f *Files) Remove(path string) error {
 	}
 	delete(f.files, filepath.Clean(path))
 	return nil
+}
+
+// WantRan stops the test unless ran, the steps an install or uninstall
+// took as the test machine records them ("write PATH (OWNER MODE)",
+// "run ARGV"), is want, in order. what names the run, e.g. "fresh
+// install".
+func WantRan(t testing.TB, what string, ran []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(ran, want) {
+		t.Fatalf("%s ran\n%q\nwant\n%q", what, ran, want)
+	}
 }

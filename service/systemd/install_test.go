@@ -58,15 +58,12 @@ func (m *machine) install(t *testing.T, req service.InstallRequest) ([]string, *
 func TestInstallDaemon(t *testing.T) {
 	m := newMachine()
 	ran, rep := m.install(t, service.InstallRequest{Program: program})
-	want := []string{
+	servicetest.WantRan(t, "fresh install", ran,
 		"write /etc/systemd/system/macake-watch.service (root:root 0644)",
 		"run systemctl daemon-reload",
 		"run systemctl enable macake-watch.service",
 		"run systemctl start macake-watch.service",
-	}
-	if !reflect.DeepEqual(ran, want) {
-		t.Fatalf("fresh install ran\n%q\nwant\n%q", ran, want)
-	}
+	)
 	unit, _ := systemd.WatchUnit(program)
 	if got, _ := m.files.ReadFile(systemd.UnitPath); string(got) != string(unit) {
 		t.Errorf("unit on disk:\n%s", got)
@@ -98,14 +95,11 @@ func TestInstallDaemon(t *testing.T) {
 	other := program
 	other.Binary = "/opt/macake/bin/macake"
 	ran, _ = m.install(t, service.InstallRequest{Program: other})
-	want = []string{
+	servicetest.WantRan(t, "changed program", ran,
 		"write /etc/systemd/system/macake-watch.service (root:root 0644)",
 		"run systemctl daemon-reload",
 		"run systemctl restart macake-watch.service",
-	}
-	if !reflect.DeepEqual(ran, want) {
-		t.Errorf("changed program ran\n%q\nwant\n%q", ran, want)
-	}
+	)
 	if !strings.Contains(string(m.systemctl.System.Read[systemd.UnitName]), "ExecStart=/opt/macake/bin/macake ") {
 		t.Error("systemd did not read the new unit")
 	}
@@ -211,16 +205,13 @@ func TestInstallAgent(t *testing.T) {
 	m.files.UID, m.files.GID = 1000, 1000
 	req := service.InstallRequest{Program: program, Agent: true, Home: home, UID: 1000}
 	ran, rep := m.install(t, req)
-	want := []string{
+	servicetest.WantRan(t, "agent install", ran,
 		"create /home/you/.config/systemd/user (0755)",
 		"write /home/you/.config/systemd/user/macake-monitor.service (0644)",
 		"run systemctl --user daemon-reload",
 		"run systemctl --user enable macake-monitor.service",
 		"run systemctl --user start macake-monitor.service",
-	}
-	if !reflect.DeepEqual(ran, want) {
-		t.Fatalf("agent install ran\n%q\nwant\n%q", ran, want)
-	}
+	)
 	if fi, _ := m.files.Stat(systemd.MonitorUnitPath(home)); fi.UID != 1000 || rep.LogCommand != "journalctl --user -u macake-monitor.service -f" {
 		t.Errorf("unit owned by %d; report %+v", fi.UID, rep)
 	}

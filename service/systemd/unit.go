@@ -66,10 +66,7 @@ const stateDirPerm fs.FileMode = 0o711
 // /var/lib, which systemd creates with StateDirMode, else
 // ReadWritePaths=, which must exist).
 func WatchUnit(p service.Program) ([]byte, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	exec, err := execLine(p.Args("watch"))
+	exec, err := execStart(p, "watch")
 	if err != nil {
 		return nil, err
 	}
@@ -91,11 +88,7 @@ func WatchUnit(p service.Program) ([]byte, error) {
 	b.WriteString("Documentation=" + docsite.Repo + "\n")
 	b.WriteString("Wants=network-online.target\n")
 	b.WriteString("After=network-online.target\n\n")
-	b.WriteString("[Service]\n")
-	b.WriteString("Type=simple\n")
-	b.WriteString("ExecStart=" + exec + "\n")
-	b.WriteString("Restart=on-failure\n")
-	fmt.Fprintf(&b, "RestartSec=%d\n", service.ThrottleInterval)
+	serviceHead(&b, exec)
 	b.WriteString("RestartPreventExitStatus=77 78\n")
 	b.WriteString("TimeoutStopSec=15\n")
 	b.WriteString("# Sandbox: see systemd.exec(5) and `systemd-analyze security macake-watch`.\n")
@@ -149,10 +142,7 @@ func stateLines(dir string) (string, error) {
 // MonitorUnit renders macake-monitor.service, a systemd user unit
 // running `macake monitor`, the counterpart of the LaunchAgent.
 func MonitorUnit(p service.Program) ([]byte, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	exec, err := execLine(p.Args("monitor"))
+	exec, err := execStart(p, "monitor")
 	if err != nil {
 		return nil, err
 	}
@@ -165,15 +155,31 @@ func MonitorUnit(p service.Program) ([]byte, error) {
 	b.WriteString("[Unit]\n")
 	b.WriteString("Description=macake: latency monitor, no shaping\n")
 	b.WriteString("Documentation=" + docsite.Repo + "\n\n")
-	b.WriteString("[Service]\n")
-	b.WriteString("Type=simple\n")
-	b.WriteString("ExecStart=" + exec + "\n")
-	b.WriteString("Restart=on-failure\n")
-	fmt.Fprintf(&b, "RestartSec=%d\n", service.ThrottleInterval)
+	serviceHead(&b, exec)
 	b.WriteString("RestartPreventExitStatus=64 78\n\n")
 	b.WriteString("[Install]\n")
 	b.WriteString("WantedBy=default.target\n")
 	return []byte(b.String()), nil
+}
+
+// execStart is the ExecStart= line's value of a unit running command of
+// p, once p is valid.
+func execStart(p service.Program, command string) (string, error) {
+	if err := p.Validate(); err != nil {
+		return "", err
+	}
+	return execLine(p.Args(command))
+}
+
+// serviceHead writes the [Service] section's first lines, which both
+// units share: a simple service running exec, restarted on failure after
+// service.ThrottleInterval seconds.
+func serviceHead(b *strings.Builder, exec string) {
+	b.WriteString("[Service]\n")
+	b.WriteString("Type=simple\n")
+	b.WriteString("ExecStart=" + exec + "\n")
+	b.WriteString("Restart=on-failure\n")
+	fmt.Fprintf(b, "RestartSec=%d\n", service.ThrottleInterval)
 }
 
 // execLine quotes argv for ExecStart= (systemd.service(5), "Command

@@ -27,19 +27,6 @@ var (
 	examplesProgram = service.Program{Binary: "/usr/local/bin/macake", ConfigDir: "/etc/macake/links.d", StateDir: settings.DefaultStateDirFor("darwin")}
 )
 
-func TestProgramValidate(t *testing.T) {
-	for name, p := range map[string]service.Program{
-		"relative binary": {Binary: "macake", ConfigDir: "/etc/macake/links.d", StateDir: "/var/lib/macake"},
-		"empty binary":    {ConfigDir: "/etc/macake/links.d", StateDir: "/var/lib/macake"},
-		"relative state":  {Binary: "/bin/macake", ConfigDir: "/etc", StateDir: "db"},
-		"control char":    {Binary: "/bin/mac\x07ake", ConfigDir: "/etc", StateDir: "/db"},
-	} {
-		if _, err := WatchUnit(p); err == nil {
-			t.Errorf("%s: WatchUnit accepted %+v", name, p)
-		}
-	}
-}
-
 // TestExamplesMatchRenderer keeps examples/systemd identical to what the
 // renderers produce; `go test ./service/systemd -update` rewrites them.
 func TestExamplesMatchRenderer(t *testing.T) {

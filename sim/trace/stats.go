@@ -122,6 +122,15 @@ func (t *Trace) Stats() Stats {
 // benchmark.md §7.3); 0 for no values.
 func Percentile(asc []float64, p float64) float64 { return score.Percentile(asc, p) }
 
+// sum adds v up, in order (the means of the 1-s bins are sum/len).
+func sum(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
 func sorted(v []float64) []float64 {
 	out := append([]float64(nil), v...)
 	sort.Float64s(out)

@@ -147,11 +147,7 @@ func (t *Trace) Mean() float64 {
 	if len(bins) == 0 {
 		return t.exactMean()
 	}
-	var sum float64
-	for _, b := range bins {
-		sum += b
-	}
-	return sum / float64(len(bins))
+	return sum(bins) / float64(len(bins))
 }
 
 // exactMean is the capacity over the whole period, for traces shorter than a
@@ -191,11 +187,7 @@ func (t *Trace) ActivePercentile(p float64) float64 {
 	if len(bins) == 0 {
 		return t.exactMean()
 	}
-	var sum float64
-	for _, b := range bins {
-		sum += b
-	}
-	limit := OutageShare * sum / float64(len(bins))
+	limit := OutageShare * sum(bins) / float64(len(bins))
 	active := make([]float64, 0, len(bins))
 	for _, b := range bins {
 		if b >= limit {

@@ -540,27 +540,27 @@ func (m *Machine) flushDummynet() { m.Dummynet.Pipes, m.Dummynet.Queues = nil, n
 
 // listedPipes returns the pipes in listing order.
 func (m *Machine) listedPipes() []*Pipe {
-	ps := append([]*Pipe(nil), m.Dummynet.Pipes...)
-	sort.SliceStable(ps, func(i, j int) bool {
-		hi, hj := dnHash(int64(ps[i].Number)), dnHash(int64(ps[j].Number))
-		if hi != hj {
-			return hi < hj
-		}
-		return ps[i].Seq > ps[j].Seq
-	})
-	return ps
+	return listed(m.Dummynet.Pipes, func(p *Pipe) (int64, uint64) { return int64(p.Number), p.Seq })
 }
 
+// listedQueues returns the queues in listing order.
 func (m *Machine) listedQueues() []*Queue {
-	qs := append([]*Queue(nil), m.Dummynet.Queues...)
-	sort.SliceStable(qs, func(i, j int) bool {
-		hi, hj := dnHash(int64(qs[i].Number)), dnHash(int64(qs[j].Number))
-		if hi != hj {
+	return listed(m.Dummynet.Queues, func(q *Queue) (int64, uint64) { return int64(q.Number), q.Seq })
+}
+
+// listed returns objs in dummynet's listing order: by the hash of their
+// number, and newest (highest seq) first within a hash bucket.
+func listed[T any](objs []*T, id func(*T) (number int64, seq uint64)) []*T {
+	out := append([]*T(nil), objs...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ni, si := id(out[i])
+		nj, sj := id(out[j])
+		if hi, hj := dnHash(ni), dnHash(nj); hi != hj {
 			return hi < hj
 		}
-		return qs[i].Seq > qs[j].Seq
+		return si > sj
 	})
-	return qs
+	return out
 }
 
 func (p *Pipe) String() string { return fmt.Sprintf("pipe %d", p.Number) }
