@@ -141,15 +141,6 @@ func TestImprovementDropCounterResets(t *testing.T) {
 	}
 }
 
-func TestDefaultConfigIsFaithful(t *testing.T) {
-	if (DefaultConfig().Improvements != Improvements{}) {
-		t.Errorf("DefaultConfig has improvements switched on: %+v", DefaultConfig().Improvements)
-	}
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Errorf("DefaultConfig invalid: %v", err)
-	}
-}
-
 // TestImprovementCutToAchieved: the download was saturating its 20 Mbit/s
 // pipe, then the link fell to 6 Mbit/s for two samples. Upstream's first cut
 // is graded (here the full ×0.75: 15 000 kbit/s); with the switch the

@@ -5,6 +5,8 @@ package controller
 import (
 	"testing"
 	"time"
+
+	"github.com/macake/macake/controller/tuning"
 )
 
 func TestWireBytesFormula(t *testing.T) {
@@ -141,7 +143,7 @@ func TestSparseReserve(t *testing.T) {
 		}
 		frame := int64(max(tc.mtu, 0)) + EthernetHeader
 		if tc.mtu <= 0 {
-			frame = DefaultMTU + EthernetHeader
+			frame = tuning.DefaultMTU + EthernetHeader
 		}
 		if frames := got / frame; got-frames*frame != frame-1 {
 			t.Errorf("%s: %d leaves %d bytes beside whole frames, want %d", tc.name, got, got-frames*frame, frame-1)

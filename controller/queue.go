@@ -2,16 +2,15 @@
 
 package controller
 
-import "time"
+import (
+	"time"
 
-// Queue sizing bounds for AutoQueueBytes.
-const (
-	// MaxAutoQueueBytes is the cap of an automatic queue: 1023 KB, below
-	// dummynet's 1 MB byte-queue limit.
-	MaxAutoQueueBytes = 1023 * 1024
-	// DefaultMTU is used when the interface MTU is unknown (≤ 0).
-	DefaultMTU = 1500
+	"github.com/macake/macake/controller/tuning"
 )
+
+// MaxAutoQueueBytes is the cap of an automatic queue: 1023 KB, below
+// dummynet's 1 MB byte-queue limit.
+const MaxAutoQueueBytes = 1023 * 1024
 
 // AutoQueueTarget is the longest time a full automatic queue may take to
 // drain at the pipe rate. DESIGN §2 left the choice between MaCake's rule
@@ -33,10 +32,10 @@ const AutoQueueMinDrain = 5 * time.Millisecond
 // AutoQueueFloor is the smallest automatic queue at rateBits: whichever is
 // larger of four full packets of mtu bytes (so a slow pipe still holds a
 // burst) and AutoQueueMinDrain of drain time at the rate. A non-positive
-// mtu is DefaultMTU.
+// mtu is tuning.DefaultMTU.
 func AutoQueueFloor(rateBits int64, mtu int) int64 {
 	if mtu <= 0 {
-		mtu = DefaultMTU
+		mtu = tuning.DefaultMTU
 	}
 	return max(4*int64(mtu), drainBytes(rateBits, AutoQueueMinDrain))
 }
@@ -48,7 +47,7 @@ func drainBytes(rateBits int64, d time.Duration) int64 {
 	if rateBits <= 0 || d <= 0 {
 		return 0
 	}
-	return min(rateBits, MaxRate) / 8 * int64(d/time.Microsecond) / 1_000_000
+	return min(rateBits, tuning.MaxRate) / 8 * int64(d/time.Microsecond) / 1_000_000
 }
 
 // AutoQueueDrain is the drain time an automatic queue aims at for a path
@@ -86,10 +85,10 @@ const EthernetHeader = 14
 // of a call, a game or a ping still fit: in the kernel's twin of the lte
 // scenario a 6 KiB bfifo lost 11 % of the pings and of the call's packets,
 // and none with the reserve, at the same delay (docs/measurements/
-// honest-score.md). A non-positive mtu is DefaultMTU.
+// honest-score.md). A non-positive mtu is tuning.DefaultMTU.
 func SparseReserve(queueBytes int64, mtu int) int64 {
 	if mtu <= 0 {
-		mtu = DefaultMTU
+		mtu = tuning.DefaultMTU
 	}
 	frame := int64(mtu) + EthernetHeader
 	return max(queueBytes/frame, 1)*frame + frame - 1

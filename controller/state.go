@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -62,7 +63,7 @@ func (l LoadClass) MarshalText() ([]byte, error) { return []byte(l.String()), ni
 // State is a snapshot of the controller for status and metrics (the
 // quantities of upstream's SUMMARY record, autorate.md §10, and more).
 type State struct {
-	Mode   Mode
+	Mode   tuning.Mode
 	Status Status
 	// Shaping is true when rate decisions go to the backend (autorate, or
 	// balanced while engaged).

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/daemon/idlertt"
 	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
@@ -56,7 +57,7 @@ func (c *controllers) current(link string, gen uint64) *linkRunner {
 type carried struct {
 	// rates are the old controller's rates (controller rates, bit/s).
 	rates desired.Rates
-	cfg   controller.Config
+	cfg   tuning.Config
 	// reflectors are the ones the old controller probed, which the new
 	// one probes first (startPool); rtts its replies' round trips.
 	reflectors []netip.Addr

@@ -15,6 +15,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
@@ -56,7 +57,7 @@ type Inputs struct {
 	// active_reflectors of its policy's list.
 	Reflectors map[string][]netip.Addr
 	// MTU is each interface's MTU in bytes; a missing one is
-	// controller.DefaultMTU.
+	// tuning.DefaultMTU.
 	MTU map[string]int
 	// Invocation is how the caller was run, for the commands its
 	// messages name (the measurement an "auto" rate waits for).
@@ -323,7 +324,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 		profile := st.Profiles[a.ProfileKey]
 		mtu := in.MTU[l.Match.Interface]
 		if mtu <= 0 {
-			mtu = controller.DefaultMTU
+			mtu = tuning.DefaultMTU
 		}
 		var failed bool
 		var unmeasured []shape.Direction
@@ -570,7 +571,7 @@ func shaperCompensation(l config.Link, rate int64, mtu int, kernelOverhead bool)
 		return rate, shape.Compensation{}
 	}
 	if mtu <= 0 {
-		mtu = controller.DefaultMTU
+		mtu = tuning.DefaultMTU
 	}
 	return framing(l).Compensate(rate, int64(mtu))
 }
@@ -591,7 +592,7 @@ func framing(l config.Link) shape.Framing {
 // Without overhead and mpu it returns rate unchanged.
 func PipeRate(rateBits int64, overhead, mpu, mtu int) int64 {
 	if mtu <= 0 {
-		mtu = controller.DefaultMTU
+		mtu = tuning.DefaultMTU
 	}
 	return shape.Framing{Overhead: int64(overhead), MPU: int64(mpu)}.PipeRate(rateBits, int64(mtu))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -263,7 +264,7 @@ func TestPipeRate(t *testing.T) {
 // never disagree about the same policy.
 func TestPipeRateMatchesController(t *testing.T) {
 	for _, oh := range []struct{ overhead, mpu int }{{18, 64}, {44, 0}, {0, 96}, {0, 0}} {
-		cfg := controller.DefaultConfig()
+		cfg := tuning.DefaultConfig()
 		cfg.Overhead, cfg.MPU = oh.overhead, oh.mpu
 		c, err := controller.New(cfg, nil)
 		if err != nil {

@@ -27,6 +27,7 @@ var pure = []struct {
 	// The Loop (loop.go) drives the control law with timers, its clock
 	// injectable (LoopConfig.Now, testing/synctest); the law itself is pure.
 	{dir: "controller", why: "the control law", files: except("loop.go")},
+	{dir: "controller/tuning", why: "the control law's tunables"},
 	{dir: "desired", why: "the desired state and matching"},
 }
 

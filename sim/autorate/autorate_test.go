@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/sim/linkmodel"
@@ -31,8 +32,8 @@ func TestUpstreamIsTheFaithfulPort(t *testing.T) {
 	l, _ := linkmodel.New("lte", 1)
 	env := sim.NewEnv(l, sim.Options{})
 	cfg := UpstreamConfig(env)
-	def := controller.DefaultConfig()
-	if cfg.Improvements != (controller.Improvements{}) {
+	def := tuning.DefaultConfig()
+	if cfg.Improvements != (tuning.Improvements{}) {
 		t.Errorf("upstream has improvements on: %+v", cfg.Improvements)
 	}
 	if cfg.Download.Min != env.Bounds[shape.Download].Min || cfg.Download.Base != env.Bounds[shape.Download].Base || cfg.Upload.Max != env.Bounds[shape.Upload].Max {
