@@ -18,6 +18,7 @@ import (
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -114,10 +115,10 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 	sys, release := Local(LocalOptions{ConfigDir: filepath.Join(dir, "links.d"), StateDir: dir, Getenv: func(string) string { return "" }})
 	defer release()
 	sys.Now = func() time.Time { return now }
-	health := func() Result {
+	health := func() report.Result {
 		return checkDaemonHealth(ctx, NewInspection(sys))
 	}
-	expect(t, health(), OK, "macake watch (pid "+strconv.Itoa(os.Getpid())+", up 1h) answers; its last reconcile (drift, 1m30s ago): no changes")
+	expect(t, health(), report.OK, "macake watch (pid "+strconv.Itoa(os.Getpid())+", up 1h) answers; its last reconcile (drift, 1m30s ago): no changes")
 	if w := NewInspection(sys).watch(ctx); !w.state.Running || w.state.Via != "its socket "+statusapi.SocketPath(dir) {
 		t.Errorf("watch found %+v; want running, through its socket", w.state)
 	}
@@ -129,9 +130,9 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 	if runtime.GOOS == "darwin" {
 		logs = "/var/log/macake/watch.stderr.log"
 	}
-	expect(t, health(), Problem, "its last reconcile (link_change, 5s ago) failed: pfctl: DIOCADDRULE", logs)
+	expect(t, health(), report.Problem, "its last reconcile (link_change, 5s ago) failed: pfctl: DIOCADDRULE", logs)
 
 	stop()
 	<-served
-	expect(t, health(), Problem, "holds the state lock but does not answer on "+statusapi.SocketPath(dir))
+	expect(t, health(), report.Problem, "holds the state lock but does not answer on "+statusapi.SocketPath(dir))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/execrun"
 )
 
@@ -56,7 +57,7 @@ func deniedOutput(stderr []byte) bool {
 }
 
 // toolResult judges a tool: present and runnable, or what is wrong.
-func toolResult(t toolState, install string) Result {
+func toolResult(t toolState, install string) report.Result {
 	path := t.argv[0]
 	override := ""
 	if t.env != "" {

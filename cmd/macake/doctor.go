@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/doctor/report"
 )
 
 var doctorCmd = &command{
@@ -76,12 +77,12 @@ func runDoctor(e *env, args []string) int {
 	defer cancel()
 	rep := doctor.Run(ctx, doctor.NewInspection(sys), doctor.Checks)
 	if *asJSON {
-		if err := doctor.WriteJSON(e.stdout, rep, *strict, sys.EUID == 0); err != nil {
+		if err := report.WriteJSON(e.stdout, rep, *strict, sys.EUID == 0); err != nil {
 			fmt.Fprintf(e.stderr, "macake doctor: %v\n", err)
 			return exitFailure
 		}
 	} else {
-		doctor.WriteText(e.stdout, rep, doctor.TextOptions{
+		report.WriteText(e.stdout, rep, report.TextOptions{
 			Color: e.useColor(color, e.stdout), ASCII: !utf8Locale(e.getenv), Verbose: *verbose, Strict: *strict,
 		})
 	}

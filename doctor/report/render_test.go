@@ -1,28 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package doctor
+package report_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/doctor/report"
 )
 
-func sampleReport() Report {
-	return Report{Results: []Result{
-		{ID: "system.user", Section: SectionSystem, Name: "user", Status: Info, Message: "running as root"},
-		{ID: "pf.status", Section: SectionPF, Name: "pf status", Status: OK, Message: "pf is enabled", Details: []string{"ok detail"}},
-		{ID: "pf.hook", Section: SectionPF, Name: "hook line", Status: Problem, Message: "hook missing", Details: []string{"problem detail"},
+func sampleReport() report.Report {
+	return report.Report{Results: []report.Result{
+		{ID: "system.user", Section: doctor.SectionSystem, Name: "user", Status: report.Info, Message: "running as root"},
+		{ID: "pf.status", Section: doctor.SectionPF, Name: "pf status", Status: report.OK, Message: "pf is enabled", Details: []string{"ok detail"}},
+		{ID: "pf.hook", Section: doctor.SectionPF, Name: "hook line", Status: report.Problem, Message: "hook missing", Details: []string{"problem detail"},
 			Fix: "add this line:\ndummynet-anchor \"com.apple/*\""},
-		{ID: "pf.anchor", Section: SectionPF, Name: "anchor", Status: Skipped, Message: "needs root"},
-		{ID: "daemon.installed", Section: SectionDaemon, Name: "service", Status: Warning, Message: "not installed", Fix: "sudo macake install-daemon"},
+		{ID: "pf.anchor", Section: doctor.SectionPF, Name: "anchor", Status: report.Skipped, Message: "needs root"},
+		{ID: "daemon.installed", Section: doctor.SectionDaemon, Name: "service", Status: report.Warning, Message: "not installed", Fix: "sudo macake install-daemon"},
 	}}
 }
 
 func TestWriteText(t *testing.T) {
 	var b bytes.Buffer
-	WriteText(&b, sampleReport(), TextOptions{})
+	report.WriteText(&b, sampleReport(), report.TextOptions{})
 	want := `System
   i user: running as root
 
@@ -46,7 +49,7 @@ Daemon
 
 func TestWriteTextOptions(t *testing.T) {
 	var b bytes.Buffer
-	WriteText(&b, sampleReport(), TextOptions{ASCII: true, Verbose: true})
+	report.WriteText(&b, sampleReport(), report.TextOptions{ASCII: true, Verbose: true})
 	out := b.String()
 	for _, want := range []string{"  + pf status: pf is enabled\n      ok detail\n", "  x hook line:", "  ! service:", "  i user:"} {
 		if !strings.Contains(out, want) {
@@ -58,7 +61,7 @@ func TestWriteTextOptions(t *testing.T) {
 	}
 
 	b.Reset()
-	WriteText(&b, sampleReport(), TextOptions{Color: true})
+	report.WriteText(&b, sampleReport(), report.TextOptions{Color: true})
 	for _, want := range []string{"\x1b[32m✓\x1b[0m", "\x1b[31m✗\x1b[0m", "\x1b[33m!\x1b[0m", "\x1b[1mpf and dummynet\x1b[0m"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("colour output lacks %q", want)
@@ -66,14 +69,14 @@ func TestWriteTextOptions(t *testing.T) {
 	}
 
 	b.Reset()
-	warnOnly := Report{Results: []Result{{Section: SectionDaemon, Name: "service", Status: Warning, Message: "m", Fix: "f"}}}
-	WriteText(&b, warnOnly, TextOptions{Strict: true})
+	warnOnly := report.Report{Results: []report.Result{{Section: doctor.SectionDaemon, Name: "service", Status: report.Warning, Message: "m", Fix: "f"}}}
+	report.WriteText(&b, warnOnly, report.TextOptions{Strict: true})
 	if !strings.HasSuffix(b.String(), "0 problems, 1 warning. With --strict, warnings fail.\n") {
 		t.Errorf("strict verdict:\n%s", b.String())
 	}
 
 	b.Reset()
-	WriteText(&b, Report{Results: []Result{{Section: SectionSystem, Name: "os", Status: OK, Message: "macOS"}}}, TextOptions{})
+	report.WriteText(&b, report.Report{Results: []report.Result{{Section: doctor.SectionSystem, Name: "os", Status: report.OK, Message: "macOS"}}}, report.TextOptions{})
 	if !strings.HasSuffix(b.String(), "\nEverything looks fine.\n") {
 		t.Errorf("healthy verdict:\n%s", b.String())
 	}
@@ -81,7 +84,7 @@ func TestWriteTextOptions(t *testing.T) {
 
 func TestWriteJSON(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteJSON(&b, sampleReport(), true, false); err != nil {
+	if err := report.WriteJSON(&b, sampleReport(), true, false); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -111,7 +114,7 @@ func TestWriteJSON(t *testing.T) {
 		t.Fatalf("%d checks, want 5 (skipped ones included)", len(doc.Checks))
 	}
 	hook := doc.Checks[2]
-	if hook["id"] != "pf.hook" || hook["status"] != "problem" || hook["section"] != SectionPF || !strings.Contains(hook["fix"].(string), "dummynet-anchor") {
+	if hook["id"] != "pf.hook" || hook["status"] != "problem" || hook["section"] != doctor.SectionPF || !strings.Contains(hook["fix"].(string), "dummynet-anchor") {
 		t.Errorf("hook check: %v", hook)
 	}
 	if doc.Checks[3]["status"] != "skipped" {
@@ -119,5 +122,36 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if _, has := doc.Checks[1]["fix"]; has {
 		t.Errorf("an ok check has a fix: %v", doc.Checks[1])
+	}
+}
+
+func TestReportVerdict(t *testing.T) {
+	rep := func(statuses ...report.Status) report.Report {
+		var r report.Report
+		for _, s := range statuses {
+			r.Results = append(r.Results, report.Result{Status: s})
+		}
+		return r
+	}
+	tests := []struct {
+		rep                  report.Report
+		verdict              string
+		failed, failedStrict bool
+	}{
+		{rep(report.OK, report.Info, report.Skipped), "Everything looks fine.", false, false},
+		{rep(report.OK, report.Warning), "0 problems, 1 warning.", false, true},
+		{rep(report.Problem, report.Warning, report.Warning), "1 problem, 2 warnings.", true, true},
+		{rep(report.Problem, report.Problem), "2 problems, 0 warnings.", true, true},
+	}
+	for _, tt := range tests {
+		if got := tt.rep.Verdict(); got != tt.verdict {
+			t.Errorf("Verdict() = %q, want %q", got, tt.verdict)
+		}
+		if got := tt.rep.Failed(false); got != tt.failed {
+			t.Errorf("%q: Failed(false) = %v", tt.verdict, got)
+		}
+		if got := tt.rep.Failed(true); got != tt.failedStrict {
+			t.Errorf("%q: Failed(true) = %v", tt.verdict, got)
+		}
 	}
 }
