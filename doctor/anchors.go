@@ -110,7 +110,7 @@ func (in *Inspection) anchors(ctx context.Context) anchorFacts {
 // runPfctl runs one read-only pfctl call; show commands exit 0 even when
 // they fail, so a non-zero exit is an error.
 func runPfctl(ctx context.Context, r execrun.Runner, pfctl string, args ...string) (execrun.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, toolTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ToolTimeout)
 	defer cancel()
 	argv := append([]string{pfctl}, args...)
 	res, err := r.Run(ctx, execrun.Command{Argv: argv})

@@ -14,9 +14,9 @@ import (
 	"github.com/macake/macake/execrun"
 )
 
-// toolTimeout bounds each read-only command doctor runs; they answer in
+// ToolTimeout bounds each read-only command doctor runs; they answer in
 // milliseconds.
-const toolTimeout = 10 * time.Second
+const ToolTimeout = 10 * time.Second
 
 // toolState is what one read-only run of a tool showed.
 type toolState struct {
@@ -36,7 +36,7 @@ type toolState struct {
 // runTool runs argv once through r and classifies the outcome.
 func runTool(ctx context.Context, r execrun.Runner, name, env string, argv ...string) toolState {
 	t := toolState{name: name, argv: argv, env: env}
-	ctx, cancel := context.WithTimeout(ctx, toolTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ToolTimeout)
 	defer cancel()
 	t.res, t.err = r.Run(ctx, execrun.Command{Argv: argv})
 	switch {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/doctor/machine"
 	"github.com/macake/macake/doctor/report"
 )
 
@@ -64,7 +65,7 @@ func runDoctor(e *env, args []string) int {
 	if done, code := doctorCmd.noArgs(e, fs); done {
 		return code
 	}
-	sys, release := doctor.Local(doctor.LocalOptions{
+	sys, release := machine.Local(machine.Options{
 		Getenv: e.getenv, ConfigDir: e.configDir, StateDir: e.stateDir,
 		StateDirIsDefault: e.stateDir == defaultStateDir, Runner: backendRunner,
 	})
