@@ -29,6 +29,7 @@ var pure = []struct {
 	{dir: "controller", why: "the control law", files: except("loop.go")},
 	{dir: "controller/tuning", why: "the control law's tunables"},
 	{dir: "desired", why: "the desired state and matching"},
+	{dir: "sense/probe/wire", why: "the probes' packets as bytes"},
 }
 
 // except marks a pure entry as every file but these.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/tickgrid"
+	"github.com/macake/macake/sense/probe/wire"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -361,7 +362,7 @@ func TestTimestampFallbackToEchoWithoutLosses(t *testing.T) {
 				}
 				var ts int
 				for _, s := range n.sentTo("192.0.2.1") {
-					if s.typ == typeTimestamp4 {
+					if s.typ == wire.TypeTimestamp4 {
 						ts++
 					}
 				}
@@ -386,7 +387,7 @@ func TestDatagramSocketsNeverSendTimestampsOnLinux(t *testing.T) {
 		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Socket: SocketDatagram})
 		samples := runFor(p, time.Second)
 		for _, s := range n.sentTo("") {
-			if s.typ != typeEcho4 {
+			if s.typ != wire.TypeEcho4 {
 				t.Fatalf("sent ICMP type %d on a datagram socket", s.typ)
 			}
 		}
