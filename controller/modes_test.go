@@ -210,3 +210,25 @@ func TestEnumsReadAsTextInJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestEnumNames: every enum prints its name, and a value without one its
+// type and number, so a bad value in a log line is still legible.
+func TestEnumNames(t *testing.T) {
+	for _, tc := range []struct {
+		got  fmt.Stringer
+		want string
+	}{
+		{ReasonCut, "cut"},
+		{Reason(99), "Reason(99)"},
+		{CauseRotation, "periodic rotation"},
+		{ReplaceCause(0), "ReplaceCause(0)"},
+		{StatusSleeping, "sleeping"},
+		{Status(7), "Status(7)"},
+		{LoadHigh, "high"},
+		{LoadClass(3), "LoadClass(3)"},
+	} {
+		if s := tc.got.String(); s != tc.want {
+			t.Errorf("%#v prints %q, want %q", tc.got, s, tc.want)
+		}
+	}
+}
