@@ -220,7 +220,7 @@ func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped ma
 	details := append(conflicts, harmless...)
 	quietNote := ""
 	if len(quiet) > 0 {
-		quietNote = fmt.Sprintf(" (%s %s no dummynet rules)", strings.Join(quiet, ", "), hasHave(len(quiet)))
+		quietNote = fmt.Sprintf(" (%s %s no dummynet rules)", strings.Join(quiet, ", "), oneOrMany(len(quiet), "has", "have"))
 	}
 	if len(conflicts) > 0 {
 		return warn("those rules belong to another tool, which macake never touches: stop that tool, or remove its rules yourself (e.g. sudo pfctl -a ANCHOR -F all)",
@@ -234,13 +234,6 @@ func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped ma
 		where = fmt.Sprintf("under %s", f.parent)
 	}
 	return ok("no other dummynet rules in the main ruleset or %s%s", where, quietNote)
-}
-
-func hasHave(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
 }
 
 func checkNLC(ctx context.Context, in *Inspection) report.Result {

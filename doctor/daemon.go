@@ -250,14 +250,20 @@ func (in *Inspection) service(ctx context.Context) serviceFacts {
 	return in.systemdService()
 }
 
-func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
-	s := serviceFacts{path: launchd.DaemonPlistPath}
+// serviceFile reads the service definition at path and, when it could,
+// what it runs (programOf).
+func (in *Inspection) serviceFile(path string, programOf func([]byte) (service.Program, error)) serviceFacts {
+	s := serviceFacts{path: path}
 	s.data, s.err = in.sys.FS.ReadFile(s.path)
-	if s.err != nil {
-		return s
+	if s.err == nil {
+		s.prog, s.progErr = programOf(s.data)
 	}
-	s.prog, s.progErr = launchd.ProgramOfPlist(s.data)
-	if s.progErr != nil {
+	return s
+}
+
+func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
+	s := in.serviceFile(launchd.DaemonPlistPath, launchd.ProgramOfPlist)
+	if s.err != nil || s.progErr != nil {
 		return s
 	}
 	job, err := launchd.DaemonJob(s.prog)
@@ -276,13 +282,8 @@ func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
 }
 
 func (in *Inspection) systemdService() serviceFacts {
-	s := serviceFacts{path: systemd.UnitPath}
-	s.data, s.err = in.sys.FS.ReadFile(s.path)
-	if s.err != nil {
-		return s
-	}
-	s.prog, s.progErr = systemd.ProgramOfUnit(s.data)
-	if s.progErr != nil {
+	s := in.serviceFile(systemd.UnitPath, systemd.ProgramOfUnit)
+	if s.err != nil || s.progErr != nil {
 		return s
 	}
 	want, err := systemd.WatchUnit(s.prog)

@@ -103,3 +103,12 @@ func joinInts(ns []int, max int) string {
 	}
 	return english.Join(s, max)
 }
+
+// oneOrMany is the word that agrees with n things: one for one, else many
+// ("is" or "are", "its" or "their").
+func oneOrMany(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

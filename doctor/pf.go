@@ -335,35 +335,7 @@ func judgeForeignPipes(live pfdn.Live, o pfdn.Options, slots map[string]int) rep
 	if len(inside) > 0 {
 		return warn(fmt.Sprintf("if they are leftovers, remove them (sudo dnctl pipe delete N); if another tool uses them, give macake another range (pipe_range in %s)", "macake.toml"),
 			"%s inside macake's range %s %s not macake's: macake leaves %s alone and skips %s slot (a new link gets another; a link that has it stays unshaped until %s gone)%s",
-			english.Plural(len(inside), "pipe"), o.Pipes, isAre(len(inside)), itThem(len(inside)), itsTheir(len(inside)), itTheyAre(len(inside)), outsideNote).With(details...)
+			english.Plural(len(inside), "pipe"), o.Pipes, oneOrMany(len(inside), "is", "are"), oneOrMany(len(inside), "it", "them"), oneOrMany(len(inside), "its", "their"), oneOrMany(len(inside), "it is", "they are"), outsideNote).With(details...)
 	}
 	return ok("no other tool's pipe in macake's range %s%s", o.Pipes, outsideNote).With(details...)
-}
-
-func isAre(n int) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
-}
-
-func itsTheir(n int) string {
-	if n == 1 {
-		return "its"
-	}
-	return "their"
-}
-
-func itTheyAre(n int) string {
-	if n == 1 {
-		return "it is"
-	}
-	return "they are"
-}
-
-func itThem(n int) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
 }

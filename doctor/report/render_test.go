@@ -155,3 +155,16 @@ func TestReportVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusWords: the words of the JSON document, and a legible value for
+// a status that has none.
+func TestStatusWords(t *testing.T) {
+	for s, want := range map[report.Status]string{
+		report.OK: "ok", report.Info: "info", report.Warning: "warning", report.Problem: "problem", report.Skipped: "skipped",
+		report.Status(9): "status(9)", report.Status(-1): "status(-1)",
+	} {
+		if got := s.String(); got != want {
+			t.Errorf("Status(%d) = %q, want %q", int(s), got, want)
+		}
+	}
+}

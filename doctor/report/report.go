@@ -30,20 +30,13 @@ const (
 // String returns "ok", "info", "warning", "problem" or "skipped", the words
 // of the JSON document.
 func (s Status) String() string {
-	switch s {
-	case OK:
-		return "ok"
-	case Info:
-		return "info"
-	case Warning:
-		return "warning"
-	case Problem:
-		return "problem"
-	case Skipped:
-		return "skipped"
+	if s >= OK && int(s) < len(statusNames) {
+		return statusNames[s]
 	}
 	return fmt.Sprintf("status(%d)", int(s))
 }
+
+var statusNames = [...]string{OK: "ok", Info: "info", Warning: "warning", Problem: "problem", Skipped: "skipped"}
 
 // MarshalText implements encoding.TextMarshaler.
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
