@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
 	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/daemon/idlertt"
 	"github.com/macake/macake/daemon/sensors"
@@ -368,7 +369,7 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.
 	idle := max(measured, idlertt.Min)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {
-		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)
+		was, is := autoqueue.Drain(p.IdleRTT), autoqueue.Drain(idle)
 		if float64(is) < idleRTTChange*float64(was) && float64(was) < idleRTTChange*float64(is) {
 			return 0
 		}

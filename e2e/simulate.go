@@ -8,7 +8,7 @@ import (
 
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
 	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/score"
@@ -41,11 +41,11 @@ const (
 
 // OracleQueueBytes is the oracle's queue at rate (bit/s): the simulator's
 // rule for a 10 ms target with the sparse reserve macake's auto queue
-// keeps on Linux's bfifo (controller.SparseReserve), so the kernel's
+// keeps on Linux's bfifo (autoqueue.SparseReserve), so the kernel's
 // oracle and its twin agree and it differs from watch's pipes in its
 // rate only.
 func OracleQueueBytes(rate int64) int64 {
-	return controller.SparseReserve(oracleQueue.Size(rate, 0), tuning.DefaultMTU)
+	return autoqueue.SparseReserve(oracleQueue.Size(rate, 0), tuning.DefaultMTU)
 }
 
 // oracleQueue is the oracle's queue rule in the twin.

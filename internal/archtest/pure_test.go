@@ -28,6 +28,7 @@ var pure = []struct {
 	// injectable (LoopConfig.Now, testing/synctest); the law itself is pure.
 	{dir: "controller", why: "the control law", files: except("loop.go")},
 	{dir: "controller/tuning", why: "the control law's tunables"},
+	{dir: "controller/autoqueue", why: "the automatic queue's size"},
 	{dir: "desired", why: "the desired state and matching"},
 	{dir: "sense/probe/wire", why: "the probes' packets as bytes"},
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
 	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
@@ -21,7 +21,7 @@ import (
 func TestSimulatorQueueIsTheDaemons(t *testing.T) {
 	for _, rate := range []int64{64_000, 1e6, 8e6, 50e6, 300e6, 2e9} {
 		for _, rtt := range []time.Duration{time.Millisecond, 15 * time.Millisecond, 40 * time.Millisecond, 600 * time.Millisecond} {
-			if got, want := sim.DefaultQueue.Size(rate, rtt), controller.AutoQueueBytes(rate, rtt, 1500); got != want {
+			if got, want := sim.DefaultQueue.Size(rate, rtt), autoqueue.Bytes(rate, rtt, 1500); got != want {
 				t.Errorf("rate %d, RTT %v: simulator %d bytes, daemon %d", rate, rtt, got, want)
 			}
 		}
