@@ -143,7 +143,7 @@ const AutoRateFraction = 0.95
 // (Cloudflare 2, Google 2, Quad9 3, AdGuard 5, Neustar/UltraDNS 11,
 // OpenDNS 5, CleanBrowsing 2). The addresses are macake's own choice. All
 // answer ICMP echo; unhealthy ones are replaced at run time. It is the one
-// default pool: policies without reflectors, controller.DefaultConfig and
+// default pool: policies without reflectors, tuning.DefaultConfig and
 // the simulator's arms all probe it.
 var DefaultReflectors = mustAddrs(
 	"1.1.1.1", "1.0.0.1",

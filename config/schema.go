@@ -296,7 +296,7 @@ type ControlLaw string
 // The control laws. LawMacake is the default.
 const (
 	// LawMacake is cake-autorate's law plus the deviations that won in
-	// macake's simulator (controller.MacakeImprovements; docs/MEASUREMENTS.md).
+	// macake's simulator (tuning.MacakeImprovements; docs/MEASUREMENTS.md).
 	LawMacake ControlLaw = "macake"
 	// LawUpstream is cake-autorate's law exactly, as specified in
 	// reference/autorate.md: for comparisons, or to rule macake's changes out.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -22,27 +23,27 @@ const (
 
 func TestAR01_DerivedCadenceAndStartupWarnings(t *testing.T) {
 	cfg := exampleConfig()
-	cad := cfg.Cadence()
+	cad := CadenceOf(cfg)
 	if cad.ResponseSpacing != 50*time.Millisecond || cad.StallTimeout != 250*time.Millisecond {
 		t.Errorf("defaults: spacing %v, stall timeout %v; want 50ms, 250ms", cad.ResponseSpacing, cad.StallTimeout)
 	}
-	if w := cfg.Warnings(); len(w) != 0 {
+	if w := Warnings(cfg); len(w) != 0 {
 		t.Errorf("defaults: unexpected warnings %q (300 ms ≥ 6 × 50 ms)", w)
 	}
 
 	cfg.Pingers = 3
-	cad = cfg.Cadence()
+	cad = CadenceOf(cfg)
 	if cad.ResponseSpacing != 100*time.Millisecond || cad.StallTimeout != 500*time.Millisecond {
 		t.Errorf("3 pingers: spacing %v, stall timeout %v; want 100ms, 500ms", cad.ResponseSpacing, cad.StallTimeout)
 	}
-	w := cfg.Warnings()
+	w := Warnings(cfg)
 	if len(w) != 1 || !strings.Contains(w[0], "refractory") || !strings.Contains(w[0], "600ms") {
 		t.Errorf("3 pingers: warnings %q; want one about the refractory period vs 600ms", w)
 	}
 
 	cfg = exampleConfig()
 	cfg.ResponseDeadline = 500 * time.Millisecond
-	w = cfg.Warnings()
+	w = Warnings(cfg)
 	if len(w) != 1 || !strings.Contains(w[0], "deadline") {
 		t.Errorf("deadline 500ms < 2 × 300ms: warnings %q; want one about the deadline", w)
 	}
@@ -216,7 +217,7 @@ func TestAR08_AchievedRateFromByteCounters(t *testing.T) {
 	cfg.ConnectionActive = 500_000
 	cfg.Download.Min, cfg.Download.Base = 1_000_000, 1_000_000
 	cfg.Upload.Min, cfg.Upload.Base = 1_000_000, 1_000_000
-	if iv := cfg.Cadence().MonitorInterval; iv != 240*time.Millisecond {
+	if iv := CadenceOf(cfg).MonitorInterval; iv != 240*time.Millisecond {
 		t.Errorf("monitor interval %v; want 240ms", iv)
 	}
 	h = newHarness(t, cfg)
@@ -750,7 +751,7 @@ func TestAR24_ComparisonEveryMinuteOneReplacementPerCycle(t *testing.T) {
 
 func TestAR25_OffencesAndReplacementOrder(t *testing.T) {
 	// Slot 2 (R2) never answers; the others do, round-robin.
-	run := func(t *testing.T, cfg Config, silentUntil float64) *harness {
+	run := func(t *testing.T, cfg tuning.Config, silentUntil float64) *harness {
 		h := newHarness(t, cfg)
 		n := len(h.c.slots)
 		for i, ms := 0, 10.0; ms < 3500; i, ms = i+1, ms+50 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/controller/tuning"
 )
 
 // Every kind of bad input has a defined behaviour (documented on Delay and
@@ -194,27 +196,27 @@ func TestInputsBeforeStartStartTheController(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*tuning.Config)
 		want string
 	}{
-		{"min too low", func(c *Config) { c.Download.Min = 10 }, "download.min"},
-		{"rates out of order", func(c *Config) { c.Upload.Base = 50_000_000 }, "upload: min"},
-		{"max too high", func(c *Config) { c.Download.Max = 2 * MaxRate }, "download.max"},
-		{"negative threshold", func(c *Config) { c.Upload.DelayThreshold = -time.Millisecond }, "upload.delay_threshold"},
-		{"votes above window", func(c *Config) { c.BufferbloatVotes = 7 }, "bufferbloat votes"},
-		{"window too large", func(c *Config) { c.BufferbloatWindow = 100 }, "bufferbloat window"},
-		{"high load", func(c *Config) { c.HighLoad = 1.5 }, "high load"},
-		{"active above min", func(c *Config) { c.ConnectionActive = 6_000_000 }, "connection active"},
-		{"cut factors", func(c *Config) { c.StrongestCut = 0.995 }, "cut factors"},
-		{"increase factors", func(c *Config) { c.LargestIncrease = 0.9 }, "increase factors"},
-		{"alpha", func(c *Config) { c.AlphaDeltaEWMA = 0 }, "alpha delta EWMA"},
-		{"no reflectors", func(c *Config) { c.Reflectors = nil }, "pingers 6"},
-		{"duplicate reflector", func(c *Config) { c.Reflectors[1] = c.Reflectors[0] }, "listed twice"},
-		{"invalid reflector", func(c *Config) { c.Reflectors[2] = netip.Addr{} }, "reflector 3"},
-		{"zero ping interval", func(c *Config) { c.PingInterval = 0 }, "ping interval"},
-		{"responses too dense", func(c *Config) { c.PingInterval = 5 * time.Millisecond }, "under 1ms"},
-		{"overhead", func(c *Config) { c.Overhead = 300 }, "overhead"},
-		{"mode", func(c *Config) { c.Mode = 9 }, "mode"},
+		{"min too low", func(c *tuning.Config) { c.Download.Min = 10 }, "download.min"},
+		{"rates out of order", func(c *tuning.Config) { c.Upload.Base = 50_000_000 }, "upload: min"},
+		{"max too high", func(c *tuning.Config) { c.Download.Max = 2 * tuning.MaxRate }, "download.max"},
+		{"negative threshold", func(c *tuning.Config) { c.Upload.DelayThreshold = -time.Millisecond }, "upload.delay_threshold"},
+		{"votes above window", func(c *tuning.Config) { c.BufferbloatVotes = 7 }, "bufferbloat votes"},
+		{"window too large", func(c *tuning.Config) { c.BufferbloatWindow = 100 }, "bufferbloat window"},
+		{"high load", func(c *tuning.Config) { c.HighLoad = 1.5 }, "high load"},
+		{"active above min", func(c *tuning.Config) { c.ConnectionActive = 6_000_000 }, "connection active"},
+		{"cut factors", func(c *tuning.Config) { c.StrongestCut = 0.995 }, "cut factors"},
+		{"increase factors", func(c *tuning.Config) { c.LargestIncrease = 0.9 }, "increase factors"},
+		{"alpha", func(c *tuning.Config) { c.AlphaDeltaEWMA = 0 }, "alpha delta EWMA"},
+		{"no reflectors", func(c *tuning.Config) { c.Reflectors = nil }, "pingers 6"},
+		{"duplicate reflector", func(c *tuning.Config) { c.Reflectors[1] = c.Reflectors[0] }, "listed twice"},
+		{"invalid reflector", func(c *tuning.Config) { c.Reflectors[2] = netip.Addr{} }, "reflector 3"},
+		{"zero ping interval", func(c *tuning.Config) { c.PingInterval = 0 }, "ping interval"},
+		{"responses too dense", func(c *tuning.Config) { c.PingInterval = 5 * time.Millisecond }, "under 1ms"},
+		{"overhead", func(c *tuning.Config) { c.Overhead = 300 }, "overhead"},
+		{"mode", func(c *tuning.Config) { c.Mode = 9 }, "mode"},
 	} {
 		cfg := exampleConfig()
 		tc.edit(&cfg)

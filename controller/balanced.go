@@ -2,7 +2,10 @@
 
 package controller
 
-import "github.com/macake/macake/shape"
+import (
+	"github.com/macake/macake/controller/tuning"
+	"github.com/macake/macake/shape"
+)
 
 // balance runs balanced mode's engage/release logic on a processed
 // response (after the window update and, when engaged, the rate law).
@@ -82,9 +85,9 @@ func (c *Controller) release(t int64) {
 // balanced mode.
 func (c *Controller) Engaged() bool {
 	switch c.cfg.Mode {
-	case ModeAutorate, ModeFixed:
+	case tuning.ModeAutorate, tuning.ModeFixed:
 		return true
-	case ModeBalanced:
+	case tuning.ModeBalanced:
 		return c.engaged
 	}
 	return false

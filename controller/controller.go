@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -130,7 +131,7 @@ type Counters struct {
 // arrives with every input, results leave as an Output value. It is not
 // safe for concurrent use; Loop serialises access.
 type Controller struct {
-	cfg Config
+	cfg tuning.Config
 	p   params
 	rng *rand.Rand
 
@@ -191,7 +192,7 @@ type Controller struct {
 // supplies the start-up shuffle of the reflectors and the hourly random
 // rotation; pass a seeded source (nil uses a fixed seed, for tests and
 // simulations that want identical runs).
-func New(cfg Config, rng *rand.Rand) (*Controller, error) {
+func New(cfg tuning.Config, rng *rand.Rand) (*Controller, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -226,7 +227,7 @@ func New(cfg Config, rng *rand.Rand) (*Controller, error) {
 		if c.p.compensate {
 			mtu := int64(cfg.MTU)
 			if mtu == 0 {
-				mtu = DefaultMTU
+				mtu = tuning.DefaultMTU
 			}
 			ds.ratio = c.p.framing.PacketShare(mtu)
 		}
@@ -240,7 +241,7 @@ func freshStats() slotStats {
 }
 
 // Config returns the configuration the controller runs with.
-func (c *Controller) Config() Config { return c.cfg }
+func (c *Controller) Config() tuning.Config { return c.cfg }
 
 // Start begins operation at now (autorate.md §7.1): every timer starts
 // at now, and in the shaping modes the start rates are applied (AR-21).
@@ -296,7 +297,7 @@ func (c *Controller) emit(e Event) {
 
 // shaping reports whether rate decisions go to the backend now.
 func (c *Controller) shaping() bool {
-	return c.cfg.Mode == ModeAutorate || (c.cfg.Mode == ModeBalanced && c.engaged)
+	return c.cfg.Mode == tuning.ModeAutorate || (c.cfg.Mode == tuning.ModeBalanced && c.engaged)
 }
 
 // Delay processes one reflector response received at s.At and handled at
@@ -344,7 +345,7 @@ func (c *Controller) checkDelay(t int64, s DelaySample) (p int, at int64, owd [2
 			return 0, 0, owd, false
 		}
 	case ICMPTimestamp, OneWay:
-		if s.DownOWD < -MaxDelay || s.DownOWD > MaxDelay || s.UpOWD < -MaxDelay || s.UpOWD > MaxDelay {
+		if s.DownOWD < -tuning.MaxDelay || s.DownOWD > tuning.MaxDelay || s.UpOWD < -tuning.MaxDelay || s.UpOWD > tuning.MaxDelay {
 			c.counters.RejectedSamples++
 			return 0, 0, owd, false
 		}
@@ -445,7 +446,7 @@ func (c *Controller) response(t int64, p int, at int64, owd [2]int64, method Del
 		}
 		c.apply(reasons)
 	}
-	if c.cfg.Mode == ModeBalanced {
+	if c.cfg.Mode == tuning.ModeBalanced {
 		c.balance(t)
 	}
 	c.sleepAccounting(t)
@@ -617,7 +618,7 @@ func inDeadBand(r Reason, rate, last int64, dp *dirParams) bool {
 	if diff < 0 {
 		diff = -diff
 	}
-	return diff*1_000_000 < DeadBandPPM*last
+	return diff*1_000_000 < tuning.DeadBandPPM*last
 }
 
 // compensate recomputes the serialisation-delay compensation and the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -29,8 +30,8 @@ func reflectors(n int) []netip.Addr {
 // exampleConfig is the spec's example conventions (autorate.md §1): every
 // tunable at its default, serialisation compensation off (MTU 0), a fixed
 // reflector order R0…R7 so tests can name slots.
-func exampleConfig() Config {
-	c := DefaultConfig()
+func exampleConfig() tuning.Config {
+	c := tuning.DefaultConfig()
 	c.MTU = 0
 	c.Reflectors = reflectors(8)
 	c.RandomizeReflectors = false
@@ -49,7 +50,7 @@ type harness struct {
 	lastOut Output
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t *testing.T, cfg tuning.Config) *harness {
 	t.Helper()
 	c, err := New(cfg, nil)
 	if err != nil {

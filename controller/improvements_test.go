@@ -141,15 +141,6 @@ func TestImprovementDropCounterResets(t *testing.T) {
 	}
 }
 
-func TestDefaultConfigIsFaithful(t *testing.T) {
-	if (DefaultConfig().Improvements != Improvements{}) {
-		t.Errorf("DefaultConfig has improvements switched on: %+v", DefaultConfig().Improvements)
-	}
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Errorf("DefaultConfig invalid: %v", err)
-	}
-}
-
 // TestImprovementCutToAchieved: the download was saturating its 20 Mbit/s
 // pipe, then the link fell to 6 Mbit/s for two samples. Upstream's first cut
 // is graded (here the full ×0.75: 15 000 kbit/s); with the switch the
@@ -245,6 +236,23 @@ func TestImprovementBaseRecovery(t *testing.T) {
 	}
 }
 
+// cleanIncreases delivers at each of times (ms) a clean response from
+// slot 0, 100 ms after a high-load sample of down kbit/s (a fresh one;
+// the window is emptied before the first), and returns the download rate
+// after each.
+func cleanIncreases(h *harness, times []float64, down int64) []int64 {
+	var got []int64
+	for i, ms := range times {
+		h.load(ms-100, down, 500)
+		if i == 0 {
+			fillWindow(h.c, 0, 0, 0, 0, 0, 0)
+		}
+		h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond)
+		got = append(got, h.rateK(dn))
+	}
+	return got
+}
+
 // TestImprovementPlateauHold: after the achieved cut to 5 400 kbit/s (the
 // link showed 6 000) a clean window climbs to 95 % of 6 000 = 5 700 and
 // stops there; at the plateau the next increase is nothing, and one 1.5 s
@@ -253,15 +261,7 @@ func TestImprovementPlateauHold(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		h := achievedCutHarness(t, true, false)
 		h.c.cfg.Improvements.PlateauHold = on
-		var got []int64
-		for i, ms := range []float64{1000, 1200, 1400, 2900} {
-			h.load(ms-100, 6_000, 500) // high load, fresh
-			if i == 0 {
-				fillWindow(h.c, 0, 0, 0, 0, 0, 0)
-			}
-			h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond)
-			got = append(got, h.rateK(dn))
-		}
+		got := cleanIncreases(h, []float64{1000, 1200, 1400, 2900}, 6_000)
 		want := []int64{5_616, 5_840, 6_073, 6_315}
 		if on {
 			// 5 616 (upstream's step beats halfway), 5 700 (capped at the
@@ -293,16 +293,7 @@ func TestImprovementPeakRecovery(t *testing.T) {
 		if h.rateK(dn) != 5_400 {
 			t.Fatalf("on=%v: setup: download %d after the cut, want 5400", on, h.rateK(dn))
 		}
-		var got []int64
-		for i := range 8 {
-			ms := 1200 + 200*float64(i)
-			h.load(ms-100, 30_000, 500)
-			if i == 0 {
-				fillWindow(h.c, 0, 0, 0, 0, 0, 0)
-			}
-			h.rtt(ms, 0, 2*time.Duration(h.c.slots[0].base[0])*time.Microsecond)
-			got = append(got, h.rateK(dn))
-		}
+		got := cleanIncreases(h, []float64{1200, 1400, 1600, 1800, 2000, 2200, 2400, 2600}, 30_000)
 		want := []int64{5_616, 5_840, 6_073, 6_315, 6_567, 6_829, 7_102, 7_386}
 		if on {
 			// Steps ×1, ×2, ×2, ×4, ×4, ×8 (capped at ×1.25), …

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -84,7 +85,7 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 		l.now = time.Now
 	}
 	if l.tick == 0 {
-		l.tick = max(l.c.cfg.Cadence().StallTimeout, time.Millisecond)
+		l.tick = max(CadenceOf(l.c.cfg).StallTimeout, time.Millisecond)
 	}
 	return l, nil
 }
@@ -199,7 +200,7 @@ func (l *Loop) handle(ctx context.Context, out *Output) {
 
 	switched := false
 	sw, hasSwitch := l.cfg.Setter.(ShaperSwitch)
-	if st == ModeBalanced && hasSwitch && want != l.engagedApplied {
+	if st == tuning.ModeBalanced && hasSwitch && want != l.engagedApplied {
 		var err error
 		if want {
 			err = sw.Engage(ctx, upBits, downBits)
@@ -213,7 +214,7 @@ func (l *Loop) handle(ctx context.Context, out *Output) {
 			l.cfg.OnError(fmt.Errorf("%s shaper: %w", verb, err))
 		}
 	}
-	missing := st == ModeBalanced && hasSwitch && want && !l.engagedApplied
+	missing := st == tuning.ModeBalanced && hasSwitch && want && !l.engagedApplied
 
 	for _, d := range out.Decisions() {
 		var err error

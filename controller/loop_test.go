@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -102,7 +103,7 @@ func (l *link) run(start time.Time, phases []phase) {
 	close(l.loads)
 }
 
-func startLoop(t *testing.T, cfg Config, setter RateSetter, onApply func(Decision, error)) (*Loop, *link, chan error) {
+func startLoop(t *testing.T, cfg tuning.Config, setter RateSetter, onApply func(Decision, error)) (*Loop, *link, chan error) {
 	t.Helper()
 	c, err := New(cfg, nil)
 	if err != nil {
@@ -208,7 +209,7 @@ func TestLoopRetriesAFailedSetRate(t *testing.T) {
 func TestLoopBalancedEngagesAndReleasesThroughTheSwitch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := exampleConfig()
-		cfg.Mode = ModeBalanced
+		cfg.Mode = tuning.ModeBalanced
 		cfg.ReleaseAfter = 2 * time.Second
 		sw := &switcher{recorder{start: time.Now(), failEngage: 1}}
 		var events []string

@@ -8,19 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestModeParseAndString(t *testing.T) {
-	for _, m := range []Mode{ModeAutorate, ModeBalanced, ModeFixed, ModeOff} {
-		got, err := ParseMode(m.String())
-		if err != nil || got != m {
-			t.Errorf("ParseMode(%q) = %v, %v", m.String(), got, err)
-		}
-	}
-	if _, err := ParseMode("adaptive"); err == nil || !strings.Contains(err.Error(), "autorate, balanced, fixed or off") {
-		t.Errorf("ParseMode(adaptive) error %v; want the list of modes", err)
-	}
-}
+	"github.com/macake/macake/controller/tuning"
+)
 
 func TestAutorateStartsFromKnownGoodRate(t *testing.T) {
 	cfg := exampleConfig()
@@ -64,7 +54,7 @@ func drive(h *harness, from float64, phases []phase, each func(ms float64, out O
 
 func TestBalancedEngagesOnStandingQueueAndReleasesWhenClean(t *testing.T) {
 	cfg := exampleConfig()
-	cfg.Mode = ModeBalanced
+	cfg.Mode = tuning.ModeBalanced
 	h := newHarness(t, cfg)
 	if len(h.lastOut.Decisions()) != 0 {
 		t.Fatalf("balanced start applied rates: %v", h.lastOut.Decisions())
@@ -139,7 +129,7 @@ func TestBalancedLogLinesFormatRealValues(t *testing.T) {
 
 func TestBalancedStaysEngagedWhileTheShaperHoldsASaturatedLink(t *testing.T) {
 	cfg := exampleConfig()
-	cfg.Mode = ModeBalanced
+	cfg.Mode = tuning.ModeBalanced
 	cfg.EngageAfter = 0
 	h := newHarness(t, cfg)
 	drive(h, 0, []phase{
@@ -176,7 +166,7 @@ func TestBalancedStaysEngagedWhileTheShaperHoldsASaturatedLink(t *testing.T) {
 }
 
 func TestFixedAndOffModesOnlyObserve(t *testing.T) {
-	for _, m := range []Mode{ModeFixed, ModeOff} {
+	for _, m := range []tuning.Mode{tuning.ModeFixed, tuning.ModeOff} {
 		cfg := exampleConfig()
 		cfg.Mode = m
 		h := newHarness(t, cfg)
@@ -195,15 +185,15 @@ func TestFixedAndOffModesOnlyObserve(t *testing.T) {
 		if st.Counters.Responses == 0 || st.Download.Baseline > 21*time.Millisecond {
 			t.Errorf("%s: not observing: %d responses, baseline %v", m, st.Counters.Responses, st.Download.Baseline)
 		}
-		if want := m == ModeFixed; h.c.Engaged() != want {
+		if want := m == tuning.ModeFixed; h.c.Engaged() != want {
 			t.Errorf("%s: engaged %v; want %v", m, h.c.Engaged(), want)
 		}
 	}
 }
 
 func TestEnumsReadAsTextInJSON(t *testing.T) {
-	var m Mode
-	if err := m.UnmarshalText([]byte("balanced")); err != nil || m != ModeBalanced {
+	var m tuning.Mode
+	if err := m.UnmarshalText([]byte("balanced")); err != nil || m != tuning.ModeBalanced {
 		t.Errorf("UnmarshalText(balanced) = %v, %v", m, err)
 	}
 	if err := m.UnmarshalText([]byte("auto")); err == nil {
@@ -217,6 +207,28 @@ func TestEnumsReadAsTextInJSON(t *testing.T) {
 	for _, want := range []string{`"Mode":"autorate"`, `"Status":"idle"`, `"Load":"idle"`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("state JSON lacks %s: %s", want, b)
+		}
+	}
+}
+
+// TestEnumNames: every enum prints its name, and a value without one its
+// type and number, so a bad value in a log line is still legible.
+func TestEnumNames(t *testing.T) {
+	for _, tc := range []struct {
+		got  fmt.Stringer
+		want string
+	}{
+		{ReasonCut, "cut"},
+		{Reason(99), "Reason(99)"},
+		{CauseRotation, "periodic rotation"},
+		{ReplaceCause(0), "ReplaceCause(0)"},
+		{StatusSleeping, "sleeping"},
+		{Status(7), "Status(7)"},
+		{LoadHigh, "high"},
+		{LoadClass(3), "LoadClass(3)"},
+	} {
+		if s := tc.got.String(); s != tc.want {
+			t.Errorf("%#v prints %q, want %q", tc.got, s, tc.want)
 		}
 	}
 }

@@ -43,12 +43,7 @@ var reasonNames = [...]string{"none", "start", "cut", "increase", "decay", "reco
 	"sleep-minimum", "sleep-base", "stall-minimum", "engage", "retry"}
 
 // String returns a short lower-case name, e.g. "cut".
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return "Reason(" + strconv.Itoa(int(r)) + ")"
-}
+func (r Reason) String() string { return nameOf(reasonNames[:], int(r), "Reason") }
 
 // MarshalText writes the name, e.g. "cut".
 func (r Reason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
@@ -106,12 +101,7 @@ const (
 var causeNames = [...]string{"", "missed health checks", "worse than the best reflector", "periodic rotation"}
 
 // String describes the cause in a few words.
-func (c ReplaceCause) String() string {
-	if int(c) < len(causeNames) && c != 0 {
-		return causeNames[c]
-	}
-	return "ReplaceCause(" + strconv.Itoa(int(c)) + ")"
-}
+func (c ReplaceCause) String() string { return nameOf(causeNames[:], int(c), "ReplaceCause") }
 
 // Event is something a log or the prober should hear about. Only the
 // fields named in its kind's comment are set. Events carry values, not

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -61,7 +62,7 @@ type dirParams struct {
 	monitorOnly               bool
 }
 
-func newParams(c Config) params {
+func newParams(c tuning.Config) params {
 	p := params{
 		window:          c.BufferbloatWindow,
 		votes:           c.BufferbloatVotes,
@@ -110,8 +111,8 @@ func newParams(c Config) params {
 		p.wirePacketBits = wirePacketBits(int64(c.MTU), p.framing.Overhead, p.framing.ATM)
 	}
 
-	fixed := c.Mode == ModeFixed
-	for i, dc := range [2]DirectionConfig{c.Upload, c.Download} { // shape.Upload = 0, shape.Download = 1
+	fixed := c.Mode == tuning.ModeFixed
+	for i, dc := range [2]tuning.DirectionConfig{c.Upload, c.Download} { // shape.Upload = 0, shape.Download = 1
 		d := dirParams{
 			minK:        shape.Kbit(dc.Min),
 			baseK:       shape.Kbit(dc.Base),

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -15,14 +16,14 @@ import (
 // decoded from bytes (so the fuzzer can explore it), 4 bytes per input.
 
 // propertyConfig picks one of several configurations from a byte.
-func propertyConfig(sel byte) Config {
+func propertyConfig(sel byte) tuning.Config {
 	cfg := exampleConfig()
 	cfg.MTU = 1500
 	switch sel % 6 {
 	case 1:
-		cfg.Improvements = Improvements{MeasuredInterval: true, SleepAtBase: true, ProbeLiveness: true, SurfaceBackendErrors: true, DropCounterResets: true}
+		cfg.Improvements = tuning.Improvements{MeasuredInterval: true, SleepAtBase: true, ProbeLiveness: true, SurfaceBackendErrors: true, DropCounterResets: true}
 	case 2:
-		cfg.Mode = ModeBalanced
+		cfg.Mode = tuning.ModeBalanced
 		cfg.EngageAfter = time.Second
 		cfg.ReleaseAfter = 3 * time.Second
 	case 3:
@@ -184,7 +185,7 @@ func runProperties(t *testing.T, data []byte) {
 		return
 	}
 	cfg := propertyConfig(data[0])
-	independent := cfg.Mode != ModeBalanced
+	independent := cfg.Mode != tuning.ModeBalanced
 	// Reflector comparison and rotation rank reflectors by both
 	// directions; take them out for the independence check.
 	cfg.ComparisonInterval, cfg.ReplacementInterval = 1000*time.Hour, 1000*time.Hour

@@ -5,6 +5,7 @@ package controller
 import (
 	"math"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -128,7 +129,7 @@ func (c *Controller) silentSwapped(t int64) {
 	if c.silentSwaps < len(c.pool) {
 		return
 	}
-	c.silentGap = min(max(2*c.silentGap, us(SilentBackoffFirst)), us(SilentBackoffMax))
+	c.silentGap = min(max(2*c.silentGap, us(tuning.SilentBackoffFirst)), us(tuning.SilentBackoffMax))
 	c.silentNext = t + c.silentGap
 }
 

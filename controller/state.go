@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 )
 
@@ -26,12 +27,7 @@ const (
 var statusNames = [...]string{"running", "idle", "sleeping", "stalled"}
 
 // String returns "running", "idle", "sleeping" or "stalled".
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
-	}
-	return "Status(" + strconv.Itoa(int(s)) + ")"
-}
+func (s Status) String() string { return nameOf(statusNames[:], int(s), "Status") }
 
 // MarshalText writes the name, so status JSON reads "sleeping", not 2.
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
@@ -49,11 +45,15 @@ const (
 var loadNames = [...]string{"idle", "low", "high"}
 
 // String returns "idle", "low" or "high".
-func (l LoadClass) String() string {
-	if int(l) < len(loadNames) {
-		return loadNames[l]
+func (l LoadClass) String() string { return nameOf(loadNames[:], int(l), "LoadClass") }
+
+// nameOf is the name of value v of type typ in names, or typ(v) for a
+// value without one (an empty name is none).
+func nameOf(names []string, v int, typ string) string {
+	if v >= 0 && v < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return "LoadClass(" + strconv.Itoa(int(l)) + ")"
+	return typ + "(" + strconv.Itoa(v) + ")"
 }
 
 // MarshalText writes the name ("idle", "low", "high").
@@ -62,7 +62,7 @@ func (l LoadClass) MarshalText() ([]byte, error) { return []byte(l.String()), ni
 // State is a snapshot of the controller for status and metrics (the
 // quantities of upstream's SUMMARY record, autorate.md §10, and more).
 type State struct {
-	Mode   Mode
+	Mode   tuning.Mode
 	Status Status
 	// Shaping is true when rate decisions go to the backend (autorate, or
 	// balanced while engaged).

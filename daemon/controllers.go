@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/daemon/idlertt"
 	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
@@ -56,7 +58,7 @@ func (c *controllers) current(link string, gen uint64) *linkRunner {
 type carried struct {
 	// rates are the old controller's rates (controller rates, bit/s).
 	rates desired.Rates
-	cfg   controller.Config
+	cfg   tuning.Config
 	// reflectors are the ones the old controller probed, which the new
 	// one probes first (desired.ReflectorPool); rtts its replies' round trips.
 	reflectors []netip.Addr
@@ -367,7 +369,7 @@ func (c *controllers) learnIdleRTT(link string, now time.Time, every bool) time.
 	idle := max(measured, idlertt.Min)
 	p := c.profile(r.profileKey)
 	if p.IdleRTT > 0 {
-		was, is := controller.AutoQueueDrain(p.IdleRTT), controller.AutoQueueDrain(idle)
+		was, is := autoqueue.Drain(p.IdleRTT), autoqueue.Drain(idle)
 		if float64(is) < idleRTTChange*float64(was) && float64(was) < idleRTTChange*float64(is) {
 			return 0
 		}

@@ -23,7 +23,7 @@ import (
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
 	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
@@ -1284,7 +1284,7 @@ func TestWatchSizesAutoQueueBeforeTheFirstLoad(t *testing.T) {
 				got = int64(p.FS.QSize)
 			}
 		}
-		if want := controller.AutoQueueBytes(start, 2*time.Millisecond, 1500); got != want {
+		if want := autoqueue.Bytes(start, 2*time.Millisecond, 1500); got != want {
 			t.Errorf("download queue 5 s into an idle 2 ms path: %d bytes, want %d\n%s", got, want, r.log)
 		}
 		if err := r.stop(); err != nil {
@@ -1309,7 +1309,7 @@ func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 			}
 			return 0
 		}
-		if got, want := queue(48002), controller.AutoQueueBytes(80_000_000, desired.DefaultIdleRTT, 1500); got != want {
+		if got, want := queue(48002), autoqueue.Bytes(80_000_000, desired.DefaultIdleRTT, 1500); got != want {
 			t.Fatalf("download queue at start %d bytes, want %d (DefaultIdleRTT)", got, want)
 		}
 		r.net.set(func(n *fakeNet) { n.rtt, n.busy = 2*time.Millisecond, true })
@@ -1325,7 +1325,7 @@ func TestWatchSizesAutoQueueFromTheIdleRTTItMeasures(t *testing.T) {
 		time.Sleep(56 * time.Second)
 		synctest.Wait()
 		rate := r.pipeRate(48002)
-		if got, want := queue(48002), controller.AutoQueueBytes(rate, 2*time.Millisecond, 1500); got != want {
+		if got, want := queue(48002), autoqueue.Bytes(rate, 2*time.Millisecond, 1500); got != want {
 			t.Errorf("download queue after 61 s on a 2 ms path: %d bytes at %d bit/s, want %d\n%s", got, rate, want, r.log)
 		}
 		if err := r.stop(); err != nil {

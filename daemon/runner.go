@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/daemon/idlertt"
 	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/desired"
@@ -37,7 +38,7 @@ type linkRunner struct {
 	profileKey string
 	policy     config.Link
 	mtu        int
-	cfg        controller.Config
+	cfg        tuning.Config
 	// probes says how each reflector is probed: a measurement can move
 	// the auto reflectors from ICMP to TCP, which needs a new prober.
 	probes []shape.Reflector

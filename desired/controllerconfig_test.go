@@ -11,7 +11,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
 )
@@ -21,7 +21,7 @@ import (
 // defaults (controller's DefaultConfig, reflectors included), on an
 // interface of DefaultConfig's MTU; without the key it runs macake's law.
 func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
-	if c, err := ControllerConfig(configtest.Parse(t, "wan", configtest.Policy{Interface: "en0"}.TOML()), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Improvements != controller.MacakeImprovements() {
+	if c, err := ControllerConfig(configtest.Parse(t, "wan", configtest.Policy{Interface: "en0"}.TOML()), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Improvements != tuning.MacakeImprovements() {
 		t.Errorf("the default law: %+v, %v; want macake's", c.Improvements, err)
 	}
 	l := configtest.Parse(t, "wan", configtest.Policy{Interface: "en0", More: "[autorate]\ncontroller = \"upstream\"\n"}.TOML())
@@ -29,7 +29,7 @@ func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := controller.DefaultConfig()
+	want := tuning.DefaultConfig()
 	if !reflect.DeepEqual(got, want) {
 		gv, wv := reflect.ValueOf(got), reflect.ValueOf(want)
 		for i := range gv.NumField() {
@@ -82,15 +82,15 @@ release_after = "30s"
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := func(min, base, max, start int64) controller.DirectionConfig {
-		return controller.DirectionConfig{Min: min, Base: base, Max: max, Start: start,
+	dir := func(min, base, max, start int64) tuning.DirectionConfig {
+		return tuning.DirectionConfig{Min: min, Base: base, Max: max, Start: start,
 			DelayThreshold: 20 * time.Millisecond, FullIncreaseThreshold: 5 * time.Millisecond, FullCutThreshold: 80 * time.Millisecond}
 	}
 	checks := []struct {
 		name      string
 		got, want any
 	}{
-		{"Mode", got.Mode, controller.ModeBalanced},
+		{"Mode", got.Mode, tuning.ModeBalanced},
 		// The known-good download start is used; the upload one is below
 		// the minimum and clamped to it.
 		{"Download", got.Download, dir(4_000_000, 40_000_000, 60_000_000, 55_000_000)},
@@ -115,7 +115,7 @@ release_after = "30s"
 		{"MPU", got.MPU, 64},
 		{"EngageAfter", got.EngageAfter, 3 * time.Second},
 		{"ReleaseAfter", got.ReleaseAfter, 30 * time.Second},
-		{"Improvements", got.Improvements, controller.MacakeImprovements()},
+		{"Improvements", got.Improvements, tuning.MacakeImprovements()},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -133,7 +133,7 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	if lo, err := ControllerConfig(fixed, state.Profile{}, 65536, BackendFacts{}); err != nil || lo.MTU != 65535 {
 		t.Errorf("Linux loopback's 64 KiB MTU: %v, MTU %d", err, lo.MTU)
 	}
-	if c.Mode != controller.ModeFixed || c.Download.Min != 90_000_000 || c.Download.Max != 90_000_000 || c.Download.Start != 0 || c.MTU != controller.DefaultMTU {
+	if c.Mode != tuning.ModeFixed || c.Download.Min != 90_000_000 || c.Download.Max != 90_000_000 || c.Download.Start != 0 || c.MTU != tuning.DefaultMTU {
 		t.Errorf("fixed: observe at the fixed rate, no known-good start, default MTU: %+v", c.Download)
 	}
 	// The default 2 Mbit/s activity threshold is above this minimum: the
@@ -167,7 +167,7 @@ func TestControllerConfigModesAndMeasurements(t *testing.T) {
 	if err != nil || len(d.Active) != 1 || d.Active[0].Download.Max != 200_000_000 || d.Active[0].Download.Base != 38_000_000 {
 		t.Errorf("Desired with max = \"auto\": %+v, err %v", d.Active, err)
 	}
-	if c, err = ControllerConfig(configtest.Parse(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeOff {
+	if c, err = ControllerConfig(configtest.Parse(t, "sat", strings.Replace(auto, "%s", "off", 1)), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != tuning.ModeOff {
 		t.Errorf("off with an unmeasured auto rate observes anyway: %v", err)
 	}
 }
@@ -182,7 +182,7 @@ func TestControllerConfigFollowsDirectionModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Mode != controller.ModeAutorate || !c.Download.MonitorOnly || c.Upload.MonitorOnly ||
+	if c.Mode != tuning.ModeAutorate || !c.Download.MonitorOnly || c.Upload.MonitorOnly ||
 		c.Download.Min != 150e6 || c.Download.Max != 150e6 || c.Upload.Min != 4e6 || c.Upload.Base != 12e6 || c.Upload.Max != 30e6 {
 		t.Errorf("the Starlink recipe: mode %v, download %+v, upload %+v", c.Mode, c.Download, c.Upload)
 	}
@@ -191,11 +191,11 @@ func TestControllerConfigFollowsDirectionModes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("an off direction with an unmeasured auto rate: %v", err)
 	}
-	if c.Mode != controller.ModeAutorate || !c.Download.MonitorOnly || c.Download.Base != 20e6 || c.Upload.MonitorOnly {
+	if c.Mode != tuning.ModeAutorate || !c.Download.MonitorOnly || c.Download.Base != 20e6 || c.Upload.MonitorOnly {
 		t.Errorf("upload only: mode %v, download %+v, upload %+v", c.Mode, c.Download, c.Upload)
 	}
 	fixed := configtest.Parse(t, "fx", "[match]\ninterface = \"en0\"\n[shaper]\nmode = \"fixed\"\ndownload = \"50mbit\"\nupload = \"10mbit\"\nupload_mode = \"off\"\n")
-	if c, err := ControllerConfig(fixed, state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != controller.ModeFixed {
+	if c, err := ControllerConfig(fixed, state.Profile{}, 1500, BackendFacts{}); err != nil || c.Mode != tuning.ModeFixed {
 		t.Errorf("fixed with upload off: %v %v", c.Mode, err)
 	}
 }

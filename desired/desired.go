@@ -14,7 +14,8 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/units"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/diag"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
@@ -56,7 +57,7 @@ type Inputs struct {
 	// active_reflectors of its policy's list.
 	Reflectors map[string][]netip.Addr
 	// MTU is each interface's MTU in bytes; a missing one is
-	// controller.DefaultMTU.
+	// tuning.DefaultMTU.
 	MTU map[string]int
 	// Invocation is how the caller was run, for the commands its
 	// messages name (the measurement an "auto" rate waits for).
@@ -137,9 +138,9 @@ type DirectionRate struct {
 }
 
 // QueueSizer sizes one direction's pipe queue at a rate: the policy's
-// fixed size, or for queue = "auto" controller.AutoQueueBytes at the
+// fixed size, or for queue = "auto" autoqueue.Bytes at the
 // network's idle RTT and the interface's MTU, with a reserve for sparse
-// packets (controller.SparseReserve) where the backend's queue takes a
+// packets (autoqueue.SparseReserve) where the backend's queue takes a
 // packet that fits (shape.Limits.FitsQueue: Linux's bfifo).
 type QueueSizer struct {
 	// Auto is queue = "auto"; Fixed is the size in bytes otherwise.
@@ -157,9 +158,9 @@ func (q QueueSizer) Pipe(rateBits int64) shape.Pipe {
 	if !q.Auto {
 		return shape.Pipe{RateBits: rateBits, QueueBytes: q.Fixed}
 	}
-	b := controller.AutoQueueBytes(rateBits, q.IdleRTT, q.MTU)
+	b := autoqueue.Bytes(rateBits, q.IdleRTT, q.MTU)
 	if q.Reserve {
-		b = controller.SparseReserve(b, q.MTU)
+		b = autoqueue.SparseReserve(b, q.MTU)
 	}
 	return shape.Pipe{RateBits: rateBits, QueueBytes: b}
 }
@@ -264,7 +265,7 @@ func (e *LinkError) Diagnostic() diag.Diagnostic {
 // are converted to the pipe rate the controller would send (PipeRate),
 // unless be.KernelOverhead says the backend's shaper counts the overhead
 // itself (then shape.Link.Cake carries overhead and mpu to it). The queue is the policy's
-// fixed size, or for "auto" controller.AutoQueueBytes at the pipe rate, the
+// fixed size, or for "auto" autoqueue.Bytes at the pipe rate, the
 // profile's idle RTT (DefaultIdleRTT when unmeasured) and the interface MTU.
 // Mode "off" installs nothing; "balanced" installs nothing unless
 // in.Engaged says so; a link in in.Paused installs nothing.
@@ -323,7 +324,7 @@ func Desired(links []config.Link, facts linkfacts.Facts, in Inputs, be BackendFa
 		profile := st.Profiles[a.ProfileKey]
 		mtu := in.MTU[l.Match.Interface]
 		if mtu <= 0 {
-			mtu = controller.DefaultMTU
+			mtu = tuning.DefaultMTU
 		}
 		var failed bool
 		var unmeasured []shape.Direction
@@ -570,7 +571,7 @@ func shaperCompensation(l config.Link, rate int64, mtu int, kernelOverhead bool)
 		return rate, shape.Compensation{}
 	}
 	if mtu <= 0 {
-		mtu = controller.DefaultMTU
+		mtu = tuning.DefaultMTU
 	}
 	return framing(l).Compensate(rate, int64(mtu))
 }
@@ -591,7 +592,7 @@ func framing(l config.Link) shape.Framing {
 // Without overhead and mpu it returns rate unchanged.
 func PipeRate(rateBits int64, overhead, mpu, mtu int) int64 {
 	if mtu <= 0 {
-		mtu = controller.DefaultMTU
+		mtu = tuning.DefaultMTU
 	}
 	return shape.Framing{Overhead: int64(overhead), MPU: int64(mpu)}.PipeRate(rateBits, int64(mtu))
 }

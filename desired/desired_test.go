@@ -18,6 +18,8 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
@@ -155,11 +157,11 @@ func TestDesiredQueues(t *testing.T) {
 	measured := &state.State{Profiles: map[string]state.Profile{"wan": {IdleRTT: 40 * time.Millisecond}}}
 
 	d, _ := Desired([]config.Link{auto}, up("en0"), Inputs{MTU: map[string]int{"en0": 9000}}, BackendFacts{})
-	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, DefaultIdleRTT, 9000); got != want {
+	if got, want := d.State.Links[0].Download.QueueBytes, autoqueue.Bytes(100_000_000, DefaultIdleRTT, 9000); got != want {
 		t.Errorf("auto queue without a profile: %d, want %d", got, want)
 	}
 	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, BackendFacts{})
-	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500); got != want {
+	if got, want := d.State.Links[0].Download.QueueBytes, autoqueue.Bytes(100_000_000, 40*time.Millisecond, 1500); got != want {
 		t.Errorf("auto queue with a measured idle RTT: %d, want %d", got, want)
 	}
 	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, BackendFacts{})
@@ -170,7 +172,7 @@ func TestDesiredQueues(t *testing.T) {
 	// sparse packets; a fixed size stays as the policy says.
 	linux := BackendFacts{Limits: tc.Limits}
 	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, linux)
-	if got, want := d.State.Links[0].Download.QueueBytes, controller.SparseReserve(controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500), 1500); got != want {
+	if got, want := d.State.Links[0].Download.QueueBytes, autoqueue.SparseReserve(autoqueue.Bytes(100_000_000, 40*time.Millisecond, 1500), 1500); got != want {
 		t.Errorf("auto queue on Linux: %d, want %d (with the sparse reserve)", got, want)
 	}
 	d, _ = Desired([]config.Link{fixedQ}, up("en0"), Inputs{State: measured}, linux)
@@ -178,7 +180,7 @@ func TestDesiredQueues(t *testing.T) {
 		t.Errorf("fixed queue on Linux: %d, want %d", got, 200*1024)
 	}
 	d, _ = Desired([]config.Link{auto}, up("en0"), Inputs{State: measured}, BackendFacts{Limits: pfdn.Limits})
-	if got, want := d.State.Links[0].Download.QueueBytes, controller.AutoQueueBytes(100_000_000, 40*time.Millisecond, 1500); got != want {
+	if got, want := d.State.Links[0].Download.QueueBytes, autoqueue.Bytes(100_000_000, 40*time.Millisecond, 1500); got != want {
 		t.Errorf("auto queue on macOS: %d, want %d (dummynet has no use for a reserve)", got, want)
 	}
 }
@@ -263,7 +265,7 @@ func TestPipeRate(t *testing.T) {
 // never disagree about the same policy.
 func TestPipeRateMatchesController(t *testing.T) {
 	for _, oh := range []struct{ overhead, mpu int }{{18, 64}, {44, 0}, {0, 96}, {0, 0}} {
-		cfg := controller.DefaultConfig()
+		cfg := tuning.DefaultConfig()
 		cfg.Overhead, cfg.MPU = oh.overhead, oh.mpu
 		c, err := controller.New(cfg, nil)
 		if err != nil {

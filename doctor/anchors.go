@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 )
@@ -109,7 +110,7 @@ func (in *Inspection) anchors(ctx context.Context) anchorFacts {
 // runPfctl runs one read-only pfctl call; show commands exit 0 even when
 // they fail, so a non-zero exit is an error.
 func runPfctl(ctx context.Context, r execrun.Runner, pfctl string, args ...string) (execrun.Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, toolTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ToolTimeout)
 	defer cancel()
 	argv := append([]string{pfctl}, args...)
 	res, err := r.Run(ctx, execrun.Command{Argv: argv})
@@ -119,7 +120,7 @@ func runPfctl(ctx context.Context, r execrun.Runner, pfctl string, args ...strin
 	return res, err
 }
 
-func checkForeignAnchors(ctx context.Context, in *Inspection) Result {
+func checkForeignAnchors(ctx context.Context, in *Inspection) report.Result {
 	l := in.pfLive(ctx)
 	if r, gated := pfGate(l); gated {
 		return r
@@ -173,7 +174,7 @@ func conflict(r pfdn.Rule, after bool, shaped map[string]bool) string {
 // judgeForeignAnchors checks the main ruleset and the anchors beside
 // macake's for dummynet rules that can take traffic away from macake's.
 // Network Link Conditioner is judged on its own (judgeNLC).
-func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped map[string]bool) Result {
+func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped map[string]bool) report.Result {
 	var conflicts, harmless []string
 	target := anchor
 	if f.parent != "" {
@@ -219,14 +220,14 @@ func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped ma
 	details := append(conflicts, harmless...)
 	quietNote := ""
 	if len(quiet) > 0 {
-		quietNote = fmt.Sprintf(" (%s %s no dummynet rules)", strings.Join(quiet, ", "), hasHave(len(quiet)))
+		quietNote = fmt.Sprintf(" (%s %s no dummynet rules)", strings.Join(quiet, ", "), oneOrMany(len(quiet), "has", "have"))
 	}
 	if len(conflicts) > 0 {
 		return warn("those rules belong to another tool, which macake never touches: stop that tool, or remove its rules yourself (e.g. sudo pfctl -a ANCHOR -F all)",
-			"%s of other tools can take traffic from macake's anchor%s", english.Plural(len(conflicts), "dummynet rule"), quietNote).with(details...)
+			"%s of other tools can take traffic from macake's anchor%s", english.Plural(len(conflicts), "dummynet rule"), quietNote).With(details...)
 	}
 	if len(harmless) > 0 {
-		return ok("other tools' dummynet rules do not overlap macake's%s", quietNote).with(details...)
+		return ok("other tools' dummynet rules do not overlap macake's%s", quietNote).With(details...)
 	}
 	where := "beside macake's anchor"
 	if f.parent != "" {
@@ -235,14 +236,7 @@ func judgeForeignAnchors(live pfdn.Live, f anchorFacts, anchor string, shaped ma
 	return ok("no other dummynet rules in the main ruleset or %s%s", where, quietNote)
 }
 
-func hasHave(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
-}
-
-func checkNLC(ctx context.Context, in *Inspection) Result {
+func checkNLC(ctx context.Context, in *Inspection) report.Result {
 	l := in.pfLive(ctx)
 	if r, gated := pfGate(l); gated {
 		return r
@@ -256,7 +250,7 @@ func checkNLC(ctx context.Context, in *Inspection) Result {
 
 // judgeNLC reports Network Link Conditioner: while it is on, its quick
 // rules shape the traffic too, and macake's controller measures both.
-func judgeNLC(f anchorFacts) Result {
+func judgeNLC(f anchorFacts) report.Result {
 	var rules []string
 	pipes := map[int]bool{}
 	var paths []string
@@ -286,5 +280,5 @@ func judgeNLC(f anchorFacts) Result {
 	}
 	return warn("turn it off (Network Link Conditioner in System Settings, or its preference pane) while macake shapes",
 		"on (%s%s): its quick rules shape the traffic as well, so macake's controller measures NLC's delay, not the link's",
-		english.Plural(len(rules), "dummynet rule"), pipeNote).with(rules...)
+		english.Plural(len(rules), "dummynet rule"), pipeNote).With(rules...)
 }

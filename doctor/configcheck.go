@@ -13,12 +13,13 @@ import (
 	"strings"
 
 	"github.com/macake/macake/config"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/service"
 )
 
-func checkPolicies(_ context.Context, in *Inspection) Result {
+func checkPolicies(_ context.Context, in *Inspection) report.Result {
 	return judgePolicies(in.config(), in.isTC())
 }
 
@@ -34,7 +35,7 @@ func initFix(dir string) string {
 }
 
 // judgePolicies checks every policy file as apply and watch read them.
-func judgePolicies(c configFacts, linux bool) Result {
+func judgePolicies(c configFacts, linux bool) report.Result {
 	if c.dirMissing {
 		return warn(initFix(c.dir),
 			"no policy directory %s, so nothing is shaped", c.dir)
@@ -76,11 +77,11 @@ func judgePolicies(c configFacts, linux bool) Result {
 	switch {
 	case len(c.policyProblems) > 0:
 		return problem(fmt.Sprintf("`%s` lists every problem with its position; until they are fixed, apply changes nothing and watch keeps each broken file's last good version", validate),
-			"%s in %s; valid: %s", english.Plural(len(c.policyProblems), "problem"), english.Plural(len(files), "policy file"), listOrNone(names)).with(details...)
+			"%s in %s; valid: %s", english.Plural(len(c.policyProblems), "problem"), english.Plural(len(files), "policy file"), listOrNone(names)).With(details...)
 	case len(c.policies.Links) == 0:
 		return warn(initFix(c.dir), "no policy files (*.toml) in %s, so nothing is shaped", c.dir)
 	case warnings > 0:
-		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", english.Plural(len(names), "policy"), strings.Join(names, ", "), english.Plural(warnings, "warning")).with(details...)
+		return warn(fmt.Sprintf("see `%s`", validate), "%s valid (%s), with %s", english.Plural(len(names), "policy"), strings.Join(names, ", "), english.Plural(warnings, "warning")).With(details...)
 	}
 	return ok("%s valid: %s", english.Plural(len(names), "policy"), strings.Join(names, ", "))
 }
@@ -92,12 +93,12 @@ func listOrNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-func checkSettings(_ context.Context, in *Inspection) Result {
+func checkSettings(_ context.Context, in *Inspection) report.Result {
 	return judgeSettings(in.config(), in.isPF())
 }
 
 // judgeSettings checks macake.toml, which names what macake owns.
-func judgeSettings(c configFacts, pf bool) Result {
+func judgeSettings(c configFacts, pf bool) report.Result {
 	file := c.policies.SettingsFile
 	s := c.policies.Settings
 	if len(c.settingsProblems) > 0 {
@@ -106,7 +107,7 @@ func judgeSettings(c configFacts, pf bool) Result {
 			details = append(details, p.Error())
 		}
 		return problem(fmt.Sprintf("fix %s (`macake validate` shows every problem); apply and watch refuse to run with it, since it names the anchor and pipe range macake owns", file),
-			"%s: %s", file, english.Plural(len(c.settingsProblems), "problem")).with(details...)
+			"%s: %s", file, english.Plural(len(c.settingsProblems), "problem")).With(details...)
 	}
 	var warnings []string
 	for _, w := range c.policies.Warnings {
@@ -119,7 +120,7 @@ func judgeSettings(c configFacts, pf bool) Result {
 		owns = fmt.Sprintf("anchor %q, pipes %d-%d, state in %s", s.Anchor, s.PipeRange.First, s.PipeRange.Last, c.stateDir)
 	}
 	if len(warnings) > 0 {
-		return warn("see `macake validate`", "%s is valid with %s (%s)", file, english.Plural(len(warnings), "warning"), owns).with(warnings...)
+		return warn("see `macake validate`", "%s is valid with %s (%s)", file, english.Plural(len(warnings), "warning"), owns).With(warnings...)
 	}
 	if !c.settingsPresent {
 		return ok("no %s: the defaults apply (%s)", file, owns)
@@ -127,7 +128,7 @@ func judgeSettings(c configFacts, pf bool) Result {
 	return ok("%s is valid (%s)", file, owns)
 }
 
-func checkOwnership(_ context.Context, in *Inspection) Result {
+func checkOwnership(_ context.Context, in *Inspection) report.Result {
 	c := in.config()
 	var paths []string
 	if !c.dirMissing {
@@ -148,7 +149,7 @@ func checkOwnership(_ context.Context, in *Inspection) Result {
 // configuration and that nobody else can write it: apply and watch run as
 // root and refuse files that someone else could have changed. The state
 // directory gets the same test, as a warning.
-func judgeOwnership(files FS, paths []string, stateDir string) Result {
+func judgeOwnership(files FS, paths []string, stateDir string) report.Result {
 	var bad []string
 	for _, p := range paths {
 		fi, err := files.Stat(p)
@@ -170,11 +171,11 @@ func judgeOwnership(files FS, paths []string, stateDir string) Result {
 			bad = append(bad, stateNote)
 		}
 		return problem("sudo chown root FILE and sudo chmod go-w FILE for each (apply and watch refuse them until then)",
-			"%s can be changed by someone other than root", english.Plural(len(bad), "configuration path")).with(bad...)
+			"%s can be changed by someone other than root", english.Plural(len(bad), "configuration path")).With(bad...)
 	}
 	if stateNote != "" {
 		return warn(fmt.Sprintf("sudo chown root %s && sudo chmod go-w %s", stateDir, stateDir),
-			"the state directory can be changed by someone other than root").with(stateNote)
+			"the state directory can be changed by someone other than root").With(stateNote)
 	}
 	if len(paths) == 0 {
 		return ok("no configuration files to check")
@@ -209,14 +210,14 @@ func readDirNames(dir string) ([]string, error) {
 	return names, nil
 }
 
-func checkState(_ context.Context, in *Inspection) Result {
+func checkState(_ context.Context, in *Inspection) report.Result {
 	return judgeState(in.state(), in.sys.EUID, in.isPF())
 }
 
 // judgeState checks that the state file is readable; a corrupt one is
 // rebuilt, never a crash, but what it held is lost. pf says the backend
 // is pf's, whose words it uses; else tc's.
-func judgeState(s stateFacts, euid int, pf bool) Result {
+func judgeState(s stateFacts, euid int, pf bool) report.Result {
 	switch {
 	case s.corrupt:
 		rebuilt := "link slots are rebuilt from the live qdiscs"
@@ -224,7 +225,7 @@ func judgeState(s stateFacts, euid int, pf bool) Result {
 			rebuilt = "pipe slots are rebuilt from the live rules, the pf reference is taken anew"
 		}
 		return warn("nothing to do by hand: the next apply or watch replaces it; run `macake measure` again to restore the measured profiles",
-			"%s is corrupt; apply and watch start from an empty state: %s, and measured capacities and known-good rates are lost", s.path, rebuilt).with(s.err.Error())
+			"%s is corrupt; apply and watch start from an empty state: %s, and measured capacities and known-good rates are lost", s.path, rebuilt).With(s.err.Error())
 	case errors.Is(s.err, fs.ErrPermission) && euid != 0:
 		return needsRoot(fmt.Sprintf("cannot read %s without root", s.path), "the state file")
 	case s.err != nil:
@@ -250,5 +251,5 @@ func judgeState(s stateFacts, euid int, pf bool) Result {
 	case pf:
 		held = "no pf reference"
 	}
-	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), held).with(details...)
+	return ok("%s is readable: %s, %s, %s", s.path, english.Plural(len(links), "link slot"), english.Plural(len(st.Profiles), "measured profile"), held).With(details...)
 }

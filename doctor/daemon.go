@@ -14,6 +14,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/internal/lazyregexp"
@@ -83,7 +84,7 @@ func (in *Inspection) daemonLogs() string {
 	return log + " and " + launchd.DaemonStderrPath
 }
 
-func checkDaemonHealth(ctx context.Context, in *Inspection) Result {
+func checkDaemonHealth(ctx context.Context, in *Inspection) report.Result {
 	w := in.watch(ctx)
 	if w.status != nil {
 		return judgeDaemonStatus(*w.status, in.now(), in.daemonLogs())
@@ -110,7 +111,7 @@ func checkDaemonHealth(ctx context.Context, in *Inspection) Result {
 // judgeDaemonStatus judges what the daemon says about itself: its last
 // reconcile, the policy file errors it keeps the last good version for,
 // links it cannot shape as their policy says, and its other problems.
-func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
+func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) report.Result {
 	who := fmt.Sprintf("pid %d", st.Daemon.PID)
 	if st.Daemon.Version != "" {
 		who += ", version " + st.Daemon.Version
@@ -119,7 +120,7 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 		who += ", up " + roundAge(now.Sub(st.Daemon.StartedAt))
 	}
 	res := ok("macake watch (%s) answers", who)
-	raise := func(to Status, fix string) {
+	raise := func(to report.Status, fix string) {
 		res.Status = max(res.Status, to)
 		if fix != "" && !strings.Contains(res.Fix, fix) {
 			res.Fix = strings.TrimPrefix(res.Fix+"; "+fix, "; ")
@@ -128,13 +129,13 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 	switch la := st.LastApply; {
 	case la == nil:
 		res.Message += "; it has not reconciled yet (it waits for the network's link facts)"
-		raise(Info, "")
+		raise(report.Info, "")
 	case la.Result == "failed":
 		res.Message += fmt.Sprintf("; its last reconcile (%s, %s ago) failed", la.Trigger, roundAge(now.Sub(la.At)))
 		if la.Error != nil {
 			res.Message += ": " + la.Error.String()
 		}
-		raise(Problem, "see "+logs+"; watch retries by itself")
+		raise(report.Problem, "see "+logs+"; watch retries by itself")
 	default:
 		what := "no changes"
 		if la.Result != "no_changes" {
@@ -151,7 +152,7 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 			}
 			res.Details = append(res.Details, fmt.Sprintf("%s (%s)", ce.Diagnostic, kept))
 		}
-		raise(Warning, "fix the files (macake validate lists every problem); watch applies a fix within a second")
+		raise(report.Warning, "fix the files (macake validate lists every problem); watch applies a fix within a second")
 	}
 	others := 0
 	for _, l := range st.Links {
@@ -166,7 +167,7 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 	}
 	if others > 0 {
 		res.Message += fmt.Sprintf("; %s keep shaping from being what the files say", english.Plural(others, "problem"))
-		raise(Warning, "see macake status")
+		raise(report.Warning, "see macake status")
 	}
 	return res
 }
@@ -176,7 +177,7 @@ func judgeDaemonStatus(st statusapi.Status, now time.Time, logs string) Result {
 // time in the last hour pinned at max or cut to min, with the edit to
 // make. It is advice, not a fault: shaping works, only not as well as it
 // could, so it is information with a fix, and doctor never edits a file.
-func checkBounds(ctx context.Context, in *Inspection) Result {
+func checkBounds(ctx context.Context, in *Inspection) report.Result {
 	w := in.watch(ctx)
 	if w.status == nil {
 		return skipped("macake watch did not answer (see above)")
@@ -185,7 +186,7 @@ func checkBounds(ctx context.Context, in *Inspection) Result {
 }
 
 // judgeBounds is checkBounds' verdict on a status.
-func judgeBounds(st statusapi.Status) Result {
+func judgeBounds(st statusapi.Status) report.Result {
 	var advice []statusapi.Advice
 	var links []string
 	for _, l := range st.Links {
@@ -249,14 +250,20 @@ func (in *Inspection) service(ctx context.Context) serviceFacts {
 	return in.systemdService()
 }
 
-func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
-	s := serviceFacts{path: launchd.DaemonPlistPath}
+// serviceFile reads the service definition at path and, when it could,
+// what it runs (programOf).
+func (in *Inspection) serviceFile(path string, programOf func([]byte) (service.Program, error)) serviceFacts {
+	s := serviceFacts{path: path}
 	s.data, s.err = in.sys.FS.ReadFile(s.path)
-	if s.err != nil {
-		return s
+	if s.err == nil {
+		s.prog, s.progErr = programOf(s.data)
 	}
-	s.prog, s.progErr = launchd.ProgramOfPlist(s.data)
-	if s.progErr != nil {
+	return s
+}
+
+func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
+	s := in.serviceFile(launchd.DaemonPlistPath, launchd.ProgramOfPlist)
+	if s.err != nil || s.progErr != nil {
 		return s
 	}
 	job, err := launchd.DaemonJob(s.prog)
@@ -275,13 +282,8 @@ func (in *Inspection) launchdService(ctx context.Context) serviceFacts {
 }
 
 func (in *Inspection) systemdService() serviceFacts {
-	s := serviceFacts{path: systemd.UnitPath}
-	s.data, s.err = in.sys.FS.ReadFile(s.path)
-	if s.err != nil {
-		return s
-	}
-	s.prog, s.progErr = systemd.ProgramOfUnit(s.data)
-	if s.progErr != nil {
+	s := in.serviceFile(systemd.UnitPath, systemd.ProgramOfUnit)
+	if s.err != nil || s.progErr != nil {
 		return s
 	}
 	want, err := systemd.WatchUnit(s.prog)
@@ -299,7 +301,7 @@ func (readOnlyFiles) WriteFile(string, []byte, fs.FileMode, service.Owner) error
 func (readOnlyFiles) MkdirAll(string, fs.FileMode, service.Owner) error          { return errReadOnly }
 func (readOnlyFiles) Remove(string) error                                        { return errReadOnly }
 
-func checkDaemonInstalled(ctx context.Context, in *Inspection) Result {
+func checkDaemonInstalled(ctx context.Context, in *Inspection) report.Result {
 	s := in.service(ctx)
 	abs := func(p string) string {
 		if a, err := filepath.Abs(p); err == nil {
@@ -319,7 +321,7 @@ func installFix(inv config.Invocation) string {
 // judgeService checks that the service that keeps macake watch running is
 // installed, runs an existing macake with the directories this run
 // checked, and is what this macake would write.
-func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir, stateDir string, inv config.Invocation) Result {
+func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir, stateDir string, inv config.Invocation) report.Result {
 	kind := "LaunchDaemon"
 	if goos != "darwin" {
 		kind = "systemd unit"
@@ -355,7 +357,7 @@ func judgeService(s serviceFacts, goos string, files FS, w WatchState, configDir
 	return ok("%s", runs)
 }
 
-func checkDaemonRunning(ctx context.Context, in *Inspection) Result {
+func checkDaemonRunning(ctx context.Context, in *Inspection) report.Result {
 	s := in.service(ctx)
 	w := in.watch(ctx)
 	if in.sys.GOOS != "darwin" {
@@ -387,7 +389,7 @@ var (
 // judgeLaunchdPrint reads `launchctl print system/org.macake.watch`. Its
 // format is not a stable interface, so only three well-known lines are
 // used, and their absence is not an error.
-func judgeLaunchdPrint(out string, w watchFacts) Result {
+func judgeLaunchdPrint(out string, w watchFacts) report.Result {
 	state, pid, lastExit := "", "", ""
 	if m := lcState.FindStringSubmatch(out); m != nil {
 		state = strings.TrimSpace(m[1])
@@ -431,7 +433,7 @@ func judgeLaunchdPrint(out string, w watchFacts) Result {
 
 // judgeWatchLinux judges whether macake watch runs on Linux, where the
 // state lock tells (systemd's own view would need systemctl).
-func judgeWatchLinux(s serviceFacts, w watchFacts) Result {
+func judgeWatchLinux(s serviceFacts, w watchFacts) report.Result {
 	installed := s.err == nil
 	switch {
 	case w.err != nil:
@@ -441,7 +443,7 @@ func judgeWatchLinux(s serviceFacts, w watchFacts) Result {
 	case installed:
 		r := problem("sudo systemctl enable --now "+systemd.UnitName+"; see journalctl -u "+systemd.UnitName, "%s is installed but macake watch is not running", filepath.Base(s.path))
 		if w.state.PID > 0 {
-			r = r.with(fmt.Sprintf("pid %d (a one-shot macake command) holds the state lock right now", w.state.PID))
+			r = r.With(fmt.Sprintf("pid %d (a one-shot macake command) holds the state lock right now", w.state.PID))
 		}
 		return r
 	}

@@ -23,44 +23,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/internal/english"
 )
-
-// Status is a check's outcome.
-type Status int
-
-// The statuses, from best to worst. Info lines state a fact without judging
-// it; only warnings and problems count in the verdict.
-const (
-	OK Status = iota
-	Info
-	Warning
-	Problem
-	// Skipped marks a check that did not run because a check it depends on
-	// failed (that one's line says why); it is listed in JSON only.
-	Skipped
-)
-
-// String returns "ok", "info", "warning", "problem" or "skipped", the words
-// of the JSON document.
-func (s Status) String() string {
-	switch s {
-	case OK:
-		return "ok"
-	case Info:
-		return "info"
-	case Warning:
-		return "warning"
-	case Problem:
-		return "problem"
-	case Skipped:
-		return "skipped"
-	}
-	return fmt.Sprintf("status(%d)", int(s))
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Sections group the checks in the text output, in this order.
 const (
@@ -72,24 +37,6 @@ const (
 	SectionDaemon  = "Daemon"
 )
 
-// Result is one check's outcome: one line of the report.
-type Result struct {
-	// ID is the check's stable identifier, e.g. "pf.hook".
-	ID string `json:"id"`
-	// Section and Name place and title the line.
-	Section string `json:"section"`
-	Name    string `json:"name"`
-	Status  Status `json:"status"`
-	// Message says what was found, in one sentence.
-	Message string `json:"message"`
-	// Details are further lines (lists of pipes, the kernel's qdiscs, …).
-	Details []string `json:"details,omitempty"`
-	// Fix says what to do; set on every warning and problem.
-	Fix string `json:"fix,omitempty"`
-	// NeedsRoot is set when the check could not look without root.
-	NeedsRoot bool `json:"needs_root,omitempty"`
-}
-
 // Check is one health check as data.
 type Check struct {
 	ID      string
@@ -100,44 +47,13 @@ type Check struct {
 	Applies func(in *Inspection) bool
 	// Run inspects and judges. It fills Status, Message, Details, Fix and
 	// NeedsRoot; the rest comes from the Check.
-	Run func(ctx context.Context, in *Inspection) Result
-}
-
-// Report is the outcome of every applicable check, in order.
-type Report struct {
-	Results []Result
-}
-
-// Counts returns how many results have each status.
-func (r Report) Counts() map[Status]int {
-	n := map[Status]int{}
-	for _, res := range r.Results {
-		n[res.Status]++
-	}
-	return n
-}
-
-// Verdict is the closing line: "Everything looks fine." when there is no
-// warning and no problem, otherwise "N problems, M warnings.".
-func (r Report) Verdict() string {
-	n := r.Counts()
-	if n[Problem] == 0 && n[Warning] == 0 {
-		return "Everything looks fine."
-	}
-	return fmt.Sprintf("%s, %s.", english.Plural(n[Problem], "problem"), english.Plural(n[Warning], "warning"))
-}
-
-// Failed reports whether the report fails: any problem, or with strict any
-// warning too.
-func (r Report) Failed(strict bool) bool {
-	n := r.Counts()
-	return n[Problem] > 0 || strict && n[Warning] > 0
+	Run func(ctx context.Context, in *Inspection) report.Result
 }
 
 // Run runs every check that applies, in order.
-func Run(ctx context.Context, in *Inspection, checks []Check) Report {
+func Run(ctx context.Context, in *Inspection, checks []Check) report.Report {
 	in.prefetch(ctx)
-	var rep Report
+	var rep report.Report
 	for _, c := range checks {
 		if c.Applies != nil && !c.Applies(in) {
 			continue
@@ -150,37 +66,31 @@ func Run(ctx context.Context, in *Inspection, checks []Check) Report {
 }
 
 // ok, info, warn, problem and skipped build results.
-func ok(format string, args ...any) Result {
-	return Result{Status: OK, Message: fmt.Sprintf(format, args...)}
+func ok(format string, args ...any) report.Result {
+	return report.Result{Status: report.OK, Message: fmt.Sprintf(format, args...)}
 }
 
-func info(format string, args ...any) Result {
-	return Result{Status: Info, Message: fmt.Sprintf(format, args...)}
+func info(format string, args ...any) report.Result {
+	return report.Result{Status: report.Info, Message: fmt.Sprintf(format, args...)}
 }
 
-func warn(fix, format string, args ...any) Result {
-	return Result{Status: Warning, Message: fmt.Sprintf(format, args...), Fix: fix}
+func warn(fix, format string, args ...any) report.Result {
+	return report.Result{Status: report.Warning, Message: fmt.Sprintf(format, args...), Fix: fix}
 }
 
-func problem(fix, format string, args ...any) Result {
-	return Result{Status: Problem, Message: fmt.Sprintf(format, args...), Fix: fix}
+func problem(fix, format string, args ...any) report.Result {
+	return report.Result{Status: report.Problem, Message: fmt.Sprintf(format, args...), Fix: fix}
 }
 
-func skipped(format string, args ...any) Result {
-	return Result{Status: Skipped, Message: fmt.Sprintf(format, args...)}
+func skipped(format string, args ...any) report.Result {
+	return report.Result{Status: report.Skipped, Message: fmt.Sprintf(format, args...)}
 }
 
 // needsRoot is the warning of a check that cannot look without root:
 // message says what could not be read, what what the fix would check.
-func needsRoot(message, what string) Result {
+func needsRoot(message, what string) report.Result {
 	r := warn("run with sudo to check "+what, "%s", message)
 	r.NeedsRoot = true
-	return r
-}
-
-// with returns r with details added.
-func (r Result) with(details ...string) Result {
-	r.Details = append(r.Details, details...)
 	return r
 }
 
@@ -192,4 +102,13 @@ func joinInts(ns []int, max int) string {
 		s[i] = fmt.Sprint(n)
 	}
 	return english.Join(s, max)
+}
+
+// oneOrMany is the word that agrees with n things: one for one, else many
+// ("is" or "are", "its" or "their").
+func oneOrMany(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
@@ -94,7 +95,7 @@ func (in *Inspection) drift(ctx context.Context) driftFacts {
 	})
 }
 
-func checkDrift(ctx context.Context, in *Inspection) Result {
+func checkDrift(ctx context.Context, in *Inspection) report.Result {
 	d := in.drift(ctx)
 	switch {
 	case d.blocked != "":
@@ -115,7 +116,7 @@ func checkDrift(ctx context.Context, in *Inspection) Result {
 // judgeDrift compares the live state with what a one-shot apply would make.
 // While watch runs, rates and queues differ from the policy's start rates
 // because the controller steers them: that is not drift.
-func judgeDrift(p plan.Plan, watchRunning bool, inv config.Invocation) Result {
+func judgeDrift(p plan.Plan, watchRunning bool, inv config.Invocation) report.Result {
 	var changes, steered []string
 	for _, op := range p.Ops {
 		line := fmt.Sprintf("%s %s: %s", op.Action.Symbol(), op.Label, op.Reason)
@@ -137,7 +138,7 @@ func judgeDrift(p plan.Plan, watchRunning bool, inv config.Invocation) Result {
 		for _, w := range unshaped {
 			changes = append(changes, unshapedLine(w))
 		}
-		return warn(fix, "the live shaping differs from the policy files: %s pending", english.Plural(len(changes)-len(unshaped), "change")).with(append(changes, steered...)...)
+		return warn(fix, "the live shaping differs from the policy files: %s pending", english.Plural(len(changes)-len(unshaped), "change")).With(append(changes, steered...)...)
 	}
 	if len(unshaped) > 0 {
 		// Nothing for apply to do, yet a direction is not shaped: another
@@ -148,10 +149,10 @@ func judgeDrift(p plan.Plan, watchRunning bool, inv config.Invocation) Result {
 			lines = append(lines, unshapedLine(w))
 		}
 		return warn("each line says what to remove or fix; `macake plan` shows the same warnings",
-			"the live shaping does not match the policy files: %s not shaped", plan.UnshapedSummary(unshaped)).with(lines...)
+			"the live shaping does not match the policy files: %s not shaped", plan.UnshapedSummary(unshaped)).With(lines...)
 	}
 	if len(steered) > 0 {
-		return ok("the live shaping matches the policy files (%s steered by macake watch's controller)", english.Plural(len(steered), "rate")).with(steered...)
+		return ok("the live shaping matches the policy files (%s steered by macake watch's controller)", english.Plural(len(steered), "rate")).With(steered...)
 	}
 	return ok("the live shaping matches the policy files")
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/reconcile"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
@@ -123,7 +124,7 @@ func (m *fakeMac) system() System {
 }
 
 // run runs every check.
-func (m *fakeMac) run() Report {
+func (m *fakeMac) run() report.Report {
 	m.t.Helper()
 	m.counters.reset()
 	return Run(context.Background(), NewInspection(m.system()), Checks)
@@ -191,7 +192,7 @@ func (m *fakeMac) foreign(stdin string, argv ...string) {
 }
 
 // result returns the result of check id, failing when it is absent.
-func result(t *testing.T, rep Report, id string) Result {
+func result(t *testing.T, rep report.Report, id string) report.Result {
 	t.Helper()
 	for _, r := range rep.Results {
 		if r.ID == id {
@@ -199,7 +200,7 @@ func result(t *testing.T, rep Report, id string) Result {
 		}
 	}
 	t.Fatalf("no result for %s", id)
-	return Result{}
+	return report.Result{}
 }
 
 // testFS answers from the in-memory launchd files first, then from the

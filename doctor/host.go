@@ -8,12 +8,13 @@ import (
 	"fmt"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/session"
 )
 
 // checkUser says who runs doctor: as root every check can look; as anyone
 // else, the checks that need root say so.
-func checkUser(_ context.Context, in *Inspection) Result {
+func checkUser(_ context.Context, in *Inspection) report.Result {
 	if in.sys.EUID == 0 {
 		return info("running as root: every check can look")
 	}
@@ -21,7 +22,7 @@ func checkUser(_ context.Context, in *Inspection) Result {
 }
 
 // checkOS names the operating system; macake shapes on macOS and Linux.
-func checkOS(_ context.Context, in *Inspection) Result {
+func checkOS(_ context.Context, in *Inspection) report.Result {
 	desc := in.sys.OSVersion
 	if desc == "" {
 		desc = in.sys.GOOS
@@ -36,7 +37,7 @@ func checkOS(_ context.Context, in *Inspection) Result {
 
 // checkBackend says which shaping backend this machine uses and whether it
 // can be opened. Whether its tools run is the next checks' business.
-func checkBackend(ctx context.Context, in *Inspection) Result {
+func checkBackend(ctx context.Context, in *Inspection) report.Result {
 	b := in.backend()
 	if b.err != nil {
 		return problem(fmt.Sprintf("unset %s, or set it to pf or tc", backend.EnvBackend), "%v", b.err)

@@ -22,6 +22,7 @@ import (
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/diag"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
@@ -36,12 +37,12 @@ import (
 
 // expect checks a result's status and that its message, fix and details
 // together hold every string in says.
-func expect(t *testing.T, r Result, status Status, says ...string) {
+func expect(t *testing.T, r report.Result, status report.Status, says ...string) {
 	t.Helper()
 	if r.Status != status {
 		t.Errorf("status %s, want %s: %s (fix: %s)", r.Status, status, r.Message, r.Fix)
 	}
-	if (status == Warning || status == Problem) && r.Fix == "" {
+	if (status == report.Warning || status == report.Problem) && r.Fix == "" {
 		t.Errorf("a %s without a fix: %s", status, r.Message)
 	}
 	text := r.Message + "\n" + r.Fix + "\n" + strings.Join(r.Details, "\n")
@@ -59,16 +60,16 @@ func TestJudgePFStatus(t *testing.T) {
 		live    pfdn.Live
 		held    string
 		shaping bool
-		want    Status
+		want    report.Status
 		says    []string
 	}{
-		{"disabled while shaping", pfdn.Live{}, "7", true, Problem, []string{"pf is disabled, so macake's rules are not in effect", "stale", "sudo macake apply"}},
-		{"disabled, nothing to shape", pfdn.Live{}, "", false, OK, []string{"pf is disabled; macake enables it"}},
-		{"enabled with macake's reference", pfdn.Live{Info: pfdn.Info{Enabled: true, For: 26*time.Hour + 3*time.Minute}, References: []pfdn.Reference{ref("7"), ref("9")}}, "7", true, OK,
+		{"disabled while shaping", pfdn.Live{}, "7", true, report.Problem, []string{"pf is disabled, so macake's rules are not in effect", "stale", "sudo macake apply"}},
+		{"disabled, nothing to shape", pfdn.Live{}, "", false, report.OK, []string{"pf is disabled; macake enables it"}},
+		{"enabled with macake's reference", pfdn.Live{Info: pfdn.Info{Enabled: true, For: 26*time.Hour + 3*time.Minute}, References: []pfdn.Reference{ref("7"), ref("9")}}, "7", true, report.OK,
 			[]string{"for 1 days 02:03:00", "macake holds its own reference (1 other reference)"}},
-		{"enabled by others while shaping", pfdn.Live{Info: pfdn.Info{Enabled: true}, References: []pfdn.Reference{ref("9")}}, "", true, Warning,
+		{"enabled by others while shaping", pfdn.Live{Info: pfdn.Info{Enabled: true}, References: []pfdn.Reference{ref("9")}}, "", true, report.Warning,
 			[]string{"enabled by others only (1 reference)", "shaping stops when they release theirs"}},
-		{"enabled by others, nothing shaped", pfdn.Live{Info: pfdn.Info{Enabled: true}, References: []pfdn.Reference{ref("9")}}, "", false, OK, []string{"by others"}},
+		{"enabled by others, nothing shaped", pfdn.Live{Info: pfdn.Info{Enabled: true}, References: []pfdn.Reference{ref("9")}}, "", false, report.OK, []string{"by others"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,10 +80,10 @@ func TestJudgePFStatus(t *testing.T) {
 
 func TestJudgeHook(t *testing.T) {
 	hooked := pfdn.Live{Main: pfdn.RuleList{Exists: true, Rules: []pfdn.Rule{{Action: "dummynet-anchor", Anchor: "com.apple/*", Text: `dummynet-anchor "com.apple/*" all`}}}}
-	expect(t, judgeHook(hooked, "com.apple/macake"), OK, `dummynet-anchor "com.apple/*"`)
-	expect(t, judgeHook(pfdn.Live{}, "com.apple/macake"), Problem, "\ndummynet-anchor \"com.apple/*\"", "sudo pfctl -f /etc/pf.conf")
+	expect(t, judgeHook(hooked, "com.apple/macake"), report.OK, `dummynet-anchor "com.apple/*"`)
+	expect(t, judgeHook(pfdn.Live{}, "com.apple/macake"), report.Problem, "\ndummynet-anchor \"com.apple/*\"", "sudo pfctl -f /etc/pf.conf")
 	// An anchor at the top level needs its own line.
-	expect(t, judgeHook(hooked, "shaper"), Problem, "\ndummynet-anchor \"shaper\"")
+	expect(t, judgeHook(hooked, "shaper"), report.Problem, "\ndummynet-anchor \"shaper\"")
 }
 
 func TestJudgeDrift(t *testing.T) {
@@ -97,23 +98,23 @@ func TestJudgeDrift(t *testing.T) {
 		ops      []plan.Op
 		warnings []plan.Warning
 		watch    bool
-		want     Status
+		want     report.Status
 		says     []string
 	}{
-		{"nothing to do", nil, nil, false, OK, []string{"matches the policy files"}},
-		{"a warning that leaves shaping in effect", nil, []plan.Warning{harmless}, false, OK, []string{"matches the policy files"}},
-		{"changes without watch", []plan.Op{anchor, rate}, nil, false, Warning, []string{"2 changes pending", `+ anchor "com.apple/macake" (link "wan"): not present`, "sudo macake apply"}},
-		{"rates steered by watch", []plan.Op{rate}, nil, true, OK, []string{"1 rate steered by macake watch", `~ pipe 48002 "wan/download"`}},
-		{"drift while watch runs", []plan.Op{anchor, rate}, nil, true, Warning, []string{"1 change pending", "macake watch should repair this"}},
-		{"a foreign qdisc in the way, nothing to apply", nil, []plan.Warning{foreign, harmless}, true, Warning,
+		{"nothing to do", nil, nil, false, report.OK, []string{"matches the policy files"}},
+		{"a warning that leaves shaping in effect", nil, []plan.Warning{harmless}, false, report.OK, []string{"matches the policy files"}},
+		{"changes without watch", []plan.Op{anchor, rate}, nil, false, report.Warning, []string{"2 changes pending", `+ anchor "com.apple/macake" (link "wan"): not present`, "sudo macake apply"}},
+		{"rates steered by watch", []plan.Op{rate}, nil, true, report.OK, []string{"1 rate steered by macake watch", `~ pipe 48002 "wan/download"`}},
+		{"drift while watch runs", []plan.Op{anchor, rate}, nil, true, report.Warning, []string{"1 change pending", "macake watch should repair this"}},
+		{"a foreign qdisc in the way, nothing to apply", nil, []plan.Warning{foreign, harmless}, true, report.Warning,
 			[]string{`does not match the policy files: link "wan" upload not shaped`, `! link "wan": wan0 has a root qdisc macake does not own (pfifo 1:)`}},
-		{"a foreign qdisc in the way and a change", []plan.Op{anchor}, []plan.Warning{foreign}, false, Warning,
+		{"a foreign qdisc in the way and a change", []plan.Op{anchor}, []plan.Warning{foreign}, false, report.Warning,
 			[]string{"1 change pending", `! link "wan": wan0 has a root qdisc`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch, config.Invocation{}), tt.want, tt.says...)
-			if !tt.watch && tt.want == Warning {
+			if !tt.watch && tt.want == report.Warning {
 				// Followed as printed, the fix acts on the directories
 				// this run checked (issue 27, item 10).
 				expect(t, judgeDrift(plan.Plan{Ops: tt.ops, Warnings: tt.warnings}, tt.watch, config.Invocation{ConfigDir: "/x", StateDir: "/y"}), tt.want,
@@ -142,16 +143,16 @@ func TestJudgeICMP(t *testing.T) {
 		groupRange string
 		open       func(string) error
 		needV6     bool
-		want       Status
+		want       report.Status
 		says       []string
 	}{
-		{"macOS", "darwin", 501, "", opener(), false, OK, []string{"macOS allows them for every user"}},
-		{"macOS refuses", "darwin", 501, "", opener("udp4"), false, Problem, []string{"cannot open an ICMP socket"}},
-		{"Linux group in range", "linux", 1000, "0 2147483647", opener(), false, OK, []string{`"0 2147483647" includes this user's group`}},
-		{"Linux root, raw only", "linux", 0, "1 0", opener("udp4"), false, OK, []string{"raw ICMP sockets open as root", "monitor and measure need sudo", `ping_group_range="0 2147483647"`}},
-		{"Linux user outside the range", "linux", 1000, "1 0", opener("udp4", "ip4:icmp"), false, Warning, []string{`"1 0" excludes`, "macake watch runs as root and is not affected", `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"`}},
-		{"Linux root without any socket", "linux", 0, "1 0", opener("udp4", "ip4:icmp"), false, Problem, []string{"cannot open an ICMP socket", "CAP_NET_RAW"}},
-		{"IPv6 reflectors without IPv6 sockets", "darwin", 501, "", opener("udp6"), true, Warning, []string{"IPv6 reflectors cannot be probed"}},
+		{"macOS", "darwin", 501, "", opener(), false, report.OK, []string{"macOS allows them for every user"}},
+		{"macOS refuses", "darwin", 501, "", opener("udp4"), false, report.Problem, []string{"cannot open an ICMP socket"}},
+		{"Linux group in range", "linux", 1000, "0 2147483647", opener(), false, report.OK, []string{`"0 2147483647" includes this user's group`}},
+		{"Linux root, raw only", "linux", 0, "1 0", opener("udp4"), false, report.OK, []string{"raw ICMP sockets open as root", "monitor and measure need sudo", `ping_group_range="0 2147483647"`}},
+		{"Linux user outside the range", "linux", 1000, "1 0", opener("udp4", "ip4:icmp"), false, report.Warning, []string{`"1 0" excludes`, "macake watch runs as root and is not affected", `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647"`}},
+		{"Linux root without any socket", "linux", 0, "1 0", opener("udp4", "ip4:icmp"), false, report.Problem, []string{"cannot open an ICMP socket", "CAP_NET_RAW"}},
+		{"IPv6 reflectors without IPv6 sockets", "darwin", 501, "", opener("udp6"), true, report.Warning, []string{"IPv6 reflectors cannot be probed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,12 +164,12 @@ func TestJudgeICMP(t *testing.T) {
 func TestJudgeEchoes(t *testing.T) {
 	a, b := mustAddr("192.0.2.1"), mustAddr("2001:db8::1")
 	ms := time.Millisecond
-	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3, Received: 3, RTT: 12340 * time.Microsecond}, {Target: b, Sent: 3, Received: 2, RTT: 20 * ms}}), OK,
+	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3, Received: 3, RTT: 12340 * time.Microsecond}, {Target: b, Sent: 3, Received: 2, RTT: 20 * ms}}), report.OK,
 		"2 reflectors answer: 192.0.2.1 12.3ms, 2001:db8::1 20ms", "2001:db8::1: 2/3 replies")
-	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3, Received: 3, RTT: ms}, {Target: b, Sent: 3, Err: "network is unreachable"}}), Warning,
+	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3, Received: 3, RTT: ms}, {Target: b, Sent: 3, Err: "network is unreachable"}}), report.Warning,
 		"1 of 2 reflectors do not answer: 2001:db8::1", "0/3 replies (network is unreachable)")
-	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3}}), Problem, "none of the 1 reflector answers")
-	expect(t, judgeEchoes(nil), Info)
+	expect(t, judgeEchoes([]Echo{{Target: a, Sent: 3}}), report.Problem, "none of the 1 reflector answers")
+	expect(t, judgeEchoes(nil), report.Info)
 }
 
 func TestJudgeCounters(t *testing.T) {
@@ -178,17 +179,17 @@ func TestJudgeCounters(t *testing.T) {
 	tests := []struct {
 		name string
 		f    counterFacts
-		want Status
+		want report.Status
 		says []string
 	}{
-		{"idle", counterFacts{iface: "en0", first: c(5000, 4000, 50, 40), last: c(5000, 4000, 50, 40), wait: time.Second}, OK, []string{"readable (no traffic during 1s)"}},
-		{"moving", counterFacts{iface: "en0", first: c(0, 0, 0, 0), last: c(1_500_000, 15_000, 1000, 100), wait: time.Second}, OK, []string{"12.0 Mbit/s down, 120 kbit/s up over 1s"}},
-		{"stuck now", counterFacts{iface: "en0", first: c(0, 900, 10, 9), last: c(0, 1800, 500, 18), wait: time.Second}, Problem, []string{"receive bytes stuck at 0 while 490 packets arrived"}},
-		{"stuck since boot", counterFacts{iface: "en0", first: c(0, 900, 5000, 9), last: c(0, 900, 5000, 9), wait: time.Second}, Problem, []string{"receive bytes stuck at 0", "since it came up"}},
-		{"reset", counterFacts{iface: "en0", first: c(1<<40, 0, 1<<40, 0), last: c(10, 0, 1, 0), wait: time.Second}, Warning, []string{"reset between two readings"}},
-		{"gone", counterFacts{iface: "en7", err: fmt.Errorf("en7: %w", ifstat.ErrNoInterface)}, Problem, []string{"interface en7 has disappeared"}},
-		{"unreadable", counterFacts{iface: "en0", err: errors.New("sysctl: bad")}, Problem, []string{"cannot read en0's byte counters"}},
-		{"rounded", counterFacts{iface: "en0", first: c(1024, 0, 1, 0), last: ifstat.Counters{RxBytes: 1024, RxPackets: 1, Index: 3, Rounded: true}, wait: time.Second}, OK, []string{"NET_RT_IFLIST2"}},
+		{"idle", counterFacts{iface: "en0", first: c(5000, 4000, 50, 40), last: c(5000, 4000, 50, 40), wait: time.Second}, report.OK, []string{"readable (no traffic during 1s)"}},
+		{"moving", counterFacts{iface: "en0", first: c(0, 0, 0, 0), last: c(1_500_000, 15_000, 1000, 100), wait: time.Second}, report.OK, []string{"12.0 Mbit/s down, 120 kbit/s up over 1s"}},
+		{"stuck now", counterFacts{iface: "en0", first: c(0, 900, 10, 9), last: c(0, 1800, 500, 18), wait: time.Second}, report.Problem, []string{"receive bytes stuck at 0 while 490 packets arrived"}},
+		{"stuck since boot", counterFacts{iface: "en0", first: c(0, 900, 5000, 9), last: c(0, 900, 5000, 9), wait: time.Second}, report.Problem, []string{"receive bytes stuck at 0", "since it came up"}},
+		{"reset", counterFacts{iface: "en0", first: c(1<<40, 0, 1<<40, 0), last: c(10, 0, 1, 0), wait: time.Second}, report.Warning, []string{"reset between two readings"}},
+		{"gone", counterFacts{iface: "en7", err: fmt.Errorf("en7: %w", ifstat.ErrNoInterface)}, report.Problem, []string{"interface en7 has disappeared"}},
+		{"unreadable", counterFacts{iface: "en0", err: errors.New("sysctl: bad")}, report.Problem, []string{"cannot read en0's byte counters"}},
+		{"rounded", counterFacts{iface: "en0", first: c(1024, 0, 1, 0), last: ifstat.Counters{RxBytes: 1024, RxPackets: 1, Index: 3, Rounded: true}, wait: time.Second}, report.OK, []string{"NET_RT_IFLIST2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { expect(t, judgeCounters(tt.f), tt.want, tt.says...) })
@@ -199,24 +200,24 @@ func TestJudgeOwnership(t *testing.T) {
 	mem := servicetest.NewFiles("/etc/macake/links.d", "/var/db/macake")
 	mem.AddFile("/etc/macake/links.d/wan.toml", nil, 0o644, 0, 0)
 	paths := []string{"/etc/macake/links.d", "/etc/macake/links.d/wan.toml"}
-	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), OK, "owned by root")
+	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), report.OK, "owned by root")
 
 	mem.Chmod("/var/db/macake", 0o777)
-	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), Warning, "/var/db/macake: writable by group or others (mode 0777)")
+	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), report.Warning, "/var/db/macake: writable by group or others (mode 0777)")
 
 	mem.Chmod("/etc/macake/links.d/wan.toml", 0o664)
 	mem.Chown("/etc/macake/links.d", 501, 20)
-	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), Problem,
+	expect(t, judgeOwnership(mem, paths, "/var/db/macake"), report.Problem,
 		"3 configuration paths can be changed", "/etc/macake/links.d: owned by uid 501", "wan.toml: writable by group or others (mode 0664)", "/var/db/macake: writable")
 }
 
 func TestJudgeState(t *testing.T) {
-	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501, true), Warning, "without root", "run with sudo")
-	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0, true), Problem, "cannot read /s/state.json")
-	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0, true), OK, "no state file yet")
+	expect(t, judgeState(stateFacts{path: "/var/db/macake/state.json", err: fs.ErrPermission}, 501, true), report.Warning, "without root", "run with sudo")
+	expect(t, judgeState(stateFacts{path: "/s/state.json", err: errors.New("is a directory")}, 0, true), report.Problem, "cannot read /s/state.json")
+	expect(t, judgeState(stateFacts{path: "/s/state.json"}, 0, true), report.OK, "no state file yet")
 	// Each backend's own words: no pf reference on Linux (issue 27, item 12).
 	st := &state.State{TCOwnedRoots: []string{"eth0"}}
-	expect(t, judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, true), OK, "0 link slots, 0 measured profiles, no pf reference")
+	expect(t, judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, true), report.OK, "0 link slots, 0 measured profiles, no pf reference")
 	if r := judgeState(stateFacts{path: "/s/state.json", exists: true, state: st}, 0, false); strings.Contains(r.Message, "pf") || !strings.Contains(r.Message, "1 root qdisc of macake's") {
 		t.Errorf("Linux's state file: %q", r.Message)
 	}
@@ -236,17 +237,17 @@ func TestJudgeService(t *testing.T) {
 		goos string
 		w    WatchState
 		dirs [2]string
-		want Status
+		want report.Status
 		says []string
 	}{
-		{"current", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, OK, []string{"runs /opt/macake/bin/macake watch"}},
-		{"missing", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", WatchState{}, [2]string{}, Warning, []string{"no LaunchDaemon", "sudo macake install-daemon"}},
-		{"missing on Linux", serviceFacts{path: systemd.UnitPath, err: fs.ErrNotExist}, "linux", WatchState{}, [2]string{}, Warning, []string{"no systemd unit", "sudo macake install-daemon"}},
-		{"missing, watch started by hand", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", running, [2]string{}, Info, []string{"pid 77"}},
-		{"not ours", serviceFacts{path: launchd.DaemonPlistPath, progErr: errors.New(`it runs "x"`)}, "darwin", running, [2]string{}, Warning, []string{"was not written by this macake"}},
-		{"binary gone", serviceFacts{path: launchd.DaemonPlistPath, prog: service.Program{Binary: "/gone/macake", ConfigDir: "/c", StateDir: "/s"}, same: true}, "darwin", running, [2]string{"/c", "/s"}, Problem, []string{"/gone/macake, which is not an executable file"}},
-		{"other directories", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{"/tmp/links.d", prog.StateDir}, Warning, []string{"this run checked /tmp/links.d", "macake --config-dir /etc/macake/links.d --state-dir /var/db/macake doctor"}},
-		{"edited", serviceFacts{path: launchd.DaemonPlistPath, prog: prog}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, Warning, []string{"owner (root:wheel) or mode (0644)"}},
+		{"current", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, report.OK, []string{"runs /opt/macake/bin/macake watch"}},
+		{"missing", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", WatchState{}, [2]string{}, report.Warning, []string{"no LaunchDaemon", "sudo macake install-daemon"}},
+		{"missing on Linux", serviceFacts{path: systemd.UnitPath, err: fs.ErrNotExist}, "linux", WatchState{}, [2]string{}, report.Warning, []string{"no systemd unit", "sudo macake install-daemon"}},
+		{"missing, watch started by hand", serviceFacts{path: launchd.DaemonPlistPath, err: fs.ErrNotExist}, "darwin", running, [2]string{}, report.Info, []string{"pid 77"}},
+		{"not ours", serviceFacts{path: launchd.DaemonPlistPath, progErr: errors.New(`it runs "x"`)}, "darwin", running, [2]string{}, report.Warning, []string{"was not written by this macake"}},
+		{"binary gone", serviceFacts{path: launchd.DaemonPlistPath, prog: service.Program{Binary: "/gone/macake", ConfigDir: "/c", StateDir: "/s"}, same: true}, "darwin", running, [2]string{"/c", "/s"}, report.Problem, []string{"/gone/macake, which is not an executable file"}},
+		{"other directories", serviceFacts{path: launchd.DaemonPlistPath, prog: prog, same: true}, "darwin", running, [2]string{"/tmp/links.d", prog.StateDir}, report.Warning, []string{"this run checked /tmp/links.d", "macake --config-dir /etc/macake/links.d --state-dir /var/db/macake doctor"}},
+		{"edited", serviceFacts{path: launchd.DaemonPlistPath, prog: prog}, "darwin", running, [2]string{prog.ConfigDir, prog.StateDir}, report.Warning, []string{"owner (root:wheel) or mode (0644)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,21 +264,21 @@ func TestJudgeService(t *testing.T) {
 
 func TestJudgeLaunchdPrint(t *testing.T) {
 	running := "system/org.macake.watch = {\n\tactive count = 1\n\tstate = running\n\tpid = 412\n\tlast exit code = (never exited)\n}\n"
-	expect(t, judgeLaunchdPrint(running, watchFacts{}), OK, "launchd runs org.macake.watch (pid 412)")
+	expect(t, judgeLaunchdPrint(running, watchFacts{}), report.OK, "launchd runs org.macake.watch (pid 412)")
 	crashed := "system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78: EX_CONFIG\n}\n"
-	expect(t, judgeLaunchdPrint(crashed, watchFacts{}), Problem, "loaded but not running; last exit code 78: EX_CONFIG", "/var/log/macake/watch.log", "/var/log/macake/watch.stderr.log")
-	expect(t, judgeLaunchdPrint("system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78\n}\n", watchFacts{}), Problem, "configuration is invalid")
-	expect(t, judgeLaunchdPrint("something new\n", watchFacts{state: WatchState{Running: true, PID: 9}}), OK, "holds the state lock (pid 9)")
-	expect(t, judgeLaunchdPrint("something new\n", watchFacts{}), Info, "could not be read")
+	expect(t, judgeLaunchdPrint(crashed, watchFacts{}), report.Problem, "loaded but not running; last exit code 78: EX_CONFIG", "/var/log/macake/watch.log", "/var/log/macake/watch.stderr.log")
+	expect(t, judgeLaunchdPrint("system/org.macake.watch = {\n\tstate = not running\n\tlast exit code = 78\n}\n", watchFacts{}), report.Problem, "configuration is invalid")
+	expect(t, judgeLaunchdPrint("something new\n", watchFacts{state: WatchState{Running: true, PID: 9}}), report.OK, "holds the state lock (pid 9)")
+	expect(t, judgeLaunchdPrint("something new\n", watchFacts{}), report.Info, "could not be read")
 }
 
 func TestJudgeWatchLinux(t *testing.T) {
 	unit := serviceFacts{path: systemd.UnitPath}
-	expect(t, judgeWatchLinux(unit, watchFacts{state: WatchState{Running: true, PID: 5, Via: "the state lock"}}), OK, "pid 5, found through the state lock")
+	expect(t, judgeWatchLinux(unit, watchFacts{state: WatchState{Running: true, PID: 5, Via: "the state lock"}}), report.OK, "pid 5, found through the state lock")
 	r := judgeWatchLinux(unit, watchFacts{state: WatchState{PID: 6}})
-	expect(t, r, Problem, "macake-watch.service is installed but macake watch is not running", "journalctl -u macake-watch", "pid 6 (a one-shot macake command)")
-	expect(t, judgeWatchLinux(unit, watchFacts{err: fs.ErrPermission}), Warning, "cannot tell")
-	if r := judgeWatchLinux(serviceFacts{path: systemd.UnitPath, err: fs.ErrNotExist}, watchFacts{}); r.Status != Skipped {
+	expect(t, r, report.Problem, "macake-watch.service is installed but macake watch is not running", "journalctl -u macake-watch", "pid 6 (a one-shot macake command)")
+	expect(t, judgeWatchLinux(unit, watchFacts{err: fs.ErrPermission}), report.Warning, "cannot tell")
+	if r := judgeWatchLinux(serviceFacts{path: systemd.UnitPath, err: fs.ErrNotExist}, watchFacts{}); r.Status != report.Skipped {
 		t.Errorf("no unit, no watch: %s, want skipped", r.Status)
 	}
 }
@@ -310,11 +311,11 @@ func TestJudgeTCKernel(t *testing.T) {
 	noIFB := noCake
 	noIFB.IFB = false
 	nothing := tc.Capabilities{Method: "assumed"}
-	expect(t, judgeTCKernel(all, nil), OK, "both directions shape with cake", "sch_cake available")
-	expect(t, judgeTCKernel(noCake, nil), OK, "sch_cake not available: falling back to htb+bfifo, which shapes both directions")
-	expect(t, judgeTCKernel(noCake, []string{"router"}), Warning, "[cake] options of router are not applied", "modprobe sch_cake")
-	expect(t, judgeTCKernel(noIFB, nil), Warning, "upload only", "modprobe ifb")
-	expect(t, judgeTCKernel(nothing, nil), Problem, "cannot shape")
+	expect(t, judgeTCKernel(all, nil), report.OK, "both directions shape with cake", "sch_cake available")
+	expect(t, judgeTCKernel(noCake, nil), report.OK, "sch_cake not available: falling back to htb+bfifo, which shapes both directions")
+	expect(t, judgeTCKernel(noCake, []string{"router"}), report.Warning, "[cake] options of router are not applied", "modprobe sch_cake")
+	expect(t, judgeTCKernel(noIFB, nil), report.Warning, "upload only", "modprobe ifb")
+	expect(t, judgeTCKernel(nothing, nil), report.Problem, "cannot shape")
 }
 
 // answer is what a fake command returns.
@@ -339,11 +340,11 @@ func TestToolResult(t *testing.T) {
 	run := func(r fakeRunner) toolState {
 		return runTool(context.Background(), r, "dnctl", pfdn.EnvDnctl, "/usr/sbin/dnctl", "list")
 	}
-	expect(t, toolResult(run(fakeRunner{"dnctl": answer{}}), "install it"), OK, "/usr/sbin/dnctl runs")
-	expect(t, toolResult(run(fakeRunner{}), "install it"), Problem, "no such file or directory", "install it; MACAKE_DNCTL overrides the path")
-	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: execrun.Result{ExitCode: 69, Stderr: []byte("dnctl: socket: Operation not permitted\n")}}}), "install it"), OK, "needs root")
-	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: execrun.Result{ExitCode: 70, Stderr: []byte("dnctl: kaputt\n")}}}), "install it"), Problem, "exit status 70", "dnctl: kaputt")
-	expect(t, toolResult(run(fakeRunner{"dnctl": answer{err: errors.New("timed out after 10s")}}), "install it"), Problem, "timed out")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{}}), "install it"), report.OK, "/usr/sbin/dnctl runs")
+	expect(t, toolResult(run(fakeRunner{}), "install it"), report.Problem, "no such file or directory", "install it; MACAKE_DNCTL overrides the path")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: execrun.Result{ExitCode: 69, Stderr: []byte("dnctl: socket: Operation not permitted\n")}}}), "install it"), report.OK, "needs root")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{res: execrun.Result{ExitCode: 70, Stderr: []byte("dnctl: kaputt\n")}}}), "install it"), report.Problem, "exit status 70", "dnctl: kaputt")
+	expect(t, toolResult(run(fakeRunner{"dnctl": answer{err: errors.New("timed out after 10s")}}), "install it"), report.Problem, "timed out")
 }
 
 // TestTCChecks runs the Linux checks with a fake runner and fake kernel
@@ -358,8 +359,8 @@ func TestTCChecks(t *testing.T) {
 		return tc.Capabilities{HTB: true, BFIFO: true, Ingress: true, U32: true, Mirred: true, IFB: true, Method: "read from /proc/config.gz"}
 	}
 	rep := Run(context.Background(), NewInspection(sys), Checks)
-	expect(t, result(t, rep, "tc.tools"), OK, "tc and", "ip run")
-	expect(t, result(t, rep, "tc.kernel"), Warning, "[cake] options of router are not applied")
+	expect(t, result(t, rep, "tc.tools"), report.OK, "tc and", "ip run")
+	expect(t, result(t, rep, "tc.kernel"), report.Warning, "[cake] options of router are not applied")
 	for _, r := range rep.Results {
 		if strings.HasPrefix(r.ID, "pf.") {
 			t.Errorf("%s ran on the tc backend", r.ID)
@@ -367,46 +368,15 @@ func TestTCChecks(t *testing.T) {
 	}
 	sys.Runner = fakeRunner{"ip": answer{}}
 	rep = Run(context.Background(), NewInspection(sys), Checks)
-	expect(t, result(t, rep, "tc.tools"), Problem, "install iproute2")
+	expect(t, result(t, rep, "tc.tools"), report.Problem, "install iproute2")
 }
 
 func TestSystemChecks(t *testing.T) {
 	in := NewInspection(System{GOOS: "plan9", GOARCH: "amd64"})
-	expect(t, checkOS(context.Background(), in), Problem, "plan9 (plan9/amd64): macake cannot shape")
+	expect(t, checkOS(context.Background(), in), report.Problem, "plan9 (plan9/amd64): macake cannot shape")
 	in = NewInspection(System{GOOS: "darwin", Getenv: func(k string) string { return map[string]string{"MACAKE_BACKEND": "ipfw"}[k] }, FS: servicetest.NewFiles()})
-	expect(t, checkBackend(context.Background(), in), Problem, `MACAKE_BACKEND="ipfw": unknown backend`)
-	expect(t, checkUser(context.Background(), NewInspection(System{EUID: 501})), Info, "uid 501, not root")
-}
-
-func TestReportVerdict(t *testing.T) {
-	rep := func(statuses ...Status) Report {
-		var r Report
-		for _, s := range statuses {
-			r.Results = append(r.Results, Result{Status: s})
-		}
-		return r
-	}
-	tests := []struct {
-		rep                  Report
-		verdict              string
-		failed, failedStrict bool
-	}{
-		{rep(OK, Info, Skipped), "Everything looks fine.", false, false},
-		{rep(OK, Warning), "0 problems, 1 warning.", false, true},
-		{rep(Problem, Warning, Warning), "1 problem, 2 warnings.", true, true},
-		{rep(Problem, Problem), "2 problems, 0 warnings.", true, true},
-	}
-	for _, tt := range tests {
-		if got := tt.rep.Verdict(); got != tt.verdict {
-			t.Errorf("Verdict() = %q, want %q", got, tt.verdict)
-		}
-		if got := tt.rep.Failed(false); got != tt.failed {
-			t.Errorf("%q: Failed(false) = %v", tt.verdict, got)
-		}
-		if got := tt.rep.Failed(true); got != tt.failedStrict {
-			t.Errorf("%q: Failed(true) = %v", tt.verdict, got)
-		}
-	}
+	expect(t, checkBackend(context.Background(), in), report.Problem, `MACAKE_BACKEND="ipfw": unknown backend`)
+	expect(t, checkUser(context.Background(), NewInspection(System{EUID: 501})), report.Info, "uid 501, not root")
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
@@ -414,39 +384,39 @@ func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 func TestJudgeLinks(t *testing.T) {
 	wan := config.Link{Name: "wan", Policy: config.Policy{Match: config.MatchKeys{Interface: "en0"}}}
 	def := linkfacts.InterfaceFacts{Name: "en0", Up: true, GatewayIP: mustAddr("192.168.1.1"), Default: true}
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: desired.Selection{Active: []config.Link{wan}}}, 1), OK,
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: desired.Selection{Active: []config.Link{wan}}}, 1), report.OK,
 		"default route via en0 (gateway 192.168.1.1); active: wan on en0")
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: desired.Selection{Verdicts: []desired.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), Info,
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, selection: desired.Selection{Verdicts: []desired.Verdict{{Name: "lte", Interface: "en5", Reason: "interface en5 is down"}}}}, 1), report.Info,
 		"no policy matches this network", "lte (en5): interface en5 is down")
-	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), Info, "no policy files")
+	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true}, 0), report.Info, "no policy files")
 	// The example's eth0 copied to a machine whose port has another name.
 	expect(t, judgeLinks(linkFacts{def: def, hasDefault: true, facts: linkfacts.Facts{Interfaces: []linkfacts.InterfaceFacts{def}},
-		selection: desired.Selection{Verdicts: []desired.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), Warning,
+		selection: desired.Selection{Verdicts: []desired.Verdict{{Name: "router", Interface: "eth9", Reason: "interface eth9 not present"}}}}, 1), report.Warning,
 		"router names eth9, which this machine does not have")
-	expect(t, judgeLinks(linkFacts{}, 1), Warning, "no default route: not connected")
+	expect(t, judgeLinks(linkFacts{}, 1), report.Warning, "no default route: not connected")
 }
 
 // TestConfigChecks judges the configuration as apply reads it.
 func TestConfigChecks(t *testing.T) {
-	run := func(m *fakeMac) Report { return m.run() }
+	run := func(m *fakeMac) report.Report { return m.run() }
 	m := newFakeMac(t, nil)
 	os.Remove(m.configDir)
 	rep := run(m)
 	// The fix names no file of a source tree the user does not have
 	// (issue 27, item 13).
-	expect(t, result(t, rep, "config.policies"), Warning, "no policy directory", "sudo macake --config-dir "+m.configDir+" init writes a policy", "https://github.com/macake/macake/blob/main/docs/CONFIG.md")
-	expect(t, result(t, rep, "config.ownership"), OK, "no configuration files")
+	expect(t, result(t, rep, "config.policies"), report.Warning, "no policy directory", "sudo macake --config-dir "+m.configDir+" init writes a policy", "https://github.com/macake/macake/blob/main/docs/CONFIG.md")
+	expect(t, result(t, rep, "config.ownership"), report.OK, "no configuration files")
 
 	m = newFakeMac(t, nil)
-	expect(t, result(t, run(m), "config.policies"), Warning, "no policy files (*.toml)")
+	expect(t, result(t, run(m), "config.policies"), report.Warning, "no policy files (*.toml)")
 
 	// The bufferbloat window outlasts cut_refractory: valid, with a warning.
 	m = newFakeMac(t, map[string]string{"wan": strings.Replace(wanPolicy, `cut_refractory = "1s"`, "", 1)})
-	expect(t, result(t, run(m), "config.policies"), Warning, "1 policy valid (wan), with 1 warning", "cut_refractory")
+	expect(t, result(t, run(m), "config.policies"), report.Warning, "1 policy valid (wan), with 1 warning", "cut_refractory")
 
 	// Several valid policies are counted in plain English.
 	m = newFakeMac(t, map[string]string{"wan": wanPolicy, "wan2": strings.Replace(wanPolicy, `"en0"`, `"en7"`, 1)})
-	expect(t, result(t, run(m), "config.policies"), OK, "2 policies valid: wan, wan2")
+	expect(t, result(t, run(m), "config.policies"), report.OK, "2 policies valid: wan, wan2")
 
 	m = newFakeMac(t, map[string]string{"wan": wanPolicy})
 	settings := filepath.Join(filepath.Dir(m.configDir), "macake.toml")
@@ -454,21 +424,21 @@ func TestConfigChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = run(m)
-	expect(t, result(t, rep, "config.settings"), OK, settings+` is valid (anchor "com.apple/shaper", pipes 50001-50100`)
-	expect(t, result(t, rep, "system.backend"), OK, `pf anchor "com.apple/shaper", dummynet pipes 50001-50100`)
-	expect(t, result(t, rep, "pf.hook"), OK, `evaluates the anchor "com.apple/shaper"`)
+	expect(t, result(t, rep, "config.settings"), report.OK, settings+` is valid (anchor "com.apple/shaper", pipes 50001-50100`)
+	expect(t, result(t, rep, "system.backend"), report.OK, `pf anchor "com.apple/shaper", dummynet pipes 50001-50100`)
+	expect(t, result(t, rep, "pf.hook"), report.OK, `evaluates the anchor "com.apple/shaper"`)
 }
 
 func TestJudgeDaemonStatus(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	st := statusapi.Status{Daemon: statusapi.Daemon{Running: true, PID: 7}}
-	expect(t, judgeDaemonStatus(st, now, "LOGS"), Info, "macake watch (pid 7) answers; it has not reconciled yet")
+	expect(t, judgeDaemonStatus(st, now, "LOGS"), report.Info, "macake watch (pid 7) answers; it has not reconciled yet")
 	st.LastApply = &statusapi.Apply{At: now.Add(-26 * time.Hour), Trigger: "config", Result: "applied", Created: 1, Updated: 2}
 	st.Problems = diag.Messages([]string{"pf.conf lacks the hook line dummynet-anchor \"com.apple/*\""})
-	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning,
+	expect(t, judgeDaemonStatus(st, now, "LOGS"), report.Warning,
 		"its last reconcile (config, 26h ago): 1 created, 2 updated, 0 removed", "1 problem keep shaping", "hook line", "macake status")
 	st.ConfigErrors = []statusapi.ConfigError{{Diagnostic: diag.Diagnostic{File: "a.toml", Line: 1, Column: 2, Message: "bad"}}}
-	expect(t, judgeDaemonStatus(st, now, "LOGS"), Warning, "a.toml:1:2: bad (nothing of it is in force)", "macake validate")
+	expect(t, judgeDaemonStatus(st, now, "LOGS"), report.Warning, "a.toml:1:2: bad (nothing of it is in force)", "macake validate")
 }
 
 func TestPlural(t *testing.T) {

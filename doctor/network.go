@@ -14,12 +14,13 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/shape"
 )
 
-func checkLinks(ctx context.Context, in *Inspection) Result {
+func checkLinks(ctx context.Context, in *Inspection) report.Result {
 	f := in.facts(ctx)
 	if f.err != nil {
 		return warn("macake watch needs them to choose a policy; see `macake links`",
@@ -30,7 +31,7 @@ func checkLinks(ctx context.Context, in *Inspection) Result {
 
 // judgeLinks says which network the machine is on and which policies are
 // active on it.
-func judgeLinks(f linkFacts, policies int) Result {
+func judgeLinks(f linkFacts, policies int) report.Result {
 	route := "no default route"
 	if f.hasDefault {
 		route = "default route via " + f.def.Name
@@ -76,17 +77,17 @@ func judgeLinks(f linkFacts, policies int) Result {
 	// unplugged takes one interface away, not all of them.
 	if len(missing) > 0 && len(missing) == len(f.selection.Verdicts) && len(active) == 0 {
 		return warn("fix the interface in the policy file (this machine has "+strings.Join(names, ", ")+"), or ignore this while that interface is unplugged",
-			"%s; no policy matches, and %s, which this machine does not have", route, strings.Join(missing, "; ")).with(details...)
+			"%s; no policy matches, and %s, which this machine does not have", route, strings.Join(missing, "; ")).With(details...)
 	}
 	switch {
 	case !f.hasDefault && len(active) == 0:
-		return warn("connect to a network and run doctor again", "%s: not connected to a network?", route).with(details...)
+		return warn("connect to a network and run doctor again", "%s: not connected to a network?", route).With(details...)
 	case len(active) == 0 && policies > 0:
-		return info("%s; no policy matches this network, so nothing is shaped here (see `macake links`)", route).with(details...)
+		return info("%s; no policy matches this network, so nothing is shaped here (see `macake links`)", route).With(details...)
 	case len(active) == 0:
 		return info("%s; no policy files, so nothing is shaped", route)
 	}
-	return ok("%s; active: %s", route, strings.Join(active, ", ")).with(details...)
+	return ok("%s; active: %s", route, strings.Join(active, ", ")).With(details...)
 }
 
 // probedLinks are the active links whose controller probes reflectors.
@@ -140,7 +141,7 @@ func (in *Inspection) watchedReflectors(ctx context.Context) map[string][]netip.
 	return nil
 }
 
-func checkICMP(ctx context.Context, in *Inspection) Result {
+func checkICMP(ctx context.Context, in *Inspection) report.Result {
 	needV6 := false
 	for _, r := range activeReflectors(probedLinks(in.facts(ctx).selection), in.watchedReflectors(ctx)) {
 		if r.Kind == shape.ProbeICMP && r.Addr.Is6() {
@@ -161,7 +162,7 @@ const pingRangeFix = `sudo sysctl -w net.ipv4.ping_group_range="0 2147483647" (a
 // by sending anything. On macOS any user may open a datagram ICMP socket;
 // on Linux only a group inside net.ipv4.ping_group_range may, or root with
 // a raw socket, which is what macake watch uses.
-func judgeICMP(goos string, euid int, groups []int, groupRange string, rangeErr error, open func(string) error, needV6 bool) Result {
+func judgeICMP(goos string, euid int, groups []int, groupRange string, rangeErr error, open func(string) error, needV6 bool) report.Result {
 	dgram := open("udp4")
 	var raw error = errors.New("not tried")
 	if dgram != nil && euid == 0 {
@@ -184,7 +185,7 @@ func judgeICMP(goos string, euid int, groups []int, groupRange string, rangeErr 
 			inRange = fmt.Sprintf("net.ipv4.ping_group_range %q excludes this user's groups", groupRange)
 		}
 	}
-	var r Result
+	var r report.Result
 	switch {
 	case dgram == nil && goos == "darwin":
 		r = ok("unprivileged ICMP sockets open (macOS allows them for every user)")
@@ -193,17 +194,17 @@ func judgeICMP(goos string, euid int, groups []int, groupRange string, rangeErr 
 	case raw == nil:
 		r = ok("raw ICMP sockets open as root, which macake watch uses; unprivileged ping sockets do not (%s), so macake monitor and measure need sudo", inRange)
 		if goos == "linux" {
-			r = r.with("to let every user probe: " + pingRangeFix)
+			r = r.With("to let every user probe: " + pingRangeFix)
 		}
 	case euid != 0 && goos == "linux":
 		r = warn(pingRangeFix+"; or run monitor and measure with sudo",
-			"this user cannot open ICMP sockets (%s): macake watch runs as root and is not affected, but monitor and measure run as this user are", inRange).with("udp4: " + dgram.Error())
+			"this user cannot open ICMP sockets (%s): macake watch runs as root and is not affected, but monitor and measure run as this user are", inRange).With("udp4: " + dgram.Error())
 	default:
 		fix := "the latency probe cannot work here; on Linux give the process CAP_NET_RAW or widen net.ipv4.ping_group_range"
 		return problem(fix, "cannot open an ICMP socket: udp4: %v; ip4:icmp: %v", dgram, raw)
 	}
 	if needV6 && v6 != nil {
-		r.Status = max(r.Status, Warning)
+		r.Status = max(r.Status, report.Warning)
 		r.Fix = strings.TrimPrefix(r.Fix+"; ", "; ") + "remove the IPv6 reflectors, or allow IPv6 ICMP sockets"
 		r.Message += fmt.Sprintf("; but IPv6 ICMP sockets do not (%v), so the IPv6 reflectors cannot be probed", v6)
 	}
@@ -274,7 +275,7 @@ func (in *Inspection) echoes(ctx context.Context) echoFacts {
 	})
 }
 
-func checkReflectors(ctx context.Context, in *Inspection) Result {
+func checkReflectors(ctx context.Context, in *Inspection) report.Result {
 	f := in.facts(ctx)
 	if f.err != nil {
 		return skipped("the link facts cannot be read")
@@ -296,7 +297,7 @@ func checkReflectors(ctx context.Context, in *Inspection) Result {
 
 // judgeEchoes judges the reflectors' answers: the controller needs at least
 // some of them; it retires silent ones for spares.
-func judgeEchoes(echoes []Echo) Result {
+func judgeEchoes(echoes []Echo) report.Result {
 	var answered, silent, details []string
 	// With several links probed, each target is named with the interface
 	// it was probed through.
@@ -325,12 +326,12 @@ func judgeEchoes(echoes []Echo) Result {
 		return info("no reflectors to probe")
 	case len(answered) == 0:
 		return problem("check the network, and that ICMP echo is not blocked on the way; choose reflectors that answer ping in [autorate] reflectors",
-			"none of the %s answers, so the controller cannot measure latency and holds its rates", english.Plural(n, "reflector")).with(details...)
+			"none of the %s answers, so the controller cannot measure latency and holds its rates", english.Plural(n, "reflector")).With(details...)
 	case len(silent) > 0:
 		return warn("the controller replaces silent reflectors with spares; if the same ones stay silent, list others in [autorate] reflectors",
-			"%d of %s do not answer: %s", len(silent), english.Plural(n, "reflector"), strings.Join(silent, ", ")).with(details...)
+			"%d of %s do not answer: %s", len(silent), english.Plural(n, "reflector"), strings.Join(silent, ", ")).With(details...)
 	}
-	return ok("%s answer: %s", english.Plural(n, "reflector"), english.Join(answered, 6)).with(details...)
+	return ok("%s answer: %s", english.Plural(n, "reflector"), english.Join(answered, 6)).With(details...)
 }
 
 // counterFacts is two readings of the default route's interface counters.
@@ -379,7 +380,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func checkCounters(ctx context.Context, in *Inspection) Result {
+func checkCounters(ctx context.Context, in *Inspection) report.Result {
 	c := in.counters(ctx)
 	if c.iface == "" {
 		return skipped("no default route (see the link check)")
@@ -390,7 +391,7 @@ func checkCounters(ctx context.Context, in *Inspection) Result {
 // judgeCounters checks that the controller can see the load on the
 // interface: the counters are readable, and the byte counters are not
 // stuck at zero while packets move (a macOS bug on some machines).
-func judgeCounters(c counterFacts) Result {
+func judgeCounters(c counterFacts) report.Result {
 	if c.err != nil {
 		if errors.Is(c.err, ifstat.ErrNoInterface) {
 			return problem("run doctor again once the interface is back", "interface %s has disappeared: %v", c.iface, c.err)
@@ -411,7 +412,7 @@ func judgeCounters(c counterFacts) Result {
 	case total.Stuck:
 		return problem(stuckFix, "%s: %s since it came up", c.iface, strings.TrimSuffix(total.Problem, "; load unknown"))
 	}
-	var r Result
+	var r report.Result
 	if d.RxBytes == 0 && d.TxBytes == 0 {
 		r = ok("%s's counters are readable (no traffic during %s)", c.iface, c.wait)
 	} else {
@@ -424,7 +425,7 @@ func judgeCounters(c counterFacts) Result {
 		r = ok("%s's counters move: %s down, %s up over %s", c.iface, down, up, c.wait)
 	}
 	if c.last.Rounded {
-		r = r.with("the counters come from NET_RT_IFLIST2, which rounds bytes to 1 KiB and wraps at 4 GiB: load readings are coarse")
+		r = r.With("the counters come from NET_RT_IFLIST2, which rounds bytes to 1 KiB and wraps at 4 GiB: load readings are coarse")
 	}
 	return r
 }

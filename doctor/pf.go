@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/session"
 	"github.com/macake/macake/shape"
@@ -73,7 +74,7 @@ func (in *Inspection) pfLive(ctx context.Context) pfLive {
 // pfGate returns the result to show instead of a pf check that cannot look,
 // and whether there is one. The pf status line alone explains it, so that
 // a run without root shows one warning, not one per pf check.
-func pfGate(l pfLive) (Result, bool) {
+func pfGate(l pfLive) (report.Result, bool) {
 	switch {
 	case l.blocked == "missing":
 		return skipped("pfctl or dnctl cannot run (see above)"), true
@@ -84,18 +85,18 @@ func pfGate(l pfLive) (Result, bool) {
 	case l.err != nil:
 		return skipped("reading pf and dummynet failed (see pf status)"), true
 	}
-	return Result{}, false
+	return report.Result{}, false
 }
 
-func checkPfctl(ctx context.Context, in *Inspection) Result {
+func checkPfctl(ctx context.Context, in *Inspection) report.Result {
 	return toolResult(in.pfTools(ctx).pfctl, "macake needs macOS's pfctl")
 }
 
-func checkDnctl(ctx context.Context, in *Inspection) Result {
+func checkDnctl(ctx context.Context, in *Inspection) report.Result {
 	return toolResult(in.pfTools(ctx).dnctl, "macake needs macOS's dnctl")
 }
 
-func checkPFStatus(ctx context.Context, in *Inspection) Result {
+func checkPFStatus(ctx context.Context, in *Inspection) report.Result {
 	l := in.pfLive(ctx)
 	if l.blocked == "root" {
 		return needsRoot("cannot read pf and dummynet without root",
@@ -114,7 +115,7 @@ func checkPFStatus(ctx context.Context, in *Inspection) Result {
 
 // judgePFStatus judges pf's enabled state and macake's reference. shaping
 // tells whether macake's anchor holds rules, i.e. whether pf must be on.
-func judgePFStatus(live pfdn.Live, heldToken string, shaping bool) Result {
+func judgePFStatus(live pfdn.Live, heldToken string, shaping bool) report.Result {
 	holds := live.HoldsToken(heldToken)
 	others := len(live.References)
 	if holds {
@@ -160,7 +161,7 @@ func formatUptime(d time.Duration) string {
 	return fmt.Sprintf("%d days %02d:%02d:%02d", days, s/3600, s/60%60, s%60)
 }
 
-func checkHook(ctx context.Context, in *Inspection) Result {
+func checkHook(ctx context.Context, in *Inspection) report.Result {
 	l := in.pfLive(ctx)
 	if r, gated := pfGate(l); gated {
 		return r
@@ -169,7 +170,7 @@ func checkHook(ctx context.Context, in *Inspection) Result {
 }
 
 // judgeHook checks that pf's main ruleset evaluates macake's anchor.
-func judgeHook(live pfdn.Live, anchor string) Result {
+func judgeHook(live pfdn.Live, anchor string) report.Result {
 	line := pfdn.HookLine(anchor)
 	if live.Hooked(anchor) {
 		return ok("pf's main ruleset has %s, which evaluates the anchor %q", line, anchor)
@@ -178,7 +179,7 @@ func judgeHook(live pfdn.Live, anchor string) Result {
 	return problem(fix, "pf's main ruleset lacks %s, so pf never evaluates macake's anchor %q (another tool probably loaded its own main ruleset)", line, anchor)
 }
 
-func checkAnchor(ctx context.Context, in *Inspection) Result {
+func checkAnchor(ctx context.Context, in *Inspection) report.Result {
 	l := in.pfLive(ctx)
 	if r, gated := pfGate(l); gated {
 		return r
@@ -202,7 +203,7 @@ func slotPipes(slots map[string]int, r pfdn.PipeRange) map[int]string {
 // judgeAnchor checks macake's anchor against its pipes and the state file's
 // slots: a rule that names a missing pipe blackholes traffic; pipes no rule
 // uses are leftovers.
-func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
+func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) report.Result {
 	roles := slotPipes(slots, o.Pipes)
 	livePipes := map[int]pfdn.LivePipe{}
 	for _, p := range live.Dummynet.Pipes {
@@ -273,20 +274,20 @@ func judgeAnchor(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
 	switch {
 	case len(missing) > 0:
 		return problem("sudo macake apply recreates the pipes (or sudo macake down removes the rules); another tool probably deleted them or ran `dnctl flush`",
-			"anchor %q names %s that do not exist: pf drops the traffic those rules send there", o.Anchor, english.Join(missing, 4)).with(details...)
+			"anchor %q names %s that do not exist: pf drops the traffic those rules send there", o.Anchor, english.Join(missing, 4)).With(details...)
 	case len(leftovers) > 0 && len(live.Anchor.Rules) == 0:
 		return warn("sudo macake apply restores the rules (or sudo macake down removes the pipes)",
-			"%s exist but anchor %q has no rules, so nothing is shaped (another tool flushed the anchor?)", english.Join(leftovers, 4), o.Anchor).with(details...)
+			"%s exist but anchor %q has no rules, so nothing is shaped (another tool flushed the anchor?)", english.Join(leftovers, 4), o.Anchor).With(details...)
 	case len(leftovers) > 0:
 		return warn("sudo macake apply removes them",
-			"anchor %q has %s; %s no rule uses (leftovers)", o.Anchor, rules, english.Join(leftovers, 4)).with(details...)
+			"anchor %q has %s; %s no rule uses (leftovers)", o.Anchor, rules, english.Join(leftovers, 4)).With(details...)
 	case !live.Anchor.Exists || len(live.Anchor.Rules) == 0:
-		return ok("nothing installed: anchor %q is absent and no pipe in %s is macake's", o.Anchor, o.Pipes).with(details...)
+		return ok("nothing installed: anchor %q is absent and no pipe in %s is macake's", o.Anchor, o.Pipes).With(details...)
 	}
-	return ok("anchor %q has %s on %s, and every pipe they name exists", o.Anchor, rules, strings.Join(slices.Sorted(maps.Keys(ifaces)), ", ")).with(details...)
+	return ok("anchor %q has %s on %s, and every pipe they name exists", o.Anchor, rules, strings.Join(slices.Sorted(maps.Keys(ifaces)), ", ")).With(details...)
 }
 
-func checkForeignPipes(ctx context.Context, in *Inspection) Result {
+func checkForeignPipes(ctx context.Context, in *Inspection) report.Result {
 	l := in.pfLive(ctx)
 	if r, gated := pfGate(l); gated {
 		return r
@@ -297,7 +298,7 @@ func checkForeignPipes(ctx context.Context, in *Inspection) Result {
 // judgeForeignPipes lists the pipes that are not macake's. Inside the range
 // they are in the way (a link that needs the number replaces them); outside
 // it they are listed and never touched.
-func judgeForeignPipes(live pfdn.Live, o pfdn.Options, slots map[string]int) Result {
+func judgeForeignPipes(live pfdn.Live, o pfdn.Options, slots map[string]int) report.Result {
 	roles := slotPipes(slots, o.Pipes)
 	named := map[int]bool{}
 	for _, r := range live.Anchor.Rules {
@@ -334,35 +335,7 @@ func judgeForeignPipes(live pfdn.Live, o pfdn.Options, slots map[string]int) Res
 	if len(inside) > 0 {
 		return warn(fmt.Sprintf("if they are leftovers, remove them (sudo dnctl pipe delete N); if another tool uses them, give macake another range (pipe_range in %s)", "macake.toml"),
 			"%s inside macake's range %s %s not macake's: macake leaves %s alone and skips %s slot (a new link gets another; a link that has it stays unshaped until %s gone)%s",
-			english.Plural(len(inside), "pipe"), o.Pipes, isAre(len(inside)), itThem(len(inside)), itsTheir(len(inside)), itTheyAre(len(inside)), outsideNote).with(details...)
+			english.Plural(len(inside), "pipe"), o.Pipes, oneOrMany(len(inside), "is", "are"), oneOrMany(len(inside), "it", "them"), oneOrMany(len(inside), "its", "their"), oneOrMany(len(inside), "it is", "they are"), outsideNote).With(details...)
 	}
-	return ok("no other tool's pipe in macake's range %s%s", o.Pipes, outsideNote).with(details...)
-}
-
-func isAre(n int) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
-}
-
-func itsTheir(n int) string {
-	if n == 1 {
-		return "its"
-	}
-	return "their"
-}
-
-func itTheyAre(n int) string {
-	if n == 1 {
-		return "it is"
-	}
-	return "they are"
-}
-
-func itThem(n int) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
+	return ok("no other tool's pipe in macake's range %s%s", o.Pipes, outsideNote).With(details...)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/doctor/report"
 )
 
 // TestReflectorsAreProbedThroughEachLinksInterface: with two links up,
@@ -36,7 +37,7 @@ func TestReflectorsAreProbedThroughEachLinksInterface(t *testing.T) {
 	if got := m.pinger.askedVia; !slices.Equal(got["en0"], addrs("192.0.2.1", "192.0.2.2")) || !slices.Equal(got["en5"], addrs("192.0.2.3")) || len(got) != 2 {
 		t.Errorf("probed %v; want wan's reflectors through en0 and lte's through en5", got)
 	}
-	if r.Status != Warning || !strings.Contains(r.Message, "1 of 3 reflectors do not answer: 192.0.2.3 via en5") ||
+	if r.Status != report.Warning || !strings.Contains(r.Message, "1 of 3 reflectors do not answer: 192.0.2.3 via en5") ||
 		!slices.Contains(r.Details, "192.0.2.1 via en0: 3/3 replies, median 12.3ms") {
 		t.Errorf("net.reflectors: %v %q %q; want 192.0.2.3 silent through en5", r.Status, r.Message, r.Details)
 	}

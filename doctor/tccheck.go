@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/internal/english"
 )
 
@@ -30,17 +31,17 @@ func (in *Inspection) tcFacts(ctx context.Context) tcFacts {
 	})
 }
 
-func checkTCTools(ctx context.Context, in *Inspection) Result {
+func checkTCTools(ctx context.Context, in *Inspection) report.Result {
 	f := in.tcFacts(ctx)
 	for _, t := range []toolState{f.tc, f.ip} {
-		if r := toolResult(t, "install iproute2 (apt install iproute2, dnf install iproute-tc)"); r.Status != OK {
+		if r := toolResult(t, "install iproute2 (apt install iproute2, dnf install iproute-tc)"); r.Status != report.OK {
 			return r
 		}
 	}
 	return ok("%s and %s run", f.tc.argv[0], f.ip.argv[0])
 }
 
-func checkTCKernel(ctx context.Context, in *Inspection) Result {
+func checkTCKernel(ctx context.Context, in *Inspection) report.Result {
 	f := in.tcFacts(ctx)
 	if !f.probed {
 		return skipped("the kernel's qdiscs cannot be probed here")
@@ -62,22 +63,22 @@ func (in *Inspection) cakeOptionsUsed() []string {
 // judgeTCKernel reports the kernel's qdiscs and what is missing. Without
 // sch_cake macake shapes with htb+bfifo, exactly like a dummynet pipe: that
 // is fine unless a policy asks for CAKE-only options.
-func judgeTCKernel(c tc.Capabilities, cakePolicies []string) Result {
+func judgeTCKernel(c tc.Capabilities, cakePolicies []string) report.Result {
 	details := c.Report()
 	shaper := c.Shaper()
 	switch {
 	case shaper == "":
 		return problem("load or build the qdiscs (modprobe sch_htb; CONFIG_NET_SCH_HTB, CONFIG_NET_SCH_FIFO)",
-			"this kernel has neither sch_cake nor htb+bfifo, so macake cannot shape").with(details...)
+			"this kernel has neither sch_cake nor htb+bfifo, so macake cannot shape").With(details...)
 	case !c.CanShapeDownload():
 		return warn("modprobe ifb act_mirred cls_u32 sch_ingress (or a kernel with CONFIG_IFB, CONFIG_NET_ACT_MIRRED, CONFIG_NET_CLS_U32, CONFIG_NET_SCH_INGRESS)",
-			"macake can shape upload only (with %s): download shaping needs ingress, u32, mirred and ifb", shaper).with(details...)
+			"macake can shape upload only (with %s): download shaping needs ingress, u32, mirred and ifb", shaper).With(details...)
 	case !c.ShapesWithCake() && len(cakePolicies) > 0:
 		return warn("load sch_cake (modprobe sch_cake) or a kernel with CONFIG_NET_SCH_CAKE; otherwise the [cake] options are not applied",
-			"sch_cake is not available, so the [cake] options of %s are not applied (shaping with htb+bfifo)", english.Join(cakePolicies, 4)).with(details...)
+			"sch_cake is not available, so the [cake] options of %s are not applied (shaping with htb+bfifo)", english.Join(cakePolicies, 4)).With(details...)
 	}
 	if !c.ShapesWithCake() {
-		return ok("sch_cake not available: falling back to htb+bfifo, which shapes both directions like a dummynet pipe (kernel features %s)", c.Method).with(details...)
+		return ok("sch_cake not available: falling back to htb+bfifo, which shapes both directions like a dummynet pipe (kernel features %s)", c.Method).With(details...)
 	}
-	return ok("both directions shape with cake (kernel features %s)", c.Method).with(details...)
+	return ok("both directions shape with cake (kernel features %s)", c.Method).With(details...)
 }

@@ -10,12 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/execrun"
 )
 
-// toolTimeout bounds each read-only command doctor runs; they answer in
+// ToolTimeout bounds each read-only command doctor runs; they answer in
 // milliseconds.
-const toolTimeout = 10 * time.Second
+const ToolTimeout = 10 * time.Second
 
 // toolState is what one read-only run of a tool showed.
 type toolState struct {
@@ -35,7 +36,7 @@ type toolState struct {
 // runTool runs argv once through r and classifies the outcome.
 func runTool(ctx context.Context, r execrun.Runner, name, env string, argv ...string) toolState {
 	t := toolState{name: name, argv: argv, env: env}
-	ctx, cancel := context.WithTimeout(ctx, toolTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ToolTimeout)
 	defer cancel()
 	t.res, t.err = r.Run(ctx, execrun.Command{Argv: argv})
 	switch {
@@ -56,7 +57,7 @@ func deniedOutput(stderr []byte) bool {
 }
 
 // toolResult judges a tool: present and runnable, or what is wrong.
-func toolResult(t toolState, install string) Result {
+func toolResult(t toolState, install string) report.Result {
 	path := t.argv[0]
 	override := ""
 	if t.env != "" {

@@ -8,7 +8,8 @@ import (
 
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/sense/probe"
@@ -40,11 +41,11 @@ const (
 
 // OracleQueueBytes is the oracle's queue at rate (bit/s): the simulator's
 // rule for a 10 ms target with the sparse reserve macake's auto queue
-// keeps on Linux's bfifo (controller.SparseReserve), so the kernel's
+// keeps on Linux's bfifo (autoqueue.SparseReserve), so the kernel's
 // oracle and its twin agree and it differs from watch's pipes in its
 // rate only.
 func OracleQueueBytes(rate int64) int64 {
-	return controller.SparseReserve(oracleQueue.Size(rate, 0), controller.DefaultMTU)
+	return autoqueue.SparseReserve(oracleQueue.Size(rate, 0), tuning.DefaultMTU)
 }
 
 // oracleQueue is the oracle's queue rule in the twin.
@@ -257,10 +258,10 @@ func SimArms(sc Scenario, variants ...string) ([]SimArm, error) {
 }
 
 // lawConfig is the controller watch builds from AutoratePolicy(sc, law, Reflectors).
-func lawConfig(sc Scenario, law config.ControlLaw) (controller.Config, error) {
+func lawConfig(sc Scenario, law config.ControlLaw) (tuning.Config, error) {
 	pol, _, err := config.Parse("links.d/e2e.toml", []byte(AutoratePolicy(sc.Trace, law, Reflectors)), config.LoadOptions{Target: config.TargetLinux})
 	if err != nil {
-		return controller.Config{}, err
+		return tuning.Config{}, err
 	}
 	return desired.ControllerConfig(pol, state.Profile{Link: pol.Name}, 1500, desired.BackendFacts{Limits: tc.Limits})
 }

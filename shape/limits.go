@@ -28,7 +28,7 @@ type Limits struct {
 	// that still fits under its limit (Linux's bfifo), rather than
 	// refusing every packet once its bytes are over the limit (dummynet):
 	// an automatic queue then keeps a reserve for sparse packets
-	// (controller.SparseReserve).
+	// (autoqueue.SparseReserve).
 	FitsQueue bool
 }
 

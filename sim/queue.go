@@ -9,27 +9,27 @@ import (
 	"strings"
 	"time"
 
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
 )
 
 // Pipe queue limits: a fixed size is never below four full-sized packets,
 // and no queue is above what dnctl accepts. A rule's size is floored as
-// `queue = "auto"` is (controller.AutoQueueFloor: the larger of four
+// `queue = "auto"` is (autoqueue.Floor: the larger of four
 // packets and a few ms at the rate).
 const (
 	MinQueueBytes = 4 * dataBytes
 	MaxQueueBytes = 1023 * 1024
 )
 
-// DefaultQueue is the rule `queue = "auto"` follows (controller.AutoQueueBytes):
+// DefaultQueue is the rule `queue = "auto"` follows (autoqueue.Bytes):
 // the BDP at the idle baseline, but no more than 20 ms of drain time, which
 // won the simulator's comparison (docs/MEASUREMENTS.md), and on Linux's
-// bfifo the sparse reserve (controller.SparseReserve).
-var DefaultQueue = QueueRule{BDP: true, Target: controller.AutoQueueTarget, Reserve: true}
+// bfifo the sparse reserve (autoqueue.SparseReserve).
+var DefaultQueue = QueueRule{BDP: true, Target: autoqueue.Target, Reserve: true}
 
 // QueueRule sizes the pipe's byte queue at every rate change, as the
 // daemon's `queue = "auto"` does. Sizes are rounded up to whole KiB, as
-// dnctl takes them (after the floor, as controller.AutoQueueBytes does),
+// dnctl takes them (after the floor, as autoqueue.Bytes does),
 // and capped at MaxQueueBytes.
 type QueueRule struct {
 	// BDP sizes the queue to the bandwidth-delay product at the idle
@@ -43,10 +43,10 @@ type QueueRule struct {
 
 	// The candidates of issue 24 (the user's packets first), tried in
 	// the simulator before any reaches queue = "auto". Zero values keep
-	// the floor of controller.AutoQueueFloor.
+	// the floor of autoqueue.Floor.
 	//
 	// MinDrain is the floor in drain time at the rate (0: the auto
-	// queue's, controller.AutoQueueMinDrain) and Packets the floor in
+	// queue's, autoqueue.MinDrain) and Packets the floor in
 	// full-sized packets (0: its four).
 	MinDrain time.Duration
 	Packets  int
@@ -76,7 +76,7 @@ type QueueRule struct {
 	// a flow's window sits there.
 	RED bool
 	// Reserve gives a bfifo pipe (Shaper htb) the sparse reserve of
-	// Linux's auto queue, controller.SparseReserve: whole full-sized
+	// Linux's auto queue, autoqueue.SparseReserve: whole full-sized
 	// frames, and a frame less a byte that only smaller packets can use.
 	// A dummynet pipe drops every packet once over its limit and takes
 	// none. "auto" has it ("auto:noreserve" has not); the other rules
@@ -114,11 +114,11 @@ func (q QueueRule) SizeFor(rate int64, idle time.Duration, st QueueState) int64 
 	if q.Achieved {
 		at = max(rate, achieved)
 	}
-	floor := controller.AutoQueueFloor(at, dataBytes)
+	floor := autoqueue.Floor(at, dataBytes)
 	if q.MinDrain > 0 || q.Packets > 0 {
 		floor = max(int64(max(q.Packets, 4))*dataBytes, int64(float64(at)/8*q.MinDrain.Seconds()))
 		if q.MinDrain <= 0 {
-			floor = max(floor, controller.AutoQueueFloor(at, dataBytes))
+			floor = max(floor, autoqueue.Floor(at, dataBytes))
 		}
 	}
 	if q.PerFlow > 0 {

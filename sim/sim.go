@@ -25,7 +25,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/shape"
 )
@@ -1161,7 +1161,7 @@ func (e *engine) reserve(p *pipe, limit int64) int64 {
 	if !e.opt.Queue.Reserve || !p.bfifo {
 		return limit
 	}
-	return controller.SparseReserve(limit, dataBytes)
+	return autoqueue.SparseReserve(limit, dataBytes)
 }
 
 // queueSize is direction d's pipe queue at its rate, by the run's rule.

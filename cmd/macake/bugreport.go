@@ -15,7 +15,7 @@ import (
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
-	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/doctor/machine"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/sense/linkfacts"
 )
@@ -68,7 +68,7 @@ func runBugreport(e *env, args []string) int {
 	rep := &bugreport.Report{Made: now, Redacted: !*noRedact}
 	rep.Add(bugreport.Section{Title: "version", Body: e.capture("version").Body})
 	rep.Add(bugreport.Section{Title: "system", Body: fmt.Sprintf("%s, %s/%s, run as uid %d\nconfig dir %s, state dir %s\n%s",
-		doctor.OSVersion(), runtime.GOOS, runtime.GOARCH, e.euid(), e.configDir, e.stateDir, macakeEnv(e))})
+		machine.OSVersion(), runtime.GOOS, runtime.GOARCH, e.euid(), e.configDir, e.stateDir, macakeEnv(e))})
 	for _, argv := range [][]string{{"doctor", "--json"}, {"status", "--json"}, {"links", "--json"}, {"plan", "--show-commands", "--color", "never"}} {
 		rep.Add(e.capture(argv...))
 	}

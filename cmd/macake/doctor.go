@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/doctor/machine"
+	"github.com/macake/macake/doctor/report"
 )
 
 var doctorCmd = &command{
@@ -63,7 +65,7 @@ func runDoctor(e *env, args []string) int {
 	if done, code := doctorCmd.noArgs(e, fs); done {
 		return code
 	}
-	sys, release := doctor.Local(doctor.LocalOptions{
+	sys, release := machine.Local(machine.Options{
 		Getenv: e.getenv, ConfigDir: e.configDir, StateDir: e.stateDir,
 		StateDirIsDefault: e.stateDir == defaultStateDir, Runner: backendRunner,
 	})
@@ -76,12 +78,12 @@ func runDoctor(e *env, args []string) int {
 	defer cancel()
 	rep := doctor.Run(ctx, doctor.NewInspection(sys), doctor.Checks)
 	if *asJSON {
-		if err := doctor.WriteJSON(e.stdout, rep, *strict, sys.EUID == 0); err != nil {
+		if err := report.WriteJSON(e.stdout, rep, *strict, sys.EUID == 0); err != nil {
 			fmt.Fprintf(e.stderr, "macake doctor: %v\n", err)
 			return exitFailure
 		}
 	} else {
-		doctor.WriteText(e.stdout, rep, doctor.TextOptions{
+		report.WriteText(e.stdout, rep, report.TextOptions{
 			Color: e.useColor(color, e.stdout), ASCII: !utf8Locale(e.getenv), Verbose: *verbose, Strict: *strict,
 		})
 	}

@@ -27,7 +27,10 @@ var pure = []struct {
 	// The Loop (loop.go) drives the control law with timers, its clock
 	// injectable (LoopConfig.Now, testing/synctest); the law itself is pure.
 	{dir: "controller", why: "the control law", files: except("loop.go")},
+	{dir: "controller/tuning", why: "the control law's tunables"},
+	{dir: "controller/autoqueue", why: "the automatic queue's size"},
 	{dir: "desired", why: "the desired state and matching"},
+	{dir: "sense/probe/wire", why: "the probes' packets as bytes"},
 }
 
 // except marks a pure entry as every file but these.

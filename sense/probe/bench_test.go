@@ -7,14 +7,16 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/macake/macake/sense/probe/wire"
 )
 
 func BenchmarkParseReply(b *testing.B) {
-	echo := marshalEcho(false, 0xbeef, 3, encodePayload(42, 9))
-	echo[0] = typeEchoReply4
+	echo := wire.MarshalEcho(false, 0xbeef, 3, wire.EncodePayload(42, 9))
+	echo[0] = wire.TypeEchoReply4
 	b.ReportAllocs()
 	for b.Loop() {
-		parseReply(false, echo)
+		wire.ParseReply(false, echo)
 	}
 }
 
@@ -34,11 +36,11 @@ func roundTrip(p *Prober, reply []byte, now time.Time) {
 	p.send(s, t, MethodEcho, false, now)
 	seq, ext := p.seq, p.ext
 	p.mu.Unlock()
-	var payload [payloadLen]byte
-	putPayload(payload[:], p.nonce, ext)
-	r := putEcho(reply, false, p.id, seq, payload[:])
-	r[0] = typeEchoReply4
-	p.handle(s, t.addr, parseReply(false, r), now)
+	var payload [wire.PayloadLen]byte
+	wire.PutPayload(payload[:], p.nonce, ext)
+	r := wire.PutEcho(reply, false, p.id, seq, payload[:])
+	r[0] = wire.TypeEchoReply4
+	p.handle(s, t.addr, wire.ParseReply(false, r), now)
 	<-p.samples
 	p.step(now.Add(time.Millisecond)) // retires the answered probe, as the next send does
 }

@@ -130,9 +130,32 @@ func runMedianRTT(ctx context.Context, p *Prober, iface string, d time.Duration)
 // datagram and raw sockets.
 func TestNetnsEachLinkMeasuresItsOwnPath(t *testing.T) {
 	tl := newTwoLinks(t)
+	var probes []pathProbe
+	for _, refl := range []string{twoLinksReflector4, twoLinksReflector6} {
+		for _, mode := range []SocketMode{SocketDatagram, SocketRaw} {
+			kind := map[SocketMode]string{SocketDatagram: "datagram", SocketRaw: "raw"}[mode]
+			probes = append(probes, pathProbe{name: refl + " (" + kind + ")", medianRTT: func(ctx context.Context, iface string) (time.Duration, error) {
+				return tl.medianRTT(ctx, iface, mode, netip.MustParseAddr(refl), time.Second)
+			}})
+		}
+	}
+	eachSeesItsOwnPath(t, probes)
+}
+
+// pathProbe is one kind of probe to one reflector: its name in messages,
+// and its median RTT through an interface ("": the routing table).
+type pathProbe struct {
+	name      string
+	medianRTT func(ctx context.Context, iface string) (time.Duration, error)
+}
+
+// eachSeesItsOwnPath runs every probe through the routing table, wa and
+// wb, all at once (each prober has its own sockets, and the reflectors
+// answer every request after the same fixed delay), and fails unless each
+// sees the delay of the path it took.
+func eachSeesItsOwnPath(t *testing.T, probes []pathProbe) {
 	type run struct {
-		refl  string
-		mode  SocketMode
+		probe pathProbe
 		iface string
 		want  time.Duration
 		why   string
@@ -140,36 +163,31 @@ func TestNetnsEachLinkMeasuresItsOwnPath(t *testing.T) {
 		err   error
 	}
 	var runs []*run
-	for _, refl := range []string{twoLinksReflector4, twoLinksReflector6} {
-		for _, mode := range []SocketMode{SocketDatagram, SocketRaw} {
-			runs = append(runs,
-				&run{refl: refl, mode: mode, iface: "", want: fastDelay, why: "the default route's (else the testbed is not what it claims)"},
-				&run{refl: refl, mode: mode, iface: "wa", want: fastDelay, why: "wa's own"},
-				&run{refl: refl, mode: mode, iface: "wb", want: slowDelay, why: "wb's own, not the default route's"})
-		}
+	for _, p := range probes {
+		runs = append(runs,
+			&run{probe: p, iface: "", want: fastDelay, why: "the default route's (else the testbed is not what it claims)"},
+			&run{probe: p, iface: "wa", want: fastDelay, why: "wa's own"},
+			&run{probe: p, iface: "wb", want: slowDelay, why: "wb's own, not the default route's"})
 	}
-	// All at once: each prober has its own sockets, and the reflectors
-	// answer every request after the same fixed delay.
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Go(func() {
-			r.got, r.err = tl.medianRTT(t.Context(), r.iface, r.mode, netip.MustParseAddr(r.refl), time.Second)
+			r.got, r.err = r.probe.medianRTT(t.Context(), r.iface)
 		})
 	}
 	wg.Wait()
 	for _, r := range runs {
-		kind := map[SocketMode]string{SocketDatagram: "datagram", SocketRaw: "raw"}[r.mode]
 		via := r.iface
 		if via == "" {
 			via = "the routing table"
 		}
 		switch {
 		case r.err != nil:
-			t.Errorf("%s (%s) via %s: %v", r.refl, kind, via, r.err)
+			t.Errorf("%s via %s: %v", r.probe.name, via, r.err)
 		case r.got < r.want || r.got >= r.want+15*time.Millisecond:
-			t.Errorf("%s (%s) via %s: median RTT %v, want %s %v", r.refl, kind, via, r.got, r.why, r.want)
+			t.Errorf("%s via %s: median RTT %v, want %s %v", r.probe.name, via, r.got, r.why, r.want)
 		default:
-			t.Logf("%s (%s) via %s: median RTT %v", r.refl, kind, via, r.got)
+			t.Logf("%s via %s: median RTT %v", r.probe.name, via, r.got)
 		}
 	}
 }
@@ -182,17 +200,7 @@ func TestNetnsEachLinkMeasuresItsOwnPath(t *testing.T) {
 // bound to wb but checksummed for wa's address would go unanswered.
 func TestNetnsEachLinksTCPAndUDPProbesMeasureItsOwnPath(t *testing.T) {
 	tl := newTwoLinks(t)
-	type run struct {
-		refl   shape.Reflector
-		mode   SocketMode
-		socket string
-		iface  string
-		want   time.Duration
-		why    string
-		got    time.Duration
-		err    error
-	}
-	var runs []*run
+	var probes []pathProbe
 	for _, c := range []struct {
 		refl   string
 		mode   SocketMode
@@ -206,32 +214,11 @@ func TestNetnsEachLinksTCPAndUDPProbesMeasureItsOwnPath(t *testing.T) {
 		{"udp:[" + twoLinksReflector6 + "]:7", SocketAuto, "echo"},
 	} {
 		refl := reflector(t, c.refl)
-		runs = append(runs,
-			&run{refl: refl, mode: c.mode, socket: c.socket, iface: "", want: fastDelay, why: "the default route's (else the testbed is not what it claims)"},
-			&run{refl: refl, mode: c.mode, socket: c.socket, iface: "wa", want: fastDelay, why: "wa's own"},
-			&run{refl: refl, mode: c.mode, socket: c.socket, iface: "wb", want: slowDelay, why: "wb's own, not the default route's"})
+		probes = append(probes, pathProbe{name: fmt.Sprintf("%s (%s)", refl, c.socket), medianRTT: func(ctx context.Context, iface string) (time.Duration, error) {
+			return tl.kindMedianRTT(ctx, iface, c.mode, refl, time.Second)
+		}})
 	}
-	var wg sync.WaitGroup
-	for _, r := range runs {
-		wg.Go(func() {
-			r.got, r.err = tl.kindMedianRTT(t.Context(), r.iface, r.mode, r.refl, time.Second)
-		})
-	}
-	wg.Wait()
-	for _, r := range runs {
-		via := r.iface
-		if via == "" {
-			via = "the routing table"
-		}
-		switch {
-		case r.err != nil:
-			t.Errorf("%s (%s) via %s: %v", r.refl, r.socket, via, r.err)
-		case r.got < r.want || r.got >= r.want+15*time.Millisecond:
-			t.Errorf("%s (%s) via %s: median RTT %v, want %s %v", r.refl, r.socket, via, r.got, r.why, r.want)
-		default:
-			t.Logf("%s (%s) via %s: median RTT %v", r.refl, r.socket, via, r.got)
-		}
-	}
+	eachSeesItsOwnPath(t, probes)
 }
 
 // TestNetnsBindingToAMissingInterfaceSaysWhich: a link whose interface is

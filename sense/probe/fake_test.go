@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/macake/macake/sense/probe/wire"
 )
 
 // behaviour is how a fake reflector answers.
@@ -130,21 +132,21 @@ func (c *fakeConn) WriteTo(b []byte, dst net.Addr) (int, error) {
 	var after time.Duration
 	switch {
 	case beh.unreachable:
-		reply = unreachableFor(to, req)
+		reply = wire.Unreachable4(to, req)
 		after = time.Millisecond
-	case req[0] == typeEcho4 || req[0] == typeEcho6:
+	case req[0] == wire.TypeEcho4 || req[0] == wire.TypeEcho6:
 		reply = append([]byte(nil), req...)
-		reply[0] = typeEchoReply4
-		if req[0] == typeEcho6 {
-			reply[0] = typeEchoReply6
+		reply[0] = wire.TypeEchoReply4
+		if req[0] == wire.TypeEcho6 {
+			reply[0] = wire.TypeEchoReply6
 		}
 		after = beh.delay
-	case req[0] == typeTimestamp4 && beh.timestamps:
+	case req[0] == wire.TypeTimestamp4 && beh.timestamps:
 		reply = append([]byte(nil), req...)
-		reply[0] = typeTimestampReply4
-		stamp := uint32(msSinceMidnight(now.Add(beh.up+beh.clockOffset))) % msPerDay
+		reply[0] = wire.TypeTimestampReply4
+		stamp := uint32(wire.MsSinceMidnight(now.Add(beh.up+beh.clockOffset))) % wire.MsPerDay
 		if beh.nonstandard {
-			stamp |= nonstandardBit
+			stamp |= wire.NonstandardBit
 		}
 		binary.BigEndian.PutUint32(reply[12:], stamp)
 		binary.BigEndian.PutUint32(reply[16:], stamp)
@@ -188,20 +190,6 @@ func (n *fakeNet) deliver(sender *fakeConn, p packet) {
 		case <-c.closed:
 		}
 	}
-}
-
-func unreachableFor(to netip.Addr, req []byte) []byte {
-	// type 3 code 1, unused, then the quoted IPv4 header and 8 bytes.
-	b := make([]byte, 8+20+8)
-	b[0] = typeDstUnreach4
-	b[1] = 1
-	q := b[8:]
-	q[0] = 0x45
-	q[9] = 1
-	copy(q[12:16], []byte{10, 0, 0, 2})
-	copy(q[16:20], to.AsSlice())
-	copy(q[20:], req[:8])
-	return b
 }
 
 func (c *fakeConn) Close() error {

@@ -106,13 +106,13 @@ func TestSYNRoundTrip(t *testing.T) {
 	if !ok || seg.sport != 40000 || seg.dport != 443 || seg.seq != 0xdeadbeef || seg.flags != tcpSYN || seg.answers() {
 		t.Fatalf("SYN reads back as %+v", seg)
 	}
-	// A correct checksum sums, with the pseudo-header, to zero.
+	// A correct wire.Checksum sums, with the pseudo-header, to zero.
 	if c := tcpChecksum(src, dst, syn); c != 0 {
-		t.Errorf("checksum over the SYN is %#04x, want 0", c)
+		t.Errorf("wire.Checksum over the SYN is %#04x, want 0", c)
 	}
 	src6, dst6 := netip.MustParseAddr("fd78::2"), netip.MustParseAddr("fd78::1")
 	if c := tcpChecksum(src6, dst6, putSYN(b[:], src6, dst6, 1, 2, 3)); c != 0 {
-		t.Errorf("IPv6 checksum over the SYN is %#04x, want 0", c)
+		t.Errorf("IPv6 wire.Checksum over the SYN is %#04x, want 0", c)
 	}
 	for flags, answers := range map[byte]bool{tcpSYN | tcpACK: true, tcpRST | tcpACK: true, tcpRST: false, tcpACK: false, tcpSYN: false, tcpSYN | tcpRST | tcpACK: false, tcpFIN | tcpACK: false} {
 		if got := (segment{flags: flags}).answers(); got != answers {

@@ -49,6 +49,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/internal/tickgrid"
+	"github.com/macake/macake/sense/probe/wire"
 	"github.com/macake/macake/shape"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
@@ -360,7 +361,7 @@ type Prober struct {
 	pending     map[pkey]*pending
 	queue       fifo[*pending] // send order = deadline order
 	free        []*pending     // finished probes' records, for reuse
-	tx          [8 + payloadLen]byte
+	tx          [8 + wire.PayloadLen]byte
 	recent      map[pkey]finished
 	recentQ     fifo[pkey]
 	foreign     int
@@ -811,11 +812,11 @@ func (p *Prober) send(s *sock, t *target, m Method, discovery bool, now time.Tim
 	*pd = pending{key: k, method: m, discovery: discovery, ext: p.ext, sent: now, deadline: now.Add(p.cfg.Timeout)}
 	var b []byte
 	if m == MethodTimestamp {
-		pd.orig = uint32(msSinceMidnight(now))
-		b = putTimestamp(p.tx[:], p.id, p.seq, pd.orig)
+		pd.orig = uint32(wire.MsSinceMidnight(now))
+		b = wire.PutTimestamp(p.tx[:], p.id, p.seq, pd.orig)
 	} else {
-		putPayload(p.tx[8:], p.nonce, p.ext)
-		b = putEcho(p.tx[:], s.v6, p.id, p.seq, p.tx[8:8+payloadLen])
+		wire.PutPayload(p.tx[8:], p.nonce, p.ext)
+		b = wire.PutEcho(p.tx[:], s.v6, p.id, p.seq, p.tx[8:8+wire.PayloadLen])
 	}
 	if !discovery {
 		t.stats.Sent++
@@ -1004,7 +1005,7 @@ func (p *Prober) startReader(s *sock) {
 // prober is closed.
 func (p *Prober) readLoop(s *sock) {
 	readEach(s.pc, func(b []byte, from net.Addr, now time.Time) {
-		p.handle(s, addrOf(from), parseReply(s.v6, b), now)
+		p.handle(s, addrOf(from), wire.ParseReply(s.v6, b), now)
 	}, func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -1026,8 +1027,8 @@ func addrOf(a net.Addr) netip.Addr {
 }
 
 // handle matches one parsed message to its probe.
-func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
-	if r.kind == replyNone {
+func (p *Prober) handle(s *sock, src netip.Addr, r wire.Reply, now time.Time) {
+	if r.Kind == wire.ReplyNone {
 		return
 	}
 	p.mu.Lock()
@@ -1035,23 +1036,23 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 	// Timeouts are checked on the sends; a reply that comes after its
 	// probe's timeout but before the next send is late all the same.
 	p.expire(now)
-	if s.matchID && r.id != s.wireID {
+	if s.matchID && r.ID != s.wireID {
 		p.foreign++
 		return
 	}
 	var k pkey
-	switch r.kind {
-	case replyEcho:
-		nonce, _, ok := decodePayload(r.payload)
+	switch r.Kind {
+	case wire.ReplyEcho:
+		nonce, _, ok := wire.DecodePayload(r.Payload)
 		if !ok || nonce != p.nonce {
 			p.foreign++
 			return
 		}
-		k = pkey{addr: p.canonical(src), seq: r.seq}
-	case replyTimestamp:
-		k = pkey{addr: p.canonical(src), seq: r.seq}
-	case replyUnreachable:
-		k = pkey{addr: p.canonical(r.quotedDst), seq: r.seq}
+		k = pkey{addr: p.canonical(src), seq: r.Seq}
+	case wire.ReplyTimestamp:
+		k = pkey{addr: p.canonical(src), seq: r.Seq}
+	case wire.ReplyUnreachable:
+		k = pkey{addr: p.canonical(r.QuotedDst), seq: r.Seq}
 	}
 	pd := p.pending[k]
 	if pd == nil {
@@ -1059,9 +1060,9 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 		return
 	}
 	switch {
-	case r.kind == replyEcho && (pd.method != MethodEcho || !p.extMatches(pd, r.payload)),
-		r.kind == replyTimestamp && (pd.method != MethodTimestamp || r.orig != pd.orig),
-		r.kind == replyUnreachable && r.quotedEcho != (pd.method == MethodEcho):
+	case r.Kind == wire.ReplyEcho && (pd.method != MethodEcho || !p.extMatches(pd, r.Payload)),
+		r.Kind == wire.ReplyTimestamp && (pd.method != MethodTimestamp || r.Orig != pd.orig),
+		r.Kind == wire.ReplyUnreachable && r.QuotedEcho != (pd.method == MethodEcho):
 		p.foreign++
 		return
 	}
@@ -1072,7 +1073,7 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 	if t == nil {
 		return
 	}
-	if r.kind == replyUnreachable {
+	if r.Kind == wire.ReplyUnreachable {
 		if pd.method == MethodTimestamp {
 			p.timestampMissed(t)
 		}
@@ -1084,8 +1085,8 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 		return
 	}
 	smp := Sample{Reflector: t.addr, Kind: KindReply, Method: pd.method, Seq: k.seq, Sent: pd.sent, Received: now, RTT: now.Sub(pd.sent)}
-	if r.kind == replyTimestamp {
-		up, down, ok := oneWayDelays(pd.sent, now, r.recv, r.xmit)
+	if r.Kind == wire.ReplyTimestamp {
+		up, down, ok := wire.OneWayDelays(pd.sent, now, r.Recv, r.Xmit)
 		if !ok {
 			// A non-standard clock: the reflector answers, but its
 			// stamps say nothing about one-way delay.
@@ -1108,25 +1109,25 @@ func (p *Prober) handle(s *sock, src netip.Addr, r reply, now time.Time) {
 // to an older probe that reused the 16-bit sequence is not mistaken for the
 // current one.
 func (p *Prober) extMatches(pd *pending, payload []byte) bool {
-	_, ext, ok := decodePayload(payload)
+	_, ext, ok := wire.DecodePayload(payload)
 	return ok && ext == pd.ext
 }
 
 // unmatched classifies a reply with no pending probe: a duplicate, a late
 // reply, or someone else's.
-func (p *Prober) unmatched(k pkey, r reply, now time.Time) {
+func (p *Prober) unmatched(k pkey, r wire.Reply, now time.Time) {
 	f, ok := p.recent[k]
 	if ok && now.Sub(f.at) >= p.recentTTL() {
 		ok = false // forgotten, just not cleaned up yet
 	}
 	if !ok {
-		if r.kind != replyUnreachable {
+		if r.Kind != wire.ReplyUnreachable {
 			p.foreign++
 		}
 		return
 	}
 	t := p.target(k.addr)
-	if t == nil || r.kind == replyUnreachable {
+	if t == nil || r.Kind == wire.ReplyUnreachable {
 		return // a reflector removed meanwhile, or a second ICMP error
 	}
 	if f.answered {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/internal/tickgrid"
+	"github.com/macake/macake/sense/probe/wire"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -59,14 +60,24 @@ func count(samples []Sample, k Kind, refl string) int {
 	return n
 }
 
+// sixReflectors are the reflectors of the pacing tests.
+var sixReflectors = []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5", "192.0.2.6"}
+
+// echoProber returns an echo-only prober of refl, each of which answers
+// after 20 ms on n.
+func echoProber(t *testing.T, n *fakeNet, refl []string) *Prober {
+	t.Helper()
+	for _, r := range refl {
+		n.set(r, behaviour{delay: 20 * time.Millisecond})
+	}
+	return newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
+}
+
 func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
-		refl := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5", "192.0.2.6"}
-		for _, r := range refl {
-			n.set(r, behaviour{delay: 20 * time.Millisecond})
-		}
-		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
+		refl := sixReflectors
+		p := echoProber(t, n, refl)
 		samples := runFor(p, 3*time.Second-time.Millisecond)
 		sent := n.sentTo("")
 		// 20 probes a second: 60 in 3 s (the first at t=0, the last
@@ -178,11 +189,8 @@ func TestProbesFallOnTheGrid(t *testing.T) {
 func TestPacerWakesOncePerSend(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
-		refl := []string{"192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4", "192.0.2.5", "192.0.2.6"}
-		for _, r := range refl {
-			n.set(r, behaviour{delay: 20 * time.Millisecond})
-		}
-		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
+		refl := sixReflectors
+		p := echoProber(t, n, refl)
 		samples := runFor(p, 12*time.Second-time.Millisecond) // past the 8 s memory of finished probes
 		sent := len(n.sentTo(""))
 		if sent != 240 || count(samples, KindReply, "") != 240 {
@@ -361,7 +369,7 @@ func TestTimestampFallbackToEchoWithoutLosses(t *testing.T) {
 				}
 				var ts int
 				for _, s := range n.sentTo("192.0.2.1") {
-					if s.typ == typeTimestamp4 {
+					if s.typ == wire.TypeTimestamp4 {
 						ts++
 					}
 				}
@@ -386,7 +394,7 @@ func TestDatagramSocketsNeverSendTimestampsOnLinux(t *testing.T) {
 		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Socket: SocketDatagram})
 		samples := runFor(p, time.Second)
 		for _, s := range n.sentTo("") {
-			if s.typ != typeEcho4 {
+			if s.typ != wire.TypeEcho4 {
 				t.Fatalf("sent ICMP type %d on a datagram socket", s.typ)
 			}
 		}

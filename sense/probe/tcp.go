@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/macake/macake/sense/probe/wire"
 	"github.com/macake/macake/shape"
 )
 
@@ -61,8 +62,8 @@ const (
 
 // putSYN writes a SYN from sport to dport with sequence number isn into b
 // (at least tcpHeaderLen bytes) and returns that part of b. With src
-// valid it fills in the checksum over the pseudo-header of src and dst;
-// without it the checksum stays zero for the kernel to fill
+// valid it fills in the wire.Checksum over the pseudo-header of src and dst;
+// without it the wire.Checksum stays zero for the kernel to fill
 // (IPV6_CHECKSUM).
 func putSYN(b []byte, src, dst netip.Addr, sport, dport uint16, isn uint32) []byte {
 	b = b[:tcpHeaderLen]
@@ -81,7 +82,7 @@ func putSYN(b []byte, src, dst netip.Addr, sport, dport uint16, isn uint32) []by
 	return b
 }
 
-// tcpChecksum is the TCP checksum of segment seg from src to dst
+// tcpChecksum is the TCP wire.Checksum of segment seg from src to dst
 // (RFC 793's pseudo-header; RFC 8200's for IPv6).
 func tcpChecksum(src, dst netip.Addr, seg []byte) uint16 {
 	ph := make([]byte, 0, 40+len(seg))
@@ -93,7 +94,7 @@ func tcpChecksum(src, dst netip.Addr, seg []byte) uint16 {
 		ph = binary.BigEndian.AppendUint32(ph, uint32(len(seg)))
 		ph = append(ph, 0, 0, 0, 6)
 	}
-	return checksum(append(ph, seg...))
+	return wire.Checksum(append(ph, seg...))
 }
 
 // segment is a received TCP header, reduced to what matching needs.

@@ -63,9 +63,9 @@ type rawTCPSender struct {
 }
 
 // source is the local address the kernel uses towards a reflector, which
-// the IPv4 checksum covers; looked up again every sourceTTL, as routes
+// the IPv4 wire.Checksum covers; looked up again every sourceTTL, as routes
 // change. A raw socket bound to an interface sends with that interface's
-// address, so the lookup is bound to it too: a checksum computed for the
+// address, so the lookup is bound to it too: a wire.Checksum computed for the
 // default route's address would make the reflector drop the SYN.
 type source struct {
 	addr netip.Addr
@@ -135,7 +135,7 @@ func openRawTCP(v6 bool, cfg Config) (*rawTCPSender, error) {
 }
 
 // setup attaches the filter and, for IPv6, asks the kernel to fill in the
-// checksum (it knows the source address the route picks).
+// wire.Checksum (it knows the source address the route picks).
 func (s *rawTCPSender) setup() error {
 	sc, ok := s.pc.(syscall.Conn)
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/macake/macake/sense/probe/wire"
 	"github.com/macake/macake/shape"
 )
 
@@ -25,7 +26,7 @@ type udpSender struct {
 	iface   string // the interface the socket is bound to, "" for none
 	nonce   uint64
 	tr      *tracker
-	buf     [payloadLen]byte // send runs under the prober's lock
+	buf     [wire.PayloadLen]byte // send runs under the prober's lock
 	wg      sync.WaitGroup
 	once    sync.Once
 }
@@ -54,7 +55,7 @@ func (s *udpSender) describe() string { return s.network + " (echo" + via(s.ifac
 
 func (s *udpSender) send(r shape.Reflector, seq uint32, now time.Time) error {
 	to := r.AddrPort()
-	putPayload(s.buf[:], s.nonce, seq)
+	wire.PutPayload(s.buf[:], s.nonce, seq)
 	s.tr.add(seq, to, now)
 	if _, err := s.pc.WriteTo(s.buf[:], net.UDPAddrFromAddrPort(to)); err != nil {
 		s.tr.cancel(seq)
@@ -78,8 +79,8 @@ func (s *udpSender) read() {
 		}
 		ap := ua.AddrPort()
 		ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
-		nonce, seq, ok := decodePayload(b)
-		if !ok || nonce != s.nonce || len(b) != payloadLen {
+		nonce, seq, ok := wire.DecodePayload(b)
+		if !ok || nonce != s.nonce || len(b) != wire.PayloadLen {
 			s.tr.stray()
 			return
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 )
@@ -30,28 +31,28 @@ import (
 var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
 
 // UpstreamConfig is cake-autorate's configuration for a simulated link:
-// controller.DefaultConfig (upstream's defaults.sh, every improvement off)
+// tuning.DefaultConfig (upstream's defaults.sh, every improvement off)
 // with min/base/max from the link (benchmark.md §6.2: p5/p25/p95 of the
 // trace, or a policy's bounds).
-func UpstreamConfig(env *sim.Env) controller.Config {
+func UpstreamConfig(env *sim.Env) tuning.Config {
 	return lawConfig(config.LawUpstream, env)
 }
 
 // OursConfig is macake's law as `macake watch` runs it for a policy that
 // sets no [autorate] tunable (config.Defaults: the law's improvements and
 // tuned defaults), with the link's min/base/max.
-func OursConfig(env *sim.Env) controller.Config {
+func OursConfig(env *sim.Env) tuning.Config {
 	return lawConfig(config.LawMacake, env)
 }
 
 // lawConfig is the controller of a policy under law with every default,
 // bounded as the link says.
-func lawConfig(law config.ControlLaw, env *sim.Env) controller.Config {
-	cfg, err := controller.FromPolicy(config.DefaultsFor(law))
+func lawConfig(law config.ControlLaw, env *sim.Env) tuning.Config {
+	cfg, err := tuning.FromPolicy(config.DefaultsFor(law))
 	if err != nil {
 		panic("autorate: the default policy does not map: " + err.Error())
 	}
-	set := func(dc *controller.DirectionConfig, b sim.Bounds) {
+	set := func(dc *tuning.DirectionConfig, b sim.Bounds) {
 		dc.Min, dc.Base, dc.Max = b.Min, b.Base, b.Max
 	}
 	set(&cfg.Download, env.Bounds[shape.Download])
@@ -64,13 +65,13 @@ func lawConfig(law config.ControlLaw, env *sim.Env) controller.Config {
 }
 
 // OursImprovements are the switches `ours` turns on: exactly the daemon's
-// default control law (controller.MacakeImprovements), so the simulator
+// default control law (tuning.MacakeImprovements), so the simulator
 // measures what users run.
-var OursImprovements = controller.MacakeImprovements()
+var OursImprovements = tuning.MacakeImprovements()
 
 // Factory runs the production controller with the configuration build
 // returns for each run.
-func Factory(build func(env *sim.Env) controller.Config) sim.Factory {
+func Factory(build func(env *sim.Env) tuning.Config) sim.Factory {
 	return func(env *sim.Env) (sim.Controller, error) {
 		cfg := build(env)
 		rng := rand.New(rand.NewPCG(env.Seed, 0x6175746f72617465))
@@ -88,7 +89,7 @@ func Factory(build func(env *sim.Env) controller.Config) sim.Factory {
 // honours it: autorate steers the pipes; fixed installs them at the base
 // rates and only observes; off installs nothing; balanced installs them
 // when the controller engages and removes them when it releases.
-func ConfigFactory(cfg controller.Config) sim.Factory {
+func ConfigFactory(cfg tuning.Config) sim.Factory {
 	return func(env *sim.Env) (sim.Controller, error) {
 		rng := rand.New(rand.NewPCG(env.Seed, 0x6175746f72617465))
 		c, err := controller.New(cfg, rng)
@@ -109,7 +110,7 @@ func Arms() map[string]sim.Factory {
 
 // Variant parses "upstream+A+B", "ours-A" or "ours+A@F=v" into a
 // factory: the named arm with improvement switches A, B (field names of
-// controller.Improvements) turned on (+) or off (−), and configuration
+// tuning.Improvements) turned on (+) or off (−), and configuration
 // fields set (Set). It is how a single change is measured against the
 // faithful port.
 func Variant(name string) (sim.Factory, error) {
@@ -117,8 +118,8 @@ func Variant(name string) (sim.Factory, error) {
 	if err != nil {
 		return nil, err
 	}
-	build := map[string]func(*sim.Env) controller.Config{"upstream": UpstreamConfig, "ours": OursConfig}[t.Arm]
-	return Factory(func(env *sim.Env) controller.Config {
+	build := map[string]func(*sim.Env) tuning.Config{"upstream": UpstreamConfig, "ours": OursConfig}[t.Arm]
+	return Factory(func(env *sim.Env) tuning.Config {
 		cfg := build(env)
 		t.Apply(&cfg) // checked by ParseTweak
 		return cfg
@@ -147,7 +148,7 @@ func ParseTweak(name string) (Tweak, error) {
 	if t.Switches == "" && t.Settings == "" {
 		return Tweak{}, fmt.Errorf("%q is not a variant (want upstream+Switch, ours-Switch or ours@Field=value)", name)
 	}
-	probe := controller.DefaultConfig()
+	probe := tuning.DefaultConfig()
 	if err := t.Apply(&probe); err != nil {
 		return Tweak{}, fmt.Errorf("variant %q: %w", name, err)
 	}
@@ -155,7 +156,7 @@ func ParseTweak(name string) (Tweak, error) {
 }
 
 // Apply makes the tweak's changes to cfg.
-func (t Tweak) Apply(cfg *controller.Config) error {
+func (t Tweak) Apply(cfg *tuning.Config) error {
 	if err := Switch(&cfg.Improvements, t.Switches); err != nil {
 		return err
 	}
@@ -163,9 +164,9 @@ func (t Tweak) Apply(cfg *controller.Config) error {
 }
 
 // Set applies settings such as "AchievedCut=0.8@Dir.DelayThreshold=20ms"
-// to cfg: each names a field of controller.Config (a float, an integer,
+// to cfg: each names a field of tuning.Config (a float, an integer,
 // a duration or a bool; "Dir.F" sets F of both directions).
-func Set(cfg *controller.Config, settings string) error {
+func Set(cfg *tuning.Config, settings string) error {
 	if settings == "" {
 		return nil
 	}
@@ -223,8 +224,8 @@ func Set(cfg *controller.Config, settings string) error {
 }
 
 // Switch applies changes such as "+A-B" to imp: switch A (a field name
-// of controller.Improvements) on, B off.
-func Switch(imp *controller.Improvements, changes string) error {
+// of tuning.Improvements) on, B off.
+func Switch(imp *tuning.Improvements, changes string) error {
 	v := reflect.ValueOf(imp).Elem()
 	for rest := changes; rest != ""; {
 		on := rest[0] == '+'
@@ -249,7 +250,7 @@ func Switch(imp *controller.Improvements, changes string) error {
 
 // Switches lists the improvement switches of the controller.
 func Switches() []string {
-	t := reflect.TypeOf(controller.Improvements{})
+	t := reflect.TypeOf(tuning.Improvements{})
 	var out []string
 	for i := range t.NumField() {
 		if t.Field(i).Type.Kind() == reflect.Bool {
@@ -266,7 +267,7 @@ type adapter struct {
 	refl []netip.Addr
 	// mode is the controller's mode; engaged tracks balanced mode's
 	// shaper as the daemon's ShaperSwitch does.
-	mode    controller.Mode
+	mode    tuning.Mode
 	engaged bool
 }
 
@@ -275,7 +276,7 @@ func at(t time.Duration) time.Time { return Epoch.Add(t) }
 func (a *adapter) Start(now time.Duration, act sim.Actuator) {
 	a.act = act
 	out := a.c.Start(at(now))
-	if a.mode == controller.ModeFixed {
+	if a.mode == tuning.ModeFixed {
 		// `macake apply` installs the pipes at the base rates; the
 		// controller never changes them.
 		st := a.c.State()
@@ -317,7 +318,7 @@ func (a *adapter) Tick(now time.Duration) {
 
 // do applies the decisions; the simulated dnctl never fails.
 func (a *adapter) do(out *controller.Output) {
-	if a.mode == controller.ModeBalanced {
+	if a.mode == tuning.ModeBalanced {
 		if now := a.c.Engaged(); now != a.engaged {
 			a.engaged = now
 			if !now { // release: the daemon removes the pipes

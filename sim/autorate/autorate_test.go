@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/autoqueue"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/sim/linkmodel"
@@ -20,7 +21,7 @@ import (
 func TestSimulatorQueueIsTheDaemons(t *testing.T) {
 	for _, rate := range []int64{64_000, 1e6, 8e6, 50e6, 300e6, 2e9} {
 		for _, rtt := range []time.Duration{time.Millisecond, 15 * time.Millisecond, 40 * time.Millisecond, 600 * time.Millisecond} {
-			if got, want := sim.DefaultQueue.Size(rate, rtt), controller.AutoQueueBytes(rate, rtt, 1500); got != want {
+			if got, want := sim.DefaultQueue.Size(rate, rtt), autoqueue.Bytes(rate, rtt, 1500); got != want {
 				t.Errorf("rate %d, RTT %v: simulator %d bytes, daemon %d", rate, rtt, got, want)
 			}
 		}
@@ -31,8 +32,8 @@ func TestUpstreamIsTheFaithfulPort(t *testing.T) {
 	l, _ := linkmodel.New("lte", 1)
 	env := sim.NewEnv(l, sim.Options{})
 	cfg := UpstreamConfig(env)
-	def := controller.DefaultConfig()
-	if cfg.Improvements != (controller.Improvements{}) {
+	def := tuning.DefaultConfig()
+	if cfg.Improvements != (tuning.Improvements{}) {
 		t.Errorf("upstream has improvements on: %+v", cfg.Improvements)
 	}
 	if cfg.Download.Min != env.Bounds[shape.Download].Min || cfg.Download.Base != env.Bounds[shape.Download].Base || cfg.Upload.Max != env.Bounds[shape.Upload].Max {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/macake/macake/backend/pfdn"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
@@ -25,11 +25,11 @@ the pipe rate as the daemon does while the simulated link itself carries no fram
 // daemon would run (desired.ControllerConfig, on a network measured at the
 // link's mean capacity, MTU 1500) and puts the policy's rate bounds (and a
 // fixed queue size) into opt for the other autorate arms.
-func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, controller.Config, error) {
+func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, tuning.Config, error) {
 	// The simulator's pipes are dummynet's: the policy is checked as for a Mac.
 	pol, _, err := config.LoadFile(s.Policy, config.LoadOptions{Target: config.TargetDarwin, SkipOwnershipCheck: true, Limits: pfdn.Limits})
 	if err != nil {
-		return nil, controller.Config{}, err
+		return nil, tuning.Config{}, err
 	}
 	profile := state.Profile{
 		Link:             pol.Name,
@@ -41,7 +41,7 @@ func (s *Spec) applyPolicy(opt *sim.Options, link *sim.Link) (*config.Link, cont
 	}
 	cfg, err := desired.ControllerConfig(pol, profile, 1500, desired.BackendFacts{Limits: pfdn.Limits})
 	if err != nil {
-		return nil, controller.Config{}, fmt.Errorf("%s: %w", s.Policy, err)
+		return nil, tuning.Config{}, fmt.Errorf("%s: %w", s.Policy, err)
 	}
 	for _, d := range shape.Directions {
 		dc := *cfg.Direction(d)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/controller"
+	"github.com/macake/macake/controller/tuning"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/sim"
 	"github.com/macake/macake/sim/autorate"
@@ -32,7 +32,7 @@ type Single struct {
 	Policy *config.Link
 	// PhaseArm is the controller of the off/on/off run, nil for none.
 	PhaseArm  *sim.Arm
-	policyCfg controller.Config
+	policyCfg tuning.Config
 	jobs      []sim.Job
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package controller
+package tuning
 
 import (
 	"errors"
@@ -63,7 +63,7 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // DirectionConfig holds the tunables that exist once per direction.
-// Rates are in bit/s and are converted once, at New, to whole kbit/s
+// Rates are in bit/s and are converted once, at controller.New, to whole kbit/s
 // (rounded to nearest), which is the controller's internal unit.
 type DirectionConfig struct {
 	// MonitorOnly pins the direction at Base (min = max = base) and never
@@ -128,7 +128,7 @@ const DeadBandPPM = 5_000
 // behaviour differs, and give it a test that shows both settings.
 type Improvements struct {
 	// MeasuredInterval (§14.2 #1) divides byte deltas by the measured time
-	// between the two counter reads (LoadSample.At) instead of the nominal
+	// between the two counter reads (controller.LoadSample.At) instead of the nominal
 	// monitor interval, removing the few-percent timing error.
 	MeasuredInterval bool
 	// SleepAtBase (§14.2 #3) brings an above-base rate down to base when
@@ -138,7 +138,7 @@ type Improvements struct {
 	// no response has arrived for GlobalPingTimeout and probes were last
 	// (re)started longer ago than that, in RUNNING as well as in STALL.
 	ProbeLiveness bool
-	// SurfaceBackendErrors (§14.2 #8): a failed apply (ReportApply with an
+	// SurfaceBackendErrors (§14.2 #8): a failed apply (controller.ReportApply with an
 	// error) leaves the last-applied rate unchanged, so the next rate update
 	// sends the rate again. Upstream ignores the shaper tool's errors.
 	SurfaceBackendErrors bool
@@ -383,7 +383,7 @@ type Config struct {
 	MTU int
 	// Overhead is the per-packet link-layer overhead in bytes (0-256),
 	// added to the MTU for the serialisation delay and compensated in the
-	// pipe rate (see PipeRate in the package doc).
+	// pipe rate (see "Overhead compensation" in package controller).
 	Overhead int
 	// MPU is the minimum wire size of a packet in bytes (0 = none).
 	MPU int
@@ -435,6 +435,9 @@ func DefaultConfig() Config {
 	}
 	return c
 }
+
+// DefaultMTU is used when the interface MTU is unknown (≤ 0).
+const DefaultMTU = 1500
 
 // Limits that keep every integer product of the control law inside int64.
 const (
@@ -597,47 +600,4 @@ func (c Config) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("controller config: %w", errors.Join(errs...))
-}
-
-// Cadence is the timing derived from the tunables (AR-01).
-type Cadence struct {
-	// ResponseSpacing is PingInterval / Pingers: the aggregate spacing of
-	// delay samples (50 ms at defaults, 20 samples/s).
-	ResponseSpacing time.Duration
-	// StallTimeout is StallDetection × ResponseSpacing (250 ms).
-	StallTimeout time.Duration
-	// MonitorInterval is the byte-counter sampling period after its floor
-	// of 10 × the serialisation time of one packet each way at the base
-	// rates.
-	MonitorInterval time.Duration
-}
-
-// Cadence derives the sample spacing, stall timeout and monitor interval,
-// in the controller's integer microseconds. c must be valid.
-func (c Config) Cadence() Cadence {
-	p := newParams(c)
-	return Cadence{
-		ResponseSpacing: usDuration(p.spacing),
-		StallTimeout:    usDuration(p.stallTimeout),
-		MonitorInterval: usDuration(p.monitorFloored),
-	}
-}
-
-// Warnings returns upstream's start-up warnings (AR-01): a bufferbloat
-// refractory period shorter than the detection window's worth of samples
-// (consecutive cuts then see overlapping evidence), and a response deadline
-// shorter than two ping intervals (healthy reflectors collect offences).
-// c must be valid.
-func (c Config) Warnings() []string {
-	p := newParams(c)
-	var w []string
-	if p.bbRefractory < int64(p.window)*p.spacing {
-		w = append(w, fmt.Sprintf("bufferbloat refractory period %v is shorter than the detection window (%d samples × %v = %v): cuts may act twice on the same bloat",
-			usDuration(p.bbRefractory), p.window, usDuration(p.spacing), usDuration(int64(p.window)*p.spacing)))
-	}
-	if p.deadline < 2*p.pingInterval {
-		w = append(w, fmt.Sprintf("reflector response deadline %v is shorter than 2 × the ping interval %v: healthy reflectors will collect offences",
-			usDuration(p.deadline), usDuration(p.pingInterval)))
-	}
-	return w
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package doctor
+package machine
 
 import (
 	"context"
@@ -10,15 +10,16 @@ import (
 
 	"golang.org/x/net/icmp"
 
+	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/sense/probe"
 	"github.com/macake/macake/shape"
 )
 
-// SocketOpener is the real ICMPOpener: it opens a socket with x/net/icmp,
+// SocketOpener is the real doctor.ICMPOpener: it opens a socket with x/net/icmp,
 // exactly as the prober does, and closes it at once. Nothing is sent.
 type SocketOpener struct{}
 
-// Open implements ICMPOpener.
+// Open implements doctor.ICMPOpener.
 func (SocketOpener) Open(network string) error {
 	addr := "0.0.0.0"
 	if network == "udp6" || network == "ip6:ipv6-icmp" {
@@ -31,7 +32,7 @@ func (SocketOpener) Open(network string) error {
 	return c.Close()
 }
 
-// ProbePinger is the real Pinger: the controller's own prober (echo only),
+// ProbePinger is the real doctor.Pinger: the controller's own prober (echo only),
 // run for Count probes per target.
 type ProbePinger struct {
 	// Count is how many echoes each target gets (default 3).
@@ -44,9 +45,9 @@ type ProbePinger struct {
 	Listen func(network, address string) (net.PacketConn, error)
 }
 
-// Ping implements Pinger: the probes are bound to iface as the
+// Ping implements doctor.Pinger: the probes are bound to iface as the
 // controller's are (Listen, when set, opens the sockets instead).
-func (p ProbePinger) Ping(ctx context.Context, iface string, targets []shape.Reflector) ([]Echo, error) {
+func (p ProbePinger) Ping(ctx context.Context, iface string, targets []shape.Reflector) ([]doctor.Echo, error) {
 	count, interval, timeout := p.Count, p.Interval, p.Timeout
 	if count <= 0 {
 		count = 3
@@ -68,10 +69,10 @@ func (p ProbePinger) Ping(ctx context.Context, iface string, targets []shape.Ref
 		pr.Run(ctx)
 		close(done)
 	}()
-	echoes := map[netip.Addr]*Echo{}
+	echoes := map[netip.Addr]*doctor.Echo{}
 	rtts := map[netip.Addr][]time.Duration{}
 	for _, t := range targets {
-		echoes[t.Addr.Unmap()] = &Echo{Target: t.Addr.Unmap(), Interface: iface}
+		echoes[t.Addr.Unmap()] = &doctor.Echo{Target: t.Addr.Unmap(), Interface: iface}
 	}
 	finished := func() bool {
 		for _, e := range echoes {
@@ -113,7 +114,7 @@ collect:
 	for range pr.Samples() {
 	}
 	<-done
-	out := make([]Echo, 0, len(targets))
+	out := make([]doctor.Echo, 0, len(targets))
 	for _, t := range targets {
 		e := echoes[t.Addr.Unmap()]
 		if r := rtts[e.Target]; len(r) > 0 {

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package doctor
+// Package machine is the System doctor inspects on the machine it runs
+// on (Local): the real runner, files, link facts and counters, and the
+// seams that look at this machine directly: whether an ICMP socket opens
+// (SocketOpener), echoes through the prober (ProbePinger), who holds the
+// state lock (LockProbe), the OS version. Package doctor's checks read
+// only the System, so its tests pass fakes.
+package machine
 
 import (
 	"context"
@@ -13,6 +19,7 @@ import (
 
 	"github.com/macake/macake/backend/tc"
 	"github.com/macake/macake/daemon/statusapi"
+	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/sense/linkfacts"
@@ -23,8 +30,8 @@ import (
 // interface counters.
 const DefaultCounterWait = time.Second
 
-// LocalOptions are what Local needs from the command line.
-type LocalOptions struct {
+// Options are what Local needs from the command line.
+type Options struct {
 	Getenv            func(string) string
 	ConfigDir         string
 	StateDir          string
@@ -36,17 +43,17 @@ type LocalOptions struct {
 
 // Local returns the System of this machine and a function that releases
 // what it opened (the link-facts socket).
-func Local(o LocalOptions) (System, func()) {
+func Local(o Options) (doctor.System, func()) {
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	run := o.Runner
 	if run == nil {
-		run = execrun.Exec{Timeout: toolTimeout}
+		run = execrun.Exec{Timeout: doctor.ToolTimeout}
 	}
 	groups, _ := os.Getgroups()
-	sys := System{
+	sys := doctor.System{
 		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, OSVersion: OSVersion(),
 		EUID: os.Geteuid(), Groups: append([]int{os.Getegid()}, groups...), Getenv: getenv,
 		ConfigDir: o.ConfigDir, StateDir: o.StateDir, StateDirIsDefault: o.StateDirIsDefault,
@@ -55,7 +62,7 @@ func Local(o LocalOptions) (System, func()) {
 		ICMP: SocketOpener{}, PingGroupRange: readPingGroupRange,
 		Pinger:         ProbePinger{},
 		TCCapabilities: func(ctx context.Context) tc.Capabilities { return tc.Probe(ctx, run, tc.DefaultTools()) },
-		Launchctl:      execrun.Exec{Timeout: toolTimeout},
+		Launchctl:      execrun.Exec{Timeout: doctor.ToolTimeout},
 		Watch:          LockProbe{},
 		AskWatch: func(ctx context.Context, stateDir string) (statusapi.Status, error) {
 			return statusapi.Fetch(ctx, statusapi.SocketPath(stateDir))

@@ -2,7 +2,7 @@
 
 //go:build !darwin && !linux
 
-package doctor
+package machine
 
 import "runtime"
 

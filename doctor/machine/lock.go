@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package doctor
+package machine
 
 import (
 	"context"
 	"path/filepath"
 
+	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/state"
 )
 
@@ -18,9 +19,9 @@ import (
 // whether that pid runs.
 type LockProbe struct{}
 
-// Watch implements WatchProbe.
-func (LockProbe) Watch(_ context.Context, stateDir string) (WatchState, error) {
-	s := WatchState{Via: "the state lock " + filepath.Join(stateDir, state.LockFileName)}
+// Watch implements doctor.WatchProbe.
+func (LockProbe) Watch(_ context.Context, stateDir string) (doctor.WatchState, error) {
+	s := doctor.WatchState{Via: "the state lock " + filepath.Join(stateDir, state.LockFileName)}
 	pid, holder, held, err := state.Holder(stateDir)
 	if err != nil || !held {
 		return s, err

@@ -2,7 +2,7 @@
 
 //go:build linux || darwin
 
-package doctor
+package machine_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,9 @@ import (
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
+	"github.com/macake/macake/doctor"
+	"github.com/macake/macake/doctor/machine"
+	"github.com/macake/macake/doctor/report"
 	"github.com/macake/macake/shape"
 	"github.com/macake/macake/state"
 )
@@ -27,7 +31,7 @@ import (
 func TestLockProbe(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := LockProbe{}.Watch(ctx, dir)
+	s, err := machine.LockProbe{}.Watch(ctx, dir)
 	if err != nil || s.Running || s.PID != 0 {
 		t.Fatalf("no lock file: %+v, %v", s, err)
 	}
@@ -35,7 +39,7 @@ func TestLockProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = LockProbe{}.Watch(ctx, dir)
+	s, err = machine.LockProbe{}.Watch(ctx, dir)
 	if err != nil || s.Running || s.PID != os.Getpid() {
 		t.Fatalf("a one-shot command holds the lock: %+v, %v; want not running, pid %d", s, err, os.Getpid())
 	}
@@ -43,12 +47,12 @@ func TestLockProbe(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, state.LockFileName), []byte(strconv.Itoa(os.Getpid())+" watch\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err = LockProbe{}.Watch(ctx, dir)
+	s, err = machine.LockProbe{}.Watch(ctx, dir)
 	if err != nil || !s.Running || s.PID != os.Getpid() || s.Holder != state.HolderWatch {
 		t.Fatalf("watch holds the lock: %+v, %v", s, err)
 	}
 	l.Release()
-	s, err = LockProbe{}.Watch(ctx, dir)
+	s, err = machine.LockProbe{}.Watch(ctx, dir)
 	if err != nil || s.Running {
 		t.Fatalf("after release: %+v, %v", s, err)
 	}
@@ -62,11 +66,11 @@ func TestLockProbe(t *testing.T) {
 
 // TestProbePingerLoopback sends real echoes to loopback addresses only.
 func TestProbePingerLoopback(t *testing.T) {
-	if (SocketOpener{}).Open("udp4") != nil && (SocketOpener{}).Open("ip4:icmp") != nil {
+	if (machine.SocketOpener{}).Open("udp4") != nil && (machine.SocketOpener{}).Open("ip4:icmp") != nil {
 		t.Skip("no ICMP socket allowed here (not root, and net.ipv4.ping_group_range excludes this user)")
 	}
 	targets := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2")}
-	echoes, err := ProbePinger{Count: 2, Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond}.Ping(context.Background(), "", shape.ICMPReflectors(targets))
+	echoes, err := machine.ProbePinger{Count: 2, Interval: 20 * time.Millisecond, Timeout: 500 * time.Millisecond}.Ping(context.Background(), "", shape.ICMPReflectors(targets))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,16 +115,13 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 			return statusapi.Status{Daemon: statusapi.Daemon{Running: true, PID: os.Getpid(), StartedAt: now.Add(-time.Hour)}, LastApply: &la}
 		}}, nil)
 	}()
-	sys, release := Local(LocalOptions{ConfigDir: filepath.Join(dir, "links.d"), StateDir: dir, Getenv: func(string) string { return "" }})
+	sys, release := machine.Local(machine.Options{ConfigDir: filepath.Join(dir, "links.d"), StateDir: dir, Getenv: func(string) string { return "" }})
 	defer release()
 	sys.Now = func() time.Time { return now }
-	health := func() Result {
-		return checkDaemonHealth(ctx, NewInspection(sys))
+	health := func() report.Result {
+		return healthOf(ctx, t, sys)
 	}
-	expect(t, health(), OK, "macake watch (pid "+strconv.Itoa(os.Getpid())+", up 1h) answers; its last reconcile (drift, 1m30s ago): no changes")
-	if w := NewInspection(sys).watch(ctx); !w.state.Running || w.state.Via != "its socket "+statusapi.SocketPath(dir) {
-		t.Errorf("watch found %+v; want running, through its socket", w.state)
-	}
+	expect(t, health(), report.OK, "macake watch (pid "+strconv.Itoa(os.Getpid())+", up 1h) answers; its last reconcile (drift, 1m30s ago): no changes")
 
 	mu.Lock()
 	last = statusapi.Apply{At: now.Add(-5 * time.Second), Trigger: "link_change", Result: "failed", Error: diag.Text("pfctl: DIOCADDRULE: Invalid argument")}
@@ -129,9 +130,34 @@ func TestDaemonHealthFromARealSocket(t *testing.T) {
 	if runtime.GOOS == "darwin" {
 		logs = "/var/log/macake/watch.stderr.log"
 	}
-	expect(t, health(), Problem, "its last reconcile (link_change, 5s ago) failed: pfctl: DIOCADDRULE", logs)
+	expect(t, health(), report.Problem, "its last reconcile (link_change, 5s ago) failed: pfctl: DIOCADDRULE", logs)
 
 	stop()
 	<-served
-	expect(t, health(), Problem, "holds the state lock but does not answer on "+statusapi.SocketPath(dir))
+	expect(t, health(), report.Problem, "holds the state lock but does not answer on "+statusapi.SocketPath(dir))
+}
+
+// healthOf runs doctor's daemon.health check alone on sys.
+func healthOf(ctx context.Context, t *testing.T, sys doctor.System) report.Result {
+	t.Helper()
+	for _, c := range doctor.Checks {
+		if c.ID == "daemon.health" {
+			return doctor.Run(ctx, doctor.NewInspection(sys), []doctor.Check{c}).Results[0]
+		}
+	}
+	t.Fatal("doctor has no daemon.health check")
+	return report.Result{}
+}
+
+// expect fails unless r has status and its text says each of says.
+func expect(t *testing.T, r report.Result, status report.Status, says ...string) {
+	t.Helper()
+	if r.Status != status {
+		t.Errorf("status %s, want %s: %s (fix: %s)", r.Status, status, r.Message, r.Fix)
+	}
+	for _, w := range says {
+		if text := r.Message + "\n" + r.Fix; !strings.Contains(text, w) {
+			t.Errorf("does not say %q:\n%s", w, text)
+		}
+	}
 }
