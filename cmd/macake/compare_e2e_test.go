@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
@@ -76,7 +77,7 @@ func TestBenchCompareWithWatchE2E(t *testing.T) {
 
 	url, seen := pipeWatchingServer(t, m)
 	code, stdout, stderr := m.run(compareArgs(url)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("bench --compare: exit %d\n%s\nlog:\n%s", code, stderr, m.log())
 	}
 	var rep measure.CompareReport
@@ -107,12 +108,12 @@ func TestBenchCompareWithWatchE2E(t *testing.T) {
 func TestBenchCompareWithoutWatchE2E(t *testing.T) {
 	m := newE2EMac(t)
 	m.write("home", configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
-	if code, _, stderr := m.run("apply"); code != exitOK {
+	if code, _, stderr := m.run("apply"); code != exitcode.OK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}
 	url, seen := pipeWatchingServer(t, m)
 	code, stdout, stderr := m.run(compareArgs(url)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("bench --compare: exit %d\n%s", code, stderr)
 	}
 	var rep measure.CompareReport

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/draft"
 	"github.com/macake/macake/config/units"
@@ -70,7 +71,7 @@ func runInit(e *env, args []string) int {
 	}
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "macake init: "+format+"\n", a...)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if len(operands) > 1 {
 		return usage("one link NAME at most, not %q", operands)
@@ -95,7 +96,7 @@ func runInit(e *env, args []string) int {
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "macake init: "+format+"\n", a...)
-		return exitFailure
+		return exitcode.Failure
 	}
 
 	facts, err := linkfacts.Read(e.ctx, e.getenv)
@@ -168,7 +169,7 @@ func runInit(e *env, args []string) int {
 	for _, c := range next {
 		fmt.Fprintf(e.stdout, "  %-*s  # %s\n", width, c[0], c[1])
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // nextCommands are the three commands to run after init, with what each

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
@@ -148,7 +149,7 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 	r := runCLIIn(t, ctx, l.client, "--config-dir", filepath.Join(dir, "none"), "--state-dir", dir,
 		"measure", "--server", l.url, "--reflector", labServer, "--idle", "2s", "--duration", "5s", "--json")
 	t.Logf("stderr: %s", r.Stderr)
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
 	}
 	var rep measure.Report
@@ -249,7 +250,7 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			r := runCLIIn(t, ctx, l.client, append([]string{"--config-dir", filepath.Join(dir, "none"), "--state-dir", dir}, tc.args...)...)
-			if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) {
+			if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, tc.want)
 			}
 			// Root runs these: a failure is never a missing sudo.
@@ -278,7 +279,7 @@ func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
 	dir := t.TempDir()
 	r := runCLIIn(t, t.Context(), l.client, "--config-dir", filepath.Join(dir, "none"), "--state-dir", dir,
 		"measure", "--server", l.url, "--reflector", labServer, "--idle", "1s", "--duration", "2s")
-	if r.Code != exitFailure || !strings.Contains(r.Stderr, "no latency target answered") {
+	if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, "no latency target answered") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if _, err := os.Stat(state.Path(dir)); err == nil {
@@ -313,7 +314,7 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 	}()
 	r := runCLIIn(t, ctx, l.client, "--config-dir", "/nonexistent", "monitor", "--reflector", labServer, "--interval", "100ms", "--duration", "5s", "--json")
 	wg.Wait()
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
@@ -352,7 +353,7 @@ func TestNetnsMonitorLogFile(t *testing.T) {
 	defer cancel()
 	path := filepath.Join(t.TempDir(), "Logs", "monitor.log")
 	r := runCLIIn(t, ctx, l.client, "--config-dir", "/nonexistent", "monitor", "--reflector", labServer, "--interval", "100ms", "--duration", "3s", "--log-file", path)
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	if r.Stdout != "" {
@@ -388,7 +389,7 @@ func TestNetnsBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	r := runCLIIn(t, ctx, l.client, "bench", "--server", l.url, "--idle", "1s", "--duration", "3s", "--json")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	var rep measure.BenchReport
@@ -435,7 +436,7 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 		{"office", "--link office: the policy does not match the current network: gateway_mac is " + l.gwMAC.String()},
 	} {
 		r, dir := measureLink(tc.link)
-		if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+		if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
 			t.Errorf("--link %s: exit %d\nstdout %s\nstderr %s\nwant exit 1 and %q", tc.link, r.Code, r.Stdout, r.Stderr, tc.want)
 		}
 		if _, err := os.Stat(state.Path(dir)); err == nil {
@@ -443,7 +444,7 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 		}
 	}
 	r, dir := measureLink("lab")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("--link lab: exit %d: %s", r.Code, r.Stderr)
 	}
 	var rep measure.Report
@@ -472,7 +473,7 @@ func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	r := runCLIIn(t, ctx, lonely, "--config-dir", "/nonexistent", "monitor", "--reflector", "127.0.0.1", "--interval", "100ms", "--duration", "2s", "--json")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "no default route") || strings.Contains(r.Stderr, "--link") {
@@ -489,7 +490,7 @@ func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
 	// Without reflectors there is nothing reachable to probe: the hint
 	// names monitor's own flag.
 	r = runCLIIn(t, ctx, lonely, "--config-dir", "/nonexistent", "monitor", "--duration", "1s")
-	if r.Code != exitFailure || !strings.Contains(r.Stderr, "--reflector ADDR") || strings.Contains(r.Stderr, "--link") {
+	if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, "--reflector ADDR") || strings.Contains(r.Stderr, "--link") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/service"
 	_ "github.com/macake/macake/service/launchd" // registers launchd, the manager of macOS
@@ -131,11 +132,11 @@ func serviceFailed(e *env, c *command, err error) int {
 	fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
 	switch {
 	case errors.As(err, new(*service.RequestError)):
-		return exitUsage
+		return exitcode.Usage
 	case errors.As(err, new(*service.UnavailableError)):
-		return exitUnavailable
+		return exitcode.Unavailable
 	}
-	return exitFailure
+	return exitcode.Failure
 }
 
 // serviceManager returns the manager of this machine, or prints why
@@ -145,7 +146,7 @@ func serviceManager(e *env, c *command, h service.Host) (service.Manager, int) {
 	if err != nil {
 		return nil, serviceFailed(e, c, err)
 	}
-	return m, exitOK
+	return m, exitcode.OK
 }
 
 // installableService returns this machine's service manager when it has
@@ -165,15 +166,12 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 	restart := flags.Bool("restart", false, "restart the job even when nothing changed")
 	asJSON := flags.Bool("json", false, "print the result as JSON")
 	systemdUnit := flags.Bool("systemd-unit", false, "print the systemd unit (for this machine or another) and exit")
-	if done, code := c.parse(e, flags, args); done {
-		return code
-	}
-	if done, code := c.noArgs(e, flags); done {
+	if done, code := c.parseNoArgs(e, flags, args); done {
 		return code
 	}
 	if agent && e.euid() == 0 && !*systemdUnit {
 		fmt.Fprintf(e.stderr, "macake %s: run this as the user who should own the agent, without sudo; as root it would install into root's home.\n", c.name)
-		return exitUsage
+		return exitcode.Usage
 	}
 	h := serviceHost(e)
 	progress := serviceProgress(e)
@@ -191,10 +189,10 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 		unit, err := render(prog)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-			return exitUsage
+			return exitcode.Usage
 		}
 		e.stdout.Write(unit)
-		return exitOK
+		return exitcode.OK
 	}
 	m, code := serviceManager(e, c, h)
 	if m == nil {
@@ -207,7 +205,7 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 	}
 	req := service.InstallRequest{Program: prog, Warnings: warnings, Agent: agent, UID: e.euid(), DryRun: *dryRun, Restart: *restart}
 	if agent {
-		if req.Home, code = e.home(c.name); code != exitOK {
+		if req.Home, code = e.home(c.name); code != exitcode.OK {
 			return code
 		}
 	}
@@ -221,25 +219,22 @@ func runInstallService(e *env, c *command, args []string, agent bool) int {
 	}
 	if *asJSON {
 		printReport(e, rep)
-		return exitOK
+		return exitcode.OK
 	}
 	rep.WriteInstall(e.stdout, c.name)
-	return exitOK
+	return exitcode.OK
 }
 
 func runUninstallService(e *env, c *command, args []string, agent bool) int {
 	flags := c.flags()
 	dryRun := flags.Bool("dry-run", false, "print the steps; change nothing")
 	asJSON := flags.Bool("json", false, "print the result as JSON")
-	if done, code := c.parse(e, flags, args); done {
-		return code
-	}
-	if done, code := c.noArgs(e, flags); done {
+	if done, code := c.parseNoArgs(e, flags, args); done {
 		return code
 	}
 	if agent && e.euid() == 0 {
 		fmt.Fprintf(e.stderr, "macake %s: run this as the user who owns the agent, without sudo.\n", c.name)
-		return exitUsage
+		return exitcode.Usage
 	}
 	m, code := serviceManager(e, c, serviceHost(e))
 	if m == nil {
@@ -258,7 +253,7 @@ func runUninstallService(e *env, c *command, args []string, agent bool) int {
 		return downCmd.run(&down, nil)
 	}}
 	if agent {
-		if req.Home, code = e.home(c.name); code != exitOK {
+		if req.Home, code = e.home(c.name); code != exitcode.OK {
 			return code
 		}
 	}
@@ -270,14 +265,14 @@ func runUninstallService(e *env, c *command, args []string, agent bool) int {
 	}
 	if *dryRun && !*asJSON {
 		rep.WriteUninstallPlan(e.stdout)
-		return exitOK
+		return exitcode.OK
 	}
-	code = exitOK
+	code = exitcode.OK
 	var downErr *service.DownError
 	switch {
 	case errors.As(err, &downErr):
 		fmt.Fprintf(e.stderr, "macake %s: %s\n", c.name, rep.DownFailed(downErr.ExitCode))
-		code = exitFailure
+		code = exitcode.Failure
 	case err != nil:
 		code = serviceFailed(e, c, err)
 		if !agent {
@@ -294,7 +289,7 @@ func (e *env) home(name string) (string, int) {
 	home := e.getenv("HOME")
 	if home == "" || !filepath.IsAbs(home) {
 		fmt.Fprintf(e.stderr, "macake %s: HOME is %q; it must be your absolute home directory\n", name, home)
-		return "", exitUsage
+		return "", exitcode.Usage
 	}
-	return filepath.Clean(home), exitOK
+	return filepath.Clean(home), exitcode.OK
 }
