@@ -135,6 +135,15 @@ func (r *rig) runAs(euid int, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// mustChangeNothing fails the test if what ran any command that changes
+// the emulated system.
+func (r *rig) mustChangeNothing(what string) {
+	r.t.Helper()
+	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
+		r.t.Fatalf("%s changed the system: %q", what, calls[0].Argv)
+	}
+}
+
 func (r *rig) mustRun(want int, args ...string) (string, string) {
 	r.t.Helper()
 	code, stdout, stderr := r.run(args...)
@@ -155,9 +164,7 @@ func TestApplyThenNoChanges(t *testing.T) {
 	if !strings.Contains(stdout, "Plan: 4 to create, 0 to update, 0 to remove.") || strings.Contains(stdout, "Reading") {
 		t.Errorf("plan: stdout:\n%s", stdout)
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("plan changed the system: %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("plan")
 	r.mustRun(exitcode.Changes, "plan", "--detailed-exitcode")
 
 	stdout, _ = r.mustRun(exitcode.OK, "apply", "--show-commands")
@@ -179,9 +186,7 @@ func TestApplyThenNoChanges(t *testing.T) {
 	if want := fmt.Sprintf("No changes. Live pf/dummynet state matches %s.\n", r.configDir); stdout != want {
 		t.Errorf("second apply: stdout %q, want %q", stdout, want)
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("a no-op apply ran %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("a no-op apply")
 	if n := len(r.emu.Calls()); n != 5 {
 		t.Errorf("a no-op apply ran %d commands, want the 5 reads", n)
 	}
@@ -237,9 +242,7 @@ func TestApplyNeedsRootUnlessDryRun(t *testing.T) {
 	if code, _, stderr := r.runAs(501, "down", "--dry-run"); code != exitcode.Unavailable || !strings.Contains(stderr, "needs root, even for a dry run") {
 		t.Errorf("down --dry-run as a user: exit %d, stderr %q", code, stderr)
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("a user's dry run changed the system: %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("a user's dry run")
 }
 
 // TestDryRunWithoutRoot: pf and dummynet refuse to be read by a user, so a
@@ -349,9 +352,7 @@ func TestApplyHookMissing(t *testing.T) {
 			t.Errorf("%v: stderr must give the line to add:\n%s", args, stderr)
 		}
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("apply without the hook ran %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("apply without the hook")
 }
 
 // TestApplyHookLostAfterApply: everything of macake's is live but pf's

@@ -21,7 +21,6 @@ import (
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/service"
-	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/launchd/launchdtest"
 	"github.com/macake/macake/service/servicetest"
 	"github.com/macake/macake/shape"
@@ -114,20 +113,7 @@ func (r *doctorRig) serveDaemonStatus() {
 // installDaemon does what `sudo macake install-daemon` does, in memory.
 func (r *doctorRig) installDaemon() {
 	r.t.Helper()
-	prog := service.Program{Binary: "/usr/local/bin/macake", ConfigDir: r.configDir, StateDir: r.stateDir}
-	r.mem.AddFile(prog.Binary, []byte("binary"), 0o755, 0, 0)
-	job, err := launchd.DaemonJob(prog)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	in := &launchd.Installer{Files: r.mem, Runner: r.launchctl, Sleep: func(time.Duration) {}}
-	obs, err := in.Observe(context.Background(), job)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
-		r.t.Fatal(err)
-	}
+	r.launchctl.InstallDaemon(r.t, service.Program{Binary: "/usr/local/bin/macake", ConfigDir: r.configDir, StateDir: r.stateDir})
 	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: state.HolderWatch, Via: "the state lock"}
 	r.serveDaemonStatus()
 }

@@ -25,6 +25,16 @@ func mustContain(t *testing.T, what, text string, wants ...string) {
 	}
 }
 
+// mustLack fails the test for each of nots that text has.
+func mustLack(t *testing.T, what, text string, nots ...string) {
+	t.Helper()
+	for _, n := range nots {
+		if strings.Contains(text, n) {
+			t.Errorf("%s has %q:\n%s", what, n, text)
+		}
+	}
+}
+
 // TestPlanOutThenApplyFile: the saved plan is shown when made, changes
 // nothing then, and `apply FILE` applies exactly it; the system then
 // matches the policies, and the same file cannot be applied twice (the

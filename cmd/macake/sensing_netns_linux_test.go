@@ -42,7 +42,12 @@ type sensingLab struct {
 	stallURL           string
 }
 
+// newSensingLab builds the lab; in the child process, which only runs
+// the CLI (TestNetnsCLIChild), it skips the test.
 func newSensingLab(t *testing.T) *sensingLab {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
 	lab := netns.New(t, "cli")
 	l := &sensingLab{client: lab.Namespace("c"), gw: lab.Namespace("g"), server: lab.Namespace("s")}
 	lab.Link(l.client, "vc", l.gw, "gc")
@@ -139,9 +144,6 @@ func TestNetnsCLIChild(t *testing.T) {
 }
 
 func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	l := newSensingLab(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
@@ -221,9 +223,6 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 }
 
 func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	for _, tc := range []struct {
@@ -269,9 +268,6 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 // gateway (HTTP still flows): measure has no latency baseline and must say
 // so rather than report zeros.
 func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	l.gw.IP("rule", "add", "ipproto", "icmp", "table", "100")
@@ -288,9 +284,6 @@ func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
 }
 
 func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -344,9 +337,6 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 // the lines and the summary go to the file, dated, and nothing to
 // standard output.
 func TestNetnsMonitorLogFile(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel()
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -381,9 +371,6 @@ func TestNetnsMonitorLogFile(t *testing.T) {
 }
 
 func TestNetnsBench(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -412,9 +399,6 @@ func TestNetnsBench(t *testing.T) {
 // whose interface carries the traffic and whose match holds here, and
 // saves the profile under the key macake watch looks up (link@gatewayMAC).
 func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel()
 	l := newSensingLab(t)
 	links := filepath.Join(t.TempDir(), "links.d")

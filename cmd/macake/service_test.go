@@ -148,14 +148,31 @@ func TestInstallDaemonCommand(t *testing.T) {
 	}
 }
 
-func TestInstallDaemonNeedsRoot(t *testing.T) {
+// TestServiceCommandsRefuseTheWrongUser: install-daemon needs root, the
+// agent commands refuse root and a HOME that is no home; each says so
+// before launchctl runs.
+func TestServiceCommandsRefuseTheWrongUser(t *testing.T) {
 	m := newFakeMac(t)
-	code, _, stderr := runAs(t, 501, "/Users/you", "install-daemon")
-	if code != exitcode.NoPerm || !strings.Contains(stderr, "sudo") {
-		t.Errorf("exit %d, stderr %q; want 77 and a sudo hint", code, stderr)
+	for _, tc := range []struct {
+		uid  int
+		home string
+		args []string
+		code int
+		hint string
+	}{
+		{501, "/Users/you", []string{"install-daemon"}, exitcode.NoPerm, "sudo"},
+		{0, "/var/root", []string{"install-agent"}, exitcode.Usage, "without sudo"},
+		{0, "/var/root", []string{"uninstall-agent"}, exitcode.Usage, "without sudo"},
+		{0, "/var/root", []string{"install-agent", "--dry-run"}, exitcode.Usage, "without sudo"},
+		{501, "", []string{"install-agent"}, exitcode.Usage, "HOME"},
+	} {
+		code, _, stderr := runAs(t, tc.uid, tc.home, tc.args...)
+		if code != tc.code || !strings.Contains(stderr, tc.hint) {
+			t.Errorf("%v as uid %d (HOME %q): exit %d, stderr %q; want %d and %q", tc.args, tc.uid, tc.home, code, stderr, tc.code, tc.hint)
+		}
 	}
 	if len(m.launchd.Calls) != 0 {
-		t.Errorf("ran launchctl without root: %q", m.launchd.Calls)
+		t.Errorf("ran launchctl: %q", m.launchd.Calls)
 	}
 }
 
@@ -422,23 +439,6 @@ func TestAgentCommands(t *testing.T) {
 	code, _, stderr = runAs(t, 501, "/Users/you", "uninstall-agent")
 	if code != exitcode.OK || len(m.launchd.Loaded) != 0 || !strings.Contains(stderr, "Uninstalled org.macake.monitor") {
 		t.Errorf("uninstall-agent: exit %d, loaded %v, stderr %q", code, m.launchd.Loaded, stderr)
-	}
-}
-
-func TestAgentCommandsRefuseRootAndBadHome(t *testing.T) {
-	m := newFakeMac(t)
-	for _, args := range [][]string{{"install-agent"}, {"uninstall-agent"}, {"install-agent", "--dry-run"}} {
-		code, _, stderr := runAs(t, 0, "/var/root", args...)
-		if code != exitcode.Usage || !strings.Contains(stderr, "without sudo") {
-			t.Errorf("%v as root: exit %d, stderr %q", args, code, stderr)
-		}
-	}
-	code, _, stderr := runAs(t, 501, "", "install-agent")
-	if code != exitcode.Usage || !strings.Contains(stderr, "HOME") {
-		t.Errorf("no HOME: exit %d, stderr %q", code, stderr)
-	}
-	if len(m.launchd.Calls) != 0 {
-		t.Errorf("ran launchctl: %q", m.launchd.Calls)
 	}
 }
 

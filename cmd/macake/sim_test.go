@@ -103,16 +103,8 @@ func TestSimTraceDirectory(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("--candidates %s: exit %d, stderr %q", tc.candidates, code, errb)
 		}
-		for _, want := range tc.want {
-			if !strings.Contains(out, want) {
-				t.Errorf("--candidates %s: output lacks %q:\n%s", tc.candidates, want, out)
-			}
-		}
-		for _, not := range tc.not {
-			if strings.Contains(out, not) {
-				t.Errorf("--candidates %s: output has %q:\n%s", tc.candidates, not, out)
-			}
-		}
+		mustContain(t, "--candidates "+tc.candidates+": output", out, tc.want...)
+		mustLack(t, "--candidates "+tc.candidates+": output", out, tc.not...)
 	}
 }
 
