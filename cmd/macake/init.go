@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/servicerun"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/draft"
 	"github.com/macake/macake/config/units"
@@ -182,7 +183,7 @@ func nextCommands(e *env, d draft.Draft) [][2]string {
 		first = [2]string{run(true, "measure", "--link", d.Name), "measure the link: \"auto\" becomes 95 % of it"}
 	}
 	last := [2]string{run(true, "install-daemon"), "shape it now and keep it adapting (or: apply)"}
-	if _, err := installableService(e); err != nil {
+	if _, err := servicerun.Installable(serviceHost(e)); err != nil {
 		// No launchd or systemd to keep watch running: shape it once.
 		last = [2]string{run(true, "apply"), "shape it now (run `macake watch` under your init to keep it adapting)"}
 	}

@@ -75,6 +75,8 @@ var directions = []rule{
 		why: "a run of apply, plan or down works through the backend interface; package main links the backends in"},
 	{from: "cmd/macake/internal/measuretarget", to: []string{"backend/...", "reconcile", "session", "state", "daemon/..."},
 		why: "what to measure is decided from the policies and the network alone"},
+	{from: "cmd/macake/internal/servicerun", only: []string{"service/...", "cmd/macake/internal/exitcode"},
+		why: "installing the service knows the program it runs and the manager's tools, not what the program does"},
 	{from: "cmd/macake/internal/validation", to: []string{"backend/...", "reconcile", "daemon/..."},
 		why: "validate reads the files as a pass would but plans nothing; a kernel's [cake] check is handed in"},
 }

@@ -77,7 +77,7 @@ type Invocation struct {
 	cmd    string
 	dryRun bool
 
-	// What Open opened: the backend's name, the settings and policies,
+	// What the run opened: the backend's name, the settings and policies,
 	// the state directory they choose and the session itself.
 	BackendName string
 	Policies    settings.Policies
@@ -95,7 +95,7 @@ func New(env Env, cmd string, dryRun bool) *Invocation {
 	return &Invocation{env: env, cmd: cmd, dryRun: dryRun}
 }
 
-// Close releases what Open opened: the lock, the backend.
+// Close releases what the run opened: the lock, the backend.
 func (s *Invocation) Close() { s.Session.Close() }
 
 // OpenSettings reads the daemon settings only, saying what is wrong with
