@@ -70,7 +70,7 @@ var tourTimes = []struct {
 // the same run prints with the default ones.
 func (tr *tour) display(out string) string {
 	// Only a directory other than the default one is named in init's
-	// hints (nextCommands); every hint names it, so the column stays.
+	// hints (firstpolicy.Next); every hint names it, so the column stays.
 	out = strings.ReplaceAll(out, " --config-dir "+tr.configDir, "")
 	out = strings.ReplaceAll(out, tr.configDir, tourConfigDir)
 	out = strings.ReplaceAll(out, tr.stateDir, tourStateDir)

@@ -75,6 +75,8 @@ var directions = []rule{
 		why: "a run of apply, plan or down works through the backend interface; package main links the backends in"},
 	{from: "cmd/macake/internal/measuretarget", to: []string{"backend/...", "reconcile", "session", "state", "daemon/..."},
 		why: "what to measure is decided from the policies and the network alone"},
+	{from: "cmd/macake/internal/firstpolicy", to: []string{"backend/...", "reconcile", "session", "state", "daemon/..."},
+		why: "init's first policy is drawn from the network and a measurement alone"},
 	{from: "cmd/macake/internal/servicerun", only: []string{"service/...", "cmd/macake/internal/exitcode"},
 		why: "installing the service knows the program it runs and the manager's tools, not what the program does"},
 	{from: "cmd/macake/internal/validation", to: []string{"backend/...", "reconcile", "daemon/..."},
