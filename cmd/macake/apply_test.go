@@ -19,6 +19,7 @@ import (
 	"github.com/macake/macake/backend"
 	"github.com/macake/macake/backend/pfdn/pfdntest"
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/sense/linkfacts"
@@ -134,6 +135,15 @@ func (r *rig) runAs(euid int, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
+// mustChangeNothing fails the test if what ran any command that changes
+// the emulated system.
+func (r *rig) mustChangeNothing(what string) {
+	r.t.Helper()
+	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
+		r.t.Fatalf("%s changed the system: %q", what, calls[0].Argv)
+	}
+}
+
 func (r *rig) mustRun(want int, args ...string) (string, string) {
 	r.t.Helper()
 	code, stdout, stderr := r.run(args...)
@@ -146,7 +156,7 @@ func (r *rig) mustRun(want int, args ...string) (string, string) {
 func TestApplyThenNoChanges(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
 
-	stdout, stderr := r.mustRun(exitOK, "plan")
+	stdout, stderr := r.mustRun(exitcode.OK, "plan")
 	mustContain(t, "plan: stderr", stderr,
 		fmt.Sprintf("Reading 2 files in %s … ok\n", r.configDir),
 		`Reading live state (pf anchor "com.apple/macake", dummynet pipes 48001-48998) … ok`,
@@ -154,12 +164,10 @@ func TestApplyThenNoChanges(t *testing.T) {
 	if !strings.Contains(stdout, "Plan: 4 to create, 0 to update, 0 to remove.") || strings.Contains(stdout, "Reading") {
 		t.Errorf("plan: stdout:\n%s", stdout)
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("plan changed the system: %q", calls[0].Argv)
-	}
-	r.mustRun(exitChanges, "plan", "--detailed-exitcode")
+	r.mustChangeNothing("plan")
+	r.mustRun(exitcode.Changes, "plan", "--detailed-exitcode")
 
-	stdout, _ = r.mustRun(exitOK, "apply", "--show-commands")
+	stdout, _ = r.mustRun(exitcode.OK, "apply", "--show-commands")
 	if !strings.Contains(stdout, "      run: /usr/sbin/dnctl pipe 48001 config bw 15000Kbit/s queue 37Kbytes") ||
 		!regexpMatch(`\nApplied: 4 created, 0 updated, 0 removed \(\d+\.\d\ds\)\.\n$`, stdout) {
 		t.Errorf("apply: stdout:\n%s", stdout)
@@ -174,13 +182,11 @@ func TestApplyThenNoChanges(t *testing.T) {
 	}
 
 	r.emu.ResetCalls()
-	stdout, _ = r.mustRun(exitOK, "apply", "--detailed-exitcode")
+	stdout, _ = r.mustRun(exitcode.OK, "apply", "--detailed-exitcode")
 	if want := fmt.Sprintf("No changes. Live pf/dummynet state matches %s.\n", r.configDir); stdout != want {
 		t.Errorf("second apply: stdout %q, want %q", stdout, want)
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("a no-op apply ran %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("a no-op apply")
 	if n := len(r.emu.Calls()); n != 5 {
 		t.Errorf("a no-op apply ran %d commands, want the 5 reads", n)
 	}
@@ -188,7 +194,7 @@ func TestApplyThenNoChanges(t *testing.T) {
 
 func TestApplyJSON(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	stdout, _ := r.mustRun(exitOK, "apply", "--json")
+	stdout, _ := r.mustRun(exitcode.OK, "apply", "--json")
 	var doc plan.JSONDocument
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("apply --json printed no JSON document: %v\n%s", err, stdout)
@@ -196,7 +202,7 @@ func TestApplyJSON(t *testing.T) {
 	if doc.FormatVersion != plan.JSONFormatVersion || doc.DryRun || !doc.Applied || doc.Summary.Create != 4 || len(doc.Errors) != 0 {
 		t.Errorf("document: %+v", doc)
 	}
-	stdout, _ = r.mustRun(exitOK, "plan", "--json")
+	stdout, _ = r.mustRun(exitcode.OK, "plan", "--json")
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || !doc.DryRun || doc.Applied || len(doc.Changes) != 0 {
 		t.Errorf("plan --json after apply: %+v, %v", doc, err)
 	}
@@ -204,17 +210,17 @@ func TestApplyJSON(t *testing.T) {
 
 func TestApplyColor(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	stdout, _ := r.mustRun(exitOK, "plan", "--color", "always")
+	stdout, _ := r.mustRun(exitcode.OK, "plan", "--color", "always")
 	if !strings.Contains(stdout, "\x1b[32m+\x1b[0m pipe 48001") {
 		t.Errorf("--color always: no green +:\n%q", stdout)
 	}
 	for _, args := range [][]string{{"plan"}, {"plan", "--color", "never"}} {
-		if stdout, _ := r.mustRun(exitOK, args...); strings.Contains(stdout, "\x1b[") {
+		if stdout, _ := r.mustRun(exitcode.OK, args...); strings.Contains(stdout, "\x1b[") {
 			t.Errorf("%v wrote colour to a non-terminal: %q", args, stdout)
 		}
 	}
-	if code, _, _ := r.run("plan", "--color", "sometimes"); code != exitUsage {
-		t.Errorf("--color sometimes: exit %d, want %d", code, exitUsage)
+	if code, _, _ := r.run("plan", "--color", "sometimes"); code != exitcode.Usage {
+		t.Errorf("--color sometimes: exit %d, want %d", code, exitcode.Usage)
 	}
 }
 
@@ -222,23 +228,21 @@ func TestApplyNeedsRootUnlessDryRun(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	for _, args := range [][]string{{"apply"}, {"down"}} {
 		code, _, stderr := r.runAs(501, args...)
-		if code != exitNoPerm || !strings.Contains(stderr, "Run with sudo") {
+		if code != exitcode.NoPerm || !strings.Contains(stderr, "Run with sudo") {
 			t.Errorf("%v as a user: exit %d, stderr %q", args, code, stderr)
 		}
 	}
 	for _, args := range [][]string{{"apply", "--dry-run"}, {"plan"}, {"links"}} {
-		if code, _, stderr := r.runAs(501, args...); code != exitOK {
+		if code, _, stderr := r.runAs(501, args...); code != exitcode.OK {
 			t.Errorf("%v as a user: exit %d, stderr %q", args, code, stderr)
 		}
 	}
 	// Which of macake's objects are live cannot be known without root on
 	// a Mac, so there is no removal to show either.
-	if code, _, stderr := r.runAs(501, "down", "--dry-run"); code != exitUnavailable || !strings.Contains(stderr, "needs root, even for a dry run") {
+	if code, _, stderr := r.runAs(501, "down", "--dry-run"); code != exitcode.Unavailable || !strings.Contains(stderr, "needs root, even for a dry run") {
 		t.Errorf("down --dry-run as a user: exit %d, stderr %q", code, stderr)
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("a user's dry run changed the system: %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("a user's dry run")
 }
 
 // TestDryRunWithoutRoot: pf and dummynet refuse to be read by a user, so a
@@ -247,9 +251,9 @@ func TestApplyNeedsRootUnlessDryRun(t *testing.T) {
 // differences.
 func TestDryRunWithoutRoot(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	code, stdout, stderr := r.runAs(501, "plan")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("plan as a user: exit %d\n%s", code, stderr)
 	}
 	if !strings.HasPrefix(stdout, "Note: The live state cannot be read without root") || !strings.Contains(stdout, "Run it with sudo to see only the differences.") ||
@@ -259,26 +263,26 @@ func TestDryRunWithoutRoot(t *testing.T) {
 	if !strings.Contains(stderr, "… not read: it needs root\n") || strings.Contains(stderr, "failed") {
 		t.Errorf("plan as a user: stderr:\n%s", stderr)
 	}
-	if code, _, _ := r.runAs(501, "plan", "--detailed-exitcode"); code != exitChanges {
-		t.Errorf("plan --detailed-exitcode as a user: exit %d, want %d", code, exitChanges)
+	if code, _, _ := r.runAs(501, "plan", "--detailed-exitcode"); code != exitcode.Changes {
+		t.Errorf("plan --detailed-exitcode as a user: exit %d, want %d", code, exitcode.Changes)
 	}
 	code, stdout, _ = r.runAs(501, "plan", "--json")
 	var doc plan.JSONDocument
-	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || !doc.LiveStateNotRead || doc.Note == "" || doc.Summary.Create != 4 || !doc.DryRun {
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitcode.OK || err != nil || !doc.LiveStateNotRead || doc.Note == "" || doc.Summary.Create != 4 || !doc.DryRun {
 		t.Errorf("plan --json as a user: exit %d, %v, %s", code, err, stdout)
 	}
 	// Root sees the truth: nothing to do.
-	if stdout, _ := r.mustRun(exitOK, "plan"); !strings.HasPrefix(stdout, "No changes.") {
+	if stdout, _ := r.mustRun(exitcode.OK, "plan"); !strings.HasPrefix(stdout, "No changes.") {
 		t.Errorf("plan as root after apply:\n%s", stdout)
 	}
 	code, stdout, _ = r.run("plan", "--json")
-	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || strings.Contains(stdout, "live_state_not_read") {
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitcode.OK || err != nil || strings.Contains(stdout, "live_state_not_read") {
 		t.Errorf("plan --json as root: exit %d, %v, %s", code, err, stdout)
 	}
 	// No active link: nothing macake would own, and no claim about what
 	// is live.
 	r.setFacts(`{"interfaces":[]}`)
-	if code, stdout, _ := r.runAs(501, "plan"); code != exitOK || !strings.Contains(stdout, "No policy matches the network now, so macake would own nothing in pf/dummynet.") || strings.Contains(stdout, "matches "+r.configDir) {
+	if code, stdout, _ := r.runAs(501, "plan"); code != exitcode.OK || !strings.Contains(stdout, "No policy matches the network now, so macake would own nothing in pf/dummynet.") || strings.Contains(stdout, "matches "+r.configDir) {
 		t.Errorf("plan as a user with no active link: exit %d\n%s", code, stdout)
 	}
 }
@@ -287,13 +291,13 @@ func TestDryRunWithoutRoot(t *testing.T) {
 // shaping of every other link stays exactly as it was.
 func TestApplyRefusesBrokenPolicies(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	before := r.emu.Snapshot().String()
 	r.setPolicies(map[string]string{"starlink": starlinkPolicy, "lte": strings.Replace(ltePolicy, `"30mbit"`, `"30mbps"`, 1)})
 	r.emu.ResetCalls()
 	code, stdout, stderr := r.run("apply")
-	if code != exitConfig {
-		t.Fatalf("exit %d, want %d\n%s", code, exitConfig, stderr)
+	if code != exitcode.Config {
+		t.Fatalf("exit %d, want %d\n%s", code, exitcode.Config, stderr)
 	}
 	if !regexpMatch(`lte\.toml:4:12: .*mbps`, stderr) || !strings.Contains(stderr, "nothing was changed") || stdout != "" {
 		t.Errorf("stdout %q\nstderr:\n%s", stdout, stderr)
@@ -306,7 +310,7 @@ func TestApplyRefusesBrokenPolicies(t *testing.T) {
 	}
 	code, stdout, _ = r.run("apply", "--json")
 	var doc plan.JSONDocument
-	if code != exitConfig || json.Unmarshal([]byte(stdout), &doc) != nil || len(doc.Errors) != 1 || !strings.HasSuffix(doc.Errors[0].File, "lte.toml") || doc.Errors[0].Line != 4 || doc.Errors[0].Column != 12 {
+	if code != exitcode.Config || json.Unmarshal([]byte(stdout), &doc) != nil || len(doc.Errors) != 1 || !strings.HasSuffix(doc.Errors[0].File, "lte.toml") || doc.Errors[0].Line != 4 || doc.Errors[0].Column != 12 {
 		t.Errorf("--json: exit %d, %s", code, stdout)
 	}
 }
@@ -323,9 +327,9 @@ func TestApplyAutoRateWithoutMeasurement(t *testing.T) {
 	measure := `run "sudo macake --config-dir ` + r.configDir + ` --state-dir ` + r.stateDir + ` measure --link starlink" while on it`
 	for _, cmd := range []string{"plan", "apply"} {
 		code, _, stderr := r.run(cmd)
-		if code != exitUnavailable || !strings.Contains(stderr, `link "starlink": shaper.download and shaper.upload are "auto"`) ||
+		if code != exitcode.Unavailable || !strings.Contains(stderr, `link "starlink": shaper.download and shaper.upload are "auto"`) ||
 			!strings.Contains(stderr, measure) || strings.Count(stderr, `"auto"`) != 1 {
-			t.Errorf("%s: exit %d, want %d; stderr:\n%s", cmd, code, exitUnavailable, stderr)
+			t.Errorf("%s: exit %d, want %d; stderr:\n%s", cmd, code, exitcode.Unavailable, stderr)
 		}
 		if said := strings.Contains(stderr, "nothing was changed"); said != (cmd == "apply") {
 			t.Errorf("%s says \"nothing was changed\": %v\n%s", cmd, said, stderr)
@@ -338,7 +342,7 @@ func TestApplyHookMissing(t *testing.T) {
 	r.emu.DropHook()
 	for _, args := range [][]string{{"apply"}, {"plan"}} {
 		code, stdout, stderr := r.run(args...)
-		if code != exitFailure {
+		if code != exitcode.Failure {
 			t.Errorf("%v: exit %d, want 1", args, code)
 		}
 		if !strings.Contains(stdout, "Plan: 4 to create") {
@@ -348,9 +352,7 @@ func TestApplyHookMissing(t *testing.T) {
 			t.Errorf("%v: stderr must give the line to add:\n%s", args, stderr)
 		}
 	}
-	if calls := r.emu.MutatingCalls(); len(calls) != 0 {
-		t.Fatalf("apply without the hook ran %q", calls[0].Argv)
-	}
+	r.mustChangeNothing("apply without the hook")
 }
 
 // TestApplyHookLostAfterApply: everything of macake's is live but pf's
@@ -358,12 +360,12 @@ func TestApplyHookMissing(t *testing.T) {
 // say that all matches.
 func TestApplyHookLostAfterApply(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	r.emu.DropHook()
 	for _, args := range [][]string{{"apply"}, {"plan"}} {
 		code, stdout, stderr := r.run(args...)
 		want := `macake's objects are in place, but pf does not evaluate them: its main ruleset lacks the line dummynet-anchor "com.apple/*"`
-		if code != exitFailure || !strings.Contains(stdout, want) || strings.Contains(stdout, "No changes") || strings.Contains(stdout, "matches") {
+		if code != exitcode.Failure || !strings.Contains(stdout, want) || strings.Contains(stdout, "No changes") || strings.Contains(stdout, "matches") {
 			t.Errorf("%v: exit %d, stdout lacks %q:\n%s", args, code, want, stdout)
 		}
 		if !strings.Contains(stderr, "\n    dummynet-anchor \"com.apple/*\"\n") {
@@ -377,19 +379,19 @@ func TestApplyBackendUnavailable(t *testing.T) {
 	backendRunner = nil
 	t.Setenv("MACAKE_PFCTL", filepath.Join(t.TempDir(), "no-pfctl"))
 	code, _, stderr := r.run("plan")
-	if code != exitUnavailable || !strings.Contains(stderr, "no-pfctl does not exist") {
+	if code != exitcode.Unavailable || !strings.Contains(stderr, "no-pfctl does not exist") {
 		t.Errorf("missing pfctl: exit %d, stderr %s", code, stderr)
 	}
 	t.Setenv(backend.EnvBackend, "tc")
 	t.Setenv(tc.EnvTC, filepath.Join(t.TempDir(), "no-tc"))
 	code, _, stderr = r.run("apply")
-	if code != exitUnavailable || !strings.Contains(stderr, "no-tc does not exist") || !strings.Contains(stderr, "apt-get install iproute2") {
+	if code != exitcode.Unavailable || !strings.Contains(stderr, "no-tc does not exist") || !strings.Contains(stderr, "apt-get install iproute2") {
 		t.Errorf("tc missing: exit %d, stderr %s", code, stderr)
 	}
 	backendRunner = r.emu
 	t.Setenv(backend.EnvBackend, "pf")
 	code, _, stderr = r.runAs(501, "down", "--dry-run")
-	if code != exitUnavailable || !strings.Contains(stderr, "Run with sudo") {
+	if code != exitcode.Unavailable || !strings.Contains(stderr, "Run with sudo") {
 		t.Errorf("pfctl without root: exit %d, stderr %s", code, stderr)
 	}
 }
@@ -402,13 +404,13 @@ func TestApplyWaitsForTheLock(t *testing.T) {
 	}
 	for _, args := range [][]string{{"apply"}, {"down"}} {
 		code, _, stderr := r.run(args...)
-		if code != exitFailure || !strings.Contains(stderr, fmt.Sprintf("(pid %d)", os.Getpid())) {
+		if code != exitcode.Failure || !strings.Contains(stderr, fmt.Sprintf("(pid %d)", os.Getpid())) {
 			t.Errorf("%v with the lock held: exit %d, stderr %s", args, code, stderr)
 		}
 	}
-	r.mustRun(exitOK, "plan") // a dry run needs no lock
+	r.mustRun(exitcode.OK, "plan") // a dry run needs no lock
 	l.Release()
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 }
 
 // TestApplyFaultAtEveryStep fails each mutating command of an apply in
@@ -431,12 +433,12 @@ func TestApplyFaultAtEveryStep(t *testing.T) {
 		// How many mutating commands does the clean run take?
 		probe := newRig(t, sc.before, sc.factsBefore)
 		if sc.before != nil {
-			probe.mustRun(exitOK, "apply")
+			probe.mustRun(exitcode.OK, "apply")
 		}
 		probe.setPolicies(sc.after)
 		probe.setFacts(sc.now)
 		probe.emu.ResetCalls()
-		probe.mustRun(exitOK, "apply")
+		probe.mustRun(exitcode.OK, "apply")
 		steps := probe.emu.MutatingCalls()
 		if len(steps) < 2 {
 			t.Fatalf("%s: only %d mutating steps", sc.name, len(steps))
@@ -454,7 +456,7 @@ func TestApplyFaultAtEveryStep(t *testing.T) {
 				withForeign(t, r.emu)
 				pristine := r.emu.Snapshot().String()
 				if sc.before != nil {
-					r.mustRun(exitOK, "apply")
+					r.mustRun(exitcode.OK, "apply")
 				}
 				r.setPolicies(sc.after)
 				r.setFacts(sc.now)
@@ -462,7 +464,7 @@ func TestApplyFaultAtEveryStep(t *testing.T) {
 					t.Fatal(err)
 				}
 				code, _, stderr := r.run("apply")
-				if code != exitFailure || !strings.Contains(stderr, "injected failure") || !regexpMatch(`step \d+ of \d+ \(`, stderr) ||
+				if code != exitcode.Failure || !strings.Contains(stderr, "injected failure") || !regexpMatch(`step \d+ of \d+ \(`, stderr) ||
 					!strings.Contains(stderr, "run 'sudo macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" apply' again") {
 					t.Fatalf("%s: exit %d, stderr:\n%s", name, code, stderr)
 				}
@@ -471,11 +473,11 @@ func TestApplyFaultAtEveryStep(t *testing.T) {
 					t.Fatalf("%s: what was applied before the failure is misreported:\n%s", name, stderr)
 				}
 				r.emu.ClearFaults()
-				r.mustRun(exitOK, "apply")
-				if stdout, _ := r.mustRun(exitOK, "plan"); !strings.HasPrefix(stdout, "No changes.") {
+				r.mustRun(exitcode.OK, "apply")
+				if stdout, _ := r.mustRun(exitcode.OK, "plan"); !strings.HasPrefix(stdout, "No changes.") {
 					t.Fatalf("%s: no convergence after the failure:\n%s", name, stdout)
 				}
-				r.mustRun(exitOK, "down")
+				r.mustRun(exitcode.OK, "down")
 				if after := r.emu.Snapshot().String(); after != pristine {
 					t.Fatalf("%s: after down the Mac differs from before macake:\n--- after ---\n%s--- before ---\n%s", name, after, pristine)
 				}
@@ -500,9 +502,9 @@ func withForeign(t *testing.T, emu *pfdntest.Emulator) {
 func TestDownFaultAtEveryStep(t *testing.T) {
 	policies := map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}
 	probe := newRig(t, policies, starlinkFacts)
-	probe.mustRun(exitOK, "apply")
+	probe.mustRun(exitcode.OK, "apply")
 	probe.emu.ResetCalls()
-	probe.mustRun(exitOK, "down")
+	probe.mustRun(exitcode.OK, "down")
 	steps := len(probe.emu.MutatingCalls())
 	if steps != 3 {
 		t.Fatalf("down took %d mutating steps, want 3 (anchor, the 4 pipes in one dnctl, reference)", steps)
@@ -511,14 +513,14 @@ func TestDownFaultAtEveryStep(t *testing.T) {
 		r := newRig(t, policies, starlinkFacts)
 		withForeign(t, r.emu)
 		pristine := r.emu.Snapshot().String()
-		r.mustRun(exitOK, "apply")
+		r.mustRun(exitcode.OK, "apply")
 		r.emu.AddFault(pfdntest.Fault{MutatingOnly: true, Nth: i, Kind: pfdntest.Fail})
 		code, _, stderr := r.run("down")
-		if code != exitFailure || !strings.Contains(stderr, "injected failure") || !strings.Contains(stderr, "Run 'macake down' again") {
+		if code != exitcode.Failure || !strings.Contains(stderr, "injected failure") || !strings.Contains(stderr, "Run 'macake down' again") {
 			t.Fatalf("down failing at step %d: exit %d, stderr:\n%s", i, code, stderr)
 		}
 		r.emu.ClearFaults()
-		r.mustRun(exitOK, "down")
+		r.mustRun(exitcode.OK, "down")
 		if after := r.emu.Snapshot().String(); after != pristine {
 			t.Fatalf("step %d: after down the Mac differs from before macake:\n--- after ---\n%s--- before ---\n%s", i, after, pristine)
 		}
@@ -528,15 +530,15 @@ func TestDownFaultAtEveryStep(t *testing.T) {
 func TestDownTwiceAndWithoutState(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, starlinkFacts)
 	pristine := r.emu.Snapshot().String()
-	r.mustRun(exitOK, "apply")
-	stdout, _ := r.mustRun(exitOK, "down")
+	r.mustRun(exitcode.OK, "apply")
+	stdout, _ := r.mustRun(exitcode.OK, "down")
 	if !strings.Contains(stdout, "Plan: 0 to create, 0 to update, 6 to remove.") || !strings.Contains(stdout, "Applied: 0 created, 0 updated, 6 removed") {
 		t.Errorf("down: stdout:\n%s", stdout)
 	}
 	if after := r.emu.Snapshot().String(); after != pristine {
 		t.Errorf("after down:\n%s\nwant\n%s", after, pristine)
 	}
-	stdout, _ = r.mustRun(exitOK, "down")
+	stdout, _ = r.mustRun(exitcode.OK, "down")
 	if stdout != "No changes. macake owns nothing in pf/dummynet.\n" {
 		t.Errorf("second down: %q", stdout)
 	}
@@ -548,11 +550,11 @@ func TestDownTwiceAndWithoutState(t *testing.T) {
 	// A corrupt state file: the pipes and rules still go (the anchor's
 	// rules identify them); only the lost token's reference cannot be
 	// given back, and down says the file was corrupt.
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	if err := os.WriteFile(state.Path(r.stateDir), []byte("{garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr := r.mustRun(exitOK, "down")
+	_, stderr := r.mustRun(exitcode.OK, "down")
 	if !strings.Contains(stderr, "state file is corrupt") {
 		t.Errorf("no warning about the corrupt state file:\n%s", stderr)
 	}
@@ -565,16 +567,16 @@ func TestDownTwiceAndWithoutState(t *testing.T) {
 	// so no pipe is renumbered (only the lost pf reference is taken anew),
 	// and down still removes everything.
 	r.emu.Reboot()
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	os.Remove(state.Path(r.stateDir))
-	if stdout, _ := r.mustRun(exitOK, "apply"); !strings.Contains(stdout, "Plan: 1 to create, 0 to update, 0 to remove.") || !strings.Contains(stdout, "+ pf enable reference") {
+	if stdout, _ := r.mustRun(exitcode.OK, "apply"); !strings.Contains(stdout, "Plan: 1 to create, 0 to update, 0 to remove.") || !strings.Contains(stdout, "+ pf enable reference") {
 		t.Errorf("apply after losing the state file must keep the pipes:\n%s", stdout)
 	}
 	if st, _ := state.Load(r.stateDir); st.Slots["lte"] != 0 || st.Slots["starlink"] != 1 {
 		t.Errorf("slots rebuilt as %v, want lte 0 and starlink 1 as live", st.Slots)
 	}
 	os.Remove(state.Path(r.stateDir))
-	r.mustRun(exitOK, "down")
+	r.mustRun(exitcode.OK, "down")
 	if snap := r.emu.Snapshot(); len(snap.Pipes) != 0 || snap.Rulesets["com.apple/macake"] != "" {
 		t.Errorf("down without a state file left owned objects:\n%s", snap)
 	}
@@ -587,13 +589,13 @@ func TestCorruptStateKeepsThePFToken(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	r.emu.TakeReference(300, "socketfilterfw")
 	pristine := r.emu.Snapshot().String()
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	st, _ := state.Load(r.stateDir)
 	torn := fmt.Sprintf(`{"version": 1, "pf_token": %q, "slots": {"starl`, st.PFToken)
 	if err := os.WriteFile(state.Path(r.stateDir), []byte(torn), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr := r.mustRun(exitOK, "down")
+	_, stderr := r.mustRun(exitcode.OK, "down")
 	if !strings.Contains(stderr, "pf token "+st.PFToken+" was recovered") || !strings.Contains(stderr, "kept in "+state.Path(r.stateDir)+state.CorruptSuffix) {
 		t.Errorf("down must report the recovered token and where the file went:\n%s", stderr)
 	}
@@ -610,7 +612,7 @@ func TestCorruptStateKeepsThePFToken(t *testing.T) {
 func TestPlanNamesItself(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": strings.Replace(starlinkPolicy, `"150mbit"`, `"150mbps"`, 1)}, starlinkFacts)
 	code, _, stderr := r.run("plan")
-	if code != exitConfig || !strings.Contains(stderr, "macake plan: ") || strings.Contains(stderr, "macake apply:") {
+	if code != exitcode.Config || !strings.Contains(stderr, "macake plan: ") || strings.Contains(stderr, "macake apply:") {
 		t.Errorf("plan with a broken file: exit %d\n%s", code, stderr)
 	}
 }
@@ -622,7 +624,7 @@ func TestPlanNamesItself(t *testing.T) {
 func TestCorruptStateTokenSurvivesAFailedRun(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	r.emu.TakeReference(300, "socketfilterfw")
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	st, _ := state.Load(r.stateDir)
 	torn := fmt.Sprintf(`{"version": 1, "pf_token": %q, "slots": {"starl`, st.PFToken)
 	if err := os.WriteFile(state.Path(r.stateDir), []byte(torn), 0o644); err != nil {
@@ -630,10 +632,10 @@ func TestCorruptStateTokenSurvivesAFailedRun(t *testing.T) {
 	}
 	r.emu.DropHook()
 	withoutHook := r.emu.Snapshot()
-	if code, _, _ := r.run("apply"); code == exitOK {
+	if code, _, _ := r.run("apply"); code == exitcode.OK {
 		t.Fatal("apply without the hook line succeeded")
 	}
-	r.mustRun(exitOK, "down")
+	r.mustRun(exitcode.OK, "down")
 	if after := r.emu.Snapshot(); after.RefCount != withoutHook.RefCount-1 {
 		t.Errorf("down after a failed run left %d pf references, want %d (macake's given back):\n%s", after.RefCount, withoutHook.RefCount-1, after)
 	}
@@ -654,7 +656,7 @@ func TestStateDirOwnershipIsChecked(t *testing.T) {
 	pristine := r.emu.Snapshot().String()
 	for _, cmd := range []string{"apply", "down"} {
 		code, _, stderr := r.run(cmd)
-		if code != exitFailure || !strings.Contains(stderr, r.stateDir) || !strings.Contains(stderr, "writable by group or others (mode 0777)") ||
+		if code != exitcode.Failure || !strings.Contains(stderr, r.stateDir) || !strings.Contains(stderr, "writable by group or others (mode 0777)") ||
 			!strings.Contains(stderr, "sudo chmod go-w "+r.stateDir) {
 			t.Errorf("%s with a world-writable state dir: exit %d\n%s", cmd, code, stderr)
 		}
@@ -663,10 +665,10 @@ func TestStateDirOwnershipIsChecked(t *testing.T) {
 		t.Errorf("a refused run changed the Mac:\n%s", after)
 	}
 	os.Chmod(r.stateDir, 0o755)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	// A run by another user (a dry run) is not refused: it changes nothing.
 	os.Chmod(r.stateDir, 0o777)
-	if code, _, stderr := r.runAs(501, "apply", "--dry-run"); code != exitOK {
+	if code, _, stderr := r.runAs(501, "apply", "--dry-run"); code != exitcode.OK {
 		t.Errorf("dry run as a user: exit %d\n%s", code, stderr)
 	}
 }
@@ -675,19 +677,19 @@ func TestStateDirOwnershipIsChecked(t *testing.T) {
 // the shaped link; the state file keeps both links' slots.
 func TestApplyFollowsTheNetwork(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "cable": cablePolicy, "travel": travelPolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	r.setFacts(cableFacts)
-	stdout, _ := r.mustRun(exitOK, "apply")
+	stdout, _ := r.mustRun(exitcode.OK, "apply")
 	if !strings.Contains(stdout, `+ pipe 48003 "cable/upload"`) || !strings.Contains(stdout, "- pipe 48001") {
 		t.Errorf("switch to cable:\n%s", stdout)
 	}
 	r.setFacts(starlinkFacts)
-	stdout, _ = r.mustRun(exitOK, "apply")
+	stdout, _ = r.mustRun(exitcode.OK, "apply")
 	if !strings.Contains(stdout, `+ pipe 48001 "starlink/upload"`) {
 		t.Errorf("back to starlink, its pipes must return under the same numbers:\n%s", stdout)
 	}
 	r.setFacts(`{"interfaces":[{"name":"en0","up":true,"gateway_mac":"00:00:5e:00:53:01"}]}`)
-	stdout, _ = r.mustRun(exitOK, "apply")
+	stdout, _ = r.mustRun(exitcode.OK, "apply")
 	if !strings.Contains(stdout, "Plan: 0 to create, 0 to update, 4 to remove.") {
 		t.Errorf("unknown network (travel, mode off):\n%s", stdout)
 	}
@@ -701,7 +703,7 @@ func TestPlanThroughRun(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"--config-dir", r.configDir, "--state-dir", r.stateDir, "plan", "--show-commands"},
 		strings.NewReader(""), &out, &errb)
-	if code != exitOK || !strings.Contains(out.String(), "would run: /sbin/pfctl -E") || !strings.Contains(errb.String(), "… ok") {
+	if code != exitcode.OK || !strings.Contains(out.String(), "would run: /sbin/pfctl -E") || !strings.Contains(errb.String(), "… ok") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 }
@@ -713,7 +715,7 @@ func TestPlanThroughRun(t *testing.T) {
 // nothing and names the fix; watch refuses the same way.
 func TestApplyRefusesAMistypedStateDir(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	before := r.emu.Snapshot()
 	typo := r.stateDir + "-typo"
 	var out, errb bytes.Buffer
@@ -723,7 +725,7 @@ func TestApplyRefusesAMistypedStateDir(t *testing.T) {
 		out.Reset()
 		errb.Reset()
 		code := e.main([]string{"--config-dir", r.configDir, "--state-dir", typo, cmd})
-		if code != exitFailure || !strings.Contains(errb.String(), "the state directory "+typo+" does not exist; nothing was changed") ||
+		if code != exitcode.Failure || !strings.Contains(errb.String(), "the state directory "+typo+" does not exist; nothing was changed") ||
 			!strings.Contains(errb.String(), "sudo mkdir -m 0755 "+typo) {
 			t.Errorf("%s --state-dir TYPO: exit %d\nstderr:\n%s", cmd, code, errb.String())
 		}
@@ -734,7 +736,7 @@ func TestApplyRefusesAMistypedStateDir(t *testing.T) {
 			t.Errorf("%s --state-dir TYPO changed the Mac:\nbefore %s\nafter %s", cmd, before, after)
 		}
 	}
-	r.mustRun(exitOK, "down")
+	r.mustRun(exitcode.OK, "down")
 	if s := r.emu.Snapshot(); s.RefCount != 0 || s.PFEnabled {
 		t.Errorf("down with the right directory left pf enabled: %s", s)
 	}

@@ -5,12 +5,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/shaperun"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/watchswitch"
+	"github.com/macake/macake/internal/terminal"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/sense/measure"
 )
@@ -66,15 +68,12 @@ func runBench(e *env, args []string) int {
 	var settle, lostDelay time.Duration
 	durationVar(fs, &settle, "settle", 10*time.Second, "with --compare: wait this long after the shaping is back before the shaped run")
 	durationVar(fs, &lostDelay, "lost-delay", score.DefaultLostDelay, "a probe lost under load counts as this much latency added (the latency is taken over every probe sent)")
-	if done, code := benchCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := benchCmd.noArgs(e, fs); done {
+	if done, code := benchCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	if duration < 2*time.Second || idle < time.Second || *streams < 1 || *streams > 64 || lostDelay <= 0 || lostDelay > time.Minute {
 		fmt.Fprintln(e.stderr, "macake bench: --duration must be at least 2s, --idle at least 1s, --streams 1 to 64, --lost-delay above 0 and at most 1m")
-		return exitUsage
+		return exitcode.Usage
 	}
 	if code, ok := checkServerFlag(e, "bench", *server); !ok {
 		return code
@@ -87,11 +86,11 @@ func runBench(e *env, args []string) int {
 	ep, targets, err := measure.BenchTargets(e.ctx, *server, extra)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bench: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	lt := measure.LoadTest{
 		Endpoint: ep, Streams: *streams, Idle: idle, Duration: duration, Targets: targets,
-		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: isTerminal(e.stderr), Command: "bench", LostDelay: lostDelay,
+		ProbeInterval: 100 * time.Millisecond, Progress: e.stderr, TTY: terminal.IsTerminal(e.stderr), Command: "bench", LostDelay: lostDelay,
 	}
 	bench := func(ctx context.Context) (measure.BenchReport, error) {
 		res, err := lt.Run(ctx)
@@ -105,15 +104,15 @@ func runBench(e *env, args []string) int {
 	rep, err := bench(e.ctx)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake bench: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	if *asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
-		return exitOK
+		return exitcode.OK
 	}
 	rep.WriteText(e.stdout)
-	return exitOK
+	return exitcode.OK
 }
 
 // runCompare runs bench --compare with the switch that fits: the running
@@ -124,7 +123,7 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 		// Without knowing whether the shaping is on, the compare could not
 		// leave it as it found it.
 		fmt.Fprintf(e.stderr, "macake bench --compare: cannot tell whether macake shapes now: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	switch {
 	case st.Daemon.Running && !st.Daemon.PermissionDenied:
@@ -135,7 +134,7 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 		for _, l := range st.Links {
 			shaped = shaped || l.Shaped
 		}
-		c.Switch, c.LeaveOn = oneShotSwitch{e}, shaped
+		c.Switch, c.LeaveOn = shaperun.Switch{Env: e.shaping(), Cmd: "bench --compare"}, shaped
 		fmt.Fprintln(e.stderr, "bench --compare: macake watch does not run; macake down and apply take the shaping off and put it on")
 	}
 	rep, err := c.Run(e.ctx)
@@ -145,43 +144,13 @@ func runCompare(e *env, c measure.Compare, asJSON bool) int {
 			rep.WriteText(e.stdout)
 		}
 		fmt.Fprintf(e.stderr, "macake bench --compare: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	if asJSON {
 		out, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
-		return exitOK
+		return exitcode.OK
 	}
 	rep.WriteText(e.stdout)
-	return exitOK
-}
-
-// oneShotSwitch is measure.ShapingSwitch by this command's own down and
-// apply (watch does not run), their plans shown on stderr.
-type oneShotSwitch struct{ e *env }
-
-func (o oneShotSwitch) invocation() (*invocation, applyFlags) {
-	quiet := *o.e
-	quiet.stdout = o.e.stderr
-	return &invocation{e: &quiet, cmd: "bench --compare"}, applyFlags{color: "never"}
-}
-
-// Off implements measure.ShapingSwitch; a one-shot down holds no lease.
-func (o oneShotSwitch) Off(context.Context, time.Duration) error {
-	s, f := o.invocation()
-	defer s.close()
-	if out := s.down(f); out.code != exitOK {
-		return fmt.Errorf("macake down failed (exit %d): %w", out.code, errors.Join(out.errs...))
-	}
-	return nil
-}
-
-// On implements measure.ShapingSwitch.
-func (o oneShotSwitch) On(context.Context) error {
-	s, f := o.invocation()
-	defer s.close()
-	if out := s.applyOnce(f); out.code != exitOK {
-		return fmt.Errorf("macake apply failed (exit %d): %w", out.code, errors.Join(out.errs...))
-	}
-	return nil
+	return exitcode.OK
 }

@@ -11,6 +11,7 @@ import (
 
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 )
@@ -29,10 +30,10 @@ func TestBugreportHasEverythingAndLeaksNoMACOrSSID(t *testing.T) {
 		`level=INFO msg="link changed" event=link_change interface=en0 from=cafe to=starlink reason="gateway 0:1b:63:a:b:c -> 74:24:9f:00:00:01, ssid Corner Cafe -> Home Net 5G"`+"\n"+
 		`level=INFO msg=reconciled event=apply result=applied`+"\n"), 0o644)
 	os.WriteFile(filepath.Join(filepath.Dir(r.configDir), "macake.toml"), []byte("log_file = \""+logFile+"\"\n"), 0o644)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 
 	out := filepath.Join(t.TempDir(), "report.txt")
-	stdout, _ := r.mustRun(exitOK, "bugreport", "--out", out, "--log-lines", "5")
+	stdout, _ := r.mustRun(exitcode.OK, "bugreport", "--out", out, "--log-lines", "5")
 	mustContain(t, "bugreport's output", stdout, "Wrote "+out, "masked")
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -62,13 +63,13 @@ func TestBugreportHasEverythingAndLeaksNoMACOrSSID(t *testing.T) {
 	}
 
 	// --no-redact keeps them; - writes to stdout.
-	stdout, _ = r.mustRun(exitOK, "bugreport", "--out", "-", "--no-redact")
+	stdout, _ = r.mustRun(exitcode.OK, "bugreport", "--out", "-", "--no-redact")
 	mustContain(t, "the unredacted report", stdout, "74:24:9f:00:00:01", "Home Net 5G", "Not redacted")
 }
 
 func TestBugreportUsage(t *testing.T) {
 	for _, args := range [][]string{{"bugreport", "extra"}, {"bugreport", "--log-lines", "-1"}} {
-		if code, _, stderr := runCLI(t, args...); code != exitUsage || stderr == "" {
+		if code, _, stderr := runCLI(t, args...); code != exitcode.Usage || stderr == "" {
 			t.Errorf("macake %v: exit %d, %q", args, code, stderr)
 		}
 	}
@@ -91,7 +92,7 @@ func TestBugreportFindsTheLogOfTheRunningWatch(t *testing.T) {
 	go statusapi.Serve(ctx, ln, statusapi.Handler{Status: func(context.Context, statusapi.Query) statusapi.Status {
 		return statusapi.Status{FormatVersion: statusapi.FormatVersion, Daemon: statusapi.Daemon{Running: true, PID: 4242, LogFile: logFile}}
 	}}, nil)
-	stdout, _ := r.mustRun(exitOK, "bugreport", "--out", "-")
+	stdout, _ := r.mustRun(exitcode.OK, "bugreport", "--out", "-")
 	mustContain(t, "the report", stdout, "===== last log lines of "+logFile+" (1 lines) =====", `msg="watch started"`)
 }
 
@@ -114,7 +115,7 @@ func TestBugreportWritesANewPrivateFile(t *testing.T) {
 			os.Symlink(victim, filepath.Join(dir, name))
 		}
 	}
-	stdout, _ := r.mustRun(exitOK, "bugreport", "--log-lines", "0")
+	stdout, _ := r.mustRun(exitcode.OK, "bugreport", "--log-lines", "0")
 	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
 		t.Fatalf("the report was written through a planted link: the file it pointed at holds %d bytes", len(b))
 	}
@@ -127,7 +128,7 @@ func TestBugreportWritesANewPrivateFile(t *testing.T) {
 		t.Errorf("the report %s: %v, want a regular file of mode 0600", name, info.Mode())
 	}
 	// --out an existing file: refused, the file unchanged.
-	if code, _, stderr := r.run("bugreport", "--out", victim); code != exitFailure || !strings.Contains(stderr, "exists") {
+	if code, _, stderr := r.run("bugreport", "--out", victim); code != exitcode.Failure || !strings.Contains(stderr, "exists") {
 		t.Errorf("bugreport --out an existing file: exit %d, %q", code, stderr)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {

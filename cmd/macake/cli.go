@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/config/units"
@@ -109,11 +110,11 @@ func (e *env) main(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			e.usage(e.stdout)
-			return exitOK
+			return exitcode.OK
 		}
 		fmt.Fprintf(e.stderr, "macake: %v\n", clidoc.ParseError(fs, err))
 		fmt.Fprintln(e.stderr, "Run 'macake --help' for usage.")
-		return exitUsage
+		return exitcode.Usage
 	}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "config-dir" {
@@ -131,25 +132,25 @@ func (e *env) dispatch(rest []string) int {
 	if len(rest) == 0 {
 		// What to type next, as --help says it: a bare name is no command.
 		e.usage(e.stderr)
-		return exitUsage
+		return exitcode.Usage
 	}
 	name := rest[0]
 	if name == "help" {
 		if len(rest) > 1 {
 			if c := lookup(rest[1]); c != nil {
 				c.help(e.stdout, nil)
-				return exitOK
+				return exitcode.OK
 			}
 			e.unknownCommand(rest[1])
-			return exitUsage
+			return exitcode.Usage
 		}
 		e.usage(e.stdout)
-		return exitOK
+		return exitcode.OK
 	}
 	c := lookup(name)
 	if c == nil {
 		e.unknownCommand(name)
-		return exitUsage
+		return exitcode.Usage
 	}
 	return c.run(e, rest[1:])
 }
@@ -216,7 +217,7 @@ func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Dur
 	fs.Var((*units.Duration)(p), name, usage)
 }
 
-// flags returns a FlagSet for c whose errors the caller maps to exitUsage.
+// flags returns a FlagSet for c whose errors the caller maps to exitcode.Usage.
 func (c *command) flags() *flag.FlagSet {
 	fs := flag.NewFlagSet("macake "+c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -228,7 +229,7 @@ func (c *command) flags() *flag.FlagSet {
 func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, code int) {
 	if e.flagSink != nil {
 		e.flagSink(fs)
-		return true, exitOK
+		return true, exitcode.OK
 	}
 	// The global flags also work after the command name
 	// (`macake validate --config-dir DIR`), as people type them.
@@ -247,13 +248,13 @@ func (c *command) parse(e *env, fs *flag.FlagSet, args []string) (done bool, cod
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			c.help(e.stdout, fs)
-			return true, exitOK
+			return true, exitcode.OK
 		}
 		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, clidoc.ParseError(fs, err))
 		fmt.Fprintf(e.stderr, "Run 'macake %s --help' for usage.\n", c.name)
-		return true, exitUsage
+		return true, exitcode.Usage
 	}
-	return false, exitOK
+	return false, exitcode.OK
 }
 
 // parseInterspersed is parse for a command whose operands may come before
@@ -267,25 +268,29 @@ func (c *command) parseInterspersed(e *env, fs *flag.FlagSet, args []string) (do
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return false, exitOK, operands
+			return false, exitcode.OK, operands
 		}
 		if rest[0] == "--" {
-			return false, exitOK, append(operands, rest[1:]...)
+			return false, exitcode.OK, append(operands, rest[1:]...)
 		}
 		operands, args = append(operands, rest[0]), rest[1:]
 	}
 }
 
-// noArgs rejects positional arguments for commands that take none.
-func (c *command) noArgs(e *env, fs *flag.FlagSet) (done bool, code int) {
+// parseNoArgs is parse for a command that takes no operands: it also
+// rejects positional arguments.
+func (c *command) parseNoArgs(e *env, fs *flag.FlagSet, args []string) (done bool, code int) {
+	if done, code := c.parse(e, fs, args); done {
+		return true, code
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(e.stderr, "macake %s: unexpected argument %q\n", c.name, fs.Arg(0))
-		return true, exitUsage
+		return true, exitcode.Usage
 	}
-	return false, exitOK
+	return false, exitcode.OK
 }
 
-// requireRoot prints the standard hint and returns exitNoPerm unless root.
+// requireRoot prints the standard hint and returns exitcode.NoPerm unless root.
 func (e *env) requireRoot(name string) (ok bool, code int) {
 	what := "change pf/dummynet"
 	if backend, err := backend.Choose(hostGOOS, e.getenv); err == nil && backend == "tc" {
@@ -297,8 +302,8 @@ func (e *env) requireRoot(name string) (ok bool, code int) {
 // requireRootTo is requireRoot for a command that needs root to do what.
 func (e *env) requireRootTo(name, what string) (ok bool, code int) {
 	if e.euid() == 0 {
-		return true, exitOK
+		return true, exitcode.OK
 	}
 	fmt.Fprintf(e.stderr, "macake %s: needs root to %s. Run with sudo.\n", name, what)
-	return false, exitNoPerm
+	return false, exitcode.NoPerm
 }

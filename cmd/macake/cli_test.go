@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/docsite"
 )
@@ -31,8 +32,8 @@ func TestCLIUsageErrorsExit64(t *testing.T) {
 		{"help", "no-such-command"},
 	} {
 		code, _, stderr := runCLI(t, args...)
-		if code != exitUsage {
-			t.Errorf("macake %v: exit %d, want %d (stderr %q)", args, code, exitUsage, stderr)
+		if code != exitcode.Usage {
+			t.Errorf("macake %v: exit %d, want %d (stderr %q)", args, code, exitcode.Usage, stderr)
 		}
 		if stderr == "" {
 			t.Errorf("macake %v: no message on stderr", args)
@@ -43,27 +44,27 @@ func TestCLIUsageErrorsExit64(t *testing.T) {
 func TestCLIHelpForEveryCommand(t *testing.T) {
 	for _, c := range commands {
 		code, stdout, _ := runCLI(t, c.name, "--help")
-		if code != exitOK || !strings.Contains(stdout, "Usage: macake "+c.name) {
+		if code != exitcode.OK || !strings.Contains(stdout, "Usage: macake "+c.name) {
 			t.Errorf("macake %s --help: exit %d, stdout %q", c.name, code, stdout)
 		}
 		code, stdout, _ = runCLI(t, "help", c.name)
-		if code != exitOK || !strings.Contains(stdout, c.short) {
+		if code != exitcode.OK || !strings.Contains(stdout, c.short) {
 			t.Errorf("macake help %s: exit %d, stdout %q", c.name, code, stdout)
 		}
 	}
 	code, stdout, _ := runCLI(t, "--help")
-	if code != exitOK || !strings.Contains(stdout, "Commands:") {
+	if code != exitcode.OK || !strings.Contains(stdout, "Commands:") {
 		t.Errorf("macake --help: exit %d, stdout %q", code, stdout)
 	}
 }
 
 func TestCLIVersion(t *testing.T) {
 	code, stdout, _ := runCLI(t, "version")
-	if code != exitOK || !strings.HasPrefix(stdout, "macake ") {
+	if code != exitcode.OK || !strings.HasPrefix(stdout, "macake ") {
 		t.Fatalf("version: exit %d, stdout %q", code, stdout)
 	}
 	code, stdout, _ = runCLI(t, "version", "--json")
-	if code != exitOK || !strings.Contains(stdout, `"go_version"`) {
+	if code != exitcode.OK || !strings.Contains(stdout, `"go_version"`) {
 		t.Fatalf("version --json: exit %d, stdout %q", code, stdout)
 	}
 }
@@ -103,19 +104,19 @@ func TestCLIDurationFlagsShareTheConfigGrammar(t *testing.T) {
 	for _, tc := range tests {
 		listed[tc.cmd+" --"+tc.flag] = true
 		code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "5")
-		if code != exitUsage || !strings.Contains(stderr, fileErr.Error()) {
-			t.Errorf("macake %s --%s 5: exit %d, stderr %q; want %d and %q", tc.cmd, tc.flag, code, stderr, exitUsage, fileErr)
+		if code != exitcode.Usage || !strings.Contains(stderr, fileErr.Error()) {
+			t.Errorf("macake %s --%s 5: exit %d, stderr %q; want %d and %q", tc.cmd, tc.flag, code, stderr, exitcode.Usage, fileErr)
 		}
-		if code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "-1s"); code != exitUsage || !strings.Contains(stderr, "must not be negative") {
+		if code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "-1s"); code != exitcode.Usage || !strings.Contains(stderr, "must not be negative") {
 			t.Errorf("macake %s --%s -1s: exit %d, stderr %q", tc.cmd, tc.flag, code, stderr)
 		}
 		// --help after the flag stops before the command runs, once the
 		// flag has been read.
-		if code, stdout, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "250ms", "--help"); code != exitOK || !strings.Contains(stdout, "--"+tc.flag) {
+		if code, stdout, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "250ms", "--help"); code != exitcode.OK || !strings.Contains(stdout, "--"+tc.flag) {
 			t.Errorf("macake %s --%s 250ms: exit %d, stderr %q", tc.cmd, tc.flag, code, stderr)
 		}
 		if tc.zeroOK {
-			if code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "0", "--help"); code != exitOK {
+			if code, _, stderr := runCLI(t, tc.cmd, "--"+tc.flag, "0", "--help"); code != exitcode.OK {
 				t.Errorf("macake %s --%s 0: exit %d, stderr %q", tc.cmd, tc.flag, code, stderr)
 			}
 		}
@@ -141,7 +142,7 @@ func TestRequireRootNamesTheBackend(t *testing.T) {
 		e := &env{stderr: &errb, getenv: func(string) string { return "" }, euid: func() int { return 501 }}
 		ok, code := e.requireRoot("apply")
 		hostGOOS = old
-		if ok || code != exitNoPerm || !strings.Contains(errb.String(), "needs root to change "+want) {
+		if ok || code != exitcode.NoPerm || !strings.Contains(errb.String(), "needs root to change "+want) {
 			t.Errorf("%s: %v %d %q", goos, ok, code, errb.String())
 		}
 	}
@@ -160,12 +161,12 @@ func TestCLIPlanIsACommand(t *testing.T) {
 	}
 	for _, args := range [][]string{{"plan", "--help"}, {"help", "plan"}} {
 		code, stdout, _ := runCLI(t, args...)
-		if code != exitOK || !strings.HasPrefix(stdout, "Usage: macake plan ") {
+		if code != exitcode.OK || !strings.HasPrefix(stdout, "Usage: macake plan ") {
 			t.Errorf("macake %v: exit %d, stdout %q", args, code, stdout)
 		}
 	}
 	code, _, stderr := runCLI(t, "plan", "--no-such-flag")
-	if code != exitUsage || !strings.Contains(stderr, "macake plan --help") {
+	if code != exitcode.Usage || !strings.Contains(stderr, "macake plan --help") {
 		t.Errorf("plan --no-such-flag: exit %d, stderr %q", code, stderr)
 	}
 }
@@ -199,8 +200,8 @@ func TestCLIFlagValuesAreUsageErrors(t *testing.T) {
 		{[]string{"sim", "--link", "mars"}, `--link mars: unknown link model "mars"`},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		if code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitcode.Usage, tc.want)
 		}
 	}
 }
@@ -210,8 +211,8 @@ func TestCLIFlagValuesAreUsageErrors(t *testing.T) {
 // item 11); it is still a usage error.
 func TestCLIBareNameShowsTheUsage(t *testing.T) {
 	code, stdout, stderr := runCLI(t)
-	if code != exitUsage || stdout != "" {
-		t.Errorf("macake: exit %d, stdout %q; want %d and the usage on stderr", code, stdout, exitUsage)
+	if code != exitcode.Usage || stdout != "" {
+		t.Errorf("macake: exit %d, stdout %q; want %d and the usage on stderr", code, stdout, exitcode.Usage)
 	}
 	for _, c := range commands {
 		if !strings.Contains(stderr, c.name) || !strings.Contains(stderr, c.short) {
@@ -233,8 +234,8 @@ func TestCLISuggestsTheCommandMeant(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown command "frobnicate"` + "\n"},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		if code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitcode.Usage, tc.want)
 		}
 	}
 }
@@ -255,8 +256,8 @@ func TestCLIFlagErrorsUseTheFormHelpShows(t *testing.T) {
 		{[]string{"plan", "--json=maybe"}, `invalid boolean value "maybe" for --json: `},
 	} {
 		code, _, stderr := runCLI(t, tc.args...)
-		if code != exitUsage || !strings.Contains(stderr, tc.want) {
-			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitUsage, tc.want)
+		if code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("macake %v: exit %d, stderr %q; want %d and %q", tc.args, code, stderr, exitcode.Usage, tc.want)
 		}
 		if strings.Contains(stderr, " -"+strings.TrimLeft(tc.args[len(tc.args)-1], "-")) && !strings.Contains(tc.want, "--") {
 			t.Errorf("macake %v names a flag with one dash: %q", tc.args, stderr)

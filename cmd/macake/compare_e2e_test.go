@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/speedtest"
 	"github.com/macake/macake/sense/measure"
@@ -59,6 +60,28 @@ func compareArgs(url string) []string {
 		"--idle", "1s", "--duration", "2s", "--streams", "1", "--settle", "0s"}
 }
 
+// mustCompare runs bench --compare against a server that sees the
+// pipes: its three loads must see them unshaped, shaped, unshaped, and it
+// must say how it switches the shaping (how).
+func mustCompare(t *testing.T, m *e2eMac, how string) {
+	t.Helper()
+	url, seen := pipeWatchingServer(t, m)
+	code, stdout, stderr := m.run(compareArgs(url)...)
+	if code != exitcode.OK {
+		t.Fatalf("bench --compare: exit %d\n%s\nwatch's log:\n%s", code, stderr, m.log())
+	}
+	var rep measure.CompareReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Runs) != 3 {
+		t.Fatalf("bench --compare --json: %v\n%s", err, stdout)
+	}
+	if got := seen(); got != "[unshaped shaped unshaped]" {
+		t.Errorf("the loads saw the pipes %s, want unshaped, shaped, unshaped", got)
+	}
+	if !strings.Contains(stderr, how) {
+		t.Errorf("bench did not say how it switches (%q):\n%s", how, stderr)
+	}
+}
+
 // TestBenchCompareWithWatchE2E: with `macake watch` running (on the
 // emulated Mac), `macake bench --compare` pauses its shaping for the two
 // unshaped runs and resumes it for the shaped one and at the end: the
@@ -74,21 +97,7 @@ func TestBenchCompareWithWatchE2E(t *testing.T) {
 		t.Fatalf("pipes after start: %v", m.pipes())
 	}
 
-	url, seen := pipeWatchingServer(t, m)
-	code, stdout, stderr := m.run(compareArgs(url)...)
-	if code != exitOK {
-		t.Fatalf("bench --compare: exit %d\n%s\nlog:\n%s", code, stderr, m.log())
-	}
-	var rep measure.CompareReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Runs) != 3 {
-		t.Fatalf("bench --compare --json: %v\n%s", err, stdout)
-	}
-	if got := seen(); got != "[unshaped shaped unshaped]" {
-		t.Errorf("the loads saw the pipes %s, want unshaped, shaped, unshaped", got)
-	}
-	if !strings.Contains(stderr, "macake watch runs; it pauses its shaping for the unshaped runs") {
-		t.Errorf("bench did not say how it switches:\n%s", stderr)
-	}
+	mustCompare(t, m, "macake watch runs; it pauses its shaping for the unshaped runs")
 	m.eventually("the shaping back after the compare", func() bool { return len(m.pipes()) == 2 })
 	if st := m.status(); !st.Daemon.PausedUntil.IsZero() || len(st.Links) != 1 || st.Links[0].Controller == nil {
 		t.Errorf("status after the compare: paused until %v, links %+v", st.Daemon.PausedUntil, st.Links)
@@ -107,24 +116,10 @@ func TestBenchCompareWithWatchE2E(t *testing.T) {
 func TestBenchCompareWithoutWatchE2E(t *testing.T) {
 	m := newE2EMac(t)
 	m.write("home", configtest.Policy{Interface: "en0", Mode: "fixed", Download: "50mbit", Upload: "10mbit"}.TOML())
-	if code, _, stderr := m.run("apply"); code != exitOK {
+	if code, _, stderr := m.run("apply"); code != exitcode.OK {
 		t.Fatalf("apply: exit %d\n%s", code, stderr)
 	}
-	url, seen := pipeWatchingServer(t, m)
-	code, stdout, stderr := m.run(compareArgs(url)...)
-	if code != exitOK {
-		t.Fatalf("bench --compare: exit %d\n%s", code, stderr)
-	}
-	var rep measure.CompareReport
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Runs) != 3 {
-		t.Fatalf("bench --compare --json: %v\n%s", err, stdout)
-	}
-	if got := seen(); got != "[unshaped shaped unshaped]" {
-		t.Errorf("the loads saw the pipes %s, want unshaped, shaped, unshaped", got)
-	}
-	if !strings.Contains(stderr, "macake down and apply take the shaping off and put it on") {
-		t.Errorf("bench did not say how it switches:\n%s", stderr)
-	}
+	mustCompare(t, m, "macake down and apply take the shaping off and put it on")
 	if got := len(m.pipes()); got != 2 {
 		t.Errorf("applied before the compare, %d pipes after it", got)
 	}

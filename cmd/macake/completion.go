@@ -8,19 +8,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
-	"github.com/macake/macake/backend"
-	"github.com/macake/macake/backend/pfdn"
-	"github.com/macake/macake/backend/tc"
-	"github.com/macake/macake/config"
-	"github.com/macake/macake/config/settings"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/manual"
 	"github.com/macake/macake/internal/clidoc"
-	"github.com/macake/macake/internal/docsite"
-	"github.com/macake/macake/sense/linkfacts"
-	"github.com/macake/macake/service/launchd"
-	"github.com/macake/macake/service/systemd"
-	"github.com/macake/macake/sim/linkmodel"
 )
 
 var completionCmd = &command{
@@ -70,47 +61,33 @@ func runCompletion(e *env, args []string) int {
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(e.stderr, "macake completion: name one shell: %s\n", strings.Join(clidoc.Shells, ", "))
-		return exitUsage
+		return exitcode.Usage
 	}
 	script, err := program().Completion(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake completion: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	fmt.Fprint(e.stdout, script)
-	return exitOK
+	return exitcode.OK
 }
 
 func runMan(e *env, args []string) int {
 	fs := manCmd.flags()
 	date := fs.String("date", "", "the page's `DATE`, e.g. \"January 2, 2026\" (default: $SOURCE_DATE_EPOCH's, else today's), for a reproducible page")
-	if done, code := manCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := manCmd.noArgs(e, fs); done {
+	if done, code := manCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	if *date == "" {
-		*date = buildDate(e.getenv)
+		*date = manual.Date(e.getenv)
 	}
 	page, err := program().Man(clidoc.ManOptions{Section: "1", Date: *date, Source: "macake " + version, Manual: "User Commands"})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake man: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	fmt.Fprint(e.stdout, page)
-	return exitOK
-}
-
-// buildDate is the date a reproducible build stamps: SOURCE_DATE_EPOCH
-// (reproducible-builds.org) when set, else today.
-func buildDate(getenv func(string) string) string {
-	t := time.Now()
-	var secs int64
-	if _, err := fmt.Sscan(getenv("SOURCE_DATE_EPOCH"), &secs); err == nil {
-		t = time.Unix(secs, 0)
-	}
-	return t.UTC().Format("January 2, 2006")
+	return exitcode.OK
 }
 
 // flagsOf returns the flags c defines, by running it with a flag sink:
@@ -128,31 +105,6 @@ func flagsOf(c *command) *flag.FlagSet {
 	return got
 }
 
-// hints complete what no flag type knows: flag values and the commands'
-// positional arguments.
-var hints = clidoc.Hints{
-	Values: map[string]clidoc.Completion{
-		"sim --link":        {Words: linkmodel.Names},
-		"sim --cc":          {Words: []string{"cubic", "reno"}},
-		"sim --direction":   {Words: []string{"both", "download", "upload"}},
-		"watch --log-level": {Words: []string{"debug", "info", "warn", "error"}},
-		"--link":            {Kind: clidoc.Policies},
-		"--mode":            {Words: modeNames()},
-	},
-	Operands: map[string]clidoc.Completion{
-		"completion": {Words: clidoc.Shells},
-		"apply":      {Kind: clidoc.Files}, // a saved plan
-	},
-}
-
-func modeNames() []string {
-	var out []string
-	for _, m := range config.Modes {
-		out = append(out, string(m))
-	}
-	return out
-}
-
 // program describes macake for the completions and the manual: the
 // command table, each command's flags as it defines them, and the facts
 // the manual lists (exit statuses, environment, files).
@@ -164,55 +116,21 @@ func program() clidoc.Program {
 	globals.StringVar(&s, "state-dir", defaultStateDir, "directory of the state file (`DIR`)")
 	globals.BoolVar(&b, "version", false, "print the version and exit")
 	p := clidoc.Program{
-		Name:     "macake",
-		Summary:  summary,
-		Synopsis: "[--config-dir DIR] [--state-dir DIR] COMMAND [flags]",
-		Description: `macake brings cake-autorate's latency-driven shaping to macOS (pf and dummynet)
-and Linux (tc), declaratively. Each network link is described in one TOML
-policy file in /etc/macake/links.d; macake makes the shaper match those
-files with the least change, and 'macake watch' then steers the shaper's
-rates in real time from measured latency, so the queue forms in the
-machine's shaper instead of in the ISP's bloated buffer.
-
-Output that is data is printed on standard output ('--json' where it
-applies); progress and warnings go to standard error. Colour is used only
-on a terminal without NO_COLOR.`,
-		Globals:   hints.Flags("", globals),
-		PolicyDir: clidoc.PolicySource{Flag: "config-dir", DefaultDir: defaultConfigDir},
+		Name:        "macake",
+		Summary:     summary,
+		Synopsis:    "[--config-dir DIR] [--state-dir DIR] COMMAND [flags]",
+		Description: manual.Description,
+		Globals:     manual.Hints.Flags("", globals),
+		PolicyDir:   clidoc.PolicySource{Flag: "config-dir", DefaultDir: defaultConfigDir},
 	}
 	for _, c := range commands {
 		dc := clidoc.Command{Name: c.name, Args: c.args, Short: c.short, Long: c.long,
-			Flags: hints.Flags(c.name, flagsOf(c)), Operands: hints.Operands[c.name]}
+			Flags: manual.Hints.Flags(c.name, flagsOf(c)), Operands: manual.Hints.Operands[c.name]}
 		p.Commands = append(p.Commands, dc)
 	}
 	p.Commands = append(p.Commands, clidoc.Command{Name: "help", Args: "[COMMAND]", Short: "Print the help of macake or of one command.",
 		Operands: clidoc.Completion{Words: commandNames()}})
 
-	var exits []string
-	for _, x := range exitStatuses {
-		exits = append(exits, fmt.Sprintf("%d\t%s", x.code, x.meaning))
-	}
-	env := []string{
-		pfdn.EnvPfctl + "\tpath of pfctl (default " + pfdn.DefaultOptions().Pfctl + "); the tests point it at the emulator",
-		pfdn.EnvDnctl + "\tpath of dnctl (default " + pfdn.DefaultOptions().Dnctl + ")",
-		tc.EnvTC + ", " + tc.EnvIP + "\tpaths of tc and ip on Linux",
-		backend.EnvBackend + "\tpf or tc: the shaping backend, instead of the one this system has",
-		linkfacts.EnvFile + "\ta JSON file of link facts (interfaces, gateways, SSIDs) that replaces detection",
-		"NO_COLOR\tno colour, even on a terminal",
-	}
-	files := []string{
-		defaultConfigDir + "/NAME.toml\tthe policy of link NAME",
-		settings.DaemonFile + "\tthe daemon settings (optional)",
-		defaultStateDir + "/state.json\tthe state file: pipe slots, pf token, measured profiles",
-		launchd.DaemonPlistPath + "\tthe LaunchDaemon that runs 'macake watch' (macOS)",
-		launchd.DaemonLogPath + "\tthe daemon's log (macOS; on Linux the journal: journalctl -u " + systemd.UnitName + ")",
-		systemd.UnitPath + "\tthe systemd unit that runs 'macake watch' (Linux)",
-	}
-	p.Sections = []clidoc.Section{
-		{Title: "Exit status", Body: strings.Join(exits, "\n")},
-		{Title: "Environment", Body: strings.Join(env, "\n")},
-		{Title: "Files", Body: strings.Join(files, "\n")},
-		{Title: "See also", Body: "pfctl(8), dnctl(8), pf.conf(5), tc(8), launchd(8), launchctl(1), systemd.service(5), systemctl(1)\n\nThe documentation, at " + docsite.Docs + ": CONFIG.md (every key of a policy file), USAGE.md, OPERATIONS.md (the daemon), LINUX.md (tc and systemd), TROUBLESHOOTING.md."},
-	}
+	p.Sections = manual.Sections(defaultConfigDir, defaultStateDir)
 	return p
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/execrun"
 )
 
@@ -49,7 +50,7 @@ func lookTool(name string) (string, error) {
 func completionScript(t *testing.T, sh string) string {
 	t.Helper()
 	code, out, stderr := runCLI(t, "completion", sh)
-	if code != exitOK || out == "" {
+	if code != exitcode.OK || out == "" {
 		t.Fatalf("macake completion %s: exit %d, stderr %q", sh, code, stderr)
 	}
 	return out
@@ -163,7 +164,7 @@ func TestCompletionZshAndFishParse(t *testing.T) {
 
 func TestCompletionUsage(t *testing.T) {
 	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}, {"completion", "bash", "zsh"}} {
-		if code, _, stderr := runCLI(t, args...); code != exitUsage || stderr == "" {
+		if code, _, stderr := runCLI(t, args...); code != exitcode.Usage || stderr == "" {
 			t.Errorf("macake %v: exit %d, stderr %q; want 64 and a message", args, code, stderr)
 		}
 	}
@@ -174,7 +175,7 @@ func TestCompletionUsage(t *testing.T) {
 // and flag of the table.
 func TestManPage(t *testing.T) {
 	code, page, stderr := runCLI(t, "man", "--date", "January 2, 2026")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("macake man: exit %d, %s", code, stderr)
 	}
 	file := filepath.Join(t.TempDir(), "macake.1")

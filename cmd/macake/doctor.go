@@ -5,12 +5,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/doctor"
 	"github.com/macake/macake/doctor/machine"
 	"github.com/macake/macake/doctor/report"
+	"github.com/macake/macake/internal/terminal"
 )
 
 var doctorCmd = &command{
@@ -57,12 +58,9 @@ func runDoctor(e *env, args []string) int {
 	strict := fs.Bool("strict", false, "fail (exit 1) on warnings too, not only on problems")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of text")
 	verbose := fs.Bool("verbose", false, "also print the details of the lines that are ok")
-	color := colorMode("auto")
+	color := terminal.ColorAuto
 	fs.Var(&color, "color", "colour the marks: auto (only on a terminal, without NO_COLOR), always or never")
-	if done, code := doctorCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := doctorCmd.noArgs(e, fs); done {
+	if done, code := doctorCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	sys, release := machine.Local(machine.Options{
@@ -80,27 +78,15 @@ func runDoctor(e *env, args []string) int {
 	if *asJSON {
 		if err := report.WriteJSON(e.stdout, rep, *strict, sys.EUID == 0); err != nil {
 			fmt.Fprintf(e.stderr, "macake doctor: %v\n", err)
-			return exitFailure
+			return exitcode.Failure
 		}
 	} else {
 		report.WriteText(e.stdout, rep, report.TextOptions{
-			Color: e.useColor(color, e.stdout), ASCII: !utf8Locale(e.getenv), Verbose: *verbose, Strict: *strict,
+			Color: terminal.UseColor(color, e.stdout, e.getenv), ASCII: !terminal.UTF8Locale(e.getenv), Verbose: *verbose, Strict: *strict,
 		})
 	}
 	if rep.Failed(*strict) {
-		return exitFailure
+		return exitcode.Failure
 	}
-	return exitOK
-}
-
-// utf8Locale reports whether the locale's character set is UTF-8, the way
-// setlocale picks it: the first of LC_ALL, LC_CTYPE and LANG that is set.
-func utf8Locale(getenv func(string) string) bool {
-	for _, k := range []string{"LC_ALL", "LC_CTYPE", "LANG"} {
-		if v := getenv(k); v != "" {
-			v = strings.ToLower(v)
-			return strings.Contains(v, "utf-8") || strings.Contains(v, "utf8")
-		}
-	}
-	return false
+	return exitcode.OK
 }

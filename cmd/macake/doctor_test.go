@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
@@ -20,7 +21,6 @@ import (
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/sense/ifstat"
 	"github.com/macake/macake/service"
-	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/launchd/launchdtest"
 	"github.com/macake/macake/service/servicetest"
 	"github.com/macake/macake/shape"
@@ -113,20 +113,7 @@ func (r *doctorRig) serveDaemonStatus() {
 // installDaemon does what `sudo macake install-daemon` does, in memory.
 func (r *doctorRig) installDaemon() {
 	r.t.Helper()
-	prog := service.Program{Binary: "/usr/local/bin/macake", ConfigDir: r.configDir, StateDir: r.stateDir}
-	r.mem.AddFile(prog.Binary, []byte("binary"), 0o755, 0, 0)
-	job, err := launchd.DaemonJob(prog)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	in := &launchd.Installer{Files: r.mem, Runner: r.launchctl, Sleep: func(time.Duration) {}}
-	obs, err := in.Observe(context.Background(), job)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
-		r.t.Fatal(err)
-	}
+	r.launchctl.InstallDaemon(r.t, service.Program{Binary: "/usr/local/bin/macake", ConfigDir: r.configDir, StateDir: r.stateDir})
 	r.watch = doctor.WatchState{Running: true, PID: 4242, Holder: state.HolderWatch, Via: "the state lock"}
 	r.serveDaemonStatus()
 }
@@ -145,7 +132,7 @@ func (r *doctorRig) doctor(euid int, args ...string) (int, string, string) {
 // healthy applies the policy and installs the daemon.
 func (r *doctorRig) healthy() {
 	r.t.Helper()
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	r.installDaemon()
 }
 
@@ -159,7 +146,7 @@ func TestDoctorHealthyGolden(t *testing.T) {
 	r.healthy()
 	before := len(r.emu.MutatingCalls())
 	code, stdout, stderr := r.doctor(0)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Errorf("exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
 	doctorGolden(t, "healthy.txt", stdout)
@@ -169,7 +156,7 @@ func TestDoctorHealthyGolden(t *testing.T) {
 	if n := len(r.emu.MutatingCalls()) - before; n != 0 {
 		t.Errorf("doctor made %d mutating pfctl/dnctl calls", n)
 	}
-	if code, _, _ := r.doctor(0, "--strict"); code != exitOK {
+	if code, _, _ := r.doctor(0, "--strict"); code != exitcode.OK {
 		t.Errorf("--strict on a healthy machine: exit %d, want 0", code)
 	}
 }
@@ -195,7 +182,7 @@ func TestDoctorBrokenGolden(t *testing.T) {
 	configtest.Write(t, r.configDir, "lte", configtest.Policy{Interface: "en5", Download: "30mbps"}.TOML()) // an ambiguous unit, refused
 
 	code, stdout, stderr := r.doctor(0)
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Errorf("exit %d, want 1\n%s%s", code, stdout, stderr)
 	}
 	doctorGolden(t, "broken.txt", stdout)
@@ -210,11 +197,11 @@ func TestDoctorExitCodes(t *testing.T) {
 		euid         int
 		code, strict int
 	}{
-		{"healthy", func(r *doctorRig) { r.healthy() }, 0, exitOK, exitOK},
-		{"warnings only: not installed as a daemon", func(r *doctorRig) { r.mustRun(exitOK, "apply") }, 0, exitOK, exitFailure},
-		{"warnings only: not root", func(r *doctorRig) { r.healthy(); r.emu.SetPrivileged(false) }, 501, exitOK, exitFailure},
-		{"problem: pf disabled", func(r *doctorRig) { r.healthy(); r.emu.DisablePF() }, 0, exitFailure, exitFailure},
-		{"problem: pfctl and dnctl missing", func(r *doctorRig) { r.healthy(); r.emu.SetToolsMissing(true) }, 0, exitFailure, exitFailure},
+		{"healthy", func(r *doctorRig) { r.healthy() }, 0, exitcode.OK, exitcode.OK},
+		{"warnings only: not installed as a daemon", func(r *doctorRig) { r.mustRun(exitcode.OK, "apply") }, 0, exitcode.OK, exitcode.Failure},
+		{"warnings only: not root", func(r *doctorRig) { r.healthy(); r.emu.SetPrivileged(false) }, 501, exitcode.OK, exitcode.Failure},
+		{"problem: pf disabled", func(r *doctorRig) { r.healthy(); r.emu.DisablePF() }, 0, exitcode.Failure, exitcode.Failure},
+		{"problem: pfctl and dnctl missing", func(r *doctorRig) { r.healthy(); r.emu.SetToolsMissing(true) }, 0, exitcode.Failure, exitcode.Failure},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,7 +217,7 @@ func TestDoctorExitCodes(t *testing.T) {
 	}
 	r := newDoctorRig(t)
 	for _, args := range [][]string{{"extra"}, {"--bogus"}, {"--color", "sometimes"}} {
-		if code, _, stderr := r.doctor(0, args...); code != exitUsage {
+		if code, _, stderr := r.doctor(0, args...); code != exitcode.Usage {
 			t.Errorf("doctor %s: exit %d, want 64 (%s)", strings.Join(args, " "), code, stderr)
 		}
 	}
@@ -243,7 +230,7 @@ func TestDoctorJSON(t *testing.T) {
 	r.healthy()
 	r.emu.DisablePF()
 	code, stdout, _ := r.doctor(0, "--json", "--strict")
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Errorf("exit %d, want 1", code)
 	}
 	var doc struct {

@@ -3,10 +3,9 @@
 package main
 
 import (
-	"fmt"
-
+	"github.com/macake/macake/cmd/macake/internal/shaperun"
+	"github.com/macake/macake/internal/terminal"
 	"github.com/macake/macake/plan"
-	"github.com/macake/macake/reconcile"
 )
 
 var downCmd = &command{
@@ -52,79 +51,27 @@ func init() { downCmd.run = runDown }
 
 func runDown(e *env, args []string) int {
 	fs := downCmd.flags()
-	f := applyFlags{color: "auto"}
-	fs.BoolVar(&f.dryRun, "dry-run", false, "print what would be removed; change nothing (on macOS reading pf and dummynet still needs root)")
-	fs.BoolVar(&f.showCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command")
-	fs.BoolVar(&f.json, "json", false, "print one JSON document (the plan and its outcome) instead of text")
-	fs.Var(&f.color, "color", "colour the output: auto, always or never")
-	fs.StringVar(&f.link, "link", "", "remove the shaping of the link `NAME` alone; every other link's stays as it is")
-	if done, code := downCmd.parse(e, fs, args); done {
+	var f shaperun.Flags
+	color := terminal.ColorAuto
+	fs.BoolVar(&f.DryRun, "dry-run", false, "print what would be removed; change nothing (on macOS reading pf and dummynet still needs root)")
+	fs.BoolVar(&f.ShowCommands, "show-commands", false, "print every pfctl/dnctl (Linux: tc/ip) command")
+	fs.BoolVar(&f.JSON, "json", false, "print one JSON document (the plan and its outcome) instead of text")
+	fs.Var(&color, "color", "colour the output: auto, always or never")
+	fs.StringVar(&f.Link, "link", "", "remove the shaping of the link `NAME` alone; every other link's stays as it is")
+	if done, code := downCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
-	if done, code := downCmd.noArgs(e, fs); done {
-		return code
-	}
-	if !f.dryRun {
+	f.Color = terminal.UseColor(color, e.stdout, e.getenv)
+	if !f.DryRun {
 		if ok, code := e.requireRoot("down"); !ok {
 			return code
 		}
 	}
-	s := &invocation{e: e, cmd: "down", dryRun: f.dryRun}
-	defer s.close()
-	out := s.down(f)
-	if f.json {
-		plan.WriteJSON(e.stdout, out.plan, f.dryRun, out.applied, out.errs)
+	s := shaperun.New(e.shaping(), "down", f.DryRun)
+	defer s.Close()
+	out := s.Down(f)
+	if f.JSON {
+		plan.WriteJSON(e.stdout, out.Plan, f.DryRun, out.Applied, out.Errs)
 	}
-	return out.code
-}
-
-func (s *invocation) down(f applyFlags) (out applyOutcome) {
-	stop, _ := s.stoppers(&out)
-	if code, ok := s.open(openForTeardown, nil); !ok {
-		return stop(code)
-	}
-	s.selftestLeftovers(f.dryRun)
-	do := reconcile.ApplyPlan
-	if f.dryRun {
-		do = reconcile.PlanOnly
-	}
-	subject := fmt.Sprintf("macake owns nothing in %s.", s.info.System)
-	if f.link != "" {
-		subject = fmt.Sprintf("macake shapes nothing for link %s in %s.", f.link, s.info.System)
-	}
-	res := reconcile.Teardown(s.e.ctx, reconcile.Run{
-		Backend: s.backend, Store: s.tokens, Do: do, Link: f.link, Verify: f.link != "",
-		Planned: func(o *reconcile.Outcome) {
-			s.readingLive(o)
-			out.plan = o.Plan
-			if !f.json {
-				fmt.Fprintln(s.e.stderr)
-				plan.WriteText(s.e.stdout, o.Plan, s.planText(f, subject))
-			}
-		},
-	})
-	switch res.Step {
-	case reconcile.StepObserve:
-		s.readingLive(&res)
-		err := res.Err
-		return stop(s.fail(fmt.Errorf("reading the live state: %w", err)), err)
-	case reconcile.StepApply:
-		code := s.fail(res.Err)
-		fmt.Fprintln(s.e.stderr, "Run 'macake down' again once the cause is fixed; it picks up where this one stopped.")
-		return stop(code, res.Err)
-	case reconcile.StepRelease, reconcile.StepSave, reconcile.StepVerify:
-		return stop(s.fail(res.Err), res.Err)
-	}
-	if f.dryRun {
-		return stop(exitOK)
-	}
-	if err := s.tokens.NotRecorded(); err != nil {
-		fmt.Fprintf(s.e.stderr, "warning: shaping removed, but down could not record it in the state file (%v): it still names the links' slots and the pf reference, which the next apply or down corrects\n", err)
-	}
-	out.plan, out.applied = res.Plan, !res.Plan.Empty()
-	if !f.json && !res.Plan.Empty() {
-		c, u, r := res.Plan.Count()
-		fmt.Fprintf(s.e.stdout, "\nApplied: %d created, %d updated, %d removed (%.2fs).\n", c, u, r, res.Took.Seconds())
-	}
-	return stop(exitOK)
+	return out.Code
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/state"
 )
 
@@ -31,7 +32,7 @@ func TestDownOnAFullOrReadOnlyStateDisk(t *testing.T) {
 			}
 			t.Cleanup(func() { exec.Command("umount", "-l", r.stateDir).Run() })
 			pristine := r.emu.Snapshot().String()
-			r.mustRun(exitOK, "apply")
+			r.mustRun(exitcode.OK, "apply")
 			switch disk {
 			case "full":
 				f, err := os.Create(filepath.Join(r.stateDir, "filler"))
@@ -53,7 +54,7 @@ func TestDownOnAFullOrReadOnlyStateDisk(t *testing.T) {
 				}
 			}
 			code, stdout, stderr := r.run("down")
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Errorf("down on a %s disk: exit %d\nstdout:\n%s\nstderr:\n%s", disk, code, stdout, stderr)
 			}
 			if after := r.emu.Snapshot().String(); after != pristine {
@@ -72,8 +73,8 @@ func TestDownOnAFullOrReadOnlyStateDisk(t *testing.T) {
 					t.Fatalf("remounting read-write: %v: %s", err, out)
 				}
 			}
-			r.mustRun(exitOK, "apply")
-			r.mustRun(exitOK, "down")
+			r.mustRun(exitcode.OK, "apply")
+			r.mustRun(exitcode.OK, "down")
 			if after := r.emu.Snapshot().String(); after != pristine {
 				t.Errorf("apply and down after the disk was writable again left:\n%s\nwant\n%s", after, pristine)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/state"
@@ -109,17 +110,17 @@ func TestEndToEndWithBinaries(t *testing.T) {
 	}
 	pristine := snapshot()
 
-	stdout := must(exitOK, "apply")
+	stdout := must(exitcode.OK, "apply")
 	if !strings.Contains(stdout, `+ pipe 48001 "starlink/upload"`) || !strings.Contains(stdout, "Applied: 4 created, 0 updated, 0 removed") {
 		t.Fatalf("first apply:\n%s", stdout)
 	}
 	if s := snapshot(); !strings.Contains(s, "pipe 48002: 48002: 150.000 Mbit/s") || !strings.Contains(s, "ruleset com.apple/macake:") {
 		t.Fatalf("the emulated Mac is not shaped:\n%s", s)
 	}
-	if stdout := must(exitOK, "apply"); !strings.HasPrefix(stdout, "No changes. Live pf/dummynet state matches ") {
+	if stdout := must(exitcode.OK, "apply"); !strings.HasPrefix(stdout, "No changes. Live pf/dummynet state matches ") {
 		t.Fatalf("second apply:\n%s", stdout)
 	}
-	if stdout := must(exitOK, "links"); !strings.Contains(stdout, "Active: starlink on en0") {
+	if stdout := must(exitcode.OK, "links"); !strings.Contains(stdout, "Active: starlink on en0") {
 		t.Fatalf("links:\n%s", stdout)
 	}
 
@@ -131,7 +132,7 @@ func TestEndToEndWithBinaries(t *testing.T) {
 	}
 	code, _, stderr := run("apply")
 	l.Release()
-	if code != exitFailure || !strings.Contains(stderr, fmt.Sprintf("(pid %d)", os.Getpid())) {
+	if code != exitcode.Failure || !strings.Contains(stderr, fmt.Sprintf("(pid %d)", os.Getpid())) {
 		t.Fatalf("apply with the lock held elsewhere: exit %d, stderr:\n%s", code, stderr)
 	}
 	// Two runs at once: the second waits for the first; both succeed.
@@ -141,12 +142,12 @@ func TestEndToEndWithBinaries(t *testing.T) {
 		wg.Go(func() { codes[i], _, _ = run("apply") })
 	}
 	wg.Wait()
-	if codes[0] != exitOK || codes[1] != exitOK {
+	if codes[0] != exitcode.OK || codes[1] != exitcode.OK {
 		t.Fatalf("concurrent applies: exits %v", codes)
 	}
 
-	must(exitOK, "down")
-	if stdout := must(exitOK, "down"); stdout != "No changes. macake owns nothing in pf/dummynet.\n" {
+	must(exitcode.OK, "down")
+	if stdout := must(exitcode.OK, "down"); stdout != "No changes. macake owns nothing in pf/dummynet.\n" {
 		t.Fatalf("second down:\n%s", stdout)
 	}
 	if after := snapshot(); after != pristine {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/desired"
@@ -50,7 +51,7 @@ func TestNetnsEveryCommandMatchesOnTheGatewayMAC(t *testing.T) {
 	cli := func(args ...string) childResult {
 		t.Helper()
 		r := runCLIIn(t, ctx, client, append([]string{"--config-dir", links, "--state-dir", filepath.Join(dir, "state")}, args...)...)
-		if r.Code != exitOK {
+		if r.Code != exitcode.OK {
 			t.Fatalf("macake %s: exit %d\nstdout %s\nstderr %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
 		}
 		return r

@@ -5,10 +5,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/firstpolicy"
+	"github.com/macake/macake/cmd/macake/internal/servicerun"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/draft"
 	"github.com/macake/macake/config/units"
@@ -70,7 +71,7 @@ func runInit(e *env, args []string) int {
 	}
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "macake init: "+format+"\n", a...)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if len(operands) > 1 {
 		return usage("one link NAME at most, not %q", operands)
@@ -95,22 +96,16 @@ func runInit(e *env, args []string) int {
 	}
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(e.stderr, "macake init: "+format+"\n", a...)
-		return exitFailure
+		return exitcode.Failure
 	}
 
 	facts, err := linkfacts.Read(e.ctx, e.getenv)
 	if err != nil {
 		return fail("reading the network's facts: %v", err)
 	}
-	f, ok := linkfacts.DefaultInterface(facts)
-	if iface != "" {
-		f, ok = facts.Interface(iface)
-		if !ok {
-			return fail("no interface %s here (interfaces: %s)", iface, interfaceNames(facts))
-		}
-	}
-	if !ok {
-		return fail("no interface carries the default route, so there is no network to write a policy for; connect first, or name the interface with --interface")
+	f, err := firstpolicy.Interface(facts, iface)
+	if err != nil {
+		return fail("%v", err)
 	}
 	d := draft.Draft{
 		Name: name, Interface: f.Name, GatewayIP: f.GatewayIP, GatewayMAC: f.GatewayMAC, SSID: f.SSID,
@@ -128,12 +123,9 @@ func runInit(e *env, args []string) int {
 		if err != nil {
 			return fail("measuring: %v; nothing written", err)
 		}
-		mdown, mup := units.Rate(rep.Download.BitsPerSecond), units.Rate(rep.Upload.BitsPerSecond)
-		if mdown <= 0 || mup <= 0 {
-			return fail("the measurement found no capacity (download %s, upload %s); nothing written", mdown.Human(), mup.Human())
+		if err := firstpolicy.SetMeasured(&d, rep, time.Now()); err != nil {
+			return fail("%v; nothing written", err)
 		}
-		d.Measured = &draft.Measured{Download: mdown, Upload: mup, When: time.Now()}
-		d.Download, d.Upload = config.FromCapacity(mdown), config.FromCapacity(mup)
 	}
 	text, err := d.Render()
 	if err != nil {
@@ -146,21 +138,13 @@ func runInit(e *env, args []string) int {
 		}
 		return fail("%v%s", err, rootHint(e))
 	}
-	keys := []string{"interface " + f.Name}
-	if len(f.GatewayMAC) > 0 {
-		keys = append(keys, "gateway "+f.GatewayMAC.String())
-	} else if f.GatewayIP.IsValid() {
-		keys = append(keys, "gateway "+f.GatewayIP.String())
-	}
-	if f.SSID != "" {
-		keys = append(keys, "Wi-Fi "+fmt.Sprintf("%q", f.SSID))
-	}
-	fmt.Fprintf(e.stdout, "Wrote %s: link %q for %s.\n", path, d.Name, strings.Join(keys, ", "))
+	fmt.Fprintf(e.stdout, "Wrote %s: link %q for %s.\n", path, d.Name, firstpolicy.Matches(f))
 	if d.Download == 0 {
 		fmt.Fprintf(e.stdout, "Its rates are \"auto\": measure the link before applying it.\n")
 	}
 	fmt.Fprintln(e.stdout, "\nNext:")
-	next := nextCommands(e, d)
+	_, noManager := servicerun.Installable(serviceHost(e))
+	next := firstpolicy.Next(e.invocation().Command, d, noManager == nil)
 	width := 0
 	for _, c := range next {
 		width = max(width, len(c[0]))
@@ -168,36 +152,7 @@ func runInit(e *env, args []string) int {
 	for _, c := range next {
 		fmt.Fprintf(e.stdout, "  %-*s  # %s\n", width, c[0], c[1])
 	}
-	return exitOK
-}
-
-// nextCommands are the three commands to run after init, with what each
-// does: measure first when the rates are "auto". Each repeats the
-// directories init was given.
-func nextCommands(e *env, d draft.Draft) [][2]string {
-	run := e.invocation().Command
-	first := [2]string{run(false, "validate"), "check it, and the other policies"}
-	if d.Download == 0 {
-		first = [2]string{run(true, "measure", "--link", d.Name), "measure the link: \"auto\" becomes 95 % of it"}
-	}
-	last := [2]string{run(true, "install-daemon"), "shape it now and keep it adapting (or: apply)"}
-	if _, err := installableService(e); err != nil {
-		// No launchd or systemd to keep watch running: shape it once.
-		last = [2]string{run(true, "apply"), "shape it now (run `macake watch` under your init to keep it adapting)"}
-	}
-	return [][2]string{first, {run(true, "plan"), "see what applying it would change"}, last}
-}
-
-func interfaceNames(f linkfacts.Facts) string {
-	var names []string
-	for _, i := range f.Interfaces {
-		names = append(names, i.Name)
-	}
-	slices.Sort(names)
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
+	return exitcode.OK
 }
 
 // rootHint suggests sudo for a write that failed without root.

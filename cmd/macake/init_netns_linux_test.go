@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/units"
 	"github.com/macake/macake/internal/netns"
@@ -30,7 +31,7 @@ func TestNetnsInitMeasureDetectsAndFillsTheRates(t *testing.T) {
 	defer cancel()
 	r := runCLIIn(t, ctx, l.client, "--config-dir", dir, "--state-dir", t.TempDir(),
 		"init", "isp", "--measure", "--server", l.url, "--reflector", labServer, "--idle", "1s", "--duration", "4s")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("init --measure: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	t.Logf("stdout:\n%s", r.Stdout)
@@ -54,7 +55,7 @@ func TestNetnsInitMeasureDetectsAndFillsTheRates(t *testing.T) {
 		t.Errorf("rates %s down, %s up; want 95 %% of about 20 and 8 Mbit/s", down, up)
 	}
 	mustContain(t, "the policy", string(text), "# Measured on ")
-	if code, out, errs := runCLI(t, "--config-dir", dir, "validate"); code != exitOK {
+	if code, out, errs := runCLI(t, "--config-dir", dir, "validate"); code != exitcode.OK {
 		t.Errorf("validate: exit %d\n%s%s", code, out, errs)
 	}
 }

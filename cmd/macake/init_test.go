@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/service/systemd"
@@ -49,7 +50,7 @@ func TestInitWritesAPolicyValidateAccepts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, run := initRig(t, homeFacts)
 			code, stdout, stderr := run(append([]string{"init"}, tc.args...)...)
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
 			}
 			path := filepath.Join(dir, tc.file+".toml")
@@ -57,7 +58,7 @@ func TestInitWritesAPolicyValidateAccepts(t *testing.T) {
 			if err != nil {
 				t.Fatalf("no policy written: %v\n%s", err, stdout)
 			}
-			if code, out, errs := run("validate"); code != exitOK {
+			if code, out, errs := run("validate"); code != exitcode.OK {
 				t.Fatalf("validate rejects what init wrote: exit %d\n%s%s\n%s", code, out, errs, text)
 			}
 			link, _, err := config.LoadFile(path, config.LoadOptions{SkipOwnershipCheck: true})
@@ -107,7 +108,7 @@ func TestInitNeverOverwrites(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(path, []byte("# mine\n[match]\ninterface = \"en5\"\n"), 0o644)
 	code, _, stderr := run("init", "home", "--download", "10mbit", "--upload", "1mbit")
-	if code != exitFailure || !strings.Contains(stderr, "never overwrites") {
+	if code != exitcode.Failure || !strings.Contains(stderr, "never overwrites") {
 		t.Errorf("init over an existing file: exit %d, %q", code, stderr)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "# mine\n[match]\ninterface = \"en5\"\n" {
@@ -119,17 +120,17 @@ func TestInitNeverOverwrites(t *testing.T) {
 	run("init", "first")
 	code, _, stderr = run("init", "second")
 	second := filepath.Join(dir, "second.toml")
-	if code != exitFailure || !strings.Contains(stderr, `link "second" would match the same network as "first"`) ||
+	if code != exitcode.Failure || !strings.Contains(stderr, `link "second" would match the same network as "first"`) ||
 		!strings.Contains(stderr, "(--priority 1)") || strings.Contains(stderr, second) {
 		t.Errorf("a second policy for this network: exit %d, %q", code, stderr)
 	}
 	if _, err := os.Stat(second); err == nil {
 		t.Error("the indistinguishable policy was left behind")
 	}
-	if code, _, stderr = run("init", "second", "--priority", "1"); code != exitOK {
+	if code, _, stderr = run("init", "second", "--priority", "1"); code != exitcode.OK {
 		t.Fatalf("init second --priority 1: exit %d, %q", code, stderr)
 	}
-	if code, out, stderr := run("validate"); code != exitOK {
+	if code, out, stderr := run("validate"); code != exitcode.OK {
 		t.Errorf("validate after init --priority: exit %d\n%s%s", code, out, stderr)
 	}
 	l, _, err := config.LoadFile(second, config.LoadOptions{SkipOwnershipCheck: true})
@@ -145,15 +146,15 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{`{"interfaces":[{"name":"en0","up":true}]}`, nil, exitFailure, "no interface carries the default route"},
-		{homeFacts, []string{"--interface", "en9"}, exitFailure, "no interface en9 here (interfaces: en0, en5)"},
-		{homeFacts, []string{"--interface", "en5", "--measure"}, exitFailure, "interface en5 has no gateway (no route leaves through it; en0 carries the default route)"},
-		{homeFacts, []string{"--download", "10mbit"}, exitUsage, "both --download and --upload"},
-		{homeFacts, []string{"--measure", "--download", "1mbit", "--upload", "1mbit"}, exitUsage, "not both"},
-		{homeFacts, []string{"--mode", "turbo"}, exitUsage, "turbo"},
-		{homeFacts, []string{"a", "b"}, exitUsage, "one link NAME at most"},
-		{homeFacts, []string{"Bad Name"}, exitUsage, `link name "Bad Name"`},
-		{homeFacts, []string{"Bad_Name"}, exitUsage, `such as "bad_name"`},
+		{`{"interfaces":[{"name":"en0","up":true}]}`, nil, exitcode.Failure, "no interface carries the default route"},
+		{homeFacts, []string{"--interface", "en9"}, exitcode.Failure, "no interface en9 here (interfaces: en0, en5)"},
+		{homeFacts, []string{"--interface", "en5", "--measure"}, exitcode.Failure, "interface en5 has no gateway (no route leaves through it; en0 carries the default route)"},
+		{homeFacts, []string{"--download", "10mbit"}, exitcode.Usage, "both --download and --upload"},
+		{homeFacts, []string{"--measure", "--download", "1mbit", "--upload", "1mbit"}, exitcode.Usage, "not both"},
+		{homeFacts, []string{"--mode", "turbo"}, exitcode.Usage, "turbo"},
+		{homeFacts, []string{"a", "b"}, exitcode.Usage, "one link NAME at most"},
+		{homeFacts, []string{"Bad Name"}, exitcode.Usage, `link name "Bad Name"`},
+		{homeFacts, []string{"Bad_Name"}, exitcode.Usage, `such as "bad_name"`},
 	} {
 		_, run := initRig(t, tc.facts)
 		code, _, stderr := run(append([]string{"init"}, tc.args...)...)
@@ -163,7 +164,7 @@ func TestInitSaysWhatItCannotDetect(t *testing.T) {
 	}
 	// Without a gateway MAC the IP is what tells the network apart.
 	dir, run := initRig(t, `{"interfaces":[{"name":"en5","up":true,"default":true,"gateway_ip":"10.64.0.1"}]}`)
-	if code, _, stderr := run("init", "--download", "30mbit", "--upload", "5mbit"); code != exitOK {
+	if code, _, stderr := run("init", "--download", "30mbit", "--upload", "5mbit"); code != exitcode.OK {
 		t.Fatalf("init: %d %s", code, stderr)
 	}
 	l, _, err := config.LoadFile(filepath.Join(dir, "en5.toml"), config.LoadOptions{})
@@ -180,7 +181,7 @@ func TestInitNextStepsKeepTheDirectories(t *testing.T) {
 	dir, _ := initRig(t, homeFacts)
 	stateDir := filepath.Join(t.TempDir(), "my state")
 	code, stdout, stderr := runCLI(t, "--config-dir", dir, "--state-dir", stateDir, "init")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("init: exit %d\n%s", code, stderr)
 	}
 	next := strings.Split(strings.TrimSpace(stdout[strings.Index(stdout, "Next:"):]), "\n")[1:]
@@ -216,7 +217,7 @@ func TestInitNextStepPerSystem(t *testing.T) {
 			tc.machine(t)
 			_, run := initRig(t, homeFacts)
 			code, stdout, stderr := run("init", "home", "--download", "10mbit", "--upload", "2mbit")
-			if code != exitOK || !strings.Contains(stdout, tc.want) {
+			if code != exitcode.OK || !strings.Contains(stdout, tc.want) {
 				t.Errorf("exit %d, stderr %q; stdout lacks %q:\n%s", code, stderr, tc.want, stdout)
 			}
 		})

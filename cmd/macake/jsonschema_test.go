@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 )
 
 // TestJSONErrorsShareOneSchema: the same broken policy file is reported by
@@ -27,11 +29,11 @@ func TestJSONErrorsShareOneSchema(t *testing.T) {
 		// extra are the keys a document adds beside the schema's
 		extra []string
 	}{
-		{[]string{"validate", "--json"}, []string{"errors"}, exitConfig, nil},
-		{[]string{"links", "--json"}, []string{"errors"}, exitConfig, nil},
-		{[]string{"plan", "--json"}, []string{"errors"}, exitConfig, nil},
-		{[]string{"apply", "--json"}, []string{"errors"}, exitConfig, nil},
-		{[]string{"status", "--json"}, []string{"config_errors"}, exitOK, []string{"link", "kept"}},
+		{[]string{"validate", "--json"}, []string{"errors"}, exitcode.Config, nil},
+		{[]string{"links", "--json"}, []string{"errors"}, exitcode.Config, nil},
+		{[]string{"plan", "--json"}, []string{"errors"}, exitcode.Config, nil},
+		{[]string{"apply", "--json"}, []string{"errors"}, exitcode.Config, nil},
+		{[]string{"status", "--json"}, []string{"config_errors"}, exitcode.OK, []string{"link", "kept"}},
 	} {
 		code, stdout, stderr := r.run(c.args...)
 		if code != c.code {
@@ -75,7 +77,7 @@ func TestJSONApplyErrorsAreObjects(t *testing.T) {
 			FormatVersion string           `json:"format_version"`
 			Errors        []map[string]any `json:"errors"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != exitUnavailable {
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != exitcode.Unavailable {
 			t.Errorf("%v: exit %d, %v\n%s", args, code, err, stdout)
 			continue
 		}

@@ -8,9 +8,11 @@ import (
 	"runtime"
 
 	"github.com/macake/macake/backend"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/desired"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/session"
 )
@@ -38,10 +40,7 @@ func init() { linksCmd.run = runLinks }
 func runLinks(e *env, args []string) int {
 	fs := linksCmd.flags()
 	asJSON := fs.Bool("json", false, "print one JSON document")
-	if done, code := linksCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := linksCmd.noArgs(e, fs); done {
+	if done, code := linksCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	target := config.TargetDarwin
@@ -50,9 +49,9 @@ func runLinks(e *env, args []string) int {
 	}
 	pol, err := settings.LoadPolicies(e.configDir, session.LoadOptions(target, e.euid() != 0))
 	problems := config.Problems(err)
-	code := exitOK
+	code := exitcode.OK
 	if len(problems) > 0 {
-		code = exitConfig
+		code = exitcode.Config
 	}
 	source := "detected"
 	if p := e.getenv(linkfacts.EnvFile); p != "" {
@@ -61,7 +60,7 @@ func runLinks(e *env, args []string) int {
 	facts, ferr := linkfacts.Read(e.ctx, e.getenv)
 	if ferr != nil {
 		fmt.Fprintf(e.stderr, "macake links: %v\n", ferr)
-		return exitFailure
+		return exitcode.Failure
 	}
 	rep := desired.NewLinksReport(pol, problems, facts, source)
 
@@ -77,7 +76,7 @@ func runLinks(e *env, args []string) int {
 		fmt.Fprintln(e.stderr, p.Error())
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(e.stderr, "macake links: %s; the files with problems are left out below\n", plural(len(problems), "configuration problem"))
+		fmt.Fprintf(e.stderr, "macake links: %s; the files with problems are left out below\n", english.Plural(len(problems), "configuration problem"))
 	}
 	_ = rep.WriteText(e.stdout) // the exit status reports the policies and the network, not stdout
 	return code

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/desired"
 )
 
@@ -14,7 +15,7 @@ func TestLinksExplainsEveryPolicy(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "cable": cablePolicy, "travel": travelPolicy, "lte": ltePolicy},
 		`{"interfaces":[{"name":"en0","up":true,"gateway_ip":"192.168.1.1","gateway_mac":"74:24:9f:00:00:01","ssid":"STARLINK","default":true},{"name":"en5","up":false}]}`)
 	code, stdout, stderr := r.runAs(501, "links")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	mustContain(t, "links output", stdout,
@@ -33,7 +34,7 @@ func TestLinksExplainsEveryPolicy(t *testing.T) {
 
 	code, stdout, _ = r.runAs(501, "links", "--json")
 	var rep desired.LinksReport
-	if code != exitOK || json.Unmarshal([]byte(stdout), &rep) != nil {
+	if code != exitcode.OK || json.Unmarshal([]byte(stdout), &rep) != nil {
 		t.Fatalf("--json: exit %d, %s", code, stdout)
 	}
 	if len(rep.Policies) != 4 || len(rep.Active) != 1 || rep.Active[0].Link != "starlink" || rep.Active[0].Interface != "en0" ||
@@ -45,11 +46,11 @@ func TestLinksExplainsEveryPolicy(t *testing.T) {
 func TestLinksWithABrokenFile(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "bad": "[match]\ninterface = 3\n"}, starlinkFacts)
 	code, stdout, stderr := r.runAs(501, "links")
-	if code != exitConfig || !strings.Contains(stderr, "bad.toml:2:") || !strings.Contains(stdout, "* starlink") {
+	if code != exitcode.Config || !strings.Contains(stderr, "bad.toml:2:") || !strings.Contains(stdout, "* starlink") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	r.setFacts(`{"interfaces":[{"name":"en0","up":true,"bogus":1}]}`)
-	if code, _, stderr := r.runAs(501, "links"); code != exitFailure || !strings.Contains(stderr, "unknown field") {
+	if code, _, stderr := r.runAs(501, "links"); code != exitcode.Failure || !strings.Contains(stderr, "unknown field") {
 		t.Errorf("bad facts: exit %d, %s", code, stderr)
 	}
 }

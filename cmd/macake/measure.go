@@ -12,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/measuretarget"
 	"github.com/macake/macake/daemon/measurerecord"
 	"github.com/macake/macake/internal/speedtest"
+	"github.com/macake/macake/internal/terminal"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 )
@@ -105,10 +108,7 @@ func runMeasure(e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the result as one JSON document")
 	noSave := fs.Bool("no-save", false, "do not save the profile to the state file")
 	o.register(fs)
-	if done, code := measureCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := measureCmd.noArgs(e, fs); done {
+	if done, code := measureCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	if *serve != "" {
@@ -116,7 +116,7 @@ func runMeasure(e *env, args []string) int {
 	}
 	if err := o.check(); err != nil {
 		fmt.Fprintf(e.stderr, "macake measure: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if code, ok := checkServerFlag(e, "measure", o.server); !ok {
 		return code
@@ -125,13 +125,13 @@ func runMeasure(e *env, args []string) int {
 	rep, err := e.measureOnce(o)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake measure: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
-	code := exitOK
+	code := exitcode.OK
 	if !*noSave {
 		if viaWatch, err := saveProfile(e, rep); err != nil {
 			fmt.Fprintf(e.stderr, "macake measure: %s\n", notSavedMessage(err))
-			code = exitFailure
+			code = exitcode.Failure
 		} else {
 			rep.Saved, rep.SavedByWatch = true, viaWatch
 		}
@@ -150,13 +150,13 @@ func runMeasure(e *env, args []string) int {
 // failure of the network.
 func checkServerFlag(e *env, cmd, server string) (int, bool) {
 	if server == "" {
-		return exitOK, true
+		return exitcode.OK, true
 	}
 	if _, err := speedtest.ServerEndpoint(server); err != nil {
 		fmt.Fprintf(e.stderr, "macake %s: %v\n", cmd, err)
-		return exitUsage, false
+		return exitcode.Usage, false
 	}
-	return exitOK, true
+	return exitcode.OK, true
 }
 
 // measureOnce runs one measurement (measure.Measurement) of what
@@ -168,7 +168,7 @@ func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
 	if o.iface != "" {
 		var facts linkfacts.Facts
 		if facts, err = linkfacts.Read(e.ctx, e.getenv); err == nil {
-			target, err = interfaceTarget(facts, o.iface, o.reflectors)
+			target, err = measuretarget.Interface(facts, o.iface, o.reflectors)
 		}
 	} else {
 		target, err = resolveTarget(e, o.link, o.reflectors)
@@ -181,7 +181,7 @@ func (e *env) measureOnce(o measureOpts) (*measure.Report, error) {
 	}
 	return measure.Measurement{
 		Target: target, Server: o.server, Streams: o.streams, Idle: o.idle, Duration: o.duration,
-		NoNetworkQuality: o.noNQ, Progress: e.stderr, TTY: isTerminal(e.stderr),
+		NoNetworkQuality: o.noNQ, Progress: e.stderr, TTY: terminal.IsTerminal(e.stderr),
 	}.Run(e.ctx)
 }
 
@@ -205,17 +205,17 @@ func serveSpeedtest(e *env, addr string) int {
 		// port) is the user's typo; one in use or reserved is the machine's.
 		if errors.As(err, new(*net.AddrError)) {
 			fmt.Fprintln(e.stderr, "Give a listen address such as :8080 or 192.0.2.1:8080.")
-			return exitUsage
+			return exitcode.Usage
 		}
-		return exitFailure
+		return exitcode.Failure
 	}
 	local, _ := net.InterfaceAddrs()
 	fmt.Fprintf(e.stderr, "serving the macake speed test (Ctrl-C to stop); measure against it with --server %s\n", strings.Join(speedtest.URLs(ln.Addr(), local), " or "))
 	if err := speedtest.Serve(e.ctx, ln); err != nil {
 		fmt.Fprintf(e.stderr, "macake measure --serve: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // saveProfile records the measurement under the link's identity (what the

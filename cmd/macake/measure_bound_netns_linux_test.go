@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
@@ -66,7 +67,7 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 			"--server", "http://"+server+":8080", "--reflector", icmp, "--reflector", "tcp:"+server+":8080", "--reflector", "udp:"+echo+":7",
 			"--idle", "1s", "--duration", "4s")
 		cancel()
-		if r.Code != exitOK {
+		if r.Code != exitcode.OK {
 			t.Fatalf("measure --link %s: exit %d\n%s\n%s", link, r.Code, r.Stdout, r.Stderr)
 		}
 		var rep measure.Report
@@ -108,7 +109,7 @@ func TestNetnsMeasureAndInitEachLinkThroughItself(t *testing.T) {
 	defer cancel()
 	r := runCLIIn(t, ctx, client, "--config-dir", fresh, "--state-dir", t.TempDir(), "init", "spare", "--interface", "wb", "--measure",
 		"--server", "http://"+server+":8080", "--reflector", server, "--idle", "1s", "--duration", "4s")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("init --interface wb --measure: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	link, _, err := config.LoadFile(filepath.Join(fresh, "spare.toml"), config.LoadOptions{SkipOwnershipCheck: true})

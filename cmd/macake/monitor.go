@@ -10,6 +10,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/desired"
 	"github.com/macake/macake/logging"
 	"github.com/macake/macake/sense/linkfacts"
@@ -53,23 +54,20 @@ func runMonitor(e *env, args []string) int {
 	logFile := fs.String("log-file", "", "write the lines and the summary to `PATH`, rotated, instead of standard output")
 	var reflectors reflectorList
 	fs.Var(&reflectors, "reflector", "reflector to probe instead of the policy's or the defaults: `ADDR`, tcp:ADDR:PORT or udp:ADDR:PORT (repeatable)")
-	if done, code := monitorCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := monitorCmd.noArgs(e, fs); done {
+	if done, code := monitorCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	// The flags' grammar refuses negative durations.
 	if (interval > 0 && interval < 10*time.Millisecond) || every < 100*time.Millisecond {
 		fmt.Fprintln(e.stderr, "macake monitor: --interval must be at least 10ms, --every at least 100ms")
-		return exitUsage
+		return exitcode.Usage
 	}
 	var out io.Writer = e.stdout
 	if *logFile != "" {
 		f, err := logging.OpenFile(*logFile, logging.FileOptions{})
 		if err != nil {
 			fmt.Fprintf(e.stderr, "macake monitor: %v\n", err)
-			return exitFailure
+			return exitcode.Failure
 		}
 		defer f.Close()
 		out = f
@@ -82,10 +80,10 @@ func runMonitor(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "note: %v; probing only, throughput is not shown until a default route appears\n", err)
 	case errors.Is(err, desired.ErrNoDefaultRoute):
 		fmt.Fprintf(e.stderr, "macake monitor: %v (or pass --reflector ADDR to probe a reachable host without throughput)\n", err)
-		return exitFailure
+		return exitcode.Failure
 	case err != nil:
 		fmt.Fprintf(e.stderr, "macake monitor: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	if interval > 0 {
 		target.ProbeInterval = interval
@@ -100,7 +98,7 @@ func runMonitor(e *env, args []string) int {
 	mon, err := measure.NewMonitor(target, every, facts)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "macake monitor: %v\n", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	ctx := e.ctx
 	if duration > 0 {
@@ -140,7 +138,7 @@ func runMonitor(e *env, args []string) int {
 	}
 	if sum.Replies == 0 {
 		fmt.Fprintf(e.stderr, "macake monitor: no reflector answered (%s): check the network, or pass --reflector ADDR\n", measure.DescribeTargets(target.Probes()))
-		return exitFailure
+		return exitcode.Failure
 	}
-	return exitOK
+	return exitcode.OK
 }

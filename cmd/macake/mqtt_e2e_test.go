@@ -15,6 +15,7 @@ import (
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/internal/mosquitto"
 )
 
@@ -75,7 +76,7 @@ func TestMQTTE2E(t *testing.T) {
 	// 5 s: this is the fourth.
 	for {
 		code, _, stderr := m.run("resume", "cable")
-		if code == exitOK {
+		if code == exitcode.OK {
 			break
 		}
 		if !strings.Contains(stderr, "try again in") {

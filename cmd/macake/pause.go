@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/statusapi"
 )
@@ -68,7 +69,7 @@ func runPause(e *env, args []string) int {
 	}
 	if d <= 0 || d > daemon.MaxPause {
 		fmt.Fprintf(e.stderr, "macake pause: --for %v: give a length above 0 and at most %v; 'macake resume' puts the shaping back\n", d, daemon.MaxPause)
-		return exitUsage
+		return exitcode.Usage
 	}
 	return sendPause(e, pauseCmd, links, d, *asJSON)
 }
@@ -88,7 +89,7 @@ func runResume(e *env, args []string) int {
 func sendPause(e *env, c *command, links []string, d time.Duration, asJSON bool) int {
 	if len(links) > 1 {
 		fmt.Fprintf(e.stderr, "macake %s: one link at a time, or none for every link (got %d)\n", c.name, len(links))
-		return exitUsage
+		return exitcode.Usage
 	}
 	link := ""
 	if len(links) == 1 {
@@ -100,18 +101,18 @@ func sendPause(e *env, c *command, links []string, d time.Duration, asJSON bool)
 	case errors.Is(err, statusapi.ErrNotRunning):
 		fmt.Fprintf(e.stderr, "macake %s: %v.\nPause and resume act on a running 'macake watch'; without it, '%s' takes the shaping off and '%s' puts it back.\n",
 			c.name, err, e.invocation().Command(true, "down"), e.invocation().Command(true, "apply"))
-		return exitUnavailable
+		return exitcode.Unavailable
 	case errors.Is(err, statusapi.ErrPermission):
 		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-		return exitNoPerm
+		return exitcode.NoPerm
 	case err != nil:
 		fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	if asJSON {
 		b, _ := json.MarshalIndent(p, "", "  ")
 		fmt.Fprintln(e.stdout, string(b))
-		return exitOK
+		return exitcode.OK
 	}
 	what := "every link"
 	if link != "" {
@@ -119,7 +120,7 @@ func sendPause(e *env, c *command, links []string, d time.Duration, asJSON bool)
 	}
 	if d == 0 {
 		fmt.Fprintf(e.stdout, "Resumed macake's shaping of %s.\n", what)
-		return exitOK
+		return exitcode.OK
 	}
 	until, left := "", ""
 	if p != nil {
@@ -131,5 +132,5 @@ func sendPause(e *env, c *command, links []string, d time.Duration, asJSON bool)
 		resume += " " + link
 	}
 	fmt.Fprintf(e.stdout, "Paused macake's shaping of %s%s%s; it comes back by itself then, or with '%s'.\n", what, until, left, resume)
-	return exitOK
+	return exitcode.OK
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/testuser"
@@ -40,7 +41,7 @@ func TestPauseE2E(t *testing.T) {
 	shaped := func() bool { return len(m.pipes()) == 2 }
 
 	code, stdout, stderr := m.run("pause", "--for", "10m", "cable")
-	if code != exitOK || !strings.Contains(stdout, "Paused macake's shaping of cable until ") || !strings.Contains(stdout, "(10m0s); it comes back by itself then, or with 'macake resume cable'") {
+	if code != exitcode.OK || !strings.Contains(stdout, "Paused macake's shaping of cable until ") || !strings.Contains(stdout, "(10m0s); it comes back by itself then, or with 'macake resume cable'") {
 		t.Fatalf("pause as root: exit %d\n%s%s", code, stdout, stderr)
 	}
 	m.eventually("the pipes gone", func() bool { return len(m.pipes()) == 0 })
@@ -61,7 +62,7 @@ func TestPauseE2E(t *testing.T) {
 	if len(m.pipes()) != 0 || len(m.status().Pauses) != 1 {
 		t.Fatalf("the pause did not survive a restart: pipes %v\n%s", m.pipes(), m.log())
 	}
-	if code, stdout, stderr := m.run("resume", "cable"); code != exitOK || !strings.Contains(stdout, "Resumed macake's shaping of cable.") {
+	if code, stdout, stderr := m.run("resume", "cable"); code != exitcode.OK || !strings.Contains(stdout, "Resumed macake's shaping of cable.") {
 		t.Fatalf("resume as root: exit %d\n%s%s", code, stdout, stderr)
 	}
 	m.eventually("the pipes back", shaped)
@@ -80,18 +81,18 @@ func TestPauseE2E(t *testing.T) {
 	}
 	code, stdout, stderr = as(member, "pause", "--for", "10m", "--json")
 	var p statusapi.Pause
-	if code != exitOK || json.Unmarshal([]byte(stdout), &p) != nil || p.Link != statusapi.AllLinks || p.By != member.Name {
+	if code != exitcode.OK || json.Unmarshal([]byte(stdout), &p) != nil || p.Link != statusapi.AllLinks || p.By != member.Name {
 		t.Fatalf("pause as a member of %s: exit %d\n%s%s", group, code, stdout, stderr)
 	}
 	m.eventually("the pipes gone after the member's pause", func() bool { return len(m.pipes()) == 0 })
-	if code, stdout, stderr := as(member, "resume"); code != exitOK || !strings.Contains(stdout, "Resumed macake's shaping of every link.") {
+	if code, stdout, stderr := as(member, "resume"); code != exitcode.OK || !strings.Contains(stdout, "Resumed macake's shaping of every link.") {
 		t.Fatalf("resume as a member: exit %d\n%s%s", code, stdout, stderr)
 	}
 	m.eventually("the pipes back after the member's resume", shaped)
 
 	code, stdout, stderr = as(outsider, "pause", "--for", "10m")
-	if code != exitNoPerm || !strings.Contains(stderr, "answers root and group "+group+" only; run with sudo") {
-		t.Errorf("pause as a user outside %s: exit %d, want %d saying who may\n%s%s", group, code, exitNoPerm, stdout, stderr)
+	if code != exitcode.NoPerm || !strings.Contains(stderr, "answers root and group "+group+" only; run with sudo") {
+		t.Errorf("pause as a user outside %s: exit %d, want %d saying who may\n%s%s", group, code, exitcode.NoPerm, stdout, stderr)
 	}
 	if len(m.pipes()) != 2 || len(m.status().Pauses) != 0 {
 		t.Errorf("the outsider's pause took effect: pipes %v", m.pipes())
@@ -100,22 +101,22 @@ func TestPauseE2E(t *testing.T) {
 	// peer's credentials.
 	os.Chmod(statusapi.SocketPath(m.stateDir), 0o666)
 	code, _, stderr = as(outsider, "pause", "--for", "10m")
-	if code != exitNoPerm || !strings.Contains(stderr, "only root and members of group "+group+" may send macake watch a pause") || !strings.Contains(stderr, "("+outsider.Name+") asked") {
+	if code != exitcode.NoPerm || !strings.Contains(stderr, "only root and members of group "+group+" may send macake watch a pause") || !strings.Contains(stderr, "("+outsider.Name+") asked") {
 		t.Errorf("pause as an outsider who can connect: exit %d\n%s", code, stderr)
 	}
 	if len(m.pipes()) != 2 {
 		t.Errorf("the outsider's pause took effect: pipes %v", m.pipes())
 	}
-	if code, _, stderr := m.run("pause", "--for", "25h"); code != exitUsage || !strings.Contains(stderr, "at most 24h0m0s") {
+	if code, _, stderr := m.run("pause", "--for", "25h"); code != exitcode.Usage || !strings.Contains(stderr, "at most 24h0m0s") {
 		t.Errorf("pause --for 25h: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := m.run("pause", "hotel"); code != exitFailure || !strings.Contains(stderr, `no policy is named "hotel"; the policies are cable`) {
+	if code, _, stderr := m.run("pause", "hotel"); code != exitcode.Failure || !strings.Contains(stderr, `no policy is named "hotel"; the policies are cable`) {
 		t.Errorf("pause of an unknown link: exit %d\n%s", code, stderr)
 	}
 	if code := w.stop(15); code != 0 {
 		t.Fatalf("watch exited %d", code)
 	}
-	if code, _, stderr := m.run("pause"); code != exitUnavailable || !strings.Contains(stderr, "--state-dir "+m.stateDir+" down' takes the shaping off") {
+	if code, _, stderr := m.run("pause"); code != exitcode.Unavailable || !strings.Contains(stderr, "--state-dir "+m.stateDir+" down' takes the shaping off") {
 		t.Errorf("pause without watch: exit %d\n%s", code, stderr)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/golden"
@@ -36,26 +37,26 @@ func TestPauseOutput(t *testing.T) {
 		return &statusapi.Pause{Link: c.Link, Since: since, Until: since.Add(c.For), RemainingSeconds: c.For.Seconds(), By: c.By}, nil
 	}}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
-	stdout, _ := r.mustRun(exitOK, "pause", "--for", "1h", "home")
+	stdout, _ := r.mustRun(exitcode.OK, "pause", "--for", "1h", "home")
 	golden.Check(t, filepath.Join("testdata", "pause", "pause.txt"), []byte(stdout), docsShowIt)
 	if c := <-got; c != (statusapi.PauseChange{Link: "home", For: time.Hour, By: "root"}) {
 		t.Errorf("pause asked for %+v", c)
 	}
-	stdout, _ = r.mustRun(exitOK, "resume", "home")
+	stdout, _ = r.mustRun(exitcode.OK, "resume", "home")
 	golden.Check(t, filepath.Join("testdata", "pause", "resume.txt"), []byte(stdout), docsShowIt)
 	if c := <-got; c != (statusapi.PauseChange{Link: "home", By: "root"}) {
 		t.Errorf("resume asked for %+v", c)
 	}
-	if stdout, _ := r.mustRun(exitOK, "pause"); stdout != "Paused macake's shaping of every link until 14:34:05 (30m0s); it comes back by itself then, or with 'macake resume'.\n" {
+	if stdout, _ := r.mustRun(exitcode.OK, "pause"); stdout != "Paused macake's shaping of every link until 14:34:05 (30m0s); it comes back by itself then, or with 'macake resume'.\n" {
 		t.Errorf("pause without a link or --for: %q", stdout)
 	}
 	if c := <-got; c.Link != "" || c.For != defaultPause {
 		t.Errorf("pause without a link or --for asked for %+v", c)
 	}
-	if _, stderr := r.mustRun(exitUsage, "pause", "home", "hotel"); stderr != "macake pause: one link at a time, or none for every link (got 2)\n" {
+	if _, stderr := r.mustRun(exitcode.Usage, "pause", "home", "hotel"); stderr != "macake pause: one link at a time, or none for every link (got 2)\n" {
 		t.Errorf("two links: %q", stderr)
 	}
-	if _, stderr := r.mustRun(exitUsage, "pause", "--for", "0s"); stderr != "macake pause: --for 0s: give a length above 0 and at most 24h0m0s; 'macake resume' puts the shaping back\n" {
+	if _, stderr := r.mustRun(exitcode.Usage, "pause", "--for", "0s"); stderr != "macake pause: --for 0s: give a length above 0 and at most 24h0m0s; 'macake resume' puts the shaping back\n" {
 		t.Errorf("--for 0s: %q", stderr)
 	}
 }

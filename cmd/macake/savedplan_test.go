@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/reconcile"
 )
 
@@ -24,6 +25,16 @@ func mustContain(t *testing.T, what, text string, wants ...string) {
 	}
 }
 
+// mustLack fails the test for each of nots that text has.
+func mustLack(t *testing.T, what, text string, nots ...string) {
+	t.Helper()
+	for _, n := range nots {
+		if strings.Contains(text, n) {
+			t.Errorf("%s has %q:\n%s", what, n, text)
+		}
+	}
+}
+
 // TestPlanOutThenApplyFile: the saved plan is shown when made, changes
 // nothing then, and `apply FILE` applies exactly it; the system then
 // matches the policies, and the same file cannot be applied twice (the
@@ -31,7 +42,7 @@ func mustContain(t *testing.T, what, text string, wants ...string) {
 func TestPlanOutThenApplyFile(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	file := filepath.Join(t.TempDir(), "reviewed.plan")
-	stdout, _ := r.mustRun(exitOK, "plan", "--out", file)
+	stdout, _ := r.mustRun(exitcode.OK, "plan", "--out", file)
 	mustContain(t, "plan --out", stdout, `+ pipe 48001 "starlink/upload"`, "Plan: 4 to create", "Saved the plan to "+file,
 		// The command repeats the directories it was made with (issue
 		// 27, item 10).
@@ -43,17 +54,17 @@ func TestPlanOutThenApplyFile(t *testing.T) {
 		t.Fatalf("saved plan: %v, mode %v; want 0600 (root runs its commands)", err, fi.Mode())
 	}
 
-	stdout, stderr := r.mustRun(exitOK, "apply", file)
+	stdout, stderr := r.mustRun(exitcode.OK, "apply", file)
 	mustContain(t, "apply FILE", stderr, "Reading saved plan "+file)
 	mustContain(t, "apply FILE", stdout, `+ pipe 48001 "starlink/upload"`, "Applied: 4 created, 0 updated, 0 removed")
-	stdout, _ = r.mustRun(exitOK, "plan")
+	stdout, _ = r.mustRun(exitcode.OK, "plan")
 	mustContain(t, "plan after apply FILE", stdout, "No changes.")
 
 	// Applying it again: the pipes it would create exist now. One line
 	// says so, as terraform's "Saved plan is stale", not one for each of
 	// its ops and one for the slots it saved (issue 27, item 14).
 	code, _, stderr := r.run("apply", file)
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("second apply of the same plan: exit %d, want 1\n%s", code, stderr)
 	}
 	mustContain(t, "second apply FILE", stderr, "no longer fits", "  - it was applied already: the live state and the state file are what it makes\n", "nothing was changed")
@@ -91,16 +102,16 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
-			r.mustRun(exitOK, "apply")
+			r.mustRun(exitcode.OK, "apply")
 			// A reviewed change: a faster download.
 			r.setPolicies(map[string]string{"starlink": strings.Replace(starlinkPolicy, "150mbit", "180mbit", 1), "travel": travelPolicy})
 			file := filepath.Join(t.TempDir(), "p")
-			stdout, _ := r.mustRun(exitOK, "plan", "--out", file)
+			stdout, _ := r.mustRun(exitcode.OK, "plan", "--out", file)
 			mustContain(t, "plan --out", stdout, "~ pipe 48002", "Plan: 0 to create, 1 to update")
 			tc.change(r)
 			before := r.emu.Snapshot().String()
 			code, _, stderr := r.run("apply", file)
-			if code != exitFailure {
+			if code != exitcode.Failure {
 				t.Fatalf("apply FILE after %s: exit %d, want 1\n%s", tc.name, code, stderr)
 			}
 			mustContain(t, "refusal", stderr, append(tc.want, "no longer fits what it was made from; nothing was changed", "macake --config-dir "+r.configDir+" --state-dir "+r.stateDir+" plan --out FILE")...)
@@ -117,7 +128,7 @@ func TestApplyFileRefusesWhatChanged(t *testing.T) {
 func TestApplyFileIsExactlyThePlan(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	file := filepath.Join(t.TempDir(), "p")
-	r.mustRun(exitOK, "plan", "--out", file)
+	r.mustRun(exitcode.OK, "plan", "--out", file)
 	saved, err := reconcile.ReadSavedPlan(file)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +140,7 @@ func TestApplyFileIsExactlyThePlan(t *testing.T) {
 		}
 	}
 	r.emu.ResetCalls()
-	r.mustRun(exitOK, "apply", file)
+	r.mustRun(exitcode.OK, "apply", file)
 	var ran []string
 	for _, c := range r.emu.MutatingCalls() {
 		// Pipe configurations are sent to one dnctl as a batch: each line
@@ -156,19 +167,19 @@ func TestSavedPlanUsage(t *testing.T) {
 		{"apply", "a", "b"},
 		{"plan", file}, // plan saves with --out
 	} {
-		if code, _, stderr := r.run(args...); code != exitUsage || stderr == "" {
+		if code, _, stderr := r.run(args...); code != exitcode.Usage || stderr == "" {
 			t.Errorf("macake %v: exit %d, stderr %q; want 64 and a message", args, code, stderr)
 		}
 	}
 	os.WriteFile(file, []byte("not a plan"), 0o600)
 	code, _, stderr := r.run("apply", file)
-	if code != exitFailure || !strings.Contains(stderr, "is not a saved plan") {
+	if code != exitcode.Failure || !strings.Contains(stderr, "is not a saved plan") {
 		t.Errorf("apply of a file that is no plan: exit %d, %q", code, stderr)
 	}
 	// Without root on macOS the live state is unreadable: nothing to
 	// fingerprint, so nothing is saved.
 	code, _, stderr = r.runAs(501, "plan", "--out", file)
-	if code == exitOK || !strings.Contains(stderr, "needs root") {
+	if code == exitcode.OK || !strings.Contains(stderr, "needs root") {
 		t.Errorf("plan --out without root: exit %d, %q; want a refusal saying it needs root", code, stderr)
 	}
 }
@@ -178,7 +189,7 @@ func TestSavedPlanUsage(t *testing.T) {
 // links share pf's anchor.
 func TestApplyAndDownOneLink(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, twoLinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	snap := r.emu.Snapshot()
 	if len(snap.Pipes) != 4 {
 		t.Fatalf("two links, %d pipes:\n%s", len(snap.Pipes), snap)
@@ -191,7 +202,7 @@ func TestApplyAndDownOneLink(t *testing.T) {
 		"starlink": strings.Replace(starlinkPolicy, "150mbit", "180mbit", 1),
 		"lte":      strings.Replace(strings.Replace(ltePolicy, "30mbit", "40mbit", 1), "en5", "en5", 1) + "[autorate]\nreflectors = [\"8.8.8.8\"]\n",
 	})
-	stdout, _ := r.mustRun(exitOK, "apply", "--link", "starlink")
+	stdout, _ := r.mustRun(exitcode.OK, "apply", "--link", "starlink")
 	mustContain(t, "apply --link starlink", stdout, `~ pipe 48004 "starlink/download"`, "Plan: 0 to create, 1 to update")
 	if strings.Contains(stdout, "lte") {
 		t.Errorf("apply --link starlink touched lte:\n%s", stdout)
@@ -199,19 +210,19 @@ func TestApplyAndDownOneLink(t *testing.T) {
 	if got := r.emu.Snapshot().Pipes[48001]; got != lteUp {
 		t.Errorf("lte's upload pipe changed: %q -> %q", lteUp, got)
 	}
-	stdout, _ = r.mustRun(exitOK, "plan")
+	stdout, _ = r.mustRun(exitcode.OK, "plan")
 	mustContain(t, "plan after apply --link starlink", stdout, `~ pipe 48002 "lte/download"`, "rules for lte (en5)  14 rules -> 4 rules")
 	if strings.Contains(stdout, `"starlink/`) {
 		t.Errorf("starlink still differs after apply --link starlink:\n%s", stdout)
 	}
-	stdout, _ = r.mustRun(exitOK, "apply", "--link", "lte")
+	stdout, _ = r.mustRun(exitcode.OK, "apply", "--link", "lte")
 	mustContain(t, "apply --link lte", stdout, `~ pipe 48002 "lte/download"`, "rules for lte (en5)  14 rules -> 4 rules")
-	stdout, _ = r.mustRun(exitOK, "plan")
+	stdout, _ = r.mustRun(exitcode.OK, "plan")
 	mustContain(t, "plan after both", stdout, "No changes.")
 
 	// down --link removes one link; the other keeps shaping, and the pf
 	// reference stays until nothing is left.
-	stdout, _ = r.mustRun(exitOK, "down", "--link", "lte")
+	stdout, _ = r.mustRun(exitcode.OK, "down", "--link", "lte")
 	mustContain(t, "down --link lte", stdout, `- pipe 48001 "lte/upload"`, `- pipe 48002 "lte/download"`, "Plan: 0 to create, 1 to update, 2 to remove")
 	snap = r.emu.Snapshot()
 	if _, ok := snap.Pipes[48003]; !ok || len(snap.Pipes) != 2 || !snap.PFEnabled || snap.RefCount == 0 {
@@ -222,15 +233,15 @@ func TestApplyAndDownOneLink(t *testing.T) {
 			t.Errorf("lte's rules are still live:\n%s", rules)
 		}
 	}
-	stdout, _ = r.mustRun(exitOK, "down", "--link", "lte")
+	stdout, _ = r.mustRun(exitcode.OK, "down", "--link", "lte")
 	mustContain(t, "second down --link lte", stdout, "holds no pipe slot for link \"lte\"")
-	stdout, _ = r.mustRun(exitOK, "down", "--link", "starlink")
+	stdout, _ = r.mustRun(exitcode.OK, "down", "--link", "starlink")
 	mustContain(t, "down --link starlink", stdout, "pf enable reference")
 	if snap := r.emu.Snapshot(); len(snap.Pipes) != 0 || snap.RefCount != 0 {
 		t.Errorf("after both links went: %s", snap)
 	}
 	// The next apply shapes both again from their policy files.
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	if n := len(r.emu.Snapshot().Pipes); n != 4 {
 		t.Errorf("apply after down --link: %d pipes, want 4", n)
 	}
@@ -242,13 +253,13 @@ func TestApplyAndDownOneLink(t *testing.T) {
 func TestLinkScopeKeepsOtherLinksProblemsOut(t *testing.T) {
 	auto := strings.Replace(ltePolicy, `download = "30mbit"`, `download = "auto"`, 1)
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": auto}, twoLinkFacts)
-	if code, _, stderr := r.run("apply"); code != exitUnavailable {
+	if code, _, stderr := r.run("apply"); code != exitcode.Unavailable {
 		t.Fatalf("apply with an unmeasured auto rate: exit %d, want 69\n%s", code, stderr)
 	}
-	stdout, _ := r.mustRun(exitOK, "apply", "--link", "starlink")
+	stdout, _ := r.mustRun(exitcode.OK, "apply", "--link", "starlink")
 	mustContain(t, "apply --link starlink", stdout, `+ pipe 48001 "starlink/upload"`)
 	code, _, stderr := r.run("apply", "--link", "nosuch")
-	if code != exitConfig || !strings.Contains(stderr, `no link "nosuch"`) {
+	if code != exitcode.Config || !strings.Contains(stderr, `no link "nosuch"`) {
 		t.Errorf("apply --link nosuch: exit %d, %q", code, stderr)
 	}
 }
@@ -257,11 +268,11 @@ func TestLinkScopeKeepsOtherLinksProblemsOut(t *testing.T) {
 func TestPlanOutOneLink(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "lte": ltePolicy}, twoLinkFacts)
 	file := filepath.Join(t.TempDir(), "p")
-	stdout, _ := r.mustRun(exitOK, "plan", "--link", "lte", "--out", file)
+	stdout, _ := r.mustRun(exitcode.OK, "plan", "--link", "lte", "--out", file)
 	if strings.Contains(stdout, "starlink") {
 		t.Errorf("plan --link lte shows starlink:\n%s", stdout)
 	}
-	_, stderr := r.mustRun(exitOK, "apply", file)
+	_, stderr := r.mustRun(exitcode.OK, "apply", file)
 	mustContain(t, "apply FILE", stderr, "for link lte alone")
 	snap := r.emu.Snapshot()
 	if len(snap.Pipes) != 2 {

@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/shaperun"
 	"github.com/macake/macake/selftest"
 	"github.com/macake/macake/selftest/check"
 )
@@ -44,20 +46,17 @@ func runSelftest(e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the whole report as one JSON document (attach it to a bug report)")
 	quick := fs.Bool("quick", false, "skip the few seconds of shaped traffic (lo0 on a Mac, the scratch namespaces on Linux)")
 	force := fs.Bool("force", false, "run even while macake watch is running")
-	if done, code := selftestCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := selftestCmd.noArgs(e, fs); done {
+	if done, code := selftestCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	if ok, code := e.requireRoot("selftest"); !ok {
 		return code
 	}
-	s := &invocation{e: e, cmd: "selftest"}
-	if code, ok := s.open(openSettings, nil); !ok {
+	s := shaperun.New(e.shaping(), "selftest", false)
+	if code, ok := s.OpenSettings(); !ok {
 		return code
 	}
-	settings := s.policies.Settings
+	settings := s.Policies.Settings
 	o := selftest.Options{
 		StateDir: settings.StateDirFor(e.stateDir, e.stateDir == defaultStateDir),
 		Settings: settings, Getenv: e.getenv, Force: *force, Quick: *quick, Version: version,
@@ -71,16 +70,16 @@ func runSelftest(e *env, args []string) int {
 	}
 	rep, err := selftest.Run(e.ctx, o)
 	if err != nil {
-		s.errorf("%v", err)
+		s.Errorf("%v", err)
 		if selftest.Unavailable(err) {
-			return exitUnavailable
+			return exitcode.Unavailable
 		}
-		return exitFailure
+		return exitcode.Failure
 	}
 	if *asJSON {
 		if err := rep.WriteJSON(e.stdout); err != nil {
 			fmt.Fprintf(e.stderr, "macake selftest: %v\n", err)
-			return exitFailure
+			return exitcode.Failure
 		}
 	} else {
 		rep.WriteFooter(e.stdout)
@@ -89,25 +88,7 @@ func runSelftest(e *env, args []string) int {
 		}
 	}
 	if !rep.OK() {
-		return exitFailure
+		return exitcode.Failure
 	}
-	return exitOK
-}
-
-// selftestLeftovers removes (or, in a dry run, names) what a killed
-// selftest left, for `macake down`; it prints on stderr.
-func (s *invocation) selftestLeftovers(dryRun bool) {
-	o := selftest.Options{StateDir: s.stateDir, Settings: s.policies.Settings, Getenv: s.e.getenv}
-	var line string
-	var err error
-	if dryRun {
-		line, err = selftest.DescribeLeftovers(o)
-	} else {
-		line, err = selftest.RemoveLeftovers(s.e.ctx, o)
-	}
-	if err != nil {
-		fmt.Fprintf(s.e.stderr, "warning: %v\n", err)
-	} else if line != "" {
-		fmt.Fprintf(s.e.stderr, "selftest: %s\n", line)
-	}
+	return exitcode.OK
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/selftest/check"
 	"github.com/macake/macake/selftest/scratch"
 	"github.com/macake/macake/state"
@@ -42,7 +43,7 @@ func TestSelftestEmulatorPassesAndFaultsFail(t *testing.T) {
 	m := newE2EMac(t)
 	pristine := m.emu().Snapshot().String()
 	code, stdout, stderr := m.run("selftest", "--json")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("selftest against the emulator: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	r := selftestReport(t, stdout)
@@ -71,7 +72,7 @@ func TestSelftestEmulatorPassesAndFaultsFail(t *testing.T) {
 		e.AddFault(pfdntest.Fault{Match: `^dnctl pipe show`, Kind: pfdntest.Rewrite, Find: `  1\.001 Mbit/s`, Replace: "  1.000 Mbit/s"})
 	})
 	code, stdout, _ = m.run("selftest", "--quick")
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("selftest with a rounding fault: exit %d\n%s", code, stdout)
 	}
 	mustContain(t, "the report", stdout, "differs  dnctl.rounding", `real      "65`, `  1.000 Mbit/s`, `expected  "65`, `  1.001 Mbit/s`, "sudo macake selftest --json")
@@ -126,7 +127,7 @@ func TestSelftestInterruptedLeavesNothing(t *testing.T) {
 				t.Fatal("the selftest did not stop within 20 s")
 			}
 			stdout := cmd.Stdout.(*strings.Builder).String()
-			if code := cmd.ProcessState.ExitCode(); code != exitFailure || !strings.Contains(stdout, "Interrupted") || !strings.Contains(stdout, "Cleanup: flushed anchor com.apple/macake-selftest") {
+			if code := cmd.ProcessState.ExitCode(); code != exitcode.Failure || !strings.Contains(stdout, "Interrupted") || !strings.Contains(stdout, "Cleanup: flushed anchor com.apple/macake-selftest") {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, cmd.Stderr)
 			}
 			m.fault(func(e *pfdntest.Emulator) { e.ClearFaults() })
@@ -159,7 +160,7 @@ func TestSelftestKilledIsCleanedByTheNextRunOrDown(t *testing.T) {
 			t.Fatal("the killed selftest should have left its objects")
 		}
 		if next == "down" {
-			if code, _, stderr := m.run("down", "--dry-run"); code != exitOK || !strings.Contains(stderr, "those still there would be removed: anchor com.apple/macake-selftest, pipe 65") {
+			if code, _, stderr := m.run("down", "--dry-run"); code != exitcode.OK || !strings.Contains(stderr, "those still there would be removed: anchor com.apple/macake-selftest, pipe 65") {
 				t.Fatalf("down --dry-run must name the leftovers: exit %d\n%s", code, stderr)
 			}
 		}
@@ -168,7 +169,7 @@ func TestSelftestKilledIsCleanedByTheNextRunOrDown(t *testing.T) {
 			args = append(args, "--quick")
 		}
 		code, stdout, stderr := m.run(args...)
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("%s after kill -9: exit %d\n%s\n%s", next, code, stdout, stderr)
 		}
 		if !strings.Contains(stdout+stderr, "removed what an earlier selftest (pid") {
@@ -189,13 +190,13 @@ func TestSelftestRefusesWhileWatchRuns(t *testing.T) {
 	}
 	defer l.Release()
 	code, stdout, stderr := m.run("selftest", "--quick")
-	if code != exitFailure || !strings.Contains(stderr, "macake watch (pid") || !strings.Contains(stderr, "--force") {
+	if code != exitcode.Failure || !strings.Contains(stderr, "macake watch (pid") || !strings.Contains(stderr, "--force") {
 		t.Fatalf("selftest while watch runs: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if len(m.emu().Calls()) != 0 {
 		t.Error("a refused selftest must not call pfctl or dnctl")
 	}
-	if code, stdout, stderr := m.run("selftest", "--quick", "--force"); code != exitOK {
+	if code, stdout, stderr := m.run("selftest", "--quick", "--force"); code != exitcode.OK {
 		t.Fatalf("selftest --force: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

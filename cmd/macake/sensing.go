@@ -3,20 +3,15 @@
 package main
 
 // Helpers shared by monitor, measure and bench: the --reflector flag, and
-// which link and reflectors to use.
+// which link and reflectors to use (measuretarget).
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"slices"
 	"strings"
 
+	"github.com/macake/macake/cmd/macake/internal/measuretarget"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/desired"
-	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
-	"github.com/macake/macake/sense/probe"
 )
 
 // reflectorList is a repeatable flag of reflectors (--reflector), in a
@@ -47,71 +42,10 @@ func (a *reflectorList) Set(v string) error {
 	return nil
 }
 
-// resolveTarget finds what to measure (see measureTarget) from the
-// network's facts and the policies in the config directory. With linkName
-// that policy must exist, and only then must the directory be valid; its
-// errors name the flag.
+// resolveTarget is measuretarget.Resolve with this command line's policy
+// directory and environment.
 func resolveTarget(e *env, linkName string, reflectors []config.Reflector) (measure.Target, error) {
-	t := measure.Target{ProbeInterval: probe.DefaultInterval}
-	facts, err := linkfacts.Read(e.ctx, e.getenv)
-	if err != nil {
-		return t, fmt.Errorf("reading the network's facts: %w", err)
-	}
-	var links []config.Link
-	var lerr error
-	if linkName != "" || e.configDirSet || dirExists(e.configDir) {
-		opts := config.LoadOptions{SkipOwnershipCheck: e.euid() != 0}
-		links, _, lerr = config.Load(e.configDir, opts)
-	}
-	var named *config.Link
-	if linkName != "" {
-		i := slices.IndexFunc(links, func(l config.Link) bool { return l.Name == linkName })
-		switch {
-		case i < 0 && lerr != nil:
-			return t, fmt.Errorf("--link %s: %w", linkName, lerr)
-		case i < 0:
-			return t, fmt.Errorf("--link %s: no such policy in %s (see macake links)", linkName, e.configDir)
-		}
-		named = &links[i]
-	}
-	t, err = measureTarget(facts, links, named, reflectors)
-	if err != nil && named != nil {
-		err = fmt.Errorf("--link %s: %w", linkName, err)
-	}
-	return t, err
-}
-
-// measureTarget is what `macake measure`, `bench` and `monitor` measure
-// on the network facts describes (desired.LinkToMeasure), probing as the
-// measured policy does (measure.TargetOf); explicit reflectors replace
-// its. Without a default route the error wraps desired.ErrNoDefaultRoute,
-// and the target still carries the reflectors and the default probe
-// interval, for a monitor that probes them anyway.
-func measureTarget(facts linkfacts.Facts, links []config.Link, named *config.Link, reflectors []config.Reflector) (measure.Target, error) {
-	m, err := desired.LinkToMeasure(facts, links, named)
-	if err != nil {
-		t := measure.Target{ProbeInterval: probe.DefaultInterval}
-		if named == nil && errors.Is(err, desired.ErrNoDefaultRoute) {
-			t = measure.TargetOf(nil, reflectors)
-		}
-		return t, err
-	}
-	t := measure.TargetOf(m.Link, reflectors)
-	t.Interface, t.Note, t.Bound, t.Facts = m.Interface, m.Note, m.Bound, m.Facts
-	return t, nil
-}
-
-// interfaceTarget is the target of measuring interface iface for a link
-// that has no policy yet (macake init --measure): the default reflectors,
-// or reflectors when given (desired.InterfaceToMeasure).
-func interfaceTarget(facts linkfacts.Facts, iface string, reflectors []config.Reflector) (measure.Target, error) {
-	t := measure.TargetOf(nil, reflectors)
-	m, err := desired.InterfaceToMeasure(facts, iface)
-	t.Interface, t.Note, t.Bound, t.Facts = m.Interface, m.Note, m.Bound, m.Facts
-	return t, err
-}
-
-func dirExists(dir string) bool {
-	fi, err := os.Stat(dir)
-	return err == nil && fi.IsDir()
+	return measuretarget.Resolve(e.ctx, measuretarget.Options{
+		Getenv: e.getenv, ConfigDir: e.configDir, ConfigDirSet: e.configDirSet, NotRoot: e.euid() != 0,
+	}, linkName, reflectors)
 }

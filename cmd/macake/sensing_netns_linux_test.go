@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/netns"
 	"github.com/macake/macake/internal/speedtest"
@@ -41,7 +42,12 @@ type sensingLab struct {
 	stallURL           string
 }
 
+// newSensingLab builds the lab; in the child process, which only runs
+// the CLI (TestNetnsCLIChild), it skips the test.
 func newSensingLab(t *testing.T) *sensingLab {
+	if netns.InChild() {
+		t.Skip("parent half")
+	}
 	lab := netns.New(t, "cli")
 	l := &sensingLab{client: lab.Namespace("c"), gw: lab.Namespace("g"), server: lab.Namespace("s")}
 	lab.Link(l.client, "vc", l.gw, "gc")
@@ -138,9 +144,6 @@ func TestNetnsCLIChild(t *testing.T) {
 }
 
 func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	l := newSensingLab(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
@@ -148,7 +151,7 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 	r := runCLIIn(t, ctx, l.client, "--config-dir", filepath.Join(dir, "none"), "--state-dir", dir,
 		"measure", "--server", l.url, "--reflector", labServer, "--idle", "2s", "--duration", "5s", "--json")
 	t.Logf("stderr: %s", r.Stderr)
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", r.Code, r.Stdout, r.Stderr)
 	}
 	var rep measure.Report
@@ -220,9 +223,6 @@ func TestNetnsMeasureFindsCapacityAndBloatAndSavesTheProfile(t *testing.T) {
 }
 
 func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	for _, tc := range []struct {
@@ -249,7 +249,7 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			r := runCLIIn(t, ctx, l.client, append([]string{"--config-dir", filepath.Join(dir, "none"), "--state-dir", dir}, tc.args...)...)
-			if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) {
+			if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want exit 1 and %q", r.Code, r.Stderr, tc.want)
 			}
 			// Root runs these: a failure is never a missing sudo.
@@ -268,9 +268,6 @@ func TestNetnsMeasureFailuresSaveNothing(t *testing.T) {
 // gateway (HTTP still flows): measure has no latency baseline and must say
 // so rather than report zeros.
 func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	l.gw.IP("rule", "add", "ipproto", "icmp", "table", "100")
@@ -278,7 +275,7 @@ func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
 	dir := t.TempDir()
 	r := runCLIIn(t, t.Context(), l.client, "--config-dir", filepath.Join(dir, "none"), "--state-dir", dir,
 		"measure", "--server", l.url, "--reflector", labServer, "--idle", "1s", "--duration", "2s")
-	if r.Code != exitFailure || !strings.Contains(r.Stderr, "no latency target answered") {
+	if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, "no latency target answered") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if _, err := os.Stat(state.Path(dir)); err == nil {
@@ -287,9 +284,6 @@ func TestNetnsMeasureWithoutAnsweringTargets(t *testing.T) {
 }
 
 func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -313,7 +307,7 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 	}()
 	r := runCLIIn(t, ctx, l.client, "--config-dir", "/nonexistent", "monitor", "--reflector", labServer, "--interval", "100ms", "--duration", "5s", "--json")
 	wg.Wait()
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
@@ -343,16 +337,13 @@ func TestNetnsMonitorSeesQueueAndThroughput(t *testing.T) {
 // the lines and the summary go to the file, dated, and nothing to
 // standard output.
 func TestNetnsMonitorLogFile(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel()
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	path := filepath.Join(t.TempDir(), "Logs", "monitor.log")
 	r := runCLIIn(t, ctx, l.client, "--config-dir", "/nonexistent", "monitor", "--reflector", labServer, "--interval", "100ms", "--duration", "3s", "--log-file", path)
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	if r.Stdout != "" {
@@ -380,15 +371,12 @@ func TestNetnsMonitorLogFile(t *testing.T) {
 }
 
 func TestNetnsBench(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel() // robust to a busy CPU; the precise tests run alone first
 	l := newSensingLab(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	r := runCLIIn(t, ctx, l.client, "bench", "--server", l.url, "--idle", "1s", "--duration", "3s", "--json")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	var rep measure.BenchReport
@@ -411,9 +399,6 @@ func TestNetnsBench(t *testing.T) {
 // whose interface carries the traffic and whose match holds here, and
 // saves the profile under the key macake watch looks up (link@gatewayMAC).
 func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
-	if netns.InChild() {
-		t.Skip("parent half")
-	}
 	t.Parallel()
 	l := newSensingLab(t)
 	links := filepath.Join(t.TempDir(), "links.d")
@@ -435,7 +420,7 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 		{"office", "--link office: the policy does not match the current network: gateway_mac is " + l.gwMAC.String()},
 	} {
 		r, dir := measureLink(tc.link)
-		if r.Code != exitFailure || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
+		if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, tc.want) || r.Stdout != "" {
 			t.Errorf("--link %s: exit %d\nstdout %s\nstderr %s\nwant exit 1 and %q", tc.link, r.Code, r.Stdout, r.Stderr, tc.want)
 		}
 		if _, err := os.Stat(state.Path(dir)); err == nil {
@@ -443,7 +428,7 @@ func TestNetnsMeasureLinkIsTheLinkMeasured(t *testing.T) {
 		}
 	}
 	r, dir := measureLink("lab")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("--link lab: exit %d: %s", r.Code, r.Stderr)
 	}
 	var rep measure.Report
@@ -472,7 +457,7 @@ func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	r := runCLIIn(t, ctx, lonely, "--config-dir", "/nonexistent", "monitor", "--reflector", "127.0.0.1", "--interval", "100ms", "--duration", "2s", "--json")
-	if r.Code != exitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "no default route") || strings.Contains(r.Stderr, "--link") {
@@ -489,7 +474,7 @@ func TestNetnsMonitorWithoutDefaultRoute(t *testing.T) {
 	// Without reflectors there is nothing reachable to probe: the hint
 	// names monitor's own flag.
 	r = runCLIIn(t, ctx, lonely, "--config-dir", "/nonexistent", "monitor", "--duration", "1s")
-	if r.Code != exitFailure || !strings.Contains(r.Stderr, "--reflector ADDR") || strings.Contains(r.Stderr, "--link") {
+	if r.Code != exitcode.Failure || !strings.Contains(r.Stderr, "--reflector ADDR") || strings.Contains(r.Stderr, "--link") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }

@@ -3,17 +3,14 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
+	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 
+	"github.com/macake/macake/cmd/macake/internal/servicerun"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/service"
 	_ "github.com/macake/macake/service/launchd" // registers launchd, the manager of macOS
-	"github.com/macake/macake/service/systemd"
 )
 
 var installDaemonCmd = &command{
@@ -109,192 +106,41 @@ var serviceHost = func(*env) service.Host {
 	return service.Host{GOOS: runtime.GOOS, Files: service.OSFiles{}, Runner: execrun.Exec{}, Executable: os.Executable}
 }
 
-// printReport prints the --json document of the four commands.
-func printReport(e *env, r *service.Report) {
-	out, _ := json.MarshalIndent(r, "", "  ")
-	fmt.Fprintln(e.stdout, string(out))
-}
-
-// serviceProgress prints what the library reports as it goes, on stderr.
-func serviceProgress(e *env) service.Progress {
-	return service.Progress{
-		Warning: func(msg string) { fmt.Fprintf(e.stderr, "warning: %s\n", msg) },
-		Note:    func(msg string) { fmt.Fprintf(e.stderr, "note: %s\n", msg) },
-		Done:    func(s service.Step) { fmt.Fprintln(e.stderr, service.StepLine(s, false)) },
+// services is what a run of the service commands (servicerun) touches
+// of this command line's world.
+func (e *env) services(c *command) servicerun.Env {
+	return servicerun.Env{
+		Ctx: e.ctx, Stdout: e.stdout, Stderr: e.stderr, EUID: e.euid(), Home: e.getenv("HOME"),
+		ConfigDir: e.configDir, StateDir: e.stateDir, Host: serviceHost(e),
+		RequireRoot: func(what string) (bool, int) { return e.requireRootTo(c.name, what) },
+		Down: func(stdout io.Writer) int {
+			down := *e
+			down.stdout = stdout
+			return downCmd.run(&down, nil)
+		},
 	}
-}
-
-// serviceFailed prints err and returns its exit status: a request that
-// cannot work is a usage error, a machine without a service manager
-// unavailable, anything else a failure.
-func serviceFailed(e *env, c *command, err error) int {
-	fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-	switch {
-	case errors.As(err, new(*service.RequestError)):
-		return exitUsage
-	case errors.As(err, new(*service.UnavailableError)):
-		return exitUnavailable
-	}
-	return exitFailure
-}
-
-// serviceManager returns the manager of this machine, or prints why
-// there is none and returns the exit status.
-func serviceManager(e *env, c *command, h service.Host) (service.Manager, int) {
-	m, err := service.For(h)
-	if err != nil {
-		return nil, serviceFailed(e, c, err)
-	}
-	return m, exitOK
-}
-
-// installableService returns this machine's service manager when it has
-// one to install into.
-func installableService(e *env) (service.Manager, error) {
-	m, err := service.For(serviceHost(e))
-	if err == nil {
-		err = m.Available()
-	}
-	return m, err
 }
 
 func runInstallService(e *env, c *command, args []string, agent bool) int {
 	flags := c.flags()
-	binary := flags.String("binary", "", "`PATH` of the macake binary the job runs (default: this executable)")
-	dryRun := flags.Bool("dry-run", false, "print the service file and the steps; change nothing")
-	restart := flags.Bool("restart", false, "restart the job even when nothing changed")
-	asJSON := flags.Bool("json", false, "print the result as JSON")
-	systemdUnit := flags.Bool("systemd-unit", false, "print the systemd unit (for this machine or another) and exit")
-	if done, code := c.parse(e, flags, args); done {
+	var f servicerun.InstallFlags
+	flags.StringVar(&f.Binary, "binary", "", "`PATH` of the macake binary the job runs (default: this executable)")
+	flags.BoolVar(&f.DryRun, "dry-run", false, "print the service file and the steps; change nothing")
+	flags.BoolVar(&f.Restart, "restart", false, "restart the job even when nothing changed")
+	flags.BoolVar(&f.JSON, "json", false, "print the result as JSON")
+	flags.BoolVar(&f.SystemdUnit, "systemd-unit", false, "print the systemd unit (for this machine or another) and exit")
+	if done, code := c.parseNoArgs(e, flags, args); done {
 		return code
 	}
-	if done, code := c.noArgs(e, flags); done {
-		return code
-	}
-	if agent && e.euid() == 0 && !*systemdUnit {
-		fmt.Fprintf(e.stderr, "macake %s: run this as the user who should own the agent, without sudo; as root it would install into root's home.\n", c.name)
-		return exitUsage
-	}
-	h := serviceHost(e)
-	progress := serviceProgress(e)
-	prog, warnings, err := service.ResolveProgram(h, service.ProgramRequest{
-		Binary: *binary, ConfigDir: e.configDir, StateDir: e.stateDir, Agent: agent, Lenient: *dryRun || *systemdUnit,
-	}, progress)
-	if err != nil {
-		return serviceFailed(e, c, err)
-	}
-	if *systemdUnit {
-		render := systemd.WatchUnit
-		if agent {
-			render = systemd.MonitorUnit
-		}
-		unit, err := render(prog)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "macake %s: %v\n", c.name, err)
-			return exitUsage
-		}
-		e.stdout.Write(unit)
-		return exitOK
-	}
-	m, code := serviceManager(e, c, h)
-	if m == nil {
-		return code
-	}
-	if !agent && !*dryRun {
-		if ok, code := e.requireRootTo(c.name, "install the system service"); !ok {
-			return code
-		}
-	}
-	req := service.InstallRequest{Program: prog, Warnings: warnings, Agent: agent, UID: e.euid(), DryRun: *dryRun, Restart: *restart}
-	if agent {
-		if req.Home, code = e.home(c.name); code != exitOK {
-			return code
-		}
-	}
-	rep, err := m.Install(e.ctx, req, progress)
-	if err != nil {
-		code := serviceFailed(e, c, err)
-		if *asJSON && rep != nil {
-			printReport(e, rep)
-		}
-		return code
-	}
-	if *asJSON {
-		printReport(e, rep)
-		return exitOK
-	}
-	rep.WriteInstall(e.stdout, c.name)
-	return exitOK
+	return servicerun.Install(e.services(c), c.name, agent, f)
 }
 
 func runUninstallService(e *env, c *command, args []string, agent bool) int {
 	flags := c.flags()
 	dryRun := flags.Bool("dry-run", false, "print the steps; change nothing")
 	asJSON := flags.Bool("json", false, "print the result as JSON")
-	if done, code := c.parse(e, flags, args); done {
+	if done, code := c.parseNoArgs(e, flags, args); done {
 		return code
 	}
-	if done, code := c.noArgs(e, flags); done {
-		return code
-	}
-	if agent && e.euid() == 0 {
-		fmt.Fprintf(e.stderr, "macake %s: run this as the user who owns the agent, without sudo.\n", c.name)
-		return exitUsage
-	}
-	m, code := serviceManager(e, c, serviceHost(e))
-	if m == nil {
-		return code
-	}
-	if !agent && !*dryRun {
-		if ok, code := e.requireRootTo(c.name, "remove the system service"); !ok {
-			return code
-		}
-	}
-	req := service.UninstallRequest{Agent: agent, UID: e.euid(), DryRun: *dryRun, Down: func() int {
-		down := *e
-		if *asJSON {
-			down.stdout = e.stderr // stdout is the report's
-		}
-		return downCmd.run(&down, nil)
-	}}
-	if agent {
-		if req.Home, code = e.home(c.name); code != exitOK {
-			return code
-		}
-	}
-	progress := serviceProgress(e)
-	progress.Applied = func(rep *service.Report) { fmt.Fprintln(e.stderr, rep.Uninstalled()) }
-	rep, err := m.Uninstall(e.ctx, req, progress)
-	if rep == nil {
-		return serviceFailed(e, c, err)
-	}
-	if *dryRun && !*asJSON {
-		rep.WriteUninstallPlan(e.stdout)
-		return exitOK
-	}
-	code = exitOK
-	var downErr *service.DownError
-	switch {
-	case errors.As(err, &downErr):
-		fmt.Fprintf(e.stderr, "macake %s: %s\n", c.name, rep.DownFailed(downErr.ExitCode))
-		code = exitFailure
-	case err != nil:
-		code = serviceFailed(e, c, err)
-		if !agent {
-			fmt.Fprintln(e.stderr, "macake down was not run, since the daemon may still be running.")
-		}
-	}
-	if *asJSON {
-		printReport(e, rep)
-	}
-	return code
-}
-
-func (e *env) home(name string) (string, int) {
-	home := e.getenv("HOME")
-	if home == "" || !filepath.IsAbs(home) {
-		fmt.Fprintf(e.stderr, "macake %s: HOME is %q; it must be your absolute home directory\n", name, home)
-		return "", exitUsage
-	}
-	return filepath.Clean(home), exitOK
+	return servicerun.Uninstall(e.services(c), c.name, agent, *dryRun, *asJSON)
 }

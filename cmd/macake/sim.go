@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/score"
 	"github.com/macake/macake/sim"
@@ -94,10 +95,7 @@ func runSim(e *env, args []string) int {
 	fs.IntVar(&f.Seeds, "seeds", 5, "with --traces: seeds per trace")
 	fs.IntVar(&f.Offsets, "offsets", 3, "with --traces: start offsets per trace")
 	fs.IntVar(&f.Workers, "workers", 0, "parallel runs (default: one per CPU)")
-	if done, code := c.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := c.noArgs(e, fs); done {
+	if done, code := c.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	f.Series = svg != ""
@@ -132,7 +130,7 @@ func runSim(e *env, args []string) int {
 	if svg != "" {
 		fmt.Fprintf(e.stdout, "\nWrote %s.\n", svg)
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // simFailed prints err and maps it to the exit status: the user's flags
@@ -142,11 +140,11 @@ func simFailed(e *env, err error) int {
 	fmt.Fprintf(e.stderr, "macake sim: %v\n", err)
 	switch {
 	case errors.As(err, new(simrun.UsageError)):
-		return exitUsage
+		return exitcode.Usage
 	case errors.As(err, new(simrun.ConfigError)):
-		return exitConfig
+		return exitcode.Config
 	}
-	return exitFailure
+	return exitcode.Failure
 }
 
 func writeSVG(path, title string, results []*sim.Result) error {
@@ -170,7 +168,7 @@ func printSimJSON(e *env, doc any) int {
 	if err := enc.Encode(doc); err != nil {
 		return simFailed(e, err)
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // runTraceBench runs every trace of --traces with every controller.
@@ -199,5 +197,5 @@ func runTraceBench(e *env, f simrun.Spec, svg string, asJSON bool) int {
 		return printSimJSON(e, simrun.NewBenchDocument(res, loso))
 	}
 	report.Bench(e.stdout, res, "upstream", "ours", loso)
-	return exitOK
+	return exitcode.OK
 }

@@ -8,13 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 )
 
 const quick = "--duration=6s"
 
 func TestSimSideBySideTable(t *testing.T) {
 	code, out, errb := runCLI(t, "sim", "--link", "dsl", quick, "--controllers", "none,fixed,oracle-lag0.5")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
 	for _, want := range []string{"dsl (built-in model, seed 1)", "download (mean capacity 50.0 Mbit/s", "upload (mean capacity 10.0 Mbit/s",
@@ -28,7 +30,7 @@ func TestSimSideBySideTable(t *testing.T) {
 func TestSimJSONAndSVG(t *testing.T) {
 	svg := filepath.Join(t.TempDir(), "run.svg")
 	code, out, errb := runCLI(t, "sim", "--link", "lte", quick, "--controllers", "none,fixed", "--phases", "none", "--json", "--svg", svg, "--direction", "download")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
 	var doc struct {
@@ -62,7 +64,7 @@ func TestSimJSONAndSVG(t *testing.T) {
 
 func TestSimTraceFile(t *testing.T) {
 	code, out, errb := runCLI(t, "sim", "--trace", "../../sim/trace/testdata/step.down", "--duration=4s", "--warmup=1s", "--controllers", "none,fixed")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
 	if !strings.Contains(out, "testdata/step.down (trace)") || !strings.Contains(out, "download (") || strings.Contains(out, "upload (") {
@@ -98,19 +100,11 @@ func TestSimTraceDirectory(t *testing.T) {
 			"Leave-one-source-out estimate vs upstream: geometric-mean score"}, []string{"development"}},
 	} {
 		code, out, errb := runCLI(t, "sim", "--traces", dir, "--duration=4s", "--warmup=1s", "--seeds=2", "--offsets=1", "--controllers", "none,fixed", "--candidates", tc.candidates)
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("--candidates %s: exit %d, stderr %q", tc.candidates, code, errb)
 		}
-		for _, want := range tc.want {
-			if !strings.Contains(out, want) {
-				t.Errorf("--candidates %s: output lacks %q:\n%s", tc.candidates, want, out)
-			}
-		}
-		for _, not := range tc.not {
-			if strings.Contains(out, not) {
-				t.Errorf("--candidates %s: output has %q:\n%s", tc.candidates, not, out)
-			}
-		}
+		mustContain(t, "--candidates "+tc.candidates+": output", out, tc.want...)
+		mustLack(t, "--candidates "+tc.candidates+": output", out, tc.not...)
 	}
 }
 
@@ -121,7 +115,7 @@ func TestSimPolicyBounds(t *testing.T) {
 	rate := func(args ...string) float64 {
 		t.Helper()
 		code, out, errb := runCLI(t, append([]string{"sim", quick, "--controllers", "upstream", "--phases", "none", "--json"}, args...)...)
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("exit %d, stderr %q", code, errb)
 		}
 		var doc struct {
@@ -143,7 +137,7 @@ func TestSimPolicyBounds(t *testing.T) {
 		t.Errorf("mean download pipe rate %.1f Mbit/s with the policy (base 150), %.1f without; want the policy's bounds to steer it", withPolicy, without)
 	}
 	code, out, _ := runCLI(t, "sim", quick, "--controllers", "none", "--policy", "../../examples/links.d/starlink.toml")
-	if code != exitOK || !strings.Contains(out, "policy starlink (autorate, macake law)") {
+	if code != exitcode.OK || !strings.Contains(out, "policy starlink (autorate, macake law)") {
 		t.Errorf("exit %d, header lacks the policy:\n%s", code, out)
 	}
 }
@@ -156,7 +150,7 @@ func TestSimTraceErrorNamesThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errb := runCLI(t, "sim", "--trace", path, quick)
-	if code != exitFailure || !strings.Contains(errb, "macake sim: "+path+":1: ") {
+	if code != exitcode.Failure || !strings.Contains(errb, "macake sim: "+path+":1: ") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming %s:1", code, errb, path)
 	}
 }
@@ -193,7 +187,7 @@ func TestSimPolicyBuildsTheDaemonsController(t *testing.T) {
 	policyArm := func(path string) dirJSON {
 		t.Helper()
 		code, out, errb := runCLI(t, "sim", "--duration=12s", "--direction", "download", "--controllers", "none", "--phases", "none", "--json", "--policy", path)
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("%s: exit %d, stderr %q", path, code, errb)
 		}
 		var doc struct {
@@ -238,29 +232,29 @@ func TestSimBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--link", "wifi", quick}, exitUsage, "--link wifi: unknown link model \"wifi\""},
-		{[]string{"--link", "dsl", "--trace", "x"}, exitUsage, "one of --link, --trace and --traces"},
-		{[]string{"--controllers", "magic", quick}, exitUsage, "unknown controller \"magic\""},
-		{[]string{"--queue", "2MB", quick}, exitUsage, "above dnctl's limit"},
-		{[]string{"--cc", "bbr", quick}, exitUsage, "unknown congestion control"},
-		{[]string{"--duration", "1s"}, exitUsage, "longer than the warm-up"},
-		{[]string{"--trace", "/no/such/file", quick}, exitFailure, "no such file"},
-		{[]string{"--loss", "0.5", quick}, exitUsage, "want DOWN,UP"},
-		{[]string{"--loss", "2,0", quick}, exitUsage, "not a probability"},
-		{[]string{"--offset", "-5s", quick}, exitUsage, "-offset: duration \"-5s\" must not be negative"},
-		{[]string{"--warmup", "-1s", quick}, exitUsage, "-warmup: duration \"-1s\" must not be negative"},
-		{[]string{"--flows", "0", quick}, exitUsage, "--flows 0: want 1–256"},
-		{[]string{"--buffer", "-1s", quick}, exitUsage, "-buffer: duration \"-1s\" must not be negative"},
-		{[]string{"--buffer", "1ns", quick}, exitUsage, "--buffer 1ns"},
-		{[]string{"--actuation-delay", "-5ms", quick}, exitUsage, "-actuation-delay: duration \"-5ms\" must not be negative"},
-		{[]string{"--base-rtt", "-10ms", quick}, exitUsage, "-base-rtt: duration \"-10ms\" must not be negative"},
-		{[]string{"--duration", "2001ms"}, exitUsage, "measures only 1ms"},
-		{[]string{"--trace", "../../sim/trace/testdata/step.down", "--rebin", "1h", quick}, exitUsage, "--rebin 1h0m0s"},
-		{[]string{"--controllers", "none,policy", quick}, exitUsage, "needs --policy"},
-		{[]string{"--policy", "x.toml", quick}, exitConfig, "x.toml"},
-		{[]string{"--policy", "../../examples/links.d/starlink.toml", "--traces", "."}, exitUsage, "every trace takes its own"},
-		{[]string{"--phases", "ours", "--controllers", "none", quick}, exitUsage, "not among the controllers"},
-		{[]string{"extra"}, exitUsage, "unexpected argument"},
+		{[]string{"--link", "wifi", quick}, exitcode.Usage, "--link wifi: unknown link model \"wifi\""},
+		{[]string{"--link", "dsl", "--trace", "x"}, exitcode.Usage, "one of --link, --trace and --traces"},
+		{[]string{"--controllers", "magic", quick}, exitcode.Usage, "unknown controller \"magic\""},
+		{[]string{"--queue", "2MB", quick}, exitcode.Usage, "above dnctl's limit"},
+		{[]string{"--cc", "bbr", quick}, exitcode.Usage, "unknown congestion control"},
+		{[]string{"--duration", "1s"}, exitcode.Usage, "longer than the warm-up"},
+		{[]string{"--trace", "/no/such/file", quick}, exitcode.Failure, "no such file"},
+		{[]string{"--loss", "0.5", quick}, exitcode.Usage, "want DOWN,UP"},
+		{[]string{"--loss", "2,0", quick}, exitcode.Usage, "not a probability"},
+		{[]string{"--offset", "-5s", quick}, exitcode.Usage, "-offset: duration \"-5s\" must not be negative"},
+		{[]string{"--warmup", "-1s", quick}, exitcode.Usage, "-warmup: duration \"-1s\" must not be negative"},
+		{[]string{"--flows", "0", quick}, exitcode.Usage, "--flows 0: want 1–256"},
+		{[]string{"--buffer", "-1s", quick}, exitcode.Usage, "-buffer: duration \"-1s\" must not be negative"},
+		{[]string{"--buffer", "1ns", quick}, exitcode.Usage, "--buffer 1ns"},
+		{[]string{"--actuation-delay", "-5ms", quick}, exitcode.Usage, "-actuation-delay: duration \"-5ms\" must not be negative"},
+		{[]string{"--base-rtt", "-10ms", quick}, exitcode.Usage, "-base-rtt: duration \"-10ms\" must not be negative"},
+		{[]string{"--duration", "2001ms"}, exitcode.Usage, "measures only 1ms"},
+		{[]string{"--trace", "../../sim/trace/testdata/step.down", "--rebin", "1h", quick}, exitcode.Usage, "--rebin 1h0m0s"},
+		{[]string{"--controllers", "none,policy", quick}, exitcode.Usage, "needs --policy"},
+		{[]string{"--policy", "x.toml", quick}, exitcode.Config, "x.toml"},
+		{[]string{"--policy", "../../examples/links.d/starlink.toml", "--traces", "."}, exitcode.Usage, "every trace takes its own"},
+		{[]string{"--phases", "ours", "--controllers", "none", quick}, exitcode.Usage, "not among the controllers"},
+		{[]string{"extra"}, exitcode.Usage, "unexpected argument"},
 	} {
 		code, _, errb := runCLI(t, append([]string{"sim"}, tc.args...)...)
 		if code != tc.code || !strings.Contains(errb, tc.want) {

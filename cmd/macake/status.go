@@ -9,10 +9,12 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config"
 	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/daemon/statusread"
+	"github.com/macake/macake/internal/terminal"
 )
 
 var statusCmd = &command{
@@ -67,13 +69,10 @@ func runStatus(e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the status as JSON (one document per line with --follow)")
 	follow := fs.Bool("follow", false, "refresh once a second until interrupted")
 	history := fs.Bool("history", false, "with --json: add each link's last minutes and the daemon's last events")
-	if done, code := statusCmd.parse(e, fs, args); done {
+	if done, code := statusCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
-	if done, code := statusCmd.noArgs(e, fs); done {
-		return code
-	}
-	tty := isTerminal(e.stdout)
+	tty := terminal.IsTerminal(e.stdout)
 	// The full text shows the history as sparklines and the last events;
 	// JSON carries them when asked, --follow's table never.
 	q := statusapi.Query{}
@@ -85,11 +84,11 @@ func runStatus(e *env, args []string) int {
 		if interrupted(e.ctx) {
 			// Interrupted (Ctrl-C on --follow) mid-question: the answer,
 			// if any, is not worth printing.
-			return exitOK
+			return exitcode.OK
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "macake status: %v\n", err)
-			return exitFailure
+			return exitcode.Failure
 		}
 		switch {
 		case *asJSON && *follow:
@@ -109,11 +108,11 @@ func runStatus(e *env, args []string) int {
 			statusapi.WriteText(e.stdout, st, statusapi.TextOptions{Now: time.Now(), GOOS: hostGOOS})
 		}
 		if !*follow {
-			return exitOK
+			return exitcode.OK
 		}
 		select {
 		case <-e.ctx.Done():
-			return exitOK
+			return exitcode.OK
 		case <-time.After(statusRefresh):
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/daemon/operator"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/diag"
@@ -28,8 +29,8 @@ import (
 func TestStatusWithoutDaemon(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
 	setHostGOOS(t, "darwin")
-	r.mustRun(exitOK, "apply")
-	stdout, _ := r.mustRun(exitOK, "status")
+	r.mustRun(exitcode.OK, "apply")
+	stdout, _ := r.mustRun(exitcode.OK, "status")
 	mustContain(t, "status", stdout,
 		"macake watch: not running (nothing answers on "+filepath.Join(r.stateDir, "watch.sock")+")",
 		"start the daemon with 'sudo macake install-daemon'",
@@ -37,7 +38,7 @@ func TestStatusWithoutDaemon(t *testing.T) {
 		"pipe 48002  download",
 		"* starlink",
 	)
-	stdout, _ = r.mustRun(exitOK, "status", "--json")
+	stdout, _ = r.mustRun(exitcode.OK, "status", "--json")
 	var st statusapi.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatal(err)
@@ -49,14 +50,14 @@ func TestStatusWithoutDaemon(t *testing.T) {
 	// Without root the live pipes cannot be read; status says so, shows
 	// what a start would install, and does not call the link unshaped.
 	code, stdout, _ := r.runAs(501, "status")
-	if code != exitOK || !strings.Contains(stdout, "Live state: not read:") || !strings.Contains(stdout, "policy (not read live)") ||
+	if code != exitcode.OK || !strings.Contains(stdout, "Live state: not read:") || !strings.Contains(stdout, "policy (not read live)") ||
 		!strings.Contains(stdout, "starlink  en0        autorate  unknown") || strings.Contains(stdout, "not shaped") {
 		t.Errorf("status without root: exit %d\n%s", code, stdout)
 	}
 
 	// On Linux install-daemon only prints a systemd unit.
 	setHostGOOS(t, "linux")
-	stdout, _ = r.mustRun(exitOK, "status")
+	stdout, _ = r.mustRun(exitcode.OK, "status")
 	if !strings.Contains(stdout, "run the daemon under systemd: see 'macake install-daemon --systemd-unit'") || strings.Contains(stdout, "sudo macake install-daemon") {
 		t.Errorf("status on Linux without a daemon:\n%s", stdout)
 	}
@@ -69,7 +70,7 @@ func TestStatusWithoutDaemon(t *testing.T) {
 func TestStatusWithoutDaemonKeepsTheLastGoodPolicy(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy, "travel": travelPolicy}, starlinkFacts)
 	setHostGOOS(t, "darwin")
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	saved := state.LastGoodDir(r.stateDir)
 	if err := os.MkdirAll(saved, 0o755); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestStatusWithoutDaemonKeepsTheLastGoodPolicy(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(r.configDir, "starlink.toml"), []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, _ := r.mustRun(exitOK, "status", "--json")
+	stdout, _ := r.mustRun(exitcode.OK, "status", "--json")
 	var st statusapi.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
 		t.Fatal(err)
@@ -112,11 +113,11 @@ func TestApplyPrunesCopiesOfDeletedPolicies(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.mustRun(exitOK, "apply", "--dry-run")
+	r.mustRun(exitcode.OK, "apply", "--dry-run")
 	if _, err := os.Stat(filepath.Join(saved, "cable.toml")); err != nil {
 		t.Fatal("a dry run pruned a copy; it changes nothing")
 	}
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	if _, err := os.Stat(filepath.Join(saved, "cable.toml")); err == nil {
 		t.Error("the copy of a deleted policy survived apply")
 	}
@@ -132,14 +133,14 @@ func TestApplyPrunesCopiesOfDeletedPolicies(t *testing.T) {
 func TestPlanBesideWatchUsesItsReflectors(t *testing.T) {
 	rotated := strings.Replace(starlinkPolicy, `["1.1.1.1", "9.9.9.9"]`, `["8.8.8.8"]`, 1)
 	r := newRig(t, map[string]string{"starlink": rotated}, starlinkFacts)
-	r.mustRun(exitOK, "apply") // the live exemptions: watch's 8.8.8.8
+	r.mustRun(exitcode.OK, "apply") // the live exemptions: watch's 8.8.8.8
 	if err := os.WriteFile(filepath.Join(r.configDir, "starlink.toml"), []byte(starlinkPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	st := sampleStatus(r.stateDir)
 	st.Links[0].Controller.Reflectors = []statusapi.Reflector{{Address: "8.8.8.8"}}
 	serveStatus(t, r.stateDir, st)
-	stdout, _ := r.mustRun(exitOK, "plan")
+	stdout, _ := r.mustRun(exitcode.OK, "plan")
 	if !strings.Contains(stdout, "No changes.") {
 		t.Errorf("plan beside watch shows watch's exemptions as drift:\n%s", stdout)
 	}
@@ -156,7 +157,7 @@ func setHostGOOS(t *testing.T, goos string) {
 // socket nobody holds the lock behind is a leftover, not a daemon.
 func TestStatusSocketDenied(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	socket := statusapi.SocketPath(r.stateDir)
 	old := fetchStatus
 	fetchStatus = func(context.Context, string, statusapi.Query) (statusapi.Status, error) {
@@ -169,7 +170,7 @@ func TestStatusSocketDenied(t *testing.T) {
 	}
 	code, stdout, _ := r.runAs(501, "status")
 	want := fmt.Sprintf("macake watch: running, pid %d (its socket answers %s only; run with sudo for its view).", os.Getpid(), statusapi.Readers(socket))
-	if code != exitOK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") ||
+	if code != exitcode.OK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") ||
 		!strings.Contains(stdout, "autorate  unknown") || strings.Contains(stdout, "not shaped") {
 		t.Errorf("status as a user with watch running: exit %d, want %q:\n%s", code, want, stdout)
 	}
@@ -192,7 +193,7 @@ func TestStatusSocketDenied(t *testing.T) {
 // "not running".
 func TestStatusWatchWithoutSocket(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	r.mustRun(exitOK, "apply")
+	r.mustRun(exitcode.OK, "apply")
 	l, err := state.AcquireLock(context.Background(), r.stateDir, state.LockOptions{Wait: time.Second, Holder: state.HolderWatch, MayCreate: true, SkipOwnershipCheck: os.Geteuid() != 0})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestStatusWatchWithoutSocket(t *testing.T) {
 	defer l.Release()
 	code, stdout, _ := r.runAs(0, "status")
 	want := fmt.Sprintf("macake watch: running, pid %d (watch (pid %d) holds the state lock but does not answer on %s", os.Getpid(), os.Getpid(), statusapi.SocketPath(r.stateDir))
-	if code != exitOK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") {
+	if code != exitcode.OK || !strings.Contains(stdout, want) || strings.Contains(stdout, "not running") || strings.Contains(stdout, "install-daemon") {
 		t.Errorf("status with a watch that has no socket: exit %d, want %q:\n%s", code, want, stdout)
 	}
 }
@@ -215,7 +216,7 @@ func TestStatusBeforeTheFirstReply(t *testing.T) {
 	c.Download.BaselineSeconds, c.Upload.BaselineSeconds = 0.1, 0.1
 	c.Reflectors = []statusapi.Reflector{{Address: "1.1.1.1", BaselineDownSeconds: 0.1, BaselineUpSeconds: 0.1, SinceResponseSeconds: 2}}
 	serveStatus(t, r.stateDir, st)
-	stdout, _ := r.mustRun(exitOK, "status")
+	stdout, _ := r.mustRun(exitcode.OK, "status")
 	mustContain(t, "status", stdout,
 		"controller: stalled; 0 replies, 31 cuts, 402 increases; no reply yet",
 		"reflector 1.1.1.1         baseline -, 0 replies, no reply yet",
@@ -278,7 +279,7 @@ func serveStatus(t *testing.T, stateDir string, st statusapi.Status) {
 func TestStatusFromDaemon(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
 	serveStatus(t, r.stateDir, sampleStatus(r.stateDir))
-	stdout, _ := r.mustRun(exitOK, "status")
+	stdout, _ := r.mustRun(exitcode.OK, "status")
 	for _, want := range []string{
 		"macake watch: running, pid 812, up 2h01m, version v0.3.0",
 		"Last reconcile: 12s ago (drift): no changes; last change 1h00m ago",
@@ -294,7 +295,7 @@ func TestStatusFromDaemon(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, stdout)
 		}
 	}
-	stdout, _ = r.mustRun(exitOK, "status", "--json")
+	stdout, _ = r.mustRun(exitcode.OK, "status", "--json")
 	var st statusapi.Status
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || !st.Daemon.Running || st.Links[0].Controller.Cuts != 31 {
 		t.Fatalf("status --json: %v %+v", err, st)
@@ -312,7 +313,7 @@ func TestStatusFollow(t *testing.T) {
 	defer cancel()
 	var out, errb bytes.Buffer
 	e := &env{ctx: ctx, stdout: &out, stderr: &errb, getenv: os.Getenv, euid: func() int { return 0 }}
-	if code := e.main([]string{"--config-dir", r.configDir, "--state-dir", r.stateDir, "status", "--follow", "--json"}); code != exitOK {
+	if code := e.main([]string{"--config-dir", r.configDir, "--state-dir", r.stateDir, "status", "--follow", "--json"}); code != exitcode.OK {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -329,16 +330,16 @@ func TestStatusFollow(t *testing.T) {
 
 func TestWatchRefusals(t *testing.T) {
 	r := newRig(t, map[string]string{"starlink": starlinkPolicy}, starlinkFacts)
-	if code, _, stderr := r.runAs(501, "watch"); code != exitNoPerm || !strings.Contains(stderr, "Run with sudo") {
+	if code, _, stderr := r.runAs(501, "watch"); code != exitcode.NoPerm || !strings.Contains(stderr, "Run with sudo") {
 		t.Errorf("watch as a user: exit %d, %s", code, stderr)
 	}
-	if code, _, stderr := r.run("watch", "--drift-interval", "1ms"); code != exitUsage || !strings.Contains(stderr, "too short") {
+	if code, _, stderr := r.run("watch", "--drift-interval", "1ms"); code != exitcode.Usage || !strings.Contains(stderr, "too short") {
 		t.Errorf("watch with a 1 ms drift interval: exit %d, %s", code, stderr)
 	}
 	if err := os.WriteFile(filepath.Join(filepath.Dir(r.configDir), "macake.toml"), []byte("log_format = \"xml\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := r.run("watch"); code != exitConfig || !strings.Contains(stderr, "log_format") {
+	if code, _, stderr := r.run("watch"); code != exitcode.Config || !strings.Contains(stderr, "log_format") {
 		t.Errorf("watch with invalid settings: exit %d, %s", code, stderr)
 	}
 }
@@ -358,7 +359,7 @@ func TestSecondWatchSaysSo(t *testing.T) {
 	defer l.Release()
 	code, _, stderr := r.run("watch")
 	want := fmt.Sprintf("another macake watch (pid %d) is running", os.Getpid())
-	if code != exitFailure || !strings.Contains(stderr, want) || !strings.Contains(stderr, "only one watch runs at a time") {
+	if code != exitcode.Failure || !strings.Contains(stderr, want) || !strings.Contains(stderr, "only one watch runs at a time") {
 		t.Errorf("second watch: exit %d, stderr lacks %q:\n%s", code, want, stderr)
 	}
 	if strings.Contains(stderr, "To apply or take shaping down by hand") {

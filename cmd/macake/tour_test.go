@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/internal/golden"
 	"github.com/macake/macake/service"
 )
@@ -69,7 +70,7 @@ var tourTimes = []struct {
 // the same run prints with the default ones.
 func (tr *tour) display(out string) string {
 	// Only a directory other than the default one is named in init's
-	// hints (nextCommands); every hint names it, so the column stays.
+	// hints (firstpolicy.Next); every hint names it, so the column stays.
 	out = strings.ReplaceAll(out, " --config-dir "+tr.configDir, "")
 	out = strings.ReplaceAll(out, tr.configDir, tourConfigDir)
 	out = strings.ReplaceAll(out, tr.stateDir, tourStateDir)
@@ -132,7 +133,7 @@ func tourGolden(t *testing.T, name, got string) {
 // recorded status, daemon/statusapi/testdata/watch-status.txt.)
 func TestTour(t *testing.T) {
 	tr := newTour(t)
-	tr.step("init", "sudo macake init home --download 250mbit --upload 20mbit", exitOK,
+	tr.step("init", "sudo macake init home --download 250mbit --upload 20mbit", exitcode.OK,
 		"init", "home", "--download", "250mbit", "--upload", "20mbit")
 	written, err := os.ReadFile(filepath.Join(tr.configDir, "home.toml"))
 	if err != nil {
@@ -140,29 +141,29 @@ func TestTour(t *testing.T) {
 	}
 	tourGolden(t, "home.toml", tr.display(string(written)))
 
-	tr.step("validate", "macake validate", exitOK, "validate")
-	tr.step("plan", "sudo macake plan", exitOK, "plan")
-	tr.step("apply", "sudo macake apply", exitOK, "apply")
-	tr.step("apply-again", "sudo macake apply", exitOK, "apply")
+	tr.step("validate", "macake validate", exitcode.OK, "validate")
+	tr.step("plan", "sudo macake plan", exitcode.OK, "plan")
+	tr.step("apply", "sudo macake apply", exitcode.OK, "apply")
+	tr.step("apply-again", "sudo macake apply", exitcode.OK, "apply")
 
 	tr.edit("home", `download = "250mbit"`, `download = "300mbit"`)
-	tr.step("apply-edit", "sudo macake apply", exitOK, "apply")
+	tr.step("apply-edit", "sudo macake apply", exitcode.OK, "apply")
 
 	tr.edit("home", `upload   = "20mbit"`, `upload   = "20mbps"`)
-	tr.step("validate-typo", "macake validate", exitConfig, "validate")
-	tr.step("apply-typo", "sudo macake apply", exitConfig, "apply")
+	tr.step("validate-typo", "macake validate", exitcode.Config, "validate")
+	tr.step("apply-typo", "sudo macake apply", exitcode.Config, "apply")
 	tr.edit("home", `upload   = "20mbps"`, `upload   = "25mbit"`)
 
-	tr.step("plan-out", "sudo macake plan --out reviewed.plan", exitOK, "plan", "--out", "reviewed.plan")
+	tr.step("plan-out", "sudo macake plan --out reviewed.plan", exitcode.OK, "plan", "--out", "reviewed.plan")
 	tr.edit("home", `upload   = "25mbit"`, `upload   = "22mbit"`)
-	tr.step("apply-stale", "sudo macake apply reviewed.plan", exitFailure, "apply", "reviewed.plan")
+	tr.step("apply-stale", "sudo macake apply reviewed.plan", exitcode.Failure, "apply", "reviewed.plan")
 
 	tr.setPolicies(map[string]string{"home": string(must(os.ReadFile(filepath.Join(tr.configDir, "home.toml")))), "travel": travelPolicy, "cable": cablePolicy})
-	tr.step("links", "macake links", exitOK, "links")
+	tr.step("links", "macake links", exitcode.OK, "links")
 
-	tr.step("install-daemon", "sudo macake install-daemon", exitOK, "install-daemon")
-	tr.step("down", "sudo macake down", exitOK, "down")
-	tr.step("down-again", "sudo macake down", exitOK, "down")
+	tr.step("install-daemon", "sudo macake install-daemon", exitcode.OK, "install-daemon")
+	tr.step("down", "sudo macake down", exitcode.OK, "down")
+	tr.step("down-again", "sudo macake down", exitcode.OK, "down")
 }
 
 func must[T any](v T, err error) T {
@@ -176,7 +177,7 @@ func must[T any](v T, err error) T {
 // the Linux examples validate for Linux.
 func TestLinuxExamplesTranscript(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "validate", "--target", "linux", "--config-dir", "../../examples/linux/links.d")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	tourGolden(t, "validate-linux-examples.txt", "$ macake validate --target linux --config-dir examples/linux/links.d\n"+stderr+stdout)

@@ -3,23 +3,19 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/macake/macake/backend/tc"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/validation"
 	"github.com/macake/macake/config"
-	"github.com/macake/macake/config/settings"
-	"github.com/macake/macake/desired"
 	"github.com/macake/macake/execrun"
-	"github.com/macake/macake/session"
+	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/shape"
-	"github.com/macake/macake/state"
 )
 
 var validateCmd = &command{
@@ -44,85 +40,43 @@ not, 64 usage.`,
 
 func init() { validateCmd.run = runValidate }
 
-// validateFormatVersion versions the --json document: consumers ignore
-// unknown fields within a major version and refuse another major. 2.0:
-// errors and warnings are the one error schema (diag): "col" became
-// "column", and line and column are left out for a whole file.
-const validateFormatVersion = "2.0"
-
-// validateReport is the --json document.
-type validateReport struct {
-	FormatVersion    string                  `json:"format_version"`
-	ConfigDir        string                  `json:"config_dir"`
-	Target           config.Target           `json:"target"`
-	Valid            bool                    `json:"valid"`
-	OwnershipChecked bool                    `json:"ownership_checked"`
-	Links            []desired.PolicySummary `json:"links"`
-	Warnings         []config.Warning        `json:"warnings"`
-	Errors           []*config.Problem       `json:"errors"`
-}
-
 func runValidate(e *env, args []string) int {
 	fs := validateCmd.flags()
 	asJSON := fs.Bool("json", false, "print one JSON document (links, warnings, errors)")
 	target := fs.String("target", runtime.GOOS, "the `SYSTEM` the policies are for: darwin (pf + dummynet) or linux (tc)")
-	if done, code := validateCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := validateCmd.noArgs(e, fs); done {
+	if done, code := validateCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	t := config.Target(*target)
 	if t != config.TargetDarwin && t != config.TargetLinux {
 		fmt.Fprintf(e.stderr, "macake validate: --target %q: want darwin or linux\n", *target)
-		return exitUsage
+		return exitcode.Usage
 	}
-	asRoot := e.euid() == 0
-	opts := session.LoadOptions(t, !asRoot)
-	opts.Context = e.ctx
-	if !asRoot {
+	o := validation.Options{
+		Ctx: e.ctx, ConfigDir: e.configDir, StateDir: e.stateDir, StateDirIsDefault: e.stateDir == defaultStateDir,
+		Target: t, AsRoot: e.euid() == 0, TriesCake: t == config.TargetLinux && runtime.GOOS == "linux", Invocation: e.invocation(),
+	}
+	if !o.AsRoot {
 		fmt.Fprintln(e.stderr, "note: not running as root: file ownership and mode checks skipped")
 	}
-	tryCake := t == config.TargetLinux && runtime.GOOS == "linux"
-	if tryCake && asRoot {
-		opts.CheckCake = cakeCheckOnThisSystem(e)
+	if o.TriesCake && o.AsRoot {
+		o.CheckCake = cakeCheckOnThisSystem(e)
 	}
-
-	settings, dwarn, derr := settings.LoadDaemon(settings.DaemonFileFor(e.configDir), opts)
-	opts.Invocation = e.invocation()
-	opts.Measured = measuredIn(settings.StateDirFor(e.stateDir, e.stateDir == defaultStateDir))
-	links, warnings, err := config.Load(e.configDir, opts)
-	if e.ctx.Err() != nil {
-		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", context.Cause(e.ctx))
-		return exitFailure
+	res, err := validation.Run(o)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "macake validate: interrupted (%v); not every file was checked\n", err)
+		return exitcode.Failure
 	}
-	if tryCake && !asRoot && slices.ContainsFunc(links, func(l config.Link) bool { return !l.Cake.IsZero() }) {
+	if res.CakeNotTried {
 		fmt.Fprintln(e.stderr, "note: not running as root: the [cake] options are not tried on this kernel and iproute2")
 	}
-	problems := config.Problems(err)
-	warnings = append(warnings, dwarn...)
-	problems = append(problems, config.Problems(derr)...)
-
-	code := exitOK
+	links, warnings, problems := res.Links, res.Warnings, res.Problems
+	code := exitcode.OK
 	if len(problems) > 0 {
-		code = exitConfig
+		code = exitcode.Config
 	}
 	if *asJSON {
-		rep := validateReport{
-			FormatVersion: validateFormatVersion, ConfigDir: e.configDir, Target: t,
-			Valid: len(problems) == 0, OwnershipChecked: asRoot,
-			Links: []desired.PolicySummary{}, Warnings: warnings, Errors: problems,
-		}
-		if rep.Warnings == nil {
-			rep.Warnings = []config.Warning{}
-		}
-		if rep.Errors == nil {
-			rep.Errors = []*config.Problem{}
-		}
-		for _, l := range links {
-			rep.Links = append(rep.Links, desired.SummarizePolicy(l))
-		}
-		out, _ := json.MarshalIndent(rep, "", "  ")
+		out, _ := json.MarshalIndent(res.Report(o), "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
 		return code
 	}
@@ -138,7 +92,7 @@ func runValidate(e *env, args []string) int {
 		for _, p := range problems {
 			files[p.File] = true
 		}
-		fmt.Fprintf(e.stderr, "macake validate: %s in %s\n", plural(len(problems), "problem"), plural(len(files), "file"))
+		fmt.Fprintf(e.stderr, "macake validate: %s in %s\n", english.Plural(len(problems), "problem"), english.Plural(len(files), "file"))
 		return code
 	}
 	names := make([]string, len(links))
@@ -150,31 +104,8 @@ func runValidate(e *env, args []string) int {
 		fmt.Fprintln(e.stdout, "ok: 0 links")
 		return code
 	}
-	fmt.Fprintf(e.stdout, "ok: %s (%s)\n", plural(len(links), "link"), strings.Join(names, ", "))
+	fmt.Fprintf(e.stdout, "ok: %s (%s)\n", english.Plural(len(links), "link"), strings.Join(names, ", "))
 	return code
-}
-
-// measuredIn tells validate whether a link has been measured, from the
-// state file in dir, read once when the first policy with "auto" rates
-// asks.
-func measuredIn(dir string) func(link string) (measured, known bool) {
-	var st *state.State
-	var err error
-	read := sync.OnceFunc(func() { st, err = state.Load(dir) })
-	return func(link string) (bool, bool) {
-		read()
-		if err != nil {
-			return false, false
-		}
-		return st.MeasuredLink(link), true
-	}
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // cakeCheckOnThisSystem tries each policy's CAKE options on this kernel

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/validation"
 	"github.com/macake/macake/internal/golden"
 )
 
@@ -32,14 +34,14 @@ const (
 
 func TestValidateExamples(t *testing.T) {
 	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", goodDir)
-	if code != exitOK || stdout != "ok: 4 links (home-cable, hotspot, starlink, travel)\n" {
+	if code != exitcode.OK || stdout != "ok: 4 links (home-cable, hotspot, starlink, travel)\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	if stderr != "note: not running as root: file ownership and mode checks skipped\n" {
 		t.Errorf("stderr %q, want only the ownership note", stderr)
 	}
 	// The global flag works before the command too.
-	if code, stdout, _ := validateAs(t, 501, "--config-dir", goodDir, "validate", "--target", "darwin"); code != exitOK || !strings.HasPrefix(stdout, "ok: 4 links") {
+	if code, stdout, _ := validateAs(t, 501, "--config-dir", goodDir, "validate", "--target", "darwin"); code != exitcode.OK || !strings.HasPrefix(stdout, "ok: 4 links") {
 		t.Errorf("--config-dir before the command: exit %d, %q", code, stdout)
 	}
 }
@@ -48,8 +50,8 @@ func TestValidateExamples(t *testing.T) {
 // FILE:LINE:COL: line per marked problem, exactly as in the golden file.
 func TestValidateBadExamples(t *testing.T) {
 	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", badDir, "--target", "darwin")
-	if code != exitConfig {
-		t.Errorf("exit %d, want %d", code, exitConfig)
+	if code != exitcode.Config {
+		t.Errorf("exit %d, want %d", code, exitcode.Config)
 	}
 	lines := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
 	positioned := regexp.MustCompile(`^\.\./\.\./examples/bad/[A-Za-z0-9_-]+\.toml:\d+:\d+: \S`)
@@ -83,8 +85,8 @@ func TestValidateJSON(t *testing.T) {
 		links  int
 		errors bool
 	}{
-		{goodDir, exitOK, 4, false},
-		{badDir, exitConfig, 1, true}, // twin-a is valid on its own
+		{goodDir, exitcode.OK, 4, false},
+		{badDir, exitcode.Config, 1, true}, // twin-a is valid on its own
 	} {
 		code, stdout, _ := validateAs(t, 501, "validate", "--json", "--config-dir", tc.dir)
 		var rep struct {
@@ -105,7 +107,7 @@ func TestValidateJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 			t.Fatalf("%s: not JSON: %v\n%s", tc.dir, err, stdout)
 		}
-		if code != tc.code || rep.FormatVersion != validateFormatVersion || rep.Valid == tc.errors || rep.OwnershipChecked || len(rep.Links) != tc.links || (len(rep.Errors) > 0) != tc.errors || rep.Warnings == nil {
+		if code != tc.code || rep.FormatVersion != validation.FormatVersion || rep.Valid == tc.errors || rep.OwnershipChecked || len(rep.Links) != tc.links || (len(rep.Errors) > 0) != tc.errors || rep.Warnings == nil {
 			t.Errorf("%s: exit %d, report %+v", tc.dir, code, rep)
 		}
 		for _, e := range rep.Errors {
@@ -130,7 +132,7 @@ func TestValidateWarningsGoToStderr(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", links, "--target", "darwin")
-	if code != exitOK || stdout != "ok: 1 link (home)\n" || !strings.Contains(stderr, "home.toml:3:2: warning: cake.nat: macOS dummynet cannot do") {
+	if code != exitcode.OK || stdout != "ok: 1 link (home)\n" || !strings.Contains(stderr, "home.toml:3:2: warning: cake.nat: macOS dummynet cannot do") {
 		t.Errorf("darwin: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	if _, _, stderr := validateAs(t, 501, "validate", "--config-dir", links, "--target", "linux"); strings.Contains(stderr, "warning") {
@@ -141,7 +143,7 @@ func TestValidateWarningsGoToStderr(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, _ = validateAs(t, 501, "validate", "--config-dir", links, "--target", "linux")
-	if code != exitConfig || !strings.Contains(stdout, "macake.toml:1:14: log_format: unknown log format \"xml\"") {
+	if code != exitcode.Config || !strings.Contains(stdout, "macake.toml:1:14: log_format: unknown log format \"xml\"") {
 		t.Errorf("daemon settings: exit %d, stdout %q", code, stdout)
 	}
 }
@@ -156,28 +158,28 @@ func TestValidateOwnershipAsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := validateAs(t, 0, "validate", "--config-dir", dir)
-	if code != exitConfig || !strings.Contains(stdout, "refusing to use") || strings.Contains(stderr, "note:") {
+	if code != exitcode.Config || !strings.Contains(stdout, "refusing to use") || strings.Contains(stderr, "note:") {
 		t.Errorf("as root: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
-	if code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", dir); code != exitOK || !strings.Contains(stderr, "checks skipped") {
+	if code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", dir); code != exitcode.OK || !strings.Contains(stderr, "checks skipped") {
 		t.Errorf("as a user: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
 
 func TestValidateUsageAndMissingDir(t *testing.T) {
-	if code, _, stderr := validateAs(t, 501, "validate", "--target", "windows"); code != exitUsage || !strings.Contains(stderr, "want darwin or linux") {
+	if code, _, stderr := validateAs(t, 501, "validate", "--target", "windows"); code != exitcode.Usage || !strings.Contains(stderr, "want darwin or linux") {
 		t.Errorf("--target windows: exit %d, %q", code, stderr)
 	}
-	if code, _, _ := validateAs(t, 501, "validate", "extra"); code != exitUsage {
+	if code, _, _ := validateAs(t, 501, "validate", "extra"); code != exitcode.Usage {
 		t.Errorf("extra argument: exit %d", code)
 	}
 	missing := filepath.Join(t.TempDir(), "links.d")
 	code, stdout, _ := validateAs(t, 501, "validate", "--config-dir", missing)
-	if code != exitConfig || stdout != missing+": no such directory (create it: sudo mkdir -p "+missing+")\n" {
+	if code != exitcode.Config || stdout != missing+": no such directory (create it: sudo mkdir -p "+missing+")\n" {
 		t.Errorf("missing dir: exit %d, %q", code, stdout)
 	}
 	code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", t.TempDir())
-	if code != exitOK || stdout != "ok: 0 links\n" || !strings.Contains(stderr, "nothing will be shaped") {
+	if code != exitcode.OK || stdout != "ok: 0 links\n" || !strings.Contains(stderr, "nothing will be shaped") {
 		t.Errorf("empty dir: exit %d, %q, %q", code, stdout, stderr)
 	}
 }
@@ -191,7 +193,7 @@ func TestValidateLimitsAreTheTargetBackends(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fiber.toml"), []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", dir, "--target", "linux"); code != exitOK {
+	if code, stdout, stderr := validateAs(t, 501, "validate", "--config-dir", dir, "--target", "linux"); code != exitcode.OK {
 		t.Errorf("--target linux: exit %d, want 0\n%s%s", code, stdout, stderr)
 	}
 	code, stdout, _ := validateAs(t, 501, "validate", "--config-dir", dir, "--target", "darwin")
@@ -205,8 +207,8 @@ func TestValidateLimitsAreTheTargetBackends(t *testing.T) {
 			t.Errorf("--target darwin: no %q in\n%s", w, stdout)
 		}
 	}
-	if code != exitConfig {
-		t.Errorf("--target darwin: exit %d, want %d", code, exitConfig)
+	if code != exitcode.Config {
+		t.Errorf("--target darwin: exit %d, want %d", code, exitcode.Config)
 	}
 }
 
@@ -220,7 +222,7 @@ func TestValidateStopsOnSignal(t *testing.T) {
 	e := &env{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
 		getenv: func(string) string { return "" }, euid: func() int { return 501 }}
 	code := e.main([]string{"validate", "--config-dir", goodDir})
-	if code != exitFailure || out.String() != "" || !strings.Contains(errb.String(), "macake validate: interrupted (context canceled); not every file was checked") {
+	if code != exitcode.Failure || out.String() != "" || !strings.Contains(errb.String(), "macake validate: interrupted (context canceled); not every file was checked") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the interruption on stderr", code, out.String(), errb.String())
 	}
 }
@@ -240,15 +242,15 @@ func TestValidateWarnsOfAnUnmeasuredAutoRate(t *testing.T) {
 	code, stderr := validate()
 	want := dir + `/lte.toml:4:1: warning: shaper.download and shaper.upload are "auto": plan, apply and watch shape link "lte" only on a network "sudo macake --config-dir ` +
 		dir + ` --state-dir ` + stateDir + ` measure --link lte" has measured, and it has measured none yet`
-	if code != exitOK || !strings.Contains(stderr, want) {
+	if code != exitcode.OK || !strings.Contains(stderr, want) {
 		t.Errorf("unmeasured: exit %d, stderr %q; want 0 and %q", code, stderr, want)
 	}
 	os.WriteFile(filepath.Join(stateDir, "state.json"), []byte(`{"version":1,"profiles":{"lte@74:24:9f:00:00:01":{"download_capacity_bits_per_second":20000000,"upload_capacity_bits_per_second":5000000}}}`), 0o600)
-	if code, stderr := validate(); code != exitOK || strings.Contains(stderr, "warning") {
+	if code, stderr := validate(); code != exitcode.OK || strings.Contains(stderr, "warning") {
 		t.Errorf("measured: exit %d, stderr %q; want no warning", code, stderr)
 	}
 	os.WriteFile(filepath.Join(stateDir, "state.json"), []byte(`{"version":1,"profiles":{"other":{"download_capacity_bits_per_second":20000000}}}`), 0o600)
-	if code, stderr := validate(); code != exitOK || !strings.Contains(stderr, "it has measured none yet") {
+	if code, stderr := validate(); code != exitcode.OK || !strings.Contains(stderr, "it has measured none yet") {
 		t.Errorf("another link measured: exit %d, stderr %q; want the warning", code, stderr)
 	}
 }

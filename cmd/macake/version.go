@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 )
 
 var versionCmd = &command{
@@ -25,10 +27,7 @@ func init() { versionCmd.run = runVersion }
 func runVersion(e *env, args []string) int {
 	fs := versionCmd.flags()
 	asJSON := fs.Bool("json", false, "print as JSON")
-	if done, code := versionCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := versionCmd.noArgs(e, fs); done {
+	if done, code := versionCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	v, c := version, commit
@@ -43,8 +42,8 @@ func runVersion(e *env, args []string) int {
 			"os": runtime.GOOS, "arch": runtime.GOARCH,
 		})
 		fmt.Fprintln(e.stdout, string(out))
-		return exitOK
+		return exitcode.OK
 	}
 	fmt.Fprintf(e.stdout, "macake %s (commit %s, %s, %s/%s)\n", v, c, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	return exitOK
+	return exitcode.OK
 }

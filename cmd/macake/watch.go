@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
+	"github.com/macake/macake/cmd/macake/internal/shaperun"
 	"github.com/macake/macake/daemon"
 	"github.com/macake/macake/daemon/sensors"
 	"github.com/macake/macake/internal/docsite"
@@ -83,10 +85,7 @@ func runWatch(e *env, args []string) int {
 	fs.StringVar(&f.logFile, "log-file", "", "write the log to `PATH`, rotated, unless macake.toml sets log_file (the launchd job passes /var/log/macake/watch.log)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "the lowest `LEVEL` logged: debug, info, warn or error")
 	durationVar(fs, &f.drift, "drift-interval", daemon.DefaultDriftInterval, "how often to re-read everything and repair drift")
-	if done, code := watchCmd.parse(e, fs, args); done {
-		return code
-	}
-	if done, code := watchCmd.noArgs(e, fs); done {
+	if done, code := watchCmd.parseNoArgs(e, fs, args); done {
 		return code
 	}
 	level, err := logging.ParseLevel(f.logLevel)
@@ -95,7 +94,7 @@ func runWatch(e *env, args []string) int {
 			err = fmt.Errorf("--drift-interval %v is too short; use at least 100ms", f.drift)
 		}
 		fmt.Fprintf(e.stderr, "macake watch: %v\n", err)
-		return exitUsage
+		return exitcode.Usage
 	}
 	if ok, code := e.requireRoot("watch"); !ok {
 		return code
@@ -118,21 +117,21 @@ func runWatch(e *env, args []string) int {
 		// millisecond, for 1.8 MiB less resident (docs/MEASUREMENTS.md).
 		debug.SetGCPercent(watchGCPercent)
 	}
-	s := &invocation{e: e, cmd: "watch"}
-	if code, ok := s.open(openSettings, nil); !ok {
+	s := shaperun.New(e.shaping(), "watch", false)
+	if code, ok := s.OpenSettings(); !ok {
 		return code
 	}
-	code := exitOK
+	code := exitcode.OK
 	err = daemon.Serve(e.ctx, daemon.ServeOptions{
 		ConfigDir: e.configDir, StateDir: e.stateDir, StateDirIsDefault: e.stateDir == defaultStateDir,
-		Settings: s.policies.Settings, LoadOptions: s.opened.LoadOptions,
-		BackendName: s.backendName, Runner: backendRunner, Getenv: e.getenv,
+		Settings: s.Policies.Settings, LoadOptions: s.Session.LoadOptions,
+		BackendName: s.BackendName, Runner: backendRunner, Getenv: e.getenv,
 		LogLevel: level, LogFile: f.logFile, Stderr: e.stderr, LockWait: watchLockWait, Sensors: watchSensors,
 		DriftInterval: f.drift, TeardownOnExit: f.teardown, Version: version, Commit: commit,
-		StartFailed: func(err error) { code = s.fail(err) },
+		StartFailed: func(err error) { code = s.Fail(err) },
 	})
-	if err != nil && code == exitOK {
-		code = exitFailure // the daemon stopped on an error it logged
+	if err != nil && code == exitcode.OK {
+		code = exitcode.Failure // the daemon stopped on an error it logged
 	}
 	return code
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/macake/macake/backend/pfdn/pfdntest"
+	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/daemon/statusapi"
 	"github.com/macake/macake/internal/safefile"
@@ -302,7 +303,7 @@ func TestWatchE2EPolicyEditsAndDrift(t *testing.T) {
 	if !st.Daemon.Running || len(st.Links) != 1 || st.Links[0].Name != "cable" || len(st.Links[0].Shapers) != 2 {
 		t.Fatalf("status: %+v", st)
 	}
-	if code, _, stderr := m.run("apply"); code != exitFailure || !strings.Contains(stderr, "macake watch (pid") {
+	if code, _, stderr := m.run("apply"); code != exitcode.Failure || !strings.Contains(stderr, "macake watch (pid") {
 		t.Errorf("apply while watch runs: exit %d, want 1 naming the daemon:\n%s", code, stderr)
 	}
 
@@ -515,7 +516,7 @@ func TestWatchE2EMeasureHandsTheProfileToWatch(t *testing.T) {
 	}
 	code, stdout, stderr := m.run("measure", "--link", "lab", "--server", "http://"+ln.Addr().String(), "--reflector", "127.0.0.1",
 		"--idle", "1s", "--duration", "2s", "--streams", "2", "--no-networkquality", "--json")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("measure: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	var rep measure.Report

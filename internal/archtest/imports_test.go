@@ -77,6 +77,20 @@ var directions = []rule{
 		why: "installing a service knows the program it runs and the manager's tools, not what the program does"},
 	{from: "shape", only: []string{},
 		why: "the shared vocabulary depends on nothing"},
+	{from: "cmd/macake/internal/exitcode", only: []string{},
+		why: "the exit statuses are a contract of their own (DESIGN.md §4) and depend on nothing"},
+	{from: "internal/terminal", only: []string{},
+		why: "what a terminal can show depends on nothing of macake's"},
+	{from: "cmd/macake/internal/shaperun", to: []string{"backend/pfdn/...", "backend/tc/..."},
+		why: "a run of apply, plan or down works through the backend interface; package main links the backends in"},
+	{from: "cmd/macake/internal/measuretarget", to: []string{"backend/...", "reconcile", "session", "state", "daemon/..."},
+		why: "what to measure is decided from the policies and the network alone"},
+	{from: "cmd/macake/internal/firstpolicy", to: []string{"backend/...", "reconcile", "session", "state", "daemon/..."},
+		why: "init's first policy is drawn from the network and a measurement alone"},
+	{from: "cmd/macake/internal/servicerun", only: []string{"service/...", "cmd/macake/internal/exitcode"},
+		why: "installing the service knows the program it runs and the manager's tools, not what the program does"},
+	{from: "cmd/macake/internal/validation", to: []string{"backend/...", "reconcile", "daemon/..."},
+		why: "validate reads the files as a pass would but plans nothing; a kernel's [cake] check is handed in"},
 }
 
 func (r rule) matches(pattern, pkg string) bool {
@@ -179,6 +193,8 @@ func TestTheDirectionCheckCatchesAViolation(t *testing.T) {
 		{"sense/probe", "reconcile"},
 		{"service/systemd", "config"},
 		{"daemon/pauses", "daemon"},
+		{"cmd/macake/internal/shaperun", "backend/tc"},
+		{"internal/terminal", "config"},
 	} {
 		planted := map[string][]string{}
 		for k, v := range imports {

@@ -8,8 +8,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/macake/macake/execrun"
+	"github.com/macake/macake/service"
 	"github.com/macake/macake/service/launchd"
 	"github.com/macake/macake/service/servicetest"
 )
@@ -41,6 +44,26 @@ type overrideResult struct {
 // NewLaunchd returns a launchd with nothing loaded that reads plists from files.
 func NewLaunchd(files *servicetest.Files) *Launchd {
 	return &Launchd{files: files, Loaded: map[string][]byte{}, override: map[string]overrideResult{}}
+}
+
+// InstallDaemon installs prog's LaunchDaemon, its binary included, as
+// `macake install-daemon` does, into this launchd and its files: a test's
+// Mac with the daemon installed and loaded. It fails tb on error.
+func (l *Launchd) InstallDaemon(tb testing.TB, prog service.Program) {
+	tb.Helper()
+	l.files.AddFile(prog.Binary, []byte("binary"), 0o755, 0, 0)
+	job, err := launchd.DaemonJob(prog)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	in := &launchd.Installer{Files: l.files, Runner: l, Sleep: func(time.Duration) {}}
+	obs, err := in.Observe(context.Background(), job)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := in.Apply(context.Background(), job, launchd.PlanInstall(job, obs, false), nil); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // Fail makes the next n calls of launchctl subcommand sub (all of them when

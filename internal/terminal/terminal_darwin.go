@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package main
+package terminal
 
 import "golang.org/x/sys/unix"
 

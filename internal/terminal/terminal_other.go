@@ -2,7 +2,7 @@
 
 //go:build !darwin && !linux
 
-package main
+package terminal
 
 // isTerminalFD reports false where macake cannot tell: no colour.
 func isTerminalFD(uintptr) bool { return false }
