@@ -79,7 +79,7 @@ func runSim(e *env, args []string) int {
 	fs.Uint64Var(&f.Seed, "seed", 1, "random seed (link model, jitter, losses, flow starts)")
 	durationVar(fs, &f.Offset, "offset", 0, "where in the trace to start")
 	fs.StringVar(&f.Controllers, "controllers", "", "comma-separated `CONTROLLERS` to compare (default "+simrun.DefaultControllers()+"); available: "+strings.Join(simrun.AvailableControllers(), ", ")+
-		"; and variants such as upstream+CutToAchieved, ours-CutToAchieved or ours@AchievedCut=0.8@Dir.DelayThreshold=20ms (switches: "+strings.Join(autorate.Switches(), ", ")+"; @Field=value sets a field of controller.Config, Dir.Field both directions)")
+		"; and variants such as upstream+CutToAchieved, ours-CutToAchieved or ours@AchievedCut=0.8@Dir.DelayThreshold=20ms (switches: "+strings.Join(autorate.Switches(), ", ")+"; @Field=value sets a field of tuning.Config, Dir.Field both directions)")
 	fs.StringVar(&f.Queue, "queue", "auto", "the pipe `QUEUE` at each rate change: auto (the daemon's: min of the BDP and 20 ms), bdp, a delay target like 10ms, or a size like 256KB")
 	fs.StringVar(&f.Shaper, "shaper", "dummynet", "the pipes' drop rule, the `SHAPER`: dummynet (macOS: full once over the limit) or htb (Linux htb + bfifo: a packet that does not fit)")
 	durationVar(fs, &f.ActuationDelay, "actuation-delay", 10*time.Millisecond, "time from a controller's decision to the pipe running at the new rate")
