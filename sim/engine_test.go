@@ -44,13 +44,13 @@ func TestPipeIsDummynet(t *testing.T) {
 	var p pipe
 	p.rate, p.limit = 1e6, 3000
 	for i := range 3 {
-		if !p.enqueue(packet{size: 1500}) {
+		if !p.enqueue(packet{size: 1500}, 0) {
 			t.Fatalf("packet %d dropped below the limit", i)
 		}
 	}
 	// 4500 bytes queued > 3000: dummynet drops only once the queue already
 	// exceeds the limit.
-	if p.enqueue(packet{size: 1500}) || p.drops != 1 {
+	if p.enqueue(packet{size: 1500}, 0) || p.drops != 1 {
 		t.Fatalf("queue of %d bytes over a %d limit accepted a packet", p.bytes, p.limit)
 	}
 }
@@ -61,10 +61,10 @@ func TestPipeIsDummynet(t *testing.T) {
 func TestHTBPipeTakesWhatFits(t *testing.T) {
 	for _, kind := range []ShaperKind{ShaperDummynet, ShaperHTB} {
 		p := pipe{rate: 1e6, limit: 3100, bfifo: kind == ShaperHTB}
-		p.enqueue(packet{size: 1500})
-		p.enqueue(packet{size: 1500})
-		full := p.enqueue(packet{size: 1500}) // 3000 + 1500 > 3100
-		probe := p.enqueue(packet{size: probeBytes})
+		p.enqueue(packet{size: 1500}, 0)
+		p.enqueue(packet{size: 1500}, 0)
+		full := p.enqueue(packet{size: 1500}, 0) // 3000 + 1500 > 3100
+		probe := p.enqueue(packet{size: probeBytes}, 0)
 		if kind == ShaperDummynet && (!full || probe) {
 			t.Errorf("dummynet: third segment accepted %v (want true: 3000 ≤ limit), probe over the limit accepted %v (want false)", full, probe)
 		}

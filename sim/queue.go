@@ -68,12 +68,11 @@ type QueueRule struct {
 	// daemon reads in the pipe's counters.
 	Adapt float64
 	// RED, when set, makes the pipe drop early as dummynet's gred does
-	// (`queue NKbytes gred w_q/min_th/max_th/max_p`): by an average of
-	// the queue's bytes (weight 0.02 per arrival) a packet is dropped with
-	// a probability rising from 0 at a fifth of the limit to 0.1 at three
-	// fifths and on to 1 at six fifths, so the queue seldom reaches the
-	// limit where drop-tail drops every packet, sparse ones included, while
-	// a flow's window sits there.
+	// (`queue NKbytes gred 0.02/min_th/max_th/0.1`, min_th a fifth of the
+	// limit and max_th three fifths), computed as the macOS kernel
+	// computes it (gred.go): in 16.16 fixed point with integer slopes, a
+	// packet's probability scaled by its length, and only on queues up to
+	// 30 KiB, where the kernel's arithmetic does not wrap.
 	RED bool
 	// Reserve gives a bfifo pipe (Shaper htb) the sparse reserve of
 	// Linux's auto queue, autoqueue.SparseReserve: whole full-sized

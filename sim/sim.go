@@ -363,23 +363,22 @@ type pipe struct {
 	lastDrops, lastPassed int64
 	quiet                 int
 
-	// QueueRule.RED's state: the average queue and its random stream.
-	red    bool
-	avg    float64
-	redRNG *rand.Rand
+	// red is QueueRule.RED's gentle RED, as the kernel computes it.
+	red *gred
 }
 
-// enqueue applies the drop test and queues the packet: dummynet's (the
-// queue is full when its byte length already exceeds the limit) or bfifo's
-// (the packet does not fit under the limit).
-func (p *pipe) enqueue(pk packet) bool {
+// enqueue applies the drop test to a packet arriving at now and queues
+// it: dummynet's (the queue is full when its byte length already exceeds
+// the limit, then gred's early drop when the rule has it) or bfifo's (the
+// packet does not fit under the limit).
+func (p *pipe) enqueue(pk packet, now int64) bool {
 	size := p.len(pk)
 	full := p.bytes > p.limit
 	if p.bfifo {
 		full = p.bytes+size > p.limit
 	}
-	if p.red && !full {
-		full = p.earlyDrop()
+	if p.red != nil && !full && p.red.configure(p.limit) {
+		full = p.red.drop(p.bytes, size, now)
 	}
 	if full {
 		p.drops++
@@ -389,26 +388,6 @@ func (p *pipe) enqueue(pk packet) bool {
 	p.q.push(pk)
 	p.bytes += size
 	return true
-}
-
-// earlyDrop is gred's test at an arrival (QueueRule.RED).
-func (p *pipe) earlyDrop() bool {
-	const wq, maxP = 0.02, 0.1
-	p.avg = float64((1-wq)*p.avg) + float64(wq*float64(p.bytes))
-	lim := float64(p.limit)
-	minTh, maxTh := 0.2*lim, 0.6*lim
-	var pb float64
-	switch {
-	case p.avg < minTh:
-		return false
-	case p.avg < maxTh:
-		pb = maxP * (p.avg - minTh) / (maxTh - minTh)
-	case p.avg < 2*maxTh:
-		pb = maxP + float64((1-maxP)*(p.avg-maxTh)/maxTh)
-	default:
-		return true
-	}
-	return p.redRNG.Float64() < pb
 }
 
 // len is what the pipe counts for pk, in bytes.
@@ -590,7 +569,7 @@ func newEngine(link *Link, opt Options, env *Env, ctrl Controller) *engine {
 			e.pipes[d].bfifo, e.pipes[d].framing = true, ethernetFraming
 		}
 		if opt.Queue.RED {
-			e.pipes[d].red, e.pipes[d].redRNG = true, NewStream(opt.Seed, streamRED+uint64(d)*16)
+			e.pipes[d].red = &gred{rng: NewStream(opt.Seed, streamRED+uint64(d)*16)}
 		}
 		mean := link.Mean(d)
 		limit := int64(mean / 8 * opt.Buffer.Seconds())
@@ -722,7 +701,7 @@ func (e *engine) intoClientPipe(d shape.Direction, p packet) (bypass, dropped bo
 	if p.kind == kindProbe || pp.rate == 0 {
 		return true, false
 	}
-	if !pp.enqueue(p) {
+	if !pp.enqueue(p, e.now) {
 		e.rec.dropped(d, p)
 		return false, true
 	}
@@ -1094,6 +1073,9 @@ func (e *engine) servePipe(d shape.Direction) {
 	}
 	if p.q.len() == 0 {
 		p.credit = 0
+		if p.red != nil {
+			p.red.emptied(e.now)
+		}
 	}
 }
 
