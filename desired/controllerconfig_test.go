@@ -18,7 +18,7 @@ import (
 
 // TestControllerConfigOfADefaultPolicyIsUpstream: a policy that sets only
 // its interface and asks for upstream's law runs exactly cake-autorate's
-// defaults (controller's DefaultConfig, reflectors included), on an
+// defaults (tuning.DefaultConfig, reflectors included), on an
 // interface of DefaultConfig's MTU; without the key it runs macake's law.
 func TestControllerConfigOfADefaultPolicyIsUpstream(t *testing.T) {
 	if c, err := ControllerConfig(configtest.Parse(t, "wan", configtest.Policy{Interface: "en0"}.TOML()), state.Profile{}, 1500, BackendFacts{}); err != nil || c.Improvements != tuning.MacakeImprovements() {

@@ -3,13 +3,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/macake/macake/cmd/macake/internal/exitcode"
 	"github.com/macake/macake/cmd/macake/internal/shaperun"
+	"github.com/macake/macake/config/settings"
 	"github.com/macake/macake/execrun"
 	"github.com/macake/macake/internal/docsite"
 	"github.com/macake/macake/internal/terminal"
+	"github.com/macake/macake/selftest"
 	"github.com/macake/macake/state"
 )
 
@@ -105,7 +108,18 @@ func (e *env) shaping() shaperun.Env {
 		Ctx: e.ctx, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, EUID: e.euid(),
 		ConfigDir: e.configDir, StateDir: e.stateDir, StateDirIsDefault: e.stateDir == defaultStateDir,
 		Invocation: e.invocation(), Runner: backendRunner, LockWait: lockWait,
+		SelftestLeftovers: selftestLeftovers,
 	}
+}
+
+// selftestLeftovers is shaperun.Env.SelftestLeftovers: selftest's own
+// removal (or description) of what a killed selftest left.
+func selftestLeftovers(ctx context.Context, stateDir string, daemon settings.Daemon, getenv func(string) string, dryRun bool) (string, error) {
+	o := selftest.Options{StateDir: stateDir, Settings: daemon, Getenv: getenv}
+	if dryRun {
+		return selftest.DescribeLeftovers(o)
+	}
+	return selftest.RemoveLeftovers(ctx, o)
 }
 
 func runApply(e *env, args []string) int {

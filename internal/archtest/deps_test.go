@@ -101,3 +101,26 @@ func TestNoRegexpCompiledAtStart(t *testing.T) {
 		t.Fatalf("only %d files checked: the check sees nothing", checked)
 	}
 }
+
+// TestRunsLinkNoConcreteBackend: a run of apply, plan or down
+// (shaperun) reaches the backends through the interface alone, not even
+// through a package it imports: package main hands in what needs them
+// (the selftest leftovers' clean-up). The import table checks direct
+// imports only; this checks everything the package links.
+func TestRunsLinkNoConcreteBackend(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("skipping: no go tool on PATH")
+	}
+	const pkg = "github.com/macake/macake/cmd/macake/internal/shaperun"
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, backend := range []string{"github.com/macake/macake/backend/pfdn", "github.com/macake/macake/backend/tc"} {
+			if dep == backend || strings.HasPrefix(dep, backend+"/") {
+				t.Errorf("%s links %s: hand what needs it in from package main (shaperun.Env)", pkg, dep)
+			}
+		}
+	}
+}

@@ -46,6 +46,7 @@ const NonstandardBit = 1 << 31
 // ReplyKind classifies a received ICMP message.
 type ReplyKind uint8
 
+// The kinds of a received ICMP message.
 const (
 	ReplyNone        ReplyKind = iota // not for a prober (requests, other types, garbage)
 	ReplyEcho                         // echo reply

@@ -6,6 +6,7 @@
 // those need a person, and a restart loop only fills the log.
 package exitcode
 
+// The exit statuses; Statuses says what each means.
 const (
 	OK          = 0  // success, with or without changes
 	Failure     = 1  // runtime or apply failure, including a partial apply
@@ -18,7 +19,9 @@ const (
 
 // Status is one exit status and what it means.
 type Status struct {
-	Code    int
+	// Code is the status a process exits with.
+	Code int
+	// Meaning is what it means, as the manual says it.
 	Meaning string
 }
 

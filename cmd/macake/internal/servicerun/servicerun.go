@@ -47,8 +47,16 @@ type Env struct {
 // InstallFlags are the flags of install-daemon and install-agent.
 type InstallFlags struct {
 	// Binary is the macake the job runs (default: this executable).
-	Binary                             string
-	DryRun, Restart, JSON, SystemdUnit bool
+	Binary string
+	// DryRun prints what would be written and run, changing nothing.
+	DryRun bool
+	// Restart restarts the job even when nothing changed.
+	Restart bool
+	// JSON prints one JSON document instead of text.
+	JSON bool
+	// SystemdUnit prints the systemd unit (for this machine or another)
+	// instead of installing it.
+	SystemdUnit bool
 }
 
 // run is a run of the command cmd, for the daemon or (agent) the agent.

@@ -26,7 +26,6 @@ import (
 	"github.com/macake/macake/internal/english"
 	"github.com/macake/macake/plan"
 	"github.com/macake/macake/reconcile"
-	"github.com/macake/macake/selftest"
 	"github.com/macake/macake/sense/linkfacts"
 	"github.com/macake/macake/sense/measure"
 	"github.com/macake/macake/session"
@@ -57,6 +56,11 @@ type Env struct {
 	// LockWait is how long a command that changes the shaping waits for
 	// another one's lock.
 	LockWait time.Duration
+	// SelftestLeftovers, when not nil, removes what a killed selftest
+	// left (with dryRun, only names it), for down; package main hands in
+	// selftest's, which links the concrete backends that a run itself
+	// reaches only through the backend interface.
+	SelftestLeftovers func(ctx context.Context, stateDir string, daemon settings.Daemon, getenv func(string) string, dryRun bool) (string, error)
 }
 
 // Flags are the flags of apply, plan and down.
@@ -578,14 +582,10 @@ func (s *Invocation) Down(f Flags) (out Outcome) {
 // selftestLeftovers removes (or, in a dry run, names) what a killed
 // selftest left, for `macake down`; it prints on stderr.
 func (s *Invocation) selftestLeftovers(dryRun bool) {
-	o := selftest.Options{StateDir: s.StateDir, Settings: s.Policies.Settings, Getenv: s.env.Getenv}
-	var line string
-	var err error
-	if dryRun {
-		line, err = selftest.DescribeLeftovers(o)
-	} else {
-		line, err = selftest.RemoveLeftovers(s.env.Ctx, o)
+	if s.env.SelftestLeftovers == nil {
+		return
 	}
+	line, err := s.env.SelftestLeftovers(s.env.Ctx, s.StateDir, s.Policies.Settings, s.env.Getenv, dryRun)
 	if err != nil {
 		fmt.Fprintf(s.env.Stderr, "warning: %v\n", err)
 	} else if line != "" {
