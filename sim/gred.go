@@ -20,15 +20,19 @@ import (
 //     them;
 //   - the linear slope max_p/(max_th−min_th) is an integer division of
 //     the scaled max_p by a span in bytes: it is zero once the span
-//     exceeds max_p × 65536 bytes (6,553 bytes at max_p 0.1), and above
-//     max_th the gentle slope (1−max_p)/max_th truncates likewise;
+//     exceeds max_p × 65536 bytes (6,553 bytes at max_p 0.1); above
+//     max_th the gentle slope (1−max_p)/max_th truncates too, though
+//     never to zero on the queues gred is given here;
 //   - a packet's probability is scaled by its length over the largest
 //     packet (1500 bytes), and drops are spread by counting the packets
 //     since the last one against a 16-bit random draw.
 //
-// While the queue is empty the average decays by (1−w_q) per idle
-// millisecond (the lookup step at any rate above a few hundred kbit/s)
-// and is zero after a table of 256 steps.
+// When a packet finds the queue empty, the kernel means to decay the
+// average by (1−w_q) per idle millisecond (the lookup step at any rate
+// above a few hundred kbit/s), to zero after a table of 256 steps; but it
+// multiplies in unsigned 32 bits, which wraps for any average of a byte
+// or more, so in effect the average restarts from under a byte each time
+// the queue drains.
 const (
 	redScale      = 16 // fractional bits
 	redWQ         = 0.02
@@ -106,12 +110,16 @@ func (g *gred) drop(queued, size, now int64) bool {
 		if t < 0 || t >= redLookupSize {
 			g.avg = 0
 		} else {
-			decay := int64(1)<<redScale - int64(g.wq)
+			// The table is (1−w_q)^(t+1) in unsigned 32 bits (no entry
+			// wraps); the kernel multiplies the average by an entry in
+			// unsigned 32 bits too, with no wider cast, so the product
+			// wraps and the average comes out under one byte.
+			decay := uint32(1)<<redScale - uint32(g.wq)
 			w := decay
 			for range t {
-				w = redMul(w, decay)
+				w = (w * decay) >> redScale
 			}
-			g.avg = int32(redMul(int64(g.avg), w))
+			g.avg = int32((uint32(g.avg) * w) >> redScale)
 		}
 	}
 	if g.avg < g.minTh {

@@ -43,13 +43,15 @@ func TestGREDIsTheKernelsArithmetic(t *testing.T) {
 		{"small queue, a call's packets", 10 << 10, 4 << 10, 200, 0.006, 0.010},
 		// Below min_th nothing is dropped.
 		{"below min_th", 10 << 10, 1 << 10, 1500, 0, 0},
-		// 60 KiB: a span of 24 KiB makes the linear slope zero: between
-		// the thresholds gred never drops (RED on paper: p_b 7.5 % at
-		// 30 KiB)…
-		{"large queue between the thresholds", 60 << 10, 30 << 10, 1500, 0, 0},
-		// …and from 32 KiB the scaled queue wraps in the kernel's int:
-		// gred is off on a queue over 30 KiB.
-		{"large queue past 32 KiB", 120 << 10, 100 << 10, 1500, 0, 0},
+		// 20 KiB: a span of 8 KiB makes the linear slope zero: between
+		// the thresholds gred never drops (RED on paper: p_b 3.75 % at
+		// 10 KiB)…
+		{"a span over 6.5 KB between the thresholds", 20 << 10, 10 << 10, 1500, 0, 0},
+		// …but above max_th the gentle slope still drops.
+		{"30 KiB above max_th", 30 << 10, 20 << 10, 1500, 0.15, 0.35},
+		// From 32 KiB the scaled queue wraps in the kernel's int: gred
+		// is off on a queue over 30 KiB.
+		{"gred is off above 30 KiB", 60 << 10, 40 << 10, 1500, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,23 +63,32 @@ func TestGREDIsTheKernelsArithmetic(t *testing.T) {
 	}
 }
 
-// TestGREDAverageDecaysWhileIdle: the average falls by (1−w_q) per idle
-// millisecond and is gone after the kernel's 256-step table.
-func TestGREDAverageDecaysWhileIdle(t *testing.T) {
+// TestGREDAverageRestartsAfterIdle: the kernel decays the average over an
+// idle gap with a 32-bit unsigned product that wraps, so after any gap
+// the average is under one byte; past the table it is zero.
+func TestGREDAverageRestartsAfterIdle(t *testing.T) {
 	g := &gred{rng: NewStream(1, streamRED)}
 	g.configure(10 << 10)
 	for i := range 2000 {
 		g.drop(4<<10, 1500, int64(i))
 	}
-	before := g.avg
+	if g.avg < 3<<10<<redScale {
+		t.Fatalf("the average is %d bytes after a long busy spell at 4 KiB, want near 4096", g.avg>>redScale)
+	}
 	g.emptied(0)
 	g.drop(0, 1500, int64(10*time.Millisecond))
-	if want := float64(before) * 0.98 * 0.98 * 0.98 * 0.98 * 0.98 * 0.98 * 0.98 * 0.98 * 0.98 * 0.98 * 0.98; float64(g.avg) < want*0.98 || float64(g.avg) > want*1.02 {
-		t.Errorf("after 10 ms idle the average is %d, want about %.0f (from %d)", g.avg, want, before)
+	if g.avg >= 1<<redScale || g.avg < 0 {
+		t.Errorf("after 10 ms idle the scaled average is %d, want under one byte (%d) as the kernel's wrapping product leaves it", g.avg, 1<<redScale)
 	}
+	g.avg = 1000 // a fraction of a byte decays without wrapping
 	g.emptied(int64(10 * time.Millisecond))
+	g.drop(0, 1500, int64(12*time.Millisecond))
+	if g.avg <= 900 || g.avg >= 1000 {
+		t.Errorf("a small average after 2 ms idle is %d, want (1−w_q)^3 of 1000", g.avg)
+	}
+	g.emptied(int64(12 * time.Millisecond))
 	g.drop(0, 1500, int64(300*time.Millisecond))
 	if g.avg != 0 {
-		t.Errorf("after 290 ms idle the average is %d, want 0", g.avg)
+		t.Errorf("after 288 ms idle the average is %d, want 0", g.avg)
 	}
 }
