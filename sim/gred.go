@@ -4,6 +4,7 @@ package sim
 
 import (
 	"math/rand/v2"
+	"sync"
 	"time"
 )
 
@@ -71,13 +72,24 @@ func redFixed(x float64) int32 { return int32(x * (1 << redScale)) }
 // redMul is the kernel's SCALE_MUL: a product of two fixed-point values.
 func redMul(a, b int64) int64 { return (a * b) >> redScale }
 
+// redDecay is the kernel's idle table: entry t is (1−w_q)^(t+1) in
+// unsigned 16.16 fixed point, each from the one before (no entry wraps).
+// Built once, at the first idle gap, not at every start of the binary.
+var redDecay = sync.OnceValue(func() (table [redLookupSize]uint32) {
+	step := uint32(1)<<redScale - uint32(redFixed(redWQ))
+	table[0] = step
+	for t := 1; t < redLookupSize; t++ {
+		table[t] = (table[t-1] * step) >> redScale
+	}
+	return table
+})
+
 // configure sets the thresholds a daemon would give dnctl for a queue of
 // limit bytes: min_th a fifth of it, max_th three fifths; above
 // redMaxQueue it turns gred off (on reports whether it is on).
 func (g *gred) configure(limit int64) (on bool) {
 	if limit > redMaxQueue {
-		g.limit, g.avg, g.count = limit, 0, -1
-		return false
+		return false // droptail: the kernel leaves the average as it was
 	}
 	if limit == g.limit {
 		return true
@@ -110,16 +122,10 @@ func (g *gred) drop(queued, size, now int64) bool {
 		if t < 0 || t >= redLookupSize {
 			g.avg = 0
 		} else {
-			// The table is (1−w_q)^(t+1) in unsigned 32 bits (no entry
-			// wraps); the kernel multiplies the average by an entry in
-			// unsigned 32 bits too, with no wider cast, so the product
-			// wraps and the average comes out under one byte.
-			decay := uint32(1)<<redScale - uint32(g.wq)
-			w := decay
-			for range t {
-				w = (w * decay) >> redScale
-			}
-			g.avg = int32((uint32(g.avg) * w) >> redScale)
+			// The kernel multiplies the average by the table's entry in
+			// unsigned 32 bits, with no wider cast, so the product wraps
+			// and the average comes out under one byte.
+			g.avg = int32((uint32(g.avg) * redDecay()[t]) >> redScale)
 		}
 	}
 	if g.avg < g.minTh {
