@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,17 +27,8 @@ var unlinked = map[string]string{
 // TestTheBinaryLinksNoHeavyPackage: macake, for Linux and for macOS,
 // links none of the packages above.
 func TestTheBinaryLinksNoHeavyPackage(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("skipping: no go tool on PATH")
-	}
 	for _, goos := range []string{"linux", "darwin"} {
-		cmd := exec.Command("go", "list", "-deps", "github.com/macake/macake/cmd/macake")
-		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64", "CGO_ENABLED=0")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go list (%s): %v", goos, err)
-		}
-		deps := strings.Fields(string(out))
+		deps := linked(t, "github.com/macake/macake/cmd/macake", goos)
 		if len(deps) < 100 {
 			t.Fatalf("go list (%s) listed %d packages: the check sees nothing", goos, len(deps))
 		}
@@ -48,6 +40,27 @@ func TestTheBinaryLinksNoHeavyPackage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// linked is every package pkg links when built for goos (arm64, no cgo),
+// pkg itself included, as `go list -deps` lists them; the test skips
+// without a go tool and fails when the list does not name pkg.
+func linked(t *testing.T, pkg, goos string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("skipping: no go tool on PATH")
+	}
+	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64", "CGO_ENABLED=0")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s (%s): %v", pkg, goos, err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, pkg) {
+		t.Fatalf("go list -deps %s (%s) does not list the package itself: the check sees nothing", pkg, goos)
+	}
+	return deps
 }
 
 // TestNoRegexpCompiledAtStart: no package macake links compiles a regexp
@@ -108,18 +121,13 @@ func TestNoRegexpCompiledAtStart(t *testing.T) {
 // (the selftest leftovers' clean-up). The import table checks direct
 // imports only; this checks everything the package links.
 func TestRunsLinkNoConcreteBackend(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("skipping: no go tool on PATH")
-	}
 	const pkg = "github.com/macake/macake/cmd/macake/internal/shaperun"
-	out, err := exec.Command("go", "list", "-deps", pkg).Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v", pkg, err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		for _, backend := range []string{"github.com/macake/macake/backend/pfdn", "github.com/macake/macake/backend/tc"} {
-			if dep == backend || strings.HasPrefix(dep, backend+"/") {
-				t.Errorf("%s links %s: hand what needs it in from package main (shaperun.Env)", pkg, dep)
+	for _, goos := range []string{"linux", "darwin"} {
+		for _, dep := range linked(t, pkg, goos) {
+			for _, backend := range []string{"github.com/macake/macake/backend/pfdn", "github.com/macake/macake/backend/tc"} {
+				if dep == backend || strings.HasPrefix(dep, backend+"/") {
+					t.Errorf("%s links %s for %s: hand what needs it in from package main (shaperun.Env)", pkg, dep, goos)
+				}
 			}
 		}
 	}
