@@ -7,29 +7,23 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/macake/macake/config/configtest"
 )
 
-func addrs(ss ...string) []netip.Addr {
-	out := make([]netip.Addr, len(ss))
-	for i, s := range ss {
-		out[i] = netip.MustParseAddr(s)
-	}
-	return out
-}
-
 func TestReflectorPoolKeepsWhatWasProbedThenThePolicysFirst(t *testing.T) {
-	pool := addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1")
+	pool := configtest.Addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1")
 	tests := []struct {
 		name    string
 		pingers int
 		keep    []netip.Addr
 		want    []netip.Addr
 	}{
-		{"a fresh start probes the policy's first", 2, nil, addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1")},
-		{"a replacement keeps the probed set", 2, addrs("9.9.9.9", "1.0.0.1"), addrs("9.9.9.9", "1.0.0.1", "1.1.1.1", "8.8.8.8")},
-		{"a kept address the pool lost is topped up", 2, addrs("4.4.4.4", "9.9.9.9"), addrs("9.9.9.9", "1.1.1.1", "8.8.8.8", "1.0.0.1")},
-		{"an IPv4-mapped address is the same reflector", 1, addrs("::ffff:8.8.8.8"), addrs("8.8.8.8", "1.1.1.1", "9.9.9.9", "1.0.0.1")},
-		{"more pingers than the pool", 9, nil, addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1")},
+		{"a fresh start probes the policy's first", 2, nil, configtest.Addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1")},
+		{"a replacement keeps the probed set", 2, configtest.Addrs("9.9.9.9", "1.0.0.1"), configtest.Addrs("9.9.9.9", "1.0.0.1", "1.1.1.1", "8.8.8.8")},
+		{"a kept address the pool lost is topped up", 2, configtest.Addrs("4.4.4.4", "9.9.9.9"), configtest.Addrs("9.9.9.9", "1.1.1.1", "8.8.8.8", "1.0.0.1")},
+		{"an IPv4-mapped address is the same reflector", 1, configtest.Addrs("::ffff:8.8.8.8"), configtest.Addrs("8.8.8.8", "1.1.1.1", "9.9.9.9", "1.0.0.1")},
+		{"more pingers than the pool", 9, nil, configtest.Addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +35,7 @@ func TestReflectorPoolKeepsWhatWasProbedThenThePolicysFirst(t *testing.T) {
 }
 
 func TestReflectorPoolShufflesOnlyTheSpares(t *testing.T) {
-	pool := addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1", "149.112.112.112", "208.67.222.222")
+	pool := configtest.Addrs("1.1.1.1", "8.8.8.8", "9.9.9.9", "1.0.0.1", "149.112.112.112", "208.67.222.222")
 	seen := map[netip.Addr]bool{}
 	for seed := range uint64(20) {
 		got := ReflectorPool(pool, 2, nil, rand.New(rand.NewPCG(seed, 1)))

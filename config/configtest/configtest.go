@@ -10,6 +10,7 @@ package configtest
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,4 +83,14 @@ func Parse(tb testing.TB, name, text string) config.Link {
 		tb.Fatalf("policy %s: %v", name, err)
 	}
 	return l
+}
+
+// Addrs parses ss into addresses (a policy's reflectors, a probe's
+// targets), failing loudly on a typo in the test that wrote them.
+func Addrs(ss ...string) []netip.Addr {
+	out := make([]netip.Addr, len(ss))
+	for i, s := range ss {
+		out[i] = netip.MustParseAddr(s)
+	}
+	return out
 }

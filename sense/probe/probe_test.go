@@ -13,17 +13,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/macake/macake/config/configtest"
 	"github.com/macake/macake/internal/tickgrid"
 	"github.com/macake/macake/sense/probe/wire"
 )
-
-func addrs(ss ...string) []netip.Addr {
-	out := make([]netip.Addr, len(ss))
-	for i, s := range ss {
-		out[i] = netip.MustParseAddr(s)
-	}
-	return out
-}
 
 func newProber(t *testing.T, n *fakeNet, cfg Config) *Prober {
 	t.Helper()
@@ -70,7 +63,7 @@ func echoProber(t *testing.T, n *fakeNet, refl []string) *Prober {
 	for _, r := range refl {
 		n.set(r, behaviour{delay: 20 * time.Millisecond})
 	}
-	return newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true})
+	return newProber(t, n, Config{Reflectors: configtest.Addrs(refl...), NoTimestamps: true})
 }
 
 func TestPacingGivesConfiguredAggregateRate(t *testing.T) {
@@ -144,7 +137,7 @@ func TestPaceKeepsEveryReflectorsIntervalWithSendsAtLeast100msApart(t *testing.T
 		for i := range c.reflectors {
 			refl = append(refl, fmt.Sprintf("192.0.2.%d", i+1))
 		}
-		p := newProber(t, newFakeNet(), Config{Reflectors: addrs(refl...), Interval: c.interval, NoTimestamps: true})
+		p := newProber(t, newFakeNet(), Config{Reflectors: configtest.Addrs(refl...), Interval: c.interval, NoTimestamps: true})
 		n, every := p.pace()
 		if n != c.n || every != c.every {
 			t.Errorf("%d reflectors every %v: %d probes every %v, want %d every %v", c.reflectors, c.interval, n, every, c.n, c.every)
@@ -164,7 +157,7 @@ func TestProbesFallOnTheGrid(t *testing.T) {
 		for _, r := range refl {
 			n.set(r, behaviour{delay: 20 * time.Millisecond})
 		}
-		p := newProber(t, n, Config{Reflectors: addrs(refl...), NoTimestamps: true, Grid: tickgrid.New(epoch)})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs(refl...), NoTimestamps: true, Grid: tickgrid.New(epoch)})
 		runFor(p, 2*time.Second)
 		sent := n.sentTo("192.0.2.1")
 		if len(sent) < 7 || sent[0].at.Sub(epoch) != 1234*time.Millisecond {
@@ -210,7 +203,7 @@ func TestSilentReflectorTimesOutAsLost(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{delay: 10 * time.Millisecond})
 		n.set("192.0.2.9", behaviour{silent: true})
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1", "192.0.2.9"), Timeout: time.Second, NoTimestamps: true})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1", "192.0.2.9"), Timeout: time.Second, NoTimestamps: true})
 		samples := runFor(p, 3*time.Second+time.Millisecond)
 		if got := count(samples, KindReply, "192.0.2.9"); got != 0 {
 			t.Fatalf("%d replies from a silent reflector", got)
@@ -245,7 +238,7 @@ func TestLateAndDuplicateRepliesAreCountedNotDelivered(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{delay: 1500 * time.Millisecond}) // later than the timeout
 		n.set("192.0.2.2", behaviour{delay: 5 * time.Millisecond, duplicates: 2})
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1", "192.0.2.2"), Timeout: time.Second, NoTimestamps: true})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1", "192.0.2.2"), Timeout: time.Second, NoTimestamps: true})
 		samples := runFor(p, 3*time.Second-time.Millisecond)
 		if got := count(samples, KindReply, "192.0.2.1"); got != 0 {
 			t.Errorf("late reflector delivered %d replies", got)
@@ -275,8 +268,8 @@ func TestSomeoneElsesProbesAreForeign(t *testing.T) {
 		n.shared = true // darwin: every ICMP socket sees every reply
 		n.set("192.0.2.1", behaviour{delay: 10 * time.Millisecond})
 		n.set("192.0.2.2", behaviour{delay: 10 * time.Millisecond, corruptID: true})
-		a := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), NoTimestamps: true, Socket: SocketRaw})
-		b := newProber(t, n, Config{Reflectors: addrs("192.0.2.1", "192.0.2.2"), NoTimestamps: true, Socket: SocketRaw})
+		a := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), NoTimestamps: true, Socket: SocketRaw})
+		b := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1", "192.0.2.2"), NoTimestamps: true, Socket: SocketRaw})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- b.Run(ctx) }()
@@ -317,7 +310,7 @@ func TestTimestampsGiveOneWayDelays(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				n := newFakeNet()
 				n.set("192.0.2.1", behaviour{timestamps: true, up: 10 * time.Millisecond, down: 30 * time.Millisecond, delay: 40 * time.Millisecond, clockOffset: tc.offset})
-				p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Socket: SocketRaw})
+				p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), Socket: SocketRaw})
 				samples := runFor(p, 3*time.Second)
 				var ts int
 				for _, s := range samples {
@@ -357,7 +350,7 @@ func TestTimestampFallbackToEchoWithoutLosses(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				n := newFakeNet()
 				n.set("192.0.2.1", tc.b)
-				p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Socket: SocketRaw})
+				p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), Socket: SocketRaw})
 				samples := runFor(p, 5*time.Second)
 				for _, s := range samples {
 					if s.Kind != KindReply || s.Method != MethodEcho || s.OWD {
@@ -391,7 +384,7 @@ func TestDatagramSocketsNeverSendTimestampsOnLinux(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{delay: 5 * time.Millisecond, timestamps: true})
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Socket: SocketDatagram})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), Socket: SocketDatagram})
 		samples := runFor(p, time.Second)
 		for _, s := range n.sentTo("") {
 			if s.typ != wire.TypeEcho4 {
@@ -412,7 +405,7 @@ func TestUnreachableOnlyListStallsAndNeverReportsDelay(t *testing.T) {
 		n.set("198.51.100.1", behaviour{sendErr: &netOpErr{syscall.ENETUNREACH}})
 		n.set("198.51.100.2", behaviour{unreachable: true})
 		n.set("198.51.100.3", behaviour{silent: true})
-		p := newProber(t, n, Config{Reflectors: addrs("198.51.100.1", "198.51.100.2", "198.51.100.3"), Timeout: 500 * time.Millisecond, NoTimestamps: true})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("198.51.100.1", "198.51.100.2", "198.51.100.3"), Timeout: 500 * time.Millisecond, NoTimestamps: true})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- p.Run(ctx) }()
@@ -456,12 +449,12 @@ func TestSetReflectorsAndPauseAtRunTime(t *testing.T) {
 		for _, r := range []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"} {
 			n.set(r, behaviour{delay: 10 * time.Millisecond})
 		}
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), NoTimestamps: true})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), NoTimestamps: true})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- p.Run(ctx) }()
 		time.Sleep(time.Second) // 192.0.2.1 at 0, 0.3, 0.6, 0.9
-		if err := p.SetReflectors(addrs("192.0.2.2", "2001:db8::1")); err != nil {
+		if err := p.SetReflectors(configtest.Addrs("192.0.2.2", "2001:db8::1")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Second)
@@ -473,7 +466,7 @@ func TestSetReflectorsAndPauseAtRunTime(t *testing.T) {
 		}
 		p.SetPaused(false)
 		time.Sleep(time.Second)
-		if err := p.SetReflectors(addrs("0.0.0.0")); err == nil {
+		if err := p.SetReflectors(configtest.Addrs("0.0.0.0")); err == nil {
 			t.Error("unspecified reflector accepted")
 		}
 		cancel()
@@ -503,7 +496,7 @@ func TestSlowConsumerDropsOldestSamples(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{delay: time.Millisecond})
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Interval: 100 * time.Millisecond, Buffer: 4, NoTimestamps: true})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), Interval: 100 * time.Millisecond, Buffer: 4, NoTimestamps: true})
 		samples := runFor(p, time.Second) // 10 probes, nobody reading
 		if len(samples) != 4 {
 			t.Fatalf("%d samples buffered, want 4", len(samples))
@@ -521,7 +514,7 @@ func TestNoSocketGivesActionableError(t *testing.T) {
 	n := newFakeNet()
 	n.listenErr["udp4"] = syscall.EACCES
 	n.listenErr["ip4:icmp"] = syscall.EPERM
-	_, err := New(Config{Reflectors: addrs("192.0.2.1"), Listen: n.listen})
+	_, err := New(Config{Reflectors: configtest.Addrs("192.0.2.1"), Listen: n.listen})
 	if err == nil {
 		t.Fatal("New succeeded without sockets")
 	}
@@ -547,7 +540,7 @@ func TestSequenceCollisionWithFailedSendKeepsRecordsApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{silent: true})
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Interval: time.Second, Timeout: time.Hour, Socket: SocketRaw})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), Interval: time.Second, Timeout: time.Hour, Socket: SocketRaw})
 		defer p.closeSockets()
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -589,7 +582,7 @@ func TestReplyAfterTimeoutBetweenSendsIsLate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := newFakeNet()
 		n.set("192.0.2.1", behaviour{delay: 1100 * time.Millisecond}) // between the timeout (1 s) and the next send (1.2 s)
-		p := newProber(t, n, Config{Reflectors: addrs("192.0.2.1"), Timeout: time.Second, NoTimestamps: true})
+		p := newProber(t, n, Config{Reflectors: configtest.Addrs("192.0.2.1"), Timeout: time.Second, NoTimestamps: true})
 		samples := runFor(p, 2*time.Second)
 		for _, s := range samples {
 			if s.Kind == KindReply {
